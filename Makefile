@@ -1,0 +1,145 @@
+# SPDX-License-Identifier: MIT
+# sqlprof - an LD_PRELOAD profiler for SQLite.
+#
+# Variables a user may set:
+#   PREFIX=/usr/local   installation prefix (make install)
+#   DESTDIR=            staging root for packaging (make install)
+#   CC=gcc              C compiler
+#   CFLAGS=...          extra compiler flags (appended)
+#   SANITIZE=           e.g. address,undefined: build everything with -fsanitize
+#   BUILD=build         output directory
+#   FUZZ_SECONDS=60     duration of each fuzz target (make fuzz)
+#   BENCH_N=...         workload size for make bench (see scripts/bench.sh)
+#
+# Targets: all check demo bench fuzz install clean help (make help).
+
+PREFIX ?= /usr/local
+DESTDIR ?=
+BUILD ?= build
+CC ?= gcc
+FUZZ_SECONDS ?= 60
+VERSION := 0.1.0
+
+PKGS := sqlite3 libdw libelf
+DEPS_OK := $(shell pkg-config --exists $(PKGS) check 2>/dev/null && echo yes)
+
+WARN := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wno-unused-parameter
+BASE_CFLAGS := -std=gnu11 -O2 -g $(WARN) -D_GNU_SOURCE -DSQLPROF_VERSION=\"$(VERSION)\" -Ipreload -Ireport -Isymbolizer
+ifneq ($(SANITIZE),)
+BASE_CFLAGS += -fsanitize=$(SANITIZE) -fno-omit-frame-pointer
+SAN_LDFLAGS := -fsanitize=$(SANITIZE)
+endif
+ALL_CFLAGS = $(BASE_CFLAGS) $(CFLAGS)
+
+PRELOAD_SRC := $(wildcard preload/*.c)
+CLI_SRC := $(filter-out report/main.c,$(wildcard report/*.c))
+SYM_SRC := $(wildcard symbolizer/*.c)
+CHECK_SRC := $(wildcard tests/check_*.c)
+PROG_SRC := $(wildcard tests/progs/*.c)
+
+PRELOAD_OBJ := $(PRELOAD_SRC:%.c=$(BUILD)/obj/%.o)
+CLI_OBJ := $(CLI_SRC:%.c=$(BUILD)/obj/%.o)
+SYM_OBJ := $(SYM_SRC:%.c=$(BUILD)/obj/%.o)
+CHECK_BIN := $(CHECK_SRC:tests/%.c=$(BUILD)/tests/%)
+PROG_BIN := $(PROG_SRC:tests/progs/%.c=$(BUILD)/progs/%)
+
+LIBSQLPROF := $(BUILD)/lib/libsqlprof.so
+SQLPROF := $(BUILD)/bin/sqlprof
+LIBSYM := $(BUILD)/lib/libsym.a
+LIBCLI := $(BUILD)/lib/libspcli.a
+
+LIBS := -lsqlite3 -ldw -lelf -lm -lpthread
+CHECK_LIBS := $(shell pkg-config --libs check 2>/dev/null)
+
+.PHONY: all check demo bench fuzz install clean help deps unit integration progs
+.DEFAULT_GOAL := all
+
+all: deps-ok $(LIBSQLPROF) $(SQLPROF)
+
+# Build-time dependencies are installed by scripts/install-deps.sh; `make all`
+# only tells you to run it, `make check` and `make demo` run it themselves.
+.PHONY: deps-ok
+deps-ok:
+ifneq ($(DEPS_OK),yes)
+	@echo "sqlprof: missing build dependencies; run scripts/install-deps.sh (or make check / make demo)" >&2; exit 1
+endif
+
+deps:
+	@scripts/install-deps.sh
+
+$(BUILD)/obj/preload/%.o: preload/%.c preload/*.h
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) -fPIC -fvisibility=hidden -ftls-model=initial-exec -c $< -o $@
+
+$(BUILD)/obj/%.o: %.c $(wildcard report/*.h symbolizer/*.h preload/sp_wire.h)
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) -c $< -o $@
+
+$(LIBSQLPROF): $(PRELOAD_OBJ) preload/libsqlprof.map
+	@mkdir -p $(@D)
+	$(CC) -shared -o $@ $(PRELOAD_OBJ) $(SAN_LDFLAGS) -Wl,--no-undefined -Wl,--version-script=preload/libsqlprof.map -Wl,-z,now -ldl -lpthread
+
+$(LIBSYM): $(SYM_OBJ)
+	@mkdir -p $(@D)
+	rm -f $@ && ar rcs $@ $^
+
+$(LIBCLI): $(CLI_OBJ)
+	@mkdir -p $(@D)
+	rm -f $@ && ar rcs $@ $^
+
+$(SQLPROF): $(BUILD)/obj/report/main.o $(LIBCLI) $(LIBSYM)
+	@mkdir -p $(@D)
+	$(CC) -o $@ $< $(LIBCLI) $(LIBSYM) $(SAN_LDFLAGS) -rdynamic $(LIBS)
+
+$(BUILD)/tests/%: tests/%.c $(LIBCLI) $(LIBSYM)
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) -o $@ $< $(LIBCLI) $(LIBSYM) $(SAN_LDFLAGS) $(LIBS) $(CHECK_LIBS)
+
+# Test programs: built with -g at -O2, no frame pointers (what users ship).
+$(BUILD)/progs/%: tests/progs/%.c
+	@mkdir -p $(@D)
+	$(CC) -std=gnu11 -O2 -g -fno-omit-frame-pointer -D_GNU_SOURCE $(SAN_LDFLAGS) -o $@ $< -lsqlite3 -lpthread -ldl
+
+progs: $(PROG_BIN)
+
+unit: all $(CHECK_BIN)
+	@set -e; for t in $(CHECK_BIN); do echo "== $$t"; $$t; done
+
+integration: all progs
+	@BUILD=$(BUILD) tests/run-integration.sh
+
+check: deps
+	@$(MAKE) --no-print-directory unit integration
+	@echo "make check: all tests passed"
+
+demo: deps
+	@$(MAKE) --no-print-directory all progs
+	@scripts/demo.sh $(BUILD)
+
+bench: deps
+	@scripts/install-deps.sh --optional
+	@$(MAKE) --no-print-directory all progs
+	@BUILD=$(BUILD) scripts/bench.sh
+
+fuzz:
+	@scripts/install-deps.sh --optional
+	@BUILD=$(BUILD) FUZZ_SECONDS=$(FUZZ_SECONDS) scripts/fuzz.sh
+
+install: all
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/sqlprof $(DESTDIR)$(PREFIX)/share/man/man1
+	install -m 0755 $(SQLPROF) $(DESTDIR)$(PREFIX)/bin/sqlprof
+	install -m 0755 $(LIBSQLPROF) $(DESTDIR)$(PREFIX)/lib/sqlprof/libsqlprof.so
+	install -m 0644 docs/sqlprof.1 $(DESTDIR)$(PREFIX)/share/man/man1/sqlprof.1
+
+clean:
+	rm -rf $(BUILD)
+
+help:
+	@echo "make            build libsqlprof.so and sqlprof into $(BUILD)/"
+	@echo "make check      install missing packages, build, run unit and integration tests"
+	@echo "make demo       install missing packages, build, profile an example program, print a report"
+	@echo "make bench      overhead and throughput benchmarks (slow; writes docs/benchmarks.md)"
+	@echo "make fuzz       fuzz the stream decoder and profile reader for FUZZ_SECONDS each"
+	@echo "make install    install into DESTDIR/PREFIX (default /usr/local)"
+	@echo "make clean      remove $(BUILD)/"
+	@echo "Variables: PREFIX DESTDIR CC CFLAGS SANITIZE BUILD FUZZ_SECONDS (see the top of the Makefile)"

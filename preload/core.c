@@ -1,0 +1,811 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * core.c - what libsqlprof.so knows about statements and executions:
+ * configuration, resolution of the originals, the table of live prepared
+ * statements, the start and end of executions, sampling and stack capture.
+ *
+ * It encodes records into the calling thread's ring (stream.c) and never
+ * sends anything itself. It holds no lock on the execution path: the
+ * statement table and the "already sent" sets are lock-free open-addressing
+ * tables updated with compare-and-swap.
+ */
+#include <dlfcn.h>
+#include <errno.h>
+#include <execinfo.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <link.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "sp_preload.h"
+
+struct sp_real sp_real;
+atomic_int sp_resolved;
+struct sp_config sp_cfg = {
+	.enabled = 0,
+	.depth = 64,
+	.send_timeout_ms = 100,
+	.flush_ms = 1000,
+	.follow = 1,
+};
+int sp_clock_tsc;
+__thread struct sp_thread sp_tls __attribute__((tls_model("initial-exec")));
+atomic_ullong sp_untracked;
+atomic_ullong sp_executions;
+
+#define DEFAULT_RATE 0.01
+#define DEFAULT_SLOW_MS 100
+
+uint64_t sp_mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* ------------------------------------------------------------------ */
+/* Originals                                                           */
+
+#define RESOLVE(h, field, name) \
+	(*(void **)&sp_real.field = dlsym(h, name))
+
+static void resolve_from(void *h)
+{
+	RESOLVE(h, open, "sqlite3_open");
+	RESOLVE(h, open_v2, "sqlite3_open_v2");
+	RESOLVE(h, open16, "sqlite3_open16");
+	RESOLVE(h, close, "sqlite3_close");
+	RESOLVE(h, close_v2, "sqlite3_close_v2");
+	RESOLVE(h, prepare, "sqlite3_prepare");
+	RESOLVE(h, prepare_v2, "sqlite3_prepare_v2");
+	RESOLVE(h, prepare_v3, "sqlite3_prepare_v3");       /* optional: 3.20+ */
+	RESOLVE(h, prepare16, "sqlite3_prepare16");
+	RESOLVE(h, prepare16_v2, "sqlite3_prepare16_v2");
+	RESOLVE(h, prepare16_v3, "sqlite3_prepare16_v3");   /* optional: 3.20+ */
+	RESOLVE(h, step, "sqlite3_step");
+	RESOLVE(h, reset, "sqlite3_reset");
+	RESOLVE(h, finalize, "sqlite3_finalize");
+	RESOLVE(h, exec, "sqlite3_exec");
+	RESOLVE(h, sql, "sqlite3_sql");
+	RESOLVE(h, stmt_status, "sqlite3_stmt_status");
+	RESOLVE(h, db_handle, "sqlite3_db_handle");
+	RESOLVE(h, errmsg, "sqlite3_errmsg");
+	RESOLVE(h, extended_errcode, "sqlite3_extended_errcode");
+}
+
+/*
+ * Find libsqlite3's functions. RTLD_NEXT finds a library in the global
+ * scope (linked at start-up); a library dlopen'd with RTLD_LOCAL as a
+ * dependency (Python's _sqlite3 module) is only reachable through its own
+ * handle, which RTLD_NOLOAD gives without loading anything.
+ * Returns 0 when the required originals are known. Safe to race: every
+ * caller stores the same values.
+ */
+int sp_resolve(void)
+{
+	static const char *const names[] = { "libsqlite3.so.0", "libsqlite3.so" };
+	int saved = errno;
+	size_t i;
+
+	if (atomic_load_explicit(&sp_resolved, memory_order_acquire))
+		return 0;
+	if (!sp_real.dlopen)
+		sp_real.dlopen = (void *(*)(const char *, int))dlsym(RTLD_NEXT, "dlopen");
+	resolve_from(RTLD_NEXT);
+	for (i = 0; !sp_real.step && sp_real.dlopen && i < sizeof(names) / sizeof(names[0]); i++) {
+		void *h = sp_real.dlopen(names[i], RTLD_LAZY | RTLD_NOLOAD);
+
+		if (h)
+			resolve_from(h); /* the handle is kept: libsqlite3 stays */
+	}
+	errno = saved;
+	if (!sp_real.step || !sp_real.prepare_v2 || !sp_real.reset || !sp_real.finalize ||
+	    !sp_real.sql || !sp_real.stmt_status)
+		return -1;
+	atomic_store_explicit(&sp_resolved, 1, memory_order_release);
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* Configuration                                                       */
+
+static void warn_bad(const char *var, const char *val, const char *why)
+{
+	fprintf(stderr, "sqlprof: ignoring %s=%s (%s); using the default\n", var, val, why);
+}
+
+static int env_double(const char *var, double lo, double hi, double *out)
+{
+	const char *v = getenv(var);
+	char *end;
+	double d;
+
+	if (!v || !*v)
+		return 0;
+	errno = 0;
+	d = strtod(v, &end);
+	if (errno || *end || d < lo || d > hi) {
+		char why[64];
+
+		snprintf(why, sizeof(why), "expected a number from %g to %g", lo, hi);
+		warn_bad(var, v, why);
+		return 0;
+	}
+	*out = d;
+	return 1;
+}
+
+static int env_long(const char *var, long lo, long hi, long *out)
+{
+	const char *v = getenv(var);
+	char *end;
+	long l;
+
+	if (!v || !*v)
+		return 0;
+	errno = 0;
+	l = strtol(v, &end, 10);
+	if (errno || *end || l < lo || l > hi) {
+		char why[64];
+
+		snprintf(why, sizeof(why), "expected an integer from %ld to %ld", lo, hi);
+		warn_bad(var, v, why);
+		return 0;
+	}
+	*out = l;
+	return 1;
+}
+
+static int kernel_clock_is_tsc(void)
+{
+	char buf[32] = { 0 };
+	int fd = open("/sys/devices/system/clocksource/clocksource0/current_clocksource",
+		      O_RDONLY | O_CLOEXEC);
+	ssize_t n;
+
+	if (fd < 0)
+		return 0;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	return n >= 3 && strncmp(buf, "tsc", 3) == 0 && (n == 3 || buf[3] == '\n');
+}
+
+static void read_config(void)
+{
+	double rate = DEFAULT_RATE, slow_ms = DEFAULT_SLOW_MS;
+	long l;
+	const char *clk;
+
+	env_double("SQLPROF_RATE", 0.0, 1.0, &rate);
+	if (rate >= 1.0) {
+		sp_cfg.rate_all = 1;
+		sp_cfg.rate_threshold = UINT64_MAX;
+	} else {
+		sp_cfg.rate_threshold = (uint64_t)(rate * 18446744073709551616.0);
+	}
+	if (env_long("SQLPROF_SEED", 0, LONG_MAX, &l))
+		sp_cfg.seed = (uint64_t)l;
+	else
+		sp_cfg.seed = sp_mono_ns() ^ ((uint64_t)getpid() << 32);
+	env_double("SQLPROF_SLOW_MS", 0.0, 86400000.0, &slow_ms);
+	if (env_long("SQLPROF_DEPTH", 1, SP_STACK_MAX, &l))
+		sp_cfg.depth = (int)l;
+	if (env_long("SQLPROF_SEND_TIMEOUT_MS", 0, 10000, &l))
+		sp_cfg.send_timeout_ms = (int)l;
+	if (env_long("SQLPROF_FLUSH_MS", 10, 60000, &l))
+		sp_cfg.flush_ms = (int)l;
+	if (env_long("SQLPROF_FOLLOW", 0, 1, &l))
+		sp_cfg.follow = (int)l;
+
+	clk = getenv("SQLPROF_CLOCK");
+	if (clk && strcmp(clk, "monotonic") == 0)
+		sp_clock_tsc = 0;
+	else if (clk && *clk && strcmp(clk, "auto") != 0 && strcmp(clk, "tsc") != 0) {
+		warn_bad("SQLPROF_CLOCK", clk, "expected auto, tsc or monotonic");
+		sp_clock_tsc = kernel_clock_is_tsc();
+	} else
+		sp_clock_tsc = kernel_clock_is_tsc();
+	sp_cfg.slow_ticks = (uint64_t)(slow_ms * 1e6); /* ns; to ticks in sp_init */
+}
+
+/* ------------------------------------------------------------------ */
+/* Lock-free sets and the statement table                              */
+
+/* Mix a pointer or id into a table index. */
+static inline uint64_t mix64(uint64_t x)
+{
+	x ^= x >> 33;
+	x *= 0xff51afd7ed558ccdULL;
+	x ^= x >> 33;
+	return x;
+}
+
+/* A set of 64-bit ids (SQL texts and stacks already sent by this
+ * process). Insert-only; full means "send again", which is harmless. */
+#define IDSET_BITS 16
+struct idset {
+	_Atomic uint64_t slot[1u << IDSET_BITS];
+};
+static struct idset *sql_sent, *sql_executed, *stack_sent;
+
+/* Returns 1 if id was not in the set (and is now), 0 if it was, 1 when
+ * the set is full or missing (so callers send rather than lose). */
+static int idset_add(struct idset *s, uint64_t id)
+{
+	uint64_t i, n = 1u << IDSET_BITS, mask = n - 1;
+
+	if (!s)
+		return 1;
+	if (id == 0)
+		id = 1;
+	for (i = mix64(id) & mask; n--; i = (i + 1) & mask) {
+		uint64_t cur = atomic_load_explicit(&s->slot[i], memory_order_relaxed);
+
+		if (cur == id)
+			return 0;
+		if (cur == 0) {
+			if (atomic_compare_exchange_strong(&s->slot[i], &cur, id))
+				return 1;
+			if (cur == id)
+				return 0;
+		}
+	}
+	return 1;
+}
+
+static void *map_zero(size_t len)
+{
+	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+
+	return p == MAP_FAILED ? NULL : p;
+}
+
+/*
+ * Live statements, keyed by sqlite3_stmt pointer. Open addressing with
+ * linear probing; 0 = empty, 1 = tombstone (reused by inserts). A slot's
+ * fields other than key belong to whichever thread is using the statement:
+ * SQLite forbids stepping one statement from two threads at once.
+ * 65536 slots, mapped lazily: a program with more live statements than
+ * STMT_MAX_LOAD gets them counted as "untracked" (reported), not lost.
+ */
+#define STMT_BITS 16
+#define STMT_N (1u << STMT_BITS)
+#define STMT_MAX_PROBE 64
+static struct sp_stmt *stmts;
+
+static inline uint64_t stmt_hash(const void *p)
+{
+	return ((uint64_t)(uintptr_t)p * 0x9E3779B97F4A7C15ULL) >> (64 - STMT_BITS);
+}
+
+struct sp_stmt *sp_stmt_find(sqlite3_stmt *st)
+{
+	uint64_t i = stmt_hash(st);
+	uintptr_t key = (uintptr_t)st;
+	int n;
+
+	if (unlikely(!stmts))
+		return NULL;
+	for (n = 0; n < STMT_MAX_PROBE; n++, i = (i + 1) & (STMT_N - 1)) {
+		uintptr_t k = atomic_load_explicit(&stmts[i].key, memory_order_acquire);
+
+		if (likely(k == key))
+			return &stmts[i];
+		if (k == 0)
+			return NULL;
+	}
+	return NULL;
+}
+
+static struct sp_stmt *stmt_insert(sqlite3_stmt *st)
+{
+	uint64_t i = stmt_hash(st);
+	uintptr_t key = (uintptr_t)st;
+	int n;
+
+	if (!stmts)
+		return NULL;
+	for (n = 0; n < STMT_MAX_PROBE; n++, i = (i + 1) & (STMT_N - 1)) {
+		uintptr_t k = atomic_load_explicit(&stmts[i].key, memory_order_acquire);
+
+		if (k == key)
+			return &stmts[i]; /* stale entry of a freed statement */
+		if (k == 0 || k == 1) {
+			/* Fill the slot before publishing the key. */
+			if (atomic_compare_exchange_strong(&stmts[i].key, &k, (uintptr_t)2)) {
+				struct sp_stmt *s = &stmts[i];
+
+				memset((char *)s + sizeof(s->key), 0, sizeof(*s) - sizeof(s->key));
+				atomic_store_explicit(&s->key, key, memory_order_release);
+				return s;
+			}
+		}
+	}
+	return NULL;
+}
+
+void sp_stmt_forget(sqlite3_stmt *st)
+{
+	struct sp_stmt *s = sp_stmt_find(st);
+
+	if (s)
+		atomic_store_explicit(&s->key, (uintptr_t)1, memory_order_release);
+}
+
+/* ------------------------------------------------------------------ */
+/* Records                                                             */
+
+static inline uint32_t gettid_cached(struct sp_thread *t)
+{
+	if (unlikely(!t->tid))
+		sp_thread_init(t);
+	return t->tid;
+}
+
+/*
+ * Note an SQL text: returns its id (64-bit FNV-1a of the full text) and,
+ * the first time this process sees it, writes an SQL record into the
+ * thread's ring. The text is cut at SP_SQL_MAX bytes.
+ */
+uint64_t sp_sql_note(struct sp_thread *t, const char *sql, size_t len)
+{
+	uint64_t h = 0xcbf29ce484222325ULL;
+	size_t i;
+
+	for (i = 0; i < len; i++) {
+		h ^= (unsigned char)sql[i];
+		h *= 0x100000001b3ULL;
+	}
+	if (h == 0)
+		h = 1;
+	if (idset_add(sql_sent, h)) {
+		uint32_t n = len > SP_SQL_MAX ? SP_SQL_MAX : (uint32_t)len;
+		uint32_t rl = SP_ALIGN8(sizeof(struct sp_rec_sql) + n);
+		struct sp_rec_sql *r = sp_rec_reserve(t, rl);
+
+		if (r) {
+			memset(r, 0, rl);
+			r->h.type = SP_REC_SQL;
+			r->h.len = rl;
+			r->h.flags = len > n ? SP_SQL_TRUNCATED : 0;
+			r->pid = (uint32_t)getpid();
+			r->tid = gettid_cached(t);
+			r->sql_id = h;
+			r->full_len = len > UINT32_MAX ? UINT32_MAX : (uint32_t)len;
+			r->text_len = n;
+			memcpy(r + 1, sql, n);
+			sp_rec_commit(t, rl);
+		}
+	}
+	return h;
+}
+
+static uint32_t cached_pid;
+
+static inline uint32_t my_pid(void)
+{
+	if (unlikely(!cached_pid))
+		cached_pid = (uint32_t)getpid();
+	return cached_pid;
+}
+
+void sp_thread_init(struct sp_thread *t)
+{
+	static atomic_uint thread_index;
+	uint32_t idx = atomic_fetch_add(&thread_index, 1) + 1;
+
+	t->tid = (uint32_t)syscall(SYS_gettid);
+	/* Repeatable per thread index under SQLPROF_SEED. */
+	t->rng = mix64(sp_cfg.seed + 0x9E3779B97F4A7C15ULL * idx) | 1;
+}
+
+static inline uint64_t rng_next(struct sp_thread *t)
+{
+	/* xorshift64* */
+	uint64_t x = t->rng;
+
+	x ^= x >> 12;
+	x ^= x << 25;
+	x ^= x >> 27;
+	t->rng = x;
+	return x * 0x2545F4914F6CDD1DULL;
+}
+
+static void stmt_fill(struct sp_thread *t, struct sp_stmt *s, sqlite3_stmt *st)
+{
+	const char *sql = sp_real.sql ? sp_real.sql(st) : NULL;
+
+	s->sql_id = sp_sql_note(t, sql ? sql : "", sql ? strlen(sql) : 0);
+	s->db = sp_real.db_handle ? (uint64_t)(uintptr_t)sp_real.db_handle(st) : 0;
+}
+
+void sp_stmt_prepared(struct sp_thread *t, sqlite3_stmt *st, uint64_t t0, uint64_t t1)
+{
+	struct sp_stmt *s;
+	struct sp_rec_prepare *r;
+
+	t->guard++;
+	s = stmt_insert(st);
+	if (!s) {
+		t->guard--;
+		return;
+	}
+	stmt_fill(t, s, st);
+	r = sp_rec_reserve(t, sizeof(*r));
+	if (r) {
+		r->h.type = SP_REC_PREPARE;
+		r->h.flags = 0;
+		r->h.len = sizeof(*r);
+		r->pid = my_pid();
+		r->tid = gettid_cached(t);
+		r->sql_id = s->sql_id;
+		r->db = s->db;
+		r->time = t1 - t0;
+		sp_rec_commit(t, sizeof(*r));
+	}
+	t->guard--;
+	sp_modules_maybe_send();
+}
+
+/* A statement we did not see prepared (prepared before we were loaded, or
+ * inside a libsqlite3 whose internal calls bypass the PLT). */
+struct sp_stmt *sp_stmt_adopt(struct sp_thread *t, sqlite3_stmt *st)
+{
+	struct sp_stmt *s = stmt_insert(st);
+
+	if (!s) {
+		atomic_fetch_add_explicit(&sp_untracked, 1, memory_order_relaxed);
+		return NULL;
+	}
+	t->guard++;
+	stmt_fill(t, s, st);
+	t->guard--;
+	return s;
+}
+
+static inline void status_read(sqlite3_stmt *st, uint32_t v[4])
+{
+	v[0] = (uint32_t)sp_real.stmt_status(st, SQLITE_STMTSTATUS_FULLSCAN_STEP, 0);
+	v[1] = (uint32_t)sp_real.stmt_status(st, SQLITE_STMTSTATUS_SORT, 0);
+	v[2] = (uint32_t)sp_real.stmt_status(st, SQLITE_STMTSTATUS_AUTOINDEX, 0);
+	v[3] = (uint32_t)sp_real.stmt_status(st, SQLITE_STMTSTATUS_VM_STEP, 0);
+}
+
+static inline int sample_now(struct sp_thread *t)
+{
+	if (sp_cfg.rate_all)
+		return 1;
+	if (sp_cfg.rate_threshold == 0)
+		return 0;
+	return rng_next(t) < sp_cfg.rate_threshold;
+}
+
+static void take_stack(struct sp_thread *t, struct sp_run *r)
+{
+	t->guard++;
+	r->stack_id = sp_stack_capture(t);
+	t->guard--;
+	if (r->stack_id)
+		r->flags |= SP_EXEC_SAMPLED;
+}
+
+static void run_link(struct sp_thread *t, struct sp_run *r)
+{
+	r->seq = ++t->seq;
+	if (t->depth > 0 && t->depth <= SP_CALL_MAX) {
+		r->parent = t->calls[t->depth - 1];
+		r->parent_seq = r->parent->seq;
+		r->flags |= SP_EXEC_NESTED;
+	} else {
+		r->parent = NULL;
+		r->parent_seq = 0;
+	}
+}
+
+/* First step of an execution: baselines, nesting and the sampling choice. */
+void sp_run_begin(struct sp_thread *t, struct sp_stmt *s, sqlite3_stmt *st)
+{
+	struct sp_run *r = &s->run;
+	int first = 0;
+
+	if (unlikely(!t->tid))
+		sp_thread_init(t);
+	r->flags = 0;
+	run_link(t, r);
+	r->start = sp_now();
+	r->db_time = r->nested_time = r->rows = r->stack_id = 0;
+	status_read(st, r->base);
+	if (unlikely(s->nexec++ == 0))
+		first = idset_add(sql_executed, s->sql_id);
+	if (first)
+		r->flags |= SP_EXEC_FIRST;
+	if (unlikely(first || sample_now(t)))
+		take_stack(t, r);
+}
+
+/* A row came back: take the stack of a slow execution while its caller is
+ * still on the stack. */
+void sp_run_on_row(struct sp_thread *t, struct sp_stmt *s, sqlite3_stmt *st, uint64_t now)
+{
+	struct sp_run *r = &s->run;
+
+	if (now - r->start >= sp_cfg.slow_ticks) {
+		int saved = errno;
+
+		r->flags |= SP_EXEC_SLOW;
+		if (!(r->flags & SP_EXEC_SAMPLED))
+			take_stack(t, r);
+		errno = saved;
+	}
+}
+
+static void write_error(struct sp_thread *t, const struct sp_run *run, uint64_t sql_id, sqlite3 *db,
+			int rc)
+{
+	const char *msg = db && sp_real.errmsg ? sp_real.errmsg(db) : NULL;
+	size_t n = msg ? strnlen(msg, 4096) : 0;
+	uint32_t rl = SP_ALIGN8(sizeof(struct sp_rec_error) + n);
+	struct sp_rec_error *r = sp_rec_reserve(t, rl);
+
+	if (!r)
+		return;
+	memset(r, 0, rl);
+	r->h.type = SP_REC_ERROR;
+	r->h.len = rl;
+	r->pid = my_pid();
+	r->tid = t->tid;
+	r->exec_seq = run->seq;
+	r->sql_id = sql_id;
+	r->stack_id = run->stack_id;
+	r->rc = rc;
+	r->msg_len = (uint32_t)n;
+	memcpy(r + 1, msg ? msg : "", n);
+	sp_rec_commit(t, rl);
+}
+
+static void emit_exec(struct sp_thread *t, const struct sp_run *r, uint64_t sql_id,
+		      uint64_t db, int rc, uint64_t end, const uint32_t delta[4], int kind)
+{
+	struct sp_rec_exec *x = sp_rec_reserve(t, sizeof(*x));
+
+	atomic_fetch_add_explicit(&sp_executions, 1, memory_order_relaxed);
+	if (!x)
+		return;
+	x->h.type = SP_REC_EXEC;
+	x->h.flags = r->flags;
+	x->h.len = sizeof(*x);
+	x->pid = my_pid();
+	x->tid = t->tid;
+	x->sql_id = sql_id;
+	x->seq = r->seq;
+	x->parent_seq = r->parent_seq;
+	x->db = db;
+	x->start = r->start;
+	x->wall = end - r->start;
+	x->db_time = r->db_time;
+	x->nested_time = r->nested_time;
+	x->rows = r->rows;
+	x->stack_id = r->stack_id;
+	x->fullscan_steps = delta[0];
+	x->sorts = delta[1];
+	x->autoindex = delta[2];
+	x->vm_steps = delta[3];
+	x->rc = rc;
+	x->kind = (uint16_t)kind;
+	x->pad = 0;
+	sp_rec_commit(t, sizeof(*x));
+}
+
+static void run_unlink(struct sp_thread *t, struct sp_run *r)
+{
+	/* Credit our time to the enclosing execution while it is still the
+	 * call we run inside (the usual case: DONE inside a UDF or an exec).
+	 * A nested execution ended later, by a reset outside, credits
+	 * nothing rather than touch a frame that may be gone. */
+	if (r->parent && t->depth > 0 && t->depth <= SP_CALL_MAX &&
+	    t->calls[t->depth - 1] == r->parent && r->parent->seq == r->parent_seq)
+		r->parent->nested_time += r->db_time;
+	r->seq = 0;
+}
+
+/* End of an execution: DONE, an error, or reset/finalize before DONE
+ * (rc == SQLITE_ROW then). */
+void sp_run_end(struct sp_thread *t, struct sp_stmt *s, sqlite3_stmt *st, int rc, uint64_t end)
+{
+	struct sp_run *r = &s->run;
+	uint32_t now[4], delta[4];
+	int i;
+
+	if (!r->seq)
+		return;
+	status_read(st, now);
+	for (i = 0; i < 4; i++)
+		delta[i] = now[i] - r->base[i];
+	if (unlikely(rc != SQLITE_DONE && rc != SQLITE_ROW)) {
+		sqlite3 *db = (sqlite3 *)(uintptr_t)s->db;
+
+		r->flags |= SP_EXEC_ERROR;
+		if (db && sp_real.extended_errcode)
+			rc = sp_real.extended_errcode(db);
+		/* The stack at the failing call: we are in the step shim. */
+		take_stack(t, r);
+		t->guard++;
+		write_error(t, r, s->sql_id, db, rc);
+		t->guard--;
+	}
+	emit_exec(t, r, s->sql_id, s->db, rc == SQLITE_ROW ? SQLITE_OK : rc, end, delta,
+		  SP_KIND_STMT);
+	run_unlink(t, r);
+}
+
+void sp_exec_begin(struct sp_thread *t, struct sp_run *r, uint64_t sql_id)
+{
+	(void)sql_id;
+	if (unlikely(!t->tid))
+		sp_thread_init(t);
+	memset(r, 0, sizeof(*r));
+	run_link(t, r);
+	if (sample_now(t))
+		take_stack(t, r);
+}
+
+void sp_exec_end(struct sp_thread *t, struct sp_run *r, uint64_t sql_id, sqlite3 *db, int rc,
+		 uint64_t end)
+{
+	static const uint32_t zero[4];
+
+	if (rc != SQLITE_OK && rc != SQLITE_ABORT) {
+		r->flags |= SP_EXEC_ERROR;
+		if (db && sp_real.extended_errcode)
+			rc = sp_real.extended_errcode(db);
+		take_stack(t, r);
+		t->guard++;
+		write_error(t, r, sql_id, db, rc);
+		t->guard--;
+	}
+	emit_exec(t, r, sql_id, (uint64_t)(uintptr_t)db, rc, end, zero, SP_KIND_EXEC);
+	run_unlink(t, r);
+}
+
+/* ------------------------------------------------------------------ */
+/* Stacks                                                              */
+
+/* Text range of libsqlprof itself: leading frames inside it are dropped. */
+static uintptr_t self_lo, self_hi;
+
+uint64_t sp_stack_capture(struct sp_thread *t)
+{
+	void *pcs[SP_STACK_MAX + 8];
+	int n, skip = 0, depth, i;
+	uint64_t h = 0xcbf29ce484222325ULL;
+
+	n = backtrace(pcs, sp_cfg.depth + 8);
+	while (skip < n && (uintptr_t)pcs[skip] >= self_lo && (uintptr_t)pcs[skip] < self_hi)
+		skip++;
+	depth = n - skip;
+	if (depth > sp_cfg.depth)
+		depth = sp_cfg.depth;
+	if (depth <= 0)
+		return 0;
+	for (i = 0; i < depth; i++) {
+		h ^= (uint64_t)(uintptr_t)pcs[skip + i];
+		h *= 0x100000001b3ULL;
+	}
+	h ^= (uint64_t)depth;
+	if (h == 0)
+		h = 1;
+	if (idset_add(stack_sent, h)) {
+		uint32_t rl = sizeof(struct sp_rec_stack) + 8u * (uint32_t)depth;
+		struct sp_rec_stack *r = sp_rec_reserve(t, rl);
+
+		if (!r)
+			return 0; /* the execution keeps its time, loses its stack */
+		r->h.type = SP_REC_STACK;
+		r->h.flags = 0;
+		r->h.len = rl;
+		r->pid = my_pid();
+		r->tid = t->tid;
+		r->stack_id = h;
+		r->depth = (uint32_t)depth;
+		r->pad = 0;
+		for (i = 0; i < depth; i++)
+			((uint64_t *)(r + 1))[i] = (uint64_t)(uintptr_t)pcs[skip + i];
+		sp_rec_commit(t, rl);
+	}
+	return h;
+}
+
+void sp_stack_sets_reset(void)
+{
+	if (stack_sent)
+		memset(stack_sent, 0, sizeof(*stack_sent));
+}
+
+static int self_range_cb(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	uintptr_t me = (uintptr_t)arg;
+	int i;
+
+	(void)size;
+	for (i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *p = &info->dlpi_phdr[i];
+		uintptr_t lo = info->dlpi_addr + p->p_vaddr;
+
+		if (p->p_type == PT_LOAD && (p->p_flags & PF_X) && me >= lo && me < lo + p->p_memsz) {
+			self_lo = lo;
+			self_hi = lo + p->p_memsz;
+			return 1;
+		}
+	}
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* Process life                                                        */
+
+static void on_fork_child(void)
+{
+	/* Only async-signal-safe work: the child has one thread. Statement
+	 * state is kept (the child may go on using them); records already in
+	 * rings belong to the parent, which sends them. */
+	cached_pid = 0;
+	sp_tls.tid = 0;
+	sp_stream_fork_child();
+}
+
+extern char *program_invocation_short_name;
+
+/*
+ * Constructor: runs in the loader, single-threaded, before main. It reads
+ * the environment, maps the tables (mmap, no malloc), warms up backtrace()
+ * (its first call loads libgcc_s) and connects to the collector. It calls
+ * dl_iterate_phdr without holding any lock of ours.
+ */
+__attribute__((constructor)) static void sp_init(void)
+{
+	void *warm[4];
+
+	if (!getenv(SP_ENV_SOCK))
+		return; /* preloaded without a collector: stay inert */
+	/* Never profile the collector itself (its own profile writes). */
+	if (dlsym(RTLD_DEFAULT, "sqlprof_is_collector"))
+		return;
+	read_config();
+	if (!sp_cfg.follow && getenv("SQLPROF_FOLLOW_ROOT"))
+		return; /* an exec'd child under --no-follow */
+	if (!sp_cfg.follow)
+		setenv("SQLPROF_FOLLOW_ROOT", "1", 1);
+	stmts = map_zero(sizeof(struct sp_stmt) * STMT_N);
+	sql_sent = map_zero(sizeof(struct idset));
+	sql_executed = map_zero(sizeof(struct idset));
+	stack_sent = map_zero(sizeof(struct idset));
+	if (!stmts)
+		return;
+	dl_iterate_phdr(self_range_cb, (void *)(uintptr_t)&sp_init);
+	backtrace(warm, 4);
+	if (sp_clock_tsc)
+		sp_cfg.slow_ticks = (uint64_t)((double)sp_cfg.slow_ticks * sp_tsc_per_ns());
+	pthread_atfork(NULL, NULL, on_fork_child);
+	sp_resolve();
+	if (sp_stream_init() == 0)
+		sp_cfg.enabled = 1;
+}
+
+/* Destructor: flush every ring and say goodbye. Runs from exit(); a
+ * program ending with _exit or a signal loses at most the records since
+ * the last periodic flush. */
+__attribute__((destructor)) static void sp_fini(void)
+{
+	if (!sp_cfg.enabled)
+		return;
+	sp_stream_exit();
+}

@@ -1,0 +1,278 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * shims.c - the interposers of libsqlprof.so, and nothing else.
+ *
+ * Each shim resolves the original (lazily: libsqlite3 may arrive by dlopen
+ * after we start), times the call, calls the original and hands the result
+ * to core.c. A shim always returns exactly what the original returned, and
+ * leaves errno as the original left it.
+ *
+ * The hot path is sqlite3_step on an unsampled execution: a TLS access, a
+ * hash probe, two clock reads and a few counters. No lock, malloc, stdio or
+ * syscall; anything else lives in core.c behind an unlikely() branch.
+ */
+#include <dlfcn.h>
+#include <errno.h>
+#include <string.h>
+
+#include "sp_preload.h"
+
+#define NEED(fn)                                                              \
+	do {                                                                  \
+		if (unlikely(!atomic_load_explicit(&sp_resolved,              \
+						   memory_order_acquire)))    \
+			sp_resolve();                                         \
+	} while (0)
+
+/* Fall-back result when the original cannot be found at all (a program that
+ * calls sqlite3_* without libsqlite3 loaded cannot happen, but never jump to
+ * NULL). */
+#define MISSING SQLITE_MISUSE
+
+static inline int passthrough(const struct sp_thread *t)
+{
+	return t->guard || !sp_cfg.enabled;
+}
+
+/* ---- connections: forwarded untouched (kept for completeness of the API
+ * surface and to make sure the originals are resolved early). ---- */
+
+SP_EXPORT int sqlite3_open(const char *f, sqlite3 **db)
+{
+	NEED();
+	return sp_real.open ? sp_real.open(f, db) : MISSING;
+}
+
+SP_EXPORT int sqlite3_open_v2(const char *f, sqlite3 **db, int flags, const char *vfs)
+{
+	NEED();
+	return sp_real.open_v2 ? sp_real.open_v2(f, db, flags, vfs) : MISSING;
+}
+
+SP_EXPORT int sqlite3_open16(const void *f, sqlite3 **db)
+{
+	NEED();
+	return sp_real.open16 ? sp_real.open16(f, db) : MISSING;
+}
+
+SP_EXPORT int sqlite3_close(sqlite3 *db)
+{
+	NEED();
+	return sp_real.close ? sp_real.close(db) : MISSING;
+}
+
+SP_EXPORT int sqlite3_close_v2(sqlite3 *db)
+{
+	NEED();
+	return sp_real.close_v2 ? sp_real.close_v2(db) : MISSING;
+}
+
+/* ---- prepare: one helper for the six variants ---- */
+
+static void after_prepare(int rc, sqlite3_stmt **pp, uint64_t t0)
+{
+	struct sp_thread *t = &sp_tls;
+	int saved = errno;
+
+	if (rc == SQLITE_OK && pp && *pp && !passthrough(t))
+		sp_stmt_prepared(t, *pp, t0, sp_now());
+	errno = saved;
+}
+
+#define PREPARE_SHIM(name, field, sqltype, tailtype, ...)                      \
+	SP_EXPORT int name(sqlite3 *db, sqltype sql, int n, ##__VA_ARGS__)     \
+	{                                                                      \
+		uint64_t t0;                                                   \
+		int rc;                                                        \
+		NEED();                                                        \
+		if (!sp_real.field)                                            \
+			return MISSING;                                        \
+		t0 = sp_now();
+
+#define PREPARE_END(pp)                                                        \
+		after_prepare(rc, pp, t0);                                     \
+		return rc;                                                     \
+	}
+
+PREPARE_SHIM(sqlite3_prepare, prepare, const char *, const char **, sqlite3_stmt **pp, const char **tail)
+	rc = sp_real.prepare(db, sql, n, pp, tail);
+PREPARE_END(pp)
+
+PREPARE_SHIM(sqlite3_prepare_v2, prepare_v2, const char *, const char **, sqlite3_stmt **pp, const char **tail)
+	rc = sp_real.prepare_v2(db, sql, n, pp, tail);
+PREPARE_END(pp)
+
+PREPARE_SHIM(sqlite3_prepare_v3, prepare_v3, const char *, const char **, unsigned int f, sqlite3_stmt **pp, const char **tail)
+	rc = sp_real.prepare_v3(db, sql, n, f, pp, tail);
+PREPARE_END(pp)
+
+PREPARE_SHIM(sqlite3_prepare16, prepare16, const void *, const void **, sqlite3_stmt **pp, const void **tail)
+	rc = sp_real.prepare16(db, sql, n, pp, tail);
+PREPARE_END(pp)
+
+PREPARE_SHIM(sqlite3_prepare16_v2, prepare16_v2, const void *, const void **, sqlite3_stmt **pp, const void **tail)
+	rc = sp_real.prepare16_v2(db, sql, n, pp, tail);
+PREPARE_END(pp)
+
+PREPARE_SHIM(sqlite3_prepare16_v3, prepare16_v3, const void *, const void **, unsigned int f, sqlite3_stmt **pp, const void **tail)
+	rc = sp_real.prepare16_v3(db, sql, n, f, pp, tail);
+PREPARE_END(pp)
+
+/* ---- step: the hot path ---- */
+
+SP_EXPORT int sqlite3_step(sqlite3_stmt *st)
+{
+	struct sp_thread *t = &sp_tls;
+	struct sp_stmt *s;
+	uint64_t t0, t1;
+	int rc;
+
+	NEED();
+	if (unlikely(!sp_real.step))
+		return MISSING;
+	if (unlikely(passthrough(t) || !st))
+		return sp_real.step(st);
+	s = sp_stmt_find(st);
+	if (unlikely(!s)) {
+		s = sp_stmt_adopt(t, st);
+		if (!s)
+			return sp_real.step(st);
+	}
+	if (!s->run.seq)
+		sp_run_begin(t, s, st);
+	if (likely(t->depth < SP_CALL_MAX))
+		t->calls[t->depth] = &s->run;
+	t->depth++;
+	t0 = sp_now();
+	rc = sp_real.step(st);
+	t1 = sp_now();
+	t->depth--;
+	s->run.db_time += t1 - t0;
+	if (rc == SQLITE_ROW) {
+		s->run.rows++;
+		if (unlikely(sp_cfg.slow_ticks && !(s->run.flags & SP_EXEC_SLOW)))
+			sp_run_on_row(t, s, st, t1);
+		return rc;
+	}
+	/* SQLITE_DONE or an error ends the execution. The statement may be
+	 * stepped again without a reset (auto-reset); that starts a new one. */
+	{
+		int saved = errno;
+		sp_run_end(t, s, st, rc, t1);
+		errno = saved;
+	}
+	return rc;
+}
+
+/* reset and finalize end an execution still in progress (rows not all
+ * consumed). The result code of the execution is the one it had so far. */
+SP_EXPORT int sqlite3_reset(sqlite3_stmt *st)
+{
+	struct sp_thread *t = &sp_tls;
+	struct sp_stmt *s;
+
+	NEED();
+	if (unlikely(!sp_real.reset))
+		return MISSING;
+	if (likely(!passthrough(t) && st)) {
+		s = sp_stmt_find(st);
+		if (s && s->run.seq) {
+			int saved = errno;
+			s->run.flags |= SP_EXEC_ABANDONED;
+			sp_run_end(t, s, st, SQLITE_ROW, sp_now());
+			errno = saved;
+		}
+	}
+	return sp_real.reset(st);
+}
+
+SP_EXPORT int sqlite3_finalize(sqlite3_stmt *st)
+{
+	struct sp_thread *t = &sp_tls;
+
+	NEED();
+	if (unlikely(!sp_real.finalize))
+		return MISSING;
+	if (st && !passthrough(t)) {
+		struct sp_stmt *s = sp_stmt_find(st);
+		int saved = errno;
+
+		if (s && s->run.seq) {
+			s->run.flags |= SP_EXEC_ABANDONED;
+			sp_run_end(t, s, st, SQLITE_ROW, sp_now());
+		}
+		if (s)
+			sp_stmt_forget(st);
+		errno = saved;
+	}
+	return sp_real.finalize(st);
+}
+
+/* ---- exec: an execution of its own, parent of the statements it runs when
+ * they reach our shims (Debian's build: through the PLT). ---- */
+
+SP_EXPORT int sqlite3_exec(sqlite3 *db, const char *sql,
+			   int (*cb)(void *, int, char **, char **), void *arg,
+			   char **errmsg)
+{
+	struct sp_thread *t = &sp_tls;
+	struct sp_run run;
+	uint64_t sql_id;
+	int rc, saved;
+
+	NEED();
+	if (unlikely(!sp_real.exec))
+		return MISSING;
+	if (passthrough(t) || !sql)
+		return sp_real.exec(db, sql, cb, arg, errmsg);
+	saved = errno;
+	sql_id = sp_sql_note(t, sql, strlen(sql));
+	sp_exec_begin(t, &run, sql_id);
+	errno = saved;
+	if (t->depth < SP_CALL_MAX)
+		t->calls[t->depth] = &run;
+	t->depth++;
+	run.start = sp_now();
+	rc = sp_real.exec(db, sql, cb, arg, errmsg);
+	{
+		uint64_t t1 = sp_now();
+
+		t->depth--;
+		run.db_time = t1 - run.start;
+		saved = errno;
+		sp_exec_end(t, &run, sql_id, db, rc, t1);
+		errno = saved;
+	}
+	return rc;
+}
+
+/* ---- dynamic loading: keep the module map current ---- */
+
+SP_EXPORT void *dlopen(const char *file, int mode)
+{
+	void *h;
+	int saved;
+
+	if (!sp_real.dlopen)
+		sp_real.dlopen = (void *(*)(const char *, int))dlsym(RTLD_NEXT, "dlopen");
+	h = sp_real.dlopen ? sp_real.dlopen(file, mode) : NULL;
+	if (h && !(mode & RTLD_NOLOAD)) {
+		saved = errno;
+		sp_modules_changed();
+		errno = saved;
+	}
+	return h;
+}
+
+SP_EXPORT int dlclose(void *h)
+{
+	int rc, saved;
+
+	if (!sp_real.dlclose)
+		sp_real.dlclose = (int (*)(void *))dlsym(RTLD_NEXT, "dlclose");
+	rc = sp_real.dlclose ? sp_real.dlclose(h) : -1;
+	saved = errno;
+	sp_modules_changed();
+	errno = saved;
+	return rc;
+}

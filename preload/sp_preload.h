@@ -1,0 +1,148 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * sp_preload.h - internal interface of libsqlprof.so, shared by the shims
+ * (shims.c), the execution tracker (core.c) and the transport (stream.c).
+ * Nothing here is exported from the shared object.
+ */
+#ifndef SP_PRELOAD_H
+#define SP_PRELOAD_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <pthread.h>
+#include <sqlite3.h>
+
+#include "sp_wire.h"
+
+#define SP_EXPORT __attribute__((visibility("default")))
+#define likely(x) __builtin_expect(!!(x), 1)
+#define unlikely(x) __builtin_expect(!!(x), 0)
+
+/* Originals, resolved lazily (libsqlite3 may be dlopen'd after we start). */
+struct sp_real {
+	int (*open)(const char *, sqlite3 **);
+	int (*open_v2)(const char *, sqlite3 **, int, const char *);
+	int (*open16)(const void *, sqlite3 **);
+	int (*close)(sqlite3 *);
+	int (*close_v2)(sqlite3 *);
+	int (*prepare)(sqlite3 *, const char *, int, sqlite3_stmt **, const char **);
+	int (*prepare_v2)(sqlite3 *, const char *, int, sqlite3_stmt **, const char **);
+	int (*prepare_v3)(sqlite3 *, const char *, int, unsigned int, sqlite3_stmt **, const char **);
+	int (*prepare16)(sqlite3 *, const void *, int, sqlite3_stmt **, const void **);
+	int (*prepare16_v2)(sqlite3 *, const void *, int, sqlite3_stmt **, const void **);
+	int (*prepare16_v3)(sqlite3 *, const void *, int, unsigned int, sqlite3_stmt **, const void **);
+	int (*step)(sqlite3_stmt *);
+	int (*reset)(sqlite3_stmt *);
+	int (*finalize)(sqlite3_stmt *);
+	int (*exec)(sqlite3 *, const char *, int (*)(void *, int, char **, char **), void *, char **);
+	/* Used by the profiler itself, never interposed. */
+	const char *(*sql)(sqlite3_stmt *);
+	int (*stmt_status)(sqlite3_stmt *, int, int);
+	sqlite3 *(*db_handle)(sqlite3_stmt *);
+	const char *(*errmsg)(sqlite3 *);
+	int (*extended_errcode)(sqlite3 *);
+	void *(*dlopen)(const char *, int);
+	int (*dlclose)(void *);
+};
+extern struct sp_real sp_real;
+extern atomic_int sp_resolved; /* 1 once libsqlite3's functions are resolved */
+int sp_resolve(void);            /* 0 when the sqlite3 originals are known */
+
+/* Configuration, read once in the constructor (core.c). */
+struct sp_config {
+	int enabled;            /* 0: pass everything through untouched */
+	uint64_t rate_threshold; /* sample if rng < threshold; see sp_sample */
+	int rate_all;           /* rate == 1 */
+	uint64_t seed;
+	uint64_t slow_ticks;    /* SQLPROF_SLOW_MS in clock units, 0 = off */
+	int depth;              /* stack depth limit */
+	int send_timeout_ms;
+	int flush_ms;
+	int follow;
+};
+extern struct sp_config sp_cfg;
+
+/* Clock: TSC when the kernel itself uses it as clocksource, else
+ * CLOCK_MONOTONIC. Units are opaque to the preload; HELLO says which. */
+extern int sp_clock_tsc;
+uint64_t sp_mono_ns(void);
+double sp_tsc_per_ns(void); /* calibrated once in the constructor */
+static inline uint64_t sp_now(void)
+{
+	if (likely(sp_clock_tsc)) {
+		uint32_t lo, hi;
+		__asm__ volatile("rdtsc" : "=a"(lo), "=d"(hi));
+		return ((uint64_t)hi << 32) | lo;
+	}
+	return sp_mono_ns();
+}
+
+/* State of one execution in progress (a statement's, or an exec call's). */
+struct sp_run {
+	uint64_t seq;         /* 0: no execution in progress */
+	uint64_t parent_seq;
+	struct sp_run *parent;
+	uint64_t start, db_time, nested_time, rows, stack_id;
+	uint32_t base[4];     /* stmt_status at start: fullscan, sort, autoindex, vm */
+	uint16_t flags;       /* SP_EXEC_* */
+};
+
+/* One tracked prepared statement (slot of the lock-free table in core.c). */
+struct sp_stmt {
+	_Atomic uintptr_t key; /* sqlite3_stmt*, 0 empty, 1 tombstone */
+	uint64_t sql_id;
+	uint64_t db;
+	uint32_t nexec;        /* executions started (first-exec sampling) */
+	uint32_t pad;
+	struct sp_run run;
+};
+
+/* Per-thread ring of encoded records (stream.c). */
+struct sp_ring;
+
+/* Per-thread state, in initial-exec TLS: no allocation on access. */
+#define SP_CALL_MAX 32
+struct sp_thread {
+	struct sp_ring *ring;  /* NULL until the thread's first record */
+	uint32_t tid;
+	int guard;             /* >0 while the profiler works: pass through */
+	uint64_t seq;          /* last execution number */
+	uint64_t rng;
+	int depth;             /* executions currently inside a call */
+	struct sp_run *calls[SP_CALL_MAX];
+};
+extern __thread struct sp_thread sp_tls;
+
+/* core.c */
+struct sp_stmt *sp_stmt_find(sqlite3_stmt *st);
+struct sp_stmt *sp_stmt_adopt(struct sp_thread *t, sqlite3_stmt *st);
+void sp_stmt_prepared(struct sp_thread *t, sqlite3_stmt *st, uint64_t t0, uint64_t t1);
+void sp_stmt_forget(sqlite3_stmt *st);
+void sp_run_begin(struct sp_thread *t, struct sp_stmt *s, sqlite3_stmt *st);
+void sp_run_end(struct sp_thread *t, struct sp_stmt *s, sqlite3_stmt *st, int rc, uint64_t end);
+void sp_run_on_row(struct sp_thread *t, struct sp_stmt *s, sqlite3_stmt *st, uint64_t now);
+uint64_t sp_sql_note(struct sp_thread *t, const char *sql, size_t len);
+void sp_exec_begin(struct sp_thread *t, struct sp_run *r, uint64_t sql_id);
+void sp_exec_end(struct sp_thread *t, struct sp_run *r, uint64_t sql_id, sqlite3 *db, int rc, uint64_t end);
+void sp_thread_init(struct sp_thread *t);
+extern atomic_ullong sp_untracked;
+extern atomic_ullong sp_executions;
+
+/* stream.c */
+void *sp_rec_reserve(struct sp_thread *t, uint32_t len); /* NULL: lost */
+void sp_rec_commit(struct sp_thread *t, uint32_t len);
+int sp_stream_init(void);       /* constructor: connect, hello */
+void sp_stream_fork_child(void);
+void sp_stream_thread_exit(struct sp_thread *t);
+void sp_stream_exit(void);      /* destructor: flush everything, BYE */
+void sp_modules_changed(void);  /* after dlopen/dlclose: resend the map */
+void sp_modules_maybe_send(void);
+extern atomic_ullong sp_lost;
+extern int sp_stream_dead;
+
+/* Stack capture: fills pcs (leaf first), returns the id or 0. */
+uint64_t sp_stack_capture(struct sp_thread *t);
+void sp_stack_sets_reset(void); /* fork child: stacks are resent per pid */
+
+#endif /* SP_PRELOAD_H */

@@ -1,0 +1,670 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * stream.c - how records leave the process: per-thread rings, the one
+ * connection to the collector, the periodic flusher thread, the module
+ * map, and what happens at fork, thread exit and process exit.
+ *
+ * Each thread appends records to its own single-producer ring without a
+ * lock (a release store of the head). Flushing is the consumer side: the
+ * owner when its ring is full or the thread exits, the flusher thread once
+ * per SQLPROF_FLUSH_MS for every ring, the destructor at exit. Consumers
+ * serialise on the ring's send_lock, never on the producer.
+ *
+ * One flush is one SOCK_SEQPACKET message. A message that cannot be sent
+ * within SQLPROF_SEND_TIMEOUT_MS is dropped whole and its records are
+ * counted in sp_lost; after a hard error (collector gone) nothing more is
+ * sent. Sends use MSG_NOSIGNAL: the target never sees SIGPIPE.
+ */
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <link.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "sp_preload.h"
+
+#define RING_SIZE (128u * 1024u)
+#define RING_MASK (RING_SIZE - 1u)
+#define REC_PAD SP_REC_PAD
+
+struct sp_ring {
+	_Atomic uint32_t head; /* published by the producer (release) */
+	_Atomic uint32_t tail; /* advanced by consumers under send_lock */
+	uint32_t wpos;         /* producer: offset of the reserved record */
+	atomic_int dead;       /* owner thread has exited */
+	pthread_mutex_t send_lock;
+	struct sp_ring *next;  /* registry, under reg_lock */
+	uint8_t data[RING_SIZE] __attribute__((aligned(8)));
+};
+
+atomic_ullong sp_lost;
+int sp_stream_dead;
+
+static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t conn_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct sp_ring *rings;
+static pthread_key_t thread_key;
+static int sock_fd = -1;
+static dev_t sock_dev;
+static ino_t sock_ino;
+static atomic_ullong msg_seq;
+static atomic_int modules_pending;
+static atomic_uint module_gen;
+static int flusher_started;
+static uint64_t congested_until; /* mono ns: do not wait before then */
+static double tsc_per_ns = 1.0;
+static uint64_t tsc_ref, mono_ref;
+
+/* ------------------------------------------------------------------ */
+/* Clock calibration                                                   */
+
+static inline uint64_t rdtsc(void)
+{
+	uint32_t lo, hi;
+
+	__asm__ volatile("rdtsc" : "=a"(lo), "=d"(hi));
+	return ((uint64_t)hi << 32) | lo;
+}
+
+/* Measure the TSC rate against CLOCK_MONOTONIC over ~200 us. Only the
+ * slow-query threshold depends on it; the collector converts times with
+ * its own, longer calibration. */
+double sp_tsc_per_ns(void)
+{
+	uint64_t m0, m1, c0, c1;
+
+	m0 = sp_mono_ns();
+	c0 = rdtsc();
+	do
+		m1 = sp_mono_ns();
+	while (m1 - m0 < 200000);
+	c1 = rdtsc();
+	tsc_ref = c0;
+	mono_ref = m0;
+	tsc_per_ns = (double)(c1 - c0) / (double)(m1 - m0);
+	if (tsc_per_ns <= 0)
+		tsc_per_ns = 1.0;
+	return tsc_per_ns;
+}
+
+/* ------------------------------------------------------------------ */
+/* The connection                                                      */
+
+static int send_msg(const void *body1, size_t len1, const void *body2, size_t len2,
+		    uint16_t flags);
+
+static int fd_is_ours(void)
+{
+	struct stat st;
+
+	/* The program may have closed our descriptor or dup2()'d something
+	 * else over it: never write into a file that is not our socket. */
+	return sock_fd >= 0 && fstat(sock_fd, &st) == 0 && st.st_dev == sock_dev &&
+	       st.st_ino == sock_ino && S_ISSOCK(st.st_mode);
+}
+
+static void hello(void)
+{
+	char exe[4096];
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	struct sp_rec_hello h;
+	uint32_t len;
+	char buf[sizeof(h) + sizeof(exe) + 8];
+
+	if (n < 0)
+		n = 0;
+	len = SP_ALIGN8(sizeof(h) + (uint32_t)n);
+	memset(&h, 0, sizeof(h));
+	h.h.type = SP_REC_HELLO;
+	h.h.len = len;
+	h.pid = (uint32_t)getpid();
+	h.tid = sp_tls.tid;
+	h.ppid = (uint32_t)getppid();
+	h.clock = sp_clock_tsc ? SP_CLOCK_TSC : SP_CLOCK_MONOTONIC;
+	h.start_mono_ns = sp_mono_ns();
+	h.tsc_ref = tsc_ref;
+	h.mono_ref_ns = mono_ref;
+	h.tsc_per_ns_x1e9 = (uint64_t)(tsc_per_ns * 1e9);
+	h.sqlite_found = atomic_load(&sp_resolved) ? 1 : 0;
+	h.exe_len = (uint32_t)n;
+	memset(buf, 0, len);
+	memcpy(buf, &h, sizeof(h));
+	memcpy(buf + sizeof(h), exe, (size_t)n);
+	send_msg(buf, len, NULL, 0, 0);
+}
+
+static void *flusher(void *arg);
+
+/* Connect once per process (again after fork). Returns the fd or -1.
+ * Takes conn_lock; callers may hold a ring's send_lock (order: ring, then
+ * conn), never reg_lock. */
+static int conn_get(void)
+{
+	const char *path;
+	struct sockaddr_un sa;
+	struct stat st;
+	int fd;
+
+	if (sp_stream_dead)
+		return -1;
+	if (sock_fd >= 0)
+		return sock_fd;
+	pthread_mutex_lock(&conn_lock);
+	if (sock_fd >= 0 || sp_stream_dead)
+		goto out;
+	path = getenv(SP_ENV_SOCK);
+	if (!path || strlen(path) >= sizeof(sa.sun_path)) {
+		sp_stream_dead = 1;
+		goto out;
+	}
+	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	if (fd < 0) {
+		sp_stream_dead = 1;
+		goto out;
+	}
+	memset(&sa, 0, sizeof(sa));
+	sa.sun_family = AF_UNIX;
+	strcpy(sa.sun_path, path);
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || fstat(fd, &st) < 0) {
+		close(fd);
+		sp_stream_dead = 1;
+		goto out;
+	}
+	{
+		int sz = 1 << 20;
+
+		setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sz, sizeof(sz));
+	}
+	sock_dev = st.st_dev;
+	sock_ino = st.st_ino;
+	sock_fd = fd;
+	atomic_store(&modules_pending, 1);
+	hello();
+	if (!flusher_started) {
+		pthread_t th;
+		pthread_attr_t attr;
+		sigset_t all, old;
+
+		/* The flusher blocks every signal: the target's handlers never
+		 * run on our thread. */
+		sigfillset(&all);
+		pthread_sigmask(SIG_SETMASK, &all, &old);
+		pthread_attr_init(&attr);
+		pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+		pthread_attr_setstacksize(&attr, 256 * 1024);
+		if (pthread_create(&th, &attr, flusher, NULL) == 0)
+			flusher_started = 1;
+		pthread_attr_destroy(&attr);
+		pthread_sigmask(SIG_SETMASK, &old, NULL);
+	}
+out:
+	pthread_mutex_unlock(&conn_lock);
+	return sp_stream_dead ? -1 : sock_fd;
+}
+
+/*
+ * Send one message: header + up to two body pieces (a ring that wraps).
+ * Waits at most SQLPROF_SEND_TIMEOUT_MS for room, less while the collector
+ * has recently been too slow. Returns 0 when sent, -1 when dropped.
+ */
+static int send_msg(const void *body1, size_t len1, const void *body2, size_t len2,
+		    uint16_t flags)
+{
+	struct sp_msg_hdr mh;
+	struct iovec iov[3];
+	struct msghdr m;
+	uint64_t deadline = 0;
+	int fd = conn_get();
+
+	if (fd < 0)
+		return -1;
+	if (!fd_is_ours()) {
+		/* Someone closed or replaced our descriptor: stop, count. */
+		sp_stream_dead = 1;
+		return -1;
+	}
+	memset(&mh, 0, sizeof(mh));
+	mh.magic = SP_WIRE_MAGIC;
+	mh.version = SP_WIRE_VERSION;
+	mh.flags = flags;
+	mh.pid = (uint32_t)getpid();
+	mh.len = (uint32_t)(sizeof(mh) + len1 + len2);
+	mh.seq = atomic_fetch_add(&msg_seq, 1) + 1;
+	mh.lost = atomic_load(&sp_lost);
+	iov[0].iov_base = &mh;
+	iov[0].iov_len = sizeof(mh);
+	iov[1].iov_base = (void *)body1;
+	iov[1].iov_len = len1;
+	iov[2].iov_base = (void *)body2;
+	iov[2].iov_len = len2;
+	memset(&m, 0, sizeof(m));
+	m.msg_iov = iov;
+	m.msg_iovlen = len2 ? 3 : 2;
+	for (;;) {
+		ssize_t n = sendmsg(fd, &m, MSG_NOSIGNAL | MSG_DONTWAIT);
+		uint64_t now;
+		struct pollfd p;
+
+		if (n >= 0)
+			return 0;
+		if (errno == EINTR)
+			continue;
+		if (errno != EAGAIN && errno != EWOULDBLOCK && errno != ENOBUFS) {
+			sp_stream_dead = 1; /* EPIPE, ECONNRESET...: collector gone */
+			return -1;
+		}
+		now = sp_mono_ns();
+		if (!deadline) {
+			if (now < congested_until)
+				return -1;
+			deadline = now + (uint64_t)sp_cfg.send_timeout_ms * 1000000u;
+		}
+		if (now >= deadline) {
+			/* Do not wait again for a second: the target must not
+			 * crawl behind a stuck collector. */
+			congested_until = now + 1000000000u;
+			return -1;
+		}
+		p.fd = fd;
+		p.events = POLLOUT;
+		p.revents = 0;
+		poll(&p, 1, (int)((deadline - now) / 1000000u) + 1);
+	}
+}
+
+/* ------------------------------------------------------------------ */
+/* Rings                                                               */
+
+static uint64_t count_records(const uint8_t *p, size_t len)
+{
+	uint64_t n = 0;
+	size_t off = 0;
+
+	while (off + sizeof(struct sp_rec_hdr) <= len) {
+		const struct sp_rec_hdr *h = (const void *)(p + off);
+
+		if (h->len < sizeof(*h))
+			break;
+		if (h->type != REC_PAD)
+			n++;
+		off += h->len;
+	}
+	return n;
+}
+
+/* Send what the ring holds. Caller holds r->send_lock. */
+static void ring_flush_locked(struct sp_ring *r, uint16_t flags)
+{
+	uint32_t tl = atomic_load_explicit(&r->tail, memory_order_relaxed);
+	uint32_t hd = atomic_load_explicit(&r->head, memory_order_acquire);
+	uint32_t bytes = hd - tl, off = tl & RING_MASK;
+	uint32_t first = bytes < RING_SIZE - off ? bytes : RING_SIZE - off;
+
+	if (!bytes)
+		return;
+	if (send_msg(r->data + off, first, r->data, bytes - first, flags) < 0) {
+		uint64_t n = count_records(r->data + off, first) +
+			     count_records(r->data, bytes - first);
+
+		atomic_fetch_add(&sp_lost, n);
+	}
+	atomic_store_explicit(&r->tail, hd, memory_order_release);
+}
+
+static void ring_flush(struct sp_ring *r)
+{
+	pthread_mutex_lock(&r->send_lock);
+	ring_flush_locked(r, 0);
+	pthread_mutex_unlock(&r->send_lock);
+}
+
+static void thread_gone(void *arg)
+{
+	struct sp_ring *r = arg;
+
+	/* Thread exit: send its records now, the flusher frees the ring. */
+	sp_tls.ring = NULL;
+	ring_flush(r);
+	atomic_store(&r->dead, 1);
+}
+
+static struct sp_ring *ring_new(struct sp_thread *t)
+{
+	struct sp_ring *r = mmap(NULL, sizeof(*r), PROT_READ | PROT_WRITE,
+				 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	if (r == MAP_FAILED)
+		return NULL;
+	pthread_mutex_init(&r->send_lock, NULL);
+	pthread_mutex_lock(&reg_lock);
+	r->next = rings;
+	rings = r;
+	pthread_mutex_unlock(&reg_lock);
+	pthread_setspecific(thread_key, r);
+	t->ring = r;
+	return r;
+}
+
+/*
+ * Reserve len bytes (a multiple of 8, header included) in the calling
+ * thread's ring. Returns where to write, or NULL when the record is lost
+ * (counted). Flushes the ring itself when it is full. Not reentrant per
+ * thread; callers hold t->guard or are in a shim.
+ */
+void *sp_rec_reserve(struct sp_thread *t, uint32_t len)
+{
+	struct sp_ring *r = t->ring;
+	uint32_t hd, tl, off, room, need;
+
+	if (unlikely(!r)) {
+		r = ring_new(t);
+		if (!r) {
+			atomic_fetch_add(&sp_lost, 1);
+			return NULL;
+		}
+	}
+	if (unlikely(len > RING_SIZE / 2)) {
+		atomic_fetch_add(&sp_lost, 1);
+		return NULL;
+	}
+	hd = atomic_load_explicit(&r->head, memory_order_relaxed);
+	off = hd & RING_MASK;
+	need = RING_SIZE - off < len ? RING_SIZE - off + len : len;
+	tl = atomic_load_explicit(&r->tail, memory_order_acquire);
+	room = RING_SIZE - (hd - tl);
+	if (unlikely(room < need)) {
+		ring_flush(r);
+		tl = atomic_load_explicit(&r->tail, memory_order_acquire);
+		room = RING_SIZE - (hd - tl);
+		if (room < need) {
+			atomic_fetch_add(&sp_lost, 1);
+			return NULL;
+		}
+	}
+	if (unlikely(RING_SIZE - off < len)) {
+		struct sp_rec_hdr *pad = (void *)(r->data + off);
+
+		pad->type = REC_PAD;
+		pad->flags = 0;
+		pad->len = RING_SIZE - off;
+		hd += RING_SIZE - off;
+		off = 0;
+	}
+	r->wpos = hd;
+	return r->data + off;
+}
+
+void sp_rec_commit(struct sp_thread *t, uint32_t len)
+{
+	struct sp_ring *r = t->ring;
+
+	atomic_store_explicit(&r->head, r->wpos + len, memory_order_release);
+}
+
+/* ------------------------------------------------------------------ */
+/* Module map                                                          */
+
+struct modbuf {
+	uint8_t *p;
+	size_t len, cap;
+	uint32_t gen;
+	char exe[4096];
+};
+
+static const uint8_t *find_build_id(const struct dl_phdr_info *info, size_t *len)
+{
+	int i;
+
+	for (i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		const uint8_t *p, *end;
+
+		if (ph->p_type != PT_NOTE)
+			continue;
+		p = (const uint8_t *)(info->dlpi_addr + ph->p_vaddr);
+		end = p + ph->p_memsz;
+		while (p + sizeof(ElfW(Nhdr)) <= end) {
+			const ElfW(Nhdr) *n = (const void *)p;
+			const uint8_t *name = p + sizeof(*n);
+			const uint8_t *desc = name + ((n->n_namesz + 3) & ~3u);
+
+			if (desc + n->n_descsz > end)
+				break;
+			if (n->n_type == NT_GNU_BUILD_ID && n->n_namesz == 4 &&
+			    memcmp(name, "GNU", 4) == 0) {
+				*len = n->n_descsz;
+				return desc;
+			}
+			p = desc + ((n->n_descsz + 3) & ~3u);
+		}
+	}
+	*len = 0;
+	return NULL;
+}
+
+static int module_cb(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	struct modbuf *mb = arg;
+	const char *path = info->dlpi_name;
+	const uint8_t *bid;
+	size_t bid_len, plen, rl;
+	uint64_t lo = UINT64_MAX, hi = 0;
+	struct sp_rec_module *r;
+	int i;
+
+	(void)size;
+	for (i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+
+		if (ph->p_type == PT_LOAD && (ph->p_flags & PF_X)) {
+			uint64_t a = info->dlpi_addr + ph->p_vaddr;
+
+			if (a < lo)
+				lo = a;
+			if (a + ph->p_memsz > hi)
+				hi = a + ph->p_memsz;
+		}
+	}
+	if (hi == 0)
+		return 0;
+	if (!path || !*path)
+		path = mb->exe;
+	bid = find_build_id(info, &bid_len);
+	if (bid_len > 64)
+		bid_len = 64;
+	plen = strnlen(path, 4095);
+	rl = SP_ALIGN8(sizeof(*r) + bid_len + plen);
+	if (mb->len + rl > mb->cap) {
+		size_t cap = (mb->cap ? mb->cap * 2 : 16384) + rl;
+		uint8_t *np = realloc(mb->p, cap);
+
+		if (!np)
+			return 1;
+		mb->p = np;
+		mb->cap = cap;
+	}
+	r = (void *)(mb->p + mb->len);
+	memset(r, 0, rl);
+	r->h.type = SP_REC_MODULE;
+	r->h.len = (uint32_t)rl;
+	r->pid = (uint32_t)getpid();
+	r->tid = sp_tls.tid;
+	r->bias = info->dlpi_addr;
+	r->lo = lo;
+	r->hi = hi;
+	r->generation = mb->gen;
+	r->build_id_len = (uint16_t)bid_len;
+	r->path_len = (uint16_t)plen;
+	memcpy(r + 1, bid, bid_len);
+	memcpy((uint8_t *)(r + 1) + bid_len, path, plen);
+	mb->len += rl;
+	return 0;
+}
+
+/*
+ * Send the module map if it changed. Called only where we hold no lock
+ * of our own (dl_iterate_phdr takes the loader's lock, and a dlopen'd
+ * constructor may call into SQLite and so into us).
+ */
+void sp_modules_maybe_send(void)
+{
+	struct modbuf mb;
+	size_t off;
+	ssize_t n;
+
+	if (!atomic_load_explicit(&modules_pending, memory_order_relaxed) || sock_fd < 0 ||
+	    sp_stream_dead)
+		return;
+	if (!atomic_exchange(&modules_pending, 0))
+		return;
+	memset(&mb, 0, sizeof(mb));
+	mb.gen = atomic_fetch_add(&module_gen, 1) + 1;
+	n = readlink("/proc/self/exe", mb.exe, sizeof(mb.exe) - 1);
+	mb.exe[n > 0 ? n : 0] = 0;
+	sp_tls.guard++;
+	dl_iterate_phdr(module_cb, &mb);
+	sp_tls.guard--;
+	/* Split into messages below the size limit, on record boundaries. */
+	for (off = 0; off < mb.len;) {
+		size_t chunk = 0;
+
+		while (off + chunk < mb.len) {
+			const struct sp_rec_hdr *h = (const void *)(mb.p + off + chunk);
+
+			if (chunk + h->len > SP_MSG_MAX / 2)
+				break;
+			chunk += h->len;
+		}
+		if (!chunk)
+			break;
+		send_msg(mb.p + off, chunk, NULL, 0, 0);
+		off += chunk;
+	}
+	free(mb.p);
+}
+
+void sp_modules_changed(void)
+{
+	atomic_store(&modules_pending, 1);
+	sp_modules_maybe_send();
+}
+
+/* ------------------------------------------------------------------ */
+/* Flusher thread, process life                                        */
+
+static void flush_all(uint16_t flags, int wait)
+{
+	struct sp_ring *r, **pp;
+
+	pthread_mutex_lock(&reg_lock);
+	for (pp = &rings; (r = *pp);) {
+		if (wait)
+			pthread_mutex_lock(&r->send_lock);
+		else if (pthread_mutex_trylock(&r->send_lock) != 0) {
+			pp = &r->next;
+			continue;
+		}
+		ring_flush_locked(r, flags);
+		pthread_mutex_unlock(&r->send_lock);
+		if (!wait && atomic_load(&r->dead)) {
+			*pp = r->next;
+			pthread_mutex_destroy(&r->send_lock);
+			munmap(r, sizeof(*r));
+			continue;
+		}
+		pp = &r->next;
+	}
+	pthread_mutex_unlock(&reg_lock);
+}
+
+static void *flusher(void *arg)
+{
+	(void)arg;
+	sp_tls.guard = 1; /* nothing this thread does is profiled */
+	for (;;) {
+		struct timespec ts = {
+			.tv_sec = sp_cfg.flush_ms / 1000,
+			.tv_nsec = (long)(sp_cfg.flush_ms % 1000) * 1000000L,
+		};
+
+		while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+			;
+		if (sp_stream_dead)
+			continue;
+		sp_modules_maybe_send();
+		flush_all(0, 0);
+	}
+	return NULL;
+}
+
+int sp_stream_init(void)
+{
+	if (pthread_key_create(&thread_key, thread_gone) != 0)
+		return -1;
+	return conn_get() < 0 ? -1 : 0;
+}
+
+/* In the child after fork(): one thread, a copy of everything. The rings'
+ * records belong to the parent, which sends them; the child opens its own
+ * connection on first use and starts its own flusher. */
+void sp_stream_fork_child(void)
+{
+	struct sp_ring *r, *next, *mine = sp_tls.ring;
+
+	pthread_mutex_init(&reg_lock, NULL);
+	pthread_mutex_init(&conn_lock, NULL);
+	for (r = rings; r; r = next) {
+		next = r->next;
+		if (r != mine)
+			munmap(r, sizeof(*r));
+	}
+	rings = NULL;
+	if (mine) {
+		pthread_mutex_init(&mine->send_lock, NULL);
+		atomic_store(&mine->tail, atomic_load(&mine->head));
+		mine->next = NULL;
+		rings = mine;
+	}
+	if (sock_fd >= 0)
+		close(sock_fd);
+	sock_fd = -1;
+	sp_stream_dead = 0;
+	flusher_started = 0;
+	congested_until = 0;
+	atomic_store(&msg_seq, 0);
+	atomic_store(&sp_lost, 0);
+	atomic_store(&sp_executions, 0);
+	atomic_store(&sp_untracked, 0);
+	sp_stack_sets_reset();
+}
+
+void sp_stream_exit(void)
+{
+	struct sp_rec_bye b;
+
+	sp_tls.guard++;
+	flush_all(0, 1);
+	if (sock_fd >= 0 && !sp_stream_dead) {
+		memset(&b, 0, sizeof(b));
+		b.h.type = SP_REC_BYE;
+		b.h.len = sizeof(b);
+		b.pid = (uint32_t)getpid();
+		b.tid = sp_tls.tid;
+		b.executions = atomic_load(&sp_executions);
+		b.untracked = atomic_load(&sp_untracked);
+		b.lost = atomic_load(&sp_lost);
+		b.status = -1;
+		send_msg(&b, sizeof(b), NULL, 0, SP_MSG_FINAL);
+	}
+	sp_tls.guard--;
+}

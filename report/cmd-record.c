@@ -1,0 +1,487 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * cmd-record.c - `sqlprof record`: run a command with libsqlprof.so
+ * preloaded, collect the streams of it and of every descendant that keeps
+ * the environment, and write a profile.
+ *
+ * The collector listens on an AF_UNIX SOCK_SEQPACKET socket inside a fresh
+ * 0700 directory; only peers of our own uid are accepted (SO_PEERCRED).
+ * It exits with the command's exit status (128+N when killed by signal N).
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cmds.h"
+#include "collect.h"
+#include "profile.h"
+
+struct record_opts {
+	const char *output;
+	const char *rate;
+	const char *seed;
+	const char *slow_ms;
+	const char *depth;
+	const char *debug_path;
+	int follow;
+	int quiet;
+	double grace_s;
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: sqlprof record [OPTIONS] -- COMMAND [ARGS...]\n"
+		"\n"
+		"Run COMMAND with libsqlprof.so preloaded and write a profile.\n"
+		"\n"
+		"  -o, --output FILE    profile to write (default " SP_PROFILE_DEFAULT ")\n"
+		"  -r, --rate R         share of executions whose stack is taken, 0..1 (default 0.01)\n"
+		"      --seed N         seed the sampling for repeatable runs\n"
+		"      --slow-ms MS     always take the stack of executions slower than MS (default 100)\n"
+		"      --depth N        stack depth limit (default 64)\n"
+		"      --no-follow      do not profile programs the command executes\n"
+		"      --debug-dir DIRS extra directories for separate debug files (colon-separated)\n"
+		"  -q, --quiet          no live counter, no summary\n"
+		"  -h, --help           this text\n"
+		"\n"
+		"examples:\n"
+		"  sqlprof record -- ./app --import data.csv\n"
+		"  sqlprof record -o run1.db --rate 1 -- python3 script.py\n");
+}
+
+static volatile sig_atomic_t child_pid;
+
+static void forward_signal(int sig)
+{
+	if (child_pid > 0)
+		kill((pid_t)child_pid, sig);
+}
+
+/* Locate libsqlprof.so: $SQLPROF_LIB, else beside the binary in the build
+ * tree (build/bin/sqlprof -> build/lib/) or installed
+ * (PREFIX/bin/sqlprof -> PREFIX/lib/sqlprof/). */
+static int find_lib(char *out, size_t len)
+{
+	static const char *const rel[] = { "../lib/sqlprof/libsqlprof.so", "../lib/libsqlprof.so",
+					   "libsqlprof.so" };
+	char exe[PATH_MAX], *slash;
+	const char *env = getenv("SQLPROF_LIB");
+	ssize_t n;
+	size_t i;
+
+	if (env && *env) {
+		if (access(env, R_OK) == 0 && realpath(env, out))
+			return 0;
+		fprintf(stderr, "sqlprof: SQLPROF_LIB=%s: %s\n", env, strerror(errno));
+		return -1;
+	}
+	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	if (n < 0)
+		return -1;
+	exe[n] = 0;
+	slash = strrchr(exe, '/');
+	if (!slash)
+		return -1;
+	slash[1] = 0;
+	for (i = 0; i < sizeof(rel) / sizeof(rel[0]); i++) {
+		char cand[PATH_MAX + 64];
+
+		snprintf(cand, sizeof(cand), "%s%s", exe, rel[i]);
+		if (access(cand, R_OK) == 0 && realpath(cand, out) && strlen(out) < len)
+			return 0;
+	}
+	fprintf(stderr, "sqlprof: cannot find libsqlprof.so next to %s (set SQLPROF_LIB)\n", exe);
+	return -1;
+}
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static inline uint64_t rdtsc(void)
+{
+	uint32_t lo, hi;
+
+	__asm__ volatile("rdtsc" : "=a"(lo), "=d"(hi));
+	return ((uint64_t)hi << 32) | lo;
+}
+
+/* ns per TSC tick, measured over 20 ms against CLOCK_MONOTONIC. */
+static double calibrate_tsc(void)
+{
+	uint64_t m0 = mono_ns(), c0 = rdtsc(), m1, c1;
+	struct timespec ts = { 0, 20000000 };
+
+	nanosleep(&ts, NULL);
+	m1 = mono_ns();
+	c1 = rdtsc();
+	if (c1 <= c0)
+		return 1.0;
+	return (double)(m1 - m0) / (double)(c1 - c0);
+}
+
+static int setenv_prepend(const char *var, const char *val, char sep)
+{
+	const char *old = getenv(var);
+	char *buf;
+	int rc;
+
+	if (!old || !*old)
+		return setenv(var, val, 1);
+	if (asprintf(&buf, "%s%c%s", val, sep, old) < 0)
+		return -1;
+	rc = setenv(var, buf, 1);
+	free(buf);
+	return rc;
+}
+
+struct client {
+	int fd;
+	uint32_t pid;
+};
+
+static void status_line(const struct sp_coll *c, int final)
+{
+	fprintf(stderr, "\rsqlprof: %llu executions, %zu processes, %llu lost%s",
+		(unsigned long long)sp_coll_executions(c), c->procs.count,
+		(unsigned long long)sp_coll_lost(c), final ? "\n" : "   ");
+}
+
+/* Read every pending message of one client. Returns 0, or -1 on EOF. */
+static int drain(struct sp_coll *c, struct client *cl, uint8_t *buf, size_t cap)
+{
+	for (;;) {
+		ssize_t n = recv(cl->fd, buf, cap, MSG_DONTWAIT | MSG_TRUNC);
+
+		if (n == 0)
+			return -1;
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno == EAGAIN || errno == EWOULDBLOCK)
+				return 0;
+			return -1;
+		}
+		if ((size_t)n > cap) {
+			c->bad_messages++;
+			snprintf(c->last_error, sizeof(c->last_error), "oversized message (%zd bytes)", n);
+			continue;
+		}
+		if (sp_coll_message(c, buf, (size_t)n, cl->pid) < 0) {
+			struct sp_proc *p = hmap_get(&c->procs, &cl->pid, 0, NULL);
+
+			if (p)
+				p->bad_msgs++;
+			fprintf(stderr, "\nsqlprof: dropped a bad message from pid %u: %s\n", cl->pid,
+				c->last_error);
+		}
+	}
+}
+
+static void explain_empty(const struct sp_coll *c)
+{
+	size_t it = 0;
+	const struct sp_proc *p;
+	int any_sqlite = 0;
+
+	if (c->procs.count == 0) {
+		fprintf(stderr,
+			"sqlprof: warning: no process connected: libsqlprof.so was not loaded "
+			"(a static or setuid binary, or LD_PRELOAD was cleared)\n");
+		return;
+	}
+	while ((p = hmap_next(&c->procs, &it, NULL)))
+		any_sqlite |= p->execs > 0 || p->sqlite_found;
+	if (sp_coll_executions(c) == 0)
+		fprintf(stderr,
+			"sqlprof: warning: %zu process(es) ran with the profiler but no SQLite "
+			"execution reached it%s\n",
+			c->procs.count,
+			any_sqlite ? ""
+				   : " (no dynamic libsqlite3 was used: SQLite may be statically "
+				     "linked into the program)");
+}
+
+int cmd_record(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "output", required_argument, NULL, 'o' },
+		{ "rate", required_argument, NULL, 'r' },
+		{ "seed", required_argument, NULL, 1 },
+		{ "slow-ms", required_argument, NULL, 2 },
+		{ "depth", required_argument, NULL, 3 },
+		{ "no-follow", no_argument, NULL, 4 },
+		{ "debug-dir", required_argument, NULL, 5 },
+		{ "quiet", no_argument, NULL, 'q' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct record_opts o = { .output = SP_PROFILE_DEFAULT, .follow = 1, .grace_s = 2.0 };
+	char lib[PATH_MAX], dir[PATH_MAX], sockpath[PATH_MAX + 8], err[512];
+	const char *tmp;
+	struct sockaddr_un sa;
+	struct client *cl = NULL;
+	size_t ncl = 0, capcl = 0;
+	struct sp_coll c;
+	uint8_t *buf = NULL;
+	int lfd = -1, opt, status = 0, exited = 0, rc = SP_EXIT_INTERNAL, tty;
+	uint64_t t_start, t_exit = 0, last_draw = 0, last_data;
+	pid_t pid;
+	double d;
+	uint64_t u;
+	struct sp_meta meta;
+	char *cmdline = NULL;
+	size_t cmdlen = 0;
+	FILE *cmdf;
+
+	optind = 1;
+	while ((opt = getopt_long(argc, argv, "+o:r:qh", longopts, NULL)) != -1) {
+		switch (opt) {
+		case 'o': o.output = optarg; break;
+		case 'r':
+			if (sp_parse_double(optarg, 0, 1, &d) < 0) {
+				fprintf(stderr, "sqlprof record: --rate wants a number from 0 to 1, not '%s'\n", optarg);
+				return SP_EXIT_USAGE;
+			}
+			o.rate = optarg;
+			break;
+		case 1:
+			if (sp_parse_u64(optarg, &u) < 0 || u > LONG_MAX) {
+				fprintf(stderr, "sqlprof record: --seed wants a non-negative integer\n");
+				return SP_EXIT_USAGE;
+			}
+			o.seed = optarg;
+			break;
+		case 2:
+			if (sp_parse_double(optarg, 0, 86400000, &d) < 0) {
+				fprintf(stderr, "sqlprof record: --slow-ms wants milliseconds\n");
+				return SP_EXIT_USAGE;
+			}
+			o.slow_ms = optarg;
+			break;
+		case 3:
+			if (sp_parse_u64(optarg, &u) < 0 || u < 1 || u > SP_STACK_MAX) {
+				fprintf(stderr, "sqlprof record: --depth wants 1 to %d\n", SP_STACK_MAX);
+				return SP_EXIT_USAGE;
+			}
+			o.depth = optarg;
+			break;
+		case 4: o.follow = 0; break;
+		case 5: o.debug_path = optarg; break;
+		case 'q': o.quiet = 1; break;
+		case 'h': usage(stdout); return SP_EXIT_OK;
+		default: usage(stderr); return SP_EXIT_USAGE;
+		}
+	}
+	if (optind >= argc) {
+		fprintf(stderr, "sqlprof record: no command given\n");
+		usage(stderr);
+		return SP_EXIT_USAGE;
+	}
+	if (find_lib(lib, sizeof(lib)) < 0)
+		return SP_EXIT_USAGE;
+
+	sp_coll_init(&c);
+	buf = malloc(SP_MSG_MAX + 64);
+	if (!buf)
+		goto out;
+	c.ns_per_tick = calibrate_tsc();
+
+	tmp = getenv("TMPDIR");
+	snprintf(dir, sizeof(dir), "%s/sqlprof.XXXXXX", tmp && *tmp ? tmp : "/tmp");
+	if (!mkdtemp(dir)) { /* mkdtemp creates it 0700 */
+		fprintf(stderr, "sqlprof record: cannot create a private directory: %s\n", strerror(errno));
+		goto out;
+	}
+	snprintf(sockpath, sizeof(sockpath), "%s/s", dir);
+	if (strlen(sockpath) >= sizeof(sa.sun_path)) {
+		fprintf(stderr, "sqlprof record: socket path too long: %s (set TMPDIR)\n", sockpath);
+		goto out;
+	}
+	lfd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	memset(&sa, 0, sizeof(sa));
+	sa.sun_family = AF_UNIX;
+	strcpy(sa.sun_path, sockpath);
+	if (lfd < 0 || bind(lfd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(lfd, 512) < 0) {
+		fprintf(stderr, "sqlprof record: cannot listen on %s: %s\n", sockpath, strerror(errno));
+		goto out;
+	}
+
+	/* The command line, for the profile. */
+	cmdf = open_memstream(&cmdline, &cmdlen);
+	for (int i = optind; cmdf && i < argc; i++)
+		fprintf(cmdf, "%s%s", i > optind ? " " : "", argv[i]);
+	if (cmdf)
+		fclose(cmdf);
+
+	t_start = mono_ns();
+	pid = fork();
+	if (pid < 0) {
+		fprintf(stderr, "sqlprof record: fork: %s\n", strerror(errno));
+		goto out;
+	}
+	if (pid == 0) {
+		setenv_prepend("LD_PRELOAD", lib, ':');
+		setenv(SP_ENV_SOCK, sockpath, 1);
+		if (o.rate)
+			setenv("SQLPROF_RATE", o.rate, 1);
+		if (o.seed)
+			setenv("SQLPROF_SEED", o.seed, 1);
+		if (o.slow_ms)
+			setenv("SQLPROF_SLOW_MS", o.slow_ms, 1);
+		if (o.depth)
+			setenv("SQLPROF_DEPTH", o.depth, 1);
+		if (!o.follow)
+			setenv("SQLPROF_FOLLOW", "0", 1);
+		execvp(argv[optind], argv + optind);
+		fprintf(stderr, "sqlprof record: cannot run %s: %s\n", argv[optind], strerror(errno));
+		_exit(127);
+	}
+	child_pid = pid;
+	signal(SIGINT, forward_signal);
+	signal(SIGTERM, forward_signal);
+	signal(SIGHUP, forward_signal);
+	signal(SIGPIPE, SIG_IGN);
+	tty = !o.quiet && isatty(2);
+	last_data = mono_ns();
+
+	for (;;) {
+		struct pollfd *pf = calloc(ncl + 1, sizeof(*pf));
+		size_t i, npf = ncl;
+		uint64_t now;
+		int n;
+
+		if (!pf)
+			goto out;
+		pf[0].fd = exited ? -1 : lfd;
+		pf[0].events = POLLIN;
+		for (i = 0; i < ncl; i++) {
+			pf[i + 1].fd = cl[i].fd;
+			pf[i + 1].events = POLLIN;
+		}
+		n = poll(pf, ncl + 1, 100);
+		if (n > 0 && (pf[0].revents & POLLIN)) {
+			for (;;) {
+				int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+				struct ucred cr;
+				socklen_t crl = sizeof(cr);
+
+				if (fd < 0)
+					break;
+				if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &crl) < 0 ||
+				    cr.uid != getuid()) {
+					fprintf(stderr, "\nsqlprof: refused a connection from uid %d\n",
+						(int)cr.uid);
+					close(fd);
+					continue;
+				}
+				if (ncl == capcl) {
+					size_t nc = capcl ? capcl * 2 : 16;
+					struct client *ncx = realloc(cl, nc * sizeof(*cl));
+
+					if (!ncx) {
+						close(fd);
+						break;
+					}
+					cl = ncx;
+					capcl = nc;
+				}
+				cl[ncl].fd = fd;
+				cl[ncl].pid = (uint32_t)cr.pid;
+				ncl++;
+			}
+		}
+		for (i = 0; n > 0 && i < npf; i++) {
+			if (!(pf[i + 1].revents & (POLLIN | POLLHUP | POLLERR)))
+				continue;
+			last_data = mono_ns();
+			if (drain(&c, &cl[i], buf, SP_MSG_MAX + 64) < 0) {
+				close(cl[i].fd);
+				cl[i].fd = -1;
+			}
+		}
+		free(pf);
+		/* compact closed clients */
+		{
+			size_t j = 0;
+
+			for (i = 0; i < ncl; i++)
+				if (cl[i].fd >= 0)
+					cl[j++] = cl[i];
+			ncl = j;
+		}
+		now = mono_ns();
+		if (!exited) {
+			pid_t w = waitpid(pid, &status, WNOHANG);
+
+			if (w == pid) {
+				exited = 1;
+				t_exit = now;
+				child_pid = 0;
+			}
+		}
+		if (tty && now - last_draw > 250000000u) {
+			status_line(&c, 0);
+			last_draw = now;
+		}
+		/* After the command exits, wait for its descendants' streams to
+		 * close, but not forever: a daemon may hold one open. */
+		if (exited && (ncl == 0 || (now - last_data > (uint64_t)(o.grace_s * 1e9) &&
+					    now - t_exit > (uint64_t)(o.grace_s * 1e9))))
+			break;
+	}
+	if (tty)
+		status_line(&c, 1);
+
+	memset(&meta, 0, sizeof(meta));
+	meta.command = cmdline;
+	meta.started = (long long)time(NULL) - (long long)((mono_ns() - t_start) / 1000000000u);
+	meta.duration_ns = (long long)(t_exit - t_start);
+	meta.exit_status = WIFEXITED(status) ? WEXITSTATUS(status) :
+			   WIFSIGNALED(status) ? 128 + WTERMSIG(status) : 1;
+	meta.rate = 0.01;
+	if (o.rate)
+		sp_parse_double(o.rate, 0, 1, &meta.rate);
+	meta.debug_path = o.debug_path;
+	if (sp_profile_write(o.output, &c, &meta, err, sizeof(err)) < 0) {
+		fprintf(stderr, "sqlprof record: %s\n", err);
+		rc = SP_EXIT_INTERNAL;
+		goto out;
+	}
+	if (!o.quiet) {
+		explain_empty(&c);
+		fprintf(stderr, "sqlprof: %llu executions from %zu process(es), %llu lost; profile in %s\n",
+			(unsigned long long)sp_coll_executions(&c), c.procs.count,
+			(unsigned long long)sp_coll_lost(&c), o.output);
+	}
+	rc = meta.exit_status;
+out:
+	for (size_t i = 0; i < ncl; i++)
+		close(cl[i].fd);
+	free(cl);
+	if (lfd >= 0) {
+		close(lfd);
+		unlink(sockpath);
+		rmdir(dir);
+	}
+	free(buf);
+	free(cmdline);
+	sp_coll_free(&c);
+	return rc;
+}

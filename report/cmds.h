@@ -1,0 +1,9 @@
+/* SPDX-License-Identifier: MIT */
+/* cmds.h - the subcommands of sqlprof, one file each (report/cmd-*.c). */
+#ifndef SP_CMDS_H
+#define SP_CMDS_H
+
+int cmd_record(int argc, char **argv);
+int cmd_report(int argc, char **argv);
+
+#endif

@@ -1,0 +1,105 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * collect.h - the collector's model of a recording: decoding of stream
+ * messages (untrusted input) and their aggregation in memory that grows
+ * with distinct queries, stacks and sites, not with executions.
+ *
+ * What it does not do: sockets (cmd-record.c), symbols and the profile
+ * file (profile.c).
+ */
+#ifndef SP_COLLECT_H
+#define SP_COLLECT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "hist.h"
+#include "sp_wire.h"
+#include "util.h"
+
+struct sp_module {
+	uint32_t pid, generation;
+	uint64_t bias, lo, hi;
+	uint8_t build_id[64];
+	uint32_t build_id_len;
+	char *path;
+};
+
+struct sp_proc {
+	uint32_t pid, ppid;
+	char *exe;
+	int hello, bye, sqlite_found, clock;
+	uint64_t tsc_ref, mono_ref;
+	uint64_t lost;        /* max of the message headers' cumulative counts */
+	uint64_t execs;       /* EXEC records received */
+	uint64_t bye_execs;   /* executions the process says it ended */
+	uint64_t untracked;
+	uint64_t msgs, bad_msgs, gaps;
+	uint64_t last_seq;
+};
+
+/* Aggregate per (sql_id, kind): exact over every execution. */
+struct sp_qagg {
+	uint64_t count, total_ns, self_ns, wall_ns, rows;
+	uint64_t vm_steps, fullscan_steps, sorts, autoindex;
+	uint64_t errors, nested, samples, prepares, prepare_ns;
+	struct sp_hist *hist; /* db time per execution, ns */
+};
+
+/* Aggregate per (sql_id, kind, pid, stack_id) over sampled executions. */
+struct sp_sagg {
+	uint64_t samples, total_ns, rows, vm_steps;
+};
+
+struct sp_stack {
+	uint32_t depth;
+	uint64_t *pcs;
+};
+
+struct sp_err {
+	uint64_t count;
+	char *msg;
+};
+
+/* One sampled execution, kept individually up to a cap (timelines). */
+struct sp_event {
+	uint32_t pid, tid;
+	uint64_t seq, parent_seq, sql_id, stack_id;
+	uint64_t start_ns, wall_ns, db_ns, self_ns, rows;
+	uint32_t vm_steps, flags;
+	int32_t rc;
+	uint16_t kind;
+};
+
+struct sp_coll {
+	struct hmap procs;   /* pid -> struct sp_proc */
+	struct hmap sqls;    /* sql_id -> struct { char *text; uint32_t full_len; int truncated; } */
+	struct hmap queries; /* {sql_id, kind} -> struct sp_qagg */
+	struct hmap sites;   /* {sql_id, kind, pid, stack_id} -> struct sp_sagg */
+	struct hmap stacks;  /* {pid, stack_id} -> struct sp_stack */
+	struct hmap errors;  /* {sql_id, rc, pid, stack_id, msg hash} -> struct sp_err */
+	struct hmap modules; /* {pid, generation, lo} -> struct sp_module */
+	struct sp_event *events;
+	size_t nevents, events_cap, events_max;
+	uint64_t events_dropped;
+	uint64_t records, messages, bad_messages;
+	double ns_per_tick; /* collector's TSC calibration */
+	char last_error[256];
+};
+
+struct sp_sql {
+	char *text;
+	uint32_t full_len;
+	int truncated;
+};
+
+void sp_coll_init(struct sp_coll *c);
+void sp_coll_free(struct sp_coll *c);
+/* Validate the whole message, then apply it. Returns 0, or -1 with a
+ * one-line reason in c->last_error and nothing applied. peer_pid, when
+ * nonzero, is the pid the kernel vouches for (SO_PEERCRED). */
+int sp_coll_message(struct sp_coll *c, const uint8_t *msg, size_t len, uint32_t peer_pid);
+uint64_t sp_coll_lost(const struct sp_coll *c);
+uint64_t sp_coll_executions(const struct sp_coll *c);
+
+#endif

@@ -1,0 +1,59 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * main.c - sqlprof's entry point: dispatch to a subcommand. Nothing else.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "cmds.h"
+#include "util.h"
+
+/* libsqlprof.so looks this symbol up and stays inert if it finds it: the
+ * CLI's own SQLite writes (the profile) are never profiled. */
+__attribute__((visibility("default"))) const int sqlprof_is_collector = 1;
+
+static const struct {
+	const char *name;
+	int (*fn)(int, char **);
+	const char *help;
+} cmds[] = {
+	{ "record", cmd_record, "run a command under the profiler and write a profile" },
+	{ "report", cmd_report, "print per-query totals from a profile" },
+};
+
+static void usage(FILE *f)
+{
+	size_t i;
+
+	fprintf(f, "usage: sqlprof COMMAND [OPTIONS]\n\ncommands:\n");
+	for (i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
+		fprintf(f, "  %-8s %s\n", cmds[i].name, cmds[i].help);
+	fprintf(f, "\n'sqlprof COMMAND --help' for a command's options; man sqlprof for all.\n"
+		   "\nexamples:\n"
+		   "  sqlprof record -- ./app --serve\n"
+		   "  sqlprof report --top 10\n");
+}
+
+int main(int argc, char **argv)
+{
+	size_t i;
+
+	if (argc < 2) {
+		usage(stderr);
+		return SP_EXIT_USAGE;
+	}
+	if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "help")) {
+		usage(stdout);
+		return SP_EXIT_OK;
+	}
+	if (!strcmp(argv[1], "--version")) {
+		printf("sqlprof %s\n", SQLPROF_VERSION);
+		return SP_EXIT_OK;
+	}
+	for (i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
+		if (!strcmp(argv[1], cmds[i].name))
+			return cmds[i].fn(argc - 1, argv + 1);
+	fprintf(stderr, "sqlprof: unknown command '%s'\n", argv[1]);
+	usage(stderr);
+	return SP_EXIT_USAGE;
+}

@@ -1,0 +1,596 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * profile.c - write and open profile files; see profile.h and
+ * docs/profile-format.md. Queries are grouped by fingerprint here, and every
+ * stack is symbolized here, so that a profile stays readable after the
+ * profiled binaries are rebuilt or deleted.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "fingerprint.h"
+#include "profile.h"
+#include "sym.h"
+
+static const char schema[] =
+	"PRAGMA journal_mode=OFF;"
+	"PRAGMA synchronous=OFF;"
+	"CREATE TABLE meta(key TEXT PRIMARY KEY, value);"
+	"CREATE TABLE processes(pid INTEGER PRIMARY KEY, ppid INTEGER, exe TEXT,"
+	" executions INTEGER, lost INTEGER, untracked INTEGER, sqlite_found INTEGER,"
+	" clean_exit INTEGER, messages INTEGER, bad_messages INTEGER);"
+	"CREATE TABLE queries(fp_id INTEGER, kind TEXT, fingerprint TEXT, sql TEXT,"
+	" count INTEGER, total_ns INTEGER, self_ns INTEGER, wall_ns INTEGER,"
+	" min_ns INTEGER, max_ns INTEGER, rows INTEGER, vm_steps INTEGER,"
+	" fullscan_steps INTEGER, sorts INTEGER, autoindex INTEGER, errors INTEGER,"
+	" nested INTEGER, samples INTEGER, prepares INTEGER, prepare_ns INTEGER,"
+	" PRIMARY KEY(fp_id, kind));"
+	"CREATE TABLE histograms(fp_id INTEGER, kind TEXT, bucket_ns INTEGER, count INTEGER);"
+	"CREATE TABLE statements(sql_id INTEGER PRIMARY KEY, fp_id INTEGER, sql TEXT,"
+	" full_len INTEGER, truncated INTEGER);"
+	"CREATE TABLE stack_samples(fp_id INTEGER, kind TEXT, pid INTEGER, stack_id INTEGER,"
+	" samples INTEGER, total_ns INTEGER, rows INTEGER, vm_steps INTEGER);"
+	"CREATE TABLE frames(pid INTEGER, stack_id INTEGER, idx INTEGER, pc INTEGER,"
+	" module TEXT, function TEXT, file TEXT, line INTEGER, inlined INTEGER,"
+	" PRIMARY KEY(pid, stack_id, idx));"
+	"CREATE TABLE errors(fp_id INTEGER, kind TEXT, rc INTEGER, message TEXT, pid INTEGER,"
+	" stack_id INTEGER, count INTEGER);"
+	"CREATE TABLE events(pid INTEGER, tid INTEGER, seq INTEGER, parent_seq INTEGER,"
+	" fp_id INTEGER, kind TEXT, sql_id INTEGER, stack_id INTEGER, start_ns INTEGER,"
+	" wall_ns INTEGER, db_ns INTEGER, self_ns INTEGER, rows INTEGER, vm_steps INTEGER,"
+	" rc INTEGER, flags INTEGER);"
+	"CREATE TABLE modules(pid INTEGER, generation INTEGER, path TEXT, build_id TEXT,"
+	" bias INTEGER, lo INTEGER, hi INTEGER);";
+
+static const char *kind_name(uint64_t k)
+{
+	return k == SP_KIND_EXEC ? "exec" : "stmt";
+}
+
+/* Fingerprint of each distinct SQL text, computed once. */
+struct fpinfo {
+	uint64_t fp_id;
+	char *fingerprint;
+	const char *text;
+};
+
+struct fagg {
+	struct sp_qagg q;
+	const struct fpinfo *fi;
+	uint64_t kind;
+};
+
+static int exec_sql(sqlite3 *db, const char *sql, char *err, size_t errlen)
+{
+	char *msg = NULL;
+
+	if (sqlite3_exec(db, sql, NULL, NULL, &msg) != SQLITE_OK) {
+		snprintf(err, errlen, "profile: %s", msg ? msg : sqlite3_errmsg(db));
+		sqlite3_free(msg);
+		return -1;
+	}
+	return 0;
+}
+
+static sqlite3_stmt *prep(sqlite3 *db, const char *sql)
+{
+	sqlite3_stmt *st = NULL;
+
+	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
+		return NULL;
+	return st;
+}
+
+static int step_done(sqlite3_stmt *st)
+{
+	int rc = sqlite3_step(st);
+
+	sqlite3_reset(st);
+	return rc == SQLITE_DONE ? 0 : -1;
+}
+
+struct hist_ctx {
+	sqlite3_stmt *st;
+	uint64_t fp_id;
+	const char *kind;
+	int rc;
+};
+
+static int hist_row(uint64_t lo, uint64_t count, void *arg)
+{
+	struct hist_ctx *h = arg;
+
+	sqlite3_bind_int64(h->st, 1, (sqlite3_int64)h->fp_id);
+	sqlite3_bind_text(h->st, 2, h->kind, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(h->st, 3, (sqlite3_int64)lo);
+	sqlite3_bind_int64(h->st, 4, (sqlite3_int64)count);
+	if (step_done(h->st) < 0)
+		h->rc = -1;
+	return 0;
+}
+
+static const struct sp_module *find_module(const struct sp_coll *c, uint32_t pid, uint64_t pc)
+{
+	size_t it = 0;
+	const struct sp_module *m, *best = NULL;
+
+	/* Few modules per process; a scan is fine at record end. */
+	while ((m = hmap_next(&c->modules, &it, NULL)))
+		if (m->pid == pid && pc >= m->lo && pc < m->hi &&
+		    (!best || m->generation > best->generation))
+			best = m;
+	return best;
+}
+
+static void hex(char *out, const uint8_t *p, size_t n)
+{
+	static const char d[] = "0123456789abcdef";
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		out[2 * i] = d[p[i] >> 4];
+		out[2 * i + 1] = d[p[i] & 15];
+	}
+	out[2 * n] = 0;
+}
+
+static int write_frames(sqlite3 *db, struct sp_coll *c, const struct sp_meta *m)
+{
+	sqlite3_stmt *st = prep(db, "INSERT INTO frames VALUES(?,?,?,?,?,?,?,?,?)");
+	struct sym_ctx *sym = sym_open();
+	size_t it = 0;
+	const struct { uint64_t pid, stack_id; } *key;
+	struct sp_stack *s;
+	int rc = 0;
+
+	if (!st || !sym) {
+		sqlite3_finalize(st);
+		if (sym)
+			sym_close(sym);
+		return -1;
+	}
+	if (m->debug_path)
+		sym_set_debug_path(sym, m->debug_path);
+	while ((s = hmap_next(&c->stacks, &it, (const void **)&key))) {
+		int idx = 0;
+		uint32_t i;
+
+		for (i = 0; i < s->depth; i++) {
+			uint64_t pc = s->pcs[i];
+			const struct sp_module *mod = find_module(c, (uint32_t)key->pid, pc);
+			const struct sym_result *res = NULL;
+			int f;
+
+			if (mod)
+				sym_lookup(sym, mod->path, mod->build_id, mod->build_id_len, mod->bias,
+					   pc, 1, &res);
+			if (!res || res->nframes < 1) {
+				sqlite3_bind_int64(st, 1, (sqlite3_int64)key->pid);
+				sqlite3_bind_int64(st, 2, (sqlite3_int64)key->stack_id);
+				sqlite3_bind_int(st, 3, idx++);
+				sqlite3_bind_int64(st, 4, (sqlite3_int64)pc);
+				sqlite3_bind_text(st, 5, mod ? mod->path : "??", -1, SQLITE_STATIC);
+				sqlite3_bind_text(st, 6, "??", -1, SQLITE_STATIC);
+				sqlite3_bind_text(st, 7, "??", -1, SQLITE_STATIC);
+				sqlite3_bind_int(st, 8, 0);
+				sqlite3_bind_int(st, 9, 0);
+				if (step_done(st) < 0)
+					rc = -1;
+				continue;
+			}
+			for (f = 0; f < res->nframes; f++) {
+				const struct sym_frame *fr = &res->frames[f];
+
+				sqlite3_bind_int64(st, 1, (sqlite3_int64)key->pid);
+				sqlite3_bind_int64(st, 2, (sqlite3_int64)key->stack_id);
+				sqlite3_bind_int(st, 3, idx++);
+				sqlite3_bind_int64(st, 4, (sqlite3_int64)pc);
+				sqlite3_bind_text(st, 5, mod->path, -1, SQLITE_TRANSIENT);
+				sqlite3_bind_text(st, 6, fr->function, -1, SQLITE_TRANSIENT);
+				sqlite3_bind_text(st, 7, fr->file, -1, SQLITE_TRANSIENT);
+				sqlite3_bind_int(st, 8, fr->line);
+				sqlite3_bind_int(st, 9, fr->inlined);
+				if (step_done(st) < 0)
+					rc = -1;
+			}
+		}
+	}
+	sqlite3_finalize(st);
+	sym_close(sym);
+	return rc;
+}
+
+static int write_all(sqlite3 *db, struct sp_coll *c, const struct sp_meta *m, char *err,
+		     size_t errlen)
+{
+	struct hmap fps, fagg;
+	sqlite3_stmt *st = NULL;
+	size_t it;
+	const void *k;
+	void *v;
+	int rc = -1;
+	char buf[64];
+
+	hmap_init(&fps, sizeof(uint64_t), sizeof(struct fpinfo));
+	hmap_init(&fagg, 2 * sizeof(uint64_t), sizeof(struct fagg));
+
+	if (exec_sql(db, schema, err, errlen) < 0 || exec_sql(db, "BEGIN", err, errlen) < 0)
+		goto out;
+
+	/* meta */
+	st = prep(db, "INSERT INTO meta VALUES(?,?)");
+	if (!st)
+		goto sqlerr;
+#define META_TEXT(key, val)                                                 \
+	do {                                                                \
+		sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);           \
+		sqlite3_bind_text(st, 2, val, -1, SQLITE_TRANSIENT);        \
+		if (step_done(st) < 0)                                      \
+			goto sqlerr;                                        \
+	} while (0)
+#define META_INT(key, val)                                                  \
+	do {                                                                \
+		sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);           \
+		sqlite3_bind_int64(st, 2, (sqlite3_int64)(val));            \
+		if (step_done(st) < 0)                                      \
+			goto sqlerr;                                        \
+	} while (0)
+	META_INT("format", SP_PROFILE_FORMAT);
+	META_TEXT("sqlprof_version", SQLPROF_VERSION);
+	META_TEXT("command", m->command ? m->command : "");
+	META_INT("started", m->started);
+	META_INT("duration_ns", m->duration_ns);
+	META_INT("exit_status", m->exit_status);
+	snprintf(buf, sizeof(buf), "%g", m->rate);
+	META_TEXT("rate", buf);
+	META_INT("lost", sp_coll_lost(c));
+	META_INT("events_dropped", c->events_dropped);
+	META_INT("bad_messages", c->bad_messages);
+	sqlite3_finalize(st);
+
+	/* processes */
+	st = prep(db, "INSERT INTO processes VALUES(?,?,?,?,?,?,?,?,?,?)");
+	if (!st)
+		goto sqlerr;
+	it = 0;
+	while ((v = hmap_next(&c->procs, &it, NULL))) {
+		struct sp_proc *p = v;
+
+		sqlite3_bind_int64(st, 1, p->pid);
+		sqlite3_bind_int64(st, 2, p->ppid);
+		sqlite3_bind_text(st, 3, p->exe ? p->exe : "", -1, SQLITE_STATIC);
+		sqlite3_bind_int64(st, 4, (sqlite3_int64)p->execs);
+		sqlite3_bind_int64(st, 5, (sqlite3_int64)p->lost);
+		sqlite3_bind_int64(st, 6, (sqlite3_int64)p->untracked);
+		sqlite3_bind_int(st, 7, p->sqlite_found);
+		sqlite3_bind_int(st, 8, p->bye);
+		sqlite3_bind_int64(st, 9, (sqlite3_int64)p->msgs);
+		sqlite3_bind_int64(st, 10, (sqlite3_int64)p->bad_msgs);
+		if (step_done(st) < 0)
+			goto sqlerr;
+	}
+	sqlite3_finalize(st);
+
+	/* statements and their fingerprints */
+	st = prep(db, "INSERT INTO statements VALUES(?,?,?,?,?)");
+	if (!st)
+		goto sqlerr;
+	it = 0;
+	while ((v = hmap_next(&c->sqls, &it, &k))) {
+		struct sp_sql *s = v;
+		struct fpinfo *fi = hmap_get(&fps, k, 1, NULL);
+		const char *text = s->text ? s->text : "";
+
+		if (!fi)
+			goto nomem;
+		fi->text = text;
+		fi->fingerprint = sp_fingerprint(text, strlen(text), &fi->fp_id);
+		if (!fi->fingerprint)
+			goto nomem;
+		sqlite3_bind_int64(st, 1, *(const sqlite3_int64 *)k);
+		sqlite3_bind_int64(st, 2, (sqlite3_int64)fi->fp_id);
+		sqlite3_bind_text(st, 3, text, -1, SQLITE_STATIC);
+		sqlite3_bind_int64(st, 4, s->full_len);
+		sqlite3_bind_int(st, 5, s->truncated);
+		if (step_done(st) < 0)
+			goto sqlerr;
+	}
+	sqlite3_finalize(st);
+	st = NULL;
+
+	/* queries, merged per fingerprint */
+	it = 0;
+	while ((v = hmap_next(&c->queries, &it, &k))) {
+		const uint64_t *qk = k; /* sql_id, kind */
+		struct sp_qagg *q = v;
+		const struct fpinfo *fi = hmap_get(&fps, &qk[0], 0, NULL);
+		static const struct fpinfo unknown = { 0, "<sql text lost>", "<sql text lost>" };
+		uint64_t fk[2];
+		struct fagg *a;
+
+		if (!fi)
+			fi = &unknown;
+		if (q->count == 0 && q->prepares == 0)
+			continue;
+		fk[0] = fi->fp_id;
+		fk[1] = qk[1];
+		a = hmap_get(&fagg, fk, 1, NULL);
+		if (!a)
+			goto nomem;
+		if (!a->fi)
+			a->fi = fi;
+		a->kind = qk[1];
+		a->q.count += q->count;
+		a->q.total_ns += q->total_ns;
+		a->q.self_ns += q->self_ns;
+		a->q.wall_ns += q->wall_ns;
+		a->q.rows += q->rows;
+		a->q.vm_steps += q->vm_steps;
+		a->q.fullscan_steps += q->fullscan_steps;
+		a->q.sorts += q->sorts;
+		a->q.autoindex += q->autoindex;
+		a->q.errors += q->errors;
+		a->q.nested += q->nested;
+		a->q.samples += q->samples;
+		a->q.prepares += q->prepares;
+		a->q.prepare_ns += q->prepare_ns;
+		if (q->hist) {
+			if (!a->q.hist)
+				a->q.hist = sp_hist_new();
+			if (!a->q.hist)
+				goto nomem;
+			sp_hist_merge(a->q.hist, q->hist);
+		}
+	}
+	st = prep(db, "INSERT INTO queries VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
+	{
+		sqlite3_stmt *hs = prep(db, "INSERT INTO histograms VALUES(?,?,?,?)");
+
+		if (!st || !hs) {
+			sqlite3_finalize(hs);
+			goto sqlerr;
+		}
+		it = 0;
+		while ((v = hmap_next(&fagg, &it, NULL))) {
+			struct fagg *a = v;
+			struct hist_ctx hc = { hs, a->fi->fp_id, kind_name(a->kind), 0 };
+
+			sqlite3_bind_int64(st, 1, (sqlite3_int64)a->fi->fp_id);
+			sqlite3_bind_text(st, 2, kind_name(a->kind), -1, SQLITE_STATIC);
+			sqlite3_bind_text(st, 3, a->fi->fingerprint, -1, SQLITE_STATIC);
+			sqlite3_bind_text(st, 4, a->fi->text, -1, SQLITE_STATIC);
+			sqlite3_bind_int64(st, 5, (sqlite3_int64)a->q.count);
+			sqlite3_bind_int64(st, 6, (sqlite3_int64)a->q.total_ns);
+			sqlite3_bind_int64(st, 7, (sqlite3_int64)a->q.self_ns);
+			sqlite3_bind_int64(st, 8, (sqlite3_int64)a->q.wall_ns);
+			sqlite3_bind_int64(st, 9, (sqlite3_int64)(a->q.hist ? sp_hist_min(a->q.hist) : 0));
+			sqlite3_bind_int64(st, 10, (sqlite3_int64)(a->q.hist ? sp_hist_max(a->q.hist) : 0));
+			sqlite3_bind_int64(st, 11, (sqlite3_int64)a->q.rows);
+			sqlite3_bind_int64(st, 12, (sqlite3_int64)a->q.vm_steps);
+			sqlite3_bind_int64(st, 13, (sqlite3_int64)a->q.fullscan_steps);
+			sqlite3_bind_int64(st, 14, (sqlite3_int64)a->q.sorts);
+			sqlite3_bind_int64(st, 15, (sqlite3_int64)a->q.autoindex);
+			sqlite3_bind_int64(st, 16, (sqlite3_int64)a->q.errors);
+			sqlite3_bind_int64(st, 17, (sqlite3_int64)a->q.nested);
+			sqlite3_bind_int64(st, 18, (sqlite3_int64)a->q.samples);
+			sqlite3_bind_int64(st, 19, (sqlite3_int64)a->q.prepares);
+			sqlite3_bind_int64(st, 20, (sqlite3_int64)a->q.prepare_ns);
+			if (step_done(st) < 0) {
+				sqlite3_finalize(hs);
+				goto sqlerr;
+			}
+			if (a->q.hist)
+				sp_hist_foreach(a->q.hist, hist_row, &hc);
+			if (hc.rc < 0) {
+				sqlite3_finalize(hs);
+				goto sqlerr;
+			}
+		}
+		sqlite3_finalize(hs);
+	}
+	sqlite3_finalize(st);
+
+	/* stack samples */
+	st = prep(db, "INSERT INTO stack_samples VALUES(?,?,?,?,?,?,?,?)");
+	if (!st)
+		goto sqlerr;
+	it = 0;
+	while ((v = hmap_next(&c->sites, &it, &k))) {
+		const uint64_t *sk = k; /* sql_id, kind, pid, stack_id */
+		const struct sp_sagg *s = v;
+		const struct fpinfo *fi = hmap_get(&fps, &sk[0], 0, NULL);
+
+		sqlite3_bind_int64(st, 1, (sqlite3_int64)(fi ? fi->fp_id : 0));
+		sqlite3_bind_text(st, 2, kind_name(sk[1]), -1, SQLITE_STATIC);
+		sqlite3_bind_int64(st, 3, (sqlite3_int64)sk[2]);
+		sqlite3_bind_int64(st, 4, (sqlite3_int64)sk[3]);
+		sqlite3_bind_int64(st, 5, (sqlite3_int64)s->samples);
+		sqlite3_bind_int64(st, 6, (sqlite3_int64)s->total_ns);
+		sqlite3_bind_int64(st, 7, (sqlite3_int64)s->rows);
+		sqlite3_bind_int64(st, 8, (sqlite3_int64)s->vm_steps);
+		if (step_done(st) < 0)
+			goto sqlerr;
+	}
+	sqlite3_finalize(st);
+
+	/* errors */
+	st = prep(db, "INSERT INTO errors VALUES(?,?,?,?,?,?,?)");
+	if (!st)
+		goto sqlerr;
+	it = 0;
+	while ((v = hmap_next(&c->errors, &it, &k))) {
+		const uint64_t *ek = k; /* sql_id, rc, pid, stack_id, hash */
+		const struct sp_err *e = v;
+		const struct fpinfo *fi = hmap_get(&fps, &ek[0], 0, NULL);
+
+		sqlite3_bind_int64(st, 1, (sqlite3_int64)(fi ? fi->fp_id : 0));
+		sqlite3_bind_text(st, 2, "stmt", -1, SQLITE_STATIC);
+		sqlite3_bind_int64(st, 3, (sqlite3_int64)ek[1]);
+		sqlite3_bind_text(st, 4, e->msg ? e->msg : "", -1, SQLITE_STATIC);
+		sqlite3_bind_int64(st, 5, (sqlite3_int64)ek[2]);
+		sqlite3_bind_int64(st, 6, (sqlite3_int64)ek[3]);
+		sqlite3_bind_int64(st, 7, (sqlite3_int64)e->count);
+		if (step_done(st) < 0)
+			goto sqlerr;
+	}
+	sqlite3_finalize(st);
+
+	/* events */
+	st = prep(db, "INSERT INTO events VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
+	if (!st)
+		goto sqlerr;
+	for (size_t i = 0; i < c->nevents; i++) {
+		const struct sp_event *e = &c->events[i];
+		const struct fpinfo *fi = hmap_get(&fps, &e->sql_id, 0, NULL);
+
+		sqlite3_bind_int64(st, 1, e->pid);
+		sqlite3_bind_int64(st, 2, e->tid);
+		sqlite3_bind_int64(st, 3, (sqlite3_int64)e->seq);
+		sqlite3_bind_int64(st, 4, (sqlite3_int64)e->parent_seq);
+		sqlite3_bind_int64(st, 5, (sqlite3_int64)(fi ? fi->fp_id : 0));
+		sqlite3_bind_text(st, 6, kind_name(e->kind), -1, SQLITE_STATIC);
+		sqlite3_bind_int64(st, 7, (sqlite3_int64)e->sql_id);
+		sqlite3_bind_int64(st, 8, (sqlite3_int64)e->stack_id);
+		sqlite3_bind_int64(st, 9, (sqlite3_int64)e->start_ns);
+		sqlite3_bind_int64(st, 10, (sqlite3_int64)e->wall_ns);
+		sqlite3_bind_int64(st, 11, (sqlite3_int64)e->db_ns);
+		sqlite3_bind_int64(st, 12, (sqlite3_int64)e->self_ns);
+		sqlite3_bind_int64(st, 13, (sqlite3_int64)e->rows);
+		sqlite3_bind_int64(st, 14, e->vm_steps);
+		sqlite3_bind_int64(st, 15, e->rc);
+		sqlite3_bind_int64(st, 16, e->flags);
+		if (step_done(st) < 0)
+			goto sqlerr;
+	}
+	sqlite3_finalize(st);
+
+	/* modules */
+	st = prep(db, "INSERT INTO modules VALUES(?,?,?,?,?,?,?)");
+	if (!st)
+		goto sqlerr;
+	it = 0;
+	while ((v = hmap_next(&c->modules, &it, NULL))) {
+		const struct sp_module *md = v;
+		char bid[129];
+
+		hex(bid, md->build_id, md->build_id_len);
+		sqlite3_bind_int64(st, 1, md->pid);
+		sqlite3_bind_int64(st, 2, md->generation);
+		sqlite3_bind_text(st, 3, md->path ? md->path : "", -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, 4, bid, -1, SQLITE_TRANSIENT);
+		sqlite3_bind_int64(st, 5, (sqlite3_int64)md->bias);
+		sqlite3_bind_int64(st, 6, (sqlite3_int64)md->lo);
+		sqlite3_bind_int64(st, 7, (sqlite3_int64)md->hi);
+		if (step_done(st) < 0)
+			goto sqlerr;
+	}
+	sqlite3_finalize(st);
+	st = NULL;
+
+	if (write_frames(db, c, m) < 0)
+		goto sqlerr;
+	if (exec_sql(db, "COMMIT", err, errlen) < 0)
+		goto out;
+	rc = 0;
+	goto out;
+nomem:
+	snprintf(err, errlen, "profile: out of memory");
+	goto out;
+sqlerr:
+	snprintf(err, errlen, "profile: %s", sqlite3_errmsg(db));
+out:
+	sqlite3_finalize(st);
+	it = 0;
+	while ((v = hmap_next(&fps, &it, NULL)))
+		free(((struct fpinfo *)v)->fingerprint);
+	it = 0;
+	while ((v = hmap_next(&fagg, &it, NULL)))
+		sp_hist_free(((struct fagg *)v)->q.hist);
+	hmap_free(&fps);
+	hmap_free(&fagg);
+	return rc;
+}
+
+int sp_profile_write(const char *path, struct sp_coll *c, const struct sp_meta *m, char *err,
+		     size_t errlen)
+{
+	char *tmp = NULL;
+	sqlite3 *db = NULL;
+	int fd, rc = -1;
+
+	if (asprintf(&tmp, "%s.tmp.%d", path, (int)getpid()) < 0) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	/* Created 0600 before SQLite opens it: profiles hold SQL text. */
+	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	if (fd < 0) {
+		snprintf(err, errlen, "cannot create %s: %s", tmp, strerror(errno));
+		goto out;
+	}
+	close(fd);
+	if (sqlite3_open_v2(tmp, &db, SQLITE_OPEN_READWRITE, NULL) != SQLITE_OK) {
+		snprintf(err, errlen, "cannot open %s: %s", tmp, db ? sqlite3_errmsg(db) : "no memory");
+		goto out;
+	}
+	if (write_all(db, c, m, err, errlen) < 0)
+		goto out;
+	if (sqlite3_close(db) != SQLITE_OK) {
+		snprintf(err, errlen, "closing %s: %s", tmp, sqlite3_errmsg(db));
+		goto out;
+	}
+	db = NULL;
+	if (rename(tmp, path) < 0) {
+		snprintf(err, errlen, "cannot rename %s to %s: %s", tmp, path, strerror(errno));
+		goto out;
+	}
+	rc = 0;
+out:
+	if (db)
+		sqlite3_close(db);
+	if (rc < 0)
+		unlink(tmp);
+	free(tmp);
+	return rc;
+}
+
+sqlite3 *sp_profile_open(const char *path, char *err, size_t errlen)
+{
+	sqlite3 *db = NULL;
+	sqlite3_stmt *st = NULL;
+	struct stat sb;
+	int fmt = -1;
+
+	if (stat(path, &sb) < 0) {
+		snprintf(err, errlen, "%s: %s", path, strerror(errno));
+		return NULL;
+	}
+	if (!S_ISREG(sb.st_mode)) {
+		snprintf(err, errlen, "%s: not a regular file", path);
+		return NULL;
+	}
+	if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK)
+		goto bad;
+	if (sqlite3_prepare_v2(db, "SELECT value FROM meta WHERE key='format'", -1, &st, NULL) !=
+	    SQLITE_OK)
+		goto bad;
+	if (sqlite3_step(st) == SQLITE_ROW)
+		fmt = sqlite3_column_int(st, 0);
+	sqlite3_finalize(st);
+	if (fmt != SP_PROFILE_FORMAT) {
+		snprintf(err, errlen, "%s: unsupported profile format %d (this sqlprof reads %d)", path,
+			 fmt, SP_PROFILE_FORMAT);
+		sqlite3_close(db);
+		return NULL;
+	}
+	return db;
+bad:
+	snprintf(err, errlen, "%s: not a sqlprof profile (%s)", path,
+		 db ? sqlite3_errmsg(db) : "out of memory");
+	sqlite3_close(db);
+	return NULL;
+}

@@ -1,0 +1,36 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * profile.h - the profile file: a SQLite database with a documented schema
+ * (docs/profile-format.md). profile.c writes it from a finished recording,
+ * symbolizing every stack on the way; readers (report, export, diff) open
+ * it with sp_profile_open and query it with plain SQL.
+ */
+#ifndef SP_PROFILE_H
+#define SP_PROFILE_H
+
+#include <sqlite3.h>
+
+#include "collect.h"
+
+#define SP_PROFILE_FORMAT 1
+#define SP_PROFILE_DEFAULT "sqlprof.db"
+
+struct sp_meta {
+	const char *command;   /* the profiled command line */
+	long long started;     /* unix time */
+	long long duration_ns;
+	int exit_status;       /* as sqlprof record exits */
+	double rate;
+	const char *debug_path; /* extra debug-file dirs for the symbolizer */
+};
+
+/* Write c to path (created 0600, replaced atomically). Returns 0, or -1
+ * with a one-line reason in err. */
+int sp_profile_write(const char *path, struct sp_coll *c, const struct sp_meta *m, char *err,
+		     size_t errlen);
+
+/* Open a profile read-only and check it is one (format version, tables).
+ * Returns the handle, or NULL with a one-line reason in err. */
+sqlite3 *sp_profile_open(const char *path, char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,202 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * query.c - load per-query rows from a profile; see query.h.
+ */
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hist.h"
+#include "query.h"
+
+static char *col_dup(sqlite3_stmt *st, int i)
+{
+	const unsigned char *t = sqlite3_column_text(st, i);
+
+	return strdup(t ? (const char *)t : "");
+}
+
+static uint64_t col_u64(sqlite3_stmt *st, int i)
+{
+	sqlite3_int64 v = sqlite3_column_int64(st, i);
+
+	return v < 0 ? 0 : (uint64_t)v;
+}
+
+static uint64_t scalar(sqlite3 *db, const char *sql)
+{
+	sqlite3_stmt *st;
+	uint64_t v = 0;
+
+	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
+		return 0;
+	if (sqlite3_step(st) == SQLITE_ROW)
+		v = col_u64(st, 0);
+	sqlite3_finalize(st);
+	return v;
+}
+
+int sp_qset_load(sqlite3 *db, struct sp_qset *qs, char *err, size_t errlen)
+{
+	sqlite3_stmt *st = NULL, *hs = NULL;
+	size_t cap = 0;
+	int rc;
+
+	memset(qs, 0, sizeof(*qs));
+	if (sqlite3_prepare_v2(db,
+			       "SELECT fp_id, kind, fingerprint, sql, count, total_ns, self_ns, wall_ns,"
+			       " min_ns, max_ns, rows, vm_steps, fullscan_steps, sorts, autoindex,"
+			       " errors, nested, samples, prepares, prepare_ns FROM queries"
+			       " WHERE count > 0",
+			       -1, &st, NULL) != SQLITE_OK ||
+	    sqlite3_prepare_v2(db, "SELECT bucket_ns, count FROM histograms WHERE fp_id=? AND kind=?",
+			       -1, &hs, NULL) != SQLITE_OK)
+		goto sqlerr;
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		struct sp_qrow *r;
+		struct sp_hist *h;
+
+		if (qs->n == cap) {
+			size_t nc = cap ? cap * 2 : 64;
+			struct sp_qrow *nr = realloc(qs->rows, nc * sizeof(*nr));
+
+			if (!nr)
+				goto nomem;
+			qs->rows = nr;
+			cap = nc;
+		}
+		r = &qs->rows[qs->n];
+		memset(r, 0, sizeof(*r));
+		r->fp_id = sqlite3_column_int64(st, 0);
+		snprintf(r->kind, sizeof(r->kind), "%s", (const char *)sqlite3_column_text(st, 1));
+		r->fingerprint = col_dup(st, 2);
+		r->sql = col_dup(st, 3);
+		qs->n++;
+		if (!r->fingerprint || !r->sql)
+			goto nomem;
+		r->count = col_u64(st, 4);
+		r->total_ns = col_u64(st, 5);
+		r->self_ns = col_u64(st, 6);
+		r->wall_ns = col_u64(st, 7);
+		r->min_ns = col_u64(st, 8);
+		r->max_ns = col_u64(st, 9);
+		r->rows = col_u64(st, 10);
+		r->vm_steps = col_u64(st, 11);
+		r->fullscan_steps = col_u64(st, 12);
+		r->sorts = col_u64(st, 13);
+		r->autoindex = col_u64(st, 14);
+		r->errors = col_u64(st, 15);
+		r->nested = col_u64(st, 16);
+		r->samples = col_u64(st, 17);
+		r->prepares = col_u64(st, 18);
+		r->prepare_ns = col_u64(st, 19);
+		r->mean_ns = r->count ? (double)r->total_ns / (double)r->count : 0;
+		h = sp_hist_new();
+		if (!h)
+			goto nomem;
+		sqlite3_bind_int64(hs, 1, r->fp_id);
+		sqlite3_bind_text(hs, 2, r->kind, -1, SQLITE_STATIC);
+		while (sqlite3_step(hs) == SQLITE_ROW)
+			sp_hist_add_bucket(h, col_u64(hs, 0), col_u64(hs, 1));
+		sqlite3_reset(hs);
+		sp_hist_set_minmax_sum(h, r->min_ns, r->max_ns, r->total_ns);
+		r->p50_ns = sp_hist_quantile(h, 0.50);
+		r->p95_ns = sp_hist_quantile(h, 0.95);
+		r->p99_ns = sp_hist_quantile(h, 0.99);
+		sp_hist_free(h);
+	}
+	if (rc != SQLITE_DONE)
+		goto sqlerr;
+	sqlite3_finalize(st);
+	sqlite3_finalize(hs);
+	qs->lost = scalar(db, "SELECT COALESCE(SUM(lost),0) FROM processes");
+	qs->executions = scalar(db, "SELECT COALESCE(SUM(count),0) FROM queries");
+	qs->processes = scalar(db, "SELECT COUNT(*) FROM processes");
+	qs->untracked = scalar(db, "SELECT COALESCE(SUM(untracked),0) FROM processes");
+	qs->bad_messages = scalar(db, "SELECT CAST(value AS INTEGER) FROM meta WHERE key='bad_messages'");
+	{
+		sqlite3_stmt *cs;
+
+		if (sqlite3_prepare_v2(db, "SELECT value FROM meta WHERE key='command'", -1, &cs, NULL) ==
+		    SQLITE_OK) {
+			if (sqlite3_step(cs) == SQLITE_ROW)
+				qs->command = col_dup(cs, 0);
+			sqlite3_finalize(cs);
+		}
+	}
+	return 0;
+nomem:
+	snprintf(err, errlen, "out of memory");
+	goto fail;
+sqlerr:
+	snprintf(err, errlen, "corrupt profile: %s", sqlite3_errmsg(db));
+fail:
+	sqlite3_finalize(st);
+	sqlite3_finalize(hs);
+	sp_qset_free(qs);
+	return -1;
+}
+
+void sp_qset_free(struct sp_qset *qs)
+{
+	size_t i;
+
+	for (i = 0; i < qs->n; i++) {
+		free(qs->rows[i].fingerprint);
+		free(qs->rows[i].sql);
+	}
+	free(qs->rows);
+	free(qs->command);
+	memset(qs, 0, sizeof(*qs));
+}
+
+static int sort_off;
+
+#define CMP_DESC(a, b) ((a) < (b) ? 1 : (a) > (b) ? -1 : 0)
+
+static int cmp_rows(const void *pa, const void *pb)
+{
+	const struct sp_qrow *a = pa, *b = pb;
+	int c;
+
+	if (sort_off < 0)
+		c = CMP_DESC(a->mean_ns, b->mean_ns);
+	else
+		c = CMP_DESC(*(const uint64_t *)((const char *)a + sort_off),
+			     *(const uint64_t *)((const char *)b + sort_off));
+	if (!c)
+		c = CMP_DESC(a->total_ns, b->total_ns);
+	if (!c)
+		c = strcmp(a->fingerprint, b->fingerprint);
+	return c;
+}
+
+int sp_qset_sort(struct sp_qset *qs, const char *key)
+{
+	static const struct {
+		const char *name;
+		int off;
+	} keys[] = {
+		{ "total", offsetof(struct sp_qrow, total_ns) },
+		{ "count", offsetof(struct sp_qrow, count) },
+		{ "mean", -1 },
+		{ "p50", offsetof(struct sp_qrow, p50_ns) },
+		{ "p95", offsetof(struct sp_qrow, p95_ns) },
+		{ "p99", offsetof(struct sp_qrow, p99_ns) },
+		{ "max", offsetof(struct sp_qrow, max_ns) },
+		{ "rows", offsetof(struct sp_qrow, rows) },
+		{ "self", offsetof(struct sp_qrow, self_ns) },
+		{ "errors", offsetof(struct sp_qrow, errors) },
+		{ "vm", offsetof(struct sp_qrow, vm_steps) },
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
+		if (!strcmp(key, keys[i].name)) {
+			sort_off = keys[i].off;
+			qsort(qs->rows, qs->n, sizeof(*qs->rows), cmp_rows);
+			return 0;
+		}
+	return -1;
+}

@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# Install the Debian packages that building and testing sqlprof need, and
+# only those that are missing. Idempotent: a second run does nothing and
+# takes well under a second. Runs apt-get as root (or through sudo).
+#
+# Usage: scripts/install-deps.sh [--optional]
+#   --optional  also install the tools used by `make bench` and `make fuzz`
+#               (ltrace, hyperfine, clang, protobuf-compiler).
+set -euo pipefail
+
+required=(build-essential pkg-config libsqlite3-dev sqlite3 libdw-dev libelf-dev
+          check elfutils python3 binutils valgrind)
+optional=(ltrace clang libclang-rt-14-dev protobuf-compiler)
+
+want=("${required[@]}")
+if [ "${1:-}" = "--optional" ]; then
+	want+=("${optional[@]}")
+fi
+
+missing=()
+for p in "${want[@]}"; do
+	if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then
+		missing+=("$p")
+	fi
+done
+
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+echo "install-deps: installing ${missing[*]}" >&2
+SUDO=
+[ "$(id -u)" -eq 0 ] || SUDO=sudo
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq >/dev/null
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
