@@ -102,8 +102,14 @@ $(BUILD)/progs/%: tests/progs/%.c
 
 progs: $(PROG_BIN)
 
-unit: all $(CHECK_BIN)
-	@set -e; for t in $(CHECK_BIN); do echo "== $$t"; $$t; done
+# Symbolizer fixtures: build.sh writes markers.txt last, so its presence
+# means the whole set is complete.
+SYM_FIXTURE_DIR := $(BUILD)/fixtures/sym
+$(SYM_FIXTURE_DIR)/markers.txt: $(wildcard tests/fixtures/sym/*)
+	CC="$(CC)" tests/fixtures/sym/build.sh $(SYM_FIXTURE_DIR)
+
+unit: all $(CHECK_BIN) $(SYM_FIXTURE_DIR)/markers.txt
+	@set -e; for t in $(CHECK_BIN); do echo "== $$t"; SYM_FIXTURE_DIR=$(SYM_FIXTURE_DIR) $$t; done
 
 integration: all progs
 	@BUILD=$(BUILD) tests/run-integration.sh

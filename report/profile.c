@@ -155,6 +155,8 @@ static int write_frames(sqlite3 *db, struct sp_coll *c, const struct sp_meta *m)
 	}
 	if (m->debug_path)
 		sym_set_debug_path(sym, m->debug_path);
+	/* Never wait on the network at the end of a recording. */
+	unsetenv("DEBUGINFOD_URLS");
 	while ((s = hmap_next(&c->stacks, &it, (const void **)&key))) {
 		int idx = 0;
 		uint32_t i;
