@@ -1,0 +1,38 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * fingerprint.h - SQL fingerprinting: one normalized text and one stable
+ * 64-bit id per query shape.
+ *
+ * Two statements that differ only in literal values, bound-parameter
+ * spelling, whitespace, comments or keyword/identifier case get the same
+ * fingerprint and id.  This is our own tokenizer (Debian's libsqlite3 is
+ * built without sqlite3_normalized_sql); it follows SQLite's lexical rules
+ * but does not parse, so it never rejects input.  See fingerprint.c for
+ * the exact rules.  Nothing here is thread-hostile: no global state.
+ */
+#ifndef SP_FINGERPRINT_H
+#define SP_FINGERPRINT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/*
+ * Normalize sql[0..len).  sql need not be NUL-terminated and may contain
+ * any bytes (NULs, invalid UTF-8); bytes at and past sql[len] are never
+ * read.  sql may be NULL when len is 0.
+ *
+ * Returns a malloc'd, NUL-terminated fingerprint that the caller frees,
+ * and stores sp_hash64() of its text in *id (id may be NULL).  The
+ * fingerprint never contains NUL or other ASCII control bytes; it may
+ * contain bytes >= 0x80 copied from identifiers.  Returns NULL (errno
+ * ENOMEM, *id untouched) when memory runs out.  Runs in O(len).
+ */
+char *sp_fingerprint(const char *sql, size_t len, uint64_t *id);
+
+/*
+ * The stable hash used for fingerprint ids and elsewhere: 64-bit FNV-1a of
+ * data[0..len).  Its values are stored in profiles, so it must never change.
+ */
+uint64_t sp_hash64(const void *data, size_t len);
+
+#endif /* SP_FINGERPRINT_H */
