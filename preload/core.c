@@ -38,7 +38,10 @@ struct sp_config sp_cfg = {
 int sp_clock_tsc;
 __thread struct sp_thread sp_tls __attribute__((tls_model("initial-exec")));
 atomic_ullong sp_untracked;
-atomic_ullong sp_executions;
+int sp_hot;
+
+static int status_probed;
+static void probe_status_layout(void);
 
 #define DEFAULT_RATE 0.01
 #define DEFAULT_SLOW_MS 100
@@ -111,6 +114,8 @@ int sp_resolve(void)
 	    !sp_real.sql || !sp_real.stmt_status)
 		return -1;
 	atomic_store_explicit(&sp_resolved, 1, memory_order_release);
+	if (sp_cfg.enabled)
+		sp_hot = 1;
 	return 0;
 }
 
@@ -277,52 +282,25 @@ static void *map_zero(size_t len)
  * 65536 slots, mapped lazily: a program with more live statements than
  * STMT_MAX_LOAD gets them counted as "untracked" (reported), not lost.
  */
-#define STMT_BITS 16
-#define STMT_N (1u << STMT_BITS)
-#define STMT_MAX_PROBE 64
-static struct sp_stmt *stmts;
-
-static inline uint64_t stmt_hash(const void *p)
-{
-	return ((uint64_t)(uintptr_t)p * 0x9E3779B97F4A7C15ULL) >> (64 - STMT_BITS);
-}
-
-struct sp_stmt *sp_stmt_find(sqlite3_stmt *st)
-{
-	uint64_t i = stmt_hash(st);
-	uintptr_t key = (uintptr_t)st;
-	int n;
-
-	if (unlikely(!stmts))
-		return NULL;
-	for (n = 0; n < STMT_MAX_PROBE; n++, i = (i + 1) & (STMT_N - 1)) {
-		uintptr_t k = atomic_load_explicit(&stmts[i].key, memory_order_acquire);
-
-		if (likely(k == key))
-			return &stmts[i];
-		if (k == 0)
-			return NULL;
-	}
-	return NULL;
-}
+struct sp_stmt *sp_stmts;
 
 static struct sp_stmt *stmt_insert(sqlite3_stmt *st)
 {
-	uint64_t i = stmt_hash(st);
+	uint64_t i = sp_stmt_hash(st);
 	uintptr_t key = (uintptr_t)st;
 	int n;
 
-	if (!stmts)
+	if (!sp_stmts)
 		return NULL;
 	for (n = 0; n < STMT_MAX_PROBE; n++, i = (i + 1) & (STMT_N - 1)) {
-		uintptr_t k = atomic_load_explicit(&stmts[i].key, memory_order_acquire);
+		uintptr_t k = atomic_load_explicit(&sp_stmts[i].key, memory_order_acquire);
 
 		if (k == key)
-			return &stmts[i]; /* stale entry of a freed statement */
+			return &sp_stmts[i]; /* stale entry of a freed statement */
 		if (k == 0 || k == 1) {
 			/* Fill the slot before publishing the key. */
-			if (atomic_compare_exchange_strong(&stmts[i].key, &k, (uintptr_t)2)) {
-				struct sp_stmt *s = &stmts[i];
+			if (atomic_compare_exchange_strong(&sp_stmts[i].key, &k, (uintptr_t)2)) {
+				struct sp_stmt *s = &sp_stmts[i];
 
 				memset((char *)s + sizeof(s->key), 0, sizeof(*s) - sizeof(s->key));
 				atomic_store_explicit(&s->key, key, memory_order_release);
@@ -420,26 +398,42 @@ static inline uint64_t rng_next(struct sp_thread *t)
 	return x * 0x2545F4914F6CDD1DULL;
 }
 
-static void stmt_fill(struct sp_thread *t, struct sp_stmt *s, sqlite3_stmt *st)
+/* Give a statement its SQL id. text, when not NULL, is the SQL the caller
+ * passed (legacy sqlite3_prepare keeps no copy for sqlite3_sql). */
+static void stmt_fill(struct sp_thread *t, struct sp_stmt *s, sqlite3_stmt *st, const char *text,
+		      size_t len)
 {
 	const char *sql = sp_real.sql ? sp_real.sql(st) : NULL;
 
-	s->sql_id = sp_sql_note(t, sql ? sql : "", sql ? strlen(sql) : 0);
+	if (sql)
+		s->sql_id = sp_sql_note(t, sql, strlen(sql));
+	else if (text)
+		s->sql_id = sp_sql_note(t, text, len);
+	else
+		s->sql_id = sp_sql_note(t, "<unknown sql>", 13);
 	s->db = sp_real.db_handle ? (uint64_t)(uintptr_t)sp_real.db_handle(st) : 0;
 }
 
 void sp_stmt_prepared(struct sp_thread *t, sqlite3_stmt *st, uint64_t t0, uint64_t t1)
 {
+	sp_stmt_prepared_text(t, st, NULL, 0, t0, t1);
+}
+
+void sp_stmt_prepared_text(struct sp_thread *t, sqlite3_stmt *st, const char *text, size_t len,
+			   uint64_t t0, uint64_t t1)
+{
 	struct sp_stmt *s;
 	struct sp_rec_prepare *r;
 
 	t->guard++;
+	if (unlikely(!status_probed))
+		probe_status_layout();
 	s = stmt_insert(st);
 	if (!s) {
 		t->guard--;
 		return;
 	}
-	stmt_fill(t, s, st);
+	stmt_fill(t, s, st, text, len);
 	r = sp_rec_reserve(t, sizeof(*r));
 	if (r) {
 		r->h.type = SP_REC_PREPARE;
@@ -467,17 +461,134 @@ struct sp_stmt *sp_stmt_adopt(struct sp_thread *t, sqlite3_stmt *st)
 		return NULL;
 	}
 	t->guard++;
-	stmt_fill(t, s, st);
+	stmt_fill(t, s, st, NULL, 0);
 	t->guard--;
 	return s;
 }
 
+/*
+ * Statement counters. sqlite3_stmt_status costs ~21 instructions a call
+ * and an execution needs eight (before and after) - more than everything
+ * else on the hot path. SQLite keeps them as u32 aCounter[op] inside the
+ * statement object, so after a probe finds that array (below) we read the
+ * four counters straight from memory: the same values, 8 loads.
+ * status_off < 0 means "use the API" (probe not run yet, or it failed).
+ */
+static int status_off = -1;
+
 static inline void status_read(sqlite3_stmt *st, uint32_t v[4])
 {
+	if (likely(status_off >= 0)) {
+		const uint32_t *c = (const uint32_t *)((const char *)st + status_off);
+
+		v[0] = c[SQLITE_STMTSTATUS_FULLSCAN_STEP];
+		v[1] = c[SQLITE_STMTSTATUS_SORT];
+		v[2] = c[SQLITE_STMTSTATUS_AUTOINDEX];
+		v[3] = c[SQLITE_STMTSTATUS_VM_STEP];
+		return;
+	}
 	v[0] = (uint32_t)sp_real.stmt_status(st, SQLITE_STMTSTATUS_FULLSCAN_STEP, 0);
 	v[1] = (uint32_t)sp_real.stmt_status(st, SQLITE_STMTSTATUS_SORT, 0);
 	v[2] = (uint32_t)sp_real.stmt_status(st, SQLITE_STMTSTATUS_AUTOINDEX, 0);
 	v[3] = (uint32_t)sp_real.stmt_status(st, SQLITE_STMTSTATUS_VM_STEP, 0);
+}
+
+#define PROBE_OPS 8 /* SQLITE_STMTSTATUS_FULLSCAN_STEP (1) .. FILTER_HIT (8) */
+
+/* Candidate offsets where aCounter[1..8] equal the API's values. */
+static int probe_match(sqlite3_stmt *st, size_t size, int *cand, int ncand, int first)
+{
+	uint32_t want[PROBE_OPS + 1];
+	int op, n = 0;
+	size_t off;
+
+	for (op = 1; op <= PROBE_OPS; op++)
+		want[op] = (uint32_t)sp_real.stmt_status(st, op, 0);
+	if (first) {
+		for (off = 0; off + sizeof(uint32_t) * (PROBE_OPS + 1) <= size && n < 8; off += 4) {
+			const uint32_t *c = (const uint32_t *)((const char *)st + off);
+
+			for (op = 1; op <= PROBE_OPS && c[op] == want[op]; op++)
+				;
+			if (op > PROBE_OPS)
+				cand[n++] = (int)off;
+		}
+		return n;
+	}
+	for (int i = 0; i < ncand; i++) {
+		const uint32_t *c = (const uint32_t *)((const char *)st + cand[i]);
+
+		for (op = 1; op <= PROBE_OPS && c[op] == want[op]; op++)
+			;
+		if (op > PROBE_OPS)
+			cand[n++] = cand[i];
+	}
+	return n;
+}
+
+/*
+ * Find where this libsqlite3 keeps its statement counters, on a private
+ * in-memory connection without lookaside (so the statement object comes
+ * from sqlite3_malloc and sqlite3_msize bounds the scan). The probe runs a
+ * statement several times so the counters take distinct values, and keeps
+ * only an offset where all eight match the API after every run. Called at
+ * the first prepare, when the application has initialised SQLite (we never
+ * initialise it first: that would break its sqlite3_config calls).
+ * SQLPROF_STATUS=api skips it.
+ */
+static void probe_status_layout(void)
+{
+	int (*open_v2)(const char *, sqlite3 **, int, const char *) = sp_real.open_v2;
+	int (*db_config)(sqlite3 *, int, ...) = (int (*)(sqlite3 *, int, ...))dlsym(RTLD_NEXT, "sqlite3_db_config");
+	sqlite3_uint64 (*msize)(void *) = (sqlite3_uint64(*)(void *))dlsym(RTLD_NEXT, "sqlite3_msize");
+	const char *env = getenv("SQLPROF_STATUS");
+	sqlite3 *db = NULL;
+	sqlite3_stmt *st = NULL;
+	int cand[8], n = 0, run;
+	size_t size;
+
+	status_probed = 1;
+	if (env && !strcmp(env, "api"))
+		return;
+	if (!open_v2 || !sp_real.close || !sp_real.prepare_v2 || !sp_real.step || !sp_real.reset ||
+	    !sp_real.finalize)
+		return;
+	if (!db_config || !msize) {
+		void *h = sp_real.dlopen ? sp_real.dlopen("libsqlite3.so.0", RTLD_LAZY | RTLD_NOLOAD) : NULL;
+
+		if (!h)
+			return;
+		db_config = (int (*)(sqlite3 *, int, ...))dlsym(h, "sqlite3_db_config");
+		msize = (sqlite3_uint64(*)(void *))dlsym(h, "sqlite3_msize");
+		if (!db_config || !msize)
+			return;
+	}
+	if (open_v2(":memory:", &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL) != SQLITE_OK)
+		goto out;
+	db_config(db, SQLITE_DBCONFIG_LOOKASIDE, NULL, 0, 0);
+	if (sp_real.prepare_v2(db,
+			       "WITH RECURSIVE c(x) AS (VALUES(1) UNION ALL SELECT x+1 FROM c "
+			       "WHERE x<20) SELECT x FROM c ORDER BY x DESC",
+			       -1, &st, NULL) != SQLITE_OK)
+		goto out;
+	size = (size_t)msize(st);
+	if (size < 64 || size > 65536)
+		goto out;
+	for (run = 0; run < 3; run++) {
+		while (sp_real.step(st) == SQLITE_ROW)
+			;
+		sp_real.reset(st);
+		n = probe_match(st, size, cand, n, run == 0);
+		if (n == 0)
+			goto out;
+	}
+	if (n == 1)
+		status_off = cand[0];
+out:
+	if (st)
+		sp_real.finalize(st);
+	if (db)
+		sp_real.close(db);
 }
 
 static inline int sample_now(struct sp_thread *t)
@@ -491,22 +602,24 @@ static inline int sample_now(struct sp_thread *t)
 
 static void take_stack(struct sp_thread *t, struct sp_run *r)
 {
+	int saved = errno;
+
 	t->guard++;
 	r->stack_id = sp_stack_capture(t);
 	t->guard--;
+	errno = saved;
 	if (r->stack_id)
 		r->flags |= SP_EXEC_SAMPLED;
 }
 
-static void run_link(struct sp_thread *t, struct sp_run *r)
+static inline void run_link(struct sp_thread *t, struct sp_run *r)
 {
 	r->seq = ++t->seq;
-	if (t->depth > 0 && t->depth <= SP_CALL_MAX) {
-		r->parent = t->calls[t->depth - 1];
+	r->parent = t->cur;
+	if (unlikely(r->parent != NULL)) {
 		r->parent_seq = r->parent->seq;
 		r->flags |= SP_EXEC_NESTED;
 	} else {
-		r->parent = NULL;
 		r->parent_seq = 0;
 	}
 }
@@ -515,21 +628,20 @@ static void run_link(struct sp_thread *t, struct sp_run *r)
 void sp_run_begin(struct sp_thread *t, struct sp_stmt *s, sqlite3_stmt *st)
 {
 	struct sp_run *r = &s->run;
-	int first = 0;
 
 	if (unlikely(!t->tid))
 		sp_thread_init(t);
 	r->flags = 0;
 	run_link(t, r);
-	r->start = sp_now();
 	r->db_time = r->nested_time = r->rows = r->stack_id = 0;
 	status_read(st, r->base);
-	if (unlikely(s->nexec++ == 0))
-		first = idset_add(sql_executed, s->sql_id);
-	if (first)
+	if (unlikely(s->nexec++ == 0) && idset_add(sql_executed, s->sql_id)) {
 		r->flags |= SP_EXEC_FIRST;
-	if (unlikely(first || sample_now(t)))
 		take_stack(t, r);
+	} else if (unlikely(sp_cfg.rate_threshold != 0) && sample_now(t)) {
+		take_stack(t, r);
+	}
+	r->start = sp_now();
 }
 
 /* A row came back: take the stack of a slow execution while its caller is
@@ -538,13 +650,11 @@ void sp_run_on_row(struct sp_thread *t, struct sp_stmt *s, sqlite3_stmt *st, uin
 {
 	struct sp_run *r = &s->run;
 
+	(void)st;
 	if (now - r->start >= sp_cfg.slow_ticks) {
-		int saved = errno;
-
 		r->flags |= SP_EXEC_SLOW;
 		if (!(r->flags & SP_EXEC_SAMPLED))
 			take_stack(t, r);
-		errno = saved;
 	}
 }
 
@@ -577,7 +687,8 @@ static void emit_exec(struct sp_thread *t, const struct sp_run *r, uint64_t sql_
 {
 	struct sp_rec_exec *x = sp_rec_reserve(t, sizeof(*x));
 
-	atomic_fetch_add_explicit(&sp_executions, 1, memory_order_relaxed);
+	if (t->ring)
+		t->ring->execs++;
 	if (!x)
 		return;
 	x->h.type = SP_REC_EXEC;
@@ -605,33 +716,59 @@ static void emit_exec(struct sp_thread *t, const struct sp_run *r, uint64_t sql_
 	sp_rec_commit(t, sizeof(*x));
 }
 
-static void run_unlink(struct sp_thread *t, struct sp_run *r)
+static inline void run_unlink(struct sp_run *r)
 {
-	/* Credit our time to the enclosing execution while it is still the
-	 * call we run inside (the usual case: DONE inside a UDF or an exec).
-	 * A nested execution ended later, by a reset outside, credits
-	 * nothing rather than touch a frame that may be gone. */
-	if (r->parent && t->depth > 0 && t->depth <= SP_CALL_MAX &&
-	    t->calls[t->depth - 1] == r->parent && r->parent->seq == r->parent_seq)
+	/* Credit our time to the enclosing execution if it is still the one
+	 * it was (seq unchanged); a parent frame of sqlite3_exec lives on the
+	 * stack only while its call runs, and a child ends inside that call. */
+	if (unlikely(r->parent != NULL) && r->parent->seq == r->parent_seq)
 		r->parent->nested_time += r->db_time;
 	r->seq = 0;
 }
 
 /* End of an execution: DONE, an error, or reset/finalize before DONE
- * (rc == SQLITE_ROW then). */
+ * (rc == SQLITE_ROW then, and SP_EXEC_ABANDONED is set). */
 void sp_run_end(struct sp_thread *t, struct sp_stmt *s, sqlite3_stmt *st, int rc, uint64_t end)
 {
 	struct sp_run *r = &s->run;
 	uint32_t now[4], delta[4];
-	int i;
 
 	if (!r->seq)
 		return;
 	status_read(st, now);
-	for (i = 0; i < 4; i++)
-		delta[i] = now[i] - r->base[i];
+	delta[0] = now[0] - r->base[0];
+	delta[1] = now[1] - r->base[1];
+	delta[2] = now[2] - r->base[2];
+	delta[3] = now[3] - r->base[3];
+	if (likely((r->flags & ~SP_EXEC_ABANDONED) == 0 && (rc == SQLITE_DONE || rc == SQLITE_ROW) &&
+		   r->rows <= UINT32_MAX)) {
+		/* The common case: a compact record. */
+		struct sp_rec_exec_lite *x = sp_rec_reserve(t, sizeof(*x));
+
+		r->seq = 0;
+		if (unlikely(!x))
+			return;
+		t->ring->execs++;
+		x->h.type = SP_REC_EXEC_LITE;
+		x->h.flags = r->flags;
+		x->h.len = sizeof(*x);
+		x->pid = my_pid();
+		x->tid = t->tid;
+		x->sql_id = s->sql_id;
+		x->wall = end - r->start;
+		x->db_time = r->db_time;
+		x->rows = (uint32_t)r->rows;
+		x->fullscan_steps = delta[0];
+		x->sorts = delta[1];
+		x->autoindex = delta[2];
+		x->vm_steps = delta[3];
+		x->pad = 0;
+		sp_rec_commit(t, sizeof(*x));
+		return;
+	}
 	if (unlikely(rc != SQLITE_DONE && rc != SQLITE_ROW)) {
 		sqlite3 *db = (sqlite3 *)(uintptr_t)s->db;
+		int saved = errno;
 
 		r->flags |= SP_EXEC_ERROR;
 		if (db && sp_real.extended_errcode)
@@ -641,10 +778,11 @@ void sp_run_end(struct sp_thread *t, struct sp_stmt *s, sqlite3_stmt *st, int rc
 		t->guard++;
 		write_error(t, r, s->sql_id, db, rc);
 		t->guard--;
+		errno = saved;
 	}
-	emit_exec(t, r, s->sql_id, s->db, rc == SQLITE_ROW ? SQLITE_OK : rc, end, delta,
-		  SP_KIND_STMT);
-	run_unlink(t, r);
+	emit_exec(t, r, s->sql_id, s->db, rc == SQLITE_ROW || rc == SQLITE_DONE ? SQLITE_OK : rc, end,
+		  delta, SP_KIND_STMT);
+	run_unlink(r);
 }
 
 void sp_exec_begin(struct sp_thread *t, struct sp_run *r, uint64_t sql_id)
@@ -673,7 +811,7 @@ void sp_exec_end(struct sp_thread *t, struct sp_run *r, uint64_t sql_id, sqlite3
 		t->guard--;
 	}
 	emit_exec(t, r, sql_id, (uint64_t)(uintptr_t)db, rc, end, zero, SP_KIND_EXEC);
-	run_unlink(t, r);
+	run_unlink(r);
 }
 
 /* ------------------------------------------------------------------ */
@@ -784,11 +922,11 @@ __attribute__((constructor)) static void sp_init(void)
 		return; /* an exec'd child under --no-follow */
 	if (!sp_cfg.follow)
 		setenv("SQLPROF_FOLLOW_ROOT", "1", 1);
-	stmts = map_zero(sizeof(struct sp_stmt) * STMT_N);
+	sp_stmts = map_zero(sizeof(struct sp_stmt) * STMT_N);
 	sql_sent = map_zero(sizeof(struct idset));
 	sql_executed = map_zero(sizeof(struct idset));
 	stack_sent = map_zero(sizeof(struct idset));
-	if (!stmts)
+	if (!sp_stmts)
 		return;
 	dl_iterate_phdr(self_range_cb, (void *)(uintptr_t)&sp_init);
 	backtrace(warm, 4);
@@ -796,8 +934,11 @@ __attribute__((constructor)) static void sp_init(void)
 		sp_cfg.slow_ticks = (uint64_t)((double)sp_cfg.slow_ticks * sp_tsc_per_ns());
 	pthread_atfork(NULL, NULL, on_fork_child);
 	sp_resolve();
-	if (sp_stream_init() == 0)
+	if (sp_stream_init() == 0) {
 		sp_cfg.enabled = 1;
+		if (atomic_load(&sp_resolved))
+			sp_hot = 1;
+	}
 }
 
 /* Destructor: flush every ring and say goodbye. Runs from exit(); a

@@ -29,10 +29,6 @@
  * NULL). */
 #define MISSING SQLITE_MISUSE
 
-static inline int passthrough(const struct sp_thread *t)
-{
-	return t->guard || !sp_cfg.enabled;
-}
 
 /* ---- connections: forwarded untouched (kept for completeness of the API
  * surface and to make sure the originals are resolved early). ---- */
@@ -69,17 +65,27 @@ SP_EXPORT int sqlite3_close_v2(sqlite3 *db)
 
 /* ---- prepare: one helper for the six variants ---- */
 
-static void after_prepare(int rc, sqlite3_stmt **pp, uint64_t t0)
+/* text/len: the SQL the caller passed, for the legacy variants whose
+ * statements keep no copy (sqlite3_sql returns NULL for them). */
+static void after_prepare(int rc, sqlite3_stmt **pp, uint64_t t0, const char *text, size_t len)
 {
 	struct sp_thread *t = &sp_tls;
 	int saved = errno;
 
-	if (rc == SQLITE_OK && pp && *pp && !passthrough(t))
-		sp_stmt_prepared(t, *pp, t0, sp_now());
+	if (rc == SQLITE_OK && pp && *pp && sp_hot && !t->guard)
+		sp_stmt_prepared_text(t, *pp, text, len, t0, sp_now());
 	errno = saved;
 }
 
-#define PREPARE_SHIM(name, field, sqltype, tailtype, ...)                      \
+/* Length of the first statement of a UTF-8 sql argument, from the tail. */
+static size_t used_len(const char *sql, int n, const char *tail)
+{
+	if (tail && tail >= sql)
+		return (size_t)(tail - sql);
+	return n >= 0 ? (size_t)n : strlen(sql);
+}
+
+#define PREPARE_SHIM(name, field, sqltype, ...)                                \
 	SP_EXPORT int name(sqlite3 *db, sqltype sql, int n, ##__VA_ARGS__)     \
 	{                                                                      \
 		uint64_t t0;                                                   \
@@ -89,49 +95,68 @@ static void after_prepare(int rc, sqlite3_stmt **pp, uint64_t t0)
 			return MISSING;                                        \
 		t0 = sp_now();
 
-#define PREPARE_END(pp)                                                        \
-		after_prepare(rc, pp, t0);                                     \
-		return rc;                                                     \
-	}
+PREPARE_SHIM(sqlite3_prepare, prepare, const char *, sqlite3_stmt **pp, const char **tail)
+	const char *mytail = NULL;
 
-PREPARE_SHIM(sqlite3_prepare, prepare, const char *, const char **, sqlite3_stmt **pp, const char **tail)
-	rc = sp_real.prepare(db, sql, n, pp, tail);
-PREPARE_END(pp)
+	rc = sp_real.prepare(db, sql, n, pp, &mytail);
+	if (tail)
+		*tail = mytail;
+	after_prepare(rc, pp, t0, sql, sql ? used_len(sql, n, mytail) : 0);
+	return rc;
+}
 
-PREPARE_SHIM(sqlite3_prepare_v2, prepare_v2, const char *, const char **, sqlite3_stmt **pp, const char **tail)
+PREPARE_SHIM(sqlite3_prepare_v2, prepare_v2, const char *, sqlite3_stmt **pp, const char **tail)
 	rc = sp_real.prepare_v2(db, sql, n, pp, tail);
-PREPARE_END(pp)
+	after_prepare(rc, pp, t0, NULL, 0);
+	return rc;
+}
 
-PREPARE_SHIM(sqlite3_prepare_v3, prepare_v3, const char *, const char **, unsigned int f, sqlite3_stmt **pp, const char **tail)
+PREPARE_SHIM(sqlite3_prepare_v3, prepare_v3, const char *, unsigned int f, sqlite3_stmt **pp,
+	     const char **tail)
 	rc = sp_real.prepare_v3(db, sql, n, f, pp, tail);
-PREPARE_END(pp)
+	after_prepare(rc, pp, t0, NULL, 0);
+	return rc;
+}
 
-PREPARE_SHIM(sqlite3_prepare16, prepare16, const void *, const void **, sqlite3_stmt **pp, const void **tail)
+/* sqlite3_sql() gives UTF-8 for statements prepared from UTF-16 too,
+ * except with the legacy sqlite3_prepare16, which keeps no text. */
+PREPARE_SHIM(sqlite3_prepare16, prepare16, const void *, sqlite3_stmt **pp, const void **tail)
 	rc = sp_real.prepare16(db, sql, n, pp, tail);
-PREPARE_END(pp)
+	after_prepare(rc, pp, t0, "<sql from sqlite3_prepare16>", 28);
+	return rc;
+}
 
-PREPARE_SHIM(sqlite3_prepare16_v2, prepare16_v2, const void *, const void **, sqlite3_stmt **pp, const void **tail)
+PREPARE_SHIM(sqlite3_prepare16_v2, prepare16_v2, const void *, sqlite3_stmt **pp, const void **tail)
 	rc = sp_real.prepare16_v2(db, sql, n, pp, tail);
-PREPARE_END(pp)
+	after_prepare(rc, pp, t0, NULL, 0);
+	return rc;
+}
 
-PREPARE_SHIM(sqlite3_prepare16_v3, prepare16_v3, const void *, const void **, unsigned int f, sqlite3_stmt **pp, const void **tail)
+PREPARE_SHIM(sqlite3_prepare16_v3, prepare16_v3, const void *, unsigned int f, sqlite3_stmt **pp,
+	     const void **tail)
 	rc = sp_real.prepare16_v3(db, sql, n, f, pp, tail);
-PREPARE_END(pp)
+	after_prepare(rc, pp, t0, NULL, 0);
+	return rc;
+}
 
 /* ---- step: the hot path ---- */
+
+static __attribute__((noinline)) int step_cold(sqlite3_stmt *st)
+{
+	NEED();
+	return sp_real.step ? sp_real.step(st) : MISSING;
+}
 
 SP_EXPORT int sqlite3_step(sqlite3_stmt *st)
 {
 	struct sp_thread *t = &sp_tls;
 	struct sp_stmt *s;
+	struct sp_run *outer;
 	uint64_t t0, t1;
 	int rc;
 
-	NEED();
-	if (unlikely(!sp_real.step))
-		return MISSING;
-	if (unlikely(passthrough(t) || !st))
-		return sp_real.step(st);
+	if (unlikely(!sp_hot || t->guard || !st))
+		return step_cold(st);
 	s = sp_stmt_find(st);
 	if (unlikely(!s)) {
 		s = sp_stmt_adopt(t, st);
@@ -140,27 +165,24 @@ SP_EXPORT int sqlite3_step(sqlite3_stmt *st)
 	}
 	if (!s->run.seq)
 		sp_run_begin(t, s, st);
-	if (likely(t->depth < SP_CALL_MAX))
-		t->calls[t->depth] = &s->run;
-	t->depth++;
+	outer = t->cur;
+	t->cur = &s->run;
 	t0 = sp_now();
 	rc = sp_real.step(st);
 	t1 = sp_now();
-	t->depth--;
+	t->cur = outer;
 	s->run.db_time += t1 - t0;
-	if (rc == SQLITE_ROW) {
+	if (likely(rc == SQLITE_ROW)) {
 		s->run.rows++;
-		if (unlikely(sp_cfg.slow_ticks && !(s->run.flags & SP_EXEC_SLOW)))
+		if (unlikely(sp_cfg.slow_ticks && !(s->run.flags & SP_EXEC_SLOW)) &&
+		    t1 - s->run.start >= sp_cfg.slow_ticks)
 			sp_run_on_row(t, s, st, t1);
 		return rc;
 	}
 	/* SQLITE_DONE or an error ends the execution. The statement may be
-	 * stepped again without a reset (auto-reset); that starts a new one. */
-	{
-		int saved = errno;
-		sp_run_end(t, s, st, rc, t1);
-		errno = saved;
-	}
+	 * stepped again without a reset (auto-reset); that starts a new one.
+	 * sp_run_end keeps errno: its rare syscalls save and restore it. */
+	sp_run_end(t, s, st, rc, t1);
 	return rc;
 }
 
@@ -169,18 +191,18 @@ SP_EXPORT int sqlite3_step(sqlite3_stmt *st)
 SP_EXPORT int sqlite3_reset(sqlite3_stmt *st)
 {
 	struct sp_thread *t = &sp_tls;
-	struct sp_stmt *s;
 
-	NEED();
-	if (unlikely(!sp_real.reset))
-		return MISSING;
-	if (likely(!passthrough(t) && st)) {
-		s = sp_stmt_find(st);
+	if (unlikely(!sp_hot)) {
+		NEED();
+		if (unlikely(!sp_real.reset))
+			return MISSING;
+	}
+	if (likely(sp_hot && !t->guard && st)) {
+		struct sp_stmt *s = sp_stmt_find(st);
+
 		if (s && s->run.seq) {
-			int saved = errno;
 			s->run.flags |= SP_EXEC_ABANDONED;
 			sp_run_end(t, s, st, SQLITE_ROW, sp_now());
-			errno = saved;
 		}
 	}
 	return sp_real.reset(st);
@@ -193,7 +215,7 @@ SP_EXPORT int sqlite3_finalize(sqlite3_stmt *st)
 	NEED();
 	if (unlikely(!sp_real.finalize))
 		return MISSING;
-	if (st && !passthrough(t)) {
+	if (st && sp_hot && !t->guard) {
 		struct sp_stmt *s = sp_stmt_find(st);
 		int saved = errno;
 
@@ -216,28 +238,27 @@ SP_EXPORT int sqlite3_exec(sqlite3 *db, const char *sql,
 			   char **errmsg)
 {
 	struct sp_thread *t = &sp_tls;
-	struct sp_run run;
+	struct sp_run run, *outer;
 	uint64_t sql_id;
 	int rc, saved;
 
 	NEED();
 	if (unlikely(!sp_real.exec))
 		return MISSING;
-	if (passthrough(t) || !sql)
+	if (!sp_hot || t->guard || !sql)
 		return sp_real.exec(db, sql, cb, arg, errmsg);
 	saved = errno;
 	sql_id = sp_sql_note(t, sql, strlen(sql));
 	sp_exec_begin(t, &run, sql_id);
 	errno = saved;
-	if (t->depth < SP_CALL_MAX)
-		t->calls[t->depth] = &run;
-	t->depth++;
+	outer = t->cur;
+	t->cur = &run;
 	run.start = sp_now();
 	rc = sp_real.exec(db, sql, cb, arg, errmsg);
 	{
 		uint64_t t1 = sp_now();
 
-		t->depth--;
+		t->cur = outer;
 		run.db_time = t1 - run.start;
 		saved = errno;
 		sp_exec_end(t, &run, sql_id, db, rc, t1);

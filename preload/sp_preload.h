@@ -47,6 +47,9 @@ struct sp_real {
 };
 extern struct sp_real sp_real;
 extern atomic_int sp_resolved; /* 1 once libsqlite3's functions are resolved */
+/* 1 when profiling is on and the originals are known: the one flag the hot
+ * path tests. */
+extern int sp_hot;
 int sp_resolve(void);            /* 0 when the sqlite3 originals are known */
 
 /* Configuration, read once in the constructor (core.c). */
@@ -98,40 +101,109 @@ struct sp_stmt {
 	struct sp_run run;
 };
 
-/* Per-thread ring of encoded records (stream.c). */
-struct sp_ring;
+/* Per-thread ring of encoded records. The producer (owner thread) writes
+ * at head and publishes with a release store; consumers (stream.c) send
+ * [tail, head) under send_lock. Defined here so the reserve fast path
+ * inlines into the shims. */
+#define SP_RING_SIZE (128u * 1024u)
+#define SP_RING_MASK (SP_RING_SIZE - 1u)
+struct sp_ring {
+	_Atomic uint32_t head;
+	_Atomic uint32_t tail;
+	uint32_t wpos;         /* producer: offset of the reserved record */
+	atomic_int dead;       /* owner thread has exited */
+	uint64_t execs;        /* executions ended by the owner */
+	pthread_mutex_t send_lock;
+	struct sp_ring *next;  /* registry, under the registry lock */
+	uint8_t data[SP_RING_SIZE] __attribute__((aligned(8)));
+};
 
 /* Per-thread state, in initial-exec TLS: no allocation on access. */
-#define SP_CALL_MAX 32
 struct sp_thread {
 	struct sp_ring *ring;  /* NULL until the thread's first record */
 	uint32_t tid;
 	int guard;             /* >0 while the profiler works: pass through */
 	uint64_t seq;          /* last execution number */
 	uint64_t rng;
-	int depth;             /* executions currently inside a call */
-	struct sp_run *calls[SP_CALL_MAX];
+	struct sp_run *cur;    /* execution whose call (step, exec) we are in */
 };
 extern __thread struct sp_thread sp_tls;
 
-/* core.c */
-struct sp_stmt *sp_stmt_find(sqlite3_stmt *st);
+/* core.c: the table of live statements (lock-free, open addressing). */
+#define STMT_BITS 16
+#define STMT_N (1u << STMT_BITS)
+#define STMT_MAX_PROBE 64
+extern struct sp_stmt *sp_stmts;
+
+static inline uint64_t sp_stmt_hash(const void *p)
+{
+	return ((uint64_t)(uintptr_t)p * 0x9E3779B97F4A7C15ULL) >> (64 - STMT_BITS);
+}
+
+/* The tracked state of a statement, or NULL. Inlined: it is on the path of
+ * every step. */
+static inline struct sp_stmt *sp_stmt_find(sqlite3_stmt *st)
+{
+	uint64_t i = sp_stmt_hash(st);
+	uintptr_t key = (uintptr_t)st;
+	int n;
+
+	if (unlikely(!sp_stmts))
+		return NULL;
+	for (n = 0; n < STMT_MAX_PROBE; n++, i = (i + 1) & (STMT_N - 1)) {
+		uintptr_t k = atomic_load_explicit(&sp_stmts[i].key, memory_order_acquire);
+
+		if (likely(k == key))
+			return &sp_stmts[i];
+		if (k == 0)
+			return NULL;
+	}
+	return NULL;
+}
+
 struct sp_stmt *sp_stmt_adopt(struct sp_thread *t, sqlite3_stmt *st);
 void sp_stmt_prepared(struct sp_thread *t, sqlite3_stmt *st, uint64_t t0, uint64_t t1);
 void sp_stmt_forget(sqlite3_stmt *st);
 void sp_run_begin(struct sp_thread *t, struct sp_stmt *s, sqlite3_stmt *st);
 void sp_run_end(struct sp_thread *t, struct sp_stmt *s, sqlite3_stmt *st, int rc, uint64_t end);
+void sp_stmt_prepared_text(struct sp_thread *t, sqlite3_stmt *st, const char *sql, size_t len,
+			   uint64_t t0, uint64_t t1);
+uint64_t sp_stream_executions(void);
 void sp_run_on_row(struct sp_thread *t, struct sp_stmt *s, sqlite3_stmt *st, uint64_t now);
 uint64_t sp_sql_note(struct sp_thread *t, const char *sql, size_t len);
 void sp_exec_begin(struct sp_thread *t, struct sp_run *r, uint64_t sql_id);
 void sp_exec_end(struct sp_thread *t, struct sp_run *r, uint64_t sql_id, sqlite3 *db, int rc, uint64_t end);
 void sp_thread_init(struct sp_thread *t);
 extern atomic_ullong sp_untracked;
-extern atomic_ullong sp_executions;
 
 /* stream.c */
-void *sp_rec_reserve(struct sp_thread *t, uint32_t len); /* NULL: lost */
-void sp_rec_commit(struct sp_thread *t, uint32_t len);
+void *sp_rec_reserve_slow(struct sp_thread *t, uint32_t len); /* NULL: lost */
+
+/* Reserve len bytes (multiple of 8) in the thread's ring; NULL when the
+ * record is lost (counted). The common case is a few instructions. */
+static inline void *sp_rec_reserve(struct sp_thread *t, uint32_t len)
+{
+	struct sp_ring *r = t->ring;
+
+	if (likely(r != NULL)) {
+		uint32_t hd = atomic_load_explicit(&r->head, memory_order_relaxed);
+		uint32_t off = hd & SP_RING_MASK;
+		uint32_t tl = atomic_load_explicit(&r->tail, memory_order_acquire);
+
+		if (likely(SP_RING_SIZE - off >= len && SP_RING_SIZE - (hd - tl) >= len)) {
+			r->wpos = hd;
+			return r->data + off;
+		}
+	}
+	return sp_rec_reserve_slow(t, len);
+}
+
+static inline void sp_rec_commit(struct sp_thread *t, uint32_t len)
+{
+	struct sp_ring *r = t->ring;
+
+	atomic_store_explicit(&r->head, r->wpos + len, memory_order_release);
+}
 int sp_stream_init(void);       /* constructor: connect, hello */
 void sp_stream_fork_child(void);
 void sp_stream_thread_exit(struct sp_thread *t);

@@ -79,6 +79,9 @@ enum sp_rec_type {
 	SP_REC_BYE = 8,
 	/* Query plan of a fingerprint on a connection (EXPLAIN QUERY PLAN). */
 	SP_REC_PLAN = 9,
+	/* A plain execution (not sampled, not nested, no error): the fields
+	 * of SP_REC_EXEC that such an execution needs, in 64 bytes. */
+	SP_REC_EXEC_LITE = 10,
 	/* Filler at the end of a writer's ring; readers skip it. */
 	SP_REC_PAD = 0xffff,
 };
@@ -150,6 +153,17 @@ struct sp_rec_exec {
 	int32_t rc;          /* final result code (extended) */
 	uint16_t kind;       /* enum sp_exec_kind */
 	uint16_t pad;
+};
+
+struct sp_rec_exec_lite {
+	struct sp_rec_hdr h; /* flags: enum sp_exec_flags (ABANDONED only) */
+	uint32_t pid, tid;
+	uint64_t sql_id;
+	uint64_t wall;
+	uint64_t db_time;
+	uint32_t rows;
+	uint32_t vm_steps, fullscan_steps, sorts, autoindex;
+	uint32_t pad;
 };
 
 struct sp_rec_prepare {

@@ -33,19 +33,9 @@
 
 #include "sp_preload.h"
 
-#define RING_SIZE (128u * 1024u)
-#define RING_MASK (RING_SIZE - 1u)
+#define RING_SIZE SP_RING_SIZE
+#define RING_MASK SP_RING_MASK
 #define REC_PAD SP_REC_PAD
-
-struct sp_ring {
-	_Atomic uint32_t head; /* published by the producer (release) */
-	_Atomic uint32_t tail; /* advanced by consumers under send_lock */
-	uint32_t wpos;         /* producer: offset of the reserved record */
-	atomic_int dead;       /* owner thread has exited */
-	pthread_mutex_t send_lock;
-	struct sp_ring *next;  /* registry, under reg_lock */
-	uint8_t data[RING_SIZE] __attribute__((aligned(8)));
-};
 
 atomic_ullong sp_lost;
 int sp_stream_dead;
@@ -356,26 +346,27 @@ static struct sp_ring *ring_new(struct sp_thread *t)
 }
 
 /*
- * Reserve len bytes (a multiple of 8, header included) in the calling
- * thread's ring. Returns where to write, or NULL when the record is lost
- * (counted). Flushes the ring itself when it is full. Not reentrant per
- * thread; callers hold t->guard or are in a shim.
+ * Slow path of sp_rec_reserve: no ring yet, the ring wraps, or it is full
+ * (then the owner flushes it itself). Returns where to write len bytes, or
+ * NULL when the record is lost (counted). Not reentrant per thread.
  */
-void *sp_rec_reserve(struct sp_thread *t, uint32_t len)
+void *sp_rec_reserve_slow(struct sp_thread *t, uint32_t len)
 {
 	struct sp_ring *r = t->ring;
 	uint32_t hd, tl, off, room, need;
+	int saved = errno; /* a flush makes syscalls; the shims rely on us */
+	void *p = NULL;
 
 	if (unlikely(!r)) {
 		r = ring_new(t);
 		if (!r) {
 			atomic_fetch_add(&sp_lost, 1);
-			return NULL;
+			goto out;
 		}
 	}
 	if (unlikely(len > RING_SIZE / 2)) {
 		atomic_fetch_add(&sp_lost, 1);
-		return NULL;
+		goto out;
 	}
 	hd = atomic_load_explicit(&r->head, memory_order_relaxed);
 	off = hd & RING_MASK;
@@ -388,7 +379,7 @@ void *sp_rec_reserve(struct sp_thread *t, uint32_t len)
 		room = RING_SIZE - (hd - tl);
 		if (room < need) {
 			atomic_fetch_add(&sp_lost, 1);
-			return NULL;
+			goto out;
 		}
 	}
 	if (unlikely(RING_SIZE - off < len)) {
@@ -401,14 +392,23 @@ void *sp_rec_reserve(struct sp_thread *t, uint32_t len)
 		off = 0;
 	}
 	r->wpos = hd;
-	return r->data + off;
+	p = r->data + off;
+out:
+	errno = saved;
+	return p;
 }
 
-void sp_rec_commit(struct sp_thread *t, uint32_t len)
-{
-	struct sp_ring *r = t->ring;
+static uint64_t execs_of_freed_rings;
 
-	atomic_store_explicit(&r->head, r->wpos + len, memory_order_release);
+/* Executions ended in this process so far (for BYE). */
+uint64_t sp_stream_executions(void)
+{
+	struct sp_ring *r;
+	uint64_t n = execs_of_freed_rings;
+
+	for (r = rings; r; r = r->next)
+		n += r->execs;
+	return n;
 }
 
 /* ------------------------------------------------------------------ */
@@ -578,6 +578,7 @@ static void flush_all(uint16_t flags, int wait)
 		pthread_mutex_unlock(&r->send_lock);
 		if (!wait && atomic_load(&r->dead)) {
 			*pp = r->next;
+			execs_of_freed_rings += r->execs;
 			pthread_mutex_destroy(&r->send_lock);
 			munmap(r, sizeof(*r));
 			continue;
@@ -643,7 +644,9 @@ void sp_stream_fork_child(void)
 	congested_until = 0;
 	atomic_store(&msg_seq, 0);
 	atomic_store(&sp_lost, 0);
-	atomic_store(&sp_executions, 0);
+	execs_of_freed_rings = 0;
+	if (mine)
+		mine->execs = 0;
 	atomic_store(&sp_untracked, 0);
 	sp_stack_sets_reset();
 }
@@ -652,15 +655,17 @@ void sp_stream_exit(void)
 {
 	struct sp_rec_bye b;
 
+	memset(&b, 0, sizeof(b));
 	sp_tls.guard++;
 	flush_all(0, 1);
 	if (sock_fd >= 0 && !sp_stream_dead) {
-		memset(&b, 0, sizeof(b));
+		pthread_mutex_lock(&reg_lock);
+		b.executions = sp_stream_executions();
+		pthread_mutex_unlock(&reg_lock);
 		b.h.type = SP_REC_BYE;
 		b.h.len = sizeof(b);
 		b.pid = (uint32_t)getpid();
 		b.tid = sp_tls.tid;
-		b.executions = atomic_load(&sp_executions);
 		b.untracked = atomic_load(&sp_untracked);
 		b.lost = atomic_load(&sp_lost);
 		b.status = -1;

@@ -95,6 +95,7 @@ static size_t fixed_len(uint16_t type)
 	case SP_REC_ERROR: return sizeof(struct sp_rec_error);
 	case SP_REC_BYE: return sizeof(struct sp_rec_bye);
 	case SP_REC_PLAN: return sizeof(struct sp_rec_plan);
+	case SP_REC_EXEC_LITE: return sizeof(struct sp_rec_exec_lite);
 	default: return 0;
 	}
 }
@@ -279,6 +280,25 @@ static void apply(struct sp_coll *c, struct sp_proc *p, const uint8_t *rec, uint
 		memcpy(&x, rec, sizeof(x));
 		if (x.kind > SP_KIND_EXEC)
 			x.kind = SP_KIND_STMT;
+		apply_exec(c, p, &x);
+		break;
+	}
+	case SP_REC_EXEC_LITE: {
+		const struct sp_rec_exec_lite *l = (const void *)rec;
+		struct sp_rec_exec x;
+
+		memset(&x, 0, sizeof(x));
+		x.h.flags = l->h.flags & SP_EXEC_ABANDONED;
+		x.tid = l->tid;
+		x.sql_id = l->sql_id;
+		x.wall = l->wall;
+		x.db_time = l->db_time;
+		x.rows = l->rows;
+		x.vm_steps = l->vm_steps;
+		x.fullscan_steps = l->fullscan_steps;
+		x.sorts = l->sorts;
+		x.autoindex = l->autoindex;
+		x.kind = SP_KIND_STMT;
 		apply_exec(c, p, &x);
 		break;
 	}
