@@ -8,16 +8,23 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "attrib.h"
 #include "cmds.h"
 #include "profile.h"
 #include "query.h"
 #include "util.h"
 
+#define MAX_SKIP 64
+
 struct report_opts {
 	const char *sort;
 	const char *format;
+	const char *by;
 	uint64_t top;
 	size_t width;
+	int stacks;
+	const char *skip[MAX_SKIP + 1];
+	int nskip;
 };
 
 static void usage(FILE *f)
@@ -32,14 +39,75 @@ static void usage(FILE *f)
 		"  -n, --top N          only the first N rows\n"
 		"  -f, --format FMT     table (default), csv, json\n"
 		"  -w, --width N        shorten SQL to N bytes in the table (default 80, 0 = full)\n"
+		"  -b, --by WHAT        sql (default), function or site (function + file:line)\n"
+		"      --skip PATTERN   never attribute to frames whose function or module matches\n"
+		"                       PATTERN (fnmatch; repeatable), e.g. your database wrapper\n"
+		"      --stacks         print the full symbolized stack of every site\n"
 		"  -h, --help           this text\n"
 		"\n"
 		"examples:\n"
 		"  sqlprof report --top 10\n"
-		"  sqlprof report --sort p99 --format json run1.db\n");
+		"  sqlprof report --sort p99 --format json run1.db\n"
+		"  sqlprof report --by site --skip 'db_*' --skip libmywrapper.so\n");
 }
 
-static void print_table(const struct sp_qset *qs, const struct report_opts *o, size_t n)
+static int cmp_qsite(const void *pa, const void *pb)
+{
+	const struct sp_qsite *a = pa, *b = pb;
+
+	return a->est_count < b->est_count ? 1 : a->est_count > b->est_count ? -1 : 0;
+}
+
+static void print_stack(const struct sp_attrib *a, uint64_t pid, uint64_t stack_id,
+			const char *indent)
+{
+	const struct sp_stk *sk = sp_attrib_stack(a, pid, stack_id);
+	uint32_t i;
+
+	if (!sk) {
+		printf("%s(stack not recorded)\n", indent);
+		return;
+	}
+	for (i = 0; i < sk->nframes; i++) {
+		const struct sp_frame *f = &sk->frames[i];
+		const char *b = strrchr(f->module, '/');
+
+		printf("%s#%-2u %s%s (%s:%d) [%s]\n", indent, i, f->inlined ? "(inlined) " : "",
+		       f->function, f->file, f->line, b ? b + 1 : f->module);
+	}
+}
+
+static void print_site_name(const struct sp_attrib *a, int site)
+{
+	if (site < 0)
+		printf("(unattributed)");
+	else
+		printf("%s (%s:%d)", a->sites[site].function, a->sites[site].file,
+		       a->sites[site].line);
+}
+
+static void print_table_sites(const struct sp_attrib *a, const struct sp_qrow *r, int stacks)
+{
+	size_t j;
+
+	for (j = 0; j < a->nqs; j++) {
+		const struct sp_qsite *q = &a->qs[j];
+		char b[32];
+
+		if (q->fp_id != r->fp_id || q->kind_exec != !strcmp(r->kind, "exec"))
+			continue;
+		printf("%10s -> ~%.0f%s execs, ~%s at ", "",
+		       q->est_count, q->samples == r->count ? "" : " (est.)",
+		       sp_fmt_ns(b, sizeof(b), q->est_total_ns));
+		print_site_name(a, q->site);
+		printf(" [%llu samples]\n", (unsigned long long)q->samples);
+		if (stacks)
+			print_stack(a, q->pid, q->stack_id, "                 ");
+	}
+}
+
+static void print_table(const struct sp_qset *qs, const struct report_opts *o, size_t n,
+			const struct sp_attrib *a)
 {
 	char b[7][32];
 	size_t i;
@@ -50,7 +118,8 @@ static void print_table(const struct sp_qset *qs, const struct report_opts *o, s
 	printf("# %llu executions of %zu queries in %llu process(es); db time %s (self)",
 	       (unsigned long long)qs->executions, qs->n, (unsigned long long)qs->processes,
 	       sp_fmt_ns(b[0], sizeof(b[0]), (double)total));
-	printf("; lost %llu", (unsigned long long)qs->lost);
+	printf("; lost %llu; unattributed ~%.0f (%llu samples)", (unsigned long long)qs->lost,
+	       a->unattributed_est, (unsigned long long)a->unattributed_samples);
 	if (qs->untracked)
 		printf("; untracked %llu", (unsigned long long)qs->untracked);
 	if (qs->bad_messages)
@@ -74,6 +143,7 @@ static void print_table(const struct sp_qset *qs, const struct report_opts *o, s
 		       sp_fmt_ns(b[5], 32, (double)r->max_ns), (unsigned long long)r->rows,
 		       strcmp(r->kind, "exec") ? "" : "[exec] ", sql);
 		free(sql);
+		print_table_sites(a, r, o->stacks);
 	}
 	if (n < qs->n)
 		printf("# ... %zu more queries (--top)\n", qs->n - n);
@@ -104,14 +174,45 @@ static void print_csv(const struct sp_qset *qs, size_t n)
 	}
 }
 
-static void print_json(const struct sp_qset *qs, size_t n)
+static void print_json_sites(const struct sp_attrib *a, const struct sp_qrow *r)
+{
+	size_t j;
+	int first = 1;
+
+	printf(", \"sites\": [");
+	for (j = 0; j < a->nqs; j++) {
+		const struct sp_qsite *q = &a->qs[j];
+
+		if (q->fp_id != r->fp_id || q->kind_exec != !strcmp(r->kind, "exec"))
+			continue;
+		printf("%s{\"function\": ", first ? "" : ", ");
+		first = 0;
+		if (q->site < 0) {
+			printf("null, \"file\": null, \"line\": 0, \"module\": null, \"unattributed\": true");
+		} else {
+			const struct sp_site *st = &a->sites[q->site];
+
+			sp_json_str(stdout, st->function);
+			printf(", \"file\": ");
+			sp_json_str(stdout, st->file);
+			printf(", \"line\": %d, \"module\": ", st->line);
+			sp_json_str(stdout, st->module);
+		}
+		printf(", \"samples\": %llu, \"est_count\": %.0f, \"est_total_ns\": %.0f}",
+		       (unsigned long long)q->samples, q->est_count, q->est_total_ns);
+	}
+	printf("]");
+}
+
+static void print_json(const struct sp_qset *qs, size_t n, const struct sp_attrib *a)
 {
 	size_t i;
 
 	printf("{\"lost\": %llu, \"executions\": %llu, \"processes\": %llu, \"untracked\": %llu,"
-	       " \"queries\": [",
+	       " \"unattributed\": %.0f, \"unattributed_samples\": %llu, \"queries\": [",
 	       (unsigned long long)qs->lost, (unsigned long long)qs->executions,
-	       (unsigned long long)qs->processes, (unsigned long long)qs->untracked);
+	       (unsigned long long)qs->processes, (unsigned long long)qs->untracked,
+	       a->unattributed_est, (unsigned long long)a->unattributed_samples);
 	for (i = 0; i < n; i++) {
 		const struct sp_qrow *r = &qs->rows[i];
 
@@ -124,7 +225,7 @@ static void print_json(const struct sp_qset *qs, size_t n)
 		       " \"p50_ns\": %llu, \"p95_ns\": %llu, \"p99_ns\": %llu, \"max_ns\": %llu,"
 		       " \"min_ns\": %llu, \"rows\": %llu, \"vm_steps\": %llu, \"fullscan_steps\": %llu,"
 		       " \"sorts\": %llu, \"autoindex\": %llu, \"errors\": %llu, \"nested\": %llu,"
-		       " \"prepares\": %llu, \"samples\": %llu}",
+		       " \"prepares\": %llu, \"samples\": %llu",
 		       (unsigned long long)r->count, (unsigned long long)r->total_ns,
 		       (unsigned long long)r->self_ns, r->mean_ns, (unsigned long long)r->p50_ns,
 		       (unsigned long long)r->p95_ns, (unsigned long long)r->p99_ns,
@@ -134,8 +235,149 @@ static void print_json(const struct sp_qset *qs, size_t n)
 		       (unsigned long long)r->autoindex, (unsigned long long)r->errors,
 		       (unsigned long long)r->nested, (unsigned long long)r->prepares,
 		       (unsigned long long)r->samples);
+		print_json_sites(a, r);
+		printf("}");
 	}
 	printf("\n]}\n");
+}
+
+struct group {
+	int key;  /* site index, or first site index of the function; -1 unattributed */
+	double est_count, est_total_ns;
+	uint64_t samples, queries;
+};
+
+static int cmp_group(const void *pa, const void *pb)
+{
+	const struct group *a = pa, *b = pb;
+
+	return a->est_total_ns < b->est_total_ns ? 1 : a->est_total_ns > b->est_total_ns ? -1 : 0;
+}
+
+/* --by function / --by site: estimates summed over queries. */
+static void print_grouped(const struct sp_attrib *a, const struct sp_qset *qs,
+			  const struct report_opts *o)
+{
+	int by_fn = !strcmp(o->by, "function");
+	struct group *g = calloc(a->nsites + 1, sizeof(*g));
+	size_t ng = 0, i, j, n;
+
+	if (!g)
+		return;
+	for (j = 0; j < a->nqs; j++) {
+		const struct sp_qsite *q = &a->qs[j];
+		int key = q->site;
+
+		if (by_fn && key >= 0) /* group sites by function + module */
+			for (i = 0; i < (size_t)key; i++)
+				if (!strcmp(a->sites[i].function, a->sites[key].function) &&
+				    !strcmp(a->sites[i].module, a->sites[key].module)) {
+					key = (int)i;
+					break;
+				}
+		for (i = 0; i < ng && g[i].key != key; i++)
+			;
+		if (i == ng)
+			g[ng++].key = key;
+		g[i].est_count += q->est_count;
+		g[i].est_total_ns += q->est_total_ns;
+		g[i].samples += q->samples;
+		g[i].queries++;
+	}
+	qsort(g, ng, sizeof(*g), cmp_group);
+	n = o->top && o->top < ng ? (size_t)o->top : ng;
+	if (!strcmp(o->format, "json")) {
+		printf("{\"lost\": %llu, \"unattributed\": %.0f, \"by\": \"%s\", \"groups\": [",
+		       (unsigned long long)qs->lost, a->unattributed_est, o->by);
+		for (i = 0; i < n; i++) {
+			const struct sp_site *st = g[i].key >= 0 ? &a->sites[g[i].key] : NULL;
+
+			printf("%s\n  {\"function\": ", i ? "," : "");
+			sp_json_str(stdout, st ? st->function : "(unattributed)");
+			if (!by_fn) {
+				printf(", \"file\": ");
+				sp_json_str(stdout, st ? st->file : "");
+				printf(", \"line\": %d", st ? st->line : 0);
+			}
+			printf(", \"module\": ");
+			sp_json_str(stdout, st ? st->module : "");
+			printf(", \"queries\": %llu, \"samples\": %llu, \"est_count\": %.0f,"
+			       " \"est_total_ns\": %.0f}",
+			       (unsigned long long)g[i].queries, (unsigned long long)g[i].samples,
+			       g[i].est_count, g[i].est_total_ns);
+		}
+		printf("\n]}\n");
+	} else if (!strcmp(o->format, "csv")) {
+		printf("function,file,line,module,queries,samples,est_count,est_total_ns\n");
+		for (i = 0; i < n; i++) {
+			const struct sp_site *st = g[i].key >= 0 ? &a->sites[g[i].key] : NULL;
+
+			sp_csv_str(stdout, st ? st->function : "(unattributed)");
+			putchar(',');
+			sp_csv_str(stdout, st && !by_fn ? st->file : "");
+			printf(",%d,", st && !by_fn ? st->line : 0);
+			sp_csv_str(stdout, st ? st->module : "");
+			printf(",%llu,%llu,%.0f,%.0f\n", (unsigned long long)g[i].queries,
+			       (unsigned long long)g[i].samples, g[i].est_count, g[i].est_total_ns);
+		}
+	} else {
+		char b[32];
+
+		printf("# by %s; counts and times are estimates from %s samples; unattributed ~%.0f\n",
+		       o->by, "stack", a->unattributed_est);
+		printf("%12s %10s %8s %8s  %s\n", "EST_COUNT", "EST_TOTAL", "QUERIES", "SAMPLES",
+		       by_fn ? "FUNCTION" : "SITE");
+		for (i = 0; i < n; i++) {
+			printf("%12.0f %10s %8llu %8llu  ", g[i].est_count,
+			       sp_fmt_ns(b, sizeof(b), g[i].est_total_ns),
+			       (unsigned long long)g[i].queries, (unsigned long long)g[i].samples);
+			if (g[i].key < 0)
+				printf("(unattributed)\n");
+			else if (by_fn)
+				printf("%s [%s]\n", a->sites[g[i].key].function,
+				       strrchr(a->sites[g[i].key].module, '/') ?
+					       strrchr(a->sites[g[i].key].module, '/') + 1 :
+					       a->sites[g[i].key].module);
+			else {
+				print_site_name(a, g[i].key);
+				putchar('\n');
+			}
+		}
+	}
+	free(g);
+}
+
+/* Failed executions, with their error text and the stack at the failure. */
+static void print_errors(sqlite3 *db, const struct sp_attrib *a)
+{
+	sqlite3_stmt *st;
+	int any = 0;
+
+	if (sqlite3_prepare_v2(db,
+			       "SELECT (SELECT fingerprint FROM queries q WHERE q.fp_id = e.fp_id LIMIT 1),"
+			       " rc, message, SUM(count), pid, stack_id FROM errors e"
+			       " GROUP BY fp_id, rc, message, stack_id ORDER BY SUM(count) DESC",
+			       -1, &st, NULL) != SQLITE_OK)
+		return;
+	while (sqlite3_step(st) == SQLITE_ROW) {
+		const unsigned char *fp = sqlite3_column_text(st, 0);
+		const unsigned char *msg = sqlite3_column_text(st, 2);
+		char *sql = sp_shorten(fp ? (const char *)fp : "?", 100);
+
+		if (!any)
+			printf("\n# failed executions\n");
+		any = 1;
+		if (sql)
+			sp_one_line(sql);
+		printf("%10lld x rc=%d %s: %s\n", (long long)sqlite3_column_int64(st, 3),
+		       sqlite3_column_int(st, 1), msg ? (const char *)msg : "",
+		       sql ? sql : "?");
+		free(sql);
+		if (sqlite3_column_int64(st, 5))
+			print_stack(a, (uint64_t)sqlite3_column_int64(st, 4),
+				    (uint64_t)sqlite3_column_int64(st, 5), "             ");
+	}
+	sqlite3_finalize(st);
 }
 
 int cmd_report(int argc, char **argv)
@@ -145,10 +387,14 @@ int cmd_report(int argc, char **argv)
 		{ "top", required_argument, NULL, 'n' },
 		{ "format", required_argument, NULL, 'f' },
 		{ "width", required_argument, NULL, 'w' },
+		{ "by", required_argument, NULL, 'b' },
+		{ "skip", required_argument, NULL, 1 },
+		{ "stacks", no_argument, NULL, 2 },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	struct report_opts o = { .sort = "total", .format = "table", .top = 0, .width = 80 };
+	struct report_opts o = { .sort = "total", .format = "table", .by = "sql", .width = 80 };
+	struct sp_attrib at;
 	const char *path = SP_PROFILE_DEFAULT;
 	struct sp_qset qs;
 	sqlite3 *db;
@@ -158,8 +404,17 @@ int cmd_report(int argc, char **argv)
 	int opt;
 
 	optind = 1;
-	while ((opt = getopt_long(argc, argv, "s:n:f:w:h", longopts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "s:n:f:w:b:h", longopts, NULL)) != -1) {
 		switch (opt) {
+		case 'b': o.by = optarg; break;
+		case 1:
+			if (o.nskip == MAX_SKIP) {
+				fprintf(stderr, "sqlprof report: at most %d --skip patterns\n", MAX_SKIP);
+				return SP_EXIT_USAGE;
+			}
+			o.skip[o.nskip++] = optarg;
+			break;
+		case 2: o.stacks = 1; break;
 		case 's': o.sort = optarg; break;
 		case 'f': o.format = optarg; break;
 		case 'n':
@@ -183,6 +438,10 @@ int cmd_report(int argc, char **argv)
 		fprintf(stderr, "sqlprof report: unknown format '%s' (table, csv, json)\n", o.format);
 		return SP_EXIT_USAGE;
 	}
+	if (strcmp(o.by, "sql") && strcmp(o.by, "function") && strcmp(o.by, "site")) {
+		fprintf(stderr, "sqlprof report: --by wants sql, function or site, not '%s'\n", o.by);
+		return SP_EXIT_USAGE;
+	}
 	if (optind < argc)
 		path = argv[optind++];
 	if (optind < argc) {
@@ -199,20 +458,37 @@ int cmd_report(int argc, char **argv)
 		sqlite3_close(db);
 		return SP_EXIT_INPUT;
 	}
-	sqlite3_close(db);
+	if (sp_attrib_load(db, o.skip, &at, err, sizeof(err)) < 0) {
+		fprintf(stderr, "sqlprof report: %s: %s\n", path, err);
+		sp_qset_free(&qs);
+		sqlite3_close(db);
+		return SP_EXIT_INPUT;
+	}
+	for (n = 0; n < qs.n; n++)
+		sp_attrib_estimate(&at, qs.rows[n].fp_id, !strcmp(qs.rows[n].kind, "exec"),
+				   qs.rows[n].count, qs.rows[n].total_ns);
+	qsort(at.qs, at.nqs, sizeof(*at.qs), cmp_qsite);
 	if (sp_qset_sort(&qs, o.sort) < 0) {
 		fprintf(stderr, "sqlprof report: unknown sort key '%s'\n", o.sort);
 		sp_qset_free(&qs);
+		sp_attrib_free(&at);
+		sqlite3_close(db);
 		return SP_EXIT_USAGE;
 	}
 	n = o.top && o.top < qs.n ? (size_t)o.top : qs.n;
-	if (!strcmp(o.format, "json"))
-		print_json(&qs, n);
+	if (strcmp(o.by, "sql"))
+		print_grouped(&at, &qs, &o);
+	else if (!strcmp(o.format, "json"))
+		print_json(&qs, n, &at);
 	else if (!strcmp(o.format, "csv"))
 		print_csv(&qs, n);
-	else
-		print_table(&qs, &o, n);
+	else {
+		print_table(&qs, &o, n, &at);
+		print_errors(db, &at);
+	}
 	sp_qset_free(&qs);
+	sp_attrib_free(&at);
+	sqlite3_close(db);
 	if (fflush(stdout) != 0 || ferror(stdout)) {
 		fprintf(stderr, "sqlprof report: error writing output\n");
 		return SP_EXIT_INTERNAL;
