@@ -1,0 +1,49 @@
+# SPDX-License-Identifier: MIT
+# lib.sh - helpers sourced by the integration tests (tests/integration/t_*.sh).
+# Expects SQLPROF, BUILD, PROGS and TMP from tests/run-integration.sh; when a
+# test is run by hand it falls back to build/ and a private temp directory.
+
+set -u
+ITDIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+: "${BUILD:=$ITDIR/../../build}"
+: "${SQLPROF:=$BUILD/bin/sqlprof}"
+: "${PROGS:=$BUILD/progs}"
+if [ -z "${TMP:-}" ]; then
+	TMP=$(mktemp -d)
+	trap 'rm -rf "$TMP"' EXIT
+fi
+PYTHON=$(command -v python3 || echo /usr/bin/python3)
+
+# fail MSG...: print the reason and exit 1.
+fail() {
+	echo "FAIL: $*" >&2
+	exit 1
+}
+
+# skip MSG...: print the reason and exit 77.
+skip() {
+	echo "skip: $*"
+	exit 77
+}
+
+# need_prog NAME: skip unless $PROGS/NAME was built.
+need_prog() {
+	[ -x "$PROGS/$1" ] || skip "$PROGS/$1 not built (make progs)"
+}
+
+# report_json PROFILE OUT: sqlprof report --format json PROFILE > OUT,
+# failing the test if the report does not succeed.
+report_json() {
+	"$SQLPROF" report --format json "$1" >"$2" 2>"$2.err" ||
+		fail "sqlprof report $1 exited $?: $(cat "$2.err")"
+}
+
+# expect REPORT.json ARGS...: see expect.py.
+expect() {
+	"$PYTHON" "$ITDIR/expect.py" "$@" || exit 1
+}
+
+# same_file WHAT EXPECTED ACTUAL: fail with a diff unless identical.
+same_file() {
+	cmp -s "$2" "$3" || { diff -u "$2" "$3" | head -40 >&2; fail "$1 differs"; }
+}
