@@ -410,7 +410,7 @@ static void stmt_fill(struct sp_thread *t, struct sp_stmt *s, sqlite3_stmt *st, 
 	else if (text)
 		s->sql_id = sp_sql_note(t, text, len);
 	else
-		s->sql_id = sp_sql_note(t, "<unknown sql>", 13);
+		s->sql_id = sp_sql_note(t, "<statement without SQL text>", 29);
 	s->db = sp_real.db_handle ? (uint64_t)(uintptr_t)sp_real.db_handle(st) : 0;
 }
 
@@ -843,6 +843,10 @@ uint64_t sp_stack_capture(struct sp_thread *t)
 		h = 1;
 	if (idset_add(stack_sent, h)) {
 		uint32_t rl = sizeof(struct sp_rec_stack) + 8u * (uint32_t)depth;
+
+		/* A new stack may hold pcs of a library loaded since the map was
+		 * last sent. */
+		sp_modules_changed();
 		struct sp_rec_stack *r = sp_rec_reserve(t, rl);
 
 		if (!r)
@@ -890,8 +894,11 @@ static int self_range_cb(struct dl_phdr_info *info, size_t size, void *arg)
 /* ------------------------------------------------------------------ */
 /* Process life                                                        */
 
+uint32_t sp_proc_pid; /* pid of the process image we initialised */
+
 static void on_fork_child(void)
 {
+	sp_proc_pid = (uint32_t)getpid();
 	/* Only async-signal-safe work: the child has one thread. Statement
 	 * state is kept (the child may go on using them); records already in
 	 * rings belong to the parent, which sends them. */
@@ -932,6 +939,7 @@ __attribute__((constructor)) static void sp_init(void)
 	backtrace(warm, 4);
 	if (sp_clock_tsc)
 		sp_cfg.slow_ticks = (uint64_t)((double)sp_cfg.slow_ticks * sp_tsc_per_ns());
+	sp_proc_pid = (uint32_t)getpid();
 	pthread_atfork(NULL, NULL, on_fork_child);
 	sp_resolve();
 	if (sp_stream_init() == 0) {

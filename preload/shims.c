@@ -13,7 +13,10 @@
  */
 #include <dlfcn.h>
 #include <errno.h>
+#include <stdarg.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "sp_preload.h"
 
@@ -200,7 +203,11 @@ SP_EXPORT int sqlite3_reset(sqlite3_stmt *st)
 	if (likely(sp_hot && !t->guard && st)) {
 		struct sp_stmt *s = sp_stmt_find(st);
 
-		if (s && s->run.seq) {
+		/* sqlite3_step resets the statement itself when it re-prepares
+		 * an expired one (a schema change, a LIKE pattern rebound):
+		 * that reset, inside this statement's own step, is not the end
+		 * of the execution. */
+		if (s && s->run.seq && t->cur != &s->run) {
 			s->run.flags |= SP_EXEC_ABANDONED;
 			sp_run_end(t, s, st, SQLITE_ROW, sp_now());
 		}
@@ -267,33 +274,111 @@ SP_EXPORT int sqlite3_exec(sqlite3 *db, const char *sql,
 	return rc;
 }
 
-/* ---- dynamic loading: keep the module map current ---- */
+/* ---- leaving the process image: _exit skips destructors and exec
+ * replaces us, so flush first. exit() runs our destructor itself. ---- */
 
-SP_EXPORT void *dlopen(const char *file, int mode)
+#define REAL(type, name) ((type)dlsym(RTLD_NEXT, name))
+
+SP_EXPORT void _exit(int status)
 {
-	void *h;
-	int saved;
-
-	if (!sp_real.dlopen)
-		sp_real.dlopen = (void *(*)(const char *, int))dlsym(RTLD_NEXT, "dlopen");
-	h = sp_real.dlopen ? sp_real.dlopen(file, mode) : NULL;
-	if (h && !(mode & RTLD_NOLOAD)) {
-		saved = errno;
-		sp_modules_changed();
-		errno = saved;
-	}
-	return h;
+	sp_stream_leaving();
+	REAL(void (*)(int), "_exit")(status);
+	__builtin_unreachable();
 }
 
-SP_EXPORT int dlclose(void *h)
+SP_EXPORT void _Exit(int status)
 {
-	int rc, saved;
+	sp_stream_leaving();
+	REAL(void (*)(int), "_Exit")(status);
+	__builtin_unreachable();
+}
 
-	if (!sp_real.dlclose)
-		sp_real.dlclose = (int (*)(void *))dlsym(RTLD_NEXT, "dlclose");
-	rc = sp_real.dlclose ? sp_real.dlclose(h) : -1;
-	saved = errno;
-	sp_modules_changed();
-	errno = saved;
+SP_EXPORT int execve(const char *path, char *const argv[], char *const envp[])
+{
+	sp_stream_leaving();
+	return REAL(int (*)(const char *, char *const[], char *const[]), "execve")(path, argv, envp);
+}
+
+SP_EXPORT int execv(const char *path, char *const argv[])
+{
+	sp_stream_leaving();
+	return REAL(int (*)(const char *, char *const[]), "execv")(path, argv);
+}
+
+SP_EXPORT int execvp(const char *file, char *const argv[])
+{
+	sp_stream_leaving();
+	return REAL(int (*)(const char *, char *const[]), "execvp")(file, argv);
+}
+
+SP_EXPORT int execvpe(const char *file, char *const argv[], char *const envp[])
+{
+	sp_stream_leaving();
+	return REAL(int (*)(const char *, char *const[], char *const[]), "execvpe")(file, argv, envp);
+}
+
+SP_EXPORT int fexecve(int fd, char *const argv[], char *const envp[])
+{
+	sp_stream_leaving();
+	return REAL(int (*)(int, char *const[], char *const[]), "fexecve")(fd, argv, envp);
+}
+
+/* The variadic execl family: collect the arguments, then exec as above. */
+static int execl_common(int mode, const char *path, const char *arg0, va_list ap)
+{
+	va_list aq;
+	size_t n = 1, i;
+	char **argv, *const *envp = NULL;
+	int rc;
+
+	va_copy(aq, ap);
+	while (va_arg(aq, char *))
+		n++;
+	va_end(aq);
+	argv = alloca((n + 1) * sizeof(*argv));
+	argv[0] = (char *)arg0;
+	for (i = 1; i <= n; i++)
+		argv[i] = va_arg(ap, char *);
+	if (mode == 2)
+		envp = va_arg(ap, char *const *);
+	if (mode == 1)
+		rc = execvp(path, argv);
+	else if (mode == 2)
+		rc = execve(path, argv, envp);
+	else
+		rc = execv(path, argv);
+	return rc;
+}
+
+SP_EXPORT int execl(const char *path, const char *arg, ...)
+{
+	va_list ap;
+	int rc;
+
+	va_start(ap, arg);
+	rc = execl_common(0, path, arg, ap);
+	va_end(ap);
+	return rc;
+}
+
+SP_EXPORT int execlp(const char *file, const char *arg, ...)
+{
+	va_list ap;
+	int rc;
+
+	va_start(ap, arg);
+	rc = execl_common(1, file, arg, ap);
+	va_end(ap);
+	return rc;
+}
+
+SP_EXPORT int execle(const char *path, const char *arg, ...)
+{
+	va_list ap;
+	int rc;
+
+	va_start(ap, arg);
+	rc = execl_common(2, path, arg, ap);
+	va_end(ap);
 	return rc;
 }

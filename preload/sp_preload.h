@@ -64,6 +64,7 @@ struct sp_config {
 	int flush_ms;
 	int follow;
 };
+
 extern struct sp_config sp_cfg;
 
 /* Clock: TSC when the kernel itself uses it as clocksource, else
@@ -208,7 +209,11 @@ int sp_stream_init(void);       /* constructor: connect, hello */
 void sp_stream_fork_child(void);
 void sp_stream_thread_exit(struct sp_thread *t);
 void sp_stream_exit(void);      /* destructor: flush everything, BYE */
-void sp_modules_changed(void);  /* after dlopen/dlclose: resend the map */
+/* Before _exit or exec: flush and say BYE, unless this is a vfork child
+ * sharing its parent's memory (then the parent's state is not ours). */
+void sp_stream_leaving(void);
+extern uint32_t sp_proc_pid;
+void sp_modules_changed(void);  /* resend the map if libraries came or went */
 void sp_modules_maybe_send(void);
 extern atomic_ullong sp_lost;
 extern int sp_stream_dead;

@@ -22,6 +22,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -553,9 +554,34 @@ void sp_modules_maybe_send(void)
 	free(mb.p);
 }
 
+static unsigned long long seen_adds, seen_subs;
+
+static int counters_cb(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	unsigned long long *c = arg;
+
+	if (size >= offsetof(struct dl_phdr_info, dlpi_subs) + sizeof(info->dlpi_subs)) {
+		c[0] = info->dlpi_adds;
+		c[1] = info->dlpi_subs;
+	}
+	return 1; /* the counters are the same in every entry: stop */
+}
+
+/*
+ * Resend the module map when libraries were loaded or unloaded since the
+ * last look (glibc's dlpi_adds/dlpi_subs counters). Called by the flusher
+ * once a period and before a new stack is sent; never under our locks.
+ */
 void sp_modules_changed(void)
 {
-	atomic_store(&modules_pending, 1);
+	unsigned long long c[2] = { 0, 0 };
+
+	dl_iterate_phdr(counters_cb, c);
+	if (c[0] != seen_adds || c[1] != seen_subs) {
+		seen_adds = c[0];
+		seen_subs = c[1];
+		atomic_store(&modules_pending, 1);
+	}
 	sp_modules_maybe_send();
 }
 
@@ -602,7 +628,7 @@ static void *flusher(void *arg)
 			;
 		if (sp_stream_dead)
 			continue;
-		sp_modules_maybe_send();
+		sp_modules_changed();
 		flush_all(0, 0);
 	}
 	return NULL;
@@ -672,4 +698,13 @@ void sp_stream_exit(void)
 		send_msg(&b, sizeof(b), NULL, 0, SP_MSG_FINAL);
 	}
 	sp_tls.guard--;
+}
+
+void sp_stream_leaving(void)
+{
+	int saved = errno;
+
+	if (sp_cfg.enabled && (uint32_t)getpid() == sp_proc_pid)
+		sp_stream_exit();
+	errno = saved;
 }

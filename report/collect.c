@@ -8,6 +8,7 @@
  * applied, so a bad message changes nothing and other processes' data is
  * never touched by it.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -257,9 +258,20 @@ static void apply(struct sp_coll *c, struct sp_proc *p, const uint8_t *rec, uint
 		p->clock = h->clock == SP_CLOCK_TSC ? SP_CLOCK_TSC : SP_CLOCK_MONOTONIC;
 		p->tsc_ref = h->tsc_ref;
 		p->mono_ref = h->mono_ref_ns;
-		p->sqlite_found = (int)h->sqlite_found;
-		free(p->exe);
-		p->exe = dup_n(rec + sizeof(*h), h->exe_len);
+		p->sqlite_found |= (int)h->sqlite_found;
+		p->bye = 0;
+		if (p->exe) {
+			/* exec: the same pid runs a new program; keep its row */
+			char *next = dup_n(rec + sizeof(*h), h->exe_len), *both = NULL;
+
+			if (next && asprintf(&both, "%s -> %s", p->exe, next) >= 0) {
+				free(p->exe);
+				p->exe = both;
+			}
+			free(next);
+		} else {
+			p->exe = dup_n(rec + sizeof(*h), h->exe_len);
+		}
 		break;
 	}
 	case SP_REC_SQL: {
@@ -365,7 +377,7 @@ static void apply(struct sp_coll *c, struct sp_proc *p, const uint8_t *rec, uint
 		const struct sp_rec_bye *r = (const void *)rec;
 
 		p->bye = 1;
-		p->bye_execs = r->executions;
+		p->bye_execs += r->executions;
 		p->untracked = r->untracked;
 		if (r->lost > p->lost)
 			p->lost = r->lost;
