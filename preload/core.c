@@ -14,6 +14,7 @@
 #include <execinfo.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <math.h>
 #include <link.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -137,7 +138,7 @@ static int env_double(const char *var, double lo, double hi, double *out)
 		return 0;
 	errno = 0;
 	d = strtod(v, &end);
-	if (errno || *end || d < lo || d > hi) {
+	if (errno || *end || !(d >= lo && d <= hi)) { /* also rejects NaN */
 		char why[64];
 
 		snprintf(why, sizeof(why), "expected a number from %g to %g", lo, hi);
@@ -249,7 +250,7 @@ static int idset_add(struct idset *s, uint64_t id)
 
 	if (!s)
 		return 1;
-	if (id == 0)
+	if (id == 0 || id == UINT64_MAX)
 		id = 1;
 	for (i = mix64(id) & mask; n--; i = (i + 1) & mask) {
 		uint64_t cur = atomic_load_explicit(&s->slot[i], memory_order_relaxed);
@@ -264,6 +265,28 @@ static int idset_add(struct idset *s, uint64_t id)
 		}
 	}
 	return 1;
+}
+
+/* Forget an id whose record was lost, so that it is sent again. The slot
+ * becomes a tombstone (UINT64_MAX, which ids never take). */
+static void idset_forget(struct idset *s, uint64_t id)
+{
+	uint64_t i, n = 1u << IDSET_BITS, mask = n - 1;
+
+	if (!s)
+		return;
+	if (id == 0 || id == UINT64_MAX)
+		id = 1;
+	for (i = mix64(id) & mask; n--; i = (i + 1) & mask) {
+		uint64_t cur = atomic_load_explicit(&s->slot[i], memory_order_relaxed);
+
+		if (cur == id) {
+			atomic_compare_exchange_strong(&s->slot[i], &cur, UINT64_MAX);
+			return;
+		}
+		if (cur == 0)
+			return;
+	}
 }
 
 static void *map_zero(size_t len)
@@ -362,6 +385,8 @@ uint64_t sp_sql_note(struct sp_thread *t, const char *sql, size_t len)
 			r->text_len = n;
 			memcpy(r + 1, sql, n);
 			sp_rec_commit(t, rl);
+		} else {
+			idset_forget(sql_sent, h); /* send it with the next use */
 		}
 	}
 	return h;
@@ -631,6 +656,8 @@ void sp_run_begin(struct sp_thread *t, struct sp_stmt *s, sqlite3_stmt *st)
 
 	if (unlikely(!t->tid))
 		sp_thread_init(t);
+	if (unlikely(sp_stream_restart))
+		sp_stream_child_start();
 	r->flags = 0;
 	run_link(t, r);
 	r->db_time = r->nested_time = r->rows = r->stack_id = 0;
@@ -716,12 +743,13 @@ static void emit_exec(struct sp_thread *t, const struct sp_run *r, uint64_t sql_
 	sp_rec_commit(t, sizeof(*x));
 }
 
-static inline void run_unlink(struct sp_run *r)
+static inline void run_unlink(struct sp_thread *t, struct sp_run *r)
 {
-	/* Credit our time to the enclosing execution if it is still the one
-	 * it was (seq unchanged); a parent frame of sqlite3_exec lives on the
-	 * stack only while its call runs, and a child ends inside that call. */
-	if (unlikely(r->parent != NULL) && r->parent->seq == r->parent_seq)
+	/* Credit our time to the enclosing execution only while we are inside
+	 * its call (t->cur): a parent of sqlite3_exec lives on the exec shim's
+	 * stack, and a child finished after that call returned must not touch
+	 * it. The usual case - DONE inside a UDF or an exec - is inside. */
+	if (unlikely(r->parent != NULL) && r->parent == t->cur && r->parent->seq == r->parent_seq)
 		r->parent->nested_time += r->db_time;
 	r->seq = 0;
 }
@@ -735,6 +763,14 @@ void sp_run_end(struct sp_thread *t, struct sp_stmt *s, sqlite3_stmt *st, int rc
 
 	if (!r->seq)
 		return;
+	if (unlikely(sp_cfg.slow_ticks && end - r->start >= sp_cfg.slow_ticks) &&
+	    !(r->flags & SP_EXEC_SLOW)) {
+		/* Slow, and no row came back to notice it earlier: we are still
+		 * in the caller's step, so its stack is the right one. */
+		r->flags |= SP_EXEC_SLOW;
+		if (!(r->flags & SP_EXEC_SAMPLED))
+			take_stack(t, r);
+	}
 	status_read(st, now);
 	delta[0] = now[0] - r->base[0];
 	delta[1] = now[1] - r->base[1];
@@ -782,7 +818,7 @@ void sp_run_end(struct sp_thread *t, struct sp_stmt *s, sqlite3_stmt *st, int rc
 	}
 	emit_exec(t, r, s->sql_id, s->db, rc == SQLITE_ROW || rc == SQLITE_DONE ? SQLITE_OK : rc, end,
 		  delta, SP_KIND_STMT);
-	run_unlink(r);
+	run_unlink(t, r);
 }
 
 void sp_exec_begin(struct sp_thread *t, struct sp_run *r, uint64_t sql_id)
@@ -801,6 +837,11 @@ void sp_exec_end(struct sp_thread *t, struct sp_run *r, uint64_t sql_id, sqlite3
 {
 	static const uint32_t zero[4];
 
+	if (sp_cfg.slow_ticks && end - r->start >= sp_cfg.slow_ticks) {
+		r->flags |= SP_EXEC_SLOW;
+		if (!(r->flags & SP_EXEC_SAMPLED))
+			take_stack(t, r);
+	}
 	if (rc != SQLITE_OK && rc != SQLITE_ABORT) {
 		r->flags |= SP_EXEC_ERROR;
 		if (db && sp_real.extended_errcode)
@@ -811,7 +852,7 @@ void sp_exec_end(struct sp_thread *t, struct sp_run *r, uint64_t sql_id, sqlite3
 		t->guard--;
 	}
 	emit_exec(t, r, sql_id, (uint64_t)(uintptr_t)db, rc, end, zero, SP_KIND_EXEC);
-	run_unlink(r);
+	run_unlink(t, r);
 }
 
 /* ------------------------------------------------------------------ */
@@ -849,8 +890,10 @@ uint64_t sp_stack_capture(struct sp_thread *t)
 		sp_modules_changed();
 		struct sp_rec_stack *r = sp_rec_reserve(t, rl);
 
-		if (!r)
+		if (!r) {
+			idset_forget(stack_sent, h);
 			return 0; /* the execution keeps its time, loses its stack */
+		}
 		r->h.type = SP_REC_STACK;
 		r->h.flags = 0;
 		r->h.len = rl;

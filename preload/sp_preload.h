@@ -213,6 +213,10 @@ void sp_stream_exit(void);      /* destructor: flush everything, BYE */
  * sharing its parent's memory (then the parent's state is not ours). */
 void sp_stream_leaving(void);
 extern uint32_t sp_proc_pid;
+/* Set in a forked child: connect and start the flusher at the next
+ * execution (not in the fork handler, where that is not allowed). */
+extern int sp_stream_restart;
+void sp_stream_child_start(void);
 void sp_modules_changed(void);  /* resend the map if libraries came or went */
 void sp_modules_maybe_send(void);
 extern atomic_ullong sp_lost;

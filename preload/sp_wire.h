@@ -32,7 +32,7 @@
 /* Largest message a writer may send and a reader must accept. */
 #define SP_MSG_MAX (256 * 1024)
 /* Longest SQL text sent; longer texts are cut and flagged. */
-#define SP_SQL_MAX (64 * 1024)
+#define SP_SQL_MAX (16 * 1024)
 /* Deepest stack sent. */
 #define SP_STACK_MAX 256
 
@@ -180,8 +180,8 @@ struct sp_rec_stack {
 	uint64_t stack_id;
 	uint32_t depth; /* number of pcs that follow; pcs[0] is the leaf */
 	uint32_t pad;
-	/* uint64_t pcs[depth]: return addresses, except pcs[0] which is the
-	 * address inside the capturing function */
+	/* uint64_t pcs[depth]: return addresses, leaf first; the profiler's
+	 * own frames are already dropped */
 };
 
 struct sp_rec_module {

@@ -634,6 +634,14 @@ static void *flusher(void *arg)
 	return NULL;
 }
 
+int sp_stream_restart;
+
+void sp_stream_child_start(void)
+{
+	sp_stream_restart = 0;
+	conn_get(); /* connects, says hello, starts this process's flusher */
+}
+
 int sp_stream_init(void)
 {
 	if (pthread_key_create(&thread_key, thread_gone) != 0)
@@ -670,6 +678,7 @@ void sp_stream_fork_child(void)
 	congested_until = 0;
 	atomic_store(&msg_seq, 0);
 	atomic_store(&sp_lost, 0);
+	sp_stream_restart = 1;
 	execs_of_freed_rings = 0;
 	if (mine)
 		mine->execs = 0;
