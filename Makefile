@@ -8,17 +8,16 @@
 #   CFLAGS=...          extra compiler flags (appended)
 #   SANITIZE=           e.g. address,undefined: build everything with -fsanitize
 #   BUILD=build         output directory
-#   FUZZ_SECONDS=60     duration of each fuzz target (make fuzz)
-#   BENCH_N=...         workload size for make bench (see scripts/bench.sh)
+#   BENCH_N=100000      executions in the overhead workload (make bench)
 #
-# Targets: all check demo bench fuzz install clean help (make help).
+# Targets: all check demo bench install clean help (make help).
 
 PREFIX ?= /usr/local
 DESTDIR ?=
 BUILD ?= build
 CC ?= gcc
-FUZZ_SECONDS ?= 60
 VERSION := 0.1.0
+BENCH_N ?= 100000
 
 PKGS := sqlite3 libdw libelf
 DEPS_OK := $(shell pkg-config --exists $(PKGS) check 2>/dev/null && echo yes)
@@ -51,7 +50,7 @@ LIBCLI := $(BUILD)/lib/libspcli.a
 LIBS := -lsqlite3 -ldw -lelf -lm -lpthread
 CHECK_LIBS := $(shell pkg-config --libs check 2>/dev/null)
 
-.PHONY: all check demo bench fuzz install clean help deps unit integration progs
+.PHONY: all check demo bench install clean help deps unit integration progs
 .DEFAULT_GOAL := all
 
 all: deps-ok $(LIBSQLPROF) $(SQLPROF)
@@ -125,11 +124,7 @@ demo: deps
 bench: deps
 	@scripts/install-deps.sh --optional
 	@$(MAKE) --no-print-directory all progs
-	@BUILD=$(BUILD) scripts/bench.sh
-
-fuzz:
-	@scripts/install-deps.sh --optional
-	@BUILD=$(BUILD) FUZZ_SECONDS=$(FUZZ_SECONDS) scripts/fuzz.sh
+	@BUILD=$(BUILD) BENCH_N=$(BENCH_N) scripts/bench.sh
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/sqlprof $(DESTDIR)$(PREFIX)/share/man/man1
@@ -144,8 +139,7 @@ help:
 	@echo "make            build libsqlprof.so and sqlprof into $(BUILD)/"
 	@echo "make check      install missing packages, build, run unit and integration tests"
 	@echo "make demo       install missing packages, build, profile an example program, print a report"
-	@echo "make bench      overhead and throughput benchmarks (slow; writes docs/benchmarks.md)"
-	@echo "make fuzz       fuzz the stream decoder and profile reader for FUZZ_SECONDS each"
+	@echo "make bench      callgrind instruction overhead of the preload (slow)"
 	@echo "make install    install into DESTDIR/PREFIX (default /usr/local)"
 	@echo "make clean      remove $(BUILD)/"
-	@echo "Variables: PREFIX DESTDIR CC CFLAGS SANITIZE BUILD FUZZ_SECONDS (see the top of the Makefile)"
+	@echo "Variables: PREFIX DESTDIR CC CFLAGS SANITIZE BUILD BENCH_N (see the top of the Makefile)"
