@@ -189,7 +189,7 @@ fail:
 }
 
 void sp_attrib_estimate(struct sp_attrib *a, int64_t fp_id, int kind_exec, uint64_t count,
-			uint64_t total_ns)
+			uint64_t total_ns, uint64_t self_ns)
 {
 	uint64_t samples = 0, ns = 0;
 	size_t j;
@@ -207,6 +207,7 @@ void sp_attrib_estimate(struct sp_attrib *a, int64_t fp_id, int kind_exec, uint6
 		q->est_count = samples ? (double)q->samples / (double)samples * (double)count : 0;
 		q->est_total_ns = ns ? (double)q->sample_ns / (double)ns * (double)total_ns
 				     : (samples ? (double)q->samples / (double)samples * (double)total_ns : 0);
+		q->est_self_ns = total_ns ? q->est_total_ns * ((double)self_ns / (double)total_ns) : 0;
 		if (q->site < 0)
 			a->unattributed_est += q->est_count;
 	}

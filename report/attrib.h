@@ -42,6 +42,7 @@ struct sp_qsite {
 	uint64_t samples, sample_ns;
 	uint64_t pid, stack_id; /* one example stack */
 	double est_count, est_total_ns;
+	double est_self_ns; /* est_total_ns less nested executions' time */
 };
 
 struct sp_attrib {
@@ -60,7 +61,7 @@ int sp_attrib_load(sqlite3 *db, const char *const *skip, struct sp_attrib *a, ch
 		   size_t errlen);
 /* Fill est_count/est_total_ns of a query's sites from its exact totals. */
 void sp_attrib_estimate(struct sp_attrib *a, int64_t fp_id, int kind_exec, uint64_t count,
-			uint64_t total_ns);
+			uint64_t total_ns, uint64_t self_ns);
 const struct sp_stk *sp_attrib_stack(const struct sp_attrib *a, uint64_t pid, uint64_t stack_id);
 void sp_attrib_free(struct sp_attrib *a);
 

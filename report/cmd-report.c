@@ -280,7 +280,9 @@ static void print_grouped(const struct sp_attrib *a, const struct sp_qset *qs,
 		if (i == ng)
 			g[ng++].key = key;
 		g[i].est_count += q->est_count;
-		g[i].est_total_ns += q->est_total_ns;
+		/* self time: an exec and the statements it runs are not
+		 * counted twice when they share a site */
+		g[i].est_total_ns += q->est_self_ns;
 		g[i].samples += q->samples;
 		g[i].queries++;
 	}
@@ -302,13 +304,13 @@ static void print_grouped(const struct sp_attrib *a, const struct sp_qset *qs,
 			printf(", \"module\": ");
 			sp_json_str(stdout, st ? st->module : "");
 			printf(", \"queries\": %llu, \"samples\": %llu, \"est_count\": %.0f,"
-			       " \"est_total_ns\": %.0f}",
+			       " \"est_self_ns\": %.0f}",
 			       (unsigned long long)g[i].queries, (unsigned long long)g[i].samples,
 			       g[i].est_count, g[i].est_total_ns);
 		}
 		printf("\n]}\n");
 	} else if (!strcmp(o->format, "csv")) {
-		printf("function,file,line,module,queries,samples,est_count,est_total_ns\n");
+		printf("function,file,line,module,queries,samples,est_count,est_self_ns\n");
 		for (i = 0; i < n; i++) {
 			const struct sp_site *st = g[i].key >= 0 ? &a->sites[g[i].key] : NULL;
 
@@ -325,7 +327,7 @@ static void print_grouped(const struct sp_attrib *a, const struct sp_qset *qs,
 
 		printf("# by %s; counts and times are estimates from %s samples; unattributed ~%.0f\n",
 		       o->by, "stack", a->unattributed_est);
-		printf("%12s %10s %8s %8s  %s\n", "EST_COUNT", "EST_TOTAL", "QUERIES", "SAMPLES",
+		printf("%12s %10s %8s %8s  %s\n", "EST_COUNT", "EST_SELF", "QUERIES", "SAMPLES",
 		       by_fn ? "FUNCTION" : "SITE");
 		for (i = 0; i < n; i++) {
 			printf("%12.0f %10s %8llu %8llu  ", g[i].est_count,
@@ -466,7 +468,7 @@ int cmd_report(int argc, char **argv)
 	}
 	for (n = 0; n < qs.n; n++)
 		sp_attrib_estimate(&at, qs.rows[n].fp_id, !strcmp(qs.rows[n].kind, "exec"),
-				   qs.rows[n].count, qs.rows[n].total_ns);
+				   qs.rows[n].count, qs.rows[n].total_ns, qs.rows[n].self_ns);
 	qsort(at.qs, at.nqs, sizeof(*at.qs), cmp_qsite);
 	if (sp_qset_sort(&qs, o.sort) < 0) {
 		fprintf(stderr, "sqlprof report: unknown sort key '%s'\n", o.sort);
