@@ -168,17 +168,28 @@ static char *dup_n(const uint8_t *p, size_t n)
 	return s;
 }
 
+/* double -> u64 without undefined behaviour on hostile values */
+static uint64_t clamp_u64(double d)
+{
+	if (!(d > 0))
+		return 0;
+	if (d >= 18446744073709549568.0)
+		return UINT64_MAX;
+	return (uint64_t)d;
+}
+
 static uint64_t to_ns(const struct sp_coll *c, const struct sp_proc *p, uint64_t v)
 {
 	if (p->clock == SP_CLOCK_TSC)
-		return (uint64_t)((double)v * c->ns_per_tick);
+		return clamp_u64((double)v * c->ns_per_tick);
 	return v;
 }
 
 static uint64_t to_mono(const struct sp_coll *c, const struct sp_proc *p, uint64_t t)
 {
 	if (p->clock == SP_CLOCK_TSC)
-		return p->mono_ref + (uint64_t)((double)(int64_t)(t - p->tsc_ref) * c->ns_per_tick);
+		return clamp_u64((double)p->mono_ref +
+				 (double)(int64_t)(t - p->tsc_ref) * c->ns_per_tick);
 	return t;
 }
 

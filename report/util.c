@@ -28,7 +28,8 @@ void hmap_init(struct hmap *m, size_t keylen, size_t vallen)
 	memset(m, 0, sizeof(*m));
 	m->keylen = keylen;
 	m->vallen = vallen;
-	m->stride = (8 + keylen + vallen + 7) & ~(size_t)7;
+	/* values start 8-aligned whatever the key length */
+	m->stride = 8 + ((keylen + 7) & ~(size_t)7) + ((vallen + 7) & ~(size_t)7);
 }
 
 void hmap_free(struct hmap *m)
@@ -39,6 +40,7 @@ void hmap_free(struct hmap *m)
 }
 
 #define SLOT(m, i) ((m)->slots + (i) * (m)->stride)
+#define VALOFF(m) (8 + (((m)->keylen + 7) & ~(size_t)7))
 
 static int grow(struct hmap *m)
 {
@@ -90,10 +92,10 @@ void *hmap_get(struct hmap *m, const void *key, int create, int *created)
 			m->count++;
 			if (created)
 				*created = 1;
-			return s + 8 + m->keylen;
+			return s + VALOFF(m);
 		}
 		if (memcmp(s + 8, key, m->keylen) == 0)
-			return s + 8 + m->keylen;
+			return s + VALOFF(m);
 	}
 }
 
@@ -106,7 +108,7 @@ void *hmap_next(const struct hmap *m, size_t *it, const void **key)
 			(*it)++;
 			if (key)
 				*key = s + 8;
-			return s + 8 + m->keylen;
+			return s + VALOFF(m);
 		}
 	}
 	return NULL;

@@ -24,7 +24,7 @@ enum {
  * value of vallen bytes stored inline. Values move when the map grows:
  * do not keep pointers across an insert. */
 struct hmap {
-	uint8_t *slots; /* cap entries of (1 used byte + key + value), aligned */
+	uint8_t *slots; /* cap entries of (8-byte used flag, key, value), each 8-aligned */
 	size_t cap, count, keylen, vallen, stride;
 };
 void hmap_init(struct hmap *m, size_t keylen, size_t vallen);
