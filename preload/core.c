@@ -35,6 +35,7 @@ struct sp_config sp_cfg = {
 	.send_timeout_ms = 100,
 	.flush_ms = 1000,
 	.follow = 1,
+	.plans = 1,
 };
 int sp_clock_tsc;
 __thread struct sp_thread sp_tls __attribute__((tls_model("initial-exec")));
@@ -83,6 +84,14 @@ static void resolve_from(void *h)
 	RESOLVE(h, db_handle, "sqlite3_db_handle");
 	RESOLVE(h, errmsg, "sqlite3_errmsg");
 	RESOLVE(h, extended_errcode, "sqlite3_extended_errcode");
+	RESOLVE(h, stmt_isexplain, "sqlite3_stmt_isexplain");  /* optional: 3.28+ */
+	RESOLVE(h, column_text, "sqlite3_column_text");
+	RESOLVE(h, column_int, "sqlite3_column_int");
+	RESOLVE(h, trace_v2, "sqlite3_trace_v2");
+	RESOLVE(h, trace, "sqlite3_trace");
+	RESOLVE(h, profile, "sqlite3_profile");
+	RESOLVE(h, set_authorizer, "sqlite3_set_authorizer");
+	RESOLVE(h, progress_handler, "sqlite3_progress_handler");
 }
 
 /*
@@ -210,6 +219,8 @@ static void read_config(void)
 		sp_cfg.flush_ms = (int)l;
 	if (env_long("SQLPROF_FOLLOW", 0, 1, &l))
 		sp_cfg.follow = (int)l;
+	if (env_long("SQLPROF_PLANS", 0, 1, &l))
+		sp_cfg.plans = (int)l;
 
 	clk = getenv("SQLPROF_CLOCK");
 	if (clk && strcmp(clk, "monotonic") == 0)
@@ -240,7 +251,7 @@ static inline uint64_t mix64(uint64_t x)
 struct idset {
 	_Atomic uint64_t slot[1u << IDSET_BITS];
 };
-static struct idset *sql_sent, *sql_executed, *stack_sent;
+static struct idset *sql_sent, *sql_executed, *stack_sent, *plan_done, *db_callbacks;
 
 /* Returns 1 if id was not in the set (and is now), 0 if it was, 1 when
  * the set is full or missing (so callers send rather than lose). */
@@ -287,6 +298,35 @@ static void idset_forget(struct idset *s, uint64_t id)
 		if (cur == 0)
 			return;
 	}
+}
+
+void sp_db_note_callbacks(sqlite3 *db)
+{
+	if (db)
+		idset_add(db_callbacks, (uint64_t)(uintptr_t)db);
+}
+
+int sp_db_has_callbacks(uint64_t db)
+{
+	/* idset_add returns 1 for a new id: then there were none, undo. */
+	uint64_t i, n = 1u << IDSET_BITS, mask = n - 1;
+
+	if (!db_callbacks)
+		return 1; /* unknown: be safe */
+	for (i = mix64(db) & mask; n--; i = (i + 1) & mask) {
+		uint64_t cur = atomic_load_explicit(&db_callbacks->slot[i], memory_order_relaxed);
+
+		if (cur == db)
+			return 1;
+		if (cur == 0)
+			return 0;
+	}
+	return 1;
+}
+
+int sp_plan_once(uint64_t db, uint64_t sql_id)
+{
+	return idset_add(plan_done, mix64(db) ^ sql_id);
 }
 
 static void *map_zero(size_t len)
@@ -472,6 +512,7 @@ void sp_stmt_prepared_text(struct sp_thread *t, sqlite3_stmt *st, const char *te
 		sp_rec_commit(t, sizeof(*r));
 	}
 	t->guard--;
+	sp_plan_capture(t, st, s->sql_id, s->db);
 	sp_modules_maybe_send();
 }
 
@@ -976,6 +1017,8 @@ __attribute__((constructor)) static void sp_init(void)
 	sql_sent = map_zero(sizeof(struct idset));
 	sql_executed = map_zero(sizeof(struct idset));
 	stack_sent = map_zero(sizeof(struct idset));
+	plan_done = map_zero(sizeof(struct idset));
+	db_callbacks = map_zero(sizeof(struct idset));
 	if (!sp_stmts)
 		return;
 	dl_iterate_phdr(self_range_cb, (void *)(uintptr_t)&sp_init);

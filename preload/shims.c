@@ -274,6 +274,55 @@ SP_EXPORT int sqlite3_exec(sqlite3 *db, const char *sql,
 	return rc;
 }
 
+/* ---- callback registrations: forwarded untouched, and noted so that
+ * plan capture never runs where it would call the application back. ---- */
+
+SP_EXPORT int sqlite3_trace_v2(sqlite3 *db, unsigned mask,
+			       int (*cb)(unsigned, void *, void *, void *), void *arg)
+{
+	NEED();
+	if (cb && mask)
+		sp_db_note_callbacks(db);
+	return sp_real.trace_v2 ? sp_real.trace_v2(db, mask, cb, arg) : MISSING;
+}
+
+SP_EXPORT void *sqlite3_trace(sqlite3 *db, void (*cb)(void *, const char *), void *arg)
+{
+	NEED();
+	if (cb)
+		sp_db_note_callbacks(db);
+	return sp_real.trace ? sp_real.trace(db, cb, arg) : NULL;
+}
+
+SP_EXPORT void *sqlite3_profile(sqlite3 *db, void (*cb)(void *, const char *, sqlite3_uint64),
+				void *arg)
+{
+	NEED();
+	if (cb)
+		sp_db_note_callbacks(db);
+	return sp_real.profile ? sp_real.profile(db, cb, arg) : NULL;
+}
+
+SP_EXPORT int sqlite3_set_authorizer(sqlite3 *db,
+				     int (*cb)(void *, int, const char *, const char *,
+					       const char *, const char *),
+				     void *arg)
+{
+	NEED();
+	if (cb)
+		sp_db_note_callbacks(db);
+	return sp_real.set_authorizer ? sp_real.set_authorizer(db, cb, arg) : MISSING;
+}
+
+SP_EXPORT void sqlite3_progress_handler(sqlite3 *db, int n, int (*cb)(void *), void *arg)
+{
+	NEED();
+	if (cb)
+		sp_db_note_callbacks(db);
+	if (sp_real.progress_handler)
+		sp_real.progress_handler(db, n, cb, arg);
+}
+
 /* ---- leaving the process image: _exit skips destructors and exec
  * replaces us, so flush first. exit() runs our destructor itself. ---- */
 

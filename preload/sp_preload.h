@@ -44,6 +44,16 @@ struct sp_real {
 	int (*extended_errcode)(sqlite3 *);
 	void *(*dlopen)(const char *, int);
 	int (*dlclose)(void *);
+	int (*stmt_isexplain)(sqlite3_stmt *);
+	const unsigned char *(*column_text)(sqlite3_stmt *, int);
+	int (*column_int)(sqlite3_stmt *, int);
+	/* callback registrations, interposed only to note them (plan.c) */
+	int (*trace_v2)(sqlite3 *, unsigned, int (*)(unsigned, void *, void *, void *), void *);
+	void *(*trace)(sqlite3 *, void (*)(void *, const char *), void *);
+	void *(*profile)(sqlite3 *, void (*)(void *, const char *, sqlite3_uint64), void *);
+	int (*set_authorizer)(sqlite3 *, int (*)(void *, int, const char *, const char *,
+						  const char *, const char *), void *);
+	void (*progress_handler)(sqlite3 *, int, int (*)(void *), void *);
 };
 extern struct sp_real sp_real;
 extern atomic_int sp_resolved; /* 1 once libsqlite3's functions are resolved */
@@ -63,6 +73,7 @@ struct sp_config {
 	int send_timeout_ms;
 	int flush_ms;
 	int follow;
+	int plans;               /* SQLPROF_PLANS: capture query plans */
 };
 
 extern struct sp_config sp_cfg;
@@ -221,6 +232,13 @@ void sp_modules_changed(void);  /* resend the map if libraries came or went */
 void sp_modules_maybe_send(void);
 extern atomic_ullong sp_lost;
 extern int sp_stream_dead;
+
+/* plan.c */
+void sp_plan_capture(struct sp_thread *t, sqlite3_stmt *st, uint64_t sql_id, uint64_t db);
+/* core.c: per-connection notes for plan.c */
+void sp_db_note_callbacks(sqlite3 *db);
+int sp_db_has_callbacks(uint64_t db);
+int sp_plan_once(uint64_t db, uint64_t sql_id); /* 1 the first time */
 
 /* Stack capture: fills pcs (leaf first), returns the id or 0. */
 uint64_t sp_stack_capture(struct sp_thread *t);

@@ -110,6 +110,10 @@ struct sp_rec_hello {
 	/* char exe[exe_len], padded to 8 */
 };
 
+/* HELLO flags */
+#define SP_HELLO_RECONNECT 1 /* same process image, new connection (its
+			      * descriptor was closed by the program) */
+
 struct sp_rec_sql {
 	struct sp_rec_hdr h; /* flags: SP_SQL_TRUNCATED */
 	uint32_t pid, tid;

@@ -52,6 +52,7 @@ static atomic_ullong msg_seq;
 static atomic_int modules_pending;
 static atomic_uint module_gen;
 static int flusher_started;
+static int reconnects; /* times our descriptor was taken from us */
 static uint64_t congested_until; /* mono ns: do not wait before then */
 static double tsc_per_ns = 1.0;
 static uint64_t tsc_ref, mono_ref;
@@ -117,6 +118,7 @@ static void hello(void)
 	len = SP_ALIGN8(sizeof(h) + (uint32_t)n);
 	memset(&h, 0, sizeof(h));
 	h.h.type = SP_REC_HELLO;
+	h.h.flags = reconnects ? SP_HELLO_RECONNECT : 0;
 	h.h.len = len;
 	h.pid = (uint32_t)getpid();
 	h.tid = sp_tls.tid;
@@ -172,9 +174,20 @@ static int conn_get(void)
 		goto out;
 	}
 	{
-		int sz = 1 << 20;
+		int sz = 1 << 20, hi;
 
 		setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sz, sizeof(sz));
+		/* Keep out of the low numbers programs dup2() onto. */
+		hi = fcntl(fd, F_DUPFD_CLOEXEC, 800);
+		if (hi >= 0) {
+			close(fd);
+			fd = hi;
+		}
+		if (fstat(fd, &st) < 0) {
+			close(fd);
+			sp_stream_dead = 1;
+			goto out;
+		}
 	}
 	sock_dev = st.st_dev;
 	sock_ino = st.st_ino;
@@ -220,9 +233,23 @@ static int send_msg(const void *body1, size_t len1, const void *body2, size_t le
 	if (fd < 0)
 		return -1;
 	if (!fd_is_ours()) {
-		/* Someone closed or replaced our descriptor: stop, count. */
-		sp_stream_dead = 1;
-		return -1;
+		/* The program closed our descriptor (close_range, closefrom, a
+		 * loop over /proc/self/fd) or dup2()'d something over it. Never
+		 * write to it or close it - the number may be the program's now;
+		 * connect again instead (at most a few times). */
+		pthread_mutex_lock(&conn_lock);
+		if (sock_fd == fd) {
+			sock_fd = -1;
+			reconnects++;
+		}
+		pthread_mutex_unlock(&conn_lock);
+		if (reconnects > 16) {
+			sp_stream_dead = 1;
+			return -1;
+		}
+		fd = conn_get();
+		if (fd < 0 || !fd_is_ours())
+			return -1;
 	}
 	memset(&mh, 0, sizeof(mh));
 	mh.magic = SP_WIRE_MAGIC;

@@ -449,6 +449,7 @@ int cmd_record(int argc, char **argv)
 	if (tty)
 		status_line(&c, 1);
 
+	sp_coll_finish(&c);
 	memset(&meta, 0, sizeof(meta));
 	meta.command = cmdline;
 	meta.started = (long long)time(NULL) - (long long)((mono_ns() - t_start) / 1000000000u);

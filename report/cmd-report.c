@@ -23,6 +23,7 @@ struct report_opts {
 	uint64_t top;
 	size_t width;
 	int stacks;
+	int plans;
 	const char *skip[MAX_SKIP + 1];
 	int nskip;
 };
@@ -43,6 +44,7 @@ static void usage(FILE *f)
 		"      --skip PATTERN   never attribute to frames whose function or module matches\n"
 		"                       PATTERN (fnmatch; repeatable), e.g. your database wrapper\n"
 		"      --stacks         print the full symbolized stack of every site\n"
+		"      --plans          print each query's plan (EXPLAIN QUERY PLAN)\n"
 		"  -h, --help           this text\n"
 		"\n"
 		"examples:\n"
@@ -144,6 +146,22 @@ static void print_table(const struct sp_qset *qs, const struct report_opts *o, s
 		       strcmp(r->kind, "exec") ? "" : "[exec] ", sql);
 		free(sql);
 		print_table_sites(a, r, o->stacks);
+		if (o->plans && r->plan) {
+			char *line = r->plan, *nl;
+
+			printf("%10s plan%s:\n", "", r->nplans > 1 ? " (changed during the run)" : "");
+			for (; *line; line = nl + 1) {
+				int id, parent, off = 0;
+
+				nl = strchr(line, '\n');
+				if (!nl)
+					nl = line + strlen(line) - 1;
+				if (sscanf(line, "%d|%d|%n", &id, &parent, &off) >= 2 && off > 0)
+					printf("%14s%.*s\n", "", (int)(nl - line - off), line + off);
+				if (!nl[0] || !nl[1])
+					break;
+			}
+		}
 	}
 	if (n < qs->n)
 		printf("# ... %zu more queries (--top)\n", qs->n - n);
@@ -235,6 +253,12 @@ static void print_json(const struct sp_qset *qs, size_t n, const struct sp_attri
 		       (unsigned long long)r->autoindex, (unsigned long long)r->errors,
 		       (unsigned long long)r->nested, (unsigned long long)r->prepares,
 		       (unsigned long long)r->samples);
+		printf(", \"max_run\": %llu, \"runs\": %llu, \"plan\": ",
+		       (unsigned long long)r->max_run, (unsigned long long)r->runs);
+		if (r->plan)
+			sp_json_str(stdout, r->plan);
+		else
+			printf("null");
 		print_json_sites(a, r);
 		printf("}");
 	}
@@ -392,6 +416,7 @@ int cmd_report(int argc, char **argv)
 		{ "by", required_argument, NULL, 'b' },
 		{ "skip", required_argument, NULL, 1 },
 		{ "stacks", no_argument, NULL, 2 },
+		{ "plans", no_argument, NULL, 3 },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -417,6 +442,7 @@ int cmd_report(int argc, char **argv)
 			o.skip[o.nskip++] = optarg;
 			break;
 		case 2: o.stacks = 1; break;
+		case 3: o.plans = 1; break;
 		case 's': o.sort = optarg; break;
 		case 'f': o.format = optarg; break;
 		case 'n':

@@ -41,6 +41,8 @@ void sp_coll_init(struct sp_coll *c)
 	hmap_init(&c->stacks, sizeof(struct stkey), sizeof(struct sp_stack));
 	hmap_init(&c->errors, sizeof(struct ekey), sizeof(struct sp_err));
 	hmap_init(&c->modules, sizeof(struct mkey), sizeof(struct sp_module));
+	hmap_init(&c->plans, 2 * sizeof(uint64_t), sizeof(struct sp_plan));
+	hmap_init(&c->threads, 2 * sizeof(uint64_t), sizeof(struct sp_thr));
 	c->events_max = 200000;
 	c->ns_per_tick = 1.0;
 }
@@ -62,6 +64,10 @@ void sp_coll_free(struct sp_coll *c)
 		free(((struct sp_err *)v)->msg);
 	for (it = 0; (v = hmap_next(&c->modules, &it, NULL));)
 		free(((struct sp_module *)v)->path);
+	for (it = 0; (v = hmap_next(&c->plans, &it, NULL));)
+		free(((struct sp_plan *)v)->text);
+	hmap_free(&c->plans);
+	hmap_free(&c->threads);
 	hmap_free(&c->procs);
 	hmap_free(&c->sqls);
 	hmap_free(&c->queries);
@@ -193,6 +199,74 @@ static uint64_t to_mono(const struct sp_coll *c, const struct sp_proc *p, uint64
 	return t;
 }
 
+static int run_bucket(uint64_t len)
+{
+	int b = 0;
+
+	if (len <= 16)
+		return (int)len - 1;
+	while ((len >> b) > 1)
+		b++;
+	/* len in [2^b, 2^(b+1)), b >= 4 */
+	b += 12;
+	return b < SP_RUN_BUCKETS ? b : SP_RUN_BUCKETS - 1;
+}
+
+void sp_run_bucket_bounds(int b, uint64_t *lo, uint64_t *hi)
+{
+	if (b < 16) {
+		*lo = *hi = (uint64_t)b + 1;
+		return;
+	}
+	*lo = (uint64_t)1 << (b - 12);
+	*hi = b - 11 < 64 ? ((uint64_t)1 << (b - 11)) - 1 : UINT64_MAX;
+}
+
+static void run_close(struct sp_coll *c, struct sp_thr *th)
+{
+	struct qkey qk = { th->sql_id, th->kind };
+	struct sp_qagg *q;
+
+	if (!th->run)
+		return;
+	q = hmap_get(&c->queries, &qk, 0, NULL);
+	if (q) {
+		q->runs++;
+		if (th->run > q->max_run)
+			q->max_run = th->run;
+		q->runs_by_len[run_bucket(th->run)]++;
+	}
+	th->run = 0;
+}
+
+/* A top-level execution on a thread: extend its run or start a new one. */
+static void run_track(struct sp_coll *c, uint32_t pid, uint32_t tid, uint64_t sql_id,
+		      uint64_t kind)
+{
+	uint64_t k[2] = { pid, tid };
+	struct sp_thr *th = hmap_get(&c->threads, k, 1, NULL);
+
+	if (!th)
+		return;
+	if (th->run && th->sql_id == sql_id && th->kind == kind) {
+		th->run++;
+		return;
+	}
+	run_close(c, th);
+	th->sql_id = sql_id;
+	th->kind = kind;
+	th->run = 1;
+}
+
+void sp_coll_finish(struct sp_coll *c)
+{
+	size_t it = 0;
+	struct sp_thr *th;
+
+	while ((th = hmap_next(&c->threads, &it, NULL)))
+		run_close(c, th);
+}
+
 static void apply_exec(struct sp_coll *c, struct sp_proc *p, const struct sp_rec_exec *x)
 {
 	struct qkey qk = { x->sql_id, x->kind };
@@ -203,6 +277,8 @@ static void apply_exec(struct sp_coll *c, struct sp_proc *p, const struct sp_rec
 	p->execs++;
 	if (!q)
 		return;
+	if (!(x->h.flags & SP_EXEC_NESTED))
+		run_track(c, p->pid, x->tid, x->sql_id, x->kind);
 	if (!q->hist)
 		q->hist = sp_hist_new();
 	q->count++;
@@ -264,6 +340,10 @@ static void apply(struct sp_coll *c, struct sp_proc *p, const uint8_t *rec, uint
 	case SP_REC_HELLO: {
 		const struct sp_rec_hello *h = (const void *)rec;
 
+		if (p->hello && (h->h.flags & SP_HELLO_RECONNECT)) {
+			p->reconnects++;
+			break; /* same image: nothing else changes */
+		}
 		p->hello = 1;
 		p->ppid = h->ppid;
 		p->clock = h->clock == SP_CLOCK_TSC ? SP_CLOCK_TSC : SP_CLOCK_MONOTONIC;
@@ -394,8 +474,22 @@ static void apply(struct sp_coll *c, struct sp_proc *p, const uint8_t *rec, uint
 			p->lost = r->lost;
 		break;
 	}
+	case SP_REC_PLAN: {
+		const struct sp_rec_plan *r = (const void *)rec;
+		const uint8_t *text = rec + sizeof(*r);
+		uint64_t k[2] = { r->sql_id, sp_hash_bytes(text, r->text_len) };
+		int created;
+		struct sp_plan *pl = hmap_get(&c->plans, k, 1, &created);
+
+		if (pl) {
+			if (created)
+				pl->text = dup_n(text, r->text_len);
+			pl->connections++;
+		}
+		break;
+	}
 	default:
-		break; /* PLAN (later), PAD and unknown types are skipped */
+		break; /* PAD and unknown types are skipped */
 	}
 }
 

@@ -35,15 +35,23 @@ struct sp_proc {
 	uint64_t bye_execs;   /* executions the process says it ended */
 	uint64_t untracked;
 	uint64_t msgs, bad_msgs, gaps;
+	uint64_t reconnects;  /* the program closed our descriptor this often */
 	uint64_t last_seq;
 };
 
 /* Aggregate per (sql_id, kind): exact over every execution. */
+#define SP_RUN_BUCKETS 64
+
 struct sp_qagg {
 	uint64_t count, total_ns, self_ns, wall_ns, rows;
 	uint64_t vm_steps, fullscan_steps, sorts, autoindex;
 	uint64_t errors, nested, samples, prepares, prepare_ns;
 	struct sp_hist *hist; /* db time per execution, ns */
+	/* Runs: maximal sequences of consecutive top-level executions of this
+	 * SQL on one thread (N+1 detection). runs_by_len[i]: runs of length
+	 * i+1 for i < 16, then of length in [2^(i-12), 2^(i-11)). */
+	uint64_t runs, max_run;
+	uint64_t runs_by_len[SP_RUN_BUCKETS];
 };
 
 /* Aggregate per (sql_id, kind, pid, stack_id) over sampled executions. */
@@ -55,6 +63,18 @@ struct sp_stack {
 	uint32_t depth;
 	uint64_t *pcs;
 };
+
+struct sp_plan {
+	uint64_t connections; /* how many connections reported this plan */
+	char *text;           /* "id|parent|detail" lines */
+};
+
+struct sp_thr {
+	uint64_t sql_id, kind; /* last top-level execution */
+	uint64_t run;          /* its run length so far */
+};
+
+void sp_run_bucket_bounds(int b, uint64_t *lo, uint64_t *hi);
 
 struct sp_err {
 	uint64_t count;
@@ -79,6 +99,8 @@ struct sp_coll {
 	struct hmap stacks;  /* {pid, stack_id} -> struct sp_stack */
 	struct hmap errors;  /* {sql_id, rc, pid, stack_id, msg hash} -> struct sp_err */
 	struct hmap modules; /* {pid, generation, lo} -> struct sp_module */
+	struct hmap plans;   /* {sql_id, plan hash} -> struct sp_plan */
+	struct hmap threads; /* {pid, tid} -> struct sp_thr (run tracking) */
 	struct sp_event *events;
 	size_t nevents, events_cap, events_max;
 	uint64_t events_dropped;
@@ -95,6 +117,8 @@ struct sp_sql {
 
 void sp_coll_init(struct sp_coll *c);
 void sp_coll_free(struct sp_coll *c);
+/* Close every open run (end of recording). */
+void sp_coll_finish(struct sp_coll *c);
 /* Validate the whole message, then apply it. Returns 0, or -1 with a
  * one-line reason in c->last_error and nothing applied. peer_pid, when
  * nonzero, is the pid the kernel vouches for (SO_PEERCRED). */

@@ -28,7 +28,10 @@ static const char schema[] =
 	" min_ns INTEGER, max_ns INTEGER, rows INTEGER, vm_steps INTEGER,"
 	" fullscan_steps INTEGER, sorts INTEGER, autoindex INTEGER, errors INTEGER,"
 	" nested INTEGER, samples INTEGER, prepares INTEGER, prepare_ns INTEGER,"
-	" PRIMARY KEY(fp_id, kind));"
+	" runs INTEGER, max_run INTEGER, PRIMARY KEY(fp_id, kind));"
+	"CREATE TABLE runs(fp_id INTEGER, kind TEXT, min_len INTEGER, max_len INTEGER,"
+	" count INTEGER);"
+	"CREATE TABLE plans(fp_id INTEGER, sql_id INTEGER, plan TEXT, connections INTEGER);"
 	"CREATE TABLE histograms(fp_id INTEGER, kind TEXT, bucket_ns INTEGER, count INTEGER);"
 	"CREATE TABLE statements(sql_id INTEGER PRIMARY KEY, fp_id INTEGER, sql TEXT,"
 	" full_len INTEGER, truncated INTEGER);"
@@ -340,6 +343,11 @@ static int write_all(sqlite3 *db, struct sp_coll *c, const struct sp_meta *m, ch
 		a->q.samples += q->samples;
 		a->q.prepares += q->prepares;
 		a->q.prepare_ns += q->prepare_ns;
+		a->q.runs += q->runs;
+		if (q->max_run > a->q.max_run)
+			a->q.max_run = q->max_run;
+		for (int b = 0; b < SP_RUN_BUCKETS; b++)
+			a->q.runs_by_len[b] += q->runs_by_len[b];
 		if (q->hist) {
 			if (!a->q.hist)
 				a->q.hist = sp_hist_new();
@@ -348,12 +356,14 @@ static int write_all(sqlite3 *db, struct sp_coll *c, const struct sp_meta *m, ch
 			sp_hist_merge(a->q.hist, q->hist);
 		}
 	}
-	st = prep(db, "INSERT INTO queries VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
+	st = prep(db, "INSERT INTO queries VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
 	{
 		sqlite3_stmt *hs = prep(db, "INSERT INTO histograms VALUES(?,?,?,?)");
+		sqlite3_stmt *rs = prep(db, "INSERT INTO runs VALUES(?,?,?,?,?)");
 
-		if (!st || !hs) {
+		if (!st || !hs || !rs) {
 			sqlite3_finalize(hs);
+			sqlite3_finalize(rs);
 			goto sqlerr;
 		}
 		it = 0;
@@ -381,18 +391,39 @@ static int write_all(sqlite3 *db, struct sp_coll *c, const struct sp_meta *m, ch
 			sqlite3_bind_int64(st, 18, (sqlite3_int64)a->q.samples);
 			sqlite3_bind_int64(st, 19, (sqlite3_int64)a->q.prepares);
 			sqlite3_bind_int64(st, 20, (sqlite3_int64)a->q.prepare_ns);
+			sqlite3_bind_int64(st, 21, (sqlite3_int64)a->q.runs);
+			sqlite3_bind_int64(st, 22, (sqlite3_int64)a->q.max_run);
 			if (step_done(st) < 0) {
 				sqlite3_finalize(hs);
+				sqlite3_finalize(rs);
 				goto sqlerr;
+			}
+			for (int b = 0; b < SP_RUN_BUCKETS; b++) {
+				uint64_t lo, hi;
+
+				if (!a->q.runs_by_len[b])
+					continue;
+				sp_run_bucket_bounds(b, &lo, &hi);
+				if (hi > (uint64_t)INT64_MAX)
+					hi = (uint64_t)INT64_MAX;
+				sqlite3_bind_int64(rs, 1, (sqlite3_int64)a->fi->fp_id);
+				sqlite3_bind_text(rs, 2, kind_name(a->kind), -1, SQLITE_STATIC);
+				sqlite3_bind_int64(rs, 3, (sqlite3_int64)lo);
+				sqlite3_bind_int64(rs, 4, (sqlite3_int64)hi);
+				sqlite3_bind_int64(rs, 5, (sqlite3_int64)a->q.runs_by_len[b]);
+				if (step_done(rs) < 0)
+					hc.rc = -1;
 			}
 			if (a->q.hist)
 				sp_hist_foreach(a->q.hist, hist_row, &hc);
 			if (hc.rc < 0) {
 				sqlite3_finalize(hs);
+				sqlite3_finalize(rs);
 				goto sqlerr;
 			}
 		}
 		sqlite3_finalize(hs);
+		sqlite3_finalize(rs);
 	}
 	sqlite3_finalize(st);
 
@@ -465,6 +496,25 @@ static int write_all(sqlite3 *db, struct sp_coll *c, const struct sp_meta *m, ch
 		sqlite3_bind_int64(st, 14, e->vm_steps);
 		sqlite3_bind_int64(st, 15, e->rc);
 		sqlite3_bind_int64(st, 16, e->flags);
+		if (step_done(st) < 0)
+			goto sqlerr;
+	}
+	sqlite3_finalize(st);
+
+	/* plans */
+	st = prep(db, "INSERT INTO plans VALUES(?,?,?,?)");
+	if (!st)
+		goto sqlerr;
+	it = 0;
+	while ((v = hmap_next(&c->plans, &it, &k))) {
+		const uint64_t *pk = k; /* sql_id, hash */
+		const struct sp_plan *pl = v;
+		const struct fpinfo *fi = hmap_get(&fps, &pk[0], 0, NULL);
+
+		sqlite3_bind_int64(st, 1, (sqlite3_int64)(fi ? fi->fp_id : 0));
+		sqlite3_bind_int64(st, 2, (sqlite3_int64)pk[0]);
+		sqlite3_bind_text(st, 3, pl->text ? pl->text : "", -1, SQLITE_STATIC);
+		sqlite3_bind_int64(st, 4, (sqlite3_int64)pl->connections);
 		if (step_done(st) < 0)
 			goto sqlerr;
 	}

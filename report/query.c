@@ -47,7 +47,7 @@ int sp_qset_load(sqlite3 *db, struct sp_qset *qs, char *err, size_t errlen)
 	if (sqlite3_prepare_v2(db,
 			       "SELECT fp_id, kind, fingerprint, sql, count, total_ns, self_ns, wall_ns,"
 			       " min_ns, max_ns, rows, vm_steps, fullscan_steps, sorts, autoindex,"
-			       " errors, nested, samples, prepares, prepare_ns FROM queries"
+			       " errors, nested, samples, prepares, prepare_ns, runs, max_run FROM queries"
 			       " WHERE count > 0",
 			       -1, &st, NULL) != SQLITE_OK ||
 	    sqlite3_prepare_v2(db, "SELECT bucket_ns, count FROM histograms WHERE fp_id=? AND kind=?",
@@ -91,6 +91,8 @@ int sp_qset_load(sqlite3 *db, struct sp_qset *qs, char *err, size_t errlen)
 		r->samples = col_u64(st, 17);
 		r->prepares = col_u64(st, 18);
 		r->prepare_ns = col_u64(st, 19);
+		r->runs = col_u64(st, 20);
+		r->max_run = col_u64(st, 21);
 		r->mean_ns = r->count ? (double)r->total_ns / (double)r->count : 0;
 		h = sp_hist_new();
 		if (!h)
@@ -110,6 +112,23 @@ int sp_qset_load(sqlite3 *db, struct sp_qset *qs, char *err, size_t errlen)
 		goto sqlerr;
 	sqlite3_finalize(st);
 	sqlite3_finalize(hs);
+	st = hs = NULL;
+	/* Plans: the one reported by most connections, and how many differ. */
+	if (sqlite3_prepare_v2(db,
+			       "SELECT plan, (SELECT COUNT(DISTINCT plan) FROM plans p2 WHERE p2.fp_id = ?1)"
+			       " FROM plans WHERE fp_id = ?1 ORDER BY connections DESC LIMIT 1",
+			       -1, &st, NULL) == SQLITE_OK) {
+		for (size_t i = 0; i < qs->n; i++) {
+			sqlite3_bind_int64(st, 1, qs->rows[i].fp_id);
+			if (sqlite3_step(st) == SQLITE_ROW) {
+				qs->rows[i].plan = col_dup(st, 0);
+				qs->rows[i].nplans = sqlite3_column_int(st, 1);
+			}
+			sqlite3_reset(st);
+		}
+		sqlite3_finalize(st);
+		st = NULL;
+	}
 	qs->lost = scalar(db, "SELECT COALESCE(SUM(lost),0) FROM processes");
 	qs->executions = scalar(db, "SELECT COALESCE(SUM(count),0) FROM queries");
 	qs->processes = scalar(db, "SELECT COUNT(*) FROM processes");
@@ -145,6 +164,7 @@ void sp_qset_free(struct sp_qset *qs)
 	for (i = 0; i < qs->n; i++) {
 		free(qs->rows[i].fingerprint);
 		free(qs->rows[i].sql);
+		free(qs->rows[i].plan);
 	}
 	free(qs->rows);
 	free(qs->command);

@@ -18,7 +18,10 @@ struct sp_qrow {
 	uint64_t vm_steps, fullscan_steps, sorts, autoindex, errors, nested, samples;
 	uint64_t prepares, prepare_ns;
 	uint64_t p50_ns, p95_ns, p99_ns;
+	uint64_t runs, max_run;   /* consecutive executions on one thread */
 	double mean_ns;
+	char *plan;               /* EXPLAIN QUERY PLAN lines, NULL if none */
+	int nplans;               /* distinct plans seen (>1: it changed) */
 };
 
 struct sp_qset {
