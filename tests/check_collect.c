@@ -361,7 +361,7 @@ static uint64_t mix_str(uint64_t acc, const char *s)
  * they point to) and returns the extra hash of the pointed-to data. */
 static uint64_t map_digest(const struct hmap *m, uint64_t (*clean)(void *v))
 {
-	uint64_t tmp[64]; /* aligned for the value structs clean() casts to */
+	uint64_t tmp[512]; /* aligned for the value structs clean() casts to */
 	uint64_t sum = 0;
 	size_t it = 0;
 	const void *key;
