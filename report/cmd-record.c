@@ -37,6 +37,7 @@ struct record_opts {
 	int follow;
 	int quiet;
 	double grace_s;
+	uint64_t repeat;
 };
 
 static void usage(FILE *f)
@@ -53,6 +54,9 @@ static void usage(FILE *f)
 		"      --depth N        stack depth limit (default 64)\n"
 		"      --no-follow      do not profile programs the command executes\n"
 		"      --debug-dir DIRS extra directories for separate debug files (colon-separated)\n"
+		"      --repeat N       run the command N times into one profile, keeping per-run\n"
+		"                       totals for timing comparisons (sqlprof check); stops at the\n"
+		"                       first run that fails\n"
 		"  -q, --quiet          no live counter, no summary\n"
 		"  -h, --help           this text\n"
 		"\n"
@@ -228,11 +232,17 @@ int cmd_record(int argc, char **argv)
 		{ "depth", required_argument, NULL, 3 },
 		{ "no-follow", no_argument, NULL, 4 },
 		{ "debug-dir", required_argument, NULL, 5 },
+		{ "repeat", required_argument, NULL, 6 },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	struct record_opts o = { .output = SP_PROFILE_DEFAULT, .follow = 1, .grace_s = 2.0 };
+	struct record_opts o = { .output = SP_PROFILE_DEFAULT, .follow = 1, .grace_s = 2.0,
+				 .repeat = 1 };
+	struct hmap snap;            /* {sql_id, kind} -> cumulative {count, total_ns} */
+	struct sp_run_total *rt = NULL;
+	size_t nrt = 0, caprt = 0;
+	uint64_t run;
 	char lib[PATH_MAX], dir[PATH_MAX], sockpath[PATH_MAX + 8], err[512];
 	const char *tmp;
 	struct sockaddr_un sa;
@@ -240,7 +250,7 @@ int cmd_record(int argc, char **argv)
 	size_t ncl = 0, capcl = 0;
 	struct sp_coll c;
 	uint8_t *buf = NULL;
-	int lfd = -1, opt, status = 0, exited = 0, rc = SP_EXIT_INTERNAL, tty;
+	int lfd = -1, opt, status = 0, exited = 0, rc = SP_EXIT_INTERNAL, tty = 0;
 	uint64_t t_start, t_exit = 0, last_draw = 0, last_data;
 	pid_t pid;
 	double d;
@@ -284,6 +294,12 @@ int cmd_record(int argc, char **argv)
 			break;
 		case 4: o.follow = 0; break;
 		case 5: o.debug_path = optarg; break;
+		case 6:
+			if (sp_parse_u64(optarg, &o.repeat) < 0 || o.repeat < 1 || o.repeat > 1000) {
+				fprintf(stderr, "sqlprof record: --repeat wants 1 to 1000\n");
+				return SP_EXIT_USAGE;
+			}
+			break;
 		case 'q': o.quiet = 1; break;
 		case 'h': usage(stdout); return SP_EXIT_OK;
 		default: usage(stderr); return SP_EXIT_USAGE;
@@ -330,7 +346,10 @@ int cmd_record(int argc, char **argv)
 	if (cmdf)
 		fclose(cmdf);
 
+	hmap_init(&snap, 2 * sizeof(uint64_t), 2 * sizeof(uint64_t));
 	t_start = mono_ns();
+	for (run = 1; run <= o.repeat; run++) {
+	exited = 0;
 	pid = fork();
 	if (pid < 0) {
 		fprintf(stderr, "sqlprof record: fork: %s\n", strerror(errno));
@@ -446,10 +465,46 @@ int cmd_record(int argc, char **argv)
 					    now - t_exit > (uint64_t)(o.grace_s * 1e9))))
 			break;
 	}
+	sp_coll_finish(&c);
+	/* Per-run totals: what this run added to each query. */
+	{
+		size_t it = 0;
+		const uint64_t *qk;
+		struct sp_qagg *q;
+
+		while ((q = hmap_next(&c.queries, &it, (const void **)&qk))) {
+			uint64_t *prev = hmap_get(&snap, qk, 1, NULL);
+
+			if (!prev)
+				goto out;
+			if (q->count == prev[0])
+				continue;
+			if (nrt == caprt) {
+				size_t nc = caprt ? caprt * 2 : 64;
+				struct sp_run_total *nr = realloc(rt, nc * sizeof(*nr));
+
+				if (!nr)
+					goto out;
+				rt = nr;
+				caprt = nc;
+			}
+			rt[nrt++] = (struct sp_run_total){ .run = (uint32_t)run, .sql_id = qk[0],
+							   .kind = (uint32_t)qk[1],
+							   .count = q->count - prev[0],
+							   .total_ns = q->total_ns - prev[1] };
+			prev[0] = q->count;
+			prev[1] = q->total_ns;
+		}
+	}
+	if (!(WIFEXITED(status) && WEXITSTATUS(status) == 0) && run < o.repeat) {
+		fprintf(stderr, "sqlprof record: run %llu failed; not repeating\n",
+			(unsigned long long)run);
+		break;
+	}
+	}
 	if (tty)
 		status_line(&c, 1);
 
-	sp_coll_finish(&c);
 	memset(&meta, 0, sizeof(meta));
 	meta.command = cmdline;
 	meta.started = (long long)time(NULL) - (long long)((mono_ns() - t_start) / 1000000000u);
@@ -460,6 +515,9 @@ int cmd_record(int argc, char **argv)
 	if (o.rate)
 		sp_parse_double(o.rate, 0, 1, &meta.rate);
 	meta.debug_path = o.debug_path;
+	meta.runs = rt;
+	meta.nruns = nrt;
+	meta.repeat = (int)(run > o.repeat ? o.repeat : run);
 	if (sp_profile_write(o.output, &c, &meta, err, sizeof(err)) < 0) {
 		fprintf(stderr, "sqlprof record: %s\n", err);
 		rc = SP_EXIT_INTERNAL;
@@ -483,6 +541,8 @@ out:
 	}
 	free(buf);
 	free(cmdline);
+	free(rt);
+	hmap_free(&snap);
 	sp_coll_free(&c);
 	return rc;
 }

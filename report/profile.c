@@ -31,6 +31,8 @@ static const char schema[] =
 	" runs INTEGER, max_run INTEGER, PRIMARY KEY(fp_id, kind));"
 	"CREATE TABLE runs(fp_id INTEGER, kind TEXT, min_len INTEGER, max_len INTEGER,"
 	" count INTEGER);"
+	"CREATE TABLE run_totals(run INTEGER, fp_id INTEGER, kind TEXT, count INTEGER,"
+	" total_ns INTEGER);"
 	"CREATE TABLE plans(fp_id INTEGER, sql_id INTEGER, plan TEXT, connections INTEGER);"
 	"CREATE TABLE histograms(fp_id INTEGER, kind TEXT, bucket_ns INTEGER, count INTEGER);"
 	"CREATE TABLE statements(sql_id INTEGER PRIMARY KEY, fp_id INTEGER, sql TEXT,"
@@ -255,6 +257,7 @@ static int write_all(sqlite3 *db, struct sp_coll *c, const struct sp_meta *m, ch
 	META_INT("lost", sp_coll_lost(c));
 	META_INT("events_dropped", c->events_dropped);
 	META_INT("bad_messages", c->bad_messages);
+	META_INT("runs", m->repeat > 0 ? m->repeat : 1);
 	sqlite3_finalize(st);
 
 	/* processes */
@@ -498,6 +501,38 @@ static int write_all(sqlite3 *db, struct sp_coll *c, const struct sp_meta *m, ch
 		sqlite3_bind_int64(st, 16, e->flags);
 		if (step_done(st) < 0)
 			goto sqlerr;
+	}
+	sqlite3_finalize(st);
+
+	/* per-run totals, merged per fingerprint */
+	st = prep(db, "INSERT INTO run_totals SELECT ?1, ?2, ?3, 0, 0 WHERE NOT EXISTS"
+		      " (SELECT 1 FROM run_totals WHERE run=?1 AND fp_id=?2 AND kind=?3)");
+	{
+		sqlite3_stmt *up = prep(db, "UPDATE run_totals SET count = count + ?4,"
+					    " total_ns = total_ns + ?5 WHERE run=?1 AND fp_id=?2 AND kind=?3");
+
+		if (!st || !up) {
+			sqlite3_finalize(up);
+			goto sqlerr;
+		}
+		for (size_t i = 0; i < m->nruns; i++) {
+			const struct sp_run_total *r = &m->runs[i];
+			const struct fpinfo *fi = hmap_get(&fps, &r->sql_id, 0, NULL);
+			sqlite3_stmt *both[2] = { st, up };
+
+			for (int j = 0; j < 2; j++) {
+				sqlite3_bind_int64(both[j], 1, r->run);
+				sqlite3_bind_int64(both[j], 2, (sqlite3_int64)(fi ? fi->fp_id : 0));
+				sqlite3_bind_text(both[j], 3, kind_name(r->kind), -1, SQLITE_STATIC);
+			}
+			sqlite3_bind_int64(up, 4, (sqlite3_int64)r->count);
+			sqlite3_bind_int64(up, 5, (sqlite3_int64)r->total_ns);
+			if (step_done(st) < 0 || step_done(up) < 0) {
+				sqlite3_finalize(up);
+				goto sqlerr;
+			}
+		}
+		sqlite3_finalize(up);
 	}
 	sqlite3_finalize(st);
 

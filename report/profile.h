@@ -15,6 +15,12 @@
 #define SP_PROFILE_FORMAT 1
 #define SP_PROFILE_DEFAULT "sqlprof.db"
 
+/* What one run of `record --repeat` added to one query. */
+struct sp_run_total {
+	uint32_t run, kind;
+	uint64_t sql_id, count, total_ns;
+};
+
 struct sp_meta {
 	const char *command;   /* the profiled command line */
 	long long started;     /* unix time */
@@ -22,6 +28,9 @@ struct sp_meta {
 	int exit_status;       /* as sqlprof record exits */
 	double rate;
 	const char *debug_path; /* extra debug-file dirs for the symbolizer */
+	const struct sp_run_total *runs; /* per-run totals, NULL if none */
+	size_t nruns;
+	int repeat;            /* runs recorded */
 };
 
 /* Write c to path (created 0600, replaced atomically). Returns 0, or -1

@@ -1,0 +1,99 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * export-chrome.c - Chrome trace-event JSON (chrome://tracing, Perfetto's
+ * JSON import, older tools): one complete ("X") event per sampled
+ * execution, times in microseconds with nanosecond fractions, and
+ * process_name / thread_name metadata. Only the executions in the events
+ * table (the sampled ones) appear; totals are in the other formats.
+ */
+#include <inttypes.h>
+#include <string.h>
+
+#include "export.h"
+
+#define NAME_MAX_BYTES 200
+
+static void us(FILE *f, uint64_t ns)
+{
+	fprintf(f, "%" PRIu64 ".%03u", ns / 1000, (unsigned)(ns % 1000));
+}
+
+/* Executable of a process, for its name ("pid N" when unknown). */
+static const char *proc_name(struct sp_export *x, uint64_t pid, char *buf, size_t len)
+{
+	sqlite3_stmt *st;
+	const char *r = NULL;
+
+	snprintf(buf, len, "pid %" PRIu64, pid);
+	if (sqlite3_prepare_v2(x->db, "SELECT exe FROM processes WHERE pid = ?", -1, &st, NULL) !=
+	    SQLITE_OK)
+		return buf;
+	sqlite3_bind_int64(st, 1, (sqlite3_int64)pid);
+	if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_text(st, 0)) {
+		const char *e = (const char *)sqlite3_column_text(st, 0), *b = strrchr(e, '/');
+
+		snprintf(buf, len, "%s", b ? b + 1 : e);
+		r = buf;
+	}
+	sqlite3_finalize(st);
+	return r ? r : buf;
+}
+
+int sp_export_chrome(FILE *f, struct sp_export *x)
+{
+	uint64_t lastpid = 0;
+	char pname[256];
+	size_t i;
+	int first = 1;
+
+	fputs("{\"traceEvents\":[", f);
+	for (i = 0; i < x->nth; i++) {
+		const struct sp_xthread *t = &x->th[i];
+		char tname[300];
+
+		if (i == 0 || t->pid != lastpid) {
+			fprintf(f, "%s\n{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":%" PRIu64
+				   ",\"tid\":%" PRIu64 ",\"args\":{\"name\":",
+				first ? "" : ",", t->pid, t->pid);
+			sp_json_str(f, proc_name(x, t->pid, pname, sizeof(pname)));
+			fputs("}}", f);
+			first = 0;
+			lastpid = t->pid;
+		}
+		if (t->tid == t->pid)
+			snprintf(tname, sizeof(tname), "%s (main)", pname);
+		else
+			snprintf(tname, sizeof(tname), "thread %" PRIu64, t->tid);
+		fprintf(f, ",\n{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":%" PRIu64 ",\"tid\":%" PRIu64
+			   ",\"args\":{\"name\":",
+			t->pid, t->tid);
+		sp_json_str(f, tname);
+		fputs("}}", f);
+	}
+	for (i = 0; i < x->nev; i++) {
+		const struct sp_xevent *e = &x->ev[i];
+		const char *name = e->q ? sp_export_query_label(x, e->q, NAME_MAX_BYTES) : "<unknown query>";
+
+		if (!name)
+			return -1;
+		fprintf(f, "%s\n{\"name\":", first ? "" : ",");
+		first = 0;
+		sp_json_str(f, name);
+		fprintf(f, ",\"cat\":\"%s\",\"ph\":\"X\",\"ts\":",
+			e->q && !strcmp(e->q->kind, "exec") ? "sql,exec" : "sql");
+		us(f, e->start_ns);
+		fputs(",\"dur\":", f);
+		us(f, e->wall_ns);
+		fprintf(f, ",\"pid\":%" PRIu64 ",\"tid\":%" PRIu64 ",\"args\":{\"sql\":", e->pid, e->tid);
+		sp_json_str(f, e->sql);
+		fprintf(f, ",\"rows\":%" PRIu64 ",\"rc\":%" PRId64 ",\"vm_steps\":%" PRIu64 ",\"site\":",
+			e->rows, e->rc, e->vm_steps);
+		sp_json_str(f, e->site);
+		fprintf(f, ",\"db_ns\":%" PRIu64 ",\"seq\":%" PRIu64 ",\"parent_seq\":%" PRIu64
+			   ",\"flags\":%" PRIu64 "}}",
+			e->db_ns, e->seq, e->parent_seq, e->flags);
+	}
+	fputs("\n],\"displayTimeUnit\":\"ns\",\"otherData\":{\"exporter\":\"sqlprof " SQLPROF_VERSION
+	      "\"}}\n", f);
+	return 0;
+}

@@ -1,0 +1,654 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * export-common.c - loading a profile for `sqlprof export` and the pieces
+ * several printers share: per-stack estimates, merged flame stacks, the
+ * sampled executions of each thread laid out in non-overlapping lanes,
+ * labels, UTF-8 clean-up and XML escaping. No printer lives here.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "export.h"
+#include "profile.h"
+
+#define FLAME_SQL_MAX 300 /* bytes of a fingerprint shown as a flame leaf */
+
+const struct sp_frame sp_export_nostack = {
+	.module = "", .function = "[no stack recorded]", .file = "??", .line = 0, .inlined = 0,
+};
+
+char *sp_export_own(struct sp_export *x, char *s)
+{
+	if (!s)
+		return NULL;
+	if (x->nstrs == x->strs_cap) {
+		size_t nc = x->strs_cap ? x->strs_cap * 2 : 256;
+		char **ns = realloc(x->strs, nc * sizeof(*ns));
+
+		if (!ns) {
+			free(s);
+			return NULL;
+		}
+		x->strs = ns;
+		x->strs_cap = nc;
+	}
+	x->strs[x->nstrs++] = s;
+	return s;
+}
+
+/* Length of the valid UTF-8 sequence at p (1-4), or 0 if invalid. Rejects
+ * overlong forms, surrogates, values above U+10FFFF and U+FFFE/U+FFFF
+ * (not allowed in XML). */
+static size_t utf8_len(const unsigned char *p)
+{
+	unsigned c = p[0];
+
+	if (c < 0x80)
+		return 1;
+	if (c >= 0xC2 && c <= 0xDF)
+		return (p[1] & 0xC0) == 0x80 ? 2 : 0;
+	if (c >= 0xE0 && c <= 0xEF) {
+		if ((p[1] & 0xC0) != 0x80 || (p[2] & 0xC0) != 0x80)
+			return 0;
+		if (c == 0xE0 && p[1] < 0xA0)
+			return 0;
+		if (c == 0xED && p[1] >= 0xA0)
+			return 0;
+		if (c == 0xEF && p[1] == 0xBF && (p[2] == 0xBE || p[2] == 0xBF))
+			return 0;
+		return 3;
+	}
+	if (c >= 0xF0 && c <= 0xF4) {
+		if ((p[1] & 0xC0) != 0x80 || (p[2] & 0xC0) != 0x80 || (p[3] & 0xC0) != 0x80)
+			return 0;
+		if ((c == 0xF0 && p[1] < 0x90) || (c == 0xF4 && p[1] >= 0x90))
+			return 0;
+		return 4;
+	}
+	return 0;
+}
+
+char *sp_export_utf8(const char *s)
+{
+	const unsigned char *p = (const unsigned char *)(s ? s : "");
+	size_t n = strlen((const char *)p), o = 0;
+	char *out = malloc(n * 3 + 1);
+
+	if (!out)
+		return NULL;
+	while (*p) {
+		size_t l = utf8_len(p);
+
+		if (l) {
+			memcpy(out + o, p, l);
+			o += l;
+			p += l;
+		} else {
+			memcpy(out + o, "\xEF\xBF\xBD", 3);
+			o += 3;
+			p++;
+		}
+	}
+	out[o] = 0;
+	return out;
+}
+
+void sp_xml_str(FILE *f, const char *s)
+{
+	char *c = sp_export_utf8(s);
+	const unsigned char *p = (const unsigned char *)(c ? c : "?");
+
+	for (; *p; p++) {
+		switch (*p) {
+		case '&': fputs("&amp;", f); break;
+		case '<': fputs("&lt;", f); break;
+		case '>': fputs("&gt;", f); break;
+		case '"': fputs("&quot;", f); break;
+		case '\'': fputs("&#39;", f); break;
+		case '\n': fputs("&#10;", f); break;
+		case '\t': fputs("&#9;", f); break;
+		default:
+			/* other C0 controls are not allowed in XML 1.0, not even
+			 * as character references */
+			if (*p < 0x20 || *p == 0x7f)
+				fputs("\xEF\xBF\xBD", f);
+			else
+				fputc(*p, f);
+		}
+	}
+	free(c);
+}
+
+static const char *base_name(const char *p)
+{
+	const char *s = strrchr(p, '/');
+
+	return s ? s + 1 : p;
+}
+
+static int is_sqlprof_frame(const struct sp_frame *f)
+{
+	return !strncmp(base_name(f->module), "libsqlprof.so", 13);
+}
+
+const char *sp_export_frame_label(struct sp_export *x, const struct sp_frame *f)
+{
+	char *s = NULL, *c;
+
+	if (strcmp(f->file, "??"))
+		c = asprintf(&s, "%s (%s:%d)", f->function, f->file, f->line) < 0 ? NULL : s;
+	else if (*f->module)
+		c = asprintf(&s, "%s (%s)", f->function, base_name(f->module)) < 0 ? NULL : s;
+	else
+		c = strdup(f->function);
+	if (!c)
+		return NULL;
+	s = sp_export_utf8(c);
+	free(c);
+	if (s)
+		sp_one_line(s);
+	return sp_export_own(x, s);
+}
+
+const char *sp_export_query_label(struct sp_export *x, const struct sp_qrow *q, size_t max)
+{
+	char *c = sp_export_utf8(q->fingerprint), *s, *t;
+
+	if (!c)
+		return NULL;
+	sp_one_line(c);
+	s = max ? sp_shorten(c, max) : strdup(c);
+	free(c);
+	if (!s)
+		return NULL;
+	if (strcmp(q->kind, "exec"))
+		return sp_export_own(x, s);
+	t = asprintf(&c, "[exec] %s", s) < 0 ? NULL : c;
+	free(s);
+	return sp_export_own(x, t);
+}
+
+const char *sp_export_site_label(struct sp_export *x, int site)
+{
+	const struct sp_site *st;
+	struct sp_frame f;
+
+	if (site < 0 || (size_t)site >= x->at.nsites)
+		return "(unattributed)";
+	st = &x->at.sites[site];
+	f = (struct sp_frame){ (char *)st->module, (char *)st->function, (char *)st->file, st->line, 0 };
+	return sp_export_frame_label(x, &f);
+}
+
+uint64_t sp_export_fweight(const struct sp_export *x, const struct sp_fstack *f)
+{
+	double w = x->weight == SP_XW_COUNT ? f->count : f->ns;
+
+	if (!(w >= 1))
+		return 1;
+	if (w > 9e18)
+		return 9000000000000000000ULL;
+	return (uint64_t)(w + 0.5);
+}
+
+/* ---- loading ------------------------------------------------------------- */
+
+struct qkey {
+	int64_t fp_id;
+	int64_t kind_exec;
+};
+
+static const struct sp_qrow *find_q(struct hmap *qm, const struct sp_export *x, int64_t fp,
+				    const unsigned char *kind)
+{
+	struct qkey k = { fp, kind && !strcmp((const char *)kind, "exec") };
+	size_t *i = hmap_get(qm, &k, 0, NULL);
+
+	return i ? &x->qs.rows[*i] : NULL;
+}
+
+static uint64_t u64col(sqlite3_stmt *st, int i)
+{
+	sqlite3_int64 v = sqlite3_column_int64(st, i);
+
+	return v < 0 ? 0 : (uint64_t)v;
+}
+
+static int push_xstack(struct sp_export *x, size_t *cap, const struct sp_xstack *s)
+{
+	if (x->nxs == *cap) {
+		size_t nc = *cap ? *cap * 2 : 64;
+		struct sp_xstack *n = realloc(x->xs, nc * sizeof(*n));
+
+		if (!n)
+			return -1;
+		x->xs = n;
+		*cap = nc;
+	}
+	x->xs[x->nxs++] = *s;
+	return 0;
+}
+
+/* stack_samples grouped per (query, process, stack), then the query's
+ * exact totals split in proportion: count by samples, time by sampled
+ * time (by samples when no time was sampled), as sp_attrib_estimate. */
+static int load_xstacks(struct sp_export *x, struct hmap *qm, char *err, size_t errlen)
+{
+	sqlite3_stmt *st = NULL;
+	size_t cap = 0, i, j;
+	int rc;
+
+	if (sqlite3_prepare_v2(x->db,
+			       "SELECT fp_id, kind, pid, stack_id, SUM(samples), SUM(total_ns), SUM(rows),"
+			       " SUM(vm_steps) FROM stack_samples GROUP BY fp_id, kind, pid, stack_id"
+			       " ORDER BY fp_id, kind, pid, stack_id",
+			       -1, &st, NULL) != SQLITE_OK)
+		goto sqlerr;
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		struct sp_xstack s = { 0 };
+
+		s.q = find_q(qm, x, sqlite3_column_int64(st, 0), sqlite3_column_text(st, 1));
+		if (!s.q)
+			continue; /* samples of a query that never completed an execution */
+		s.pid = (uint64_t)sqlite3_column_int64(st, 2);
+		s.stack_id = (uint64_t)sqlite3_column_int64(st, 3);
+		s.samples = u64col(st, 4);
+		s.sample_ns = u64col(st, 5);
+		s.rows = u64col(st, 6);
+		s.vm_steps = u64col(st, 7);
+		s.stk = sp_attrib_stack(&x->at, s.pid, s.stack_id);
+		s.site = s.stk ? s.stk->site : -1;
+		if (!s.samples)
+			continue;
+		if (push_xstack(x, &cap, &s) < 0)
+			goto nomem;
+	}
+	if (rc != SQLITE_DONE)
+		goto sqlerr;
+	sqlite3_finalize(st);
+	st = NULL;
+
+	for (i = 0; i < x->qs.n; i++) {
+		const struct sp_qrow *q = &x->qs.rows[i];
+		uint64_t samples = 0, ns = 0;
+
+		for (j = 0; j < x->nxs; j++)
+			if (x->xs[j].q == q) {
+				samples += x->xs[j].samples;
+				ns += x->xs[j].sample_ns;
+			}
+		if (!samples) {
+			struct sp_xstack s = { .q = q, .site = -1, .est_count = (double)q->count,
+					       .est_total_ns = (double)q->total_ns,
+					       .est_self_ns = (double)q->self_ns };
+
+			if (push_xstack(x, &cap, &s) < 0)
+				goto nomem;
+			continue;
+		}
+		for (j = 0; j < x->nxs; j++) {
+			struct sp_xstack *s = &x->xs[j];
+
+			if (s->q != q)
+				continue;
+			s->est_count = (double)s->samples / (double)samples * (double)q->count;
+			s->est_total_ns = ns ? (double)s->sample_ns / (double)ns * (double)q->total_ns
+					     : (double)s->samples / (double)samples * (double)q->total_ns;
+			s->est_self_ns = q->total_ns ? s->est_total_ns * ((double)q->self_ns /
+									  (double)q->total_ns)
+						     : 0;
+		}
+	}
+	return 0;
+nomem:
+	snprintf(err, errlen, "out of memory");
+	sqlite3_finalize(st);
+	return -1;
+sqlerr:
+	snprintf(err, errlen, "corrupt profile: %s", sqlite3_errmsg(x->db));
+	sqlite3_finalize(st);
+	return -1;
+}
+
+/* Folded form of a label: ';' would split a frame, newlines a line. */
+static void fold_clean(char *s)
+{
+	for (; *s; s++)
+		if (*s == ';')
+			*s = ',';
+		else if (*s == '\n' || *s == '\r' || *s == '\t')
+			*s = ' ';
+}
+
+static int cmp_fstack(const void *pa, const void *pb)
+{
+	return strcmp(((const struct sp_fstack *)pa)->line, ((const struct sp_fstack *)pb)->line);
+}
+
+static int build_fstacks(struct sp_export *x)
+{
+	const char **lab = NULL;
+	size_t i, o;
+
+	x->fs = calloc(x->nxs ? x->nxs : 1, sizeof(*x->fs));
+	if (!x->fs)
+		return -1;
+	for (i = 0; i < x->nxs; i++) {
+		const struct sp_xstack *s = &x->xs[i];
+		struct sp_fstack *f = &x->fs[x->nfs];
+		uint32_t n = s->stk ? s->stk->nframes : 0, k;
+		size_t len = 0, pos = 0;
+		const char *leaf;
+		char *line;
+		int64_t j;
+
+		f->fr = calloc(n + 1, sizeof(*f->fr));
+		if (!f->fr)
+			goto nomem;
+		x->nfs++;
+		for (j = (int64_t)n - 1; j >= 0; j--)
+			if (!is_sqlprof_frame(&s->stk->frames[j]))
+				f->fr[f->nfr++] = &s->stk->frames[j];
+		if (!f->nfr)
+			f->fr[f->nfr++] = &sp_export_nostack;
+		f->q = s->q;
+		f->ns = s->est_self_ns;
+		f->count = s->est_count;
+		leaf = sp_export_query_label(x, s->q, FLAME_SQL_MAX);
+		if (!leaf)
+			goto nomem;
+		lab = realloc(lab, (f->nfr + 1) * sizeof(*lab));
+		if (!lab)
+			return -1;
+		len = strlen(leaf) + 1;
+		for (k = 0; k < f->nfr; k++) {
+			lab[k] = sp_export_frame_label(x, f->fr[k]);
+			if (!lab[k])
+				goto nomem;
+			len += strlen(lab[k]) + 1;
+		}
+		lab[f->nfr] = leaf;
+		line = malloc(len);
+		if (!line)
+			goto nomem;
+		for (k = 0; k <= f->nfr; k++) {
+			size_t ll = strlen(lab[k]);
+
+			memcpy(line + pos, lab[k], ll);
+			line[pos + ll] = 0;
+			fold_clean(line + pos);
+			pos += ll;
+			line[pos++] = k < f->nfr ? ';' : 0;
+		}
+		f->line = sp_export_own(x, line);
+		if (!f->line)
+			goto nomem;
+	}
+	free(lab);
+	qsort(x->fs, x->nfs, sizeof(*x->fs), cmp_fstack);
+	for (i = 0, o = 0; i < x->nfs; i++) {
+		if (o && !strcmp(x->fs[o - 1].line, x->fs[i].line)) {
+			x->fs[o - 1].ns += x->fs[i].ns;
+			x->fs[o - 1].count += x->fs[i].count;
+			free(x->fs[i].fr);
+			continue;
+		}
+		x->fs[o++] = x->fs[i];
+	}
+	x->nfs = o;
+	return 0;
+nomem:
+	free(lab);
+	return -1;
+}
+
+static int cmp_event(const void *pa, const void *pb)
+{
+	const struct sp_xevent *a = pa, *b = pb;
+
+#define C(f, desc)                                                                               \
+	if (a->f != b->f)                                                                        \
+		return (a->f < b->f) != (desc) ? -1 : 1;
+	C(pid, 0) C(tid, 0) C(start_ns, 0) C(wall_ns, 1) C(seq, 0)
+#undef C
+	return 0;
+}
+
+/* Lanes: a slice goes on the first lane where it nests inside whatever is
+ * still open there, so every lane is a proper slice stack (wall times of
+ * two interleaved statements overlap without nesting). */
+static int assign_lanes(struct sp_export *x, struct sp_xthread *t)
+{
+	struct lane {
+		uint64_t *ends;
+		size_t n, cap;
+	} *ln = NULL;
+	size_t nl = 0, i, l;
+	int ret = -1;
+
+	for (i = t->first; i < t->first + t->n; i++) {
+		struct sp_xevent *e = &x->ev[i];
+		uint64_t end = e->start_ns + e->wall_ns;
+
+		for (l = 0;; l++) {
+			if (l == nl) {
+				struct lane *nn = realloc(ln, (nl + 1) * sizeof(*nn));
+
+				if (!nn)
+					goto out;
+				ln = nn;
+				ln[nl++] = (struct lane){ 0 };
+			}
+			while (ln[l].n && ln[l].ends[ln[l].n - 1] <= e->start_ns)
+				ln[l].n--;
+			if (!ln[l].n || ln[l].ends[ln[l].n - 1] >= end)
+				break;
+		}
+		if (ln[l].n == ln[l].cap) {
+			size_t nc = ln[l].cap ? ln[l].cap * 2 : 16;
+			uint64_t *ne = realloc(ln[l].ends, nc * sizeof(*ne));
+
+			if (!ne)
+				goto out;
+			ln[l].ends = ne;
+			ln[l].cap = nc;
+		}
+		ln[l].ends[ln[l].n++] = end;
+		e->lane = (int)l;
+	}
+	t->lanes = nl ? (int)nl : 1;
+	ret = 0;
+out:
+	for (l = 0; l < nl; l++)
+		free(ln[l].ends);
+	free(ln);
+	return ret;
+}
+
+static int load_events(struct sp_export *x, struct hmap *qm, char *err, size_t errlen)
+{
+	sqlite3_stmt *st = NULL, *ss = NULL;
+	struct hmap sqls; /* sql_id -> const char * (owned by x) */
+	const char **sitel = NULL;
+	size_t cap = 0, i;
+	int rc;
+
+	hmap_init(&sqls, sizeof(int64_t), sizeof(const char *));
+	sitel = calloc(x->at.nsites + 1, sizeof(*sitel));
+	if (!sitel)
+		goto nomem;
+	if (sqlite3_prepare_v2(x->db,
+			       "SELECT pid, tid, seq, parent_seq, fp_id, kind, stack_id, start_ns, wall_ns,"
+			       " db_ns, rows, vm_steps, rc, flags, sql_id FROM events",
+			       -1, &st, NULL) != SQLITE_OK ||
+	    sqlite3_prepare_v2(x->db, "SELECT sql FROM statements WHERE sql_id = ?", -1, &ss, NULL) !=
+		    SQLITE_OK)
+		goto sqlerr;
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		struct sp_xevent e = { 0 };
+		int64_t sql_id = sqlite3_column_int64(st, 14);
+		const struct sp_stk *sk;
+		const char **sp;
+		int created, site;
+
+		e.pid = (uint64_t)sqlite3_column_int64(st, 0);
+		e.tid = (uint64_t)sqlite3_column_int64(st, 1);
+		e.seq = u64col(st, 2);
+		e.parent_seq = u64col(st, 3);
+		e.q = find_q(qm, x, sqlite3_column_int64(st, 4), sqlite3_column_text(st, 5));
+		sk = sp_attrib_stack(&x->at, (uint64_t)sqlite3_column_int64(st, 0),
+				     (uint64_t)sqlite3_column_int64(st, 6));
+		e.start_ns = u64col(st, 7);
+		e.wall_ns = u64col(st, 8);
+		/* hostile values: keep start + wall representable (and in
+		 * the range a double or a signed protobuf field holds) */
+		if (e.start_ns > (1ULL << 62))
+			e.start_ns = 1ULL << 62;
+		if (e.wall_ns > (1ULL << 62))
+			e.wall_ns = 1ULL << 62;
+		e.db_ns = u64col(st, 9);
+		e.rows = u64col(st, 10);
+		e.vm_steps = u64col(st, 11);
+		e.rc = sqlite3_column_int64(st, 12);
+		e.flags = u64col(st, 13);
+		site = sk ? sk->site : -1;
+		if (site < 0) {
+			e.site = "(unattributed)";
+		} else {
+			if (!sitel[site] && !(sitel[site] = sp_export_site_label(x, site)))
+				goto nomem;
+			e.site = sitel[site];
+		}
+		sp = hmap_get(&sqls, &sql_id, 1, &created);
+		if (!sp)
+			goto nomem;
+		if (created) {
+			const unsigned char *t;
+
+			sqlite3_bind_int64(ss, 1, sql_id);
+			if (sqlite3_step(ss) == SQLITE_ROW && (t = sqlite3_column_text(ss, 0))) {
+				*sp = sp_export_own(x, sp_export_utf8((const char *)t));
+				if (!*sp)
+					goto nomem;
+			}
+			sqlite3_reset(ss);
+		}
+		e.sql = *sp ? *sp : e.q ? e.q->fingerprint : "<sql text lost>";
+		if (x->nev == cap) {
+			size_t nc = cap ? cap * 2 : 256;
+			struct sp_xevent *n = realloc(x->ev, nc * sizeof(*n));
+
+			if (!n)
+				goto nomem;
+			x->ev = n;
+			cap = nc;
+		}
+		x->ev[x->nev++] = e;
+	}
+	if (rc != SQLITE_DONE)
+		goto sqlerr;
+	qsort(x->ev, x->nev, sizeof(*x->ev), cmp_event);
+	for (i = 0; i < x->nev; i++) {
+		if (!x->nth || x->th[x->nth - 1].pid != x->ev[i].pid ||
+		    x->th[x->nth - 1].tid != x->ev[i].tid) {
+			struct sp_xthread *n = realloc(x->th, (x->nth + 1) * sizeof(*n));
+
+			if (!n)
+				goto nomem;
+			x->th = n;
+			x->th[x->nth++] = (struct sp_xthread){ x->ev[i].pid, x->ev[i].tid, i, 0, 1 };
+		}
+		x->th[x->nth - 1].n++;
+	}
+	for (i = 0; i < x->nth; i++)
+		if (assign_lanes(x, &x->th[i]) < 0)
+			goto nomem;
+	sqlite3_finalize(st);
+	sqlite3_finalize(ss);
+	hmap_free(&sqls);
+	free(sitel);
+	return 0;
+nomem:
+	snprintf(err, errlen, "out of memory");
+	goto fail;
+sqlerr:
+	snprintf(err, errlen, "corrupt profile: %s", sqlite3_errmsg(x->db));
+fail:
+	sqlite3_finalize(st);
+	sqlite3_finalize(ss);
+	hmap_free(&sqls);
+	free(sitel);
+	return -1;
+}
+
+int sp_export_load(struct sp_export *x, const char *path, const char *const *skip, int weight,
+		   char *err, size_t errlen)
+{
+	struct hmap qm;
+	sqlite3_stmt *st;
+	size_t i;
+	int ret = -1;
+
+	memset(x, 0, sizeof(*x));
+	hmap_init(&qm, sizeof(struct qkey), sizeof(size_t));
+	x->path = path;
+	x->weight = weight;
+	x->db = sp_profile_open(path, err, errlen);
+	if (!x->db)
+		return -1;
+	if (sp_qset_load(x->db, &x->qs, err, errlen) < 0)
+		goto out;
+	sp_qset_sort(&x->qs, "total");
+	if (sp_attrib_load(x->db, skip, &x->at, err, errlen) < 0)
+		goto out;
+	for (i = 0; i < x->qs.n; i++) {
+		const struct sp_qrow *r = &x->qs.rows[i];
+		struct qkey k = { r->fp_id, !strcmp(r->kind, "exec") };
+		size_t *v = hmap_get(&qm, &k, 1, NULL);
+
+		if (!v)
+			goto nomem;
+		*v = i;
+		sp_attrib_estimate(&x->at, r->fp_id, !strcmp(r->kind, "exec"), r->count, r->total_ns,
+				   r->self_ns);
+	}
+	if (load_xstacks(x, &qm, err, errlen) < 0)
+		goto out;
+	if (build_fstacks(x) < 0)
+		goto nomem;
+	if (load_events(x, &qm, err, errlen) < 0)
+		goto out;
+	if (sqlite3_prepare_v2(x->db, "SELECT CAST(value AS INTEGER) FROM meta WHERE key='events_dropped'",
+			       -1, &st, NULL) == SQLITE_OK) {
+		if (sqlite3_step(st) == SQLITE_ROW)
+			x->events_dropped = u64col(st, 0);
+		sqlite3_finalize(st);
+	}
+	ret = 0;
+	goto out;
+nomem:
+	snprintf(err, errlen, "out of memory");
+out:
+	hmap_free(&qm);
+	return ret;
+}
+
+void sp_export_free(struct sp_export *x)
+{
+	size_t i;
+
+	for (i = 0; i < x->nfs; i++)
+		free(x->fs[i].fr);
+	free(x->fs);
+	free(x->xs);
+	free(x->ev);
+	free(x->th);
+	for (i = 0; i < x->nstrs; i++)
+		free(x->strs[i]);
+	free(x->strs);
+	sp_attrib_free(&x->at);
+	sp_qset_free(&x->qs);
+	if (x->db)
+		sqlite3_close(x->db);
+	memset(x, 0, sizeof(*x));
+}
