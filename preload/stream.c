@@ -23,6 +23,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -713,25 +714,61 @@ void sp_stream_fork_child(void)
 	sp_stack_sets_reset();
 }
 
+/*
+ * When the collector cannot take our goodbye (stalled, gone), leave it in
+ * the private directory as a file holding the same message; the collector
+ * reads those files when the recording ends, so a loss is still counted.
+ */
+static void bye_file(const struct sp_rec_bye *b)
+{
+	const char *sock = getenv(SP_ENV_SOCK);
+	const char *slash = sock ? strrchr(sock, '/') : NULL;
+	char path[512];
+	struct sp_msg_hdr mh;
+	int fd;
+
+	if (!slash || (size_t)(slash - sock) > sizeof(path) - 32)
+		return;
+	snprintf(path, sizeof(path), "%.*s/bye.%u", (int)(slash - sock), sock, b->pid);
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd < 0)
+		return;
+	memset(&mh, 0, sizeof(mh));
+	mh.magic = SP_WIRE_MAGIC;
+	mh.version = SP_WIRE_VERSION;
+	mh.flags = SP_MSG_FINAL;
+	mh.pid = b->pid;
+	mh.len = sizeof(mh) + sizeof(*b);
+	mh.seq = atomic_fetch_add(&msg_seq, 1) + 1;
+	mh.lost = b->lost;
+	if (write(fd, &mh, sizeof(mh)) == (ssize_t)sizeof(mh))
+		(void)!write(fd, b, sizeof(*b));
+	close(fd);
+}
+
 void sp_stream_exit(void)
 {
 	struct sp_rec_bye b;
+	int sent = -1;
 
 	memset(&b, 0, sizeof(b));
 	sp_tls.guard++;
 	flush_all(0, 1);
-	if (sock_fd >= 0 && !sp_stream_dead) {
-		pthread_mutex_lock(&reg_lock);
-		b.executions = sp_stream_executions();
-		pthread_mutex_unlock(&reg_lock);
-		b.h.type = SP_REC_BYE;
-		b.h.len = sizeof(b);
-		b.pid = (uint32_t)getpid();
-		b.tid = sp_tls.tid;
-		b.untracked = atomic_load(&sp_untracked);
+	b.h.type = SP_REC_BYE;
+	b.h.len = sizeof(b);
+	b.pid = (uint32_t)getpid();
+	b.tid = sp_tls.tid;
+	pthread_mutex_lock(&reg_lock);
+	b.executions = sp_stream_executions();
+	pthread_mutex_unlock(&reg_lock);
+	b.untracked = atomic_load(&sp_untracked);
+	b.lost = atomic_load(&sp_lost);
+	b.status = -1;
+	if (sock_fd >= 0 && !sp_stream_dead)
+		sent = send_msg(&b, sizeof(b), NULL, 0, SP_MSG_FINAL);
+	if (sent < 0 || atomic_load(&sp_lost) > 0) {
 		b.lost = atomic_load(&sp_lost);
-		b.status = -1;
-		send_msg(&b, sizeof(b), NULL, 0, SP_MSG_FINAL);
+		bye_file(&b);
 	}
 	sp_tls.guard--;
 }

@@ -8,7 +8,9 @@
  * 0700 directory; only peers of our own uid are accepted (SO_PEERCRED).
  * It exits with the command's exit status (128+N when killed by signal N).
  */
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
 #include <poll.h>
@@ -196,6 +198,36 @@ static int drain(struct sp_coll *c, struct client *cl, uint8_t *buf, size_t cap)
 				c->last_error);
 		}
 	}
+}
+
+/* Goodbyes the preload could not send (collector stalled or gone) are
+ * left as files in our private directory: read them like messages. */
+static void read_bye_files(struct sp_coll *c, const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+
+	if (!d)
+		return;
+	while ((e = readdir(d))) {
+		char path[PATH_MAX + 300];
+		uint8_t msg[256];
+		ssize_t n;
+		int fd;
+
+		if (strncmp(e->d_name, "bye.", 4))
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
+		fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+		if (fd < 0)
+			continue;
+		n = read(fd, msg, sizeof(msg));
+		close(fd);
+		unlink(path);
+		if (n > 0 && sp_coll_message(c, msg, (size_t)n, 0) < 0)
+			fprintf(stderr, "sqlprof: ignored %s: %s\n", e->d_name, c->last_error);
+	}
+	closedir(d);
 }
 
 static void explain_empty(const struct sp_coll *c)
@@ -465,6 +497,7 @@ int cmd_record(int argc, char **argv)
 					    now - t_exit > (uint64_t)(o.grace_s * 1e9))))
 			break;
 	}
+	read_bye_files(&c, dir);
 	sp_coll_finish(&c);
 	/* Per-run totals: what this run added to each query. */
 	{
