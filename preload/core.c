@@ -434,6 +434,7 @@ uint64_t sp_sql_note(struct sp_thread *t, const char *sql, size_t len)
 
 static uint32_t cached_pid;
 
+/* pid for records written before the thread has its TLS ids */
 static inline uint32_t my_pid(void)
 {
 	if (unlikely(!cached_pid))
@@ -447,6 +448,7 @@ void sp_thread_init(struct sp_thread *t)
 	uint32_t idx = atomic_fetch_add(&thread_index, 1) + 1;
 
 	t->tid = (uint32_t)syscall(SYS_gettid);
+	t->pid = (uint32_t)getpid();
 	/* Repeatable per thread index under SQLPROF_SEED. */
 	t->rng = mix64(sp_cfg.seed + 0x9E3779B97F4A7C15ULL * idx) | 1;
 }
@@ -540,24 +542,7 @@ struct sp_stmt *sp_stmt_adopt(struct sp_thread *t, sqlite3_stmt *st)
  * four counters straight from memory: the same values, 8 loads.
  * status_off < 0 means "use the API" (probe not run yet, or it failed).
  */
-static int status_off = -1;
-
-static inline void status_read(sqlite3_stmt *st, uint32_t v[4])
-{
-	if (likely(status_off >= 0)) {
-		const uint32_t *c = (const uint32_t *)((const char *)st + status_off);
-
-		v[0] = c[SQLITE_STMTSTATUS_FULLSCAN_STEP];
-		v[1] = c[SQLITE_STMTSTATUS_SORT];
-		v[2] = c[SQLITE_STMTSTATUS_AUTOINDEX];
-		v[3] = c[SQLITE_STMTSTATUS_VM_STEP];
-		return;
-	}
-	v[0] = (uint32_t)sp_real.stmt_status(st, SQLITE_STMTSTATUS_FULLSCAN_STEP, 0);
-	v[1] = (uint32_t)sp_real.stmt_status(st, SQLITE_STMTSTATUS_SORT, 0);
-	v[2] = (uint32_t)sp_real.stmt_status(st, SQLITE_STMTSTATUS_AUTOINDEX, 0);
-	v[3] = (uint32_t)sp_real.stmt_status(st, SQLITE_STMTSTATUS_VM_STEP, 0);
-}
+int sp_status_off = -1;
 
 #define PROBE_OPS 8 /* SQLITE_STMTSTATUS_FULLSCAN_STEP (1) .. FILTER_HIT (8) */
 
@@ -649,7 +634,7 @@ static void probe_status_layout(void)
 			goto out;
 	}
 	if (n == 1)
-		status_off = cand[0];
+		sp_status_off = cand[0];
 out:
 	if (st)
 		sp_real.finalize(st);
@@ -691,7 +676,7 @@ static inline void run_link(struct sp_thread *t, struct sp_run *r)
 }
 
 /* First step of an execution: baselines, nesting and the sampling choice. */
-void sp_run_begin(struct sp_thread *t, struct sp_stmt *s, sqlite3_stmt *st)
+void sp_run_begin_slow(struct sp_thread *t, struct sp_stmt *s, sqlite3_stmt *st)
 {
 	struct sp_run *r = &s->run;
 
@@ -702,7 +687,7 @@ void sp_run_begin(struct sp_thread *t, struct sp_stmt *s, sqlite3_stmt *st)
 	r->flags = 0;
 	run_link(t, r);
 	r->db_time = r->nested_time = r->rows = r->stack_id = 0;
-	status_read(st, r->base);
+	sp_status_read(st, r->base);
 	if (unlikely(s->nexec++ == 0) && idset_add(sql_executed, s->sql_id)) {
 		r->flags |= SP_EXEC_FIRST;
 		take_stack(t, r);
@@ -797,7 +782,8 @@ static inline void run_unlink(struct sp_thread *t, struct sp_run *r)
 
 /* End of an execution: DONE, an error, or reset/finalize before DONE
  * (rc == SQLITE_ROW then, and SP_EXEC_ABANDONED is set). */
-void sp_run_end(struct sp_thread *t, struct sp_stmt *s, sqlite3_stmt *st, int rc, uint64_t end)
+void sp_run_end_slow(struct sp_thread *t, struct sp_stmt *s, sqlite3_stmt *st, int rc,
+		     uint64_t end)
 {
 	struct sp_run *r = &s->run;
 	uint32_t now[4], delta[4];
@@ -812,37 +798,11 @@ void sp_run_end(struct sp_thread *t, struct sp_stmt *s, sqlite3_stmt *st, int rc
 		if (!(r->flags & SP_EXEC_SAMPLED))
 			take_stack(t, r);
 	}
-	status_read(st, now);
+	sp_status_read(st, now);
 	delta[0] = now[0] - r->base[0];
 	delta[1] = now[1] - r->base[1];
 	delta[2] = now[2] - r->base[2];
 	delta[3] = now[3] - r->base[3];
-	if (likely((r->flags & ~SP_EXEC_ABANDONED) == 0 && (rc == SQLITE_DONE || rc == SQLITE_ROW) &&
-		   r->rows <= UINT32_MAX)) {
-		/* The common case: a compact record. */
-		struct sp_rec_exec_lite *x = sp_rec_reserve(t, sizeof(*x));
-
-		r->seq = 0;
-		if (unlikely(!x))
-			return;
-		t->ring->execs++;
-		x->h.type = SP_REC_EXEC_LITE;
-		x->h.flags = r->flags;
-		x->h.len = sizeof(*x);
-		x->pid = my_pid();
-		x->tid = t->tid;
-		x->sql_id = s->sql_id;
-		x->wall = end - r->start;
-		x->db_time = r->db_time;
-		x->rows = (uint32_t)r->rows;
-		x->fullscan_steps = delta[0];
-		x->sorts = delta[1];
-		x->autoindex = delta[2];
-		x->vm_steps = delta[3];
-		x->pad = 0;
-		sp_rec_commit(t, sizeof(*x));
-		return;
-	}
 	if (unlikely(rc != SQLITE_DONE && rc != SQLITE_ROW)) {
 		sqlite3 *db = (sqlite3 *)(uintptr_t)s->db;
 		int saved = errno;

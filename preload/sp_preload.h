@@ -133,7 +133,8 @@ struct sp_ring {
 /* Per-thread state, in initial-exec TLS: no allocation on access. */
 struct sp_thread {
 	struct sp_ring *ring;  /* NULL until the thread's first record */
-	uint32_t tid;
+	uint32_t tid;          /* 0 until sp_thread_init (also after fork) */
+	uint32_t pid;          /* set with tid */
 	int guard;             /* >0 while the profiler works: pass through */
 	uint64_t seq;          /* last execution number */
 	uint64_t rng;
@@ -176,8 +177,10 @@ static inline struct sp_stmt *sp_stmt_find(sqlite3_stmt *st)
 struct sp_stmt *sp_stmt_adopt(struct sp_thread *t, sqlite3_stmt *st);
 void sp_stmt_prepared(struct sp_thread *t, sqlite3_stmt *st, uint64_t t0, uint64_t t1);
 void sp_stmt_forget(sqlite3_stmt *st);
-void sp_run_begin(struct sp_thread *t, struct sp_stmt *s, sqlite3_stmt *st);
-void sp_run_end(struct sp_thread *t, struct sp_stmt *s, sqlite3_stmt *st, int rc, uint64_t end);
+void sp_run_begin_slow(struct sp_thread *t, struct sp_stmt *s, sqlite3_stmt *st);
+void sp_run_end_slow(struct sp_thread *t, struct sp_stmt *s, sqlite3_stmt *st, int rc, uint64_t end);
+extern int sp_status_off;     /* offset of SQLite's aCounter[], -1: use the API */
+extern int sp_stream_restart; /* forked child: connect at the next execution */
 void sp_stmt_prepared_text(struct sp_thread *t, sqlite3_stmt *st, const char *sql, size_t len,
 			   uint64_t t0, uint64_t t1);
 uint64_t sp_stream_executions(void);
@@ -232,6 +235,86 @@ void sp_modules_changed(void);  /* resend the map if libraries came or went */
 void sp_modules_maybe_send(void);
 extern atomic_ullong sp_lost;
 extern int sp_stream_dead;
+
+/* Statement counters: fullscan, sort, autoindex, vm steps. See core.c
+ * (probe_status_layout) for why they are read from memory. */
+static inline void sp_status_read(sqlite3_stmt *st, uint32_t v[4])
+{
+	if (likely(sp_status_off >= 0)) {
+		const uint32_t *c = (const uint32_t *)((const char *)st + sp_status_off);
+
+		v[0] = c[SQLITE_STMTSTATUS_FULLSCAN_STEP];
+		v[1] = c[SQLITE_STMTSTATUS_SORT];
+		v[2] = c[SQLITE_STMTSTATUS_AUTOINDEX];
+		v[3] = c[SQLITE_STMTSTATUS_VM_STEP];
+		return;
+	}
+	v[0] = (uint32_t)sp_real.stmt_status(st, SQLITE_STMTSTATUS_FULLSCAN_STEP, 0);
+	v[1] = (uint32_t)sp_real.stmt_status(st, SQLITE_STMTSTATUS_SORT, 0);
+	v[2] = (uint32_t)sp_real.stmt_status(st, SQLITE_STMTSTATUS_AUTOINDEX, 0);
+	v[3] = (uint32_t)sp_real.stmt_status(st, SQLITE_STMTSTATUS_VM_STEP, 0);
+}
+
+/* First step of an execution. The common case (not nested, not the first
+ * execution of its statement, no sampling) is inline; the rest is in
+ * sp_run_begin_slow. */
+static inline void sp_run_begin(struct sp_thread *t, struct sp_stmt *s, sqlite3_stmt *st)
+{
+	struct sp_run *r = &s->run;
+
+	if (unlikely(!t->tid || t->cur || s->nexec == 0 || sp_cfg.rate_threshold ||
+		     sp_stream_restart)) {
+		sp_run_begin_slow(t, s, st);
+		return;
+	}
+	s->nexec++;
+	r->seq = ++t->seq;
+	r->parent = NULL;
+	r->parent_seq = 0;
+	r->flags = 0;
+	r->db_time = r->nested_time = r->rows = r->stack_id = 0;
+	sp_status_read(st, r->base);
+	r->start = sp_now();
+}
+
+/* End of an execution (DONE, an error, or reset/finalize before DONE with
+ * rc == SQLITE_ROW). A plain execution leaves a 64-byte record, inline;
+ * anything else goes to sp_run_end_slow. */
+static inline void sp_run_end(struct sp_thread *t, struct sp_stmt *s, sqlite3_stmt *st, int rc,
+			      uint64_t end)
+{
+	struct sp_run *r = &s->run;
+	struct sp_rec_exec_lite *x;
+	uint32_t now[4];
+
+	if (unlikely((r->flags & ~SP_EXEC_ABANDONED) != 0 || (rc != SQLITE_DONE && rc != SQLITE_ROW) ||
+		     r->rows > UINT32_MAX ||
+		     (sp_cfg.slow_ticks && end - r->start >= sp_cfg.slow_ticks))) {
+		sp_run_end_slow(t, s, st, rc, end);
+		return;
+	}
+	r->seq = 0;
+	x = (struct sp_rec_exec_lite *)sp_rec_reserve(t, sizeof(*x));
+	if (unlikely(!x))
+		return;
+	sp_status_read(st, now);
+	t->ring->execs++;
+	x->h.type = SP_REC_EXEC_LITE;
+	x->h.flags = r->flags;
+	x->h.len = sizeof(*x);
+	x->pid = t->pid;
+	x->tid = t->tid;
+	x->sql_id = s->sql_id;
+	x->wall = end - r->start;
+	x->db_time = r->db_time;
+	x->rows = (uint32_t)r->rows;
+	x->fullscan_steps = now[0] - r->base[0];
+	x->sorts = now[1] - r->base[1];
+	x->autoindex = now[2] - r->base[2];
+	x->vm_steps = now[3] - r->base[3];
+	x->pad = 0;
+	sp_rec_commit(t, sizeof(*x));
+}
 
 /* plan.c */
 void sp_plan_capture(struct sp_thread *t, sqlite3_stmt *st, uint64_t sql_id, uint64_t db);
