@@ -1,0 +1,583 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""bench_run.py - run the benchmark suite of `make bench` and write its
+results as JSON (build/bench/results.json; scripts/bench.sh copies it to
+docs/benchmarks.json and renders docs/benchmarks.md from it).
+
+What it measures, for the workloads in bench/ (trivial, lookup, insert,
+threads, python) under each configuration (no preload; sqlprof at rate 0,
+the default rate and rate 1; a forwarding-only interposer; a trace_v2
+PROFILE preload; ltrace at a reduced size):
+
+  callgrind   instructions of the whole program, once per configuration
+              (deterministic), and the ratio against no preload;
+  wall        the program's own loop time (CLOCK_MONOTONIC, printed on its
+              BENCH line, so the collector's start and stop are excluded)
+              and the whole command's time, median of R runs taken in
+              rounds A B C ... A B C ...; the program's peak RSS, and the
+              collector's (bench/rusage_preload.c);
+  capture     the per-execution cost of taking a 20-frame stack (bench/deep
+              at rate 1 against rate 0) and glibc backtrace() alone;
+  collector   records per second and CPU per record: bench/streamgen blasting
+              EXEC_LITE messages, and the real path (10 M executions of the
+              trivial loop at rate 0);
+  report      `sqlprof report` time and peak RSS on profiles of 10 M
+              executions, and the CLI's RSS at 1 M against 10 M executions.
+
+It never asserts a time: it records them. It does fail (exit 1) when a
+program misbehaves: no BENCH line, a non-zero exit, or a result (check=)
+that differs between configurations.
+
+usage: scripts/bench_run.py [--build DIR] [--out FILE] [--smoke]
+  --smoke   tiny sizes, one round, every program once: for `make check`
+            (tests/integration/t_bench_smoke.sh); seconds, not minutes.
+"""
+import argparse
+import datetime
+import json
+import os
+import platform
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+# Sizes: executions per run (python: loop iterations; threads: per thread).
+FULL = {
+    "rounds": 5,
+    "wall": {"trivial": 1000000, "lookup": 200000, "insert": 200000, "threads": 100000,
+             "python": 100000},
+    "callgrind": {"trivial": 100000, "lookup": 50000, "insert": 50000, "threads": 25000,
+                  "python": 20000},
+    "ltrace": {"trivial": 1000, "lookup": 1000, "insert": 1000, "threads": 250, "python": 500},
+    "capture_n": 200000,
+    "capture_depth": 15,  # recursion levels; backtrace() then returns 20 frames
+    "stream_n": 10000000,
+    "stream_runs": 3,
+    "scale_small": 1000000,
+    "scale_large": 10000000,
+    "report_runs": 5,
+}
+SMOKE = {
+    "rounds": 1,
+    "wall": {"trivial": 300, "lookup": 300, "insert": 300, "threads": 100, "python": 300},
+    "callgrind": {"trivial": 300},
+    "ltrace": {"trivial": 20},
+    "capture_n": 300,
+    "capture_depth": 15,
+    "stream_n": 20000,
+    "stream_runs": 1,
+    "scale_small": 1000,
+    "scale_large": 10000,
+    "report_runs": 1,
+}
+
+WORKLOADS = ["trivial", "lookup", "insert", "threads", "python"]
+CONFIGS = ["none", "fwd", "tracev2", "sqlprof_r0", "sqlprof_default", "sqlprof_r1"]
+CONFIG_TEXT = {
+    "none": "no preload",
+    "fwd": "forwarding interposer (floor)",
+    "tracev2": "trace_v2 PROFILE preload",
+    "sqlprof_r0": "sqlprof, rate 0",
+    "sqlprof_default": "sqlprof, default rate 0.01",
+    "sqlprof_r1": "sqlprof, rate 1",
+    "ltrace": "ltrace -e 'sqlite3_*'",
+}
+TARGETS = {
+    "trivial_ratio_r0": 1.03,
+    "trivial_ratio_default": 1.05,
+    "trivial_ratio_r1": 1.30,
+    "capture_median_ns": 1000,
+    "collector_records_per_s": 1e6,
+    "report_10m_s": 2.0,
+    "cli_rss_growth_10m_over_1m": 1.10,
+}
+
+
+class BenchError(Exception):
+    pass
+
+
+def log(msg):
+    print("bench: " + msg, file=sys.stderr, flush=True)
+
+
+def median(xs):
+    return statistics.median(xs) if xs else None
+
+
+def parse_bench(out):
+    """The fields of the last BENCH line of out, numbers as int."""
+    line = None
+    for ln in out.splitlines():
+        if ln.startswith("BENCH "):
+            line = ln
+    if line is None:
+        return None
+    d = {}
+    for kv in line.split()[1:]:
+        k, _, v = kv.partition("=")
+        d[k] = int(v) if re.fullmatch(r"-?\d+", v) else v
+    return d
+
+
+def read_rusage(path):
+    """RUSAGE lines written by rusage_preload.so, as a list of dicts."""
+    res = []
+    try:
+        with open(path) as f:
+            for ln in f:
+                if ln.startswith("RUSAGE "):
+                    d = dict(kv.split("=", 1) for kv in ln.split()[1:])
+                    res.append({k: (int(v) if re.fullmatch(r"\d+", v) else v)
+                                for k, v in d.items()})
+    except FileNotFoundError:
+        pass
+    return res
+
+
+class Bench:
+    def __init__(self, build, smoke, tmp):
+        self.build = os.path.abspath(build)
+        self.smoke = smoke
+        self.sz = SMOKE if smoke else FULL
+        self.tmp = tmp
+        self.bin = os.path.join(self.build, "bench")
+        self.sqlprof = os.path.join(self.build, "bin", "sqlprof")
+        self.python = sys.executable
+        self.env = {k: v for k, v in os.environ.items()
+                    if k not in ("LD_PRELOAD",) and not k.startswith("SQLPROF_")}
+        for f in [self.sqlprof, os.path.join(self.build, "lib", "libsqlprof.so")]:
+            if not os.path.exists(f):
+                raise BenchError("%s missing (make all)" % f)
+        self.checks = {}
+
+    # ---- commands -------------------------------------------------------
+
+    def argv(self, workload, n):
+        b = self.bin
+        if workload == "trivial":
+            return [b + "/trivial", str(n)]
+        if workload == "lookup":
+            return [b + "/lookup", str(n)] + (["1000"] if self.smoke else [])
+        if workload == "insert":
+            return [b + "/insert", str(n)] + (["100"] if self.smoke else [])
+        if workload == "threads":
+            return [b + "/threads", str(n), "4"]
+        if workload == "python":
+            return [self.python, b + "/workload.py", str(n)]
+        raise ValueError(workload)
+
+    def wrap(self, cfg, argv, prof=None):
+        """(argv, extra env) running argv under configuration cfg."""
+        if cfg == "none":
+            return argv, {}
+        if cfg == "fwd":
+            return argv, {"LD_PRELOAD": self.bin + "/fwd_preload.so"}
+        if cfg == "tracev2":
+            return argv, {"LD_PRELOAD": self.bin + "/tracev2_preload.so",
+                          "TRACEV2_OUT": os.path.join(self.tmp, "tracev2.txt")}
+        if cfg.startswith("sqlprof_"):
+            rate = {"sqlprof_r0": ["--rate", "0"], "sqlprof_default": [],
+                    "sqlprof_r1": ["--rate", "1"]}[cfg]
+            prof = prof or os.path.join(self.tmp, "p.db")
+            return ([self.sqlprof, "record", "-q", "--seed", "1"] + rate + ["-o", prof, "--"]
+                    + argv,
+                    {"LD_PRELOAD": self.bin + "/rusage_preload.so",
+                     "BENCH_RUSAGE_FILE": os.path.join(self.tmp, "rusage.txt")})
+        if cfg == "ltrace":
+            return (["ltrace", "-f", "-e", "sqlite3_*-@libsqlite3.so*", "-o",
+                     os.path.join(self.tmp, "ltrace.out")] + argv, {})
+        raise ValueError(cfg)
+
+    def run(self, argv, extra_env, what, want_bench=True):
+        """Run argv; returns the BENCH fields plus cmd_ns, the collector's
+        rusage (collector_*) when there is one, and stderr."""
+        env = dict(self.env)
+        env.update(extra_env)
+        ru_file = extra_env.get("BENCH_RUSAGE_FILE")
+        if ru_file and os.path.exists(ru_file):
+            os.unlink(ru_file)
+        t0 = time.monotonic_ns()
+        p = subprocess.run(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           text=True, cwd=self.tmp)
+        cmd_ns = time.monotonic_ns() - t0
+        if p.returncode != 0:
+            raise BenchError("%s: %s exited %d: %s" % (what, " ".join(argv), p.returncode,
+                                                       p.stderr.strip()[-2000:]))
+        d = parse_bench(p.stdout) if want_bench else {}
+        if d is None:
+            raise BenchError("%s: no BENCH line from %s (stderr: %s)" %
+                             (what, " ".join(argv), p.stderr.strip()[-2000:]))
+        d["cmd_ns"] = cmd_ns
+        d["stderr"] = p.stderr
+        if ru_file:
+            coll = [r for r in read_rusage(ru_file) if str(r.get("exe", "")).endswith("sqlprof")]
+            if coll:
+                c = coll[-1]
+                d["collector_rss_kb"] = c["maxrss_kb"]
+                d["collector_cpu_ns"] = (c["utime_us"] + c["stime_us"]) * 1000
+        return d
+
+    def check(self, workload, n, d, what):
+        """Every configuration must compute the same result."""
+        key = (workload, n)
+        if "check" not in d:
+            return
+        if key in self.checks and self.checks[key] != d["check"]:
+            raise BenchError("%s: check=%s differs from %s's %s" %
+                             (what, d["check"], workload, self.checks[key]))
+        self.checks.setdefault(key, d["check"])
+
+    # ---- callgrind --------------------------------------------------------
+
+    def callgrind_count(self, workload, cfg, n):
+        argv = ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null"] + \
+            self.argv(workload, n)
+        argv, env = self.wrap(cfg, argv)
+        d = self.run(argv, env, "callgrind %s %s" % (workload, cfg))
+        self.check(workload, n, d, "callgrind %s %s" % (workload, cfg))
+        m = re.search(r"I\s+refs:\s+([\d,]+)", d["stderr"])
+        if not m:
+            raise BenchError("callgrind %s %s: no instruction count" % (workload, cfg))
+        return int(m.group(1).replace(",", ""))
+
+    def callgrind(self, workload):
+        n = self.sz["callgrind"][workload]
+        res = {"n": n, "configs": {}}
+        # The set-up alone (one loop iteration), so the loop's own ratio can
+        # be told from the whole program's.
+        setup = 0 if self.smoke else self.callgrind_count(workload, "none", 1)
+        res["setup_instructions"] = setup
+        base = None
+        for cfg in (["none"] if self.smoke else CONFIGS):
+            c = self.callgrind_count(workload, cfg, n)
+            if cfg == "none":
+                base = c
+            execs = n * 4 if workload == "threads" else (n + n // 10 if workload == "python"
+                                                          else n)
+            res["configs"][cfg] = {
+                "instructions": c,
+                "ratio": round(c / base, 4),
+                "loop_ratio": round((c - setup) / (base - setup), 4) if base > setup else None,
+                "extra_per_execution": round((c - base) / execs, 1),
+            }
+            log("callgrind %-8s %-16s %14d  ratio %.3f" % (workload, cfg, c, c / base))
+        return res
+
+    # ---- wall time -----------------------------------------------------------
+
+    def wall(self, workload, configs, n, rounds, tag):
+        runs = {c: [] for c in configs}
+        for r in range(rounds):
+            for cfg in configs:
+                argv, env = self.wrap(cfg, self.argv(workload, n))
+                d = self.run(argv, env, "%s %s %s" % (tag, workload, cfg))
+                self.check(workload, n, d, "%s %s %s" % (tag, workload, cfg))
+                d.pop("stderr")
+                runs[cfg].append(d)
+        base = runs[configs[0]]
+        bl = median([d["loop_ns"] for d in base])
+        bc = median([d["cmd_ns"] for d in base])
+        brss = median([d["maxrss_kb"] for d in base])
+        res = {"n": n, "executions": base[0]["n"], "rounds": rounds, "configs": {}}
+        for cfg in configs:
+            loop = [d["loop_ns"] for d in runs[cfg]]
+            cmd = [d["cmd_ns"] for d in runs[cfg]]
+            rss = [d["maxrss_kb"] for d in runs[cfg]]
+            e = {
+                "loop_ns": loop,
+                "cmd_ns": cmd,
+                "loop_ns_median": median(loop),
+                "loop_ratio": round(median(loop) / bl, 4),
+                "extra_ns_per_execution": round((median(loop) - bl) / base[0]["n"], 1),
+                "cmd_ns_median": median(cmd),
+                "cmd_ratio": round(median(cmd) / bc, 4),
+                "target_rss_kb": median(rss),
+                "target_rss_delta_kb": median(rss) - brss,
+            }
+            coll = [d["collector_rss_kb"] for d in runs[cfg] if "collector_rss_kb" in d]
+            if coll:
+                e["collector_rss_kb"] = median(coll)
+            res["configs"][cfg] = e
+            log("%s %-8s %-16s loop %8.1f ms ratio %.3f  cmd %8.1f ms  rss %d KB" %
+                (tag, workload, cfg, median(loop) / 1e6, e["loop_ratio"], median(cmd) / 1e6,
+                 median(rss)))
+        return res
+
+    # ---- stack capture -------------------------------------------------------
+
+    def capture(self):
+        n, depth = self.sz["capture_n"], self.sz["capture_depth"]
+        cases = [("backtrace", "none"), ("query", "sqlprof_r0"), ("query", "sqlprof_r1")]
+        runs = {c: [] for c in cases}
+        for r in range(self.sz["rounds"]):
+            for mode, cfg in cases:
+                argv, env = self.wrap(cfg, [self.bin + "/deep", mode, str(n), str(depth)])
+                d = self.run(argv, env, "capture %s %s" % (mode, cfg))
+                runs[(mode, cfg)].append(d)
+        med = {c: {"median_ns": median([d["median_ns"] for d in runs[c]]),
+                   "p99_ns": median([d["p99_ns"] for d in runs[c]]),
+                   "frames": runs[c][0]["frames"]} for c in cases}
+        r0, r1 = med[("query", "sqlprof_r0")], med[("query", "sqlprof_r1")]
+        res = {
+            "n": n, "rounds": self.sz["rounds"], "frames": med[("backtrace", "none")]["frames"],
+            "backtrace": med[("backtrace", "none")],
+            "query_rate0": r0, "query_rate1": r1,
+            "cost_median_ns": r1["median_ns"] - r0["median_ns"],
+            "cost_p99_ns": r1["p99_ns"] - r0["p99_ns"],
+        }
+        log("capture: %d frames, backtrace() %d ns median / %d p99; per execution at rate 1 "
+            "%+d ns median, %+d ns p99 over rate 0" %
+            (res["frames"], res["backtrace"]["median_ns"], res["backtrace"]["p99_ns"],
+             res["cost_median_ns"], res["cost_p99_ns"]))
+        return res
+
+    # ---- collector and report ------------------------------------------------
+
+    def report_cost(self, prof, variants=None):
+        """Time and peak RSS (rusage_preload.so) of sqlprof report on prof,
+        per variant."""
+        variants = variants or {"table": [], "by_site": ["--by", "site"],
+                                "json": ["--format", "json"]}
+        ru_file = os.path.join(self.tmp, "rusage-report.txt")
+        env = dict(self.env, LD_PRELOAD=self.bin + "/rusage_preload.so",
+                   BENCH_RUSAGE_FILE=ru_file)
+        res = {}
+        for name, args in variants.items():
+            times, rss = [], []
+            for _ in range(self.sz["report_runs"]):
+                if os.path.exists(ru_file):
+                    os.unlink(ru_file)
+                t0 = time.monotonic_ns()
+                p = subprocess.run([self.sqlprof, "report"] + args + [prof],
+                                   stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env,
+                                   text=True)
+                times.append(time.monotonic_ns() - t0)
+                if p.returncode != 0:
+                    raise BenchError("sqlprof report %s %s exited %d: %s" %
+                                     (" ".join(args), prof, p.returncode, p.stderr.strip()))
+                ru = read_rusage(ru_file)
+                if ru:
+                    rss.append(ru[-1]["maxrss_kb"])
+            res[name] = {"time_ns_median": median(times), "rss_kb": max(rss) if rss else None}
+        return res
+
+    def collector(self):
+        n = self.sz["stream_n"]
+        prof = os.path.join(self.tmp, "stream.db")
+        runs = []
+        for _ in range(self.sz["stream_runs"]):
+            argv, env = self.wrap("sqlprof_default", [self.bin + "/streamgen", str(n)], prof)
+            runs.append(self.run(argv, env, "streamgen"))
+        cpu = median([d["collector_cpu_ns"] for d in runs])
+        send = median([d["loop_ns"] for d in runs])
+        res = {
+            "streamgen": {
+                "records": n,
+                "runs": len(runs),
+                "send_ns_median": send,
+                "records_per_s_wall": round(n / (send / 1e9)),
+                "collector_cpu_ns_median": cpu,
+                "records_per_s_cpu": round(n / (cpu / 1e9)),
+                "cpu_ns_per_record": round(cpu / n, 1),
+                "collector_rss_kb": median([d["collector_rss_kb"] for d in runs]),
+                "generator_cpu_ns_median": median([d["cpu_ns"] for d in runs]),
+            },
+            "streamgen_report": self.report_cost(prof),
+        }
+        s = res["streamgen"]
+        log("collector (streamgen): %d records, %.2f M/s by wall, %.2f M/s per CPU second, "
+            "%.0f ns CPU per record, RSS %d KB" %
+            (n, s["records_per_s_wall"] / 1e6, s["records_per_s_cpu"] / 1e6,
+             s["cpu_ns_per_record"], s["collector_rss_kb"]))
+        return res
+
+    def scaling(self):
+        """Record the trivial loop at two sizes and two rates: the
+        collector's CPU per record (the real path), its peak RSS, and the
+        report's time and RSS on each profile."""
+        res = {}
+        for label, n in (("small", self.sz["scale_small"]), ("large", self.sz["scale_large"])):
+            for cfg in ("sqlprof_r0",) if self.smoke else ("sqlprof_r0", "sqlprof_default"):
+                prof = os.path.join(self.tmp, "scale-%s-%s.db" % (label, cfg))
+                argv, env = self.wrap(cfg, self.argv("trivial", n), prof)
+                d = self.run(argv, env, "scale %s %s" % (label, cfg))
+                e = {
+                    "executions": n,
+                    "collector_rss_kb": d.get("collector_rss_kb"),
+                    "collector_cpu_ns": d.get("collector_cpu_ns"),
+                    "cpu_ns_per_record": round(d["collector_cpu_ns"] / n, 1),
+                    "records_per_s_cpu": round(n / (d["collector_cpu_ns"] / 1e9)),
+                    "cmd_ns": d["cmd_ns"],
+                    "profile_bytes": os.path.getsize(prof),
+                    "report": self.report_cost(prof),
+                }
+                res["%s_%s" % (cfg, label)] = e
+                log("scale %-6s %-16s %9d execs: collector RSS %d KB, %.0f ns CPU/record; "
+                    "report %.1f ms, RSS %d KB" %
+                    (label, cfg, n, e["collector_rss_kb"], e["cpu_ns_per_record"],
+                     e["report"]["table"]["time_ns_median"] / 1e6, e["report"]["table"]["rss_kb"]))
+                os.unlink(prof)
+        return res
+
+    # ---- everything ------------------------------------------------------------
+
+    def all(self):
+        have_vg = shutil.which("valgrind") is not None
+        have_lt = shutil.which("ltrace") is not None
+        res = {"schema": 1, "smoke": self.smoke, "machine": machine(), "sizes": self.sz,
+               "workloads": {}, "skipped": []}
+        res.update(revision())
+        for w in WORKLOADS:
+            e = {}
+            if w in self.sz["callgrind"]:
+                if have_vg:
+                    e["callgrind"] = self.callgrind(w)
+                else:
+                    res["skipped"].append("callgrind: valgrind not installed")
+            # The smoke test runs every configuration on one workload and one
+            # sqlprof configuration on the others, to stay within seconds.
+            cfgs = CONFIGS if not self.smoke or w == "trivial" else CONFIGS[:3] + [
+                "sqlprof_default"]
+            e["wall"] = self.wall(w, cfgs, self.sz["wall"][w], self.sz["rounds"], "wall")
+            if w in self.sz["ltrace"]:
+                if have_lt:
+                    e["ltrace"] = self.wall(w, ["none", "ltrace"], self.sz["ltrace"][w],
+                                            self.sz["rounds"], "ltrace")
+                else:
+                    res["skipped"].append("ltrace: not installed (scripts/install-deps.sh "
+                                          "--optional)")
+            res["workloads"][w] = e
+        res["capture"] = self.capture()
+        res["collector"] = self.collector()
+        res["scaling"] = self.scaling()
+        res["targets"] = targets(res)
+        res["skipped"] = sorted(set(res["skipped"]))
+        return res
+
+
+def targets(res):
+    """Each target of issue 4 with its measured value and whether it is met
+    (None when it could not be measured)."""
+    t = []
+
+    def add(key, text, value, limit, le=True):
+        met = None if value is None else (value <= limit if le else value >= limit)
+        t.append({"key": key, "target": text, "value": value, "limit": limit, "met": met})
+
+    cg = res["workloads"].get("trivial", {}).get("callgrind", {}).get("configs", {})
+    for cfg, key, text in (("sqlprof_r0", "trivial_ratio_r0", "trivial loop, instructions, rate 0"),
+                           ("sqlprof_default", "trivial_ratio_default",
+                            "trivial loop, instructions, default rate"),
+                           ("sqlprof_r1", "trivial_ratio_r1", "trivial loop, instructions, rate 1")):
+        add(key, text, cg.get(cfg, {}).get("ratio"), TARGETS[key])
+    c = res["capture"]
+    add("capture_median_ns", "stack capture, %d frames, median ns" % c["frames"],
+        c["cost_median_ns"], TARGETS["capture_median_ns"])
+    add("collector_records_per_s", "collector ingest, records/s (per CPU second)",
+        res["collector"]["streamgen"]["records_per_s_cpu"], TARGETS["collector_records_per_s"],
+        le=False)
+    sc = res["scaling"]
+    rep = [v["time_ns_median"] / 1e9 for k in ("sqlprof_r0_large", "sqlprof_default_large")
+           if k in sc for v in sc[k]["report"].values()]
+    add("report_10m_s", "sqlprof report on %d executions, s (slowest variant)" %
+        sc["sqlprof_r0_large"]["executions"], max(rep), TARGETS["report_10m_s"])
+    growth = []
+    for cfg in ("sqlprof_r0", "sqlprof_default"):
+        if cfg + "_large" not in sc:
+            continue
+        s, l = sc[cfg + "_small"], sc[cfg + "_large"]
+        growth.append(l["collector_rss_kb"] / s["collector_rss_kb"])
+        growth.append(l["report"]["table"]["rss_kb"] / s["report"]["table"]["rss_kb"])
+    add("cli_rss_growth_10m_over_1m", "CLI peak RSS, 10x executions over 1x (record and report, "
+        "worst)", round(max(growth), 3), TARGETS["cli_rss_growth_10m_over_1m"])
+    return t
+
+
+def sh(argv):
+    try:
+        return subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+                              cwd=ROOT).stdout.strip()
+    except OSError:
+        return ""
+
+
+def machine():
+    cpu = ""
+    try:
+        with open("/proc/cpuinfo") as f:
+            for ln in f:
+                if ln.startswith("model name"):
+                    cpu = ln.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    try:
+        with open("/sys/devices/system/clocksource/clocksource0/current_clocksource") as f:
+            clock = f.read().strip()
+    except OSError:
+        clock = "?"
+    osname = ""
+    try:
+        with open("/etc/os-release") as f:
+            for ln in f:
+                if ln.startswith("PRETTY_NAME="):
+                    osname = ln.split("=", 1)[1].strip().strip('"')
+    except OSError:
+        pass
+    sqlite = sh(["sqlite3", "--version"]).split(" ")[0] if shutil.which("sqlite3") else "?"
+    return {
+        "cpu": cpu, "cores": os.cpu_count(), "os": osname, "kernel": platform.release(),
+        "glibc": " ".join(os.confstr("CS_GNU_LIBC_VERSION").split()[1:]),
+        "sqlite": sqlite, "gcc": sh(["gcc", "-dumpfullversion"]),
+        "python": platform.python_version(), "clocksource": clock,
+        "valgrind": sh(["valgrind", "--version"]) if shutil.which("valgrind") else None,
+        "ltrace": (sh(["ltrace", "-V"]).splitlines() or [None])[0]
+        if shutil.which("ltrace") else None,
+    }
+
+
+def revision():
+    commit = sh(["git", "rev-parse", "--short", "HEAD"]) or "unknown"
+    dirty = bool(sh(["git", "status", "--porcelain", "--", "preload", "report", "symbolizer"]))
+    return {"commit": commit, "dirty": dirty,
+            "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--build", default=os.environ.get("BUILD", "build"))
+    ap.add_argument("--out")
+    ap.add_argument("--smoke", action="store_true")
+    a = ap.parse_args()
+    out = a.out or os.path.join(a.build, "bench", "results.json")
+    tmp = tempfile.mkdtemp(prefix="sqlprof-bench.")
+    t0 = time.monotonic()
+    try:
+        res = Bench(a.build, a.smoke, tmp).all()
+    except BenchError as e:
+        print("bench: FAILED: %s" % e, file=sys.stderr)
+        return 1
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    res["duration_s"] = round(time.monotonic() - t0, 1)
+    os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
+    with open(out, "w") as f:
+        json.dump(res, f, indent=1, sort_keys=False)
+        f.write("\n")
+    for t in res["targets"]:
+        log("target %-28s %-12s limit %-8s %s" % (t["key"], t["value"], t["limit"],
+                                                  {True: "met", False: "MISSED",
+                                                   None: "not measured"}[t["met"]]))
+    log("results in %s (%.0f s)" % (out, res["duration_s"]))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
