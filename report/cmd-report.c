@@ -10,6 +10,7 @@
 
 #include "attrib.h"
 #include "cmds.h"
+#include "doctor.h"
 #include "profile.h"
 #include "query.h"
 #include "util.h"
@@ -24,6 +25,7 @@ struct report_opts {
 	size_t width;
 	int stacks;
 	int plans;
+	int no_doctor;
 	const char *skip[MAX_SKIP + 1];
 	int nskip;
 };
@@ -45,6 +47,8 @@ static void usage(FILE *f)
 		"                       PATTERN (fnmatch; repeatable), e.g. your database wrapper\n"
 		"      --stacks         print the full symbolized stack of every site\n"
 		"      --plans          print each query's plan (EXPLAIN QUERY PLAN)\n"
+		"      --no-doctor      leave out the query doctor's findings (N+1, re-prepares,\n"
+		"                       full scans, temp B-trees, automatic indexes)\n"
 		"  -h, --help           this text\n"
 		"\n"
 		"examples:\n"
@@ -417,6 +421,7 @@ int cmd_report(int argc, char **argv)
 		{ "skip", required_argument, NULL, 1 },
 		{ "stacks", no_argument, NULL, 2 },
 		{ "plans", no_argument, NULL, 3 },
+		{ "no-doctor", no_argument, NULL, 4 },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -443,6 +448,7 @@ int cmd_report(int argc, char **argv)
 			break;
 		case 2: o.stacks = 1; break;
 		case 3: o.plans = 1; break;
+		case 4: o.no_doctor = 1; break;
 		case 's': o.sort = optarg; break;
 		case 'f': o.format = optarg; break;
 		case 'n':
@@ -513,6 +519,8 @@ int cmd_report(int argc, char **argv)
 	else {
 		print_table(&qs, &o, n, &at);
 		print_errors(db, &at);
+		if (!o.no_doctor)
+			sp_doctor_print(db, &qs, &at, stdout);
 	}
 	sp_qset_free(&qs);
 	sp_attrib_free(&at);

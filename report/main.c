@@ -19,6 +19,8 @@ static const struct {
 } cmds[] = {
 	{ "record", cmd_record, "run a command under the profiler and write a profile" },
 	{ "report", cmd_report, "print per-query totals from a profile" },
+	{ "diff", cmd_diff, "compare two profiles per query and per site" },
+	{ "check", cmd_check, "fail a CI build when queries regress against a baseline" },
 };
 
 static void usage(FILE *f)

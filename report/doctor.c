@@ -1,0 +1,838 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * doctor.c - see doctor.h. The rules, with their defaults and why:
+ *
+ *  n-plus-one  a SELECT (or WITH) fingerprint executed K >= 10 times in a
+ *              row on one thread (queries.max_run; runs table for how many
+ *              runs reached K), with a mean db time under 1 ms. Sentry
+ *              flags >= 5 sequential similar queries, but counts spans of
+ *              any similar query; ours are runs of one fingerprint with
+ *              nothing in between, which a short helper loop (a handful of
+ *              settings, the rows of a small join) also produces, so K is
+ *              doubled to keep those quiet while per-row loops, which run
+ *              tens to thousands of times, are still caught. A slow query
+ *              repeated is a slow query, not an N+1: hence the mean limit.
+ *  reprepare   prepares >= 0.9 x executions with >= 10 executions: the
+ *              statement is prepared (parsed and planned) every time.
+ *  full-scan   the plan reads a table with a bare SCAN (no index) and the
+ *              query steps >= 1000 rows of full scans per execution.
+ *  temp-btree  the plan sorts in a temporary B-tree (ORDER BY, GROUP BY,
+ *              DISTINCT) and each execution reads >= 100 rows.
+ *  auto-index  SQLite built an automatic index (autoindex > 0 or a plan
+ *              line with AUTOMATIC): it does that on every execution.
+ *
+ * Index suggestions are derived only when they are unambiguous: a query
+ * on one table (no join, subquery in FROM or compound), its WHERE equality
+ * columns, then one range column or the ORDER BY / GROUP BY columns; or
+ * the columns SQLite itself chose for an automatic index. Anything else
+ * says "no suggestion" rather than guess.
+ */
+#include <ctype.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "doctor.h"
+#include "util.h"
+
+static const char *const rule_names[SP_RULE_NDOCTOR] = {
+	[SP_RULE_NPLUS1] = "n-plus-one",   [SP_RULE_REPREPARE] = "reprepare",
+	[SP_RULE_FULLSCAN] = "full-scan",  [SP_RULE_TEMPBTREE] = "temp-btree",
+	[SP_RULE_AUTOINDEX] = "auto-index",
+};
+
+#define TEMPBTREE_MIN_ROWS 100
+
+const char *sp_rule_name(enum sp_rule r)
+{
+	return (unsigned)r < SP_RULE_NDOCTOR ? rule_names[r] : "?";
+}
+
+/* ---- plan text ---------------------------------------------------------- */
+
+void sp_plan_foreach(const char *plan, void (*fn)(const char *detail, void *arg), void *arg)
+{
+	char line[1024];
+	const char *p = plan, *nl;
+
+	while (p && *p) {
+		size_t n;
+		const char *d;
+		int bars = 0;
+
+		nl = strchr(p, '\n');
+		n = nl ? (size_t)(nl - p) : strlen(p);
+		if (n >= sizeof(line))
+			n = sizeof(line) - 1;
+		memcpy(line, p, n);
+		line[n] = 0;
+		/* skip "id|parent|" */
+		for (d = line; *d && bars < 2; d++)
+			if (*d == '|')
+				bars++;
+		if (bars == 2 && *d)
+			fn(d, arg);
+		p = nl ? nl + 1 : NULL;
+	}
+}
+
+struct has_ctx {
+	const char *prefix;
+	int found;
+};
+
+static void has_cb(const char *detail, void *arg)
+{
+	struct has_ctx *h = arg;
+
+	if (!strncmp(detail, h->prefix, strlen(h->prefix)))
+		h->found = 1;
+}
+
+int sp_plan_has(const char *plan, const char *prefix)
+{
+	struct has_ctx h = { prefix, 0 };
+
+	if (plan)
+		sp_plan_foreach(plan, has_cb, &h);
+	return h.found;
+}
+
+int sp_plan_access(const char *detail, struct sp_plan_access *a)
+{
+	const char *p = detail, *e;
+	int search;
+	size_t n;
+
+	memset(a, 0, sizeof(*a));
+	if (!strncmp(p, "SCAN ", 5))
+		search = 0;
+	else if (!strncmp(p, "SEARCH ", 7))
+		search = 1;
+	else
+		return 0;
+	p += search ? 7 : 5;
+	if (!strncmp(p, "TABLE ", 6)) /* SQLite before 3.36: "SCAN TABLE t" */
+		p += 6;
+	/* not tables: "SCAN CONSTANT ROW", "SCAN (subquery-1)", "SCAN SUBQUERY 1" */
+	if (*p == '(' || !strncmp(p, "CONSTANT ROW", 12) || !strncmp(p, "SUBQUERY ", 9))
+		return 0;
+	for (e = p; *e && *e != ' '; e++)
+		;
+	n = (size_t)(e - p);
+	if (n == 0 || n >= sizeof(a->name))
+		return 0;
+	memcpy(a->name, p, n);
+	a->name[n] = 0;
+	if (!strncmp(e, " AS ", 4)) { /* older SQLite: "t AS alias" */
+		const char *al = e + 4, *ae;
+
+		for (ae = al; *ae && *ae != ' '; ae++)
+			;
+		if ((size_t)(ae - al) < sizeof(a->name)) {
+			memcpy(a->name, al, (size_t)(ae - al));
+			a->name[ae - al] = 0;
+		}
+		e = ae;
+	}
+	a->automatic = strstr(e, "AUTOMATIC") != NULL;
+	a->indexed = search || strstr(e, " INDEX") != NULL || strstr(e, "PRIMARY KEY") != NULL ||
+		     strstr(e, "VIRTUAL TABLE") != NULL;
+	a->full_scan = !a->indexed;
+	{
+		const char *lp = strchr(e, '('), *rp = lp ? strrchr(lp, ')') : NULL;
+
+		if (lp && rp && (size_t)(rp - lp - 1) < sizeof(a->cols)) {
+			memcpy(a->cols, lp + 1, (size_t)(rp - lp - 1));
+			a->cols[rp - lp - 1] = 0;
+		}
+	}
+	return 1;
+}
+
+/* ---- fingerprint tokens ------------------------------------------------- */
+
+enum { T_WORD, T_KEY, T_PARAM, T_PUNCT, T_OTHER };
+
+struct tok {
+	const char *s;
+	size_t n;
+	int type, depth;
+};
+
+#define MAX_TOK 1024
+
+/* Split a fingerprint into tokens. Keywords are the all-uppercase words
+ * (fingerprinting upper-cases keywords and lower-cases identifiers). */
+static size_t tokenize(const char *s, struct tok *t, size_t max)
+{
+	size_t n = 0;
+	int depth = 0;
+
+	while (*s && n < max) {
+		const char *b = s;
+		int type;
+
+		if (isspace((unsigned char)*s)) {
+			s++;
+			continue;
+		}
+		if (isalpha((unsigned char)*s) || *s == '_') {
+			int upper = 1, letters = 0;
+
+			for (; isalnum((unsigned char)*s) || *s == '_' || *s == '$'; s++) {
+				if (islower((unsigned char)*s))
+					upper = 0;
+				if (isalpha((unsigned char)*s))
+					letters = 1;
+			}
+			type = upper && letters ? T_KEY : T_WORD;
+		} else if (*s == '"' || *s == '`' || *s == '[') {
+			char close = *s == '[' ? ']' : *s;
+
+			for (s++; *s && *s != close; s++)
+				;
+			if (*s)
+				s++;
+			type = T_WORD;
+		} else if (*s == '\'') {
+			for (s++; *s && *s != '\''; s++)
+				;
+			if (*s)
+				s++;
+			type = T_OTHER;
+		} else if (*s == '?') {
+			for (s++; isdigit((unsigned char)*s); s++)
+				;
+			type = T_PARAM;
+		} else if (isdigit((unsigned char)*s)) {
+			for (; isalnum((unsigned char)*s) || *s == '.'; s++)
+				;
+			type = T_OTHER;
+		} else if (strchr("<>!=", *s) && strchr("<>=", s[1])) {
+			s += 2;
+			type = T_PUNCT;
+		} else {
+			s++;
+			type = T_PUNCT;
+		}
+		if (type == T_PUNCT && *b == ')')
+			depth--;
+		t[n++] = (struct tok){ b, (size_t)(s - b), type, depth };
+		if (type == T_PUNCT && *b == '(')
+			depth++;
+	}
+	return n;
+}
+
+static int is(const struct tok *t, const char *w)
+{
+	return t->n == strlen(w) && !strncmp(t->s, w, t->n);
+}
+
+static int tokeq(const struct tok *t, const char *s)
+{
+	return t->n == strlen(s) && !strncmp(t->s, s, t->n);
+}
+
+static void tokcpy(char *out, size_t len, const struct tok *t)
+{
+	size_t n = t->n < len - 1 ? t->n : len - 1;
+
+	memcpy(out, t->s, n);
+	out[n] = 0;
+}
+
+/* Table behind a plan name (a table or an alias): look for
+ * "FROM|JOIN|, table [AS] name" anywhere in the fingerprint. */
+static void resolve_alias(const struct tok *t, size_t n, const char *name, char *out, size_t len)
+{
+	size_t i;
+
+	snprintf(out, len, "%s", name);
+	for (i = 0; i + 1 < n; i++) {
+		size_t j = i + 1;
+
+		if (!(is(&t[i], "FROM") || is(&t[i], "JOIN") || is(&t[i], ",")) || t[j].type != T_WORD)
+			continue;
+		while (j + 2 < n && is(&t[j + 1], ".") && t[j + 2].type == T_WORD)
+			j += 2; /* schema.table */
+		if (j + 1 < n && is(&t[j + 1], "AS") && j + 2 < n && tokeq(&t[j + 2], name)) {
+			tokcpy(out, len, &t[j]);
+			return;
+		}
+		if (j + 1 < n && t[j + 1].type == T_WORD && tokeq(&t[j + 1], name)) {
+			tokcpy(out, len, &t[j]);
+			return;
+		}
+	}
+}
+
+struct cols {
+	char c[8][64];
+	int n;
+};
+
+static void cols_add(struct cols *c, const struct tok *t)
+{
+	char buf[64];
+	int i;
+
+	tokcpy(buf, sizeof(buf), t);
+	if (!strcmp(buf, "rowid") || !strcmp(buf, "oid") || !strcmp(buf, "_rowid_"))
+		return;
+	for (i = 0; i < c->n; i++)
+		if (!strcmp(c->c[i], buf))
+			return;
+	if (c->n < 8)
+		snprintf(c->c[c->n++], sizeof(c->c[0]), "%s", buf);
+}
+
+/* A column reference at t[i]: "col" or "q.col" with q the table or its
+ * alias. Returns the index of the column token, or -1. */
+static long colref(const struct tok *t, size_t n, size_t i, const char *table, const char *alias)
+{
+	if (i >= n || t[i].type != T_WORD)
+		return -1;
+	if (i + 2 < n && is(&t[i + 1], ".") && t[i + 2].type == T_WORD) {
+		if (tokeq(&t[i], table) || (alias[0] && tokeq(&t[i], alias)))
+			return (long)i + 2;
+		return -1;
+	}
+	if (i + 1 < n && is(&t[i + 1], "(")) /* a function call */
+		return -1;
+	return (long)i;
+}
+
+/* Columns of "ORDER BY|GROUP BY col [ASC|DESC] [NULLS FIRST|LAST], ...";
+ * all or nothing. */
+static void list_cols(const struct tok *t, size_t n, size_t i, const char *table, const char *alias,
+		      struct cols *out)
+{
+	struct cols c = { .n = 0 };
+
+	for (;;) {
+		long k = colref(t, n, i, table, alias);
+
+		if (k < 0)
+			return;
+		cols_add(&c, &t[k]);
+		i = (size_t)k + 1;
+		while (i < n && (is(&t[i], "ASC") || is(&t[i], "DESC") || is(&t[i], "NULLS") ||
+				 is(&t[i], "FIRST") || is(&t[i], "LAST") || is(&t[i], "COLLATE") ||
+				 (i > 0 && is(&t[i - 1], "COLLATE"))))
+			i++;
+		if (i < n && is(&t[i], ",") && t[i].depth == 0) {
+			i++;
+			continue;
+		}
+		break;
+	}
+	if (i < n && t[i].depth == 0 && !is(&t[i], ";") && !is(&t[i], "LIMIT") &&
+	    !is(&t[i], "HAVING") && !is(&t[i], "ORDER") && !is(&t[i], "WINDOW"))
+		return;
+	for (int k = 0; k < c.n; k++)
+		snprintf(out->c[out->n < 8 ? out->n++ : 7], sizeof(out->c[0]), "%s", c.c[k]);
+}
+
+static void write_index(char *buf, size_t len, const char *table, const struct cols *c)
+{
+	char name[96];
+	size_t o;
+	int i;
+
+	o = (size_t)snprintf(name, sizeof(name), "%s", table);
+	for (i = 0; i < c->n && o < sizeof(name) - 1; i++)
+		o += (size_t)snprintf(name + o, sizeof(name) - o, "_%s", c->c[i]);
+	for (o = 0; name[o]; o++)
+		if (!isalnum((unsigned char)name[o]) && name[o] != '_')
+			name[o] = '_';
+	o = (size_t)snprintf(buf, len, "CREATE INDEX %s ON %s(", name, table);
+	for (i = 0; i < c->n && o < len; i++)
+		o += (size_t)snprintf(buf + o, len - o, "%s%s", i ? ", " : "", c->c[i]);
+	if (o < len)
+		snprintf(buf + o, len - o, ");");
+}
+
+/* The automatic index's columns, from the plan's "(a=? AND b>?)". */
+static int auto_cols(const char *s, struct cols *c)
+{
+	while (*s) {
+		const char *b;
+		char buf[64];
+		size_t n;
+
+		while (*s == ' ')
+			s++;
+		if (!strncmp(s, "AND ", 4)) {
+			s += 4;
+			continue;
+		}
+		b = s;
+		while (*s && (isalnum((unsigned char)*s) || *s == '_'))
+			s++;
+		n = (size_t)(s - b);
+		if (!n || n >= sizeof(buf))
+			return c->n;
+		memcpy(buf, b, n);
+		buf[n] = 0;
+		if (c->n < 8)
+			snprintf(c->c[c->n++], sizeof(c->c[0]), "%s", buf);
+		while (*s && *s != ' ')
+			s++;
+	}
+	return c->n;
+}
+
+int sp_doctor_suggest_index(const char *fingerprint, const struct sp_plan_access *a, char *buf,
+			    size_t len)
+{
+	static struct tok t[MAX_TOK];
+	char table[128], alias[128] = "";
+	struct cols eq = { .n = 0 }, range = { .n = 0 }, order = { .n = 0 };
+	size_t n = tokenize(fingerprint, t, MAX_TOK), i, from = 0, after;
+	int found_from = 0;
+
+	resolve_alias(t, n, a->name, table, sizeof(table));
+	if (a->automatic && a->cols[0]) {
+		struct cols c = { .n = 0 };
+
+		if (auto_cols(a->cols, &c)) {
+			write_index(buf, len, table, &c);
+			return 1;
+		}
+	}
+	if (n == 0 || n == MAX_TOK)
+		goto none;
+	/* one table: SELECT ... FROM t [AS a] / UPDATE t / DELETE FROM t */
+	for (i = 0; i < n; i++) {
+		if (t[i].depth == 0 &&
+		    (is(&t[i], "UNION") || is(&t[i], "EXCEPT") || is(&t[i], "INTERSECT") ||
+		     is(&t[i], "JOIN")))
+			goto none;
+		if (!found_from && t[i].depth == 0 &&
+		    (is(&t[i], "FROM") || (i == 0 && is(&t[i], "UPDATE")))) {
+			found_from = 1;
+			from = i + 1;
+		}
+	}
+	if (is(&t[0], "WITH") || !found_from)
+		goto none;
+	if (is(&t[0], "UPDATE"))
+		while (from < n && (is(&t[from], "OR") || is(&t[from], "ROLLBACK") ||
+				    is(&t[from], "ABORT") || is(&t[from], "REPLACE") ||
+				    is(&t[from], "FAIL") || is(&t[from], "IGNORE")))
+			from++;
+	if (from >= n || t[from].type != T_WORD)
+		goto none;
+	after = from + 1;
+	while (after + 1 < n && is(&t[after], ".") && t[after + 1].type == T_WORD)
+		after += 2, from += 2;
+	if (!tokeq(&t[from], table))
+		goto none; /* the scanned table is not the query's table */
+	if (after < n && is(&t[after], "AS"))
+		after++;
+	if (after < n && t[after].type == T_WORD)
+		tokcpy(alias, sizeof(alias), &t[after++]);
+	while (after < n && (is(&t[after], "INDEXED") || is(&t[after], "NOT") || is(&t[after], "BY") ||
+			     (t[after].type == T_WORD && is(&t[after - 1], "BY"))))
+		after++;
+	if (after < n && (is(&t[after], ",") || is(&t[after], "(")))
+		goto none;
+	/* WHERE conjuncts */
+	for (i = after; i < n; i++) {
+		if (t[i].depth != 0)
+			continue;
+		if (is(&t[i], "WHERE")) {
+			size_t c = i + 1;
+
+			while (c < n) {
+				size_t e = c;
+				int between = 0;
+				long k;
+
+				while (e < n && !(t[e].depth == 0 &&
+						  ((is(&t[e], "AND") && !between) || is(&t[e], "GROUP") ||
+						   is(&t[e], "ORDER") || is(&t[e], "LIMIT") ||
+						   is(&t[e], "RETURNING") || is(&t[e], "WINDOW") ||
+						   is(&t[e], ";")))) {
+					if (t[e].depth == 0 && is(&t[e], "OR")) {
+						/* a disjunction: no single index */
+						eq.n = range.n = 0;
+						goto order;
+					}
+					if (is(&t[e], "BETWEEN"))
+						between = 1;
+					else if (is(&t[e], "AND"))
+						between = 0;
+					e++;
+				}
+				/* col = ? | col IS ? | col IN (...) | ? = col | range */
+				k = colref(t, e, c, table, alias);
+				if (k >= 0 && (size_t)k + 1 < e) {
+					const struct tok *op = &t[k + 1];
+
+					/* compared with a value, not with another column */
+					int value = (size_t)k + 3 == e && t[k + 2].type != T_WORD;
+
+					if ((is(op, "=") || is(op, "==") || is(op, "IS")) && value)
+						cols_add(&eq, &t[k]);
+					else if (is(op, "IN") && is(&t[k + 2], "("))
+						cols_add(&eq, &t[k]);
+					else if ((is(op, "<") || is(op, "<=") || is(op, ">") ||
+						  is(op, ">=")) && value)
+						cols_add(&range, &t[k]);
+					else if (is(op, "BETWEEN"))
+						cols_add(&range, &t[k]);
+				} else if (c + 3 == e && t[c].type == T_PARAM && is(&t[c + 1], "=") &&
+					   (k = colref(t, e, c + 2, table, alias)) >= 0) {
+					cols_add(&eq, &t[k]);
+				}
+				if (e >= n || !is(&t[e], "AND"))
+					break;
+				c = e + 1;
+			}
+		}
+	}
+order:
+	for (i = after; i + 2 < n; i++)
+		if (t[i].depth == 0 && (is(&t[i], "ORDER") || is(&t[i], "GROUP")) &&
+		    is(&t[i + 1], "BY")) {
+			list_cols(t, n, i + 2, table, alias, &order);
+			break;
+		}
+	{
+		struct cols all = eq;
+		int k;
+
+		if (range.n) {
+			if (all.n < 8)
+				snprintf(all.c[all.n++], sizeof(all.c[0]), "%s", range.c[0]);
+		} else {
+			for (k = 0; k < order.n; k++) {
+				struct tok ft = { order.c[k], strlen(order.c[k]), T_WORD, 0 };
+
+				cols_add(&all, &ft);
+			}
+		}
+		if (all.n == 0)
+			goto none;
+		write_index(buf, len, table, &all);
+		return 1;
+	}
+none:
+	snprintf(buf, len, "no suggestion (not a single-table query with simple WHERE/ORDER BY columns)");
+	return 0;
+}
+
+/* ---- findings ----------------------------------------------------------- */
+
+void sp_doctor_site(const struct sp_attrib *at, int64_t fp_id, int kind_exec, char *buf,
+		    size_t len)
+{
+	const struct sp_qsite *best = NULL;
+	size_t j;
+
+	for (j = 0; at && j < at->nqs; j++) {
+		const struct sp_qsite *q = &at->qs[j];
+
+		if (q->fp_id != fp_id || q->kind_exec != kind_exec)
+			continue;
+		if (!best || q->samples > best->samples ||
+		    (q->samples == best->samples && best->site < 0 && q->site >= 0))
+			best = q;
+	}
+	if (!best)
+		snprintf(buf, len, "(no stack sample)");
+	else if (best->site < 0)
+		snprintf(buf, len, "(unattributed: no frame outside SQLite)");
+	else
+		snprintf(buf, len, "%s (%s:%d)", at->sites[best->site].function,
+			 at->sites[best->site].file, at->sites[best->site].line);
+}
+
+static struct sp_finding *add(struct sp_findings *fs, enum sp_rule rule, const struct sp_qrow *q,
+			      const struct sp_attrib *at)
+{
+	struct sp_finding *f;
+
+	if (fs->n == fs->cap) {
+		size_t nc = fs->cap ? fs->cap * 2 : 16;
+		struct sp_finding *nf = realloc(fs->f, nc * sizeof(*nf));
+
+		if (!nf)
+			return NULL;
+		fs->f = nf;
+		fs->cap = nc;
+	}
+	f = &fs->f[fs->n++];
+	memset(f, 0, sizeof(*f));
+	f->rule = rule;
+	f->q = q;
+	sp_doctor_site(at, q->fp_id, !strcmp(q->kind, "exec"), f->site, sizeof(f->site));
+	return f;
+}
+
+static int is_select(const char *fp)
+{
+	while (*fp == ' ' || *fp == '(')
+		fp++;
+	return !strncmp(fp, "SELECT", 6) || !strncmp(fp, "WITH", 4) || !strncmp(fp, "VALUES", 6);
+}
+
+static uint64_t runs_at_least(sqlite3 *db, int64_t fp_id, const char *kind, uint64_t k, int *exact)
+{
+	sqlite3_stmt *st;
+	uint64_t v = 0;
+
+	*exact = 0;
+	if (!db || sqlite3_prepare_v2(db,
+				      "SELECT COALESCE(SUM(count), 0), MIN(min_len >= ?3) FROM runs"
+				      " WHERE fp_id = ?1 AND kind = ?2 AND max_len >= ?3",
+				      -1, &st, NULL) != SQLITE_OK)
+		return 0;
+	sqlite3_bind_int64(st, 1, fp_id);
+	sqlite3_bind_text(st, 2, kind, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 3, (sqlite3_int64)k);
+	if (sqlite3_step(st) == SQLITE_ROW) {
+		v = (uint64_t)sqlite3_column_int64(st, 0);
+		*exact = sqlite3_column_type(st, 1) == SQLITE_NULL || sqlite3_column_int(st, 1);
+	}
+	sqlite3_finalize(st);
+	return v;
+}
+
+static uint64_t distinct_texts(sqlite3 *db, int64_t fp_id)
+{
+	sqlite3_stmt *st;
+	uint64_t v = 0;
+
+	if (!db || sqlite3_prepare_v2(db, "SELECT COUNT(*) FROM statements WHERE fp_id = ?", -1, &st,
+				      NULL) != SQLITE_OK)
+		return 0;
+	sqlite3_bind_int64(st, 1, fp_id);
+	if (sqlite3_step(st) == SQLITE_ROW)
+		v = (uint64_t)sqlite3_column_int64(st, 0);
+	sqlite3_finalize(st);
+	return v;
+}
+
+struct scan_ctx {
+	const struct sp_qrow *q;
+	struct sp_plan_access first_scan, first_auto;
+	int nscan, nauto;
+	char scans[256], autos[256];
+	const char *temp; /* first "USE TEMP B-TREE ..." line */
+	char tempbuf[128];
+};
+
+static void scan_cb(const char *detail, void *arg)
+{
+	struct scan_ctx *s = arg;
+	struct sp_plan_access a;
+	size_t o;
+
+	if (!strncmp(detail, "USE TEMP B-TREE", 15) && !s->temp) {
+		snprintf(s->tempbuf, sizeof(s->tempbuf), "%s", detail);
+		s->temp = s->tempbuf;
+		return;
+	}
+	if (!sp_plan_access(detail, &a))
+		return;
+	if (a.full_scan) {
+		if (!s->nscan++)
+			s->first_scan = a;
+		o = strlen(s->scans);
+		snprintf(s->scans + o, sizeof(s->scans) - o, "%s\"%s\"", o ? ", " : "", detail);
+	}
+	if (a.automatic) {
+		if (!s->nauto++)
+			s->first_auto = a;
+		o = strlen(s->autos);
+		snprintf(s->autos + o, sizeof(s->autos) - o, "%s\"%s\"", o ? ", " : "", detail);
+	}
+}
+
+int sp_doctor_find(sqlite3 *db, const struct sp_qset *qs, const struct sp_attrib *at,
+		   const struct sp_doctor_opts *o, struct sp_findings *out)
+{
+	size_t i;
+	char b1[32], b2[32];
+
+	memset(out, 0, sizeof(*out));
+	for (i = 0; i < qs->n; i++) {
+		const struct sp_qrow *q = &qs->rows[i];
+		struct scan_ctx sc;
+		struct sp_finding *f;
+		int stmt = !strcmp(q->kind, "stmt");
+
+		if (!q->count || q->fp_id == 0)
+			continue;
+		/* N+1 */
+		if (stmt && q->max_run >= o->nplus1_min_run && q->mean_ns < o->nplus1_max_mean_ns &&
+		    is_select(q->fingerprint)) {
+			int exact;
+			uint64_t nr = runs_at_least(db, q->fp_id, q->kind, o->nplus1_min_run, &exact);
+
+			if (!(f = add(out, SP_RULE_NPLUS1, q, at)))
+				goto nomem;
+			if (nr)
+				snprintf(f->evidence, sizeof(f->evidence),
+					 "%llu consecutive executions on one thread at most; %s%llu run%s"
+					 " of >= %llu; %llu executions in all, mean %s",
+					 (unsigned long long)q->max_run, exact ? "" : "about ",
+					 (unsigned long long)nr, nr == 1 ? "" : "s",
+					 (unsigned long long)o->nplus1_min_run,
+					 (unsigned long long)q->count,
+					 sp_fmt_ns(b1, sizeof(b1), q->mean_ns));
+			else
+				snprintf(f->evidence, sizeof(f->evidence),
+					 "%llu consecutive executions on one thread at most;"
+					 " %llu executions in all, mean %s",
+					 (unsigned long long)q->max_run, (unsigned long long)q->count,
+					 sp_fmt_ns(b1, sizeof(b1), q->mean_ns));
+			snprintf(f->suggestion, sizeof(f->suggestion),
+				 "fetch the rows in one query (a JOIN, or WHERE ... IN (...)) instead of"
+				 " one query per row of the caller's loop");
+		}
+		/* re-prepare churn */
+		if (stmt && q->count >= o->reprepare_min_execs &&
+		    (double)q->prepares >= o->reprepare_ratio * (double)q->count) {
+			uint64_t texts = distinct_texts(db, q->fp_id);
+
+			if (!(f = add(out, SP_RULE_REPREPARE, q, at)))
+				goto nomem;
+			snprintf(f->evidence, sizeof(f->evidence),
+				 "%llu prepares for %llu executions; %s preparing vs %s executing",
+				 (unsigned long long)q->prepares, (unsigned long long)q->count,
+				 sp_fmt_ns(b1, sizeof(b1), (double)q->prepare_ns),
+				 sp_fmt_ns(b2, sizeof(b2), (double)q->total_ns));
+			if (texts > 1)
+				snprintf(f->suggestion, sizeof(f->suggestion),
+					 "%llu distinct SQL texts share this fingerprint: bind parameters"
+					 " instead of writing values into the SQL, and keep the statement"
+					 " (sqlite3_reset + sqlite3_bind_* between executions)",
+					 (unsigned long long)texts);
+			else
+				snprintf(f->suggestion, sizeof(f->suggestion),
+					 "keep the prepared statement and reuse it (sqlite3_reset +"
+					 " sqlite3_bind_* instead of finalize + prepare), or use a"
+					 " statement cache");
+		}
+		if (!q->plan && !q->autoindex)
+			continue;
+		memset(&sc, 0, sizeof(sc));
+		sc.q = q;
+		if (q->plan)
+			sp_plan_foreach(q->plan, scan_cb, &sc);
+		/* full scans of big tables */
+		if (sc.nscan && (double)q->fullscan_steps / (double)q->count >=
+					(double)o->fullscan_min_rows) {
+			if (!(f = add(out, SP_RULE_FULLSCAN, q, at)))
+				goto nomem;
+			snprintf(f->evidence, sizeof(f->evidence),
+				 "plan %s; %llu full-scan steps in %llu executions (%.0f rows per"
+				 " execution)",
+				 sc.scans, (unsigned long long)q->fullscan_steps,
+				 (unsigned long long)q->count,
+				 (double)q->fullscan_steps / (double)q->count);
+			sp_doctor_suggest_index(q->fingerprint, &sc.first_scan, f->suggestion,
+						sizeof(f->suggestion));
+		}
+		/* temp B-trees */
+		if (sc.temp && (double)(q->rows > q->fullscan_steps ? q->rows : q->fullscan_steps) /
+					       (double)q->count >=
+				       TEMPBTREE_MIN_ROWS) {
+			struct sp_plan_access a;
+
+			if (!(f = add(out, SP_RULE_TEMPBTREE, q, at)))
+				goto nomem;
+			snprintf(f->evidence, sizeof(f->evidence),
+				 "plan \"%s\"; %llu sorts in %llu executions, %llu rows returned,"
+				 " %llu full-scan steps",
+				 sc.temp, (unsigned long long)q->sorts, (unsigned long long)q->count,
+				 (unsigned long long)q->rows, (unsigned long long)q->fullscan_steps);
+			/* the table read: the first scanned or searched one */
+			memset(&a, 0, sizeof(a));
+			if (sc.nscan)
+				a = sc.first_scan;
+			else if (sc.nauto)
+				a = sc.first_auto;
+			if (a.name[0]) {
+				a.automatic = 0;
+				sp_doctor_suggest_index(q->fingerprint, &a, f->suggestion,
+							sizeof(f->suggestion));
+			} else {
+				snprintf(f->suggestion, sizeof(f->suggestion),
+					 "no suggestion (an index matching the ORDER BY / GROUP BY"
+					 " would avoid the sort)");
+			}
+		}
+		/* automatic indexes */
+		if (q->autoindex || sc.nauto) {
+			if (!(f = add(out, SP_RULE_AUTOINDEX, q, at)))
+				goto nomem;
+			if (sc.nauto)
+				snprintf(f->evidence, sizeof(f->evidence),
+					 "plan %s; %llu rows inserted into automatic indexes in %llu"
+					 " executions",
+					 sc.autos, (unsigned long long)q->autoindex,
+					 (unsigned long long)q->count);
+			else
+				snprintf(f->evidence, sizeof(f->evidence),
+					 "%llu rows inserted into automatic indexes in %llu executions",
+					 (unsigned long long)q->autoindex, (unsigned long long)q->count);
+			if (sc.nauto)
+				sp_doctor_suggest_index(q->fingerprint, &sc.first_auto, f->suggestion,
+							sizeof(f->suggestion));
+			else
+				snprintf(f->suggestion, sizeof(f->suggestion),
+					 "no suggestion (no plan captured; SQLite builds this index on"
+					 " every execution: create a permanent one on the join column)");
+		}
+	}
+	return 0;
+nomem:
+	sp_findings_free(out);
+	return -1;
+}
+
+void sp_findings_free(struct sp_findings *fs)
+{
+	free(fs->f);
+	memset(fs, 0, sizeof(*fs));
+}
+
+void sp_doctor_print_text(const struct sp_findings *fs, FILE *f)
+{
+	size_t i;
+
+	if (!fs->n)
+		return;
+	fprintf(f, "\n# query doctor: %zu finding%s\n", fs->n, fs->n == 1 ? "" : "s");
+	for (i = 0; i < fs->n; i++) {
+		const struct sp_finding *x = &fs->f[i];
+		char *sql = sp_shorten(x->q->fingerprint, 100);
+
+		if (sql)
+			sp_one_line(sql);
+		fprintf(f, "%-10s  %s%s\n", sp_rule_name(x->rule),
+			strcmp(x->q->kind, "exec") ? "" : "[exec] ", sql ? sql : "?");
+		fprintf(f, "            at %s\n", x->site);
+		fprintf(f, "            evidence: %s\n", x->evidence);
+		fprintf(f, "            suggestion: %s\n", x->suggestion);
+		free(sql);
+	}
+}
+
+void sp_doctor_print(sqlite3 *db, const struct sp_qset *qs, const struct sp_attrib *at, FILE *f)
+{
+	struct sp_doctor_opts o = SP_DOCTOR_DEFAULTS;
+	struct sp_findings fs;
+
+	if (sp_doctor_find(db, qs, at, &o, &fs) < 0) {
+		fprintf(f, "\n# query doctor: out of memory\n");
+		return;
+	}
+	sp_doctor_print_text(&fs, f);
+	sp_findings_free(&fs);
+}
