@@ -11,38 +11,15 @@
 
 #include "export.h"
 
-#define NAME_MAX_BYTES 200
-
 static void us(FILE *f, uint64_t ns)
 {
 	fprintf(f, "%" PRIu64 ".%03u", ns / 1000, (unsigned)(ns % 1000));
 }
 
-/* Executable of a process, for its name ("pid N" when unknown). */
-static const char *proc_name(struct sp_export *x, uint64_t pid, char *buf, size_t len)
-{
-	sqlite3_stmt *st;
-	const char *r = NULL;
-
-	snprintf(buf, len, "pid %" PRIu64, pid);
-	if (sqlite3_prepare_v2(x->db, "SELECT exe FROM processes WHERE pid = ?", -1, &st, NULL) !=
-	    SQLITE_OK)
-		return buf;
-	sqlite3_bind_int64(st, 1, (sqlite3_int64)pid);
-	if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_text(st, 0)) {
-		const char *e = (const char *)sqlite3_column_text(st, 0), *b = strrchr(e, '/');
-
-		snprintf(buf, len, "%s", b ? b + 1 : e);
-		r = buf;
-	}
-	sqlite3_finalize(st);
-	return r ? r : buf;
-}
-
 int sp_export_chrome(FILE *f, struct sp_export *x)
 {
 	uint64_t lastpid = 0;
-	char pname[256];
+	const char *pname = "";
 	size_t i;
 	int first = 1;
 
@@ -55,7 +32,10 @@ int sp_export_chrome(FILE *f, struct sp_export *x)
 			fprintf(f, "%s\n{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":%" PRIu64
 				   ",\"tid\":%" PRIu64 ",\"args\":{\"name\":",
 				first ? "" : ",", t->pid, t->pid);
-			sp_json_str(f, proc_name(x, t->pid, pname, sizeof(pname)));
+			pname = sp_export_proc_name(x, t->pid);
+			if (!pname)
+				return -1;
+			sp_json_str(f, pname);
 			fputs("}}", f);
 			first = 0;
 			lastpid = t->pid;
@@ -72,7 +52,7 @@ int sp_export_chrome(FILE *f, struct sp_export *x)
 	}
 	for (i = 0; i < x->nev; i++) {
 		const struct sp_xevent *e = &x->ev[i];
-		const char *name = e->q ? sp_export_query_label(x, e->q, NAME_MAX_BYTES) : "<unknown query>";
+		const char *name = sp_export_qname(x, e->q);
 
 		if (!name)
 			return -1;

@@ -13,6 +13,13 @@
 
 #define FLAME_SQL_MAX 300 /* bytes of a fingerprint shown as a flame leaf */
 
+static const char *base_name(const char *p)
+{
+	const char *s = strrchr(p, '/');
+
+	return s ? s + 1 : p;
+}
+
 const struct sp_frame sp_export_nostack = {
 	.module = "", .function = "[no stack recorded]", .file = "??", .line = 0, .inlined = 0,
 };
@@ -119,13 +126,6 @@ void sp_xml_str(FILE *f, const char *s)
 	free(c);
 }
 
-static const char *base_name(const char *p)
-{
-	const char *s = strrchr(p, '/');
-
-	return s ? s + 1 : p;
-}
-
 static int is_sqlprof_frame(const struct sp_frame *f)
 {
 	return !strncmp(base_name(f->module), "libsqlprof.so", 13);
@@ -166,6 +166,35 @@ const char *sp_export_query_label(struct sp_export *x, const struct sp_qrow *q, 
 	t = asprintf(&c, "[exec] %s", s) < 0 ? NULL : c;
 	free(s);
 	return sp_export_own(x, t);
+}
+
+const char *sp_export_qname(struct sp_export *x, const struct sp_qrow *q)
+{
+	size_t i;
+
+	if (!q)
+		return "<unknown query>";
+	i = (size_t)(q - x->qs.rows);
+	if (!x->qnames[i])
+		x->qnames[i] = sp_export_query_label(x, q, 200);
+	return x->qnames[i];
+}
+
+const char *sp_export_proc_name(struct sp_export *x, uint64_t pid)
+{
+	sqlite3_stmt *st;
+	char *r = NULL;
+
+	if (sqlite3_prepare_v2(x->db, "SELECT exe FROM processes WHERE pid = ?", -1, &st, NULL) ==
+	    SQLITE_OK) {
+		sqlite3_bind_int64(st, 1, (sqlite3_int64)pid);
+		if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_text(st, 0))
+			r = sp_export_utf8(base_name((const char *)sqlite3_column_text(st, 0)));
+		sqlite3_finalize(st);
+	}
+	if (!r && asprintf(&r, "pid %llu", (unsigned long long)pid) < 0)
+		r = NULL;
+	return sp_export_own(x, r);
 }
 
 const char *sp_export_site_label(struct sp_export *x, int site)
@@ -547,7 +576,8 @@ static int load_events(struct sp_export *x, struct hmap *qm, char *err, size_t e
 	}
 	if (rc != SQLITE_DONE)
 		goto sqlerr;
-	qsort(x->ev, x->nev, sizeof(*x->ev), cmp_event);
+	if (x->nev > 1)
+		qsort(x->ev, x->nev, sizeof(*x->ev), cmp_event);
 	for (i = 0; i < x->nev; i++) {
 		if (!x->nth || x->th[x->nth - 1].pid != x->ev[i].pid ||
 		    x->th[x->nth - 1].tid != x->ev[i].tid) {
@@ -599,6 +629,9 @@ int sp_export_load(struct sp_export *x, const char *path, const char *const *ski
 	if (sp_qset_load(x->db, &x->qs, err, errlen) < 0)
 		goto out;
 	sp_qset_sort(&x->qs, "total");
+	x->qnames = calloc(x->qs.n + 1, sizeof(*x->qnames));
+	if (!x->qnames)
+		goto nomem;
 	if (sp_attrib_load(x->db, skip, &x->at, err, errlen) < 0)
 		goto out;
 	for (i = 0; i < x->qs.n; i++) {
@@ -643,6 +676,7 @@ void sp_export_free(struct sp_export *x)
 	free(x->xs);
 	free(x->ev);
 	free(x->th);
+	free(x->qnames);
 	for (i = 0; i < x->nstrs; i++)
 		free(x->strs[i]);
 	free(x->strs);

@@ -74,7 +74,8 @@ int sp_export_csv(FILE *f, struct sp_export *x)
 			cr[k].total_ns += s->est_total_ns;
 			cr[k].self_ns += s->est_self_ns;
 		}
-		qsort(cr, n, sizeof(*cr), cmp_crow);
+		if (n > 1)
+			qsort(cr, n, sizeof(*cr), cmp_crow);
 		for (k = 0; k < n; k++) {
 			const struct sp_site *st = cr[k].site >= 0 ? &x->at.sites[cr[k].site] : NULL;
 			double frac = q->count ? cr[k].count / (double)q->count : 0;

@@ -81,6 +81,7 @@ struct sp_export {
 	struct sp_xthread *th;
 	size_t nth;
 	uint64_t events_dropped;
+	const char **qnames; /* sp_export_qname cache, one per qs row */
 	char **strs; /* strings owned by the export */
 	size_t nstrs, strs_cap;
 };
@@ -99,6 +100,10 @@ void sp_export_free(struct sp_export *x);
  * UTF-8 becomes U+FFFD in both. */
 const char *sp_export_frame_label(struct sp_export *x, const struct sp_frame *f);
 const char *sp_export_query_label(struct sp_export *x, const struct sp_qrow *q, size_t max);
+/* Query label shortened to 200 bytes, cached per query (event names). */
+const char *sp_export_qname(struct sp_export *x, const struct sp_qrow *q);
+/* Base name of a process's executable, or "pid N". */
+const char *sp_export_proc_name(struct sp_export *x, uint64_t pid);
 /* Site of an attrib site index, as "function (file:line)" or "(unattributed)". */
 const char *sp_export_site_label(struct sp_export *x, int site);
 /* Keep s (malloc'd) until sp_export_free; returns s, or NULL (and frees s)

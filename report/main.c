@@ -21,6 +21,7 @@ static const struct {
 	{ "report", cmd_report, "print per-query totals from a profile" },
 	{ "diff", cmd_diff, "compare two profiles per query and per site" },
 	{ "check", cmd_check, "fail a CI build when queries regress against a baseline" },
+	{ "export", cmd_export, "write a profile as a flamegraph, trace, CSV or HTML" },
 };
 
 static void usage(FILE *f)
