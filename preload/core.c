@@ -347,6 +347,8 @@ static void *map_zero(size_t len)
  */
 struct sp_stmt *sp_stmts;
 
+static void stale_run_end(struct sp_thread *t, struct sp_stmt *s);
+
 static struct sp_stmt *stmt_insert(sqlite3_stmt *st)
 {
 	uint64_t i = sp_stmt_hash(st);
@@ -358,8 +360,17 @@ static struct sp_stmt *stmt_insert(sqlite3_stmt *st)
 	for (n = 0; n < STMT_MAX_PROBE; n++, i = (i + 1) & (STMT_N - 1)) {
 		uintptr_t k = atomic_load_explicit(&sp_stmts[i].key, memory_order_acquire);
 
-		if (k == key)
-			return &sp_stmts[i]; /* stale entry of a freed statement */
+		if (k == key) {
+			/* A statement SQLite freed itself (sqlite3VdbeFinalize
+			 * inside schema loading), its memory now reused: start
+			 * afresh. An execution it left open is reported first. */
+			struct sp_stmt *s = &sp_stmts[i];
+
+			if (s->run.seq)
+				stale_run_end(&sp_tls, s);
+			memset((char *)s + sizeof(s->key), 0, sizeof(*s) - sizeof(s->key));
+			return s;
+		}
 		if (k == 0 || k == 1) {
 			/* Fill the slot before publishing the key. */
 			if (atomic_compare_exchange_strong(&sp_stmts[i].key, &k, (uintptr_t)2)) {
@@ -477,7 +488,7 @@ static void stmt_fill(struct sp_thread *t, struct sp_stmt *s, sqlite3_stmt *st, 
 	else if (text)
 		s->sql_id = sp_sql_note(t, text, len);
 	else
-		s->sql_id = sp_sql_note(t, "<statement without SQL text>", 29);
+		s->sql_id = sp_sql_note(t, "<statement without SQL text>", 28);
 	s->db = sp_real.db_handle ? (uint64_t)(uintptr_t)sp_real.db_handle(st) : 0;
 }
 
@@ -824,13 +835,30 @@ void sp_run_end_slow(struct sp_thread *t, struct sp_stmt *s, sqlite3_stmt *st, i
 
 void sp_exec_begin(struct sp_thread *t, struct sp_run *r, uint64_t sql_id)
 {
-	(void)sql_id;
 	if (unlikely(!t->tid))
 		sp_thread_init(t);
 	memset(r, 0, sizeof(*r));
 	run_link(t, r);
-	if (sample_now(t))
+	if (idset_add(sql_executed, sql_id)) {
+		r->flags |= SP_EXEC_FIRST;
 		take_stack(t, r);
+	} else if (sample_now(t)) {
+		take_stack(t, r);
+	}
+}
+
+/* An execution whose statement SQLite freed without our finalize shim:
+ * end it without reading counters from memory that is no longer it. */
+static void stale_run_end(struct sp_thread *t, struct sp_stmt *s)
+{
+	static const uint32_t zero[4];
+	struct sp_run *r = &s->run;
+
+	if (!t->tid)
+		sp_thread_init(t);
+	r->flags |= SP_EXEC_ABANDONED | SP_EXEC_STATUS_RESET;
+	emit_exec(t, r, s->sql_id, s->db, SQLITE_OK, r->start + r->db_time, zero, SP_KIND_STMT);
+	r->seq = 0;
 }
 
 void sp_exec_end(struct sp_thread *t, struct sp_run *r, uint64_t sql_id, sqlite3 *db, int rc,
@@ -859,17 +887,22 @@ void sp_exec_end(struct sp_thread *t, struct sp_run *r, uint64_t sql_id, sqlite3
 /* ------------------------------------------------------------------ */
 /* Stacks                                                              */
 
+int sp_use_cfi_unwinder;
+
 /* Text range of libsqlprof itself: leading frames inside it are dropped. */
 static uintptr_t self_lo, self_hi;
 
 uint64_t sp_stack_capture(struct sp_thread *t)
 {
-	void *pcs[SP_STACK_MAX + 8];
-	int n, skip = 0, depth, i;
+	uintptr_t pcs[SP_STACK_MAX + 8];
+	int n = -1, skip = 0, depth, i;
 	uint64_t h = 0xcbf29ce484222325ULL;
 
-	n = backtrace(pcs, sp_cfg.depth + 8);
-	while (skip < n && (uintptr_t)pcs[skip] >= self_lo && (uintptr_t)pcs[skip] < self_hi)
+	if (sp_use_cfi_unwinder)
+		n = sp_unwind(pcs, sp_cfg.depth + 8);
+	if (n < 0) /* not ours to unwind (signal frame, no CFI): libgcc's */
+		n = backtrace((void **)pcs, sp_cfg.depth + 8);
+	while (skip < n && pcs[skip] >= self_lo && pcs[skip] < self_hi)
 		skip++;
 	depth = n - skip;
 	if (depth > sp_cfg.depth)
@@ -983,6 +1016,17 @@ __attribute__((constructor)) static void sp_init(void)
 		return;
 	dl_iterate_phdr(self_range_cb, (void *)(uintptr_t)&sp_init);
 	backtrace(warm, 4);
+	{
+		const char *u = getenv("SQLPROF_UNWIND");
+
+		if (u && !strcmp(u, "libgcc"))
+			sp_use_cfi_unwinder = 0;
+		else if (u && *u && strcmp(u, "cfi")) {
+			warn_bad("SQLPROF_UNWIND", u, "expected cfi or libgcc");
+			sp_use_cfi_unwinder = sp_unwind_init() == 0;
+		} else
+			sp_use_cfi_unwinder = sp_unwind_init() == 0;
+	}
 	if (sp_clock_tsc)
 		sp_cfg.slow_ticks = (uint64_t)((double)sp_cfg.slow_ticks * sp_tsc_per_ns());
 	sp_proc_pid = (uint32_t)getpid();

@@ -327,4 +327,9 @@ int sp_plan_once(uint64_t db, uint64_t sql_id); /* 1 the first time */
 uint64_t sp_stack_capture(struct sp_thread *t);
 void sp_stack_sets_reset(void); /* fork child: stacks are resent per pid */
 
+/* unwind.c: cached CFI unwinder; -1 means "use backtrace()". */
+int sp_unwind_init(void);
+int sp_unwind(uintptr_t *pcs, int max);
+extern int sp_use_cfi_unwinder;
+
 #endif /* SP_PRELOAD_H */

@@ -754,6 +754,12 @@ void sp_stream_exit(void)
 	memset(&b, 0, sizeof(b));
 	sp_tls.guard++;
 	flush_all(0, 1);
+	if (sock_fd < 0 && !sp_stream_dead && atomic_load(&sp_lost) == 0) {
+		/* Nothing was ever sent (a forked child that made no query):
+		 * there is no process to say goodbye for. */
+		sp_tls.guard--;
+		return;
+	}
 	b.h.type = SP_REC_BYE;
 	b.h.len = sizeof(b);
 	b.pid = (uint32_t)getpid();

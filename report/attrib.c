@@ -36,9 +36,13 @@ static int user_skip(const struct sp_frame *f, const char *const *skip)
 	return 0;
 }
 
+/* A frame is unknown when its pc lies in no module we know. A frame in a
+ * known module without symbols is a site of its own ("??" in that
+ * module): passing over it would credit an outer caller - in a stripped
+ * program, main or libc - with a query it did not issue. */
 static int unknown(const struct sp_frame *f)
 {
-	return !strcmp(f->function, "??") && !strcmp(f->file, "??");
+	return !strcmp(f->module, "??") || !*f->module;
 }
 
 static int site_intern(struct sp_attrib *a, const struct sp_frame *f)

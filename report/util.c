@@ -127,6 +127,33 @@ const char *sp_fmt_ns(char *buf, size_t len, double ns)
 	return buf;
 }
 
+/* Length of the valid UTF-8 sequence starting at p (a byte >= 0x80), or
+ * 0 when it is not one (overlong, surrogate, truncated, > U+10FFFF). */
+static size_t utf8_len(const unsigned char *p)
+{
+	unsigned c = p[0];
+	size_t n, i;
+	uint32_t cp;
+
+	if (c >= 0xc2 && c <= 0xdf)
+		n = 2, cp = c & 0x1f;
+	else if (c >= 0xe0 && c <= 0xef)
+		n = 3, cp = c & 0x0f;
+	else if (c >= 0xf0 && c <= 0xf4)
+		n = 4, cp = c & 0x07;
+	else
+		return 0;
+	for (i = 1; i < n; i++) {
+		if ((p[i] & 0xc0) != 0x80)
+			return 0;
+		cp = (cp << 6) | (p[i] & 0x3f);
+	}
+	if ((n == 3 && (cp < 0x800 || (cp >= 0xd800 && cp <= 0xdfff))) ||
+	    (n == 4 && (cp < 0x10000 || cp > 0x10ffff)))
+		return 0;
+	return n;
+}
+
 void sp_json_str(FILE *f, const char *s)
 {
 	const unsigned char *p = (const unsigned char *)(s ? s : "");
@@ -143,10 +170,20 @@ void sp_json_str(FILE *f, const char *s)
 		case '>': fputs("\\u003e", f); break;
 		case '&': fputs("\\u0026", f); break;
 		default:
-			if (*p < 0x20 || *p == 0x7f)
+			if (*p < 0x20 || *p == 0x7f) {
 				fprintf(f, "\\u%04x", *p);
-			else
+			} else if (*p < 0x80) {
 				fputc(*p, f);
+			} else {
+				size_t n = utf8_len(p);
+
+				if (n) { /* a valid sequence: copy it */
+					fwrite(p, 1, n, f);
+					p += n - 1;
+				} else { /* JSON is UTF-8: a stray byte becomes U+FFFD */
+					fputs("\\ufffd", f);
+				}
+			}
 		}
 	}
 	fputc('"', f);
