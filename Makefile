@@ -9,6 +9,8 @@
 #   SANITIZE=           e.g. address,undefined: build everything with -fsanitize
 #   BUILD=build         output directory
 #   BENCH_N=100000      executions in the overhead workload (make bench)
+#   FUZZ_SECONDS=60     how long `make fuzz` runs each fuzz target
+#   FUZZ_CC=clang       compiler for the fuzz targets (libFuzzer)
 #
 # Targets: all check demo bench install clean help (make help).
 
@@ -126,6 +128,28 @@ bench: deps
 	@$(MAKE) --no-print-directory all progs
 	@BUILD=$(BUILD) BENCH_N=$(BENCH_N) scripts/bench.sh
 
+# Fuzzing: libFuzzer targets (tests/fuzz/) for the stream decoder and the
+# profile readers, built with clang, ASan and UBSan, with the CLI and
+# symbolizer sources compiled in; scripts/fuzz.sh runs each for
+# FUZZ_SECONDS, starting from the seeds in tests/fuzz/corpus/.
+FUZZ_CC ?= clang
+FUZZ_SECONDS ?= 60
+FUZZ_DIR := $(BUILD)/fuzz
+FUZZ_CFLAGS := -std=gnu11 -O1 -g -D_GNU_SOURCE -DSQLPROF_VERSION=\"$(VERSION)\" \
+	-Ipreload -Ireport -Isymbolizer -fsanitize=fuzzer,address,undefined \
+	-fno-sanitize-recover=undefined
+FUZZ_BIN := $(FUZZ_DIR)/fuzz_stream $(FUZZ_DIR)/fuzz_profile
+
+$(FUZZ_DIR)/fuzz_%: tests/fuzz/fuzz_%.c $(CLI_SRC) $(SYM_SRC) $(wildcard report/*.h symbolizer/*.h preload/sp_wire.h)
+	@mkdir -p $(@D)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -o $@ $< $(CLI_SRC) $(SYM_SRC) $(LIBS)
+
+.PHONY: fuzz
+fuzz: deps
+	@scripts/install-deps.sh --optional
+	@$(MAKE) --no-print-directory $(FUZZ_BIN)
+	@scripts/fuzz.sh $(FUZZ_DIR) $(FUZZ_SECONDS)
+
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/sqlprof $(DESTDIR)$(PREFIX)/share/man/man1
 	install -m 0755 $(SQLPROF) $(DESTDIR)$(PREFIX)/bin/sqlprof
@@ -140,6 +164,7 @@ help:
 	@echo "make check      install missing packages, build, run unit and integration tests"
 	@echo "make demo       install missing packages, build, profile an example program, print a report"
 	@echo "make bench      callgrind instruction overhead of the preload (slow)"
+	@echo "make fuzz       run the libFuzzer targets FUZZ_SECONDS (60) each (tests/fuzz/)"
 	@echo "make install    install into DESTDIR/PREFIX (default /usr/local)"
 	@echo "make clean      remove $(BUILD)/"
-	@echo "Variables: PREFIX DESTDIR CC CFLAGS SANITIZE BUILD BENCH_N (see the top of the Makefile)"
+	@echo "Variables: PREFIX DESTDIR CC CFLAGS SANITIZE BUILD BENCH_N FUZZ_SECONDS FUZZ_CC (see the top of the Makefile)"

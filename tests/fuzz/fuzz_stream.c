@@ -1,0 +1,96 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * fuzz_stream.c - libFuzzer target for the collector's stream decoder
+ * (report/collect.c, sp_coll_message), the code that reads what profiled
+ * processes send and so treats every byte as hostile.
+ *
+ * Each input is used twice, on fresh collectors:
+ *  1. whole, as one message (peer pid 0: not checked);
+ *  2. as a sequence of messages, each prefixed by its length as a
+ *     little-endian uint32 (a length running past the input takes what is
+ *     left), with the peer pid taken from the first message's header, as
+ *     the collector does with SO_PEERCRED.
+ * After the messages, the collector's end-of-recording steps run
+ * (sp_coll_finish, the loss and execution totals) and every SQL text it
+ * kept is fingerprinted, as the profile writer would. The profile writer
+ * itself (file I/O, symbolizer) is not run here: see fuzz_profile.c for
+ * the reading side.
+ *
+ * Seeds: tests/fuzz/corpus/stream/, captured from real recordings by
+ * tests/fuzz/make_corpus.py.
+ */
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "collect.h"
+#include "fingerprint.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static void finish(struct sp_coll *c)
+{
+	size_t it = 0;
+	const void *key;
+	struct sp_sql *s;
+	volatile uint64_t sink;
+
+	sp_coll_finish(c);
+	sink = sp_coll_lost(c) + sp_coll_executions(c);
+	(void)sink;
+	while ((s = hmap_next(&c->sqls, &it, &key))) {
+		uint64_t id;
+		char *fp;
+
+		if (!s->text)
+			continue;
+		fp = sp_fingerprint(s->text, strlen(s->text), &id);
+		free(fp);
+	}
+	sp_coll_free(c);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct sp_coll c;
+	size_t off = 0;
+	uint32_t peer = 0;
+
+	/* 1. One message. The decoder may keep no pointer into it, so hand
+	 * it an exact-size copy: ASan then catches any over-read. */
+	{
+		uint8_t *m = malloc(size ? size : 1);
+
+		if (!m)
+			return 0;
+		memcpy(m, data, size);
+		sp_coll_init(&c);
+		sp_coll_message(&c, m, size, 0);
+		finish(&c);
+		free(m);
+	}
+
+	/* 2. Length-prefixed messages. */
+	sp_coll_init(&c);
+	while (size - off >= 4) {
+		uint32_t len;
+		uint8_t *m;
+
+		memcpy(&len, data + off, 4);
+		off += 4;
+		if (len > size - off)
+			len = (uint32_t)(size - off);
+		if (!peer && len >= 12)
+			memcpy(&peer, data + off + 8, 4); /* sp_msg_hdr.pid */
+		m = malloc(len ? len : 1);
+		if (!m)
+			break;
+		memcpy(m, data + off, len);
+		sp_coll_message(&c, m, len, peer);
+		free(m);
+		off += len;
+	}
+	finish(&c);
+	return 0;
+}
