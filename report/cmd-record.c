@@ -420,14 +420,16 @@ int cmd_record(int argc, char **argv)
 
 		if (!pf)
 			goto out;
-		pf[0].fd = exited ? -1 : lfd;
+		/* Keep accepting after the command exits: a descendant's
+		 * connection may still wait in the listen backlog. */
+		pf[0].fd = lfd;
 		pf[0].events = POLLIN;
 		for (i = 0; i < ncl; i++) {
 			pf[i + 1].fd = cl[i].fd;
 			pf[i + 1].events = POLLIN;
 		}
 		n = poll(pf, ncl + 1, 100);
-		if (n > 0 && (pf[0].revents & POLLIN)) {
+		if ((n > 0 && (pf[0].revents & POLLIN)) || exited) {
 			for (;;) {
 				int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
 				struct ucred cr;

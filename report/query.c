@@ -215,7 +215,8 @@ int sp_qset_sort(struct sp_qset *qs, const char *key)
 	for (i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
 		if (!strcmp(key, keys[i].name)) {
 			sort_off = keys[i].off;
-			qsort(qs->rows, qs->n, sizeof(*qs->rows), cmp_rows);
+			if (qs->n)
+				qsort(qs->rows, qs->n, sizeof(*qs->rows), cmp_rows);
 			return 0;
 		}
 	return -1;

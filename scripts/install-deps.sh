@@ -9,7 +9,10 @@
 #               (ltrace, hyperfine, clang, protobuf-compiler).
 set -euo pipefail
 
+# The tests also use protoc (Perfetto export decoding) and headless
+# Chromium (the HTML export's browser test); both are Debian packages.
 required=(build-essential pkg-config libsqlite3-dev sqlite3 libdw-dev libelf-dev
+          protobuf-compiler chromium
           check elfutils python3 binutils valgrind)
 optional=(ltrace clang libclang-rt-14-dev protobuf-compiler)
 
