@@ -16,7 +16,9 @@
  *    `record --repeat`): per fingerprint, the per-run mean db times of both
  *    sides differ by a two-sided Mann-Whitney U test at alpha = 0.05 AND the
  *    candidate's median is more than --max-time-increase above the
- *    baseline's. With fewer runs time is printed, never judged: a single
+ *    baseline's, and the added time is at least --min-time-share of the
+ *    baseline's db time per run (many tiny queries tested at once would
+ *    otherwise each get their 5% chance of a false alarm). With fewer runs time is printed, never judged: a single
  *    noisy run never fails a build on time alone.
  */
 #include <getopt.h>
@@ -77,6 +79,7 @@ struct check_opts {
 	const char *format;
 	const char *junit;
 	double max_count, max_vm, max_time; /* percent; < 0: off */
+	double min_time_share;              /* percent of the baseline's db time per run */
 	unsigned fail_on;
 	const char *skip[MAX_SKIP + 1];
 	int nskip;
@@ -114,6 +117,8 @@ static void usage(FILE *f)
 		"      --max-time-increase P    median time per execution may grow by P%% (default 10);\n"
 		"                               judged only with >= %d runs a side, and only when a\n"
 		"                               two-sided Mann-Whitney U test gives p < %.2f\n"
+		"      --min-time-share P       judge the time of a query only if its added time is\n"
+		"                               >= P%% of the baseline's db time per run (default 1)\n"
 		"      --fail-on RULES          comma-separated, default new-query,plan-change,\n"
 		"                               new-fullscan,n-plus-one,reprepare,temp-btree,auto-index;\n"
 		"                               also full-scan (doctor: big-table scans), all, none\n"
@@ -229,6 +234,10 @@ static int judge(const struct check_opts *o, const struct sp_side *base, const s
 	struct regression *g;
 	size_t i;
 	char x[32], y[32];
+	double base_ns = 0; /* the baseline's db time per run (self: nothing twice) */
+
+	for (i = 0; i < base->agg.n; i++)
+		base_ns += (double)base->agg.rows[i].self_ns;
 
 	for (i = 0; i < d->nq; i++) {
 		const struct sp_qdiff *q = &d->q[i];
@@ -284,7 +293,9 @@ static int judge(const struct check_opts *o, const struct sp_side *base, const s
 				 o->max_vm);
 		}
 		if (q->base && q->time_tested && o->max_time >= 0 && q->p_value < ALPHA &&
-		    q->t_median[1] > q->t_median[0] * (1 + o->max_time / 100.0)) {
+		    q->t_median[1] > q->t_median[0] * (1 + o->max_time / 100.0) &&
+		    (q->t_median[1] - q->t_median[0]) * (double)q->m[1][SP_M_COUNT] >=
+			    o->min_time_share / 100.0 * base_ns) {
 			if (!(g = add(res, q, R_TIME, base, cand)))
 				return -1;
 			snprintf(g->detail, sizeof(g->detail),
@@ -331,9 +342,12 @@ static void timing_note(char *buf, size_t len, const struct sp_side *base, const
 	else
 		snprintf(buf, len,
 			 "time judged on %zu queries: Mann-Whitney U over %llu vs %llu runs,"
-			 " alpha %.2f",
+			 " alpha %.2f%s",
 			 res->timed, (unsigned long long)base->total_runs,
-			 (unsigned long long)cand->total_runs, ALPHA);
+			 (unsigned long long)cand->total_runs, ALPHA,
+			 base->total_runs == 3 || cand->total_runs == 3 ?
+				 " (with 3 runs a side p cannot go below 0.1: record 5 or more)" :
+				 "");
 }
 
 static void print_text(const struct sp_side *base, const struct sp_side *cand,
@@ -578,12 +592,13 @@ int cmd_check(int argc, char **argv)
 		{ "fail-on", required_argument, NULL, 4 },
 		{ "junit", required_argument, NULL, 5 },
 		{ "skip", required_argument, NULL, 6 },
+		{ "min-time-share", required_argument, NULL, 7 },
 		{ "format", required_argument, NULL, 'f' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct check_opts o = { .format = "text", .max_count = 0, .max_vm = 10, .max_time = 10,
-				.fail_on = DEFAULT_FAIL_ON };
+				.min_time_share = 1, .fail_on = DEFAULT_FAIL_ON };
 	struct sp_doctor_opts dopt = SP_DOCTOR_DEFAULTS;
 	struct sp_side base, cand;
 	struct sp_findings fb = { 0 }, fc = { 0 };
@@ -628,6 +643,13 @@ int cmd_check(int argc, char **argv)
 				return SP_EXIT_USAGE;
 			}
 			o.skip[o.nskip++] = optarg;
+			break;
+		case 7:
+			if (sp_parse_double(optarg, 0, 100, &o.min_time_share) < 0) {
+				fprintf(stderr, "sqlprof check: --min-time-share wants a percentage 0..100, not '%s'\n",
+					optarg);
+				return SP_EXIT_USAGE;
+			}
 			break;
 		case 'f': o.format = optarg; break;
 		case 'h': usage(stdout); return SP_EXIT_OK;

@@ -483,8 +483,8 @@ int sp_doctor_suggest_index(const char *fingerprint, const struct sp_plan_access
 						cols_add(&range, &t[k]);
 					else if (is(op, "BETWEEN"))
 						cols_add(&range, &t[k]);
-				} else if (c + 3 == e && t[c].type == T_PARAM && is(&t[c + 1], "=") &&
-					   (k = colref(t, e, c + 2, table, alias)) >= 0) {
+				} else if (c + 2 < e && t[c].type == T_PARAM && is(&t[c + 1], "=") &&
+					   (k = colref(t, e, c + 2, table, alias)) >= 0 && (size_t)k + 1 == e) {
 					cols_add(&eq, &t[k]);
 				}
 				if (e >= n || !is(&t[e], "AND"))
