@@ -487,6 +487,11 @@ int cmd_record(int argc, char **argv)
 				exited = 1;
 				t_exit = now;
 				child_pid = 0;
+				/* One more round of accept before deciding to
+				 * stop: a descendant that exited before the
+				 * command may have connected after our last
+				 * accept. */
+				continue;
 			}
 		}
 		if (tty && now - last_draw > 250000000u) {
