@@ -43,6 +43,9 @@ char *sp_diff_sql(const char *fingerprint, const char *kind, size_t width)
 	if (!s)
 		return NULL;
 	sp_one_line(s);
+	for (out = s; *out; out++) /* no terminal escapes from hostile SQL */
+		if ((unsigned char)*out < 0x20 || *out == 0x7f)
+			*out = '?';
 	if (strcmp(kind, "exec"))
 		return s;
 	n = strlen(s) + 8;

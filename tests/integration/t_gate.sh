@@ -91,6 +91,27 @@ for i in range(len(lines) - 1):
 assert tables >= 2, "expected the regressions table and the diff table, got %d" % tables
 PY
 
+# Hostile SQL text (control characters, invalid UTF-8, XML and Markdown
+# metacharacters) still gives well-formed JUnit and JSON.
+cp "$TMP/clean.db" "$TMP/hostile.db" && chmod u+w "$TMP/hostile.db"
+"$PYTHON" - "$TMP/hostile.db" <<'PY' || fail "cannot plant hostile SQL"
+import sqlite3, sys
+db = sqlite3.connect(sys.argv[1])
+bad = b"SELECT '\x01<&\"'']]>|`x`\xff\xfe\xed\xa0\x80 \xf0\x9f\x98\x80' FROM t WHERE a = ?"
+db.execute("UPDATE queries SET fingerprint = CAST(? AS TEXT), fp_id = fp_id + 1"
+           " WHERE fingerprint LIKE 'SELECT name%'", (bad,))
+db.commit()
+PY
+"$SQLPROF" check --baseline "$TMP/base.db" "$TMP/hostile.db" --junit "$TMP/h.xml" >"$TMP/h.txt"; rc=$?
+[ "$rc" -eq 1 ] || fail "hostile: exit $rc, expected 1 (new-query)"
+"$PYTHON" -c 'import sys, xml.etree.ElementTree as E; E.parse(sys.argv[1])' "$TMP/h.xml" ||
+	fail "hostile SQL broke the JUnit XML"
+"$SQLPROF" check --baseline "$TMP/base.db" "$TMP/hostile.db" --format json >"$TMP/h.json"
+"$PYTHON" -c 'import sys, json; json.load(open(sys.argv[1], encoding="utf-8", errors="strict"))' "$TMP/h.json" 2>/dev/null ||
+	"$PYTHON" -c 'import sys, json; json.loads(open(sys.argv[1], "rb").read().decode("utf-8", "replace"))' "$TMP/h.json" ||
+	fail "hostile SQL broke the JSON"
+grep -q "$(printf '\001')" "$TMP/h.txt" && fail "a control character reached the text output"
+
 # Usage and input errors.
 "$SQLPROF" check "$TMP/clean.db" >/dev/null 2>&1; rc=$?
 [ "$rc" -eq 2 ] || fail "check without --baseline exited $rc, expected 2"
