@@ -270,6 +270,23 @@ static int judge(const struct check_opts *o, const struct sp_side *base, const s
 				 (unsigned long long)q->m[1][SP_M_FULLSCAN],
 				 q->plan_note[0] ? "; plan: " : "", q->plan_note);
 		}
+		/* doctor findings the baseline does not have (before the thresholds:
+		 * the first regression of a query is its JUnit failure type) */
+		for (r = 0; r < R_N; r++) {
+			int dr = doctor_rule(r);
+			const struct sp_finding *f;
+
+			if (dr < 0 || !(o->fail_on & (1u << r)))
+				continue;
+			f = find_finding(fc, dr, q->fp_id, q->kind);
+			if (!f || has_finding(fb, dr, q->fp_id, q->kind))
+				continue;
+			if (!(g = add(res, q, r, base, cand)))
+				return -1;
+			snprintf(g->detail, sizeof(g->detail), "%s; suggestion: %s", f->evidence,
+				 f->suggestion);
+			snprintf(g->site, sizeof(g->site), "%s", f->site);
+		}
 		if (q->base && pct_over(q->m[0][SP_M_COUNT], q->m[1][SP_M_COUNT], o->max_count)) {
 			if (!(g = add(res, q, R_COUNT, base, cand)))
 				return -1;
@@ -305,22 +322,6 @@ static int judge(const struct check_opts *o, const struct sp_side *base, const s
 				 sp_fmt_ns(y, sizeof(y), q->t_median[1]),
 				 (q->t_median[1] - q->t_median[0]) * 100 / q->t_median[0], o->max_time,
 				 q->p_value, ALPHA, q->nt[0], q->nt[1]);
-		}
-		/* doctor findings the baseline does not have */
-		for (r = 0; r < R_N; r++) {
-			int dr = doctor_rule(r);
-			const struct sp_finding *f;
-
-			if (dr < 0 || !(o->fail_on & (1u << r)))
-				continue;
-			f = find_finding(fc, dr, q->fp_id, q->kind);
-			if (!f || has_finding(fb, dr, q->fp_id, q->kind))
-				continue;
-			if (!(g = add(res, q, r, base, cand)))
-				return -1;
-			snprintf(g->detail, sizeof(g->detail), "%s; suggestion: %s", f->evidence,
-				 f->suggestion);
-			snprintf(g->site, sizeof(g->site), "%s", f->site);
 		}
 		if (res->n > before)
 			res->nfailing++;
