@@ -296,7 +296,14 @@ static int write_all(sqlite3 *db, struct sp_coll *c, const struct sp_meta *m, ch
 		if (!fi)
 			goto nomem;
 		fi->text = text;
-		fi->fingerprint = sp_fingerprint(text, strlen(text), &fi->fp_id);
+		if (text[0] == '<' && text[strlen(text) - 1] == '>' &&
+		    !strcmp(text, "<statement without SQL text>")) {
+			/* the preload's placeholder: keep it readable */
+			fi->fingerprint = strdup(text);
+			fi->fp_id = sp_hash64(text, strlen(text));
+		} else {
+			fi->fingerprint = sp_fingerprint(text, strlen(text), &fi->fp_id);
+		}
 		if (!fi->fingerprint)
 			goto nomem;
 		sqlite3_bind_int64(st, 1, *(const sqlite3_int64 *)k);
