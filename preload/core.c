@@ -253,14 +253,17 @@ struct idset {
 };
 static struct idset *sql_sent, *sql_executed, *stack_sent, *plan_done, *db_callbacks;
 
-/* Returns 1 if id was not in the set (and is now), 0 if it was, 1 when
- * the set is full or missing (so callers send rather than lose). */
-static int idset_add(struct idset *s, uint64_t id)
+/* Returns 1 if id was not in the set (and is now), 0 if it was. Probing is
+ * bounded: when IDSET_PROBES slots from the id's home are taken, the set
+ * answers `full` (callers choose: resend, or treat as done) instead of
+ * scanning a table that a program with unbounded distinct SQL filled. */
+#define IDSET_PROBES 64
+static int idset_add_or(struct idset *s, uint64_t id, int full)
 {
-	uint64_t i, n = 1u << IDSET_BITS, mask = n - 1;
+	uint64_t i, n = IDSET_PROBES, mask = (1u << IDSET_BITS) - 1;
 
 	if (!s)
-		return 1;
+		return full;
 	if (id == 0 || id == UINT64_MAX)
 		id = 1;
 	for (i = mix64(id) & mask; n--; i = (i + 1) & mask) {
@@ -275,14 +278,20 @@ static int idset_add(struct idset *s, uint64_t id)
 				return 0;
 		}
 	}
-	return 1;
+	return full;
+}
+
+/* Full means "send again": duplicates are harmless, a loss is not. */
+static int idset_add(struct idset *s, uint64_t id)
+{
+	return idset_add_or(s, id, 1);
 }
 
 /* Forget an id whose record was lost, so that it is sent again. The slot
  * becomes a tombstone (UINT64_MAX, which ids never take). */
 static void idset_forget(struct idset *s, uint64_t id)
 {
-	uint64_t i, n = 1u << IDSET_BITS, mask = n - 1;
+	uint64_t i, n = IDSET_PROBES, mask = (1u << IDSET_BITS) - 1;
 
 	if (!s)
 		return;
@@ -308,8 +317,7 @@ void sp_db_note_callbacks(sqlite3 *db)
 
 int sp_db_has_callbacks(uint64_t db)
 {
-	/* idset_add returns 1 for a new id: then there were none, undo. */
-	uint64_t i, n = 1u << IDSET_BITS, mask = n - 1;
+	uint64_t i, n = IDSET_PROBES, mask = (1u << IDSET_BITS) - 1;
 
 	if (!db_callbacks)
 		return 1; /* unknown: be safe */
@@ -326,7 +334,8 @@ int sp_db_has_callbacks(uint64_t db)
 
 int sp_plan_once(uint64_t db, uint64_t sql_id)
 {
-	return idset_add(plan_done, mix64(db) ^ sql_id);
+	/* full: treat as done - never EXPLAIN on every prepare */
+	return idset_add_or(plan_done, mix64(db) ^ sql_id, 0);
 }
 
 static void *map_zero(size_t len)
@@ -839,7 +848,9 @@ void sp_exec_begin(struct sp_thread *t, struct sp_run *r, uint64_t sql_id)
 		sp_thread_init(t);
 	memset(r, 0, sizeof(*r));
 	run_link(t, r);
-	if (idset_add(sql_executed, sql_id)) {
+	/* an exec call and a statement of the same text are not the same
+	 * query: their "first" marks are kept apart */
+	if (idset_add(sql_executed, sql_id ^ 0x9E3779B97F4A7C15ULL)) {
 		r->flags |= SP_EXEC_FIRST;
 		take_stack(t, r);
 	} else if (sample_now(t)) {

@@ -698,8 +698,8 @@ void sp_stream_fork_child(void)
 		mine->next = NULL;
 		rings = mine;
 	}
-	if (sock_fd >= 0)
-		close(sock_fd);
+	if (sock_fd >= 0 && fd_is_ours())
+		close(sock_fd); /* ours: the parent keeps its own copy */
 	sock_fd = -1;
 	sp_stream_dead = 0;
 	flusher_started = 0;
@@ -729,7 +729,9 @@ static void bye_file(const struct sp_rec_bye *b)
 
 	if (!slash || (size_t)(slash - sock) > sizeof(path) - 32)
 		return;
-	snprintf(path, sizeof(path), "%.*s/bye.%u", (int)(slash - sock), sock, b->pid);
+	/* pid and time: an exec'd image of the same pid writes its own */
+	snprintf(path, sizeof(path), "%.*s/bye.%u.%llu", (int)(slash - sock), sock, b->pid,
+		 (unsigned long long)sp_mono_ns());
 	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
 	if (fd < 0)
 		return;
@@ -772,7 +774,7 @@ void sp_stream_exit(void)
 	b.status = -1;
 	if (sock_fd >= 0 && !sp_stream_dead)
 		sent = send_msg(&b, sizeof(b), NULL, 0, SP_MSG_FINAL);
-	if (sent < 0 || atomic_load(&sp_lost) > 0) {
+	if (sent < 0) {
 		b.lost = atomic_load(&sp_lost);
 		bye_file(&b);
 	}

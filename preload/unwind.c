@@ -55,12 +55,16 @@ struct rule {
 #define RULE_BAD 8  /* cannot unwind through this pc */
 #define RULE_END 16 /* outermost frame: the return address is undefined */
 
-/* Cache: pc -> rule. Seqlock per slot: key written last (release), read
- * first and again after the rule; a slot being rewritten reads as a miss. */
+/* Cache: pc -> rule, a seqlock per slot. A writer makes seq odd with a
+ * compare-and-swap (a writer that loses just does not cache), writes key
+ * and rule, and makes seq even again; a reader takes key and rule only if
+ * seq was even and unchanged around its reads. */
 #define CACHE_BITS 14
 struct slot {
+	_Atomic uint64_t seq;
 	_Atomic uint64_t key;
 	_Atomic uint64_t rule;
+	uint64_t pad;
 };
 static struct slot *cache;
 
@@ -403,19 +407,23 @@ static inline uint64_t hash_pc(uintptr_t pc)
 static struct rule rule_for(uintptr_t pc)
 {
 	struct slot *s = &cache[hash_pc(pc)];
-	uint64_t k1 = atomic_load_explicit(&s->key, memory_order_acquire), v, k2;
+	uint64_t q1 = atomic_load_explicit(&s->seq, memory_order_acquire), k, v;
 	struct rule r;
 
-	if (k1 == pc) {
+	if (!(q1 & 1)) {
+		k = atomic_load_explicit(&s->key, memory_order_acquire);
 		v = atomic_load_explicit(&s->rule, memory_order_acquire);
-		k2 = atomic_load_explicit(&s->key, memory_order_acquire);
-		if (k2 == pc)
+		atomic_thread_fence(memory_order_acquire);
+		if (k == pc && atomic_load_explicit(&s->seq, memory_order_relaxed) == q1)
 			return unpack(v);
 	}
 	r = compute_rule(pc);
-	atomic_store_explicit(&s->key, 0, memory_order_release);
-	atomic_store_explicit(&s->rule, pack(r), memory_order_release);
-	atomic_store_explicit(&s->key, pc, memory_order_release);
+	q1 = atomic_load_explicit(&s->seq, memory_order_relaxed);
+	if (!(q1 & 1) && atomic_compare_exchange_strong(&s->seq, &q1, q1 + 1)) {
+		atomic_store_explicit(&s->key, pc, memory_order_relaxed);
+		atomic_store_explicit(&s->rule, pack(r), memory_order_relaxed);
+		atomic_store_explicit(&s->seq, q1 + 2, memory_order_release);
+	}
 	return r;
 }
 

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "collect.h"
+#include "fingerprint.h"
 
 struct qkey {
 	uint64_t sql_id;
@@ -245,14 +246,20 @@ static void run_track(struct sp_coll *c, uint32_t pid, uint32_t tid, uint64_t sq
 {
 	uint64_t k[2] = { pid, tid };
 	struct sp_thr *th = hmap_get(&c->threads, k, 1, NULL);
+	const struct sp_sql *sq = hmap_get(&c->sqls, &sql_id, 0, NULL);
+	/* A loop that puts its values into the SQL text makes a new text each
+	 * time: runs are of one fingerprint when the text is known. */
+	uint64_t key = sq && sq->fp_id ? sq->fp_id : sql_id;
 
 	if (!th)
 		return;
-	if (th->run && th->sql_id == sql_id && th->kind == kind) {
+	if (th->run && th->key == key && th->kind == kind) {
 		th->run++;
+		th->sql_id = sql_id;
 		return;
 	}
 	run_close(c, th);
+	th->key = key;
 	th->sql_id = sql_id;
 	th->kind = kind;
 	th->run = 1;
@@ -374,6 +381,11 @@ static void apply(struct sp_coll *c, struct sp_proc *p, const uint8_t *rec, uint
 			s->text = dup_n(rec + sizeof(*r), r->text_len);
 			s->full_len = r->full_len;
 			s->truncated = (r->h.flags & SP_SQL_TRUNCATED) != 0;
+			if (s->text) {
+				char *fp = sp_fingerprint(s->text, strlen(s->text), &s->fp_id);
+
+				free(fp);
+			}
 		}
 		break;
 	}

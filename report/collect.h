@@ -70,7 +70,9 @@ struct sp_plan {
 };
 
 struct sp_thr {
-	uint64_t sql_id, kind; /* last top-level execution */
+	uint64_t key, kind;    /* last top-level execution: fingerprint id when
+				* its text is known, else its sql_id */
+	uint64_t sql_id;       /* where the run is credited */
 	uint64_t run;          /* its run length so far */
 };
 
@@ -113,6 +115,7 @@ struct sp_sql {
 	char *text;
 	uint32_t full_len;
 	int truncated;
+	uint64_t fp_id; /* fingerprint id, for runs of one query with literals */
 };
 
 void sp_coll_init(struct sp_coll *c);

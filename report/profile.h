@@ -12,7 +12,7 @@
 
 #include "collect.h"
 
-#define SP_PROFILE_FORMAT 1
+#define SP_PROFILE_FORMAT 2 /* 2: runs, run_totals, plans */
 #define SP_PROFILE_DEFAULT "sqlprof.db"
 
 /* What one run of `record --repeat` added to one query. */

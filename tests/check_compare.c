@@ -277,7 +277,7 @@ static const char *mkprofile(const char *name, int runs, const char *const *q, s
 	ck_assert_int_eq(sqlite3_open(path, &db), SQLITE_OK);
 	sql = sqlite3_mprintf(
 		"CREATE TABLE meta(key TEXT PRIMARY KEY, value);"
-		"INSERT INTO meta VALUES('format', 1), ('runs', %d);"
+		"INSERT INTO meta VALUES('format', 2), ('runs', %d);"
 		"CREATE TABLE processes(pid INTEGER PRIMARY KEY, ppid INTEGER, exe TEXT,"
 		" executions INTEGER, lost INTEGER, untracked INTEGER, sqlite_found INTEGER,"
 		" clean_exit INTEGER, messages INTEGER, bad_messages INTEGER);"

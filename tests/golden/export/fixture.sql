@@ -8,7 +8,7 @@ DELETE FROM meta; DELETE FROM processes; DELETE FROM queries; DELETE FROM histog
 DELETE FROM statements; DELETE FROM stack_samples; DELETE FROM frames; DELETE FROM errors;
 DELETE FROM events; DELETE FROM modules;
 
-INSERT INTO meta(key, value) VALUES ('format', 1), ('sqlprof_version', '0.1.0'),
+INSERT INTO meta(key, value) VALUES ('format', 2), ('sqlprof_version', '0.1.0'),
   ('command', './shop --fixture'), ('started', 1700000000), ('duration_ns', 5000000),
   ('exit_status', 0), ('rate', '0.5'), ('lost', 3), ('events_dropped', 0), ('bad_messages', 0);
 
