@@ -6,10 +6,10 @@
  * top of them (cmd_report, cmd_export), which must treat a profile as
  * untrusted input: a one-line error, never a crash.
  *
- * The first byte of an input picks how the rest is used:
- *  - even: raw bytes of a profile file (mostly exercises SQLite's own
+ * The low two bits of an input's first byte pick how the rest is used:
+ *  - 0: raw bytes of a profile file (mostly exercises SQLite's own
  *    checks and sp_profile_open's format check);
- *  - odd: rows for a well-formed profile. Starting from an empty profile
+ *  - 1 to 3: rows for a well-formed profile. Starting from an empty profile
  *    written by sp_profile_write (the real schema and meta rows), the
  *    bytes are decoded as a list of operations: a table (byte % number of
  *    tables, in name order; 0xff: drop that table instead), then one typed
@@ -18,9 +18,11 @@
  *    REPLACE. This reaches the loaders' handling of hostile values (NULL
  *    texts, negative or huge numbers, dangling ids) far more often than
  *    mutating file bytes does.
- * The first byte's other bits pick what reads it: the loaders on the
- * database handle directly, or one report or export command on the file,
- * with its output thrown away (stdout goes to /dev/null).
+ * Its other six bits pick what reads it: below SEL_LOADERS, the loaders on
+ * the database handle (rows go into one shared connection inside a
+ * savepoint that is rolled back, so most inputs cost no schema parse);
+ * above, one of the report or export commands on the file, with its output
+ * thrown away (stdout goes to /dev/null).
  *
  * Seeds: tests/fuzz/corpus/profile/, made from real recordings by
  * tests/fuzz/make_corpus.py.
@@ -50,6 +52,18 @@ static unsigned char *tmpl;
 static sqlite3_int64 tmpl_len;
 static char tables[MAX_TABLES][64];
 static int ncols[MAX_TABLES], ntables;
+static sqlite3 *shared; /* the template, for inputs read by the loaders */
+static sqlite3_stmt *shared_cache[MAX_TABLES]; /* its INSERT statements */
+/* Selector values (first byte >> 2, 0..63) below this go to the loaders,
+ * the rest to the report/export commands (which open the file again). */
+#define SEL_LOADERS 48
+
+struct in {
+	const uint8_t *p;
+	size_t n;
+};
+
+static sqlite3 *fresh_db(struct in *in);
 
 static void die(const char *what)
 {
@@ -108,6 +122,13 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	if (!tmpl)
 		die("serialize");
 	sqlite3_close(db);
+	{
+		struct in none = { NULL, 0 };
+
+		shared = fresh_db(&none);
+		if (!shared)
+			die("cannot open the template");
+	}
 	unlink(tpath);
 	/* Reports print; keep stdout quiet (stderr stays for the sanitizers). */
 	fd = open("/dev/null", O_WRONLY);
@@ -118,10 +139,6 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	return 0;
 }
 
-struct in {
-	const uint8_t *p;
-	size_t n;
-};
 
 static int get(struct in *in, void *out, size_t len)
 {
@@ -134,11 +151,10 @@ static int get(struct in *in, void *out, size_t len)
 }
 
 /* Decode operations (see the top of the file) into db. */
-static void apply_rows(sqlite3 *db, struct in *in)
+static void apply_rows(sqlite3 *db, struct in *in, sqlite3_stmt **cache)
 {
 	uint8_t b;
 
-	sqlite3_exec(db, "BEGIN", NULL, NULL, NULL);
 	while (get(in, &b, 1) == 0) {
 		int t;
 		char sql[512];
@@ -153,12 +169,18 @@ static void apply_rows(sqlite3 *db, struct in *in)
 			continue;
 		}
 		t = b % ntables;
-		o = (size_t)snprintf(sql, sizeof(sql), "INSERT OR REPLACE INTO \"%s\" VALUES(", tables[t]);
-		for (int c = 0; c < ncols[t]; c++)
-			o += (size_t)snprintf(sql + o, sizeof(sql) - o, "%s?", c ? "," : "");
-		snprintf(sql + o, sizeof(sql) - o, ")");
-		if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
-			continue; /* the table was dropped */
+		st = cache[t];
+		if (!st) {
+			o = (size_t)snprintf(sql, sizeof(sql), "INSERT OR REPLACE INTO \"%s\" VALUES(",
+					     tables[t]);
+			for (int c = 0; c < ncols[t]; c++)
+				o += (size_t)snprintf(sql + o, sizeof(sql) - o, "%s?", c ? "," : "");
+			snprintf(sql + o, sizeof(sql) - o, ")");
+			if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
+				continue; /* the table was dropped */
+			cache[t] = st;
+		}
+		sqlite3_clear_bindings(st);
 		for (int c = 0; c < ncols[t]; c++) {
 			uint8_t ty, len;
 			int8_t i8;
@@ -197,9 +219,16 @@ static void apply_rows(sqlite3 *db, struct in *in)
 			}
 		}
 		sqlite3_step(st);
-		sqlite3_finalize(st);
+		sqlite3_reset(st);
 	}
-	sqlite3_exec(db, "COMMIT", NULL, NULL, NULL);
+}
+
+static void cache_free(sqlite3_stmt **cache)
+{
+	for (int t = 0; t < MAX_TABLES; t++) {
+		sqlite3_finalize(cache[t]);
+		cache[t] = NULL;
+	}
 }
 
 static void load_all(sqlite3 *db)
@@ -276,6 +305,32 @@ static void run_command(unsigned sel)
 	fflush(stdout);
 }
 
+/* A fresh database from the template, with the rows of in applied. */
+static sqlite3 *fresh_db(struct in *in)
+{
+	unsigned char *copy = sqlite3_malloc64((sqlite3_uint64)tmpl_len);
+	sqlite3 *db = NULL;
+
+	if (!copy)
+		return NULL;
+	memcpy(copy, tmpl, (size_t)tmpl_len);
+	if (sqlite3_open(":memory:", &db) != SQLITE_OK ||
+	    sqlite3_deserialize(db, "main", copy, tmpl_len, tmpl_len,
+				SQLITE_DESERIALIZE_FREEONCLOSE | SQLITE_DESERIALIZE_RESIZEABLE) != SQLITE_OK) {
+		sqlite3_close(db);
+		return NULL;
+	}
+	{
+		sqlite3_stmt *cache[MAX_TABLES] = { NULL };
+
+		sqlite3_exec(db, "BEGIN", NULL, NULL, NULL);
+		apply_rows(db, in, cache);
+		cache_free(cache);
+		sqlite3_exec(db, "COMMIT", NULL, NULL, NULL);
+	}
+	return db;
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct in in = { data + 1, size ? size - 1 : 0 };
@@ -285,52 +340,41 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	if (size < 1)
 		return 0;
-	/* sel 0: the loaders on the database itself; else command sel - 1 on
-	 * the file (which loads it again its own way). One path per input
-	 * keeps the target fast enough for millions of runs. */
-	sel = (data[0] >> 1) % (N_VARIANTS + 1);
-	if (data[0] & 1) {
-		unsigned char *copy = sqlite3_malloc64((sqlite3_uint64)tmpl_len);
-		unsigned char *ser;
-		sqlite3_int64 n;
-
-		if (!copy)
-			return 0;
-		memcpy(copy, tmpl, (size_t)tmpl_len);
-		if (sqlite3_open(":memory:", &db) != SQLITE_OK ||
-		    sqlite3_deserialize(db, "main", copy, tmpl_len, tmpl_len,
-					SQLITE_DESERIALIZE_FREEONCLOSE | SQLITE_DESERIALIZE_RESIZEABLE) !=
-			    SQLITE_OK) {
-			sqlite3_close(db);
-			return 0;
-		}
-		apply_rows(db, &in);
-		if (sel == 0) {
-			load_all(db);
-			sqlite3_close(db);
-			return 0;
-		}
-		ser = sqlite3_serialize(db, "main", &n, 0);
-		sqlite3_close(db);
-		if (!ser)
-			return 0;
-		if (write_file(ser, (size_t)n) < 0) {
-			sqlite3_free(ser);
-			return 0;
-		}
-		sqlite3_free(ser);
-	} else {
+	sel = data[0] >> 2;
+	if ((data[0] & 3) == 0) {
+		/* raw file bytes */
 		if (write_file(in.p, in.n) < 0)
 			return 0;
 		db = sp_profile_open(path, err, sizeof(err));
 		if (!db)
 			return 0; /* not a profile: every command stops there too */
-		if (sel == 0)
+		if (sel < SEL_LOADERS)
 			load_all(db);
 		sqlite3_close(db);
-		if (sel == 0)
-			return 0;
+		if (sel >= SEL_LOADERS)
+			run_command(sel - SEL_LOADERS);
+		return 0;
 	}
-	run_command(sel - 1);
+	if (sel < SEL_LOADERS) {
+		/* rows, read by the loaders on the shared connection: applied in
+		 * a savepoint and rolled back, so no schema is parsed again */
+		sqlite3_exec(shared, "SAVEPOINT fz", NULL, NULL, NULL);
+		apply_rows(shared, &in, shared_cache);
+		load_all(shared);
+		sqlite3_exec(shared, "ROLLBACK TO fz; RELEASE fz", NULL, NULL, NULL);
+		return 0;
+	}
+	/* rows, written to a file and read by a command */
+	db = fresh_db(&in);
+	if (db) {
+		sqlite3_int64 n;
+		unsigned char *ser = sqlite3_serialize(db, "main", &n, 0);
+		int ok = ser && write_file(ser, (size_t)n) == 0;
+
+		sqlite3_free(ser);
+		sqlite3_close(db);
+		if (ok)
+			run_command(sel - SEL_LOADERS);
+	}
 	return 0;
 }

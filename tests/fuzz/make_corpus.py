@@ -11,10 +11,11 @@ stream/: messages captured from real processes. The script plays the
   and runs of consecutive messages of one connection, each prefixed by its
   length as a little-endian uint32 (its split reading). At most 50 KB each.
 profile/: profiles written by `sqlprof record` of the same programs,
-  VACUUMed to 512-byte pages (the same content, smaller files), prefixed by
-  an even selector byte (raw file reading); and their rows re-encoded in
-  fuzz_profile.c's row format behind an odd selector byte (at most 40 rows
-  a table). At most 50 KB each.
+  VACUUMed to 512-byte pages (the same content, smaller files), behind a
+  selector byte for the raw file reading; and their rows re-encoded in
+  fuzz_profile.c's row format (at most 40 rows a table) behind selector
+  bytes for the row reading, once for the loaders and once for a command.
+  At most 50 KB each.
 Seed names are content hashes, so re-running adds no duplicates.
 """
 import hashlib, os, select, shutil, socket, sqlite3, struct, subprocess, sys, tempfile, time
@@ -150,8 +151,11 @@ def profile_seeds():
         rows = encode_rows(db)
         db.close()
         data = open(p, "rb").read()
-        n += save("profile", bytes([(2 * i) & 0xfe]) + data)
-        n += save("profile", bytes([(2 * i + 1) | 1]) + rows[:MAXSEED - 1])
+        # first byte: low 2 bits 0 = raw file, 1 = rows; the other 6 bits
+        # pick the reader (< 48: the loaders, else a report/export command)
+        n += save("profile", bytes([((i if i % 2 else 48 + i) << 2)]) + data)
+        n += save("profile", bytes([(i << 2) | 1]) + rows[:MAXSEED - 1])
+        n += save("profile", bytes([((48 + 2 * i) << 2) | 1]) + rows[:MAXSEED - 1])
     return n
 
 
