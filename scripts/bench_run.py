@@ -29,6 +29,7 @@ program misbehaves: no BENCH line, a non-zero exit, or a result (check=)
 that differs between configurations.
 
 usage: scripts/bench_run.py [--build DIR] [--out FILE] [--smoke]
+  $BENCH_N  executions of the trivial loop under callgrind (default 100000)
   --smoke   tiny sizes, one round, every program once: for `make check`
             (tests/integration/t_bench_smoke.sh); seconds, not minutes.
 """
@@ -272,13 +273,26 @@ class Bench:
 
     # ---- wall time -----------------------------------------------------------
 
-    def wall(self, workload, configs, n, rounds, tag):
+    def wall(self, workload, configs, n, rounds, tag, tolerant=()):
+        """Run each configuration `rounds` times, in rounds. A failure of a
+        configuration in `tolerant` (ltrace, which is not ours) is counted,
+        not fatal: a run that exits non-zero, prints no BENCH line or
+        computes another result is listed under "failures"."""
         runs = {c: [] for c in configs}
+        failures = {c: [] for c in configs}
         for r in range(rounds):
             for cfg in configs:
                 argv, env = self.wrap(cfg, self.argv(workload, n))
-                d = self.run(argv, env, "%s %s %s" % (tag, workload, cfg))
-                self.check(workload, n, d, "%s %s %s" % (tag, workload, cfg))
+                what = "%s %s %s" % (tag, workload, cfg)
+                try:
+                    d = self.run(argv, env, what)
+                    self.check(workload, n, d, what)
+                except BenchError as e:
+                    if cfg not in tolerant:
+                        raise
+                    failures[cfg].append(str(e)[:300])
+                    log("%s: run failed (%s)" % (what, str(e)[:200]))
+                    continue
                 d.pop("stderr")
                 runs[cfg].append(d)
         base = runs[configs[0]]
@@ -287,6 +301,9 @@ class Bench:
         brss = median([d["maxrss_kb"] for d in base])
         res = {"n": n, "executions": base[0]["n"], "rounds": rounds, "configs": {}}
         for cfg in configs:
+            if not runs[cfg]:
+                res["configs"][cfg] = {"failures": failures[cfg], "runs_ok": 0}
+                continue
             loop = [d["loop_ns"] for d in runs[cfg]]
             cmd = [d["cmd_ns"] for d in runs[cfg]]
             rss = [d["maxrss_kb"] for d in runs[cfg]]
@@ -300,14 +317,16 @@ class Bench:
                 "cmd_ratio": round(median(cmd) / bc, 4),
                 "target_rss_kb": median(rss),
                 "target_rss_delta_kb": median(rss) - brss,
+                "runs_ok": len(runs[cfg]),
+                "failures": failures[cfg],
             }
             coll = [d["collector_rss_kb"] for d in runs[cfg] if "collector_rss_kb" in d]
             if coll:
                 e["collector_rss_kb"] = median(coll)
             res["configs"][cfg] = e
-            log("%s %-8s %-16s loop %8.1f ms ratio %.3f  cmd %8.1f ms  rss %d KB" %
+            log("%s %-8s %-16s loop %8.1f ms ratio %.3f  cmd %8.1f ms  rss %d KB%s" %
                 (tag, workload, cfg, median(loop) / 1e6, e["loop_ratio"], median(cmd) / 1e6,
-                 median(rss)))
+                 median(rss), " (%d runs failed)" % len(failures[cfg]) if failures[cfg] else ""))
         return res
 
     # ---- stack capture -------------------------------------------------------
@@ -449,7 +468,7 @@ class Bench:
             if w in self.sz["ltrace"]:
                 if have_lt:
                     e["ltrace"] = self.wall(w, ["none", "ltrace"], self.sz["ltrace"][w],
-                                            self.sz["rounds"], "ltrace")
+                                            self.sz["rounds"], "ltrace", tolerant=("ltrace",))
                 else:
                     res["skipped"].append("ltrace: not installed (scripts/install-deps.sh "
                                           "--optional)")
@@ -544,6 +563,10 @@ def machine():
 
 
 def revision():
+    # BENCH_COMMIT names the commit when the tree is an export (git archive).
+    if os.environ.get("BENCH_COMMIT"):
+        return {"commit": os.environ["BENCH_COMMIT"], "dirty": False,
+                "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")}
     commit = sh(["git", "rev-parse", "--short", "HEAD"]) or "unknown"
     dirty = bool(sh(["git", "status", "--porcelain", "--", "preload", "report", "symbolizer"]))
     return {"commit": commit, "dirty": dirty,
@@ -556,6 +579,8 @@ def main():
     ap.add_argument("--out")
     ap.add_argument("--smoke", action="store_true")
     a = ap.parse_args()
+    if os.environ.get("BENCH_N") and not a.smoke:
+        FULL["callgrind"]["trivial"] = int(os.environ["BENCH_N"])
     out = a.out or os.path.join(a.build, "bench", "results.json")
     tmp = tempfile.mkdtemp(prefix="sqlprof-bench.")
     t0 = time.monotonic()
