@@ -708,12 +708,14 @@ void sp_run_begin_slow(struct sp_thread *t, struct sp_stmt *s, sqlite3_stmt *st)
 	run_link(t, r);
 	r->db_time = r->nested_time = r->rows = r->stack_id = 0;
 	sp_status_read(st, r->base);
-	if (unlikely(s->nexec++ == 0) && idset_add(sql_executed, s->sql_id)) {
+	/* The random draw is made for every execution, forced or not, so the
+	 * random samples stay an unbiased share of them. */
+	if (unlikely(s->nexec++ == 0) && idset_add(sql_executed, s->sql_id))
 		r->flags |= SP_EXEC_FIRST;
+	if (sp_cfg.rate_threshold != 0 && sample_now(t))
+		r->flags |= SP_EXEC_RANDOM;
+	if (r->flags & (SP_EXEC_FIRST | SP_EXEC_RANDOM))
 		take_stack(t, r);
-	} else if (unlikely(sp_cfg.rate_threshold != 0) && sample_now(t)) {
-		take_stack(t, r);
-	}
 	r->start = sp_now();
 }
 
@@ -850,12 +852,12 @@ void sp_exec_begin(struct sp_thread *t, struct sp_run *r, uint64_t sql_id)
 	run_link(t, r);
 	/* an exec call and a statement of the same text are not the same
 	 * query: their "first" marks are kept apart */
-	if (idset_add(sql_executed, sql_id ^ 0x9E3779B97F4A7C15ULL)) {
+	if (idset_add(sql_executed, sql_id ^ 0x9E3779B97F4A7C15ULL))
 		r->flags |= SP_EXEC_FIRST;
+	if (sp_cfg.rate_threshold != 0 && sample_now(t))
+		r->flags |= SP_EXEC_RANDOM;
+	if (r->flags & (SP_EXEC_FIRST | SP_EXEC_RANDOM))
 		take_stack(t, r);
-	} else if (sample_now(t)) {
-		take_stack(t, r);
-	}
 }
 
 /* An execution whose statement SQLite freed without our finalize shim:

@@ -136,6 +136,10 @@ enum sp_exec_flags {
 	SP_EXEC_SLOW = 1 << 3,    /* crossed SQLPROF_SLOW_MS */
 	SP_EXEC_FIRST = 1 << 4,   /* first execution of its SQL in the process */
 	SP_EXEC_ABANDONED = 1 << 5, /* ended by reset/finalize before DONE */
+	SP_EXEC_RANDOM = 1 << 7,  /* chosen by the random draw (SQLPROF_RATE);
+				   * unset on samples that were only forced
+				   * (first, error, slow): site estimates use
+				   * the random ones */
 	SP_EXEC_STATUS_RESET = 1 << 6, /* stmt_status counters were reset by the
 					* application mid-execution: deltas 0 */
 };

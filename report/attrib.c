@@ -139,7 +139,8 @@ int sp_attrib_load(sqlite3 *db, const char *const *skip, struct sp_attrib *a, ch
 	}
 
 	if (sqlite3_prepare_v2(db,
-			       "SELECT fp_id, kind, pid, stack_id, samples, total_ns FROM stack_samples",
+			       "SELECT fp_id, kind, pid, stack_id, samples, total_ns,"
+			       " COALESCE(random_samples, 0), COALESCE(random_ns, 0) FROM stack_samples",
 			       -1, &st, NULL) != SQLITE_OK)
 		goto sqlerr;
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
@@ -174,6 +175,8 @@ int sp_attrib_load(sqlite3 *db, const char *const *skip, struct sp_attrib *a, ch
 		}
 		a->qs[j].samples += (uint64_t)sqlite3_column_int64(st, 4);
 		a->qs[j].sample_ns += (uint64_t)sqlite3_column_int64(st, 5);
+		a->qs[j].random_samples += (uint64_t)sqlite3_column_int64(st, 6);
+		a->qs[j].random_ns += (uint64_t)sqlite3_column_int64(st, 7);
 		if (site < 0)
 			a->unattributed_samples += (uint64_t)sqlite3_column_int64(st, 4);
 	}
@@ -192,25 +195,43 @@ fail:
 	return -1;
 }
 
+/*
+ * Estimates for one query: its exact count and time shared out by the
+ * samples at each site. The randomly drawn samples are an unbiased share
+ * of the executions; forced ones (first, failed, slow) are not, so they
+ * are used only when a query has no random sample at all (rate 0, or a
+ * query run too few times to be drawn).
+ */
 void sp_attrib_estimate(struct sp_attrib *a, int64_t fp_id, int kind_exec, uint64_t count,
 			uint64_t total_ns, uint64_t self_ns)
 {
-	uint64_t samples = 0, ns = 0;
+	uint64_t samples = 0, ns = 0, rsamples = 0, rns = 0;
 	size_t j;
+	int use_random;
 
 	for (j = 0; j < a->nqs; j++)
 		if (a->qs[j].fp_id == fp_id && a->qs[j].kind_exec == kind_exec) {
 			samples += a->qs[j].samples;
 			ns += a->qs[j].sample_ns;
+			rsamples += a->qs[j].random_samples;
+			rns += a->qs[j].random_ns;
 		}
+	use_random = rsamples > 0;
 	for (j = 0; j < a->nqs; j++) {
 		struct sp_qsite *q = &a->qs[j];
+		double share, tshare;
 
 		if (q->fp_id != fp_id || q->kind_exec != kind_exec)
 			continue;
-		q->est_count = samples ? (double)q->samples / (double)samples * (double)count : 0;
-		q->est_total_ns = ns ? (double)q->sample_ns / (double)ns * (double)total_ns
-				     : (samples ? (double)q->samples / (double)samples * (double)total_ns : 0);
+		if (use_random) {
+			share = (double)q->random_samples / (double)rsamples;
+			tshare = rns ? (double)q->random_ns / (double)rns : share;
+		} else {
+			share = samples ? (double)q->samples / (double)samples : 0;
+			tshare = ns ? (double)q->sample_ns / (double)ns : share;
+		}
+		q->est_count = share * (double)count;
+		q->est_total_ns = tshare * (double)total_ns;
 		q->est_self_ns = total_ns ? q->est_total_ns * ((double)self_ns / (double)total_ns) : 0;
 		if (q->site < 0)
 			a->unattributed_est += q->est_count;

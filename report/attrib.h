@@ -40,6 +40,7 @@ struct sp_qsite {
 	int kind_exec;
 	int site;            /* -1: unattributed */
 	uint64_t samples, sample_ns;
+	uint64_t random_samples, random_ns; /* randomly drawn samples only */
 	uint64_t pid, stack_id; /* one example stack */
 	double est_count, est_total_ns;
 	double est_self_ns; /* est_total_ns less nested executions' time */

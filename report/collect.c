@@ -311,6 +311,10 @@ static void apply_exec(struct sp_coll *c, struct sp_proc *p, const struct sp_rec
 		if (s) {
 			s->samples++;
 			s->total_ns += db;
+			if (x->h.flags & SP_EXEC_RANDOM) {
+				s->random_samples++;
+				s->random_ns += db;
+			}
 			s->rows += x->rows;
 			s->vm_steps += x->vm_steps;
 		}

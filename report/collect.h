@@ -57,6 +57,7 @@ struct sp_qagg {
 /* Aggregate per (sql_id, kind, pid, stack_id) over sampled executions. */
 struct sp_sagg {
 	uint64_t samples, total_ns, rows, vm_steps;
+	uint64_t random_samples, random_ns; /* of those, the randomly drawn */
 };
 
 struct sp_stack {

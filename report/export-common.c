@@ -260,7 +260,8 @@ static int push_xstack(struct sp_export *x, size_t *cap, const struct sp_xstack 
 
 /* stack_samples grouped per (query, process, stack), then the query's
  * exact totals split in proportion: count by samples, time by sampled
- * time (by samples when no time was sampled), as sp_attrib_estimate. */
+ * time (by samples when no time was sampled), over the randomly drawn
+ * samples when the query has any, else over all - as sp_attrib_estimate. */
 static int load_xstacks(struct sp_export *x, struct hmap *qm, char *err, size_t errlen)
 {
 	sqlite3_stmt *st = NULL;
@@ -269,7 +270,8 @@ static int load_xstacks(struct sp_export *x, struct hmap *qm, char *err, size_t 
 
 	if (sqlite3_prepare_v2(x->db,
 			       "SELECT fp_id, kind, pid, stack_id, SUM(samples), SUM(total_ns), SUM(rows),"
-			       " SUM(vm_steps) FROM stack_samples GROUP BY fp_id, kind, pid, stack_id"
+			       " SUM(vm_steps), SUM(COALESCE(random_samples, 0)), SUM(COALESCE(random_ns, 0))"
+			       " FROM stack_samples GROUP BY fp_id, kind, pid, stack_id"
 			       " ORDER BY fp_id, kind, pid, stack_id",
 			       -1, &st, NULL) != SQLITE_OK)
 		goto sqlerr;
@@ -285,6 +287,8 @@ static int load_xstacks(struct sp_export *x, struct hmap *qm, char *err, size_t 
 		s.sample_ns = u64col(st, 5);
 		s.rows = u64col(st, 6);
 		s.vm_steps = u64col(st, 7);
+		s.random_samples = u64col(st, 8);
+		s.random_ns = u64col(st, 9);
 		s.stk = sp_attrib_stack(&x->at, s.pid, s.stack_id);
 		s.site = s.stk ? s.stk->site : -1;
 		if (!s.samples)
@@ -299,13 +303,17 @@ static int load_xstacks(struct sp_export *x, struct hmap *qm, char *err, size_t 
 
 	for (i = 0; i < x->qs.n; i++) {
 		const struct sp_qrow *q = &x->qs.rows[i];
-		uint64_t samples = 0, ns = 0;
+		uint64_t samples = 0, ns = 0, rsamples = 0, rns = 0;
+		int use_random;
 
 		for (j = 0; j < x->nxs; j++)
 			if (x->xs[j].q == q) {
 				samples += x->xs[j].samples;
 				ns += x->xs[j].sample_ns;
+				rsamples += x->xs[j].random_samples;
+				rns += x->xs[j].random_ns;
 			}
+		use_random = rsamples > 0;
 		if (!samples) {
 			struct sp_xstack s = { .q = q, .site = -1, .est_count = (double)q->count,
 					       .est_total_ns = (double)q->total_ns,
@@ -320,9 +328,17 @@ static int load_xstacks(struct sp_export *x, struct hmap *qm, char *err, size_t 
 
 			if (s->q != q)
 				continue;
-			s->est_count = (double)s->samples / (double)samples * (double)q->count;
-			s->est_total_ns = ns ? (double)s->sample_ns / (double)ns * (double)q->total_ns
-					     : (double)s->samples / (double)samples * (double)q->total_ns;
+			double share, tshare;
+
+			if (use_random) {
+				share = (double)s->random_samples / (double)rsamples;
+				tshare = rns ? (double)s->random_ns / (double)rns : share;
+			} else {
+				share = (double)s->samples / (double)samples;
+				tshare = ns ? (double)s->sample_ns / (double)ns : share;
+			}
+			s->est_count = share * (double)q->count;
+			s->est_total_ns = tshare * (double)q->total_ns;
 			s->est_self_ns = q->total_ns ? s->est_total_ns * ((double)q->self_ns /
 									  (double)q->total_ns)
 						     : 0;

@@ -33,6 +33,7 @@ struct sp_xstack {
 	const struct sp_qrow *q;
 	uint64_t pid, stack_id;
 	uint64_t samples, sample_ns, rows, vm_steps;
+	uint64_t random_samples, random_ns; /* randomly drawn (unbiased) samples */
 	double est_count, est_total_ns, est_self_ns;
 	const struct sp_stk *stk; /* NULL: no frames recorded */
 	int site;                 /* attrib site, -1 unattributed */

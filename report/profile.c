@@ -38,7 +38,8 @@ static const char schema[] =
 	"CREATE TABLE statements(sql_id INTEGER PRIMARY KEY, fp_id INTEGER, sql TEXT,"
 	" full_len INTEGER, truncated INTEGER);"
 	"CREATE TABLE stack_samples(fp_id INTEGER, kind TEXT, pid INTEGER, stack_id INTEGER,"
-	" samples INTEGER, total_ns INTEGER, rows INTEGER, vm_steps INTEGER);"
+	" samples INTEGER, total_ns INTEGER, rows INTEGER, vm_steps INTEGER,"
+	" random_samples INTEGER, random_ns INTEGER);"
 	"CREATE TABLE frames(pid INTEGER, stack_id INTEGER, idx INTEGER, pc INTEGER,"
 	" module TEXT, function TEXT, file TEXT, line INTEGER, inlined INTEGER,"
 	" PRIMARY KEY(pid, stack_id, idx));"
@@ -438,7 +439,7 @@ static int write_all(sqlite3 *db, struct sp_coll *c, const struct sp_meta *m, ch
 	sqlite3_finalize(st);
 
 	/* stack samples */
-	st = prep(db, "INSERT INTO stack_samples VALUES(?,?,?,?,?,?,?,?)");
+	st = prep(db, "INSERT INTO stack_samples VALUES(?,?,?,?,?,?,?,?,?,?)");
 	if (!st)
 		goto sqlerr;
 	it = 0;
@@ -455,6 +456,8 @@ static int write_all(sqlite3 *db, struct sp_coll *c, const struct sp_meta *m, ch
 		sqlite3_bind_int64(st, 6, (sqlite3_int64)s->total_ns);
 		sqlite3_bind_int64(st, 7, (sqlite3_int64)s->rows);
 		sqlite3_bind_int64(st, 8, (sqlite3_int64)s->vm_steps);
+		sqlite3_bind_int64(st, 9, (sqlite3_int64)s->random_samples);
+		sqlite3_bind_int64(st, 10, (sqlite3_int64)s->random_ns);
 		if (step_done(st) < 0)
 			goto sqlerr;
 	}

@@ -292,7 +292,8 @@ static const char *mkprofile(const char *name, int runs, const char *const *q, s
 		"CREATE TABLE statements(sql_id INTEGER PRIMARY KEY, fp_id INTEGER, sql TEXT,"
 		" full_len INTEGER, truncated INTEGER);"
 		"CREATE TABLE stack_samples(fp_id INTEGER, kind TEXT, pid INTEGER, stack_id INTEGER,"
-		" samples INTEGER, total_ns INTEGER, rows INTEGER, vm_steps INTEGER);"
+		" samples INTEGER, total_ns INTEGER, rows INTEGER, vm_steps INTEGER,"
+		" random_samples INTEGER, random_ns INTEGER);"
 		"CREATE TABLE frames(pid INTEGER, stack_id INTEGER, idx INTEGER, pc INTEGER,"
 		" module TEXT, function TEXT, file TEXT, line INTEGER, inlined INTEGER);"
 		"CREATE TABLE runs(fp_id INTEGER, kind TEXT, min_len INTEGER, max_len INTEGER,"
@@ -313,9 +314,9 @@ static const char *mkprofile(const char *name, int runs, const char *const *q, s
 		ck_assert_int_ge(n, 6);
 		sql = sqlite3_mprintf("INSERT INTO queries VALUES(%lld, 'stmt', %Q, %Q, %lld, %lld, %lld,"
 				      " %lld, %lld, %lld, 0, %lld, %lld, 0, 0, 0, 0, 1, %lld, 0, 1, 1);"
-				      "INSERT INTO stack_samples VALUES(%lld, 'stmt', 1, 7, 1, %lld, 0, %lld);",
+				      "INSERT INTO stack_samples VALUES(%lld, 'stmt', 1, 7, 1, %lld, 0, %lld, 1, %lld);",
 				      id, fp, fp, count, ns, ns, ns, ns / (count ? count : 1),
-				      ns / (count ? count : 1), vm, fs, prep, id, ns, vm);
+				      ns / (count ? count : 1), vm, fs, prep, id, ns, vm, ns);
 		ck_assert_int_eq(sqlite3_exec(db, sql, NULL, NULL, NULL), SQLITE_OK);
 		sqlite3_free(sql);
 		if (n == 7) {
