@@ -126,16 +126,20 @@ def render(r):
     o.append("\n### Wall time, median of %d runs in rounds (A B C … A B C …)\n"
              % w["trivial"]["wall"]["rounds"])
     o.append("The program's own loop time (CLOCK_MONOTONIC around the loop, so the "
-             "collector's start and stop are excluded), as a ratio against no preload, "
-             "and in brackets the extra ns per execution.\n")
+             "collector's start and stop are excluded): the ratio of medians against no "
+             "preload, in brackets the extra ns per execution, after · the ratio of the "
+             "fastest runs (less sensitive to other load on the machine)%s.\n" % (
+                 "; load average %s at the start, %s at the end" % (
+                     r["loadavg_start"], r["loadavg_end"]) if "loadavg_start" in r else ""))
     rows = []
     for k in w:
         wl = w[k]["wall"]
+        bmin = min(wl["configs"]["none"]["loop_ns"])
         row = [WORKLOAD[k], num(wl["executions"]), ns(wl["configs"]["none"]["loop_ns_median"])]
         for c in ORDER[1:]:
             e = wl["configs"].get(c)
-            row.append("-" if not e else "%.2f (%+d)" % (e["loop_ratio"],
-                                                         e["extra_ns_per_execution"]))
+            row.append("-" if not e else "%.2f (%+d) · %.2f" % (
+                e["loop_ratio"], e["extra_ns_per_execution"], min(e["loop_ns"]) / bmin))
         rows.append(row)
     o.append(table(["workload", "executions", "no preload"] + [CFG[c] for c in ORDER[1:]], rows))
 

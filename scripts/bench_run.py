@@ -153,6 +153,9 @@ class Bench:
         self.python = sys.executable
         self.env = {k: v for k, v in os.environ.items()
                     if k not in ("LD_PRELOAD",) and not k.startswith("SQLPROF_")}
+        # Python randomizes string hashing per process, which would make its
+        # instruction counts differ from run to run.
+        self.env["PYTHONHASHSEED"] = "0"
         for f in [self.sqlprof, os.path.join(self.build, "lib", "libsqlprof.so")]:
             if not os.path.exists(f):
                 raise BenchError("%s missing (make all)" % f)
@@ -312,6 +315,7 @@ class Bench:
                 "cmd_ns": cmd,
                 "loop_ns_median": median(loop),
                 "loop_ratio": round(median(loop) / bl, 4),
+                "loop_ratio_min": round(min(loop) / min(d["loop_ns"] for d in base), 4),
                 "extra_ns_per_execution": round((median(loop) - bl) / base[0]["n"], 1),
                 "cmd_ns_median": median(cmd),
                 "cmd_ratio": round(median(cmd) / bc, 4),
@@ -451,6 +455,7 @@ class Bench:
         have_vg = shutil.which("valgrind") is not None
         have_lt = shutil.which("ltrace") is not None
         res = {"schema": 1, "smoke": self.smoke, "machine": machine(), "sizes": self.sz,
+               "loadavg_start": [round(x, 2) for x in os.getloadavg()],
                "workloads": {}, "skipped": []}
         res.update(revision())
         for w in WORKLOADS:
@@ -476,6 +481,7 @@ class Bench:
         res["capture"] = self.capture()
         res["collector"] = self.collector()
         res["scaling"] = self.scaling()
+        res["loadavg_end"] = [round(x, 2) for x in os.getloadavg()]
         res["targets"] = targets(res)
         res["skipped"] = sorted(set(res["skipped"]))
         return res
