@@ -148,7 +148,8 @@ int sp_attrib_load(sqlite3 *db, const char *const *skip, struct sp_attrib *a, ch
 				   (uint64_t)sqlite3_column_int64(st, 3) };
 		const struct sp_stk *sk = hmap_get(&a->stacks, &k, 0, NULL);
 		int64_t fp = sqlite3_column_int64(st, 0);
-		int kx = !strcmp((const char *)sqlite3_column_text(st, 1), "exec");
+		const char *kind = (const char *)sqlite3_column_text(st, 1);
+		int kx = kind && !strcmp(kind, "exec"); /* hostile profile: NULL */
 		int site = sk ? sk->site : -1;
 		size_t j;
 

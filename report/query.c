@@ -69,7 +69,12 @@ int sp_qset_load(sqlite3 *db, struct sp_qset *qs, char *err, size_t errlen)
 		r = &qs->rows[qs->n];
 		memset(r, 0, sizeof(*r));
 		r->fp_id = sqlite3_column_int64(st, 0);
-		snprintf(r->kind, sizeof(r->kind), "%s", (const char *)sqlite3_column_text(st, 1));
+		{
+			const char *kind = (const char *)sqlite3_column_text(st, 1);
+
+			snprintf(r->kind, sizeof(r->kind), "%s",
+				 kind && !strcmp(kind, "exec") ? "exec" : "stmt");
+		}
 		r->fingerprint = col_dup(st, 2);
 		r->sql = col_dup(st, 3);
 		qs->n++;
