@@ -48,6 +48,9 @@ sp_space := $(sp_empty) $(sp_empty)
 PRELOAD_SAN := $(subst $(sp_space),$(sp_comma),$(strip $(filter-out address,$(subst $(sp_comma), ,$(SANITIZE)))))
 PRELOAD_CFLAGS = $(filter-out -fsanitize=%,$(ALL_CFLAGS)) $(if $(PRELOAD_SAN),-fsanitize=$(PRELOAD_SAN))
 PRELOAD_SAN_LDFLAGS := $(if $(PRELOAD_SAN),-fsanitize=$(PRELOAD_SAN))
+# Under SANITIZE, a UBSan report stops the program (and so fails its test)
+# instead of scrolling past on stderr.
+SAN_ENV := $(if $(SANITIZE),UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1)
 
 PRELOAD_SRC := $(wildcard preload/*.c)
 CLI_SRC := $(filter-out report/main.c,$(wildcard report/*.c))
@@ -127,10 +130,10 @@ $(SYM_FIXTURE_DIR)/markers.txt: $(wildcard tests/fixtures/sym/*)
 	CC="$(CC)" tests/fixtures/sym/build.sh $(SYM_FIXTURE_DIR)
 
 unit: all $(CHECK_BIN) $(SYM_FIXTURE_DIR)/markers.txt
-	@set -e; for t in $(CHECK_BIN); do echo "== $$t"; SYM_FIXTURE_DIR=$(SYM_FIXTURE_DIR) $$t; done
+	@set -e; for t in $(CHECK_BIN); do echo "== $$t"; $(SAN_ENV) SYM_FIXTURE_DIR=$(SYM_FIXTURE_DIR) $$t; done
 
 integration: all progs
-	@BUILD=$(BUILD) tests/run-integration.sh
+	@$(SAN_ENV) BUILD=$(BUILD) tests/run-integration.sh
 
 check: deps
 	@$(MAKE) --no-print-directory unit integration

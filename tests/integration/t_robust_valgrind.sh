@@ -10,6 +10,9 @@
 . "$(dirname "$0")/lib.sh"
 need_prog counts
 command -v valgrind >/dev/null || skip "valgrind not installed (scripts/install-deps.sh)"
+if ldd "$SQLPROF" 2>/dev/null | grep -q -E 'lib(a|t)san'; then
+	skip "$SQLPROF is built with ASan or TSan, which valgrind cannot run (use a plain build)"
+fi
 VG=(valgrind -q --error-exitcode=9 --leak-check=full --show-leak-kinds=definite,indirect
 	--errors-for-leak-kinds=definite,indirect --track-origins=yes)
 errors=0
