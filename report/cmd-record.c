@@ -40,6 +40,7 @@ struct record_opts {
 	int quiet;
 	double grace_s;
 	uint64_t repeat;
+	uint64_t max_events;
 };
 
 static void usage(FILE *f)
@@ -56,6 +57,8 @@ static void usage(FILE *f)
 		"      --depth N        stack depth limit (default 64)\n"
 		"      --no-follow      do not profile programs the command executes\n"
 		"      --debug-dir DIRS extra directories for separate debug files (colon-separated)\n"
+		"      --max-events N   keep at most N sampled executions for timelines (default\n"
+		"                       5000000; they wait in a file, not in memory)\n"
 		"      --repeat N       run the command N times into one profile, keeping per-run\n"
 		"                       totals for timing comparisons (sqlprof check); stops at the\n"
 		"                       first run that fails\n"
@@ -68,11 +71,22 @@ static void usage(FILE *f)
 }
 
 static volatile sig_atomic_t child_pid;
+static int chld_pipe[2] = { -1, -1 }; /* SIGCHLD wakes the poll loop */
 
 static void forward_signal(int sig)
 {
 	if (child_pid > 0)
 		kill((pid_t)child_pid, sig);
+}
+
+static void on_sigchld(int sig)
+{
+	int saved = errno;
+
+	(void)sig;
+	if (chld_pipe[1] >= 0)
+		(void)!write(chld_pipe[1], "", 1);
+	errno = saved;
 }
 
 /* Locate libsqlprof.so: $SQLPROF_LIB, else beside the binary in the build
@@ -265,12 +279,14 @@ int cmd_record(int argc, char **argv)
 		{ "no-follow", no_argument, NULL, 4 },
 		{ "debug-dir", required_argument, NULL, 5 },
 		{ "repeat", required_argument, NULL, 6 },
+		{ "max-events", required_argument, NULL, 7 },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct record_opts o = { .output = SP_PROFILE_DEFAULT, .follow = 1, .grace_s = 2.0,
-				 .repeat = 1 };
+				 .repeat = 1, .max_events = 5000000 };
+	FILE *spill = NULL;
 	struct hmap snap;            /* {sql_id, kind} -> cumulative {count, total_ns} */
 	struct sp_run_total *rt = NULL;
 	size_t nrt = 0, caprt = 0;
@@ -326,6 +342,12 @@ int cmd_record(int argc, char **argv)
 			break;
 		case 4: o.follow = 0; break;
 		case 5: o.debug_path = optarg; break;
+		case 7:
+			if (sp_parse_u64(optarg, &o.max_events) < 0 || o.max_events > 1000000000) {
+				fprintf(stderr, "sqlprof record: --max-events wants 0 to 1000000000\n");
+				return SP_EXIT_USAGE;
+			}
+			break;
 		case 6:
 			if (sp_parse_u64(optarg, &o.repeat) < 0 || o.repeat < 1 || o.repeat > 1000) {
 				fprintf(stderr, "sqlprof record: --repeat wants 1 to 1000\n");
@@ -371,6 +393,25 @@ int cmd_record(int argc, char **argv)
 		goto out;
 	}
 
+	/* Sampled executions wait in a file, unlinked at once: the
+	 * collector's memory does not grow with them, and nothing is left
+	 * behind if we are killed. */
+	{
+		char sp[PATH_MAX + 16];
+		int sfd;
+
+		snprintf(sp, sizeof(sp), "%s/events", dir);
+		sfd = open(sp, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+		if (sfd >= 0) {
+			unlink(sp);
+			spill = fdopen(sfd, "w+");
+			if (!spill)
+				close(sfd);
+		}
+		if (spill)
+			sp_coll_spill(&c, spill, (size_t)o.max_events);
+	}
+
 	/* The command line, for the profile. */
 	cmdf = open_memstream(&cmdline, &cmdlen);
 	for (int i = optind; cmdf && i < argc; i++)
@@ -405,6 +446,9 @@ int cmd_record(int argc, char **argv)
 		_exit(127);
 	}
 	child_pid = pid;
+	if (chld_pipe[0] < 0 && pipe2(chld_pipe, O_CLOEXEC | O_NONBLOCK) < 0)
+		chld_pipe[0] = chld_pipe[1] = -1;
+	signal(SIGCHLD, on_sigchld);
 	signal(SIGINT, forward_signal);
 	signal(SIGTERM, forward_signal);
 	signal(SIGHUP, forward_signal);
@@ -413,7 +457,7 @@ int cmd_record(int argc, char **argv)
 	last_data = mono_ns();
 
 	for (;;) {
-		struct pollfd *pf = calloc(ncl + 1, sizeof(*pf));
+		struct pollfd *pf = calloc(ncl + 2, sizeof(*pf));
 		size_t i, npf = ncl;
 		uint64_t now;
 		int n;
@@ -428,7 +472,16 @@ int cmd_record(int argc, char **argv)
 			pf[i + 1].fd = cl[i].fd;
 			pf[i + 1].events = POLLIN;
 		}
-		n = poll(pf, ncl + 1, 100);
+		/* the last slot: SIGCHLD's pipe, so an exit is seen at once */
+		pf[ncl + 1].fd = chld_pipe[0];
+		pf[ncl + 1].events = POLLIN;
+		n = poll(pf, ncl + 2, 100);
+		if (n > 0 && (pf[ncl + 1].revents & POLLIN)) {
+			char drainbuf[64];
+
+			while (read(chld_pipe[0], drainbuf, sizeof(drainbuf)) > 0)
+				;
+		}
 		if ((n > 0 && (pf[0].revents & POLLIN)) || exited) {
 			for (;;) {
 				int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
@@ -574,6 +627,12 @@ out:
 	for (size_t i = 0; i < ncl; i++)
 		close(cl[i].fd);
 	free(cl);
+	signal(SIGCHLD, SIG_DFL);
+	if (chld_pipe[0] >= 0) {
+		close(chld_pipe[0]);
+		close(chld_pipe[1]);
+		chld_pipe[0] = chld_pipe[1] = -1;
+	}
 	if (lfd >= 0) {
 		close(lfd);
 		unlink(sockpath);
@@ -582,6 +641,8 @@ out:
 	free(buf);
 	free(cmdline);
 	free(rt);
+	if (spill)
+		fclose(spill);
 	hmap_free(&snap);
 	sp_coll_free(&c);
 	return rc;

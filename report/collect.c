@@ -318,7 +318,31 @@ static void apply_exec(struct sp_coll *c, struct sp_proc *p, const struct sp_rec
 			s->rows += x->rows;
 			s->vm_steps += x->vm_steps;
 		}
-		if (c->nevents < c->events_max) {
+		if (c->spill) {
+			struct sp_event ev;
+
+			memset(&ev, 0, sizeof(ev)); /* padding too: it goes to a file */
+			ev.pid = p->pid;
+			ev.tid = x->tid;
+			ev.seq = x->seq;
+			ev.parent_seq = x->parent_seq;
+			ev.sql_id = x->sql_id;
+			ev.stack_id = x->stack_id;
+			ev.start_ns = to_mono(c, p, x->start);
+			ev.wall_ns = to_ns(c, p, x->wall);
+			ev.db_ns = db;
+			ev.self_ns = self;
+			ev.rows = x->rows;
+			ev.vm_steps = x->vm_steps;
+			ev.flags = x->h.flags;
+			ev.rc = x->rc;
+			ev.kind = x->kind;
+
+			if (c->nspilled < c->events_max && fwrite(&ev, sizeof(ev), 1, c->spill) == 1)
+				c->nspilled++;
+			else
+				c->events_dropped++;
+		} else if (c->nevents < c->events_max) {
 			if (c->nevents == c->events_cap) {
 				size_t cap = c->events_cap ? c->events_cap * 2 : 1024;
 				struct sp_event *e = realloc(c->events, cap * sizeof(*e));
@@ -576,6 +600,12 @@ int sp_coll_message(struct sp_coll *c, const uint8_t *msg, size_t len, uint32_t 
 	}
 	c->messages++;
 	return 0;
+}
+
+void sp_coll_spill(struct sp_coll *c, FILE *f, size_t max)
+{
+	c->spill = f;
+	c->events_max = max;
 }
 
 uint64_t sp_coll_lost(const struct sp_coll *c)

@@ -12,6 +12,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "hist.h"
 #include "sp_wire.h"
@@ -107,6 +108,11 @@ struct sp_coll {
 	struct sp_event *events;
 	size_t nevents, events_cap, events_max;
 	uint64_t events_dropped;
+	/* With a spill file, sampled executions go to it (fixed-size records)
+	 * instead of memory, so the collector's memory does not grow with
+	 * them; events_max then bounds the file. */
+	FILE *spill;
+	uint64_t nspilled;
 	uint64_t records, messages, bad_messages;
 	double ns_per_tick; /* collector's TSC calibration */
 	char last_error[256];
@@ -128,6 +134,9 @@ void sp_coll_finish(struct sp_coll *c);
  * nonzero, is the pid the kernel vouches for (SO_PEERCRED). */
 int sp_coll_message(struct sp_coll *c, const uint8_t *msg, size_t len, uint32_t peer_pid);
 uint64_t sp_coll_lost(const struct sp_coll *c);
+/* Send sampled executions to f (owned by the caller, opened w+) from now
+ * on, keeping at most max of them. */
+void sp_coll_spill(struct sp_coll *c, FILE *f, size_t max);
 uint64_t sp_coll_executions(const struct sp_coll *c);
 
 #endif

@@ -489,9 +489,20 @@ static int write_all(sqlite3 *db, struct sp_coll *c, const struct sp_meta *m, ch
 	st = prep(db, "INSERT INTO events VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
 	if (!st)
 		goto sqlerr;
-	for (size_t i = 0; i < c->nevents; i++) {
-		const struct sp_event *e = &c->events[i];
-		const struct fpinfo *fi = hmap_get(&fps, &e->sql_id, 0, NULL);
+	if (c->spill && (fflush(c->spill) != 0 || fseek(c->spill, 0, SEEK_SET) != 0)) {
+		snprintf(err, errlen, "profile: reading back sampled executions: %s", strerror(errno));
+		goto out;
+	}
+	for (size_t i = 0; i < c->nevents + c->nspilled; i++) {
+		struct sp_event spilled;
+		const struct sp_event *e = &spilled;
+		const struct fpinfo *fi;
+
+		if (i < c->nevents)
+			e = &c->events[i];
+		else if (fread(&spilled, sizeof(spilled), 1, c->spill) != 1)
+			break;
+		fi = hmap_get(&fps, &e->sql_id, 0, NULL);
 
 		sqlite3_bind_int64(st, 1, e->pid);
 		sqlite3_bind_int64(st, 2, e->tid);
