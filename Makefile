@@ -133,7 +133,7 @@ unit: all $(CHECK_BIN) $(SYM_FIXTURE_DIR)/markers.txt
 	@set -e; for t in $(CHECK_BIN); do echo "== $$t"; $(SAN_ENV) SYM_FIXTURE_DIR=$(SYM_FIXTURE_DIR) $$t; done
 
 integration: all progs
-	@$(SAN_ENV) BUILD=$(BUILD) tests/run-integration.sh
+	@$(SAN_ENV) SANITIZE=$(SANITIZE) BUILD=$(BUILD) tests/run-integration.sh
 
 check: deps
 	@$(MAKE) --no-print-directory unit integration

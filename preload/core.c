@@ -41,6 +41,7 @@ int sp_clock_tsc;
 __thread struct sp_thread sp_tls __attribute__((tls_model("initial-exec")));
 atomic_ullong sp_untracked;
 int sp_hot;
+_Atomic uint32_t sp_sql_gen;
 
 static int status_probed;
 static void probe_status_layout(void);
@@ -309,6 +310,16 @@ static void idset_forget(struct idset *s, uint64_t id)
 	}
 }
 
+void sp_forget_sent(uint16_t type, uint64_t id)
+{
+	if (type == SP_REC_SQL) {
+		idset_forget(sql_sent, id);
+		atomic_fetch_add_explicit(&sp_sql_gen, 1, memory_order_relaxed);
+	} else if (type == SP_REC_STACK) {
+		idset_forget(stack_sent, id); /* resent at its next capture */
+	}
+}
+
 void sp_db_note_callbacks(sqlite3 *db)
 {
 	if (db)
@@ -492,6 +503,7 @@ static void stmt_fill(struct sp_thread *t, struct sp_stmt *s, sqlite3_stmt *st, 
 {
 	const char *sql = sp_real.sql ? sp_real.sql(st) : NULL;
 
+	s->sql_gen = atomic_load_explicit(&sp_sql_gen, memory_order_relaxed);
 	if (sql)
 		s->sql_id = sp_sql_note(t, sql, strlen(sql));
 	else if (text)
@@ -704,6 +716,18 @@ void sp_run_begin_slow(struct sp_thread *t, struct sp_stmt *s, sqlite3_stmt *st)
 		sp_thread_init(t);
 	if (unlikely(sp_stream_restart))
 		sp_stream_child_start();
+	if (unlikely(s->sql_gen != atomic_load_explicit(&sp_sql_gen, memory_order_relaxed))) {
+		/* Its text may have been in a dropped message: note it again
+		 * (sent again only if it was forgotten). */
+		const char *sql = sp_real.sql ? sp_real.sql(st) : NULL;
+
+		s->sql_gen = atomic_load_explicit(&sp_sql_gen, memory_order_relaxed);
+		if (sql) {
+			t->guard++;
+			sp_sql_note(t, sql, strlen(sql));
+			t->guard--;
+		}
+	}
 	r->flags = 0;
 	run_link(t, r);
 	r->db_time = r->nested_time = r->rows = r->stack_id = 0;

@@ -109,7 +109,7 @@ struct sp_stmt {
 	uint64_t sql_id;
 	uint64_t db;
 	uint32_t nexec;        /* executions started (first-exec sampling) */
-	uint32_t pad;
+	uint32_t sql_gen;      /* sp_sql_gen when its SQL text was noted */
 	struct sp_run run;
 };
 
@@ -180,6 +180,11 @@ void sp_stmt_forget(sqlite3_stmt *st);
 void sp_run_begin_slow(struct sp_thread *t, struct sp_stmt *s, sqlite3_stmt *st);
 void sp_run_end_slow(struct sp_thread *t, struct sp_stmt *s, sqlite3_stmt *st, int rc, uint64_t end);
 extern int sp_status_off;     /* offset of SQLite's aCounter[], -1: use the API */
+/* Bumped when a message carrying SQL texts was dropped: statements noted
+ * before are noted again (and their text resent) at their next run. */
+extern _Atomic uint32_t sp_sql_gen;
+/* A dropped message carried these ids: send them again when next used. */
+void sp_forget_sent(uint16_t type, uint64_t id);
 extern int sp_stream_restart; /* forked child: connect at the next execution */
 void sp_stmt_prepared_text(struct sp_thread *t, sqlite3_stmt *st, const char *sql, size_t len,
 			   uint64_t t0, uint64_t t1);
@@ -263,7 +268,8 @@ static inline void sp_run_begin(struct sp_thread *t, struct sp_stmt *s, sqlite3_
 	struct sp_run *r = &s->run;
 
 	if (unlikely(!t->tid || t->cur || s->nexec == 0 || sp_cfg.rate_threshold ||
-		     sp_stream_restart)) {
+		     sp_stream_restart ||
+		     s->sql_gen != atomic_load_explicit(&sp_sql_gen, memory_order_relaxed))) {
 		sp_run_begin_slow(t, s, st);
 		return;
 	}

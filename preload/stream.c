@@ -54,7 +54,7 @@ static atomic_int modules_pending;
 static atomic_uint module_gen;
 static int flusher_started;
 static int reconnects; /* times our descriptor was taken from us */
-static uint64_t congested_until; /* mono ns: do not wait before then */
+static _Atomic uint64_t congested_until; /* mono ns: do not wait before then */
 static double tsc_per_ns = 1.0;
 static uint64_t tsc_ref, mono_ref;
 
@@ -284,14 +284,15 @@ static int send_msg(const void *body1, size_t len1, const void *body2, size_t le
 		}
 		now = sp_mono_ns();
 		if (!deadline) {
-			if (now < congested_until)
+			if (now < atomic_load_explicit(&congested_until, memory_order_relaxed))
 				return -1;
 			deadline = now + (uint64_t)sp_cfg.send_timeout_ms * 1000000u;
 		}
 		if (now >= deadline) {
 			/* Do not wait again for a second: the target must not
 			 * crawl behind a stuck collector. */
-			congested_until = now + 1000000000u;
+			atomic_store_explicit(&congested_until, now + 1000000000u,
+					      memory_order_relaxed);
 			return -1;
 		}
 		p.fd = fd;
@@ -304,7 +305,9 @@ static int send_msg(const void *body1, size_t len1, const void *body2, size_t le
 /* ------------------------------------------------------------------ */
 /* Rings                                                               */
 
-static uint64_t count_records(const uint8_t *p, size_t len)
+/* Records in a dropped piece of a ring: counted as lost, and the SQL
+ * texts and stacks among them forgotten so that they are sent again. */
+static uint64_t drop_records(const uint8_t *p, size_t len)
 {
 	uint64_t n = 0;
 	size_t off = 0;
@@ -312,10 +315,14 @@ static uint64_t count_records(const uint8_t *p, size_t len)
 	while (off + sizeof(struct sp_rec_hdr) <= len) {
 		const struct sp_rec_hdr *h = (const void *)(p + off);
 
-		if (h->len < sizeof(*h))
+		if (h->len < sizeof(*h) || h->len > len - off)
 			break;
 		if (h->type != REC_PAD)
 			n++;
+		if (h->type == SP_REC_SQL && h->len >= sizeof(struct sp_rec_sql))
+			sp_forget_sent(h->type, ((const struct sp_rec_sql *)h)->sql_id);
+		else if (h->type == SP_REC_STACK && h->len >= sizeof(struct sp_rec_stack))
+			sp_forget_sent(h->type, ((const struct sp_rec_stack *)h)->stack_id);
 		off += h->len;
 	}
 	return n;
@@ -332,8 +339,8 @@ static void ring_flush_locked(struct sp_ring *r, uint16_t flags)
 	if (!bytes)
 		return;
 	if (send_msg(r->data + off, first, r->data, bytes - first, flags) < 0) {
-		uint64_t n = count_records(r->data + off, first) +
-			     count_records(r->data, bytes - first);
+		uint64_t n = drop_records(r->data + off, first) +
+			     drop_records(r->data, bytes - first);
 
 		atomic_fetch_add(&sp_lost, n);
 	}
@@ -582,7 +589,8 @@ void sp_modules_maybe_send(void)
 	free(mb.p);
 }
 
-static unsigned long long seen_adds, seen_subs;
+/* last dlpi_adds/dlpi_subs seen; read and written by any thread */
+static _Atomic unsigned long long seen_adds, seen_subs;
 
 static int counters_cb(struct dl_phdr_info *info, size_t size, void *arg)
 {
@@ -605,9 +613,10 @@ void sp_modules_changed(void)
 	unsigned long long c[2] = { 0, 0 };
 
 	dl_iterate_phdr(counters_cb, c);
-	if (c[0] != seen_adds || c[1] != seen_subs) {
-		seen_adds = c[0];
-		seen_subs = c[1];
+	if (c[0] != atomic_load_explicit(&seen_adds, memory_order_relaxed) ||
+	    c[1] != atomic_load_explicit(&seen_subs, memory_order_relaxed)) {
+		atomic_store_explicit(&seen_adds, c[0], memory_order_relaxed);
+		atomic_store_explicit(&seen_subs, c[1], memory_order_relaxed);
 		atomic_store(&modules_pending, 1);
 	}
 	sp_modules_maybe_send();
@@ -703,7 +712,7 @@ void sp_stream_fork_child(void)
 	sock_fd = -1;
 	sp_stream_dead = 0;
 	flusher_started = 0;
-	congested_until = 0;
+	atomic_store(&congested_until, 0);
 	atomic_store(&msg_seq, 0);
 	atomic_store(&sp_lost, 0);
 	sp_stream_restart = 1;

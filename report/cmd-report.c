@@ -314,7 +314,7 @@ static void print_grouped(const struct sp_attrib *a, const struct sp_qset *qs,
 		g[i].samples += q->samples;
 		g[i].queries++;
 	}
-	qsort(g, ng, sizeof(*g), cmp_group);
+	sp_qsort(g, ng, sizeof(*g), cmp_group);
 	n = o->top && o->top < ng ? (size_t)o->top : ng;
 	if (!strcmp(o->format, "json")) {
 		printf("{\"lost\": %llu, \"unattributed\": %.0f, \"by\": \"%s\", \"groups\": [",
@@ -501,7 +501,7 @@ int cmd_report(int argc, char **argv)
 	for (n = 0; n < qs.n; n++)
 		sp_attrib_estimate(&at, qs.rows[n].fp_id, !strcmp(qs.rows[n].kind, "exec"),
 				   qs.rows[n].count, qs.rows[n].total_ns, qs.rows[n].self_ns);
-	qsort(at.qs, at.nqs, sizeof(*at.qs), cmp_qsite);
+	sp_qsort(at.qs, at.nqs, sizeof(*at.qs), cmp_qsite);
 	if (sp_qset_sort(&qs, o.sort) < 0) {
 		fprintf(stderr, "sqlprof report: unknown sort key '%s'\n", o.sort);
 		sp_qset_free(&qs);

@@ -33,7 +33,7 @@ double sp_median(double *v, size_t n)
 {
 	if (!n)
 		return 0;
-	qsort(v, n, sizeof(*v), cmp_double);
+	sp_qsort(v, n, sizeof(*v), cmp_double);
 	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
@@ -94,7 +94,7 @@ double sp_mann_whitney(const double *a, size_t na, const double *b, size_t nb, d
 		o[i] = (struct obs){ a[i], 0 };
 	for (i = 0; i < nb; i++)
 		o[na + i] = (struct obs){ b[i], 1 };
-	qsort(o, n, sizeof(*o), cmp_obs);
+	sp_qsort(o, n, sizeof(*o), cmp_obs);
 	for (i = 0; i < n; i = j) {
 		double rank, t;
 
@@ -720,7 +720,7 @@ static int add_sites(const struct sp_side *base, const struct sp_side *cand, str
 	for (i = 0; i < d->ns; i++)
 		d->s[i].impact = absd(d->s[i].vm_steps[0], d->s[i].vm_steps[1]) +
 				 absd(d->s[i].count[0], d->s[i].count[1]);
-	qsort(d->s, d->ns, sizeof(*d->s), cmp_sdiff);
+	sp_qsort(d->s, d->ns, sizeof(*d->s), cmp_sdiff);
 	return 0;
 nomem:
 	hmap_free(&idx);
@@ -830,7 +830,7 @@ int sp_diff_build(const struct sp_side *base, const struct sp_side *cand, struct
 			q->p95[1] = (double)q->cand->p95_ns;
 		}
 	}
-	qsort(d->q, d->nq, sizeof(*d->q), cmp_qdiff);
+	sp_qsort(d->q, d->nq, sizeof(*d->q), cmp_qdiff);
 	for (i = 0; i < d->nq; i++)
 		d->q[i].impact = (double)(d->nq - i);
 	if (add_sites(base, cand, d) < 0)

@@ -6,6 +6,8 @@
  * labels, UTF-8 clean-up and XML escaping. No printer lives here.
  */
 #include <stdlib.h>
+
+#include "util.h"
 #include <string.h>
 
 #include "export.h"
@@ -430,7 +432,7 @@ static int build_fstacks(struct sp_export *x)
 			goto nomem;
 	}
 	free(lab);
-	qsort(x->fs, x->nfs, sizeof(*x->fs), cmp_fstack);
+	sp_qsort(x->fs, x->nfs, sizeof(*x->fs), cmp_fstack);
 	for (i = 0, o = 0; i < x->nfs; i++) {
 		if (o && !strcmp(x->fs[o - 1].line, x->fs[i].line)) {
 			x->fs[o - 1].ns += x->fs[i].ns;
@@ -593,7 +595,7 @@ static int load_events(struct sp_export *x, struct hmap *qm, char *err, size_t e
 	if (rc != SQLITE_DONE)
 		goto sqlerr;
 	if (x->nev > 1)
-		qsort(x->ev, x->nev, sizeof(*x->ev), cmp_event);
+		sp_qsort(x->ev, x->nev, sizeof(*x->ev), cmp_event);
 	for (i = 0; i < x->nev; i++) {
 		if (!x->nth || x->th[x->nth - 1].pid != x->ev[i].pid ||
 		    x->th[x->nth - 1].tid != x->ev[i].tid) {

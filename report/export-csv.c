@@ -9,6 +9,8 @@
  */
 #include <inttypes.h>
 #include <stdlib.h>
+
+#include "util.h"
 #include <string.h>
 
 #include "export.h"
@@ -75,7 +77,7 @@ int sp_export_csv(FILE *f, struct sp_export *x)
 			cr[k].self_ns += s->est_self_ns;
 		}
 		if (n > 1)
-			qsort(cr, n, sizeof(*cr), cmp_crow);
+			sp_qsort(cr, n, sizeof(*cr), cmp_crow);
 		for (k = 0; k < n; k++) {
 			const struct sp_site *st = cr[k].site >= 0 ? &x->at.sites[cr[k].site] : NULL;
 			double frac = q->count ? cr[k].count / (double)q->count : 0;

@@ -18,6 +18,8 @@
  * lane, a child track of its thread (export-common.c assigns lanes).
  */
 #include <stdlib.h>
+
+#include "util.h"
 #include <string.h>
 
 #include "export.h"
@@ -257,7 +259,7 @@ static int counter_ops(struct sp_export *x, size_t first, size_t endth, uint64_t
 		for (e = x->th[k].first; e < x->th[k].first + x->th[k].n; e++)
 			secs[ne++] = x->ev[e].start_ns / 1000000000ULL;
 	if (ne > 1)
-		qsort(secs, ne, sizeof(*secs), cmp_u64);
+		sp_qsort(secs, ne, sizeof(*secs), cmp_u64);
 	for (e = 0; e < ne; e = j) {
 		for (j = e; j < ne && secs[j] == secs[e]; j++)
 			;
@@ -440,7 +442,7 @@ int sp_export_perfetto(FILE *f, struct sp_export *x)
 		}
 	}
 	if (ops.n > 1)
-		qsort(ops.v, ops.n, sizeof(*ops.v), cmp_op);
+		sp_qsort(ops.v, ops.n, sizeof(*ops.v), cmp_op);
 	for (i = 0; i < ops.n; i++) {
 		emit_op(&p, x, &ops.v[i], iid, &next_iid, &first);
 		flush_packet(f, &p, &o);

@@ -17,6 +17,8 @@
 
 #include <math.h>
 #include <stdlib.h>
+
+#include "util.h"
 #include <string.h>
 
 #define SUB_BITS 6
@@ -290,7 +292,7 @@ uint64_t sp_percentile_exact(const uint64_t *v, size_t n, double q)
 	if (!c)
 		return 0;
 	memcpy(c, v, n * sizeof(*c));
-	qsort(c, n, sizeof(*c), cmp_u64);
+	sp_qsort(c, n, sizeof(*c), cmp_u64);
 	uint64_t r = c[nearest_rank(q, n) - 1];
 	free(c);
 	return r;

@@ -5,6 +5,8 @@
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
+
+#include "util.h"
 #include <string.h>
 
 #include "hist.h"
@@ -221,7 +223,7 @@ int sp_qset_sort(struct sp_qset *qs, const char *key)
 		if (!strcmp(key, keys[i].name)) {
 			sort_off = keys[i].off;
 			if (qs->n)
-				qsort(qs->rows, qs->n, sizeof(*qs->rows), cmp_rows);
+				sp_qsort(qs->rows, qs->n, sizeof(*qs->rows), cmp_rows);
 			return 0;
 		}
 	return -1;

@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 /* Exit codes of the sqlprof CLI (documented in docs/sqlprof.1). */
 enum {
@@ -45,6 +46,14 @@ void sp_csv_str(FILE *f, const char *s);    /* RFC 4180 field */
 char *sp_shorten(const char *s, size_t max);
 /* One-line version of SQL: newlines and tabs become spaces. */
 void sp_one_line(char *s);
+
+/* qsort that accepts an empty (possibly NULL) array: qsort(NULL, 0, ...)
+ * is undefined behaviour. */
+static inline void sp_qsort(void *base, size_t n, size_t size, int (*cmp)(const void *, const void *))
+{
+	if (base && n > 1)
+		qsort(base, n, size, cmp);
+}
 
 int sp_parse_u64(const char *s, uint64_t *out);
 int sp_parse_double(const char *s, double lo, double hi, double *out);
