@@ -43,7 +43,7 @@ atomic_ullong sp_untracked;
 int sp_hot;
 _Atomic uint32_t sp_sql_gen;
 
-static int status_probed;
+static atomic_int status_probed; /* 0 not yet, 1 being probed, 2 done */
 static void probe_status_layout(void);
 
 #define DEFAULT_RATE 0.01
@@ -463,14 +463,18 @@ uint64_t sp_sql_note(struct sp_thread *t, const char *sql, size_t len)
 	return h;
 }
 
-static uint32_t cached_pid;
+static _Atomic uint32_t cached_pid; /* same value from every thread */
 
 /* pid for records written before the thread has its TLS ids */
 static inline uint32_t my_pid(void)
 {
-	if (unlikely(!cached_pid))
-		cached_pid = (uint32_t)getpid();
-	return cached_pid;
+	uint32_t p = atomic_load_explicit(&cached_pid, memory_order_relaxed);
+
+	if (unlikely(!p)) {
+		p = (uint32_t)getpid();
+		atomic_store_explicit(&cached_pid, p, memory_order_relaxed);
+	}
+	return p;
 }
 
 void sp_thread_init(struct sp_thread *t)
@@ -525,8 +529,15 @@ void sp_stmt_prepared_text(struct sp_thread *t, sqlite3_stmt *st, const char *te
 	struct sp_rec_prepare *r;
 
 	t->guard++;
-	if (unlikely(!status_probed))
-		probe_status_layout();
+	if (unlikely(atomic_load_explicit(&status_probed, memory_order_relaxed) == 0)) {
+		int zero = 0;
+
+		/* one thread probes; the others use the API meanwhile */
+		if (atomic_compare_exchange_strong(&status_probed, &zero, 1)) {
+			probe_status_layout();
+			atomic_store(&status_probed, 2);
+		}
+	}
 	s = stmt_insert(st);
 	if (!s) {
 		t->guard--;
@@ -574,7 +585,7 @@ struct sp_stmt *sp_stmt_adopt(struct sp_thread *t, sqlite3_stmt *st)
  * four counters straight from memory: the same values, 8 loads.
  * status_off < 0 means "use the API" (probe not run yet, or it failed).
  */
-int sp_status_off = -1;
+_Atomic int sp_status_off = -1;
 
 #define PROBE_OPS 8 /* SQLITE_STMTSTATUS_FULLSCAN_STEP (1) .. FILTER_HIT (8) */
 
@@ -630,7 +641,6 @@ static void probe_status_layout(void)
 	int cand[8], n = 0, run;
 	size_t size;
 
-	status_probed = 1;
 	if (env && !strcmp(env, "api"))
 		return;
 	if (!open_v2 || !sp_real.close || !sp_real.prepare_v2 || !sp_real.step || !sp_real.reset ||
@@ -666,7 +676,7 @@ static void probe_status_layout(void)
 			goto out;
 	}
 	if (n == 1)
-		sp_status_off = cand[0];
+		atomic_store_explicit(&sp_status_off, cand[0], memory_order_release);
 out:
 	if (st)
 		sp_real.finalize(st);
@@ -1016,7 +1026,7 @@ static void on_fork_child(void)
 	/* Only async-signal-safe work: the child has one thread. Statement
 	 * state is kept (the child may go on using them); records already in
 	 * rings belong to the parent, which sends them. */
-	cached_pid = 0;
+	atomic_store_explicit(&cached_pid, 0, memory_order_relaxed);
 	sp_tls.tid = 0;
 	sp_stream_fork_child();
 }

@@ -179,7 +179,7 @@ void sp_stmt_prepared(struct sp_thread *t, sqlite3_stmt *st, uint64_t t0, uint64
 void sp_stmt_forget(sqlite3_stmt *st);
 void sp_run_begin_slow(struct sp_thread *t, struct sp_stmt *s, sqlite3_stmt *st);
 void sp_run_end_slow(struct sp_thread *t, struct sp_stmt *s, sqlite3_stmt *st, int rc, uint64_t end);
-extern int sp_status_off;     /* offset of SQLite's aCounter[], -1: use the API */
+extern _Atomic int sp_status_off; /* offset of SQLite's aCounter[], -1: use the API */
 /* Bumped when a message carrying SQL texts was dropped: statements noted
  * before are noted again (and their text resent) at their next run. */
 extern _Atomic uint32_t sp_sql_gen;
@@ -245,8 +245,10 @@ extern int sp_stream_dead;
  * (probe_status_layout) for why they are read from memory. */
 static inline void sp_status_read(sqlite3_stmt *st, uint32_t v[4])
 {
-	if (likely(sp_status_off >= 0)) {
-		const uint32_t *c = (const uint32_t *)((const char *)st + sp_status_off);
+	int off = atomic_load_explicit(&sp_status_off, memory_order_relaxed);
+
+	if (likely(off >= 0)) {
+		const uint32_t *c = (const uint32_t *)((const char *)st + off);
 
 		v[0] = c[SQLITE_STMTSTATUS_FULLSCAN_STEP];
 		v[1] = c[SQLITE_STMTSTATUS_SORT];
