@@ -488,18 +488,6 @@ void sp_thread_init(struct sp_thread *t)
 	t->rng = mix64(sp_cfg.seed + 0x9E3779B97F4A7C15ULL * idx) | 1;
 }
 
-static inline uint64_t rng_next(struct sp_thread *t)
-{
-	/* xorshift64* */
-	uint64_t x = t->rng;
-
-	x ^= x >> 12;
-	x ^= x << 25;
-	x ^= x >> 27;
-	t->rng = x;
-	return x * 0x2545F4914F6CDD1DULL;
-}
-
 /* Give a statement its SQL id. text, when not NULL, is the SQL the caller
  * passed (legacy sqlite3_prepare keeps no copy for sqlite3_sql). */
 static void stmt_fill(struct sp_thread *t, struct sp_stmt *s, sqlite3_stmt *st, const char *text,
@@ -686,11 +674,7 @@ out:
 
 static inline int sample_now(struct sp_thread *t)
 {
-	if (sp_cfg.rate_all)
-		return 1;
-	if (sp_cfg.rate_threshold == 0)
-		return 0;
-	return rng_next(t) < sp_cfg.rate_threshold;
+	return sp_draw(t);
 }
 
 static void take_stack(struct sp_thread *t, struct sp_run *r)
@@ -718,7 +702,7 @@ static inline void run_link(struct sp_thread *t, struct sp_run *r)
 }
 
 /* First step of an execution: baselines, nesting and the sampling choice. */
-void sp_run_begin_slow(struct sp_thread *t, struct sp_stmt *s, sqlite3_stmt *st)
+void sp_run_begin_slow(struct sp_thread *t, struct sp_stmt *s, sqlite3_stmt *st, int drawn)
 {
 	struct sp_run *r = &s->run;
 
@@ -746,7 +730,9 @@ void sp_run_begin_slow(struct sp_thread *t, struct sp_stmt *s, sqlite3_stmt *st)
 	 * random samples stay an unbiased share of them. */
 	if (unlikely(s->nexec++ == 0) && idset_add(sql_executed, s->sql_id))
 		r->flags |= SP_EXEC_FIRST;
-	if (sp_cfg.rate_threshold != 0 && sample_now(t))
+	if (drawn < 0) /* the inline path did not draw for us */
+		drawn = sp_cfg.rate_threshold != 0 && sample_now(t);
+	if (drawn)
 		r->flags |= SP_EXEC_RANDOM;
 	if (r->flags & (SP_EXEC_FIRST | SP_EXEC_RANDOM))
 		take_stack(t, r);

@@ -177,7 +177,8 @@ static inline struct sp_stmt *sp_stmt_find(sqlite3_stmt *st)
 struct sp_stmt *sp_stmt_adopt(struct sp_thread *t, sqlite3_stmt *st);
 void sp_stmt_prepared(struct sp_thread *t, sqlite3_stmt *st, uint64_t t0, uint64_t t1);
 void sp_stmt_forget(sqlite3_stmt *st);
-void sp_run_begin_slow(struct sp_thread *t, struct sp_stmt *s, sqlite3_stmt *st);
+/* drawn: the random draw already made by the caller (0 or 1), -1 if none */
+void sp_run_begin_slow(struct sp_thread *t, struct sp_stmt *s, sqlite3_stmt *st, int drawn);
 void sp_run_end_slow(struct sp_thread *t, struct sp_stmt *s, sqlite3_stmt *st, int rc, uint64_t end);
 extern _Atomic int sp_status_off; /* offset of SQLite's aCounter[], -1: use the API */
 /* Bumped when a message carrying SQL texts was dropped: statements noted
@@ -262,17 +263,42 @@ static inline void sp_status_read(sqlite3_stmt *st, uint32_t v[4])
 	v[3] = (uint32_t)sp_real.stmt_status(st, SQLITE_STMTSTATUS_VM_STEP, 0);
 }
 
+static inline uint64_t sp_rng_next(struct sp_thread *t)
+{
+	/* xorshift64*, per thread */
+	uint64_t x = t->rng;
+
+	x ^= x >> 12;
+	x ^= x << 25;
+	x ^= x >> 27;
+	t->rng = x;
+	return x * 0x2545F4914F6CDD1DULL;
+}
+
+/* The random sampling draw: 1 with probability SQLPROF_RATE. */
+static inline int sp_draw(struct sp_thread *t)
+{
+	if (sp_cfg.rate_all)
+		return 1;
+	if (sp_cfg.rate_threshold == 0)
+		return 0;
+	return sp_rng_next(t) < sp_cfg.rate_threshold;
+}
+
 /* First step of an execution. The common case (not nested, not the first
- * execution of its statement, no sampling) is inline; the rest is in
- * sp_run_begin_slow. */
+ * execution of its statement, not drawn for a stack) is inline; the rest
+ * is in sp_run_begin_slow. */
 static inline void sp_run_begin(struct sp_thread *t, struct sp_stmt *s, sqlite3_stmt *st)
 {
 	struct sp_run *r = &s->run;
 
-	if (unlikely(!t->tid || t->cur || s->nexec == 0 || sp_cfg.rate_threshold ||
-		     sp_stream_restart ||
+	if (unlikely(!t->tid || t->cur || s->nexec == 0 || sp_stream_restart ||
 		     s->sql_gen != atomic_load_explicit(&sp_sql_gen, memory_order_relaxed))) {
-		sp_run_begin_slow(t, s, st);
+		sp_run_begin_slow(t, s, st, -1);
+		return;
+	}
+	if (sp_cfg.rate_threshold && unlikely(sp_draw(t))) {
+		sp_run_begin_slow(t, s, st, 1);
 		return;
 	}
 	s->nexec++;
