@@ -505,11 +505,6 @@ static void stmt_fill(struct sp_thread *t, struct sp_stmt *s, sqlite3_stmt *st, 
 	s->db = sp_real.db_handle ? (uint64_t)(uintptr_t)sp_real.db_handle(st) : 0;
 }
 
-void sp_stmt_prepared(struct sp_thread *t, sqlite3_stmt *st, uint64_t t0, uint64_t t1)
-{
-	sp_stmt_prepared_text(t, st, NULL, 0, t0, t1);
-}
-
 void sp_stmt_prepared_text(struct sp_thread *t, sqlite3_stmt *st, const char *text, size_t len,
 			   uint64_t t0, uint64_t t1)
 {

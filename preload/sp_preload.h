@@ -43,7 +43,6 @@ struct sp_real {
 	const char *(*errmsg)(sqlite3 *);
 	int (*extended_errcode)(sqlite3 *);
 	void *(*dlopen)(const char *, int);
-	int (*dlclose)(void *);
 	int (*stmt_isexplain)(sqlite3_stmt *);
 	const unsigned char *(*column_text)(sqlite3_stmt *, int);
 	int (*column_int)(sqlite3_stmt *, int);
@@ -175,7 +174,6 @@ static inline struct sp_stmt *sp_stmt_find(sqlite3_stmt *st)
 }
 
 struct sp_stmt *sp_stmt_adopt(struct sp_thread *t, sqlite3_stmt *st);
-void sp_stmt_prepared(struct sp_thread *t, sqlite3_stmt *st, uint64_t t0, uint64_t t1);
 void sp_stmt_forget(sqlite3_stmt *st);
 /* drawn: the random draw already made by the caller (0 or 1), -1 if none */
 void sp_run_begin_slow(struct sp_thread *t, struct sp_stmt *s, sqlite3_stmt *st, int drawn);
