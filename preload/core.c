@@ -288,26 +288,39 @@ static int idset_add(struct idset *s, uint64_t id)
 	return idset_add_or(s, id, 1);
 }
 
-/* Forget an id whose record was lost, so that it is sent again. The slot
- * becomes a tombstone (UINT64_MAX, which ids never take). */
-static void idset_forget(struct idset *s, uint64_t id)
+/* The slot holding id, or NULL when id is absent. *unsure is set when the
+ * bounded probe ran out before finding id or an empty slot. */
+static _Atomic uint64_t *idset_find(struct idset *s, uint64_t id, int *unsure)
 {
 	uint64_t i, n = IDSET_PROBES, mask = (1u << IDSET_BITS) - 1;
 
-	if (!s)
-		return;
+	*unsure = 0;
 	if (id == 0 || id == UINT64_MAX)
 		id = 1;
 	for (i = mix64(id) & mask; n--; i = (i + 1) & mask) {
 		uint64_t cur = atomic_load_explicit(&s->slot[i], memory_order_relaxed);
 
-		if (cur == id) {
-			atomic_compare_exchange_strong(&s->slot[i], &cur, UINT64_MAX);
-			return;
-		}
+		if (cur == id)
+			return &s->slot[i];
 		if (cur == 0)
-			return;
+			return NULL;
 	}
+	*unsure = 1;
+	return NULL;
+}
+
+/* Forget an id whose record was lost, so that it is sent again. The slot
+ * becomes a tombstone (UINT64_MAX, which ids never take). */
+static void idset_forget(struct idset *s, uint64_t id)
+{
+	_Atomic uint64_t *slot;
+	uint64_t cur;
+	int unsure;
+
+	if (!s || !(slot = idset_find(s, id, &unsure)))
+		return;
+	cur = atomic_load_explicit(slot, memory_order_relaxed);
+	atomic_compare_exchange_strong(slot, &cur, UINT64_MAX);
 }
 
 void sp_forget_sent(uint16_t type, uint64_t id)
@@ -328,19 +341,11 @@ void sp_db_note_callbacks(sqlite3 *db)
 
 int sp_db_has_callbacks(uint64_t db)
 {
-	uint64_t i, n = IDSET_PROBES, mask = (1u << IDSET_BITS) - 1;
+	int unsure;
 
 	if (!db_callbacks)
 		return 1; /* unknown: be safe */
-	for (i = mix64(db) & mask; n--; i = (i + 1) & mask) {
-		uint64_t cur = atomic_load_explicit(&db_callbacks->slot[i], memory_order_relaxed);
-
-		if (cur == db)
-			return 1;
-		if (cur == 0)
-			return 0;
-	}
-	return 1;
+	return idset_find(db_callbacks, db, &unsure) != NULL || unsure;
 }
 
 int sp_plan_once(uint64_t db, uint64_t sql_id)

@@ -82,13 +82,18 @@ extern struct sp_config sp_cfg;
 extern int sp_clock_tsc;
 uint64_t sp_mono_ns(void);
 double sp_tsc_per_ns(void); /* calibrated once in the constructor */
+static inline uint64_t sp_rdtsc(void)
+{
+	uint32_t lo, hi;
+
+	__asm__ volatile("rdtsc" : "=a"(lo), "=d"(hi));
+	return ((uint64_t)hi << 32) | lo;
+}
+
 static inline uint64_t sp_now(void)
 {
-	if (likely(sp_clock_tsc)) {
-		uint32_t lo, hi;
-		__asm__ volatile("rdtsc" : "=a"(lo), "=d"(hi));
-		return ((uint64_t)hi << 32) | lo;
-	}
+	if (likely(sp_clock_tsc))
+		return sp_rdtsc();
 	return sp_mono_ns();
 }
 

@@ -61,14 +61,6 @@ static uint64_t tsc_ref, mono_ref;
 /* ------------------------------------------------------------------ */
 /* Clock calibration                                                   */
 
-static inline uint64_t rdtsc(void)
-{
-	uint32_t lo, hi;
-
-	__asm__ volatile("rdtsc" : "=a"(lo), "=d"(hi));
-	return ((uint64_t)hi << 32) | lo;
-}
-
 /* Measure the TSC rate against CLOCK_MONOTONIC over ~200 us. Only the
  * slow-query threshold depends on it; the collector converts times with
  * its own, longer calibration. */
@@ -77,11 +69,11 @@ double sp_tsc_per_ns(void)
 	uint64_t m0, m1, c0, c1;
 
 	m0 = sp_mono_ns();
-	c0 = rdtsc();
+	c0 = sp_rdtsc();
 	do
 		m1 = sp_mono_ns();
 	while (m1 - m0 < 200000);
-	c1 = rdtsc();
+	c1 = sp_rdtsc();
 	tsc_ref = c0;
 	mono_ref = m0;
 	tsc_per_ns = (double)(c1 - c0) / (double)(m1 - m0);
