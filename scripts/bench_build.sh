@@ -34,7 +34,7 @@ for p in trivial lookup insert threads deep; do
 done
 # streamgen speaks the wire format and must export sqlprof_is_collector.
 build "$out/streamgen" "$root/bench/streamgen.c" -I"$root/preload" -rdynamic
-for p in fwd_preload tracev2_preload rusage_preload; do
+for p in fwd_preload timing_preload tracev2_preload rusage_preload; do
 	build "$out/$p.so" "$root/bench/$p.c" -shared -fPIC -fvisibility=hidden -Wl,-z,now -ldl
 done
 cp "$root/bench/workload.py" "$out/workload.py"

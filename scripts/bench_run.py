@@ -6,8 +6,9 @@ docs/benchmarks.json and renders docs/benchmarks.md from it).
 
 What it measures, for the workloads in bench/ (trivial, lookup, insert,
 threads, python) under each configuration (no preload; sqlprof at rate 0,
-the default rate and rate 1; a forwarding-only interposer; a trace_v2
-PROFILE preload; ltrace at a reduced size):
+the default rate and rate 1; a forwarding-only interposer; a timing-only
+interposer, the lower bound of the spec; a trace_v2 PROFILE preload;
+ltrace at a reduced size):
 
   callgrind   instructions of the whole program, once per configuration
               (deterministic), and the ratio against no preload;
@@ -25,8 +26,9 @@ PROFILE preload; ltrace at a reduced size):
               executions, and the CLI's RSS at 1 M against 10 M executions.
 
 It never asserts a time: it records them. It does fail (exit 1) when a
-program misbehaves: no BENCH line, a non-zero exit, or a result (check=)
-that differs between configurations.
+program misbehaves: no BENCH line, a non-zero exit, a result (check=)
+that differs between configurations, or a trivial loop whose executions
+the timing-only interposer did not all count.
 
 usage: scripts/bench_run.py [--build DIR] [--out FILE] [--smoke]
   $BENCH_N  executions of the trivial loop under callgrind (default 100000)
@@ -79,10 +81,11 @@ SMOKE = {
 }
 
 WORKLOADS = ["trivial", "lookup", "insert", "threads", "python"]
-CONFIGS = ["none", "fwd", "tracev2", "sqlprof_r0", "sqlprof_default", "sqlprof_r1"]
+CONFIGS = ["none", "fwd", "timing", "tracev2", "sqlprof_r0", "sqlprof_default", "sqlprof_r1"]
 CONFIG_TEXT = {
     "none": "no preload",
     "fwd": "forwarding interposer (floor)",
+    "timing": "timing-only interposer (lower bound of the spec)",
     "tracev2": "trace_v2 PROFILE preload",
     "sqlprof_r0": "sqlprof, rate 0",
     "sqlprof_default": "sqlprof, default rate 0.01",
@@ -129,11 +132,17 @@ def parse_bench(out):
 
 def read_rusage(path):
     """RUSAGE lines written by rusage_preload.so, as a list of dicts."""
+    return read_lines(path, "RUSAGE ")
+
+
+def read_lines(path, prefix):
+    """The `prefix k=v ...` lines of path (none when it is missing), as a
+    list of dicts, numbers as int."""
     res = []
     try:
         with open(path) as f:
             for ln in f:
-                if ln.startswith("RUSAGE "):
+                if ln.startswith(prefix):
                     d = dict(kv.split("=", 1) for kv in ln.split()[1:])
                     res.append({k: (int(v) if re.fullmatch(r"\d+", v) else v)
                                 for k, v in d.items()})
@@ -183,6 +192,9 @@ class Bench:
             return argv, {}
         if cfg == "fwd":
             return argv, {"LD_PRELOAD": self.bin + "/fwd_preload.so"}
+        if cfg == "timing":
+            return argv, {"LD_PRELOAD": self.bin + "/timing_preload.so",
+                          "TIMING_OUT": os.path.join(self.tmp, "timing.txt")}
         if cfg == "tracev2":
             return argv, {"LD_PRELOAD": self.bin + "/tracev2_preload.so",
                           "TRACEV2_OUT": os.path.join(self.tmp, "tracev2.txt")}
@@ -201,12 +213,16 @@ class Bench:
 
     def run(self, argv, extra_env, what, want_bench=True):
         """Run argv; returns the BENCH fields plus cmd_ns, the collector's
-        rusage (collector_*) when there is one, and stderr."""
+        rusage (collector_*) when there is one, the timing-only
+        interposer's totals (timing_execs, timing_rows) when it ran, and
+        stderr."""
         env = dict(self.env)
         env.update(extra_env)
         ru_file = extra_env.get("BENCH_RUSAGE_FILE")
-        if ru_file and os.path.exists(ru_file):
-            os.unlink(ru_file)
+        timing_file = extra_env.get("TIMING_OUT")
+        for f in (ru_file, timing_file):
+            if f and os.path.exists(f):
+                os.unlink(f)
         t0 = time.monotonic_ns()
         p = subprocess.run(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                            text=True, cwd=self.tmp)
@@ -226,11 +242,24 @@ class Bench:
                 c = coll[-1]
                 d["collector_rss_kb"] = c["maxrss_kb"]
                 d["collector_cpu_ns"] = (c["utime_us"] + c["stime_us"]) * 1000
+        if timing_file:
+            # One line per process that exits through exit(), for its
+            # exiting thread; the program's is the one that did the work.
+            t = read_lines(timing_file, "TIMING ")
+            if t:
+                best = max(t, key=lambda e: e.get("execs", 0))
+                d["timing_execs"], d["timing_rows"] = best.get("execs"), best.get("rows")
         return d
 
     def check(self, workload, n, d, what):
-        """Every configuration must compute the same result."""
+        """Every configuration must compute the same result, and the
+        timing-only interposer must have timed every execution of the
+        trivial loop (one thread, one statement, one row each)."""
         key = (workload, n)
+        if workload == "trivial" and "timing_execs" in d and \
+                (d["timing_execs"], d["timing_rows"]) != (n, n):
+            raise BenchError("%s: the timing-only interposer counted %s executions and %s rows, "
+                             "not %d" % (what, d["timing_execs"], d["timing_rows"], n))
         if "check" not in d:
             return
         if key in self.checks and self.checks[key] != d["check"]:
@@ -467,8 +496,8 @@ class Bench:
                     res["skipped"].append("callgrind: valgrind not installed")
             # The smoke test runs every configuration on one workload and one
             # sqlprof configuration on the others, to stay within seconds.
-            cfgs = CONFIGS if not self.smoke or w == "trivial" else CONFIGS[:3] + [
-                "sqlprof_default"]
+            cfgs = CONFIGS if not self.smoke or w == "trivial" else [
+                c for c in CONFIGS if not c.startswith("sqlprof_")] + ["sqlprof_default"]
             e["wall"] = self.wall(w, cfgs, self.sz["wall"][w], self.sz["rounds"], "wall")
             if w in self.sz["ltrace"]:
                 if have_lt:
