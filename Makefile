@@ -98,7 +98,7 @@ $(BUILD)/obj/%.o: %.c $(wildcard report/*.h symbolizer/*.h preload/sp_wire.h)
 
 $(LIBSQLPROF): $(PRELOAD_OBJ) preload/libsqlprof.map
 	@mkdir -p $(@D)
-	$(CC) -shared -o $@ $(PRELOAD_OBJ) $(PRELOAD_SAN_LDFLAGS) -Wl,--no-undefined -Wl,--version-script=preload/libsqlprof.map -Wl,-z,now -ldl -lpthread
+	$(CC) -shared -o $@ $(PRELOAD_OBJ) $(PRELOAD_SAN_LDFLAGS) -Wl,--no-undefined -Wl,--version-script=preload/libsqlprof.map -Wl,-z,now -ldl -lpthread -lm
 
 $(LIBSYM): $(SYM_OBJ)
 	@mkdir -p $(@D)

@@ -41,7 +41,7 @@ int sp_clock_tsc;
 __thread struct sp_thread sp_tls __attribute__((tls_model("initial-exec")));
 atomic_ullong sp_untracked;
 int sp_hot;
-_Atomic uint32_t sp_sql_gen;
+_Atomic uint32_t sp_sql_gen = 1; /* never 0: a statement's fast_gen 0 means never */
 
 static atomic_int status_probed; /* 0 not yet, 1 being probed, 2 done */
 static void probe_status_layout(void);
@@ -201,12 +201,8 @@ static void read_config(void)
 	const char *clk;
 
 	env_double("SQLPROF_RATE", 0.0, 1.0, &rate);
-	if (rate >= 1.0) {
-		sp_cfg.rate_all = 1;
-		sp_cfg.rate_threshold = UINT64_MAX;
-	} else {
-		sp_cfg.rate_threshold = (uint64_t)(rate * 18446744073709551616.0);
-	}
+	sp_cfg.rate = rate;
+	sp_cfg.log_q = rate > 0.0 && rate < 1.0 ? log1p(-rate) : 0.0;
 	if (env_long("SQLPROF_SEED", 0, LONG_MAX, &l))
 		sp_cfg.seed = (uint64_t)l;
 	else
@@ -232,6 +228,7 @@ static void read_config(void)
 	} else
 		sp_clock_tsc = kernel_clock_is_tsc();
 	sp_cfg.slow_ticks = (uint64_t)(slow_ms * 1e6); /* ns; to ticks in sp_init */
+	sp_cfg.slow_span = sp_cfg.slow_ticks ? sp_cfg.slow_ticks : (uint64_t)1 << 63;
 }
 
 /* ------------------------------------------------------------------ */
@@ -491,6 +488,46 @@ void sp_thread_init(struct sp_thread *t)
 	t->pid = (uint32_t)getpid();
 	/* Repeatable per thread index under SQLPROF_SEED. */
 	t->rng = mix64(sp_cfg.seed + 0x9E3779B97F4A7C15ULL * idx) | 1;
+	t->skip = 0; /* drawn in sp_thread_ready */
+}
+
+/*
+ * Gap to the next execution the random draw picks, counting this one: a
+ * geometric variable with p = SQLPROF_RATE, so that counting it down
+ * gives exactly the choices of one Bernoulli draw per execution, at the
+ * price of a decrement instead of a random number each time.
+ */
+uint64_t sp_draw_gap(struct sp_thread *t)
+{
+	double u, g;
+
+	if (sp_cfg.rate >= 1.0)
+		return 1;
+	if (sp_cfg.rate <= 0.0)
+		return UINT64_MAX;
+	/* u uniform in (0, 1] from the top 53 bits */
+	u = (double)((sp_rng_next(t) >> 11) + 1) * 0x1p-53;
+	g = floor(log(u) / sp_cfg.log_q);
+	if (!(g < 1e18))
+		return (uint64_t)1e18;
+	return (uint64_t)g + 1;
+}
+
+void sp_thread_ready(struct sp_thread *t)
+{
+	struct sp_rec_hdr h = { SP_REC_EXEC_LITE, 0, sizeof(struct sp_rec_exec_lite) };
+
+	if (t->state & SP_TS_SETUP)
+		return;
+	if (unlikely(!t->tid))
+		sp_thread_init(t);
+	if (unlikely(sp_stream_restart))
+		sp_stream_child_start();
+	if (!t->skip)
+		t->skip = sp_draw_gap(t);
+	memcpy(&t->lite_head[0], &h, sizeof(h));
+	t->lite_head[1] = (uint64_t)t->pid | (uint64_t)t->tid << 32;
+	t->state |= SP_TS_SETUP | (sp_clock_tsc ? SP_TS_TSC : 0);
 }
 
 /* Give a statement its SQL id. text, when not NULL, is the SQL the caller
@@ -516,7 +553,7 @@ void sp_stmt_prepared_text(struct sp_thread *t, sqlite3_stmt *st, const char *te
 	struct sp_stmt *s;
 	struct sp_rec_prepare *r;
 
-	t->guard++;
+	sp_guard_in(t);
 	if (unlikely(atomic_load_explicit(&status_probed, memory_order_relaxed) == 0)) {
 		int zero = 0;
 
@@ -528,7 +565,7 @@ void sp_stmt_prepared_text(struct sp_thread *t, sqlite3_stmt *st, const char *te
 	}
 	s = stmt_insert(st);
 	if (!s) {
-		t->guard--;
+		sp_guard_out(t);
 		return;
 	}
 	stmt_fill(t, s, st, text, len);
@@ -544,7 +581,7 @@ void sp_stmt_prepared_text(struct sp_thread *t, sqlite3_stmt *st, const char *te
 		r->time = t1 - t0;
 		sp_rec_commit(t, sizeof(*r));
 	}
-	t->guard--;
+	sp_guard_out(t);
 	sp_plan_capture(t, st, s->sql_id, s->db);
 	sp_modules_maybe_send();
 }
@@ -559,9 +596,9 @@ struct sp_stmt *sp_stmt_adopt(struct sp_thread *t, sqlite3_stmt *st)
 		atomic_fetch_add_explicit(&sp_untracked, 1, memory_order_relaxed);
 		return NULL;
 	}
-	t->guard++;
+	sp_guard_in(t);
 	stmt_fill(t, s, st, NULL, 0);
-	t->guard--;
+	sp_guard_out(t);
 	return s;
 }
 
@@ -672,18 +709,13 @@ out:
 		sp_real.close(db);
 }
 
-static inline int sample_now(struct sp_thread *t)
-{
-	return sp_draw(t);
-}
-
 static void take_stack(struct sp_thread *t, struct sp_run *r)
 {
 	int saved = errno;
 
-	t->guard++;
+	sp_guard_in(t);
 	r->stack_id = sp_stack_capture(t);
-	t->guard--;
+	sp_guard_out(t);
 	errno = saved;
 	if (r->stack_id)
 		r->flags |= SP_EXEC_SAMPLED;
@@ -702,14 +734,16 @@ static inline void run_link(struct sp_thread *t, struct sp_run *r)
 }
 
 /* First step of an execution: baselines, nesting and the sampling choice. */
-void sp_run_begin_slow(struct sp_thread *t, struct sp_stmt *s, sqlite3_stmt *st, int drawn)
+uint64_t sp_run_begin_slow(struct sp_thread *t, struct sp_stmt *s, sqlite3_stmt *st, int drawn)
 {
 	struct sp_run *r = &s->run;
+	uint32_t gen;
 
 	if (unlikely(!t->tid))
 		sp_thread_init(t);
 	if (unlikely(sp_stream_restart))
 		sp_stream_child_start();
+	gen = atomic_load_explicit(&sp_sql_gen, memory_order_relaxed);
 	if (unlikely(s->sql_gen != atomic_load_explicit(&sp_sql_gen, memory_order_relaxed))) {
 		/* Its text may have been in a dropped message: note it again
 		 * (sent again only if it was forgotten). */
@@ -717,26 +751,29 @@ void sp_run_begin_slow(struct sp_thread *t, struct sp_stmt *s, sqlite3_stmt *st,
 
 		s->sql_gen = atomic_load_explicit(&sp_sql_gen, memory_order_relaxed);
 		if (sql) {
-			t->guard++;
+			sp_guard_in(t);
 			sp_sql_note(t, sql, strlen(sql));
-			t->guard--;
+			sp_guard_out(t);
 		}
 	}
 	r->flags = 0;
 	run_link(t, r);
 	r->db_time = r->nested_time = r->rows = r->stack_id = 0;
-	sp_status_read(st, r->base);
+	sp_status_base(r, st);
 	/* The random draw is made for every execution, forced or not, so the
 	 * random samples stay an unbiased share of them. */
 	if (unlikely(s->nexec++ == 0) && idset_add(sql_executed, s->sql_id))
 		r->flags |= SP_EXEC_FIRST;
 	if (drawn < 0) /* the inline path did not draw for us */
-		drawn = sp_cfg.rate_threshold != 0 && sample_now(t);
+		drawn = sp_draw(t);
 	if (drawn)
 		r->flags |= SP_EXEC_RANDOM;
 	if (r->flags & (SP_EXEC_FIRST | SP_EXEC_RANDOM))
 		take_stack(t, r);
+	s->fast_gen = gen; /* its next execution may start inline */
 	r->start = sp_now();
+	r->slow_at = r->start + sp_cfg.slow_span;
+	return r->start;
 }
 
 /* A row came back: take the stack of a slow execution while its caller is
@@ -746,11 +783,10 @@ void sp_run_on_row(struct sp_thread *t, struct sp_stmt *s, sqlite3_stmt *st, uin
 	struct sp_run *r = &s->run;
 
 	(void)st;
-	if (now - r->start >= sp_cfg.slow_ticks) {
-		r->flags |= SP_EXEC_SLOW;
-		if (!(r->flags & SP_EXEC_SAMPLED))
-			take_stack(t, r);
-	}
+	r->slow_at = UINT64_MAX; /* noted once */
+	r->flags |= SP_EXEC_SLOW;
+	if (!(r->flags & SP_EXEC_SAMPLED))
+		take_stack(t, r);
 }
 
 static void write_error(struct sp_thread *t, const struct sp_run *run, uint64_t sql_id, sqlite3 *db,
@@ -778,7 +814,7 @@ static void write_error(struct sp_thread *t, const struct sp_run *run, uint64_t 
 }
 
 static void emit_exec(struct sp_thread *t, const struct sp_run *r, uint64_t sql_id,
-		      uint64_t db, int rc, uint64_t end, const uint32_t delta[4], int kind)
+		      uint64_t db, int rc, uint64_t end, sp_v4u delta, int kind)
 {
 	struct sp_rec_exec *x = sp_rec_reserve(t, sizeof(*x));
 
@@ -828,23 +864,18 @@ void sp_run_end_slow(struct sp_thread *t, struct sp_stmt *s, sqlite3_stmt *st, i
 		     uint64_t end)
 {
 	struct sp_run *r = &s->run;
-	uint32_t now[4], delta[4];
+	sp_v4u delta;
 
 	if (!r->seq)
 		return;
-	if (unlikely(sp_cfg.slow_ticks && end - r->start >= sp_cfg.slow_ticks) &&
-	    !(r->flags & SP_EXEC_SLOW)) {
+	if (unlikely(end >= r->slow_at) && !(r->flags & SP_EXEC_SLOW)) {
 		/* Slow, and no row came back to notice it earlier: we are still
 		 * in the caller's step, so its stack is the right one. */
 		r->flags |= SP_EXEC_SLOW;
 		if (!(r->flags & SP_EXEC_SAMPLED))
 			take_stack(t, r);
 	}
-	sp_status_read(st, now);
-	delta[0] = now[0] - r->base[0];
-	delta[1] = now[1] - r->base[1];
-	delta[2] = now[2] - r->base[2];
-	delta[3] = now[3] - r->base[3];
+	delta = sp_status_delta(r, st);
 	if (unlikely(rc != SQLITE_DONE && rc != SQLITE_ROW)) {
 		sqlite3 *db = (sqlite3 *)(uintptr_t)s->db;
 		int saved = errno;
@@ -854,9 +885,9 @@ void sp_run_end_slow(struct sp_thread *t, struct sp_stmt *s, sqlite3_stmt *st, i
 			rc = sp_real.extended_errcode(db);
 		/* The stack at the failing call: we are in the step shim. */
 		take_stack(t, r);
-		t->guard++;
+		sp_guard_in(t);
 		write_error(t, r, s->sql_id, db, rc);
-		t->guard--;
+		sp_guard_out(t);
 		errno = saved;
 	}
 	emit_exec(t, r, s->sql_id, s->db, rc == SQLITE_ROW || rc == SQLITE_DONE ? SQLITE_OK : rc, end,
@@ -874,8 +905,11 @@ void sp_exec_begin(struct sp_thread *t, struct sp_run *r, uint64_t sql_id)
 	 * query: their "first" marks are kept apart */
 	if (idset_add(sql_executed, sql_id ^ 0x9E3779B97F4A7C15ULL))
 		r->flags |= SP_EXEC_FIRST;
-	if (sp_cfg.rate_threshold != 0 && sample_now(t))
+	if (!t->skip)
+		t->skip = sp_draw_gap(t);
+	if (sp_draw(t))
 		r->flags |= SP_EXEC_RANDOM;
+	r->slow_at = UINT64_MAX; /* exec calls are checked at their end */
 	if (r->flags & (SP_EXEC_FIRST | SP_EXEC_RANDOM))
 		take_stack(t, r);
 }
@@ -884,7 +918,7 @@ void sp_exec_begin(struct sp_thread *t, struct sp_run *r, uint64_t sql_id)
  * end it without reading counters from memory that is no longer it. */
 static void stale_run_end(struct sp_thread *t, struct sp_stmt *s)
 {
-	static const uint32_t zero[4];
+	static const sp_v4u zero;
 	struct sp_run *r = &s->run;
 
 	if (!t->tid)
@@ -897,7 +931,7 @@ static void stale_run_end(struct sp_thread *t, struct sp_stmt *s)
 void sp_exec_end(struct sp_thread *t, struct sp_run *r, uint64_t sql_id, sqlite3 *db, int rc,
 		 uint64_t end)
 {
-	static const uint32_t zero[4];
+	static const sp_v4u zero;
 
 	if (sp_cfg.slow_ticks && end - r->start >= sp_cfg.slow_ticks) {
 		r->flags |= SP_EXEC_SLOW;
@@ -909,9 +943,9 @@ void sp_exec_end(struct sp_thread *t, struct sp_run *r, uint64_t sql_id, sqlite3
 		if (db && sp_real.extended_errcode)
 			rc = sp_real.extended_errcode(db);
 		take_stack(t, r);
-		t->guard++;
+		sp_guard_in(t);
 		write_error(t, r, sql_id, db, rc);
-		t->guard--;
+		sp_guard_out(t);
 	}
 	emit_exec(t, r, sql_id, (uint64_t)(uintptr_t)db, rc, end, zero, SP_KIND_EXEC);
 	run_unlink(t, r);
@@ -1014,6 +1048,7 @@ static void on_fork_child(void)
 	 * rings belong to the parent, which sends them. */
 	atomic_store_explicit(&cached_pid, 0, memory_order_relaxed);
 	sp_tls.tid = 0;
+	sp_tls.state &= ~SP_TS_FAST; /* set up again at the next call */
 	sp_stream_fork_child();
 }
 
@@ -1060,8 +1095,12 @@ __attribute__((constructor)) static void sp_init(void)
 		} else
 			sp_use_cfi_unwinder = sp_unwind_init() == 0;
 	}
-	if (sp_clock_tsc)
+	if (sp_clock_tsc && sp_cfg.slow_ticks) {
 		sp_cfg.slow_ticks = (uint64_t)((double)sp_cfg.slow_ticks * sp_tsc_per_ns());
+		if (!sp_cfg.slow_ticks)
+			sp_cfg.slow_ticks = 1;
+		sp_cfg.slow_span = sp_cfg.slow_ticks;
+	}
 	sp_proc_pid = (uint32_t)getpid();
 	pthread_atfork(NULL, NULL, on_fork_child);
 	sp_resolve();

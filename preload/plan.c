@@ -89,7 +89,7 @@ void sp_plan_capture(struct sp_thread *t, sqlite3_stmt *st, uint64_t sql_id, uin
 		return;
 	memcpy(q, "EXPLAIN QUERY PLAN ", 19);
 	memcpy(q + 19, sql, len + 1);
-	t->guard++;
+	sp_guard_in(t);
 	if (sp_real.prepare_v2(conn, q, (int)(len + 19), &ex, NULL) == SQLITE_OK && ex) {
 		while (sp_real.step(ex) == SQLITE_ROW && n < sizeof(text) - 1) {
 			const char *detail = (const char *)sp_real.column_text(ex, 3);
@@ -103,7 +103,7 @@ void sp_plan_capture(struct sp_thread *t, sqlite3_stmt *st, uint64_t sql_id, uin
 	}
 	if (ex)
 		sp_real.finalize(ex);
-	t->guard--;
+	sp_guard_out(t);
 	free(q);
 	if (n) {
 		uint32_t rl = SP_ALIGN8(sizeof(struct sp_rec_plan) + n);

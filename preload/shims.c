@@ -75,7 +75,7 @@ static void after_prepare(int rc, sqlite3_stmt **pp, uint64_t t0, const char *te
 	struct sp_thread *t = &sp_tls;
 	int saved = errno;
 
-	if (rc == SQLITE_OK && pp && *pp && sp_hot && !t->guard)
+	if (rc == SQLITE_OK && pp && *pp && sp_hot && !sp_guarded(t))
 		sp_stmt_prepared_text(t, *pp, text, len, t0, sp_now());
 	errno = saved;
 }
@@ -144,41 +144,38 @@ PREPARE_SHIM(sqlite3_prepare16_v3, prepare16_v3, const void *, unsigned int f, s
 
 /* ---- step: the hot path ---- */
 
-static __attribute__((noinline)) int step_cold(sqlite3_stmt *st)
+static inline __attribute__((always_inline)) uint64_t clock_now(const int tsc)
 {
-	NEED();
-	return sp_real.step ? sp_real.step(st) : MISSING;
+	return tsc ? sp_rdtsc() : sp_mono_ns();
 }
 
-SP_EXPORT int sqlite3_step(sqlite3_stmt *st)
+/* A step of a tracked statement; tsc is a constant in each copy. */
+static inline __attribute__((always_inline)) int step_tracked(struct sp_thread *t,
+							      sqlite3_stmt *st, const int tsc)
 {
-	struct sp_thread *t = &sp_tls;
-	struct sp_stmt *s;
+	struct sp_stmt *s = sp_stmt_find_hot(st);
 	struct sp_run *outer;
 	uint64_t t0, t1;
 	int rc;
 
-	if (unlikely(!sp_hot || t->guard || !st))
-		return step_cold(st);
-	s = sp_stmt_find(st);
 	if (unlikely(!s)) {
 		s = sp_stmt_adopt(t, st);
 		if (!s)
 			return sp_real.step(st);
 	}
+	t0 = clock_now(tsc);
 	if (!s->run.seq)
-		sp_run_begin(t, s, st);
+		t0 = sp_run_begin(t, s, st, t0);
 	outer = t->cur;
 	t->cur = &s->run;
-	t0 = sp_now();
 	rc = sp_real.step(st);
-	t1 = sp_now();
+	t1 = clock_now(tsc);
 	t->cur = outer;
 	s->run.db_time += t1 - t0;
 	if (likely(rc == SQLITE_ROW)) {
 		s->run.rows++;
-		if (unlikely(sp_cfg.slow_ticks && !(s->run.flags & SP_EXEC_SLOW)) &&
-		    t1 - s->run.start >= sp_cfg.slow_ticks)
+		/* slow: take the stack while the caller is still on it */
+		if (unlikely(t1 >= s->run.slow_at))
 			sp_run_on_row(t, s, st, t1);
 		return rc;
 	}
@@ -189,29 +186,72 @@ SP_EXPORT int sqlite3_step(sqlite3_stmt *st)
 	return rc;
 }
 
+/* Everything but a set-up thread on the TSC clock: not resolved yet,
+ * profiling off, inside the profiler, a NULL statement, a thread (or
+ * forked child) to set up, or CLOCK_MONOTONIC. */
+static __attribute__((noinline)) int step_cold(sqlite3_stmt *st)
+{
+	struct sp_thread *t = &sp_tls;
+
+	NEED();
+	if (unlikely(!sp_real.step))
+		return MISSING;
+	if (!sp_hot || sp_guarded(t) || !st)
+		return sp_real.step(st);
+	sp_thread_ready(t);
+	return sp_clock_tsc ? step_tracked(t, st, 1) : step_tracked(t, st, 0);
+}
+
+SP_EXPORT int sqlite3_step(sqlite3_stmt *st)
+{
+	struct sp_thread *t = &sp_tls;
+
+	if (unlikely(t->state != SP_TS_FAST || !st))
+		return step_cold(st);
+	return step_tracked(t, st, 1);
+}
+
 /* reset and finalize end an execution still in progress (rows not all
- * consumed). The result code of the execution is the one it had so far. */
+ * consumed). sqlite3_step resets the statement itself when it re-prepares
+ * an expired one (a schema change, a LIKE pattern rebound): that reset,
+ * inside this statement's own step (t->cur), is not the end. */
+static __attribute__((noinline)) void abandon(struct sp_thread *t, struct sp_stmt *s,
+					      sqlite3_stmt *st)
+{
+	sp_run_abandon(t, s, st, sp_now());
+}
+
+static inline __attribute__((always_inline)) void end_if_running(struct sp_thread *t,
+								 sqlite3_stmt *st)
+{
+	struct sp_stmt *s = sp_stmt_find_hot(st);
+
+	/* the common reset follows SQLITE_DONE: nothing in progress */
+	if (unlikely(s && s->run.seq && t->cur != &s->run))
+		abandon(t, s, st);
+}
+
+static __attribute__((noinline)) int reset_cold(sqlite3_stmt *st)
+{
+	struct sp_thread *t = &sp_tls;
+
+	NEED();
+	if (unlikely(!sp_real.reset))
+		return MISSING;
+	if (sp_hot && !sp_guarded(t) && st) {
+		sp_thread_ready(t);
+		end_if_running(t, st);
+	}
+	return sp_real.reset(st);
+}
+
 SP_EXPORT int sqlite3_reset(sqlite3_stmt *st)
 {
 	struct sp_thread *t = &sp_tls;
 
-	if (unlikely(!sp_hot)) {
-		NEED();
-		if (unlikely(!sp_real.reset))
-			return MISSING;
-	}
-	if (likely(sp_hot && !t->guard && st)) {
-		struct sp_stmt *s = sp_stmt_find(st);
-
-		/* sqlite3_step resets the statement itself when it re-prepares
-		 * an expired one (a schema change, a LIKE pattern rebound):
-		 * that reset, inside this statement's own step, is not the end
-		 * of the execution. */
-		if (s && s->run.seq && t->cur != &s->run) {
-			s->run.flags |= SP_EXEC_ABANDONED;
-			sp_run_end(t, s, st, SQLITE_ROW, sp_now());
-		}
-	}
+	if (unlikely(t->state != SP_TS_FAST || !st))
+		return reset_cold(st);
+	end_if_running(t, st);
 	return sp_real.reset(st);
 }
 
@@ -222,14 +262,14 @@ SP_EXPORT int sqlite3_finalize(sqlite3_stmt *st)
 	NEED();
 	if (unlikely(!sp_real.finalize))
 		return MISSING;
-	if (st && sp_hot && !t->guard) {
-		struct sp_stmt *s = sp_stmt_find(st);
+	if (st && sp_hot && !sp_guarded(t)) {
 		int saved = errno;
+		struct sp_stmt *s;
 
-		if (s && s->run.seq) {
-			s->run.flags |= SP_EXEC_ABANDONED;
-			sp_run_end(t, s, st, SQLITE_ROW, sp_now());
-		}
+		sp_thread_ready(t);
+		s = sp_stmt_find_hot(st);
+		if (s && s->run.seq)
+			sp_run_abandon(t, s, st, sp_now());
 		if (s)
 			sp_stmt_forget(st);
 		errno = saved;
@@ -252,7 +292,7 @@ SP_EXPORT int sqlite3_exec(sqlite3 *db, const char *sql,
 	NEED();
 	if (unlikely(!sp_real.exec))
 		return MISSING;
-	if (!sp_hot || t->guard || !sql)
+	if (!sp_hot || sp_guarded(t) || !sql)
 		return sp_real.exec(db, sql, cb, arg, errmsg);
 	saved = errno;
 	sql_id = sp_sql_note(t, sql, strlen(sql));

@@ -64,10 +64,11 @@ int sp_resolve(void);            /* 0 when the sqlite3 originals are known */
 /* Configuration, read once in the constructor (core.c). */
 struct sp_config {
 	int enabled;            /* 0: pass everything through untouched */
-	uint64_t rate_threshold; /* sample if rng < threshold; see sp_sample */
-	int rate_all;           /* rate == 1 */
+	double rate;            /* SQLPROF_RATE */
+	double log_q;           /* log(1 - rate), for the gaps between draws */
 	uint64_t seed;
 	uint64_t slow_ticks;    /* SQLPROF_SLOW_MS in clock units, 0 = off */
+	uint64_t slow_span;     /* slow_ticks, or 2^63 when off: run.slow_at */
 	int depth;              /* stack depth limit */
 	int send_timeout_ms;
 	int flush_ms;
@@ -100,10 +101,15 @@ static inline uint64_t sp_now(void)
 /* State of one execution in progress (a statement's, or an exec call's). */
 struct sp_run {
 	uint64_t seq;         /* 0: no execution in progress */
-	uint64_t parent_seq;
+	uint64_t start;
+	uint64_t slow_at;     /* clock value from which it is slow; UINT64_MAX
+			       * once noted (or for an exec call) */
+	/* zeroed together when an execution starts */
+	uint64_t db_time, rows, nested_time, stack_id;
 	struct sp_run *parent;
-	uint64_t start, db_time, nested_time, rows, stack_id;
-	uint32_t base[4];     /* stmt_status at start: fullscan, sort, autoindex, vm */
+	uint64_t parent_seq;
+	uint32_t base[4] __attribute__((aligned(16))); /* counters at start:
+			       * fullscan, sort, autoindex, vm (SQLite's order) */
 	uint16_t flags;       /* SP_EXEC_* */
 };
 
@@ -114,6 +120,10 @@ struct sp_stmt {
 	uint64_t db;
 	uint32_t nexec;        /* executions started (first-exec sampling) */
 	uint32_t sql_gen;      /* sp_sql_gen when its SQL text was noted */
+	/* sp_sql_gen when an execution last went through sp_run_begin_slow:
+	 * the inline start is allowed while it is current (0 = never, so the
+	 * first execution of a statement always takes the slow start) */
+	uint32_t fast_gen;
 	struct sp_run run;
 };
 
@@ -127,6 +137,8 @@ struct sp_ring {
 	_Atomic uint32_t head;
 	_Atomic uint32_t tail;
 	uint32_t wpos;         /* producer: offset of the reserved record */
+	uint32_t wlimit;       /* producer: head value up to which the free space
+				* is linear, as of its last slow reservation */
 	atomic_int dead;       /* owner thread has exited */
 	uint64_t execs;        /* executions ended by the owner */
 	pthread_mutex_t send_lock;
@@ -136,15 +148,46 @@ struct sp_ring {
 
 /* Per-thread state, in initial-exec TLS: no allocation on access. */
 struct sp_thread {
-	struct sp_ring *ring;  /* NULL until the thread's first record */
+	/* The one word the hot path tests: SP_TS_FAST when the inline path
+	 * may run (profiling on, thread set up, TSC clock, not inside the
+	 * profiler). SP_TS_SETUP: set up (sp_thread_ready). Entering the
+	 * profiler adds SP_TS_GUARD (sp_guard_in). */
+	uint32_t state;
 	uint32_t tid;          /* 0 until sp_thread_init (also after fork) */
 	uint32_t pid;          /* set with tid */
-	int guard;             /* >0 while the profiler works: pass through */
-	uint64_t seq;          /* last execution number */
-	uint64_t rng;
+	struct sp_ring *ring;  /* NULL until the thread's first record */
 	struct sp_run *cur;    /* execution whose call (step, exec) we are in */
+	uint64_t seq;          /* last execution number */
+	uint64_t skip;         /* executions until the next random draw hits */
+	/* the first 16 bytes of this thread's EXEC_LITE records: header,
+	 * pid, tid (set by sp_thread_ready) */
+	uint64_t lite_head[2] __attribute__((aligned(16)));
+	uint64_t rng;
 };
 extern __thread struct sp_thread sp_tls;
+
+#define SP_TS_SETUP 1u
+#define SP_TS_TSC 2u
+#define SP_TS_FAST (SP_TS_SETUP | SP_TS_TSC)
+#define SP_TS_GUARD 4u
+static inline void sp_guard_in(struct sp_thread *t)
+{
+	t->state += SP_TS_GUARD;
+}
+
+static inline void sp_guard_out(struct sp_thread *t)
+{
+	t->state -= SP_TS_GUARD;
+}
+
+static inline int sp_guarded(const struct sp_thread *t)
+{
+	return t->state >= SP_TS_GUARD;
+}
+
+/* Make the thread ready for the inline path (ids, fork child restart,
+ * sampling state). Only when profiling is on and not guarded. */
+void sp_thread_ready(struct sp_thread *t);
 
 /* core.c: the table of live statements (lock-free, open addressing). */
 #define STMT_BITS 16
@@ -158,15 +201,14 @@ static inline uint64_t sp_stmt_hash(const void *p)
 }
 
 /* The tracked state of a statement, or NULL. Inlined: it is on the path of
- * every step. */
-static inline struct sp_stmt *sp_stmt_find(sqlite3_stmt *st)
+ * every step. The _hot variant is for a thread set up (SP_TS_SETUP),
+ * which implies the table exists. */
+static inline struct sp_stmt *sp_stmt_find_hot(sqlite3_stmt *st)
 {
 	uint64_t i = sp_stmt_hash(st);
 	uintptr_t key = (uintptr_t)st;
 	int n;
 
-	if (unlikely(!sp_stmts))
-		return NULL;
 	for (n = 0; n < STMT_MAX_PROBE; n++, i = (i + 1) & (STMT_N - 1)) {
 		uintptr_t k = atomic_load_explicit(&sp_stmts[i].key, memory_order_acquire);
 
@@ -178,14 +220,22 @@ static inline struct sp_stmt *sp_stmt_find(sqlite3_stmt *st)
 	return NULL;
 }
 
+static inline struct sp_stmt *sp_stmt_find(sqlite3_stmt *st)
+{
+	if (unlikely(!sp_stmts))
+		return NULL;
+	return sp_stmt_find_hot(st);
+}
+
 struct sp_stmt *sp_stmt_adopt(struct sp_thread *t, sqlite3_stmt *st);
 void sp_stmt_forget(sqlite3_stmt *st);
-/* drawn: the random draw already made by the caller (0 or 1), -1 if none */
-void sp_run_begin_slow(struct sp_thread *t, struct sp_stmt *s, sqlite3_stmt *st, int drawn);
+/* drawn: the random draw already made by the caller (1 = hit), -1 if none.
+ * Returns the clock value at which the execution starts. */
+uint64_t sp_run_begin_slow(struct sp_thread *t, struct sp_stmt *s, sqlite3_stmt *st, int drawn);
 void sp_run_end_slow(struct sp_thread *t, struct sp_stmt *s, sqlite3_stmt *st, int rc, uint64_t end);
 extern _Atomic int sp_status_off; /* offset of SQLite's aCounter[], -1: use the API */
 /* Bumped when a message carrying SQL texts was dropped: statements noted
- * before are noted again (and their text resent) at their next run. */
+ * before are noted again (and their text resent) at their next run. Never 0. */
 extern _Atomic uint32_t sp_sql_gen;
 /* A dropped message carried these ids: send them again when next used. */
 void sp_forget_sent(uint16_t type, uint64_t id);
@@ -199,24 +249,27 @@ void sp_exec_begin(struct sp_thread *t, struct sp_run *r, uint64_t sql_id);
 void sp_exec_end(struct sp_thread *t, struct sp_run *r, uint64_t sql_id, sqlite3 *db, int rc, uint64_t end);
 void sp_thread_init(struct sp_thread *t);
 extern atomic_ullong sp_untracked;
+/* Executions until the next random draw hits (>= 1): geometric gaps give
+ * the same choices as one draw per execution, for a decrement each. */
+uint64_t sp_draw_gap(struct sp_thread *t);
 
 /* stream.c */
 void *sp_rec_reserve_slow(struct sp_thread *t, uint32_t len); /* NULL: lost */
 
 /* Reserve len bytes (multiple of 8) in the thread's ring; NULL when the
- * record is lost (counted). The common case is a few instructions. */
+ * record is lost (counted). The common case is a compare against the
+ * producer's own limit (wlimit: where the free linear space ends, as of
+ * the last slow reservation). */
 static inline void *sp_rec_reserve(struct sp_thread *t, uint32_t len)
 {
 	struct sp_ring *r = t->ring;
 
 	if (likely(r != NULL)) {
 		uint32_t hd = atomic_load_explicit(&r->head, memory_order_relaxed);
-		uint32_t off = hd & SP_RING_MASK;
-		uint32_t tl = atomic_load_explicit(&r->tail, memory_order_acquire);
 
-		if (likely(SP_RING_SIZE - off >= len && SP_RING_SIZE - (hd - tl) >= len)) {
+		if (likely(r->wlimit - hd >= len)) { /* wlimit never falls behind head */
 			r->wpos = hd;
-			return r->data + off;
+			return r->data + (hd & SP_RING_MASK);
 		}
 	}
 	return sp_rec_reserve_slow(t, len);
@@ -245,25 +298,42 @@ void sp_modules_maybe_send(void);
 extern atomic_ullong sp_lost;
 extern int sp_stream_dead;
 
-/* Statement counters: fullscan, sort, autoindex, vm steps. See core.c
- * (probe_status_layout) for why they are read from memory. */
-static inline void sp_status_read(sqlite3_stmt *st, uint32_t v[4])
+/* Statement counters: fullscan, sort, autoindex, vm steps, as one 16-byte
+ * vector. See core.c (probe_status_layout) for why they are read from
+ * memory: SQLite keeps them as u32 aCounter[], these four at [1..4]. */
+typedef uint32_t sp_v4u __attribute__((vector_size(16)));
+
+static inline sp_v4u sp_status_read(sqlite3_stmt *st)
 {
 	int off = atomic_load_explicit(&sp_status_off, memory_order_relaxed);
+	sp_v4u v;
 
 	if (likely(off >= 0)) {
-		const uint32_t *c = (const uint32_t *)((const char *)st + off);
-
-		v[0] = c[SQLITE_STMTSTATUS_FULLSCAN_STEP];
-		v[1] = c[SQLITE_STMTSTATUS_SORT];
-		v[2] = c[SQLITE_STMTSTATUS_AUTOINDEX];
-		v[3] = c[SQLITE_STMTSTATUS_VM_STEP];
-		return;
+		__builtin_memcpy(&v, (const char *)st + off + 4 * SQLITE_STMTSTATUS_FULLSCAN_STEP,
+				 sizeof(v));
+		return v;
 	}
 	v[0] = (uint32_t)sp_real.stmt_status(st, SQLITE_STMTSTATUS_FULLSCAN_STEP, 0);
 	v[1] = (uint32_t)sp_real.stmt_status(st, SQLITE_STMTSTATUS_SORT, 0);
 	v[2] = (uint32_t)sp_real.stmt_status(st, SQLITE_STMTSTATUS_AUTOINDEX, 0);
 	v[3] = (uint32_t)sp_real.stmt_status(st, SQLITE_STMTSTATUS_VM_STEP, 0);
+	return v;
+}
+
+static inline void sp_status_base(struct sp_run *r, sqlite3_stmt *st)
+{
+	sp_v4u v = sp_status_read(st);
+
+	__builtin_memcpy(r->base, &v, sizeof(v));
+}
+
+/* Counters since the execution started: fullscan, sort, autoindex, vm. */
+static inline sp_v4u sp_status_delta(const struct sp_run *r, sqlite3_stmt *st)
+{
+	sp_v4u b, now = sp_status_read(st);
+
+	__builtin_memcpy(&b, r->base, sizeof(b));
+	return now - b;
 }
 
 static inline uint64_t sp_rng_next(struct sp_thread *t)
@@ -278,79 +348,95 @@ static inline uint64_t sp_rng_next(struct sp_thread *t)
 	return x * 0x2545F4914F6CDD1DULL;
 }
 
-/* The random sampling draw: 1 with probability SQLPROF_RATE. */
+/* The random draw of one execution: 1 with probability SQLPROF_RATE. */
 static inline int sp_draw(struct sp_thread *t)
 {
-	if (sp_cfg.rate_all)
-		return 1;
-	if (sp_cfg.rate_threshold == 0)
+	if (likely(--t->skip != 0))
 		return 0;
-	return sp_rng_next(t) < sp_cfg.rate_threshold;
+	t->skip = sp_draw_gap(t);
+	return 1;
 }
 
-/* First step of an execution. The common case (not nested, not the first
- * execution of its statement, not drawn for a stack) is inline; the rest
- * is in sp_run_begin_slow. */
-static inline void sp_run_begin(struct sp_thread *t, struct sp_stmt *s, sqlite3_stmt *st)
+/* First step of an execution: returns its start time (now, unless the
+ * slow start took time of its own). The common case (not nested, the
+ * statement started inline before, not drawn for a stack) is inline. */
+static inline __attribute__((always_inline)) uint64_t sp_run_begin(struct sp_thread *t, struct sp_stmt *s, sqlite3_stmt *st,
+				    uint64_t now)
 {
 	struct sp_run *r = &s->run;
 
-	if (unlikely(!t->tid || t->cur || s->nexec == 0 || sp_stream_restart ||
-		     s->sql_gen != atomic_load_explicit(&sp_sql_gen, memory_order_relaxed))) {
-		sp_run_begin_slow(t, s, st, -1);
-		return;
+	if (unlikely(t->cur != NULL ||
+		     s->fast_gen != atomic_load_explicit(&sp_sql_gen, memory_order_relaxed)))
+		return sp_run_begin_slow(t, s, st, -1);
+	if (unlikely(--t->skip == 0)) {
+		t->skip = sp_draw_gap(t);
+		return sp_run_begin_slow(t, s, st, 1);
 	}
-	if (sp_cfg.rate_threshold && unlikely(sp_draw(t))) {
-		sp_run_begin_slow(t, s, st, 1);
-		return;
-	}
-	s->nexec++;
 	r->seq = ++t->seq;
+	r->start = now;
+	r->slow_at = now + sp_cfg.slow_span;
+	r->db_time = r->rows = r->nested_time = r->stack_id = 0;
 	r->parent = NULL;
 	r->parent_seq = 0;
 	r->flags = 0;
-	r->db_time = r->nested_time = r->rows = r->stack_id = 0;
-	sp_status_read(st, r->base);
-	r->start = sp_now();
+	sp_status_base(r, st);
+	return now;
 }
 
-/* End of an execution (DONE, an error, or reset/finalize before DONE with
- * rc == SQLITE_ROW). A plain execution leaves a 64-byte record, inline;
- * anything else goes to sp_run_end_slow. */
-static inline void sp_run_end(struct sp_thread *t, struct sp_stmt *s, sqlite3_stmt *st, int rc,
-			      uint64_t end)
+/* A plain execution ended: its 64-byte EXEC_LITE record. */
+static inline __attribute__((always_inline)) void sp_run_lite(struct sp_thread *t, struct sp_stmt *s, sqlite3_stmt *st,
+			       uint64_t end, uint16_t flags)
 {
 	struct sp_run *r = &s->run;
 	struct sp_rec_exec_lite *x;
-	uint32_t now[4];
+	sp_v4u d;
 
-	if (unlikely((r->flags & ~SP_EXEC_ABANDONED) != 0 || (rc != SQLITE_DONE && rc != SQLITE_ROW) ||
-		     r->rows > UINT32_MAX ||
-		     (sp_cfg.slow_ticks && end - r->start >= sp_cfg.slow_ticks))) {
-		sp_run_end_slow(t, s, st, rc, end);
-		return;
-	}
 	r->seq = 0;
 	x = (struct sp_rec_exec_lite *)sp_rec_reserve(t, sizeof(*x));
 	if (unlikely(!x))
 		return;
-	sp_status_read(st, now);
+	d = sp_status_delta(r, st);
 	t->ring->execs++;
-	x->h.type = SP_REC_EXEC_LITE;
-	x->h.flags = r->flags;
-	x->h.len = sizeof(*x);
-	x->pid = t->pid;
-	x->tid = t->tid;
+	__builtin_memcpy(x, t->lite_head, 16);
+	if (flags)
+		x->h.flags = flags;
 	x->sql_id = s->sql_id;
 	x->wall = end - r->start;
 	x->db_time = r->db_time;
+	__builtin_memcpy(&x->fullscan_steps, &d, sizeof(d));
 	x->rows = (uint32_t)r->rows;
-	x->fullscan_steps = now[0] - r->base[0];
-	x->sorts = now[1] - r->base[1];
-	x->autoindex = now[2] - r->base[2];
-	x->vm_steps = now[3] - r->base[3];
 	x->pad = 0;
 	sp_rec_commit(t, sizeof(*x));
+}
+
+/* End of an execution at a step that returned rc (SQLITE_DONE or an
+ * error). A plain one leaves an EXEC_LITE record, inline; anything else
+ * goes to sp_run_end_slow. */
+static inline __attribute__((always_inline)) void sp_run_end(struct sp_thread *t, struct sp_stmt *s, sqlite3_stmt *st, int rc,
+			      uint64_t end)
+{
+	struct sp_run *r = &s->run;
+
+	if (unlikely(r->flags != 0 || rc != SQLITE_DONE || (r->rows >> 32) != 0 ||
+		     end >= r->slow_at)) {
+		sp_run_end_slow(t, s, st, rc, end);
+		return;
+	}
+	sp_run_lite(t, s, st, end, 0);
+}
+
+/* End of an execution at reset or finalize, before SQLITE_DONE. */
+static inline __attribute__((always_inline)) void sp_run_abandon(struct sp_thread *t, struct sp_stmt *s, sqlite3_stmt *st,
+				  uint64_t end)
+{
+	struct sp_run *r = &s->run;
+
+	if (unlikely(r->flags != 0 || (r->rows >> 32) != 0 || end >= r->slow_at)) {
+		r->flags |= SP_EXEC_ABANDONED;
+		sp_run_end_slow(t, s, st, SQLITE_ROW, end);
+		return;
+	}
+	sp_run_lite(t, s, st, end, SP_EXEC_ABANDONED);
 }
 
 /* plan.c */

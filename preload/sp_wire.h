@@ -26,8 +26,9 @@
 #include <stdint.h>
 
 #define SP_WIRE_MAGIC 0x46525053u /* "SPRF" little-endian */
-#define SP_WIRE_VERSION 1
-#define SP_WIRE_MIN_VERSION 1 /* oldest version this reader accepts */
+#define SP_WIRE_VERSION 2
+#define SP_WIRE_MIN_VERSION 2 /* oldest version this reader accepts (2: EXEC_LITE
+                               * counters in aCounter order) */
 
 /* Largest message a writer may send and a reader must accept. */
 #define SP_MSG_MAX (256 * 1024)
@@ -169,8 +170,10 @@ struct sp_rec_exec_lite {
 	uint64_t sql_id;
 	uint64_t wall;
 	uint64_t db_time;
+	/* in the order of SQLite's own counters (SQLITE_STMTSTATUS_FULLSCAN_STEP
+	 * .. VM_STEP), so the writer moves them as one 16-byte block */
+	uint32_t fullscan_steps, sorts, autoindex, vm_steps;
 	uint32_t rows;
-	uint32_t vm_steps, fullscan_steps, sorts, autoindex;
 	uint32_t pad;
 };
 

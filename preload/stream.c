@@ -421,6 +421,13 @@ void *sp_rec_reserve_slow(struct sp_thread *t, uint32_t len)
 	}
 	r->wpos = hd;
 	p = r->data + off;
+	{
+		/* free space ends at the tail's wrap or at the end of the
+		 * buffer, whichever comes first */
+		uint32_t to_tail = tl + RING_SIZE, to_end = hd - off + RING_SIZE;
+
+		r->wlimit = (int32_t)(to_tail - to_end) < 0 ? to_tail : to_end;
+	}
 out:
 	errno = saved;
 	return p;
@@ -559,9 +566,9 @@ void sp_modules_maybe_send(void)
 	mb.gen = atomic_fetch_add(&module_gen, 1) + 1;
 	n = readlink("/proc/self/exe", mb.exe, sizeof(mb.exe) - 1);
 	mb.exe[n > 0 ? n : 0] = 0;
-	sp_tls.guard++;
+	sp_guard_in(&sp_tls);
 	dl_iterate_phdr(module_cb, &mb);
-	sp_tls.guard--;
+	sp_guard_out(&sp_tls);
 	/* Split into messages below the size limit, on record boundaries. */
 	for (off = 0; off < mb.len;) {
 		size_t chunk = 0;
@@ -646,7 +653,7 @@ static void flush_all(uint16_t flags, int wait)
 static void *flusher(void *arg)
 {
 	(void)arg;
-	sp_tls.guard = 1; /* nothing this thread does is profiled */
+	sp_tls.state = SP_TS_GUARD; /* nothing this thread does is profiled */
 	for (;;) {
 		struct timespec ts = {
 			.tv_sec = sp_cfg.flush_ms / 1000,
@@ -755,12 +762,12 @@ void sp_stream_exit(void)
 	int sent = -1;
 
 	memset(&b, 0, sizeof(b));
-	sp_tls.guard++;
+	sp_guard_in(&sp_tls);
 	flush_all(0, 1);
 	if (sock_fd < 0 && !sp_stream_dead && atomic_load(&sp_lost) == 0) {
 		/* Nothing was ever sent (a forked child that made no query):
 		 * there is no process to say goodbye for. */
-		sp_tls.guard--;
+		sp_guard_out(&sp_tls);
 		return;
 	}
 	b.h.type = SP_REC_BYE;
@@ -779,7 +786,7 @@ void sp_stream_exit(void)
 		b.lost = atomic_load(&sp_lost);
 		bye_file(&b);
 	}
-	sp_tls.guard--;
+	sp_guard_out(&sp_tls);
 }
 
 void sp_stream_leaving(void)

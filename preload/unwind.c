@@ -55,35 +55,6 @@ struct rule {
 #define RULE_BAD 8  /* cannot unwind through this pc */
 #define RULE_END 16 /* outermost frame: the return address is undefined */
 
-/* Cache: pc -> rule, a seqlock per slot. A writer makes seq odd with a
- * compare-and-swap (a writer that loses just does not cache), writes key
- * and rule, and makes seq even again; a reader takes key and rule only if
- * seq was even and unchanged around its reads. */
-#define CACHE_BITS 14
-struct slot {
-	_Atomic uint64_t seq;
-	_Atomic uint64_t key;
-	_Atomic uint64_t rule;
-	uint64_t pad;
-};
-static struct slot *cache;
-
-static inline uint64_t pack(struct rule r)
-{
-	uint64_t v;
-
-	memcpy(&v, &r, sizeof(v));
-	return v;
-}
-
-static inline struct rule unpack(uint64_t v)
-{
-	struct rule r;
-
-	memcpy(&r, &v, sizeof(r));
-	return r;
-}
-
 /* ---- reading .eh_frame ---- */
 
 static uint64_t uleb(const uint8_t **p, const uint8_t *end)
@@ -399,117 +370,292 @@ static struct rule compute_rule(uintptr_t pc)
 	return r;
 }
 
-static inline uint64_t hash_pc(uintptr_t pc)
+/*
+ * The cache: return address -> how to step over its frame. 2^CACHE_BITS
+ * slots, slot i the pair {key[i], val[i]}, each word written and read with
+ * relaxed atomics, no lock. A writer stores val, then key = pc ^ val ^
+ * salt; a reader takes the pair for pc iff key ^ val ^ pc is the salt of
+ * one of the classes below, and the salt says how to read val. A pair torn
+ * by concurrent writers (the key of one write, the val of another) fails
+ * that test but with negligible probability; then a wrong rule is applied,
+ * which may truncate that stack or end it with a wrong frame, never fault
+ * (the bounds argument below). Salts differ from each other and from 0 in
+ * bits above 47, so a whole pair for pc' never passes for pc != pc' (user
+ * pcs are below 2^47), in any class.
+ *
+ *   K_SP_RBP (salt 0): CFA = rsp + lo32(val), the caller's rbp at
+ *            rsp + hi32(val), the return address at CFA - 8.
+ *   K_FP:    CFA = rbp + val, rbp at CFA - 16, the return address at CFA - 8
+ *            (a frame-pointer frame).
+ *   K_SP:    CFA = rsp + val, rbp unchanged, the return address at CFA - 8.
+ *   K_GEN:   anything else, val a packed struct rule (gen_pack): the slow
+ *            path. Outermost frames and frames we cannot unwind are here.
+ *
+ * Bounds without a test per read. The walk keeps rsp in [fp + 16, hi - 8]
+ * (fp: sp_unwind's frame, hi: the top of the thread's stack; every caller's
+ * saved register lies in that range) and stops when a CFA leaves it. Every
+ * val ever written, and the 0 of an empty slot, has bit 63 clear and
+ * hi32(val) == 0 or hi32(val) + 8 <= lo32(val) (encode() makes sure), so
+ * whatever class a reader takes a val for, the fast path reads only in
+ * [rsp - 8, CFA - 8] with CFA <= hi - 8, or checks the address (K_FP).
+ */
+#define CACHE_BITS 14
+#define SLOTS (1u << CACHE_BITS)
+#define SALT_FP (1ull << 62)
+#define SALT_SP (1ull << 61)
+#define SALT_GEN (1ull << 60)
+
+/* SLOTS pairs {key, val}, 16 bytes each; NULL before sp_unwind_init */
+static _Atomic uint64_t *_Atomic cache;
+
+/* The slot of pc, as its byte offset in the cache: bits 4..17 of the low
+ * 32 bits of pc times an odd constant, which depend on bits 0..17 of pc
+ * only. Two instructions (imul, and); pcs that share a slot take turns. */
+static inline size_t slot_of(uintptr_t pc)
 {
-	return ((uint64_t)pc * 0x9E3779B97F4A7C15ULL) >> (64 - CACHE_BITS);
+	return ((uint32_t)pc * 0x9E3779B1u) & ((SLOTS - 1) << 4);
 }
 
-static struct rule rule_for(uintptr_t pc)
+static inline _Atomic uint64_t *slot_at(_Atomic uint64_t *c, size_t off)
 {
-	struct slot *s = &cache[hash_pc(pc)];
-	uint64_t q1 = atomic_load_explicit(&s->seq, memory_order_acquire), k, v;
-	struct rule r;
+	return (_Atomic uint64_t *)((char *)c + off);
+}
 
-	if (!(q1 & 1)) {
-		k = atomic_load_explicit(&s->key, memory_order_acquire);
-		v = atomic_load_explicit(&s->rule, memory_order_acquire);
-		atomic_thread_fence(memory_order_acquire);
-		if (k == pc && atomic_load_explicit(&s->seq, memory_order_relaxed) == q1)
-			return unpack(v);
-	}
-	r = compute_rule(pc);
-	q1 = atomic_load_explicit(&s->seq, memory_order_relaxed);
-	if (!(q1 & 1) && atomic_compare_exchange_strong(&s->seq, &q1, q1 + 1)) {
-		atomic_store_explicit(&s->key, pc, memory_order_relaxed);
-		atomic_store_explicit(&s->rule, pack(r), memory_order_relaxed);
-		atomic_store_explicit(&s->seq, q1 + 2, memory_order_release);
-	}
+/* K_GEN: lo32 = bit 31 | cfa_off in 31 bits; hi32 = flags | ra_off8 << 5 |
+ * rbp_off << 13 (29 bits). Returns 0, or -1 when cfa_off does not fit. */
+static int gen_pack(struct rule r, uint64_t *val)
+{
+	if (r.cfa_off < -(1 << 30) || r.cfa_off >= (1 << 30))
+		return -1;
+	*val = (0x80000000u | ((uint32_t)r.cfa_off & 0x7fffffffu)) |
+	       (uint64_t)(r.flags | (uint32_t)(uint8_t)r.ra_off8 << 5 |
+			  (uint32_t)(uint16_t)r.rbp_off << 13) << 32;
+	return 0;
+}
+
+static struct rule gen_unpack(uint64_t val)
+{
+	uint32_t hi = (uint32_t)(val >> 32);
+	struct rule r = {
+		.cfa_off = (int32_t)((uint32_t)val << 1) >> 1,
+		.rbp_off = (int16_t)(uint16_t)(hi >> 13),
+		.ra_off8 = (int8_t)(uint8_t)(hi >> 5),
+		.flags = (uint8_t)(hi & 0x1f),
+	};
+
 	return r;
 }
 
-/* Stack bounds of the calling thread, looked up once per thread. */
-static __thread uintptr_t stack_lo, stack_hi __attribute__((tls_model("initial-exec")));
+/* Class and val of rule r (see the cache). Returns 0, or -1 when r is not
+ * to be cached. */
+static int encode(struct rule r, uint64_t *salt, uint64_t *val)
+{
+	int ok = (r.flags & RULE_OK) && r.ra_off8 == -1;
 
-static int stack_bounds(void)
+	if (ok && !(r.flags & CFA_RBP) && r.cfa_off >= 8) {
+		if (!(r.flags & RBP_SAVED)) {
+			*salt = SALT_SP;
+			*val = (uint64_t)r.cfa_off;
+			return 0;
+		}
+		if (r.rbp_off >= -r.cfa_off && r.rbp_off <= -16) {
+			*salt = 0;
+			*val = (uint64_t)r.cfa_off | (uint64_t)(r.cfa_off + r.rbp_off) << 32;
+			return 0;
+		}
+	}
+	if (ok && (r.flags & CFA_RBP) && (r.flags & RBP_SAVED) && r.cfa_off >= 16 &&
+	    r.rbp_off == -16) {
+		*salt = SALT_FP;
+		*val = (uint64_t)r.cfa_off;
+		return 0;
+	}
+	*salt = SALT_GEN;
+	return gen_pack(r, val);
+}
+
+/* Bounds of the calling thread's stack, looked up once per thread. */
+static __thread struct {
+	uintptr_t lo, hi;
+} stack __attribute__((tls_model("initial-exec")));
+
+/* Fills `stack` for the calling thread; errno is preserved. Returns 0 or
+ * -1. Cold: pthread_getattr_np reads /proc/self/maps in the main thread. */
+__attribute__((noinline, cold)) static int stack_bounds(void)
 {
 	pthread_attr_t a;
 	void *addr;
 	size_t size;
+	int saved = errno, rc = -1;
 
-	if (stack_hi)
-		return 0;
 	if (pthread_getattr_np(pthread_self(), &a) != 0)
-		return -1;
-	if (pthread_attr_getstack(&a, &addr, &size) != 0) {
-		pthread_attr_destroy(&a);
-		return -1;
+		goto out;
+	if (pthread_attr_getstack(&a, &addr, &size) == 0 && size >= 64) {
+		stack.lo = (uintptr_t)addr;
+		stack.hi = (uintptr_t)addr + size;
+		rc = 0;
 	}
 	pthread_attr_destroy(&a);
-	stack_lo = (uintptr_t)addr;
-	stack_hi = (uintptr_t)addr + size;
-	return 0;
+out:
+	errno = saved;
+	return rc;
 }
 
 int sp_unwind_init(void)
 {
-	void *p = mmap(NULL, sizeof(struct slot) << CACHE_BITS, PROT_READ | PROT_WRITE,
-		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	_Atomic uint64_t *c = atomic_load_explicit(&cache, memory_order_acquire), *none = NULL;
+	void *p;
 
+	if (c)
+		return 0;
+	p = mmap(NULL, 2 * sizeof(*c) * SLOTS, PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	if (p == MAP_FAILED)
 		return -1;
-	cache = p;
+	if (!atomic_compare_exchange_strong_explicit(&cache, &none, p, memory_order_acq_rel,
+						     memory_order_acquire))
+		munmap(p, 2 * sizeof(*c) * SLOTS); /* another thread was first */
 	return 0;
+}
+
+/* One step of the walk: the frame after the return address pc, whose
+ * callee left rsp and rbp. */
+struct step {
+	uintptr_t cfa; /* the caller's rsp; 0: the walk ends, 1: it fails (-1) */
+	uintptr_t rbp;
+	uintptr_t pc; /* the caller's return address */
+};
+
+/* The slow path of sp_unwind for pc: a K_GEN rule of the cache (x is
+ * key ^ val ^ pc of its slot), or a miss, where the rule is computed from
+ * .eh_frame and cached. Every read is checked against [rsp, hi8 + 8). */
+__attribute__((noinline, cold)) static struct step step_slow(_Atomic uint64_t *c, uintptr_t pc,
+							     uintptr_t rsp, uintptr_t rbp,
+							     uintptr_t hi8, uint64_t x, uint64_t val)
+{
+	struct step s = { 0 };
+	struct rule r;
+	uintptr_t cfa, ra_at, at;
+
+	if (x == SALT_GEN) {
+		r = gen_unpack(val);
+	} else {
+		uint64_t salt;
+		int saved = errno;
+
+		/* A return address may follow a call to a noreturn function at
+		 * the very end of its caller: look up the call itself (pc - 1). */
+		r = compute_rule(pc - 1);
+		errno = saved;
+		if (encode(r, &salt, &val) == 0) {
+			_Atomic uint64_t *sl = slot_at(c, slot_of(pc));
+
+			atomic_store_explicit(&sl[1], val, memory_order_relaxed);
+			atomic_store_explicit(&sl[0], pc ^ val ^ salt, memory_order_relaxed);
+		}
+	}
+	if (r.flags & RULE_END)
+		return s;
+	if (!(r.flags & RULE_OK)) {
+		s.cfa = 1;
+		return s;
+	}
+	cfa = ((r.flags & CFA_RBP) ? rbp : rsp) + (intptr_t)r.cfa_off;
+	if (cfa < rsp + 8 || cfa > hi8)
+		return s; /* left the stack: the walk ends here */
+	ra_at = cfa + (intptr_t)r.ra_off8 * 8;
+	if (ra_at < rsp || ra_at > hi8)
+		return s;
+	if (r.flags & RBP_SAVED) {
+		at = cfa + (intptr_t)r.rbp_off;
+		if (at < rsp || at > hi8)
+			return s;
+		rbp = *(const uintptr_t *)at;
+	}
+	s.cfa = cfa;
+	s.rbp = rbp;
+	s.pc = *(const uintptr_t *)ra_at;
+	return s;
 }
 
 /*
  * Walk the stack of the calling thread. pcs[0] is the return address into
- * our caller's caller... precisely: the frames start with the caller of
- * sp_unwind. Returns the number of pcs (>= 0), or -1 when the walk met
- * something it cannot unwind before reaching the outermost frame (the
- * caller then uses backtrace()).
+ * the caller of sp_unwind, then one per frame to the outermost. Returns
+ * the number of pcs (>= 0), or -1 when the walk met something it cannot
+ * unwind before reaching the outermost frame (the caller then uses
+ * backtrace()), or when sp_unwind_init was not run or the thread runs on
+ * another stack (sigaltstack). errno is preserved.
+ *
+ * A warm walk is, per frame: a hash, two loads and a test of the slot, a
+ * test of the CFA against the stack, two loads from the stack.
  */
 __attribute__((noinline)) int sp_unwind(uintptr_t *pcs, int max)
 {
-	uintptr_t rsp, rbp, pc, cfa;
-	int n = 0, first = 1;
-	int saved = errno;
+	/* __builtin_frame_address(0) gives this function a frame pointer
+	 * (push %rbp; mov %rsp,%rbp): fp[0] is our caller's rbp, fp[1] our
+	 * return address, fp + 2 our caller's rsp. */
+	const uintptr_t *fp = __builtin_frame_address(0);
+	_Atomic uint64_t *c = atomic_load_explicit(&cache, memory_order_acquire), *sl;
+	uintptr_t lo = stack.lo, hi = stack.hi, hi8, rsp, rbp, pc, cfa;
+	uintptr_t *p = pcs, *end = pcs + (max > 0 ? max : 0);
+	uint64_t key, val, x;
 
-	if (!cache || stack_bounds() < 0) {
-		errno = saved;
-		return -1;
-	}
-	errno = saved;
-	__asm__ volatile("lea (%%rip), %0\n\tmov %%rsp, %1\n\tmov %%rbp, %2"
-			 : "=r"(pc), "=r"(rsp), "=r"(rbp));
-	while (n < max) {
-		/* A return address may follow a call to a noreturn function at
-		 * the very end of its caller: look up the call itself (pc - 1). */
-		struct rule r = rule_for(first ? pc : pc - 1);
-		uintptr_t ra_at;
-
-		if (r.flags & RULE_END)
-			return n;
-		if (!(r.flags & RULE_OK))
+	if (unlikely((uintptr_t)fp - lo >= hi - lo)) { /* also: not looked up yet */
+		if (!c || stack_bounds() < 0)
 			return -1;
-		cfa = ((r.flags & CFA_RBP) ? rbp : rsp) + (intptr_t)r.cfa_off;
-		ra_at = cfa + (intptr_t)r.ra_off8 * 8;
-		if (cfa <= rsp || ra_at < stack_lo || ra_at + 8 > stack_hi)
-			return n; /* left the stack: the walk ends here */
-		if (r.flags & RBP_SAVED) {
-			uintptr_t at = cfa + (intptr_t)r.rbp_off;
-
-			if (at < stack_lo || at + 8 > stack_hi)
-				return n;
-			rbp = *(const uintptr_t *)at;
-		}
-		pc = *(const uintptr_t *)ra_at;
-		rsp = cfa;
-		first = 0;
-		if (pc == 0)
-			return n; /* outermost frame */
-		pcs[n++] = pc;
+		lo = stack.lo;
+		hi = stack.hi;
+		if ((uintptr_t)fp - lo >= hi - lo)
+			return -1; /* not on the thread's stack */
 	}
-	return n;
+	if (unlikely(!c))
+		return -1;
+	hi8 = hi - 8;
+	rbp = fp[0];
+	pc = fp[1];
+	rsp = (uintptr_t)(fp + 2);
+	while (p != end) {
+		if (unlikely(!pc))
+			break; /* outermost frame */
+		*p++ = pc;
+		sl = slot_at(c, slot_of(pc));
+		key = atomic_load_explicit(&sl[0], memory_order_relaxed);
+		val = atomic_load_explicit(&sl[1], memory_order_relaxed);
+		x = key ^ val ^ pc;
+		if (likely(x == 0)) { /* K_SP_RBP */
+			cfa = rsp + (uint32_t)val;
+			if (unlikely(cfa > hi8))
+				break;
+			rbp = *(const uintptr_t *)(rsp + (val >> 32));
+		} else if (x == SALT_FP) {
+			cfa = rbp + val;
+			if (unlikely(cfa < rsp + 16 || cfa > hi8))
+				break;
+			rbp = ((const uintptr_t *)cfa)[-2];
+		} else if (x == SALT_SP) {
+			cfa = rsp + val;
+			if (unlikely(cfa > hi8))
+				break;
+		} else {
+			struct step s;
+
+			if (p == end)
+				break; /* no room for the next pc: do not look it up */
+			s = step_slow(c, pc, rsp, rbp, hi8, x, val);
+			if (s.cfa <= 1) {
+				if (s.cfa)
+					return -1;
+				break;
+			}
+			rbp = s.rbp;
+			rsp = s.cfa;
+			pc = s.pc;
+			continue;
+		}
+		pc = ((const uintptr_t *)cfa)[-1];
+		rsp = cfa;
+	}
+	return (int)(p - pcs);
 }
 
 #else /* not x86-64: always fall back to backtrace() */
