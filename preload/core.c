@@ -320,6 +320,10 @@ static void idset_forget(struct idset *s, uint64_t id)
 	atomic_compare_exchange_strong(slot, &cur, UINT64_MAX);
 }
 
+/* Bumped when a dropped message carried a stack: the per-thread "last
+ * stack sent" shortcut (sp_thread.last_stack) is then not trusted. */
+static _Atomic uint32_t stack_epoch;
+
 void sp_forget_sent(uint16_t type, uint64_t id)
 {
 	if (type == SP_REC_SQL) {
@@ -327,6 +331,7 @@ void sp_forget_sent(uint16_t type, uint64_t id)
 		atomic_fetch_add_explicit(&sp_sql_gen, 1, memory_order_relaxed);
 	} else if (type == SP_REC_STACK) {
 		idset_forget(stack_sent, id); /* resent at its next capture */
+		atomic_fetch_add_explicit(&stack_epoch, 1, memory_order_relaxed);
 	}
 }
 
@@ -709,14 +714,12 @@ out:
 		sp_real.close(db);
 }
 
-static void take_stack(struct sp_thread *t, struct sp_run *r)
-{
-	int saved = errno;
+static inline __attribute__((always_inline)) uint64_t stack_capture(struct sp_thread *t);
 
-	sp_guard_in(t);
-	r->stack_id = sp_stack_capture(t);
-	sp_guard_out(t);
-	errno = saved;
+/* The stack of an execution; keeps errno. */
+static __attribute__((noinline)) void take_stack(struct sp_thread *t, struct sp_run *r)
+{
+	r->stack_id = stack_capture(t);
 	if (r->stack_id)
 		r->flags |= SP_EXEC_SAMPLED;
 }
@@ -739,12 +742,9 @@ uint64_t sp_run_begin_slow(struct sp_thread *t, struct sp_stmt *s, sqlite3_stmt 
 	struct sp_run *r = &s->run;
 	uint32_t gen;
 
-	if (unlikely(!t->tid))
-		sp_thread_init(t);
-	if (unlikely(sp_stream_restart))
-		sp_stream_child_start();
+	/* only reached from the step shim of a set-up thread (sp_thread_ready) */
 	gen = atomic_load_explicit(&sp_sql_gen, memory_order_relaxed);
-	if (unlikely(s->sql_gen != atomic_load_explicit(&sp_sql_gen, memory_order_relaxed))) {
+	if (unlikely(s->sql_gen != gen)) {
 		/* Its text may have been in a dropped message: note it again
 		 * (sent again only if it was forgotten). */
 		const char *sql = sp_real.sql ? sp_real.sql(st) : NULL;
@@ -768,8 +768,12 @@ uint64_t sp_run_begin_slow(struct sp_thread *t, struct sp_stmt *s, sqlite3_stmt 
 		drawn = sp_draw(t);
 	if (drawn)
 		r->flags |= SP_EXEC_RANDOM;
-	if (r->flags & (SP_EXEC_FIRST | SP_EXEC_RANDOM))
-		take_stack(t, r);
+	if (r->flags & (SP_EXEC_FIRST | SP_EXEC_RANDOM)) {
+		/* inline: one frame less of ours for the walk to climb */
+		r->stack_id = stack_capture(t);
+		if (r->stack_id)
+			r->flags |= SP_EXEC_SAMPLED;
+	}
 	s->fast_gen = gen; /* its next execution may start inline */
 	r->start = sp_now();
 	r->slow_at = r->start + sp_cfg.slow_span;
@@ -813,8 +817,10 @@ static void write_error(struct sp_thread *t, const struct sp_run *run, uint64_t 
 	sp_rec_commit(t, rl);
 }
 
-static void emit_exec(struct sp_thread *t, const struct sp_run *r, uint64_t sql_id,
-		      uint64_t db, int rc, uint64_t end, sp_v4u delta, int kind)
+static inline __attribute__((always_inline)) void emit_exec(struct sp_thread *t,
+							     const struct sp_run *r, uint64_t sql_id,
+							     uint64_t db, int rc, uint64_t end,
+							     sp_v4u delta, int kind)
 {
 	struct sp_rec_exec *x = sp_rec_reserve(t, sizeof(*x));
 
@@ -825,7 +831,7 @@ static void emit_exec(struct sp_thread *t, const struct sp_run *r, uint64_t sql_
 	x->h.type = SP_REC_EXEC;
 	x->h.flags = r->flags;
 	x->h.len = sizeof(*x);
-	x->pid = my_pid();
+	x->pid = t->tid ? t->pid : my_pid();
 	x->tid = t->tid;
 	x->sql_id = sql_id;
 	x->seq = r->seq;
@@ -959,40 +965,26 @@ int sp_use_cfi_unwinder;
 /* Text range of libsqlprof itself: leading frames inside it are dropped. */
 static uintptr_t self_lo, self_hi;
 
-uint64_t sp_stack_capture(struct sp_thread *t)
+/* A stack not known to be sent by this thread lately: note it in the set
+ * and write its STACK record the first time in the process. */
+static __attribute__((noinline)) uint64_t stack_note(struct sp_thread *t, const uintptr_t *pcs,
+						    int depth, uint64_t h)
 {
-	uintptr_t pcs[SP_STACK_MAX + 8];
-	int n = -1, skip = 0, depth, i;
-	uint64_t h = 0xcbf29ce484222325ULL;
+	int saved = errno, i;
 
-	if (sp_use_cfi_unwinder)
-		n = sp_unwind(pcs, sp_cfg.depth + 8);
-	if (n < 0) /* not ours to unwind (signal frame, no CFI): libgcc's */
-		n = backtrace((void **)pcs, sp_cfg.depth + 8);
-	while (skip < n && pcs[skip] >= self_lo && pcs[skip] < self_hi)
-		skip++;
-	depth = n - skip;
-	if (depth > sp_cfg.depth)
-		depth = sp_cfg.depth;
-	if (depth <= 0)
-		return 0;
-	for (i = 0; i < depth; i++) {
-		h ^= (uint64_t)(uintptr_t)pcs[skip + i];
-		h *= 0x100000001b3ULL;
-	}
-	h ^= (uint64_t)depth;
-	if (h == 0)
-		h = 1;
 	if (idset_add(stack_sent, h)) {
 		uint32_t rl = sizeof(struct sp_rec_stack) + 8u * (uint32_t)depth;
+		struct sp_rec_stack *r;
 
+		sp_guard_in(t);
 		/* A new stack may hold pcs of a library loaded since the map was
 		 * last sent. */
 		sp_modules_changed();
-		struct sp_rec_stack *r = sp_rec_reserve(t, rl);
-
+		r = sp_rec_reserve(t, rl);
+		sp_guard_out(t);
 		if (!r) {
 			idset_forget(stack_sent, h);
+			errno = saved;
 			return 0; /* the execution keeps its time, loses its stack */
 		}
 		r->h.type = SP_REC_STACK;
@@ -1004,14 +996,61 @@ uint64_t sp_stack_capture(struct sp_thread *t)
 		r->depth = (uint32_t)depth;
 		r->pad = 0;
 		for (i = 0; i < depth; i++)
-			((uint64_t *)(r + 1))[i] = (uint64_t)(uintptr_t)pcs[skip + i];
+			((uint64_t *)(r + 1))[i] = (uint64_t)pcs[i];
 		sp_rec_commit(t, rl);
 	}
+	t->last_stack = h;
+	t->last_stack_epoch = atomic_load_explicit(&stack_epoch, memory_order_relaxed);
+	errno = saved;
 	return h;
+}
+
+/* The stack of the calling thread above libsqlprof, as a stack id (0: none).
+ * Inlined into the sampled start of an execution, so that the walk has one
+ * frame less of ours to climb. */
+static inline __attribute__((always_inline)) uint64_t stack_capture(struct sp_thread *t)
+{
+	uintptr_t pcs[SP_STACK_MAX + 8];
+	const uintptr_t lo = self_lo, span = self_hi - self_lo;
+	const int max = sp_cfg.depth;
+	int n = -1, skip = 0, depth, i;
+	uint64_t h = 0xcbf29ce484222325ULL;
+
+	if (likely(sp_use_cfi_unwinder))
+		n = sp_unwind(pcs, max + 8);
+	if (unlikely(n < 0)) { /* not ours to unwind (signal frame, no CFI): libgcc's */
+		int saved = errno;
+
+		n = backtrace((void **)pcs, max + 8);
+		errno = saved;
+	}
+	while (skip < n && pcs[skip] - lo < span)
+		skip++;
+	depth = n - skip;
+	if (depth > max)
+		depth = max;
+	if (depth <= 0)
+		return 0;
+	for (i = 0; i < depth; i++)
+		h = (h ^ (uint64_t)pcs[skip + i]) * 0x100000001b3ULL;
+	h ^= (uint64_t)depth;
+	if (h == 0)
+		h = 1;
+	/* the same stack as this thread's last one: sent already */
+	if (likely(h == t->last_stack &&
+		   t->last_stack_epoch == atomic_load_explicit(&stack_epoch, memory_order_relaxed)))
+		return h;
+	return stack_note(t, pcs + skip, depth, h);
+}
+
+uint64_t sp_stack_capture(struct sp_thread *t)
+{
+	return stack_capture(t);
 }
 
 void sp_stack_sets_reset(void)
 {
+	sp_tls.last_stack = 0; /* the forked child's one thread */
 	if (stack_sent)
 		memset(stack_sent, 0, sizeof(*stack_sent));
 }

@@ -163,6 +163,8 @@ struct sp_thread {
 	 * pid, tid (set by sp_thread_ready) */
 	uint64_t lite_head[2] __attribute__((aligned(16)));
 	uint64_t rng;
+	uint64_t last_stack;   /* id of the last stack this thread sent or saw sent */
+	uint32_t last_stack_epoch;
 };
 extern __thread struct sp_thread sp_tls;
 
