@@ -9,14 +9,15 @@
  * rule of each return address once - CFA = rsp|rbp + offset, where the
  * caller's rbp and the return address were saved - from the same .eh_frame
  * data (found with libgcc's _Unwind_Find_FDE) and keep it in a lock-free
- * cache. A warm walk is a hash probe and two loads per frame.
+ * cache. A warm walk is a hash probe and two loads per frame, about 18
+ * instructions.
  *
  * What it does not do: DWARF expressions (signal frames, PLT stubs),
  * register rules other than "saved at CFA+n" for rbp, architectures other
  * than x86-64. Where it meets one it stops and says so (-1), and the
- * caller falls back to backtrace(). Every stack read is checked against
- * the thread's stack bounds first, so a wrong rule truncates a stack, it
- * never faults.
+ * caller falls back to backtrace(). Every stack read stays within the
+ * thread's stack (one bound test per frame: see the cache), so a wrong
+ * rule truncates a stack, it never faults.
  */
 #include <errno.h>
 #include <execinfo.h>
@@ -371,82 +372,81 @@ static struct rule compute_rule(uintptr_t pc)
 }
 
 /*
- * The cache: return address -> how to step over its frame. 2^CACHE_BITS
- * slots, slot i the pair {key[i], val[i]}, each word written and read with
- * relaxed atomics, no lock. A writer stores val, then key = pc ^ val ^
- * salt; a reader takes the pair for pc iff key ^ val ^ pc is the salt of
- * one of the classes below, and the salt says how to read val. A pair torn
- * by concurrent writers (the key of one write, the val of another) fails
- * that test but with negligible probability; then a wrong rule is applied,
- * which may truncate that stack or end it with a wrong frame, never fault
- * (the bounds argument below). Salts differ from each other and from 0 in
- * bits above 47, so a whole pair for pc' never passes for pc != pc' (user
- * pcs are below 2^47), in any class.
+ * The cache: return address -> how to step over its frame. SLOTS slots of
+ * two words {key, val}, written and read with relaxed atomics, no lock. A
+ * writer stores val, then key = pc ^ val ^ salt; a reader takes the slot
+ * for pc iff key ^ val ^ pc is the salt of one of the classes below, and
+ * the salt says how to read val. A slot torn by concurrent writers (the
+ * key of one write, the val of another) fails that test but with
+ * negligible probability; then a wrong rule is applied, which may end
+ * that walk early or with a wrong frame, never fault (the bounds argument
+ * below). The salts differ from each other and from 0 in bits above 47,
+ * so a whole slot for pc' never passes for a pc != pc' (user-space pcs are
+ * below 2^47), in any class.
  *
- *   K_SP_RBP (salt 0): CFA = rsp + lo32(val), the caller's rbp at
- *            rsp + hi32(val), the return address at CFA - 8.
- *   K_FP:    CFA = rbp + val, rbp at CFA - 16, the return address at CFA - 8
- *            (a frame-pointer frame).
- *   K_SP:    CFA = rsp + val, rbp unchanged, the return address at CFA - 8.
- *   K_GEN:   anything else, val a packed struct rule (gen_pack): the slow
- *            path. Outermost frames and frames we cannot unwind are here.
+ *   K_SP (salt 0): CFA = rsp + lo32(val); the caller's rbp is at
+ *          CFA + (int32)hi32(val), or unchanged if hi32 is 0; the return
+ *          address at CFA - 8. Frames without a frame pointer (-O2).
+ *   K_FP:  CFA = rbp + val, the caller's rbp at CFA - 16, the return
+ *          address at CFA - 8. Frame-pointer frames.
+ *   K_END: the outermost frame (its return address is undefined); val 0.
+ *   K_GEN: anything else, val a packed struct rule (gen_pack), taken by
+ *          the slow path (walk_slow), e.g. frames we cannot unwind.
  *
- * Bounds without a test per read. The walk keeps rsp in [fp + 16, hi - 8]
- * (fp: sp_unwind's frame, hi: the top of the thread's stack; every caller's
- * saved register lies in that range) and stops when a CFA leaves it. Every
- * val ever written, and the 0 of an empty slot, has bit 63 clear and
- * hi32(val) == 0 or hi32(val) + 8 <= lo32(val) (encode() makes sure), so
- * whatever class a reader takes a val for, the fast path reads only in
- * [rsp - 8, CFA - 8] with CFA <= hi - 8, or checks the address (K_FP).
+ * Bounds with one test per frame. The walk keeps rsp in [fp + 16, hi - 8]
+ * (fp: sp_unwind's frame, hi: the top of the thread's stack; every saved
+ * register of a caller lies in that range) and ends where a CFA leaves
+ * it. Every val ever written, and the 0 of an empty slot, has (int32)
+ * hi32(val) in [-lo32(val), 0] (encode and gen_pack make sure), so
+ * whatever class a reader takes a val for, K_SP reads only in
+ * [rsp - 8, CFA] with CFA <= hi - 8, and K_FP and K_GEN check addresses.
  */
+#ifndef CACHE_BITS
 #define CACHE_BITS 14
+#endif
 #define SLOTS (1u << CACHE_BITS)
-#define SALT_FP (1ull << 62)
-#define SALT_SP (1ull << 61)
-#define SALT_GEN (1ull << 60)
+#define SALT_FP 0xffffffff80000000ull /* an imm32 for cmp */
+#define SALT_GEN (1ull << 62)
+#define SALT_END (1ull << 61)
 
-/* SLOTS pairs {key, val}, 16 bytes each; NULL before sp_unwind_init */
+/* SLOTS slots of 16 bytes; NULL before sp_unwind_init */
 static _Atomic uint64_t *_Atomic cache;
 
-/* The slot of pc, as its byte offset in the cache: bits 4..17 of the low
- * 32 bits of pc times an odd constant, which depend on bits 0..17 of pc
- * only. Two instructions (imul, and); pcs that share a slot take turns. */
+/* The slot of pc, as a byte offset into the cache: bits 4..17 of the low
+ * 32 bits of pc times an odd constant (so they depend on bits 0..17 of pc).
+ * Two instructions; pcs that share a slot take turns in it. */
 static inline size_t slot_of(uintptr_t pc)
 {
 	return ((uint32_t)pc * 0x9E3779B1u) & ((SLOTS - 1) << 4);
 }
 
-static inline _Atomic uint64_t *slot_at(_Atomic uint64_t *c, size_t off)
-{
-	return (_Atomic uint64_t *)((char *)c + off);
-}
-
-/* K_GEN: lo32 = bit 31 | cfa_off in 31 bits; hi32 = flags | ra_off8 << 5 |
- * rbp_off << 13 (29 bits). Returns 0, or -1 when cfa_off does not fit. */
+/* K_GEN: lo32 = bit 31 | cfa_off in 31 bits; hi32 = ~(flags | ra_off8 << 5
+ * | rbp_off << 13), in [-2^29, -1] as int32. Returns 0, or -1 when
+ * cfa_off does not fit. */
 static int gen_pack(struct rule r, uint64_t *val)
 {
+	uint32_t h = r.flags | (uint32_t)(uint8_t)r.ra_off8 << 5 | (uint32_t)(uint16_t)r.rbp_off << 13;
+
 	if (r.cfa_off < -(1 << 30) || r.cfa_off >= (1 << 30))
 		return -1;
-	*val = (0x80000000u | ((uint32_t)r.cfa_off & 0x7fffffffu)) |
-	       (uint64_t)(r.flags | (uint32_t)(uint8_t)r.ra_off8 << 5 |
-			  (uint32_t)(uint16_t)r.rbp_off << 13) << 32;
+	*val = (0x80000000u | ((uint32_t)r.cfa_off & 0x7fffffffu)) | (uint64_t)~h << 32;
 	return 0;
 }
 
 static struct rule gen_unpack(uint64_t val)
 {
-	uint32_t hi = (uint32_t)(val >> 32);
+	uint32_t h = ~(uint32_t)(val >> 32);
 	struct rule r = {
 		.cfa_off = (int32_t)((uint32_t)val << 1) >> 1,
-		.rbp_off = (int16_t)(uint16_t)(hi >> 13),
-		.ra_off8 = (int8_t)(uint8_t)(hi >> 5),
-		.flags = (uint8_t)(hi & 0x1f),
+		.rbp_off = (int16_t)(uint16_t)(h >> 13),
+		.ra_off8 = (int8_t)(uint8_t)(h >> 5),
+		.flags = (uint8_t)(h & 0x1f),
 	};
 
 	return r;
 }
 
-/* Class and val of rule r (see the cache). Returns 0, or -1 when r is not
+/* Salt and val of rule r (see the cache). Returns 0, or -1 when r is not
  * to be cached. */
 static int encode(struct rule r, uint64_t *salt, uint64_t *val)
 {
@@ -454,13 +454,15 @@ static int encode(struct rule r, uint64_t *salt, uint64_t *val)
 
 	if (ok && !(r.flags & CFA_RBP) && r.cfa_off >= 8) {
 		if (!(r.flags & RBP_SAVED)) {
-			*salt = SALT_SP;
+			*salt = 0;
 			*val = (uint64_t)r.cfa_off;
 			return 0;
 		}
+		/* the saved rbp lies in the callee's frame, below the return
+		 * address: at rsp or above, at CFA - 16 or below */
 		if (r.rbp_off >= -r.cfa_off && r.rbp_off <= -16) {
 			*salt = 0;
-			*val = (uint64_t)r.cfa_off | (uint64_t)(r.cfa_off + r.rbp_off) << 32;
+			*val = (uint64_t)r.cfa_off | (uint64_t)(uint32_t)(int32_t)r.rbp_off << 32;
 			return 0;
 		}
 	}
@@ -468,6 +470,11 @@ static int encode(struct rule r, uint64_t *salt, uint64_t *val)
 	    r.rbp_off == -16) {
 		*salt = SALT_FP;
 		*val = (uint64_t)r.cfa_off;
+		return 0;
+	}
+	if (r.flags & RULE_END) {
+		*salt = SALT_END;
+		*val = 0;
 		return 0;
 	}
 	*salt = SALT_GEN;
@@ -501,81 +508,127 @@ out:
 	return rc;
 }
 
+/* Maps the cache, once per process; later calls return 0. Returns -1 if
+ * mmap fails (then sp_unwind always returns -1). */
 int sp_unwind_init(void)
 {
-	_Atomic uint64_t *c = atomic_load_explicit(&cache, memory_order_acquire), *none = NULL;
+	_Atomic uint64_t *none = NULL;
+	size_t size = 16 * (size_t)SLOTS;
 	void *p;
 
-	if (c)
+	if (atomic_load_explicit(&cache, memory_order_acquire))
 		return 0;
-	p = mmap(NULL, 2 * sizeof(*c) * SLOTS, PROT_READ | PROT_WRITE,
-		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	if (p == MAP_FAILED)
 		return -1;
+	/* Slot 0 is pc 0's: a key of 1 makes it miss, as sp_unwind needs. */
+	atomic_store_explicit((_Atomic uint64_t *)p, 1, memory_order_relaxed);
 	if (!atomic_compare_exchange_strong_explicit(&cache, &none, p, memory_order_acq_rel,
 						     memory_order_acquire))
-		munmap(p, 2 * sizeof(*c) * SLOTS); /* another thread was first */
+		munmap(p, size); /* another thread was first */
 	return 0;
 }
 
-/* One step of the walk: the frame after the return address pc, whose
- * callee left rsp and rbp. */
-struct step {
-	uintptr_t cfa; /* the caller's rsp; 0: the walk ends, 1: it fails (-1) */
-	uintptr_t rbp;
-	uintptr_t pc; /* the caller's return address */
-};
-
-/* The slow path of sp_unwind for pc: a K_GEN rule of the cache (x is
- * key ^ val ^ pc of its slot), or a miss, where the rule is computed from
- * .eh_frame and cached. Every read is checked against [rsp, hi8 + 8). */
-__attribute__((noinline, cold)) static struct step step_slow(_Atomic uint64_t *c, uintptr_t pc,
-							     uintptr_t rsp, uintptr_t rbp,
-							     uintptr_t hi8, uint64_t x, uint64_t val)
+/* The rule of pc from the cache, or computed (and cached) on a miss. */
+static struct rule rule_of(char *c, uintptr_t pc)
 {
-	struct step s = { 0 };
+	_Atomic uint64_t *sl = (_Atomic uint64_t *)(c + slot_of(pc));
+	uint64_t key = atomic_load_explicit(&sl[0], memory_order_relaxed);
+	uint64_t val = atomic_load_explicit(&sl[1], memory_order_relaxed), salt;
+	uint64_t x = key ^ val ^ pc;
+	struct rule r = { .ra_off8 = -1, .flags = RULE_OK };
+	int saved;
+
+	switch (x) {
+	case 0: /* K_SP */
+		r.cfa_off = (int32_t)(uint32_t)val;
+		r.rbp_off = (int16_t)(val >> 32);
+		if (val >> 32)
+			r.flags |= RBP_SAVED;
+		return r;
+	case SALT_FP:
+		r.cfa_off = (int32_t)val;
+		r.rbp_off = -16;
+		r.flags |= CFA_RBP | RBP_SAVED;
+		return r;
+	case SALT_END:
+		r.flags = RULE_END;
+		return r;
+	case SALT_GEN:
+		return gen_unpack(val);
+	}
+	/* A return address may follow a call to a noreturn function at the
+	 * very end of its caller: look up the call itself (pc - 1). */
+	saved = errno;
+	r = compute_rule(pc - 1);
+	errno = saved;
+	if (encode(r, &salt, &val) == 0) {
+		atomic_store_explicit(&sl[1], val, memory_order_relaxed);
+		atomic_store_explicit(&sl[0], pc ^ val ^ salt, memory_order_relaxed);
+	}
+	return r;
+}
+
+/*
+ * The rest of a walk of sp_unwind, frame by frame with rule_of: after a
+ * miss or a K_GEN rule, and for a thread's first walk. pc, stored already
+ * at end[i - 1], is the next frame's; rsp and rbp are as its callee left
+ * them; the next pc goes to end[i], i < 0, and pcs is end - max. Every
+ * read is checked against [rsp, hi8]; the tests are those of the fast
+ * path, for the same result cold and warm. Returns what sp_unwind returns.
+ */
+__attribute__((noinline, cold)) static int walk_slow(uintptr_t *end, intptr_t i, int max,
+						     uintptr_t rsp, uintptr_t rbp, uintptr_t pc)
+{
+	char *c = (char *)atomic_load_explicit(&cache, memory_order_relaxed);
+	uintptr_t hi8 = stack.hi - 8, cfa, ra_at, at;
 	struct rule r;
-	uintptr_t cfa, ra_at, at;
 
-	if (x == SALT_GEN) {
-		r = gen_unpack(val);
-	} else {
-		uint64_t salt;
-		int saved = errno;
-
-		/* A return address may follow a call to a noreturn function at
-		 * the very end of its caller: look up the call itself (pc - 1). */
-		r = compute_rule(pc - 1);
-		errno = saved;
-		if (encode(r, &salt, &val) == 0) {
-			_Atomic uint64_t *sl = slot_at(c, slot_of(pc));
-
-			atomic_store_explicit(&sl[1], val, memory_order_relaxed);
-			atomic_store_explicit(&sl[0], pc ^ val ^ salt, memory_order_relaxed);
+	if (!pc)
+		return (int)(max + i - 1); /* outermost frame: dropped */
+	for (;;) {
+		r = rule_of(c, pc);
+		if (r.flags & RULE_END)
+			break;
+		if (!(r.flags & RULE_OK))
+			return -1;
+		cfa = ((r.flags & CFA_RBP) ? rbp : rsp) + (intptr_t)r.cfa_off;
+		if (cfa < rsp + 8 || cfa > hi8)
+			break; /* left the stack: the walk ends here */
+		ra_at = cfa + (intptr_t)r.ra_off8 * 8;
+		if (ra_at < rsp || ra_at > hi8)
+			break;
+		if (r.flags & RBP_SAVED) {
+			at = cfa + (intptr_t)r.rbp_off;
+			if (at < rsp || at > hi8)
+				break;
+			rbp = *(const uintptr_t *)at;
 		}
+		rsp = cfa;
+		pc = *(const uintptr_t *)ra_at;
+		if (!pc)
+			break; /* outermost frame */
+		end[i] = pc;
+		if (++i == 0)
+			break;
 	}
-	if (r.flags & RULE_END)
-		return s;
-	if (!(r.flags & RULE_OK)) {
-		s.cfa = 1;
-		return s;
-	}
-	cfa = ((r.flags & CFA_RBP) ? rbp : rsp) + (intptr_t)r.cfa_off;
-	if (cfa < rsp + 8 || cfa > hi8)
-		return s; /* left the stack: the walk ends here */
-	ra_at = cfa + (intptr_t)r.ra_off8 * 8;
-	if (ra_at < rsp || ra_at > hi8)
-		return s;
-	if (r.flags & RBP_SAVED) {
-		at = cfa + (intptr_t)r.rbp_off;
-		if (at < rsp || at > hi8)
-			return s;
-		rbp = *(const uintptr_t *)at;
-	}
-	s.cfa = cfa;
-	s.rbp = rbp;
-	s.pc = *(const uintptr_t *)ra_at;
-	return s;
+	return (int)(max + i);
+}
+
+/* sp_unwind when the calling thread's stack bounds are not known yet or fp
+ * is not on that stack. */
+__attribute__((noinline, cold)) static int walk_first(uintptr_t *pcs, int max,
+						      const uintptr_t *fp)
+{
+	if (!atomic_load_explicit(&cache, memory_order_acquire) ||
+	    (!stack.hi && stack_bounds() < 0) || (uintptr_t)fp - stack.lo >= stack.hi - stack.lo)
+		return -1;
+	if (max <= 0)
+		return 0;
+	pcs[0] = fp[1];
+	if (max == 1)
+		return 1 - (fp[1] == 0);
+	return walk_slow(pcs + max, 1 - (intptr_t)max, max, (uintptr_t)(fp + 2), fp[0], fp[1]);
 }
 
 /*
@@ -586,8 +639,11 @@ __attribute__((noinline, cold)) static struct step step_slow(_Atomic uint64_t *c
  * backtrace()), or when sp_unwind_init was not run or the thread runs on
  * another stack (sigaltstack). errno is preserved.
  *
- * A warm walk is, per frame: a hash, two loads and a test of the slot, a
- * test of the CFA against the stack, two loads from the stack.
+ * A warm frame is 17 or 18 instructions (K_SP; tests/check_unwind.c says
+ * how to count them): a hash, two loads and a test of the slot, a bound
+ * test of the CFA, two loads from the stack, the store of the pc. The loop
+ * calls nothing, so the walk saves few registers; the slow path takes
+ * over the rest of the walk (walk_slow).
  */
 __attribute__((noinline)) int sp_unwind(uintptr_t *pcs, int max)
 {
@@ -595,67 +651,58 @@ __attribute__((noinline)) int sp_unwind(uintptr_t *pcs, int max)
 	 * (push %rbp; mov %rsp,%rbp): fp[0] is our caller's rbp, fp[1] our
 	 * return address, fp + 2 our caller's rsp. */
 	const uintptr_t *fp = __builtin_frame_address(0);
-	_Atomic uint64_t *c = atomic_load_explicit(&cache, memory_order_acquire), *sl;
-	uintptr_t lo = stack.lo, hi = stack.hi, hi8, rsp, rbp, pc, cfa;
-	uintptr_t *p = pcs, *end = pcs + (max > 0 ? max : 0);
+	char *c;
+	uintptr_t hi8, rsp, rbp, pc, *end;
+	intptr_t i; /* the next pc goes to end[i], i < 0 */
 	uint64_t key, val, x;
+	int64_t rbp_off;
+	size_t off;
 
-	if (unlikely((uintptr_t)fp - lo >= hi - lo)) { /* also: not looked up yet */
-		if (!c || stack_bounds() < 0)
-			return -1;
-		lo = stack.lo;
-		hi = stack.hi;
-		if ((uintptr_t)fp - lo >= hi - lo)
-			return -1; /* not on the thread's stack */
-	}
-	if (unlikely(!c))
-		return -1;
-	hi8 = hi - 8;
+	/* Not known yet (lo = hi = 0), or not on this stack. The bounds are
+	 * set only after the cache, so c below is not NULL. */
+	if (unlikely((uintptr_t)fp - stack.lo >= stack.hi - stack.lo))
+		return walk_first(pcs, max, fp);
+	if (unlikely(max <= 0))
+		return 0;
+	c = (char *)atomic_load_explicit(&cache, memory_order_relaxed);
+	hi8 = stack.hi - 8;
+	end = pcs + max;
+	i = -(intptr_t)max;
 	rbp = fp[0];
 	pc = fp[1];
 	rsp = (uintptr_t)(fp + 2);
-	while (p != end) {
-		if (unlikely(!pc))
-			break; /* outermost frame */
-		*p++ = pc;
-		sl = slot_at(c, slot_of(pc));
-		key = atomic_load_explicit(&sl[0], memory_order_relaxed);
-		val = atomic_load_explicit(&sl[1], memory_order_relaxed);
+	for (;;) {
+		/* pc 0 is the outermost frame: it is stored, and dropped when
+		 * its lookup misses (slot 0 never matches 0: sp_unwind_init). */
+		end[i] = pc;
+		if (unlikely(++i == 0))
+			return max - (pc == 0);
+		off = slot_of(pc);
+		key = atomic_load_explicit((_Atomic uint64_t *)(c + off), memory_order_relaxed);
+		val = atomic_load_explicit((_Atomic uint64_t *)(c + off + 8), memory_order_relaxed);
 		x = key ^ val ^ pc;
-		if (likely(x == 0)) { /* K_SP_RBP */
-			cfa = rsp + (uint32_t)val;
-			if (unlikely(cfa > hi8))
+		if (likely(x == 0)) { /* K_SP */
+			rsp += (uint32_t)val;
+			if (unlikely(rsp > hi8))
 				break;
-			rbp = *(const uintptr_t *)(rsp + (val >> 32));
+			rbp_off = (int64_t)val >> 32;
+			if (rbp_off)
+				rbp = *(const uintptr_t *)(rsp + rbp_off);
 		} else if (x == SALT_FP) {
-			cfa = rbp + val;
+			uintptr_t cfa = rbp + val;
+
 			if (unlikely(cfa < rsp + 16 || cfa > hi8))
 				break;
 			rbp = ((const uintptr_t *)cfa)[-2];
-		} else if (x == SALT_SP) {
-			cfa = rsp + val;
-			if (unlikely(cfa > hi8))
-				break;
+			rsp = cfa;
+		} else if (x == SALT_END) {
+			break;
 		} else {
-			struct step s;
-
-			if (p == end)
-				break; /* no room for the next pc: do not look it up */
-			s = step_slow(c, pc, rsp, rbp, hi8, x, val);
-			if (s.cfa <= 1) {
-				if (s.cfa)
-					return -1;
-				break;
-			}
-			rbp = s.rbp;
-			rsp = s.cfa;
-			pc = s.pc;
-			continue;
+			return walk_slow(end, i, max, rsp, rbp, pc);
 		}
-		pc = ((const uintptr_t *)cfa)[-1];
-		rsp = cfa;
+		pc = ((const uintptr_t *)rsp)[-1];
 	}
-	return (int)(p - pcs);
+	return (int)(max + i);
 }
 
 #else /* not x86-64: always fall back to backtrace() */

@@ -2,15 +2,26 @@
 /*
  * check_unwind.c - the preload's cached CFI unwinder (preload/unwind.c)
  * against glibc's backtrace() on the same stacks: recursion through
- * noinline functions built -O2 without frame pointers, in the main thread
- * and in a second thread, cold and warm cache. Prints the cost of both
- * (not asserted: timing is noisy here).
+ * noinline functions built -O2 without frame pointers (and some with one),
+ * in the main thread and in other threads, cold and warm cache, with four
+ * threads walking at once while another scribbles on their cache slots;
+ * the edges (max, signal handlers, an alternate signal stack). Prints the
+ * cost of both (not asserted: timing is noisy here).
+ *
+ * Instructions per warm frame: `check_unwind --walks N` does N warm walks
+ * of 23 frames (as test_cost) and nothing else. Under
+ *   valgrind --tool=callgrind --toggle-collect=sp_unwind \
+ *            --callgrind-out-file=/dev/null build/tests/check_unwind --walks N
+ * the "Collected" count of N = 2000 minus that of N = 1000, over 1000 * 23,
+ * is the cost of a frame of a warm walk, the walk's own overhead included.
  */
 #include <check.h>
 #include <execinfo.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #include "../preload/unwind.c"
@@ -21,17 +32,57 @@ struct cap {
 	uintptr_t ours[MAXF];
 	void *ref[MAXF];
 	int n_ours, n_ref;
+	int max; /* given to sp_unwind; MAXF if 0 */
+	int mix; /* recurse: frames of three kinds */
 };
 
 __attribute__((noinline)) static void capture(struct cap *c)
 {
-	c->n_ours = sp_unwind(c->ours, MAXF);
+	c->n_ours = sp_unwind(c->ours, c->max ? c->max : MAXF);
 	c->n_ref = backtrace(c->ref, MAXF);
 	__asm__ volatile("" ::: "memory");
 }
 
-static volatile int sink;
+static __thread volatile unsigned sink; /* per thread: no race between walkers */
 
+__attribute__((noinline)) static int recurse(int d, struct cap *c);
+
+/* Its frame saves rbp (K_SP with a saved rbp): it keeps two values across
+ * the call, in rbx and rbp. */
+__attribute__((noinline)) static int rec_rbp(int d, struct cap *c)
+{
+	unsigned a = sink + (unsigned)d, b = sink * (unsigned)d;
+	int r;
+
+	r = recurse(d - 1, c);
+	sink += a * b;
+	return r + (int)((a - b) & 0xff);
+}
+
+/* Its frame has a frame pointer (K_FP): a variable-length array. */
+__attribute__((noinline)) static int rec_fp2(int d, struct cap *c)
+{
+	volatile char buf[d + 8];
+	int r;
+
+	buf[d] = (char)d;
+	r = recurse(d - 1, c);
+	return r + buf[d];
+}
+
+/* The same, calling rec_fp2: its CFA depends on the rbp of rec_fp2's step. */
+__attribute__((noinline)) static int rec_fp(int d, struct cap *c)
+{
+	volatile char buf[d + 16];
+	int r;
+
+	buf[d] = (char)d;
+	r = rec_fp2(d, c);
+	return r + buf[d];
+}
+
+/* Recursion to depth d, then capture(c); with c->mix, frames of three
+ * kinds: rec_rbp, rec_fp and recurse's own (rbx only: K_SP without rbp). */
 __attribute__((noinline)) static int recurse(int d, struct cap *c)
 {
 	int r;
@@ -40,6 +91,10 @@ __attribute__((noinline)) static int recurse(int d, struct cap *c)
 		capture(c);
 		return 1;
 	}
+	if (c->mix && d % 3 == 1)
+		return rec_rbp(d, c) + 1;
+	if (c->mix && d % 3 == 2)
+		return rec_fp(d, c) + 1;
 	/* work on both sides of the call so it is no tail call and the
 	 * frame has something to restore */
 	sink += d;
@@ -48,45 +103,172 @@ __attribute__((noinline)) static int recurse(int d, struct cap *c)
 	return r;
 }
 
-static void check_same(const struct cap *c)
+/* 1 if the two walks agree, 0 if not (no check macros: threads use it);
+ * *shift: where ours[1] is in ref, less 1. */
+static int same(const struct cap *c, int *shift_out)
 {
-	int i;
+	int i, n, shift = 0;
 
-	int n = c->n_ours < c->n_ref ? c->n_ours : c->n_ref;
-
-	ck_assert_int_gt(c->n_ours, 20);
-	/* [0] are two different return addresses inside capture(); from [1]
-	 * on both walks see the same callers, to the outermost frame. */
-	int shift = 0;
-
-#if defined(__SANITIZE_ADDRESS__)
-	/* ASan intercepts backtrace(): its walk starts with a frame of the
-	 * interceptor. Align the two walks on our caller's frame. */
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+	/* ASan and TSan intercept backtrace(): its walk starts with a frame of
+	 * the interceptor. Align the two walks on our caller's frame. */
 	while (shift < c->n_ref - 1 && (uintptr_t)c->ref[1 + shift] != c->ours[1])
 		shift++;
 	n = c->n_ours < c->n_ref - shift ? c->n_ours : c->n_ref - shift;
-	ck_assert_int_gt(n, 20);
 #else
+	if (c->n_ours != c->n_ref)
+		return 0;
+	n = c->n_ours;
+#endif
+	if (shift_out)
+		*shift_out = shift;
+	/* [0] are two different return addresses inside capture(); from [1]
+	 * on both walks see the same callers, to the outermost frame. */
+	for (i = 1; i < n; i++)
+		if (c->ours[i] != (uintptr_t)c->ref[i + shift])
+			return 0;
+	return n > 1;
+}
+
+static void check_same(const struct cap *c)
+{
+	int i, shift = 0;
+
+	ck_assert_int_gt(c->n_ours, 20);
+#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
 	ck_assert_int_eq(c->n_ours, c->n_ref);
 #endif
-	for (i = 1; i < n; i++)
+	if (same(c, &shift))
+		return;
+	for (i = 1; i < c->n_ours && i + shift < c->n_ref; i++)
 		ck_assert_msg(c->ours[i] == (uintptr_t)c->ref[i + shift], "frame %d: %#lx vs %p", i,
 			      (unsigned long)c->ours[i], c->ref[i + shift]);
+	ck_abort_msg("the walks differ (%d frames, backtrace %d)", c->n_ours, c->n_ref);
+}
+
+/* The class of pc's cache slot (0, SALT_FP, SALT_END, SALT_GEN), or 1 on a
+ * miss. */
+static uint64_t class_of(uintptr_t pc)
+{
+	char *c = (char *)atomic_load(&cache);
+	uint64_t key = atomic_load((_Atomic uint64_t *)(c + slot_of(pc)));
+	uint64_t val = atomic_load((_Atomic uint64_t *)(c + slot_of(pc) + 8));
+	uint64_t x = key ^ val ^ pc;
+
+	return x == 0 || x == SALT_FP || x == SALT_END || x == SALT_GEN ? x : 1;
 }
 
 START_TEST(test_main_thread)
 {
 	struct cap c;
 
+	memset(&c, 0, sizeof(c));
 	ck_assert_int_eq(sp_unwind_init(), 0);
+	ck_assert_int_eq(sp_unwind_init(), 0); /* once per process */
 	recurse(20, &c); /* cold cache */
 	check_same(&c);
 	recurse(20, &c); /* warm */
 	check_same(&c);
 	recurse(7, &c);
-#if !defined(__SANITIZE_ADDRESS__)
+#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
 	ck_assert_int_eq(c.n_ours, c.n_ref);
 #endif
+}
+END_TEST
+
+/* Every class of the fast path is taken, and gives what backtrace gives. */
+START_TEST(test_kinds)
+{
+	struct cap c;
+	int i, sp = 0, sp_rbp = 0, fp = 0, end = 0;
+
+	memset(&c, 0, sizeof(c));
+	ck_assert_int_eq(sp_unwind_init(), 0);
+	c.mix = 1;
+	recurse(24, &c); /* cold */
+	check_same(&c);
+	recurse(24, &c); /* warm */
+	check_same(&c);
+	for (i = 1; i < c.n_ours; i++) {
+		uintptr_t pc = c.ours[i];
+		char *base = (char *)atomic_load(&cache);
+		uint64_t val = atomic_load((_Atomic uint64_t *)(base + slot_of(pc) + 8));
+
+		switch (class_of(pc)) {
+		case 0:
+			if (val >> 32)
+				sp_rbp++;
+			else
+				sp++;
+			break;
+		case SALT_FP:
+			fp++;
+			break;
+		case SALT_END:
+			end++;
+			break;
+		}
+	}
+	ck_assert_int_gt(sp, 0);
+	ck_assert_int_gt(sp_rbp, 0);
+	ck_assert_int_gt(fp, 0);
+	/* the warm walk took every slot */
+	for (i = 1; i < c.n_ours; i++)
+		ck_assert_msg(class_of(c.ours[i]) != 1, "frame %d missed", i);
+	ck_assert_int_eq(end, 1); /* the outermost frame */
+}
+END_TEST
+
+/* max: the first max frames of the whole walk, cold and warm; 0 -> 0. */
+START_TEST(test_max)
+{
+	struct cap full, c;
+	int k, max, i;
+
+	memset(&full, 0, sizeof(full));
+	ck_assert_int_eq(sp_unwind_init(), 0);
+	for (k = 0; k < 2 * 40; k++) {
+		max = k % 40; /* 0: all of it, first */
+		memset(&c, 0, sizeof(c));
+		c.max = max;
+		recurse(15, &c); /* one call site for all */
+		if (max == 0) {
+			check_same(&c);
+			full = c;
+			continue;
+		}
+		ck_assert_int_eq(c.n_ours, max < full.n_ours ? max : full.n_ours);
+		for (i = 0; i < c.n_ours; i++)
+			ck_assert(c.ours[i] == full.ours[i]);
+	}
+	ck_assert_int_lt(full.n_ours, 39);
+	ck_assert_int_eq(sp_unwind(full.ours, 0), 0);
+	ck_assert_int_eq(sp_unwind(full.ours, -1), 0);
+}
+END_TEST
+
+/* errno is what it was, on the first walk of a thread too. */
+static void *errno_main(void *arg)
+{
+	uintptr_t pcs[MAXF];
+	int *ok = arg;
+
+	errno = 1234;
+	*ok = sp_unwind(pcs, MAXF) > 2 && errno == 1234;
+	errno = 4321;
+	*ok &= sp_unwind(pcs, MAXF) > 2 && errno == 4321;
+	return NULL;
+}
+
+START_TEST(test_errno)
+{
+	pthread_t th;
+	int ok = 0;
+
+	ck_assert_int_eq(sp_unwind_init(), 0);
+	ck_assert_int_eq(pthread_create(&th, NULL, errno_main, &ok), 0);
+	pthread_join(th, NULL);
+	ck_assert_int_eq(ok, 1);
 }
 END_TEST
 
@@ -101,12 +283,153 @@ START_TEST(test_other_thread)
 	struct cap c;
 	pthread_t th;
 
+	memset(&c, 0, sizeof(c));
 	ck_assert_int_eq(sp_unwind_init(), 0);
 	ck_assert_int_eq(pthread_create(&th, NULL, thread_main, &c), 0);
 	pthread_join(th, NULL);
 	check_same(&c);
 }
 END_TEST
+
+/* ---- four threads at once, and one that scribbles on their slots ---- */
+
+#define WALKERS 4
+#define WALKS 3000
+
+static _Atomic int walkers_left;
+static _Atomic uintptr_t seen[256]; /* pcs the walkers met, for the scribbler */
+
+struct walker {
+	int id, bad, walks;
+};
+
+static void *walker_main(void *arg)
+{
+	struct walker *w = arg;
+	struct cap *c = calloc(1, sizeof(*c));
+	int k, i;
+
+	for (k = 0; k < WALKS; k++) {
+		int d = 3 + (k * 7 + w->id * 5) % 30;
+
+		c->mix = k % 2;
+		recurse(d, c);
+		if (!same(c, NULL))
+			w->bad++;
+		for (i = 1; i < c->n_ours && i < 16; i++)
+			atomic_store_explicit(&seen[(k * 16 + i) % 256], c->ours[i],
+					      memory_order_relaxed);
+		w->walks++;
+	}
+	free(c);
+	atomic_fetch_sub(&walkers_left, 1);
+	return NULL;
+}
+
+/* Writes whole slots for pcs that share a slot with a pc the walkers use
+ * (pc + k * 2^18: slot_of depends on bits 0..17 only), in every class,
+ * as a walker that unwinds those pcs would: the walkers then miss, take
+ * torn slots, compute and write again, and must still get every frame. */
+static void *scribbler_main(void *arg)
+{
+	static const struct rule rules[] = {
+		{ .cfa_off = 48, .ra_off8 = -1, .flags = RULE_OK },
+		{ .cfa_off = 64, .rbp_off = -24, .ra_off8 = -1, .flags = RULE_OK | RBP_SAVED },
+		{ .cfa_off = 16, .rbp_off = -16, .ra_off8 = -1, .flags = RULE_OK | CFA_RBP | RBP_SAVED },
+		{ .flags = RULE_END },
+		{ .flags = RULE_BAD },
+	};
+	unsigned long n = 0, *writes = arg;
+
+	while (atomic_load(&walkers_left) > 0) {
+		uintptr_t pc = atomic_load_explicit(&seen[n % 256], memory_order_relaxed);
+		uintptr_t other = pc + ((n % 7) + 1) * ((uintptr_t)1 << 18);
+		char *c = (char *)atomic_load(&cache);
+		_Atomic uint64_t *sl = (_Atomic uint64_t *)(c + slot_of(other));
+		uint64_t salt, val;
+
+		n++;
+		if (!pc || encode(rules[n % 5], &salt, &val) != 0)
+			continue;
+		atomic_store_explicit(&sl[1], val, memory_order_relaxed);
+		atomic_store_explicit(&sl[0], other ^ val ^ salt, memory_order_relaxed);
+	}
+	*writes = n;
+	return NULL;
+}
+
+START_TEST(test_threads)
+{
+	pthread_t th[WALKERS], scr;
+	struct walker w[WALKERS];
+	unsigned long writes = 0;
+	int i, bad = 0, walks = 0;
+
+	ck_assert_int_eq(sp_unwind_init(), 0);
+	atomic_store(&walkers_left, WALKERS);
+	for (i = 0; i < WALKERS; i++) {
+		w[i] = (struct walker){ .id = i };
+		ck_assert_int_eq(pthread_create(&th[i], NULL, walker_main, &w[i]), 0);
+	}
+	ck_assert_int_eq(pthread_create(&scr, NULL, scribbler_main, &writes), 0);
+	for (i = 0; i < WALKERS; i++) {
+		pthread_join(th[i], NULL);
+		bad += w[i].bad;
+		walks += w[i].walks;
+	}
+	pthread_join(scr, NULL);
+	ck_assert_int_eq(walks, WALKERS * WALKS);
+	ck_assert_int_eq(bad, 0);
+	ck_assert_uint_gt(writes, 0);
+}
+END_TEST
+
+/* ---- signal handlers ---- */
+
+static volatile int handler_n = 99;
+static char altstack[64 * 1024];
+
+static void on_signal(int sig)
+{
+	uintptr_t pcs[MAXF];
+
+	(void)sig;
+	/* the signal frame (__restore_rt) has no rule of ours: -1, and the
+	 * caller falls back to backtrace() */
+	handler_n = sp_unwind(pcs, MAXF);
+}
+
+static void raise_with(int flags)
+{
+	struct sigaction sa, old;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_signal;
+	sa.sa_flags = flags;
+	sigaction(SIGUSR1, &sa, &old);
+	handler_n = 99;
+	raise(SIGUSR1);
+	sigaction(SIGUSR1, &old, NULL);
+}
+
+START_TEST(test_signal)
+{
+	stack_t ss = { .ss_sp = altstack, .ss_size = sizeof(altstack) };
+	uintptr_t pcs[MAXF];
+
+	ck_assert_int_eq(sp_unwind_init(), 0);
+	ck_assert_int_gt(sp_unwind(pcs, MAXF), 2); /* the bounds are known */
+	raise_with(0);
+	ck_assert_int_eq(handler_n, -1);
+	raise_with(0); /* cached */
+	ck_assert_int_eq(handler_n, -1);
+	ck_assert_int_eq(sigaltstack(&ss, NULL), 0);
+	raise_with(SA_ONSTACK); /* not on the thread's stack */
+	ck_assert_int_eq(handler_n, -1);
+}
+END_TEST
+
+/* ---- cost ---- */
 
 static double now_ns(void)
 {
@@ -148,15 +471,43 @@ START_TEST(test_cost)
 }
 END_TEST
 
-int main(void)
+/* check_unwind --walks N: see the top of the file. */
+static int walks(const char *arg)
+{
+	uintptr_t buf[MAXF];
+	long i, n = strtol(arg, NULL, 10);
+	int frames;
+
+	if (n <= 0 || sp_unwind_init() != 0)
+		return 2;
+	frames = timed(19, 0, buf); /* from main: 2 frames less than test_cost */
+	for (i = 0; i < n; i++)
+		timed(19, 0, buf);
+	printf("unwind: %ld warm walks of %d frames\n", n, frames);
+	return 0;
+}
+
+int main(int argc, char **argv)
 {
 	Suite *s = suite_create("unwind");
 	TCase *tc = tcase_create("matches backtrace");
 	SRunner *sr;
 	int failed;
 
+	if (argc == 3 && !strcmp(argv[1], "--walks"))
+		return walks(argv[2]);
 	tcase_add_test(tc, test_main_thread);
+	tcase_add_test(tc, test_kinds);
 	tcase_add_test(tc, test_other_thread);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("edges");
+	tcase_add_test(tc, test_max);
+	tcase_add_test(tc, test_errno);
+	tcase_add_test(tc, test_signal);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("threads");
+	tcase_add_test(tc, test_threads);
+	tcase_set_timeout(tc, 60);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("cost");
 	tcase_add_test(tc, test_cost);
