@@ -116,6 +116,9 @@ $(BUILD)/tests/%: tests/%.c $(LIBCLI) $(LIBSYM)
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) -o $@ $< $(LIBCLI) $(LIBSYM) $(SAN_LDFLAGS) $(LIBS) $(CHECK_LIBS)
 
+# check_unwind compiles the unwinder itself (#include "../preload/unwind.c").
+$(BUILD)/tests/check_unwind: preload/unwind.c preload/sp_preload.h preload/sp_wire.h
+
 # Test programs: built with -g at -O2, no frame pointers (what users ship).
 $(BUILD)/progs/%: tests/progs/%.c
 	@mkdir -p $(@D)

@@ -298,7 +298,7 @@ void sp_stream_child_start(void);
 void sp_modules_changed(void);  /* resend the map if libraries came or went */
 void sp_modules_maybe_send(void);
 extern atomic_ullong sp_lost;
-extern int sp_stream_dead;
+extern atomic_int sp_stream_dead;
 
 /* Statement counters: fullscan, sort, autoindex, vm steps, as one 16-byte
  * vector. See core.c (probe_status_layout) for why they are read from

@@ -40,7 +40,17 @@
 #define REC_PAD SP_REC_PAD
 
 atomic_ullong sp_lost;
-int sp_stream_dead;
+atomic_int sp_stream_dead; /* the collector is gone: a hint, read by every thread */
+
+static inline int stream_dead(void)
+{
+	return atomic_load_explicit(&sp_stream_dead, memory_order_relaxed);
+}
+
+static inline void set_stream_dead(int v)
+{
+	atomic_store_explicit(&sp_stream_dead, v, memory_order_relaxed);
+}
 
 static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_mutex_t conn_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -141,21 +151,21 @@ static int conn_get(void)
 	struct stat st;
 	int fd;
 
-	if (sp_stream_dead)
+	if (stream_dead())
 		return -1;
 	if (sock_fd >= 0)
 		return sock_fd;
 	pthread_mutex_lock(&conn_lock);
-	if (sock_fd >= 0 || sp_stream_dead)
+	if (sock_fd >= 0 || stream_dead())
 		goto out;
 	path = getenv(SP_ENV_SOCK);
 	if (!path || strlen(path) >= sizeof(sa.sun_path)) {
-		sp_stream_dead = 1;
+		set_stream_dead(1);
 		goto out;
 	}
 	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
 	if (fd < 0) {
-		sp_stream_dead = 1;
+		set_stream_dead(1);
 		goto out;
 	}
 	memset(&sa, 0, sizeof(sa));
@@ -163,7 +173,7 @@ static int conn_get(void)
 	strcpy(sa.sun_path, path);
 	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || fstat(fd, &st) < 0) {
 		close(fd);
-		sp_stream_dead = 1;
+		set_stream_dead(1);
 		goto out;
 	}
 	{
@@ -178,7 +188,7 @@ static int conn_get(void)
 		}
 		if (fstat(fd, &st) < 0) {
 			close(fd);
-			sp_stream_dead = 1;
+			set_stream_dead(1);
 			goto out;
 		}
 	}
@@ -206,7 +216,7 @@ static int conn_get(void)
 	}
 out:
 	pthread_mutex_unlock(&conn_lock);
-	return sp_stream_dead ? -1 : sock_fd;
+	return stream_dead() ? -1 : sock_fd;
 }
 
 /*
@@ -237,7 +247,7 @@ static int send_msg(const void *body1, size_t len1, const void *body2, size_t le
 		}
 		pthread_mutex_unlock(&conn_lock);
 		if (reconnects > 16) {
-			sp_stream_dead = 1;
+			set_stream_dead(1);
 			return -1;
 		}
 		fd = conn_get();
@@ -271,7 +281,7 @@ static int send_msg(const void *body1, size_t len1, const void *body2, size_t le
 		if (errno == EINTR)
 			continue;
 		if (errno != EAGAIN && errno != EWOULDBLOCK && errno != ENOBUFS) {
-			sp_stream_dead = 1; /* EPIPE, ECONNRESET...: collector gone */
+			set_stream_dead(1); /* EPIPE, ECONNRESET...: collector gone */
 			return -1;
 		}
 		now = sp_mono_ns();
@@ -558,7 +568,7 @@ void sp_modules_maybe_send(void)
 	ssize_t n;
 
 	if (!atomic_load_explicit(&modules_pending, memory_order_relaxed) || sock_fd < 0 ||
-	    sp_stream_dead)
+	    stream_dead())
 		return;
 	if (!atomic_exchange(&modules_pending, 0))
 		return;
@@ -662,7 +672,7 @@ static void *flusher(void *arg)
 
 		while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
 			;
-		if (sp_stream_dead)
+		if (stream_dead())
 			continue;
 		sp_modules_changed();
 		flush_all(0, 0);
@@ -709,7 +719,7 @@ void sp_stream_fork_child(void)
 	if (sock_fd >= 0 && fd_is_ours())
 		close(sock_fd); /* ours: the parent keeps its own copy */
 	sock_fd = -1;
-	sp_stream_dead = 0;
+	set_stream_dead(0);
 	flusher_started = 0;
 	atomic_store(&congested_until, 0);
 	atomic_store(&msg_seq, 0);
@@ -764,7 +774,7 @@ void sp_stream_exit(void)
 	memset(&b, 0, sizeof(b));
 	sp_guard_in(&sp_tls);
 	flush_all(0, 1);
-	if (sock_fd < 0 && !sp_stream_dead && atomic_load(&sp_lost) == 0) {
+	if (sock_fd < 0 && !stream_dead() && atomic_load(&sp_lost) == 0) {
 		/* Nothing was ever sent (a forked child that made no query):
 		 * there is no process to say goodbye for. */
 		sp_guard_out(&sp_tls);
@@ -780,7 +790,7 @@ void sp_stream_exit(void)
 	b.untracked = atomic_load(&sp_untracked);
 	b.lost = atomic_load(&sp_lost);
 	b.status = -1;
-	if (sock_fd >= 0 && !sp_stream_dead)
+	if (sock_fd >= 0 && !stream_dead())
 		sent = send_msg(&b, sizeof(b), NULL, 0, SP_MSG_FINAL);
 	if (sent < 0) {
 		b.lost = atomic_load(&sp_lost);
