@@ -322,7 +322,7 @@ static void idset_forget(struct idset *s, uint64_t id)
 
 /* Bumped when a dropped message carried a stack: the per-thread "last
  * stack sent" shortcut (sp_thread.last_stack) is then not trusted. */
-static _Atomic uint32_t stack_epoch;
+_Atomic uint32_t sp_stack_epoch;
 
 void sp_forget_sent(uint16_t type, uint64_t id)
 {
@@ -331,7 +331,7 @@ void sp_forget_sent(uint16_t type, uint64_t id)
 		atomic_fetch_add_explicit(&sp_sql_gen, 1, memory_order_relaxed);
 	} else if (type == SP_REC_STACK) {
 		idset_forget(stack_sent, id); /* resent at its next capture */
-		atomic_fetch_add_explicit(&stack_epoch, 1, memory_order_relaxed);
+		atomic_fetch_add_explicit(&sp_stack_epoch, 1, memory_order_relaxed);
 	}
 }
 
@@ -714,12 +714,11 @@ out:
 		sp_real.close(db);
 }
 
-static inline __attribute__((always_inline)) uint64_t stack_capture(struct sp_thread *t);
 
 /* The stack of an execution; keeps errno. */
 static __attribute__((noinline)) void take_stack(struct sp_thread *t, struct sp_run *r)
 {
-	r->stack_id = stack_capture(t);
+	r->stack_id = sp_stack_capture_inline(t);
 	if (r->stack_id)
 		r->flags |= SP_EXEC_SAMPLED;
 }
@@ -770,7 +769,7 @@ uint64_t sp_run_begin_slow(struct sp_thread *t, struct sp_stmt *s, sqlite3_stmt 
 		r->flags |= SP_EXEC_RANDOM;
 	if (r->flags & (SP_EXEC_FIRST | SP_EXEC_RANDOM)) {
 		/* inline: one frame less of ours for the walk to climb */
-		r->stack_id = stack_capture(t);
+		r->stack_id = sp_stack_capture_inline(t);
 		if (r->stack_id)
 			r->flags |= SP_EXEC_SAMPLED;
 	}
@@ -817,42 +816,6 @@ static void write_error(struct sp_thread *t, const struct sp_run *run, uint64_t 
 	sp_rec_commit(t, rl);
 }
 
-static inline __attribute__((always_inline)) void emit_exec(struct sp_thread *t,
-							     const struct sp_run *r, uint64_t sql_id,
-							     uint64_t db, int rc, uint64_t end,
-							     sp_v4u delta, int kind)
-{
-	struct sp_rec_exec *x = sp_rec_reserve(t, sizeof(*x));
-
-	if (t->ring)
-		t->ring->execs++;
-	if (!x)
-		return;
-	x->h.type = SP_REC_EXEC;
-	x->h.flags = r->flags;
-	x->h.len = sizeof(*x);
-	x->pid = t->tid ? t->pid : my_pid();
-	x->tid = t->tid;
-	x->sql_id = sql_id;
-	x->seq = r->seq;
-	x->parent_seq = r->parent_seq;
-	x->db = db;
-	x->start = r->start;
-	x->wall = end - r->start;
-	x->db_time = r->db_time;
-	x->nested_time = r->nested_time;
-	x->rows = r->rows;
-	x->stack_id = r->stack_id;
-	x->fullscan_steps = delta[0];
-	x->sorts = delta[1];
-	x->autoindex = delta[2];
-	x->vm_steps = delta[3];
-	x->rc = rc;
-	x->kind = (uint16_t)kind;
-	x->pad = 0;
-	sp_rec_commit(t, sizeof(*x));
-}
-
 static inline void run_unlink(struct sp_thread *t, struct sp_run *r)
 {
 	/* Credit our time to the enclosing execution only while we are inside
@@ -896,7 +859,7 @@ void sp_run_end_slow(struct sp_thread *t, struct sp_stmt *s, sqlite3_stmt *st, i
 		sp_guard_out(t);
 		errno = saved;
 	}
-	emit_exec(t, r, s->sql_id, s->db, rc == SQLITE_ROW || rc == SQLITE_DONE ? SQLITE_OK : rc, end,
+	sp_emit_exec(t, r, s->sql_id, s->db, rc == SQLITE_ROW || rc == SQLITE_DONE ? SQLITE_OK : rc, end,
 		  delta, SP_KIND_STMT);
 	run_unlink(t, r);
 }
@@ -930,7 +893,7 @@ static void stale_run_end(struct sp_thread *t, struct sp_stmt *s)
 	if (!t->tid)
 		sp_thread_init(t);
 	r->flags |= SP_EXEC_ABANDONED | SP_EXEC_STATUS_RESET;
-	emit_exec(t, r, s->sql_id, s->db, SQLITE_OK, r->start + r->db_time, zero, SP_KIND_STMT);
+	sp_emit_exec(t, r, s->sql_id, s->db, SQLITE_OK, r->start + r->db_time, zero, SP_KIND_STMT);
 	r->seq = 0;
 }
 
@@ -953,7 +916,7 @@ void sp_exec_end(struct sp_thread *t, struct sp_run *r, uint64_t sql_id, sqlite3
 		write_error(t, r, sql_id, db, rc);
 		sp_guard_out(t);
 	}
-	emit_exec(t, r, sql_id, (uint64_t)(uintptr_t)db, rc, end, zero, SP_KIND_EXEC);
+	sp_emit_exec(t, r, sql_id, (uint64_t)(uintptr_t)db, rc, end, zero, SP_KIND_EXEC);
 	run_unlink(t, r);
 }
 
@@ -963,12 +926,12 @@ void sp_exec_end(struct sp_thread *t, struct sp_run *r, uint64_t sql_id, sqlite3
 int sp_use_cfi_unwinder;
 
 /* Text range of libsqlprof itself: leading frames inside it are dropped. */
-static uintptr_t self_lo, self_hi;
+uintptr_t sp_self_lo, sp_self_hi;
 
 /* A stack not known to be sent by this thread lately: note it in the set
  * and write its STACK record the first time in the process. */
-static __attribute__((noinline)) uint64_t stack_note(struct sp_thread *t, const uintptr_t *pcs,
-						    int depth, uint64_t h)
+__attribute__((noinline)) uint64_t sp_stack_note(struct sp_thread *t, const uintptr_t *pcs, int depth,
+						uint64_t h)
 {
 	int saved = errno, i;
 
@@ -1000,52 +963,23 @@ static __attribute__((noinline)) uint64_t stack_note(struct sp_thread *t, const 
 		sp_rec_commit(t, rl);
 	}
 	t->last_stack = h;
-	t->last_stack_epoch = atomic_load_explicit(&stack_epoch, memory_order_relaxed);
+	t->last_stack_epoch = atomic_load_explicit(&sp_stack_epoch, memory_order_relaxed);
 	errno = saved;
 	return h;
 }
 
-/* The stack of the calling thread above libsqlprof, as a stack id (0: none).
- * Inlined into the sampled start of an execution, so that the walk has one
- * frame less of ours to climb. */
-static inline __attribute__((always_inline)) uint64_t stack_capture(struct sp_thread *t)
+/* backtrace(), for frames our unwinder cannot climb; keeps errno */
+int sp_backtrace_keep_errno(uintptr_t *pcs, int max)
 {
-	uintptr_t pcs[SP_STACK_MAX + 8];
-	const uintptr_t lo = self_lo, span = self_hi - self_lo;
-	const int max = sp_cfg.depth;
-	int n = -1, skip = 0, depth, i;
-	uint64_t h = 0xcbf29ce484222325ULL;
+	int saved = errno, n = backtrace((void **)pcs, max);
 
-	if (likely(sp_use_cfi_unwinder))
-		n = sp_unwind(pcs, max + 8);
-	if (unlikely(n < 0)) { /* not ours to unwind (signal frame, no CFI): libgcc's */
-		int saved = errno;
-
-		n = backtrace((void **)pcs, max + 8);
-		errno = saved;
-	}
-	while (skip < n && pcs[skip] - lo < span)
-		skip++;
-	depth = n - skip;
-	if (depth > max)
-		depth = max;
-	if (depth <= 0)
-		return 0;
-	for (i = 0; i < depth; i++)
-		h = (h ^ (uint64_t)pcs[skip + i]) * 0x100000001b3ULL;
-	h ^= (uint64_t)depth;
-	if (h == 0)
-		h = 1;
-	/* the same stack as this thread's last one: sent already */
-	if (likely(h == t->last_stack &&
-		   t->last_stack_epoch == atomic_load_explicit(&stack_epoch, memory_order_relaxed)))
-		return h;
-	return stack_note(t, pcs + skip, depth, h);
+	errno = saved;
+	return n;
 }
 
 uint64_t sp_stack_capture(struct sp_thread *t)
 {
-	return stack_capture(t);
+	return sp_stack_capture_inline(t);
 }
 
 void sp_stack_sets_reset(void)
@@ -1066,8 +1000,8 @@ static int self_range_cb(struct dl_phdr_info *info, size_t size, void *arg)
 		uintptr_t lo = info->dlpi_addr + p->p_vaddr;
 
 		if (p->p_type == PT_LOAD && (p->p_flags & PF_X) && me >= lo && me < lo + p->p_memsz) {
-			self_lo = lo;
-			self_hi = lo + p->p_memsz;
+			sp_self_lo = lo;
+			sp_self_hi = lo + p->p_memsz;
 			return 1;
 		}
 	}

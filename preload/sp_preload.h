@@ -359,6 +359,92 @@ static inline int sp_draw(struct sp_thread *t)
 	return 1;
 }
 
+/* Stacks (core.c). Text range of libsqlprof itself: leading frames inside
+ * it are dropped. */
+extern uintptr_t sp_self_lo, sp_self_hi;
+/* Bumped when a dropped message carried a stack: the per-thread "last
+ * stack sent" shortcut (sp_thread.last_stack) is then not trusted. */
+extern _Atomic uint32_t sp_stack_epoch;
+/* A stack not known to be sent by this thread lately: note it in the set
+ * and write its STACK record the first time in the process. Keeps errno. */
+uint64_t sp_stack_note(struct sp_thread *t, const uintptr_t *pcs, int depth, uint64_t h);
+int sp_unwind(uintptr_t *pcs, int max);
+extern int sp_use_cfi_unwinder;
+int sp_backtrace_keep_errno(uintptr_t *pcs, int max);
+
+/* The stack of the calling thread above libsqlprof, as a stack id (0:
+ * none). Inlined where a walk starts, so that it has fewer frames of ours
+ * to climb. Keeps errno. */
+static inline __attribute__((always_inline)) uint64_t sp_stack_capture_inline(struct sp_thread *t)
+{
+	uintptr_t pcs[SP_STACK_MAX + 8];
+	const uintptr_t lo = sp_self_lo, span = sp_self_hi - sp_self_lo;
+	const int max = sp_cfg.depth;
+	int n = -1, skip = 0, depth, i;
+	uint64_t h = 0xcbf29ce484222325ULL;
+
+	if (likely(sp_use_cfi_unwinder))
+		n = sp_unwind(pcs, max + 8);
+	if (unlikely(n < 0)) /* not ours to unwind (signal frame, no CFI): libgcc's */
+		n = sp_backtrace_keep_errno(pcs, max + 8);
+	while (skip < n && pcs[skip] - lo < span)
+		skip++;
+	depth = n - skip;
+	if (depth > max)
+		depth = max;
+	if (depth <= 0)
+		return 0;
+	for (i = 0; i < depth; i++)
+		h = (h ^ (uint64_t)pcs[skip + i]) * 0x100000001b3ULL;
+	h ^= (uint64_t)depth;
+	if (h == 0)
+		h = 1;
+	/* the same stack as this thread's last one: sent already */
+	if (likely(h == t->last_stack &&
+		   t->last_stack_epoch == atomic_load_explicit(&sp_stack_epoch, memory_order_relaxed)))
+		return h;
+	return sp_stack_note(t, pcs + skip, depth, h);
+}
+
+/* A full EXEC record of an execution that ended at end (the thread is set
+ * up: t->pid, t->tid). */
+static inline __attribute__((always_inline)) void sp_emit_exec(struct sp_thread *t,
+							       const struct sp_run *r,
+							       uint64_t sql_id, uint64_t db,
+							       int rc, uint64_t end,
+							       sp_v4u delta, int kind)
+{
+	struct sp_rec_exec *x = sp_rec_reserve(t, sizeof(*x));
+
+	if (t->ring)
+		t->ring->execs++;
+	if (!x)
+		return;
+	x->h.type = SP_REC_EXEC;
+	x->h.flags = r->flags;
+	x->h.len = sizeof(*x);
+	x->pid = t->pid;
+	x->tid = t->tid;
+	x->sql_id = sql_id;
+	x->seq = r->seq;
+	x->parent_seq = r->parent_seq;
+	x->db = db;
+	x->start = r->start;
+	x->wall = end - r->start;
+	x->db_time = r->db_time;
+	x->nested_time = r->nested_time;
+	x->rows = r->rows;
+	x->stack_id = r->stack_id;
+	x->fullscan_steps = delta[0];
+	x->sorts = delta[1];
+	x->autoindex = delta[2];
+	x->vm_steps = delta[3];
+	x->rc = rc;
+	x->kind = (uint16_t)kind;
+	x->pad = 0;
+	sp_rec_commit(t, sizeof(*x));
+}
+
 /* First step of an execution: returns its start time (now, unless the
  * slow start took time of its own). The common case (not nested, the
  * statement started inline before, not drawn for a stack) is inline. */
@@ -370,18 +456,24 @@ static inline __attribute__((always_inline)) uint64_t sp_run_begin(struct sp_thr
 	if (unlikely(t->cur != NULL ||
 		     s->fast_gen != atomic_load_explicit(&sp_sql_gen, memory_order_relaxed)))
 		return sp_run_begin_slow(t, s, st, -1);
-	if (unlikely(--t->skip == 0)) {
-		t->skip = sp_draw_gap(t);
-		return sp_run_begin_slow(t, s, st, 1);
-	}
 	r->seq = ++t->seq;
-	r->start = now;
-	r->slow_at = now + sp_cfg.slow_span;
 	r->db_time = r->rows = r->nested_time = r->stack_id = 0;
 	r->parent = NULL;
 	r->parent_seq = 0;
 	r->flags = 0;
 	sp_status_base(r, st);
+	if (unlikely(--t->skip == 0)) {
+		/* drawn: the stack is taken here, inline, so that the walk
+		 * climbs one frame of ours (the step shim) */
+		t->skip = sp_cfg.rate >= 1.0 ? 1 : sp_draw_gap(t);
+		r->flags = SP_EXEC_RANDOM;
+		r->stack_id = sp_stack_capture_inline(t);
+		if (r->stack_id)
+			r->flags |= SP_EXEC_SAMPLED;
+		now = sp_now(); /* the walk's time is not the execution's */
+	}
+	r->start = now;
+	r->slow_at = now + sp_cfg.slow_span;
 	return now;
 }
 
@@ -421,6 +513,15 @@ static inline __attribute__((always_inline)) void sp_run_end(struct sp_thread *t
 
 	if (unlikely(r->flags != 0 || rc != SQLITE_DONE || (r->rows >> 32) != 0 ||
 		     end >= r->slow_at)) {
+		/* a randomly sampled execution that ended plainly: its full
+		 * record, inline too */
+		if ((r->flags & ~(SP_EXEC_RANDOM | SP_EXEC_SAMPLED)) == 0 && rc == SQLITE_DONE &&
+		    end < r->slow_at) {
+			sp_emit_exec(t, r, s->sql_id, s->db, SQLITE_OK, end, sp_status_delta(r, st),
+				     SP_KIND_STMT);
+			r->seq = 0; /* not nested: no parent to credit */
+			return;
+		}
 		sp_run_end_slow(t, s, st, rc, end);
 		return;
 	}
@@ -454,7 +555,5 @@ void sp_stack_sets_reset(void); /* fork child: stacks are resent per pid */
 
 /* unwind.c: cached CFI unwinder; -1 means "use backtrace()". */
 int sp_unwind_init(void);
-int sp_unwind(uintptr_t *pcs, int max);
-extern int sp_use_cfi_unwinder;
 
 #endif /* SP_PRELOAD_H */
