@@ -90,7 +90,7 @@ deps:
 
 $(BUILD)/obj/preload/%.o: preload/%.c preload/*.h
 	@mkdir -p $(@D)
-	$(CC) $(PRELOAD_CFLAGS) -fPIC -fvisibility=hidden -ftls-model=initial-exec -c $< -o $@
+	$(CC) $(PRELOAD_CFLAGS) -fPIC -fvisibility=hidden -ftls-model=initial-exec -fno-tree-slp-vectorize -c $< -o $@
 
 $(BUILD)/obj/%.o: %.c $(wildcard report/*.h symbolizer/*.h preload/sp_wire.h)
 	@mkdir -p $(@D)

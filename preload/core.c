@@ -202,6 +202,7 @@ static void read_config(void)
 
 	env_double("SQLPROF_RATE", 0.0, 1.0, &rate);
 	sp_cfg.rate = rate;
+	sp_cfg.rate_one = rate >= 1.0;
 	sp_cfg.log_q = rate > 0.0 && rate < 1.0 ? log1p(-rate) : 0.0;
 	if (env_long("SQLPROF_SEED", 0, LONG_MAX, &l))
 		sp_cfg.seed = (uint64_t)l;

@@ -65,6 +65,7 @@ int sp_resolve(void);            /* 0 when the sqlite3 originals are known */
 struct sp_config {
 	int enabled;            /* 0: pass everything through untouched */
 	double rate;            /* SQLPROF_RATE */
+	int rate_one;           /* rate == 1: every gap is 1 */
 	double log_q;           /* log(1 - rate), for the gaps between draws */
 	uint64_t seed;
 	uint64_t slow_ticks;    /* SQLPROF_SLOW_MS in clock units, 0 = off */
@@ -465,7 +466,7 @@ static inline __attribute__((always_inline)) uint64_t sp_run_begin(struct sp_thr
 	if (unlikely(--t->skip == 0)) {
 		/* drawn: the stack is taken here, inline, so that the walk
 		 * climbs one frame of ours (the step shim) */
-		t->skip = sp_cfg.rate >= 1.0 ? 1 : sp_draw_gap(t);
+		t->skip = sp_cfg.rate_one ? 1 : sp_draw_gap(t);
 		r->flags = SP_EXEC_RANDOM;
 		r->stack_id = sp_stack_capture_inline(t);
 		if (r->stack_id)
