@@ -52,6 +52,7 @@ struct sp_msg_hdr {
 
 enum sp_msg_flags {
 	SP_MSG_FINAL = 1, /* last message of the process (exit) */
+	SP_MSG_WAKE = 2,  /* a ring is filling: read the rings now (no records needed) */
 };
 
 struct sp_rec_hdr {
@@ -83,6 +84,9 @@ enum sp_rec_type {
 	/* A plain execution (not sampled, not nested, no error): the fields
 	 * of SP_REC_EXEC that such an execution needs, in 64 bytes. */
 	SP_REC_EXEC_LITE = 10,
+	/* A thread's shared ring: the message carrying it has one descriptor
+	 * (SCM_RIGHTS), a memfd holding a struct sp_ring_shared. */
+	SP_REC_RING = 11,
 	/* Filler at the end of a writer's ring; readers skip it. */
 	SP_REC_PAD = 0xffff,
 };
@@ -238,5 +242,47 @@ struct sp_rec_bye {
 };
 
 #define SP_ALIGN8(n) (((n) + 7u) & ~7u)
+
+/*
+ * Rings. Every thread writes its records into its own ring, a memfd it
+ * maps and passes to the collector (SP_REC_RING with the descriptor in
+ * SCM_RIGHTS). The ring carries the same records as messages, back to
+ * back from tail to head; a record never wraps: a SP_REC_PAD record fills
+ * the end of the buffer instead. head and tail are free-running byte
+ * counts (data offset = count & (size - 1)); 0 <= head - tail <= size.
+ *
+ *   writer: fills data beyond head, then stores head (release);
+ *           never writes data in [tail, head).
+ *   reader: loads head (acquire), reads [tail, head), then stores tail
+ *           (release). It must check 0 <= head - tail <= size and every
+ *           record (as in a message) before using it: the writer is not
+ *           trusted.
+ *
+ * dead is set (release, after the last head store) when the thread is
+ * gone: once the reader has read up to that head, it may unmap the ring.
+ * The fields are accessed with __atomic builtins by both sides.
+ */
+#define SP_RING_MAGIC 0x474e5253u /* "SRNG" little-endian */
+
+struct sp_ring_shared {
+	uint32_t magic;    /* SP_RING_MAGIC */
+	uint32_t size;     /* bytes of data[]: a power of two, >= 4096 */
+	uint32_t pid, tid; /* the writer */
+	uint32_t dead;     /* 1: no more records */
+	uint32_t pad0[11];
+	uint32_t head;     /* writer: end of the committed records */
+	uint32_t pad1[15];
+	uint32_t tail;     /* reader: end of the consumed records */
+	uint32_t pad2[15];
+	uint8_t data[];    /* size bytes */
+};
+
+struct sp_rec_ring {
+	struct sp_rec_hdr h;
+	uint32_t pid, tid;
+	uint32_t size;     /* as in sp_ring_shared: the memfd holds
+			    * sizeof(struct sp_ring_shared) + size bytes */
+	uint32_t pad;
+};
 
 #endif /* SP_WIRE_H */
