@@ -6,6 +6,9 @@
  *
  * The collector listens on an AF_UNIX SOCK_SEQPACKET socket inside a fresh
  * 0700 directory; only peers of our own uid are accepted (SO_PEERCRED).
+ * Records arrive mostly in the threads' shared rings, announced over the
+ * sockets: the loop reads every ring on each wakeup and wakes at least
+ * every RING_POLL_MS while there are rings (collect.c does the reading).
  * It exits with the command's exit status (128+N when killed by signal N).
  */
 #include <dirent.h>
@@ -176,6 +179,12 @@ struct client {
 	uint32_t pid;
 };
 
+/* Longest wait between two readings of the rings while there are some:
+ * a writer whose ring is full waits for us, then drops records. The
+ * preload wakes us (SP_MSG_WAKE) when a ring is half full; this bounds the
+ * delay when such a wake-up cannot be sent. Without rings: 100 ms. */
+#define RING_POLL_MS 10
+
 static void status_line(const struct sp_coll *c, int final)
 {
 	fprintf(stderr, "\rsqlprof: %llu executions, %zu processes, %llu lost%s",
@@ -183,35 +192,27 @@ static void status_line(const struct sp_coll *c, int final)
 		(unsigned long long)sp_coll_lost(c), final ? "\n" : "   ");
 }
 
-/* Read every pending message of one client. Returns 0, or -1 on EOF. */
+/* Messages read from one client per wakeup at most, so that a client
+ * that never stops sending cannot keep the rings from being read. */
+#define DRAIN_BATCH 1024
+
+/* Read the pending messages of one client (descriptors included, see
+ * sp_coll_recv). Returns 0, or -1 at the end of the connection (its
+ * process's rings were read and are kept: it may reconnect). */
 static int drain(struct sp_coll *c, struct client *cl, uint8_t *buf, size_t cap)
 {
-	for (;;) {
-		ssize_t n = recv(cl->fd, buf, cap, MSG_DONTWAIT | MSG_TRUNC);
+	for (int i = 0; i < DRAIN_BATCH; i++) {
+		int r = sp_coll_recv(c, cl->fd, cl->pid, buf, cap);
 
-		if (n == 0)
+		if (r == 0)
+			return 0;
+		if (r == -1)
 			return -1;
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			if (errno == EAGAIN || errno == EWOULDBLOCK)
-				return 0;
-			return -1;
-		}
-		if ((size_t)n > cap) {
-			c->bad_messages++;
-			snprintf(c->last_error, sizeof(c->last_error), "oversized message (%zd bytes)", n);
-			continue;
-		}
-		if (sp_coll_message(c, buf, (size_t)n, cl->pid) < 0) {
-			struct sp_proc *p = hmap_get(&c->procs, &cl->pid, 0, NULL);
-
-			if (p)
-				p->bad_msgs++;
+		if (r == -2)
 			fprintf(stderr, "\nsqlprof: dropped a bad message from pid %u: %s\n", cl->pid,
 				c->last_error);
-		}
 	}
+	return 0;
 }
 
 /* Goodbyes the preload could not send (collector stalled or gone) are
@@ -368,6 +369,7 @@ int cmd_record(int argc, char **argv)
 		return SP_EXIT_USAGE;
 
 	sp_coll_init(&c);
+	c.diag = stderr; /* broken rings */
 	buf = malloc(SP_MSG_MAX + 64);
 	if (!buf)
 		goto out;
@@ -475,7 +477,7 @@ int cmd_record(int argc, char **argv)
 		/* the last slot: SIGCHLD's pipe, so an exit is seen at once */
 		pf[ncl + 1].fd = chld_pipe[0];
 		pf[ncl + 1].events = POLLIN;
-		n = poll(pf, ncl + 2, 100);
+		n = poll(pf, ncl + 2, c.nrings ? RING_POLL_MS : 100);
 		if (n > 0 && (pf[ncl + 1].revents & POLLIN)) {
 			char drainbuf[64];
 
@@ -523,6 +525,9 @@ int cmd_record(int argc, char **argv)
 			}
 		}
 		free(pf);
+		/* every wakeup, and at least every RING_POLL_MS: the rings */
+		if (c.nrings && sp_coll_rings_drain(&c, 0))
+			last_data = mono_ns();
 		/* compact closed clients */
 		{
 			size_t j = 0;
@@ -557,6 +562,9 @@ int cmd_record(int argc, char **argv)
 					    now - t_exit > (uint64_t)(o.grace_s * 1e9))))
 			break;
 	}
+	/* The command and its clients are done (or past the grace time):
+	 * read every ring one last time and let them go. */
+	sp_coll_rings_close(&c);
 	read_bye_files(&c, dir);
 	sp_coll_finish(&c);
 	/* Per-run totals: what this run added to each query. */

@@ -1,16 +1,36 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * collect.c - decode and aggregate stream messages; see collect.h.
+ * collect.c - decode and aggregate stream messages and the threads'
+ * shared rings; see collect.h.
  *
  * Every byte is hostile: each record's length is checked against the
  * message and against its type's fixed part before it is copied into an
  * aligned local. A message is validated completely before any of it is
  * applied, so a bad message changes nothing and other processes' data is
  * never touched by it.
+ *
+ * Rings are read through the same code: the records between tail and head
+ * are copied out of the shared memory, whole records at a time, behind a
+ * synthesized message header, and that copy is validated and applied like
+ * a message of the ring's pid. The ring's framing (head, tail, record
+ * lengths, the end of the buffer) is checked first, against the size and
+ * tail the collector keeps itself. A broken ring is counted, reported once
+ * and no longer read; the writer is never trusted with an index.
+ *
+ * Rings are kept per pid and process image, not per connection: see
+ * sp_coll_input (BYE, a new image's HELLO) and sp_coll_recv (end of a
+ * connection) for when they are freed.
  */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "collect.h"
 #include "fingerprint.h"
@@ -31,6 +51,8 @@ struct ekey {
 struct mkey {
 	uint64_t pid, generation, lo;
 };
+
+static void ring_free(struct sp_coll *c, size_t i);
 
 void sp_coll_init(struct sp_coll *c)
 {
@@ -77,6 +99,10 @@ void sp_coll_free(struct sp_coll *c)
 	hmap_free(&c->errors);
 	hmap_free(&c->modules);
 	free(c->events);
+	while (c->nrings)
+		ring_free(c, c->nrings - 1);
+	free(c->rings);
+	free(c->ring_buf);
 	memset(c, 0, sizeof(*c));
 }
 
@@ -104,6 +130,7 @@ static size_t fixed_len(uint16_t type)
 	case SP_REC_BYE: return sizeof(struct sp_rec_bye);
 	case SP_REC_PLAN: return sizeof(struct sp_rec_plan);
 	case SP_REC_EXEC_LITE: return sizeof(struct sp_rec_exec_lite);
+	case SP_REC_RING: return sizeof(struct sp_rec_ring);
 	default: return 0;
 	}
 }
@@ -379,6 +406,7 @@ static void apply(struct sp_coll *c, struct sp_proc *p, const uint8_t *rec, uint
 			p->reconnects++;
 			break; /* same image: nothing else changes */
 		}
+		p->image++;
 		p->hello = 1;
 		p->ppid = h->ppid;
 		p->clock = h->clock == SP_CLOCK_TSC ? SP_CLOCK_TSC : SP_CLOCK_MONOTONIC;
@@ -529,18 +557,35 @@ static void apply(struct sp_coll *c, struct sp_proc *p, const uint8_t *rec, uint
 		break;
 	}
 	default:
-		break; /* PAD and unknown types are skipped */
+		break; /* RING (registered by sp_coll_input), PAD and unknown
+			* types change nothing here */
 	}
 }
 
-int sp_coll_message(struct sp_coll *c, const uint8_t *msg, size_t len, uint32_t peer_pid)
+/* What the validation of a message found out, for sp_coll_input. */
+struct msg_info {
+	struct sp_msg_hdr mh;
+	unsigned nring;          /* RING records */
+	struct sp_rec_ring ring; /* the last of them */
+	int fresh_hello;         /* a HELLO not flagged SP_HELLO_RECONNECT */
+	int bye;                 /* a BYE record */
+};
+
+/* Size of the aligned copy of one record (the largest fits a message). */
+#define REC_BUF_WORDS ((SP_MSG_MAX + 7) / 8)
+
+/*
+ * Validate a whole message (header and every record) without changing
+ * anything but the failure counters. rec_buf holds REC_BUF_WORDS words.
+ * Returns 0 with *mi filled, or -1 (fail()).
+ */
+static int msg_check(struct sp_coll *c, const uint8_t *msg, size_t len, uint32_t peer_pid,
+		     struct msg_info *mi, uint64_t *rec_buf)
 {
 	struct sp_msg_hdr mh;
-	uint64_t rec_buf[(SP_MSG_MAX + 7) / 8];
-	struct sp_proc *p;
 	size_t off;
-	int pass;
 
+	memset(mi, 0, sizeof(*mi));
 	if (len < sizeof(mh))
 		return fail(c, "message shorter than its header", 0);
 	memcpy(&mh, msg, sizeof(mh));
@@ -552,54 +597,536 @@ int sp_coll_message(struct sp_coll *c, const uint8_t *msg, size_t len, uint32_t 
 		return fail(c, "message length mismatch", 12);
 	if (peer_pid && mh.pid != peer_pid)
 		return fail(c, "pid does not match the connected peer", 8);
-	/* Pass 0 validates everything, pass 1 applies. */
-	for (pass = 0; pass < 2; pass++) {
-		p = NULL;
-		if (pass == 1) {
-			p = proc_get(c, mh.pid);
-			if (!p)
-				return fail(c, "out of memory", 0);
-			p->msgs++;
-			if (mh.lost > p->lost)
-				p->lost = mh.lost;
-			if (p->last_seq && mh.seq > p->last_seq + 1)
-				p->gaps += mh.seq - p->last_seq - 1;
-			if (mh.seq > p->last_seq)
-				p->last_seq = mh.seq;
-		}
-		for (off = sizeof(mh); off < len;) {
-			struct sp_rec_hdr rh;
-			size_t fl;
+	mi->mh = mh;
+	for (off = sizeof(mh); off < len;) {
+		struct sp_rec_hdr rh;
+		size_t fl;
 
-			if (len - off < sizeof(rh))
-				return fail(c, "truncated record header", off);
-			memcpy(&rh, msg + off, sizeof(rh));
-			if (rh.len < sizeof(rh) || rh.len % 8 || rh.len > len - off)
-				return fail(c, "bad record length", off);
-			fl = fixed_len(rh.type);
-			if (fl) {
-				size_t vl;
-				uint32_t rpid;
+		if (len - off < sizeof(rh))
+			return fail(c, "truncated record header", off);
+		memcpy(&rh, msg + off, sizeof(rh));
+		if (rh.len < sizeof(rh) || rh.len % 8 || rh.len > len - off)
+			return fail(c, "bad record length", off);
+		fl = fixed_len(rh.type);
+		if (fl) {
+			size_t vl;
+			uint32_t rpid;
 
-				if (rh.len < fl)
-					return fail(c, "record shorter than its type", off);
-				memcpy(rec_buf, msg + off, rh.len);
-				vl = var_len(rh.type, (const uint8_t *)rec_buf);
-				if (vl > rh.len - fl)
-					return fail(c, "record payload overruns its length", off);
-				memcpy(&rpid, (const uint8_t *)rec_buf + sizeof(rh), sizeof(rpid));
-				if (rpid != mh.pid)
-					return fail(c, "record pid differs from message pid", off);
-				if (pass == 1) {
-					apply(c, p, (const uint8_t *)rec_buf, rh.type);
-					c->records++;
-				}
+			if (rh.len < fl)
+				return fail(c, "record shorter than its type", off);
+			memcpy(rec_buf, msg + off, rh.len);
+			vl = var_len(rh.type, (const uint8_t *)rec_buf);
+			if (vl > rh.len - fl)
+				return fail(c, "record payload overruns its length", off);
+			memcpy(&rpid, (const uint8_t *)rec_buf + sizeof(rh), sizeof(rpid));
+			if (rpid != mh.pid)
+				return fail(c, "record pid differs from message pid", off);
+			if (rh.type == SP_REC_RING) {
+				mi->nring++;
+				memcpy(&mi->ring, rec_buf, sizeof(mi->ring));
+			} else if (rh.type == SP_REC_HELLO && !(rh.flags & SP_HELLO_RECONNECT)) {
+				mi->fresh_hello = 1;
+			} else if (rh.type == SP_REC_BYE) {
+				mi->bye = 1;
 			}
-			off += rh.len;
+		}
+		off += rh.len;
+	}
+	return 0;
+}
+
+/*
+ * Apply a message msg_check accepted. A message synthesized from a ring
+ * (from_ring) is not a message of the connection: it does not count in
+ * the message totals and carries no sequence number or loss count.
+ * Returns 0, or -1 when the process entry cannot be allocated (nothing
+ * applied).
+ */
+static int msg_apply(struct sp_coll *c, const uint8_t *msg, size_t len, const struct sp_msg_hdr *mh,
+		     int from_ring, uint64_t *rec_buf)
+{
+	struct sp_proc *p = proc_get(c, mh->pid);
+	size_t off;
+
+	if (!p)
+		return fail(c, "out of memory", 0);
+	if (!from_ring) {
+		p->msgs++;
+		if (mh->lost > p->lost)
+			p->lost = mh->lost;
+		if (p->last_seq && mh->seq > p->last_seq + 1)
+			p->gaps += mh->seq - p->last_seq - 1;
+		if (mh->seq > p->last_seq)
+			p->last_seq = mh->seq;
+	}
+	for (off = sizeof(*mh); off < len;) {
+		struct sp_rec_hdr rh;
+
+		memcpy(&rh, msg + off, sizeof(rh));
+		if (fixed_len(rh.type)) {
+			memcpy(rec_buf, msg + off, rh.len);
+			apply(c, p, (const uint8_t *)rec_buf, rh.type);
+			c->records++;
+		}
+		off += rh.len;
+	}
+	if (!from_ring)
+		c->messages++;
+	return 0;
+}
+
+int sp_coll_message(struct sp_coll *c, const uint8_t *msg, size_t len, uint32_t peer_pid)
+{
+	return sp_coll_input(c, msg, len, peer_pid, -1);
+}
+
+/* ---- rings ------------------------------------------------------------------- */
+
+/* Largest ring the collector maps. */
+#define RING_MAX_SIZE (1u << 30)
+
+/* Like fail(), with a formatted reason (no byte offset). */
+static int failf(struct sp_coll *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int failf(struct sp_coll *c, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(c->last_error, sizeof(c->last_error), fmt, ap);
+	va_end(ap);
+	c->bad_messages++;
+	return -1;
+}
+
+static int ring_size_ok(uint32_t size)
+{
+	return size >= 4096 && size <= RING_MAX_SIZE && !(size & (size - 1));
+}
+
+/* Check the shared header of a mapped ring against its announcement.
+ * Returns 0 with the writer's tail in *tail, or -1 (failf()). */
+static int ring_check(struct sp_coll *c, const struct sp_ring_shared *sh, size_t map_len,
+		      const struct sp_rec_ring *rec, uint32_t *tail)
+{
+	/* The writer may change these at any time: read each once. */
+	uint32_t magic = __atomic_load_n(&sh->magic, __ATOMIC_RELAXED);
+	uint32_t size = __atomic_load_n(&sh->size, __ATOMIC_RELAXED);
+	uint32_t pid = __atomic_load_n(&sh->pid, __ATOMIC_RELAXED);
+	uint32_t tid = __atomic_load_n(&sh->tid, __ATOMIC_RELAXED);
+
+	if (!ring_size_ok(rec->size))
+		return failf(c, "ring size %u is not a power of two from 4096 to %u", rec->size,
+			     RING_MAX_SIZE);
+	if (map_len < sizeof(*sh) + (size_t)rec->size)
+		return failf(c, "ring mapping of %zu bytes is smaller than its size %u", map_len,
+			     rec->size);
+	if (magic != SP_RING_MAGIC)
+		return failf(c, "bad ring magic 0x%08x", magic);
+	if (size != rec->size || pid != rec->pid || tid != rec->tid)
+		return failf(c, "ring header (size %u, pid %u, tid %u) differs from its RING record "
+			     "(size %u, pid %u, tid %u)", size, pid, tid, rec->size, rec->pid, rec->tid);
+	*tail = __atomic_load_n(&sh->tail, __ATOMIC_ACQUIRE);
+	if (*tail % 8)
+		return failf(c, "ring tail %u is not a multiple of 8", *tail);
+	return 0;
+}
+
+/* Put a checked mapping into the registry. Returns 0, or -1 (unmapped). */
+static int ring_register(struct sp_coll *c, void *map, size_t map_len, const struct sp_rec_ring *rec,
+			 uint32_t tail)
+{
+	struct sp_proc *p = hmap_get(&c->procs, &rec->pid, 0, NULL);
+	struct sp_ring *r;
+
+	if (c->nrings == c->rings_cap) {
+		size_t cap = c->rings_cap ? c->rings_cap * 2 : 16;
+		struct sp_ring **nr = realloc(c->rings, cap * sizeof(*nr));
+
+		if (!nr)
+			goto nomem;
+		c->rings = nr;
+		c->rings_cap = cap;
+	}
+	r = calloc(1, sizeof(*r));
+	if (!r)
+		goto nomem;
+	r->sh = map;
+	r->map_len = map_len;
+	r->pid = rec->pid;
+	r->tid = rec->tid;
+	r->size = rec->size;
+	r->tail = tail;
+	r->image = p ? p->image : 0;
+	c->rings[c->nrings++] = r;
+	c->rings_opened++;
+	return 0;
+nomem:
+	munmap(map, map_len);
+	return failf(c, "out of memory for a ring");
+}
+
+int sp_coll_ring_add(struct sp_coll *c, void *map, size_t map_len, const struct sp_rec_ring *rec)
+{
+	uint32_t tail;
+
+	if (ring_check(c, map, map_len, rec, &tail) < 0) {
+		munmap(map, map_len);
+		return -1;
+	}
+	return ring_register(c, map, map_len, rec, tail);
+}
+
+/*
+ * Map the memfd fd of the ring rec announces and check it. fd is closed
+ * in every case. Returns 0 with the mapping in *map (*map_len bytes) and
+ * the writer's tail in *tail, or -1 (failf(), nothing mapped).
+ */
+static int ring_map(struct sp_coll *c, int fd, const struct sp_rec_ring *rec, void **map,
+		    size_t *map_len, uint32_t *tail)
+{
+	size_t need = sizeof(struct sp_ring_shared) + (size_t)rec->size;
+	struct stat st;
+	int seals;
+	void *m;
+
+	*map = NULL;
+	if (!ring_size_ok(rec->size)) {
+		close(fd);
+		return failf(c, "ring size %u is not a power of two from 4096 to %u", rec->size,
+			     RING_MAX_SIZE);
+	}
+	/* Only a memfd (shmem) knows seals: a file, pipe or socket is refused. */
+	seals = fcntl(fd, F_GET_SEALS);
+	if (seals < 0) {
+		close(fd);
+		return failf(c, "ring descriptor is not a memfd");
+	}
+	/* A writer that shrank the memfd under our mapping would make our
+	 * reads fault (SIGBUS). Seal it against shrinking when the writer
+	 * allows sealing (MFD_ALLOW_SEALING); otherwise we have to rely on
+	 * it not doing so. */
+	if (!(seals & (F_SEAL_SEAL | F_SEAL_SHRINK)))
+		(void)fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK);
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		close(fd);
+		return failf(c, "ring descriptor is not a memfd");
+	}
+	if (st.st_size < 0 || (uint64_t)st.st_size < need) {
+		close(fd);
+		return failf(c, "ring memfd of %lld bytes is smaller than %zu", (long long)st.st_size,
+			     need);
+	}
+	m = mmap(NULL, need, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	close(fd);
+	if (m == MAP_FAILED)
+		return failf(c, "cannot map the ring: %s", strerror(errno));
+	if (ring_check(c, m, need, rec, tail) < 0) {
+		munmap(m, need);
+		return -1;
+	}
+	*map = m;
+	*map_len = need;
+	return 0;
+}
+
+static void ring_free(struct sp_coll *c, size_t i)
+{
+	struct sp_ring *r = c->rings[i];
+
+	munmap(r->sh, r->map_len);
+	free(r);
+	c->rings[i] = c->rings[--c->nrings];
+}
+
+/* The ring cannot be read any further: count, say so once, return -1.
+ * counted: c->bad_messages was counted already (by fail()). */
+static int ring_broken(struct sp_coll *c, struct sp_ring *r, int counted, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+static int ring_broken(struct sp_coll *c, struct sp_ring *r, int counted, const char *fmt, ...)
+{
+	struct sp_proc *p = proc_get(c, r->pid);
+	char why[sizeof(c->last_error)];
+	va_list ap;
+
+	if (r->broken)
+		return -1;
+	r->broken = 1;
+	va_start(ap, fmt);
+	vsnprintf(why, sizeof(why), fmt, ap);
+	va_end(ap);
+	snprintf(c->last_error, sizeof(c->last_error), "ring of pid %u thread %u: %.200s", r->pid,
+		 r->tid, why);
+	if (!counted)
+		c->bad_messages++;
+	if (p)
+		p->bad_msgs++;
+	c->rings_broken++;
+	if (c->diag)
+		fprintf(c->diag, "\nsqlprof: stopped reading a ring: %s\n", c->last_error);
+	return -1;
+}
+
+/* Validate and apply clen bytes of records in c->ring_buf, read from r
+ * at ring position from. Returns 0 or -1 (ring_broken()). */
+static int ring_chunk(struct sp_coll *c, struct sp_ring *r, size_t clen, uint32_t from)
+{
+	uint64_t rec_buf[REC_BUF_WORDS];
+	struct sp_proc *p = hmap_get(&c->procs, &r->pid, 0, NULL);
+	struct sp_msg_hdr mh = {
+		.magic = SP_WIRE_MAGIC, .version = SP_WIRE_VERSION, .pid = r->pid,
+		.len = (uint32_t)(sizeof(mh) + clen), .seq = 0, .lost = p ? p->lost : 0,
+	};
+	struct msg_info mi;
+
+	memcpy(c->ring_buf, &mh, sizeof(mh));
+	if (msg_check(c, c->ring_buf, sizeof(mh) + clen, r->pid, &mi, rec_buf) < 0)
+		return ring_broken(c, r, 1, "%s of the records from position %u", c->last_error,
+				   from);
+	if (mi.nring)
+		return ring_broken(c, r, 0, "a RING record inside a ring (from position %u)", from);
+	if (msg_apply(c, c->ring_buf, sizeof(mh) + clen, &mh, 1, rec_buf) < 0)
+		return ring_broken(c, r, 1, "%s", c->last_error);
+	return 0;
+}
+
+int sp_coll_ring_drain(struct sp_coll *c, struct sp_ring *r)
+{
+	const uint32_t mask = r->size - 1;
+	/* dead before head: the writer stores dead after its last head */
+	uint32_t dead = __atomic_load_n(&r->sh->dead, __ATOMIC_ACQUIRE);
+	uint32_t head = __atomic_load_n(&r->sh->head, __ATOMIC_ACQUIRE);
+	uint32_t pos = r->tail, from = pos;
+	size_t clen = 0;
+	uint8_t *body;
+	char why[128] = "";
+
+	if (r->broken)
+		return -1;
+	if (head - pos > r->size)
+		return ring_broken(c, r, 0, "head - tail = %u exceeds the ring size %u", head - pos,
+				   r->size);
+	if (head % 8)
+		return ring_broken(c, r, 0, "head %u is not a multiple of 8", head);
+	if (head == pos)
+		return dead ? 1 : 0;
+	if (!c->ring_buf) {
+		c->ring_buf = malloc(sizeof(struct sp_msg_hdr) + SP_MSG_MAX);
+		if (!c->ring_buf)
+			return 0; /* read it later */
+	}
+	body = c->ring_buf + sizeof(struct sp_msg_hdr);
+	/* Whole records only, each copied out of the shared memory before
+	 * it is looked at again: the copy is what gets validated. */
+	while (pos != head) {
+		uint32_t off = pos & mask, left = head - pos;
+		struct sp_rec_hdr rh;
+
+		memcpy(&rh, r->sh->data + off, sizeof(rh)); /* left >= 8: both multiples of 8 */
+		if (rh.len < sizeof(rh) || rh.len % 8 || rh.len > left) {
+			snprintf(why, sizeof(why), "bad record length %u at position %u", rh.len, pos);
+			break;
+		}
+		if (rh.len > r->size - off) {
+			snprintf(why, sizeof(why), "record of %u bytes at position %u crosses the end "
+				 "of the ring", rh.len, pos);
+			break;
+		}
+		if (rh.type != SP_REC_PAD) {
+			if (rh.len > SP_MSG_MAX) {
+				snprintf(why, sizeof(why), "record of %u bytes at position %u is longer "
+					 "than a message", rh.len, pos);
+				break;
+			}
+			if (clen + rh.len > SP_MSG_MAX) {
+				if (ring_chunk(c, r, clen, from) < 0)
+					return -1;
+				clen = 0;
+				from = pos;
+			}
+			memcpy(body + clen, r->sh->data + off, rh.len);
+			/* the length checked above, whatever the writer did since */
+			memcpy(body + clen, &rh, sizeof(rh));
+			clen += rh.len;
+		}
+		pos += rh.len;
+	}
+	/* the whole records before a broken one still count */
+	if (clen && ring_chunk(c, r, clen, from) < 0)
+		return -1;
+	if (why[0])
+		return ring_broken(c, r, 0, "%s", why);
+	r->tail = head;
+	__atomic_store_n(&r->sh->tail, head, __ATOMIC_RELEASE);
+	return dead ? 1 : 0;
+}
+
+uint64_t sp_coll_rings_drain(struct sp_coll *c, uint32_t pid)
+{
+	uint64_t before = c->records;
+	size_t i = 0;
+
+	while (i < c->nrings) {
+		if ((pid && c->rings[i]->pid != pid) || sp_coll_ring_drain(c, c->rings[i]) == 0)
+			i++;
+		else
+			ring_free(c, i); /* the last one moved to i */
+	}
+	return c->records - before;
+}
+
+/* Read the rings of pid's images up to image one last time and free them:
+ * the image said BYE, or a later image said HELLO. */
+static void rings_retire(struct sp_coll *c, uint32_t pid, uint32_t image)
+{
+	size_t i = 0;
+
+	while (i < c->nrings) {
+		struct sp_ring *r = c->rings[i];
+
+		if (r->pid != pid || r->image > image) {
+			i++;
+			continue;
+		}
+		(void)sp_coll_ring_drain(c, r);
+		ring_free(c, i);
+	}
+}
+
+void sp_coll_rings_close(struct sp_coll *c)
+{
+	while (c->nrings) {
+		(void)sp_coll_ring_drain(c, c->rings[c->nrings - 1]);
+		ring_free(c, c->nrings - 1);
+	}
+}
+
+int sp_coll_input(struct sp_coll *c, const uint8_t *msg, size_t len, uint32_t peer_pid, int fd)
+{
+	uint64_t rec_buf[REC_BUF_WORDS];
+	struct msg_info mi;
+	struct sp_proc *p;
+	void *map = NULL;
+	size_t map_len = 0;
+	uint32_t tail = 0, pid;
+
+	if (msg_check(c, msg, len, peer_pid, &mi, rec_buf) < 0)
+		goto bad;
+	pid = mi.mh.pid;
+	if (fd >= 0 && mi.nring != 1) {
+		failf(c, mi.nring ? "%u RING records with one descriptor"
+				  : "a descriptor without a RING record", mi.nring);
+		goto bad;
+	}
+	if (fd < 0 && mi.nring) {
+		failf(c, "a RING record without its descriptor");
+		goto bad;
+	}
+	if (fd >= 0) {
+		int rc = ring_map(c, fd, &mi.ring, &map, &map_len, &tail);
+
+		fd = -1; /* closed by ring_map */
+		if (rc < 0)
+			goto bad;
+	}
+	/* A new image of a pid we know (exec): the old image's rings are
+	 * read under the old image's clock, before its HELLO changes it. */
+	p = hmap_get(&c->procs, &pid, 0, NULL);
+	if (mi.fresh_hello && p && p->hello && c->nrings)
+		rings_retire(c, pid, p->image);
+	if (msg_apply(c, msg, len, &mi.mh, 0, rec_buf) < 0)
+		goto bad;
+	if (map && ring_register(c, map, map_len, &mi.ring, tail) < 0)
+		return -1; /* the message itself was applied */
+	p = hmap_get(&c->procs, &pid, 0, NULL);
+	if (mi.bye && p)
+		rings_retire(c, pid, p->image);
+	else if (mi.mh.flags & SP_MSG_WAKE)
+		sp_coll_rings_drain(c, pid);
+	return 0;
+bad:
+	if (fd >= 0)
+		close(fd);
+	if (map)
+		munmap(map, map_len);
+	return -1;
+}
+
+/* Descriptors received with one message at most: more make it bad. */
+#define RECV_FDS 8
+
+int sp_coll_recv(struct sp_coll *c, int sock, uint32_t peer_pid, uint8_t *buf, size_t cap)
+{
+	union {
+		struct cmsghdr h;
+		char b[CMSG_SPACE(sizeof(int) * RECV_FDS)];
+	} cm;
+	struct iovec iov = { .iov_base = buf, .iov_len = cap };
+	struct msghdr mh;
+	struct cmsghdr *ch;
+	int fds[RECV_FDS], nfd = 0, rc;
+	struct sp_proc *p;
+	ssize_t n;
+
+	for (;;) {
+		memset(&mh, 0, sizeof(mh));
+		mh.msg_iov = &iov;
+		mh.msg_iovlen = 1;
+		mh.msg_control = cm.b;
+		mh.msg_controllen = sizeof(cm.b);
+		n = recvmsg(sock, &mh, MSG_DONTWAIT | MSG_TRUNC | MSG_CMSG_CLOEXEC);
+		if (n >= 0 || errno != EINTR)
+			break;
+	}
+	if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+		return 0;
+	if (n >= 0) {
+		for (ch = CMSG_FIRSTHDR(&mh); ch; ch = CMSG_NXTHDR(&mh, ch)) {
+			size_t k;
+
+			if (ch->cmsg_level != SOL_SOCKET || ch->cmsg_type != SCM_RIGHTS ||
+			    ch->cmsg_len < CMSG_LEN(0))
+				continue;
+			for (k = 0; k < (ch->cmsg_len - CMSG_LEN(0)) / sizeof(int); k++) {
+				int f;
+
+				memcpy(&f, CMSG_DATA(ch) + k * sizeof(int), sizeof(f));
+				if (nfd < RECV_FDS)
+					fds[nfd++] = f;
+				else
+					close(f); /* cannot happen: the buffer holds RECV_FDS */
+			}
 		}
 	}
-	c->messages++;
-	return 0;
+	if (n <= 0) {
+		/* end of the connection: read its rings, keep them */
+		while (nfd)
+			close(fds[--nfd]);
+		sp_coll_rings_drain(c, peer_pid);
+		return -1;
+	}
+	if (mh.msg_flags & MSG_CTRUNC) {
+		failf(c, "control data truncated (descriptors lost)");
+		goto bad;
+	}
+	if (nfd > 1) {
+		failf(c, "%d descriptors with one message", nfd);
+		goto bad;
+	}
+	if ((size_t)n > cap) {
+		failf(c, "oversized message (%zd bytes)", n);
+		goto bad;
+	}
+	rc = sp_coll_input(c, buf, (size_t)n, peer_pid, nfd ? fds[0] : -1);
+	nfd = 0; /* consumed */
+	if (rc == 0)
+		return 1;
+bad:
+	while (nfd)
+		close(fds[--nfd]);
+	p = hmap_get(&c->procs, &peer_pid, 0, NULL);
+	if (p)
+		p->bad_msgs++;
+	return -2;
 }
 
 void sp_coll_spill(struct sp_coll *c, FILE *f, size_t max)

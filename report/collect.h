@@ -1,11 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * collect.h - the collector's model of a recording: decoding of stream
- * messages (untrusted input) and their aggregation in memory that grows
- * with distinct queries, stacks and sites, not with executions.
+ * messages and of the threads' shared rings (both untrusted input), and
+ * their aggregation in memory that grows with distinct queries, stacks and
+ * sites, not with executions. It also receives one message (with the ring
+ * descriptor it may carry) from a connected socket, so that the descriptor
+ * rules are tested with the rest.
  *
- * What it does not do: sockets (cmd-record.c), symbols and the profile
- * file (profile.c).
+ * What it does not do: listening, accepting and polling (cmd-record.c),
+ * symbols and the profile file (profile.c).
  */
 #ifndef SP_COLLECT_H
 #define SP_COLLECT_H
@@ -38,6 +41,24 @@ struct sp_proc {
 	uint64_t msgs, bad_msgs, gaps;
 	uint64_t reconnects;  /* the program closed our descriptor this often */
 	uint64_t last_seq;
+	uint32_t image;       /* process images seen: HELLOs that were not
+			       * reconnects (exec starts a new one) */
+};
+
+/*
+ * One thread's ring as the collector holds it. The mapping is the
+ * collector's own (the writer has another); everything needed to read it
+ * (size, pid, tail) is kept here and never re-read from the shared page,
+ * which the writer may scribble on. Rings belong to a pid and a process
+ * image, not to a connection: the writer reconnects and keeps its rings.
+ */
+struct sp_ring {
+	struct sp_ring_shared *sh; /* map_len bytes, MAP_SHARED */
+	size_t map_len;
+	uint32_t pid, tid, size;   /* as announced and checked */
+	uint32_t tail;             /* ours: every record before it was read */
+	uint32_t image;            /* sp_proc.image when it was announced */
+	int broken;                /* reported once; never read again */
 };
 
 /* Aggregate per (sql_id, kind): exact over every execution. */
@@ -116,6 +137,16 @@ struct sp_coll {
 	uint64_t records, messages, bad_messages;
 	double ns_per_tick; /* collector's TSC calibration */
 	char last_error[256];
+	/* Rings being read, in no order. A ring leaves this list (unmapped)
+	 * when its thread is dead and it is read, when its process image
+	 * says BYE (or a new image says HELLO), when it is broken, or at
+	 * sp_coll_rings_close. */
+	struct sp_ring **rings;
+	size_t nrings, rings_cap;
+	uint8_t *ring_buf;        /* one synthesized message, header + SP_MSG_MAX */
+	uint64_t rings_opened, rings_broken;
+	/* Broken rings are reported here, one line each; NULL: nowhere. */
+	FILE *diag;
 };
 
 struct sp_sql {
@@ -126,13 +157,70 @@ struct sp_sql {
 };
 
 void sp_coll_init(struct sp_coll *c);
+/* Frees everything, unmapping the rings without reading them. */
 void sp_coll_free(struct sp_coll *c);
 /* Close every open run (end of recording). */
 void sp_coll_finish(struct sp_coll *c);
 /* Validate the whole message, then apply it. Returns 0, or -1 with a
- * one-line reason in c->last_error and nothing applied. peer_pid, when
- * nonzero, is the pid the kernel vouches for (SO_PEERCRED). */
+ * one-line reason in c->last_error, c->bad_messages counted and nothing
+ * applied. peer_pid, when nonzero, is the pid the kernel vouches for
+ * (SO_PEERCRED). The same as sp_coll_input with no descriptor: a RING
+ * record makes the message bad. */
 int sp_coll_message(struct sp_coll *c, const uint8_t *msg, size_t len, uint32_t peer_pid);
+/*
+ * A received message and the descriptor that came with it (fd, or -1).
+ * fd is consumed in every case: it becomes a ring or is closed. A message
+ * with a descriptor must hold exactly one RING record, and one without
+ * none; the ring must pass every check (see sp_coll_ring_add) before
+ * anything of the message is applied. After applying:
+ *  - a HELLO that starts a new image first reads and frees the rings of
+ *    the pid's earlier image (its BYE never came);
+ *  - SP_MSG_WAKE reads the pid's rings now;
+ *  - a BYE reads the pid's rings one last time and frees them.
+ * Returns 0, or -1 as sp_coll_message (fd closed, nothing applied).
+ */
+int sp_coll_input(struct sp_coll *c, const uint8_t *msg, size_t len, uint32_t peer_pid, int fd);
+/*
+ * Receive one pending message from the SOCK_SEQPACKET connection sock of
+ * process peer_pid into buf[cap] (recvmsg, MSG_DONTWAIT, close-on-exec
+ * descriptors) and hand it to sp_coll_input. Every received descriptor is
+ * closed unless it becomes a ring. Returns 1: a message was taken; 0:
+ * nothing pending; -2: a bad message (oversized, control data truncated,
+ * more than one descriptor, or refused by sp_coll_input), counted in
+ * c->bad_messages and the process's bad_msgs, reason in c->last_error;
+ * -1: end of the connection (or an error on it): the pid's rings were
+ * read, and are kept (the process may reconnect).
+ */
+int sp_coll_recv(struct sp_coll *c, int sock, uint32_t peer_pid, uint8_t *buf, size_t cap);
+/*
+ * Take a mapped ring (map_len bytes at map, as announced by rec) into the
+ * registry. Checks: size a power of two in [4096, 1 GiB], map_len at
+ * least sizeof(struct sp_ring_shared) + size, and the shared header's
+ * magic, size, pid and tid equal to the announcement and its tail a
+ * multiple of 8. The mapping is owned from now on (unmapped on failure).
+ * Returns 0, or -1 with the reason in c->last_error and counted in
+ * c->bad_messages.
+ */
+int sp_coll_ring_add(struct sp_coll *c, void *map, size_t map_len, const struct sp_rec_ring *rec);
+/*
+ * Read what the writer published in r: [tail, head) as chunks of whole
+ * records of at most SP_MSG_MAX bytes, each copied out of the shared
+ * memory, validated and applied as a message of r->pid would be (PAD
+ * skipped), then tail stored. Returns 0 (r stays), 1 (r is dead and read
+ * to its last head: free it) or -1 (r is broken: head - tail beyond the
+ * size, a bad or overlong record length, a record crossing the end, a
+ * record refused by the message rules; counted in c->bad_messages,
+ * c->rings_broken and the process's bad_msgs, reported on c->diag; stop
+ * reading it: every later call returns -1 at once). The whole records
+ * before a framing error are applied; a chunk that fails the message
+ * rules is dropped whole, like a bad message. Does not free r.
+ */
+int sp_coll_ring_drain(struct sp_coll *c, struct sp_ring *r);
+/* Read the rings of pid (0: all) and free those that returned 1 or -1
+ * above. Returns the number of records applied. */
+uint64_t sp_coll_rings_drain(struct sp_coll *c, uint32_t pid);
+/* End of the recording: read every ring one last time and free them all. */
+void sp_coll_rings_close(struct sp_coll *c);
 uint64_t sp_coll_lost(const struct sp_coll *c);
 /* Send sampled executions to f (owned by the caller, opened w+) from now
  * on, keeping at most max of them. */

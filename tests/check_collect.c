@@ -24,11 +24,19 @@
  * they drift.
  */
 #include <check.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <sched.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include "collect.h"
 
@@ -1409,6 +1417,901 @@ START_TEST(test_two_processes)
 }
 END_TEST
 
+/* ---- rings -------------------------------------------------------------------- */
+
+/*
+ * A test-side ring writer that lays records out as the preload does:
+ * whole records from head, a PAD record filling the end of the buffer
+ * when the next record does not fit before it, head published with a
+ * release store. The ring lives in an anonymous MAP_SHARED mapping of
+ * exactly sizeof(struct sp_ring_shared) + size bytes, so the collector
+ * can own and unmap it like a memfd mapping.
+ */
+struct wring {
+	struct sp_ring_shared *sh;
+	size_t map_len;
+	uint32_t size;
+	uint32_t head; /* the writer's own, published by wr_publish */
+};
+
+static struct sp_ring_shared *ring_alloc(size_t map_len)
+{
+	void *m = mmap(NULL, map_len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+
+	ck_assert_ptr_ne(m, MAP_FAILED);
+	return m;
+}
+
+static void ring_hdr_init(struct sp_ring_shared *sh, uint32_t pid, uint32_t tid, uint32_t size,
+			  uint32_t start)
+{
+	sh->magic = SP_RING_MAGIC;
+	sh->size = size;
+	sh->pid = pid;
+	sh->tid = tid;
+	sh->head = start;
+	sh->tail = start;
+}
+
+static void wr_init(struct wring *w, uint32_t pid, uint32_t size, uint32_t start)
+{
+	w->map_len = sizeof(struct sp_ring_shared) + size;
+	w->sh = ring_alloc(w->map_len);
+	w->size = size;
+	w->head = start;
+	ring_hdr_init(w->sh, pid, pid + 1, size, start);
+}
+
+static struct sp_rec_ring wr_rec(const struct wring *w)
+{
+	struct sp_rec_ring rr = { .h.type = SP_REC_RING, .h.len = sizeof(rr) };
+
+	rr.pid = w->sh->pid;
+	rr.tid = w->sh->tid;
+	rr.size = w->size;
+	return rr;
+}
+
+/* Room for len more bytes (PAD included) with the reader at tail. */
+static int wr_room(const struct wring *w, uint32_t len)
+{
+	uint32_t tail = __atomic_load_n(&w->sh->tail, __ATOMIC_ACQUIRE);
+	uint32_t off = w->head & (w->size - 1);
+	uint32_t need = w->size - off < len ? w->size - off + len : len;
+
+	return w->size - (w->head - tail) >= need;
+}
+
+/* Append one record (len bytes, a multiple of 8); the caller made room. */
+static void wr_put(struct wring *w, const void *rec, uint32_t len)
+{
+	uint32_t off = w->head & (w->size - 1);
+
+	if (w->size - off < len) {
+		struct sp_rec_hdr pad = { .type = SP_REC_PAD, .len = w->size - off };
+
+		memcpy(w->sh->data + off, &pad, sizeof(pad));
+		w->head += pad.len;
+		off = 0;
+	}
+	memcpy(w->sh->data + off, rec, len);
+	w->head += len;
+}
+
+static void wr_publish(struct wring *w)
+{
+	__atomic_store_n(&w->sh->head, w->head, __ATOMIC_RELEASE);
+}
+
+/* Append every record of the message in e (not published). */
+static void wr_put_msg(struct wring *w, const struct enc *e)
+{
+	for (size_t off = sizeof(struct sp_msg_hdr); off < e->len;) {
+		struct sp_rec_hdr rh;
+
+		memcpy(&rh, e->buf + off, sizeof(rh));
+		ck_assert_msg(wr_room(w, rh.len), "test ring too small");
+		wr_put(w, e->buf + off, rh.len);
+		off += rh.len;
+	}
+}
+
+/* Hand the ring to the collector (it owns the mapping from now on). */
+static void wr_add(struct sp_coll *c, struct wring *w)
+{
+	struct sp_rec_ring rr = wr_rec(w);
+
+	ck_assert_msg(sp_coll_ring_add(c, w->sh, w->map_len, &rr) == 0, "ring refused: %s",
+		      c->last_error);
+}
+
+static struct sp_ring *find_ring(struct sp_coll *c, const struct sp_ring_shared *sh)
+{
+	for (size_t i = 0; i < c->nrings; i++)
+		if (c->rings[i]->sh == sh)
+			return c->rings[i];
+	return NULL;
+}
+
+/* The message-only counters zeroed, so that a collector fed by a ring
+ * compares equal to one fed the same records in a message. */
+static void forget_msg_counters(struct sp_coll *c)
+{
+	size_t it = 0;
+	struct sp_proc *p;
+
+	while ((p = hmap_next(&c->procs, &it, NULL))) {
+		p->msgs = 0;
+		p->last_seq = 0;
+	}
+	c->messages = 0;
+}
+
+/* The full round-trip message, as records in a ring, gives exactly the
+ * state the message gives (but for the message counters), sampled event
+ * included; and a message header count of lost is not invented. */
+START_TEST(test_ring_same_as_message)
+{
+	struct sp_coll cm, cr;
+	struct sp_proc pbuf;
+	struct enc e = { 0 };
+	struct wring w;
+	struct snap a, b;
+	size_t len = build_full(&e, PID_A, 1, 0);
+
+	sp_coll_init(&cm);
+	sp_coll_init(&cr);
+	ck_assert_int_eq(sp_coll_message(&cm, e.buf, len, PID_A), 0);
+
+	wr_init(&w, PID_A, 4096, 0);
+	wr_add(&cr, &w);
+	ck_assert_uint_eq(cr.nrings, 1);
+	ck_assert_uint_eq(sp_coll_rings_drain(&cr, 0), 0); /* nothing published yet */
+	wr_put_msg(&w, &e);
+	wr_publish(&w);
+	ck_assert_uint_eq(sp_coll_rings_drain(&cr, PID_B), 0); /* another pid's rings only */
+	ck_assert_uint_eq(sp_coll_rings_drain(&cr, PID_A), 11);
+	ck_assert_uint_eq(cr.records, 11);
+	ck_assert_uint_eq(cr.messages, 0);
+	ck_assert_uint_eq(cr.bad_messages, 0);
+	ck_assert_uint_eq(get_proc(&cr, PID_A, &pbuf)->msgs, 0);
+	ck_assert_uint_eq(get_proc(&cr, PID_A, &pbuf)->gaps, 0);
+	ck_assert_uint_eq(get_proc(&cr, PID_A, &pbuf)->lost, 3); /* BYE's */
+	/* read: the tail moved to the head, in shared memory and in ours */
+	ck_assert_uint_eq(__atomic_load_n(&w.sh->tail, __ATOMIC_ACQUIRE), w.head);
+	ck_assert_uint_eq(find_ring(&cr, w.sh)->tail, w.head);
+	ck_assert_uint_eq(cr.nrings, 1); /* not dead: kept */
+
+	forget_msg_counters(&cm);
+	forget_msg_counters(&cr);
+	snap_take(&cm, &a);
+	snap_take(&cr, &b);
+	snap_assert_eq(&a, &b, "ring vs message");
+
+	/* nothing new: nothing applied twice */
+	ck_assert_uint_eq(sp_coll_rings_drain(&cr, 0), 0);
+	ck_assert_uint_eq(cr.records, 11);
+	/* dead and read: freed */
+	__atomic_store_n(&w.sh->dead, 1, __ATOMIC_RELEASE);
+	sp_coll_rings_drain(&cr, 0);
+	ck_assert_uint_eq(cr.nrings, 0);
+	sp_coll_free(&cm);
+	sp_coll_free(&cr);
+	enc_free(&e);
+}
+END_TEST
+
+/*
+ * Records of several sizes through a 4 KiB ring, many times round: PAD
+ * at the end of the buffer, and the free-running counters wrapping past
+ * 2^32 (start just below). Every record arrives once.
+ */
+START_TEST(test_ring_wrap_and_pad)
+{
+	static const uint32_t starts[] = { 0xFFFFF000u, 0xFFFFFF10u, 0xFFFFFFF8u, 0x7FFFFFC0u };
+	struct enc e = { 0 };
+
+	for (size_t si = 0; si < sizeof(starts) / sizeof(starts[0]); si++) {
+		struct sp_coll c;
+		struct wring w;
+		struct sp_qagg *q;
+		uint64_t n = 0, sum = 0, pads = 0, wrapped = 0;
+
+		sp_coll_init(&c);
+		wr_init(&w, PID_A, 4096, starts[si]);
+		wr_add(&c, &w);
+		for (int round = 0; round < 300; round++) {
+			uint32_t before = w.head;
+
+			/* 1 to 7 records: EXEC_LITE (64), EXEC (120), SQL of varied length */
+			enc_begin(&e, PID_A, 0, 0);
+			for (int k = 0; k <= round % 7; k++) {
+				if ((round + k) % 3 == 0) {
+					char text[200];
+
+					snprintf(text, sizeof(text), "SELECT %d%*s", round, (round * 7 + k) % 150, "");
+					put_sql(&e, 1000 + (uint64_t)round * 10 + (uint64_t)k, text);
+				} else if ((round + k) % 3 == 1) {
+					put_lite(&e, SQL_X, 1, ++n, 0, 0);
+					sum += n;
+				} else {
+					put_exec(&e, SQL_X, 0, 0, ++n, 0, 0, 0);
+					sum += n;
+				}
+			}
+			wr_put_msg(&w, &e);
+			pads += (w.head - before) != (uint32_t)(e.len - sizeof(struct sp_msg_hdr));
+			wrapped |= w.head < before;
+			wr_publish(&w);
+			ck_assert_int_eq(sp_coll_ring_drain(&c, find_ring(&c, w.sh)), 0);
+			ck_assert_uint_eq(find_ring(&c, w.sh)->tail, w.head);
+		}
+		q = get_q(&c, SQL_X, SP_KIND_STMT);
+		ck_assert_ptr_nonnull(q);
+		ck_assert_uint_eq(q->count, n);
+		ck_assert_uint_eq(q->total_ns, sum);
+		ck_assert_uint_eq(c.bad_messages, 0);
+		ck_assert_uint_gt(pads, 10);      /* the PAD path ran */
+		if (starts[si] > 0xF0000000u)
+			ck_assert_uint_eq(wrapped, 1); /* and the u32 wrap */
+		/* a PAD right at the end of what was published, nothing after it */
+		w.head = (w.head | (w.size - 1)) + 1 - 8;
+		{
+			struct sp_rec_hdr pad = { .type = SP_REC_PAD, .len = 8 };
+
+			memcpy(w.sh->data + (w.head & (w.size - 1)), &pad, sizeof(pad));
+			w.head += 8;
+			__atomic_store_n(&w.sh->tail, w.head - 8, __ATOMIC_RELEASE);
+			find_ring(&c, w.sh)->tail = w.head - 8;
+		}
+		wr_publish(&w);
+		ck_assert_int_eq(sp_coll_ring_drain(&c, find_ring(&c, w.sh)), 0);
+		ck_assert_uint_eq(c.bad_messages, 0);
+		sp_coll_free(&c);
+	}
+	enc_free(&e);
+}
+END_TEST
+
+/* More than SP_MSG_MAX bytes at once, with records of up to SP_MSG_MAX
+ * bytes: cut into several messages, whole records each, nothing lost. */
+START_TEST(test_ring_chunking)
+{
+	struct sp_coll c;
+	struct sp_proc pbuf;
+	struct enc e = { 0 };
+	struct wring w;
+	struct sp_qagg *q;
+	char *exe = malloc(SP_MSG_MAX);
+	size_t n_exe = SP_MSG_MAX - sizeof(struct sp_rec_hello);
+	uint64_t n = 0, recs = 0;
+
+	ck_assert_ptr_nonnull(exe);
+	memset(exe, 'x', n_exe);
+	exe[n_exe] = 0;
+	sp_coll_init(&c);
+	wr_init(&w, PID_A, 1u << 20, 0xFFFF0000u);
+	wr_add(&c, &w);
+	/* a record of exactly SP_MSG_MAX bytes first */
+	enc_begin(&e, PID_A, 0, 0);
+	put_hello(&e, exe, SP_CLOCK_MONOTONIC);
+	ck_assert_uint_eq(e.len - sizeof(struct sp_msg_hdr), SP_MSG_MAX);
+	wr_put_msg(&w, &e);
+	recs++;
+	/* then ~700 KiB of EXEC_LITE in batches */
+	while (w.head - 0xFFFF0000u < 900 * 1024) {
+		enc_begin(&e, PID_A, 0, 0);
+		for (int k = 0; k < 60; k++)
+			put_lite(&e, SQL_X, 1, ++n, 0, 0);
+		wr_put_msg(&w, &e);
+		recs += 60;
+	}
+	wr_publish(&w);
+	ck_assert_uint_gt(w.head - 0xFFFF0000u, 3 * SP_MSG_MAX);
+	ck_assert_uint_eq(sp_coll_rings_drain(&c, 0), recs);
+	ck_assert_uint_eq(c.bad_messages, 0);
+	q = get_q(&c, SQL_X, SP_KIND_STMT);
+	ck_assert_uint_eq(q->count, n);
+	ck_assert_uint_eq(q->total_ns, n * (n + 1) / 2);
+	ck_assert_uint_eq(strlen(get_proc(&c, PID_A, &pbuf)->exe), n_exe);
+	sp_coll_free(&c);
+	enc_free(&e);
+	free(exe);
+}
+END_TEST
+
+/*
+ * One corruption of a ring: the ring at start (pid PID_A, 4 KiB) gets the
+ * records of e, published, then corrupt() breaks it. The drain must stop
+ * reading it (returns -1), count it once (bad_messages, rings_broken, the
+ * process's bad_msgs), say why in last_error and on diag, and free it at
+ * sp_coll_rings_drain; records read before the break stay applied.
+ */
+static void expect_broken(struct sp_coll *c, struct enc *e, uint32_t start,
+			  void (*corrupt)(struct wring *w), const char *want, const char *what)
+{
+	struct wring w;
+	struct sp_proc pbuf;
+	uint64_t bad = c->bad_messages, broken = c->rings_broken, pbad;
+	char *out = NULL;
+	size_t outlen = 0;
+	FILE *diag = open_memstream(&out, &outlen);
+
+	ck_assert_ptr_nonnull(diag);
+	c->diag = diag;
+	pbad = get_proc(c, PID_A, &pbuf)->bad_msgs;
+	wr_init(&w, PID_A, 4096, start);
+	wr_add(c, &w);
+	if (e)
+		wr_put_msg(&w, e);
+	corrupt(&w);
+	ck_assert_msg(sp_coll_ring_drain(c, find_ring(c, w.sh)) == -1, "%s: not broken", what);
+	ck_assert_msg(c->bad_messages == bad + 1, "%s: bad_messages %lu, was %lu (%s)", what,
+		      (unsigned long)c->bad_messages, (unsigned long)bad, c->last_error);
+	ck_assert_msg(c->rings_broken == broken + 1, "%s: not counted as broken", what);
+	ck_assert_msg(get_proc(c, PID_A, &pbuf)->bad_msgs == pbad + 1, "%s: bad_msgs", what);
+	ck_assert_msg(strstr(c->last_error, want), "%s: last_error '%s' lacks '%s'", what,
+		      c->last_error, want);
+	fclose(diag);
+	c->diag = NULL;
+	ck_assert_msg(out && strstr(out, "stopped reading a ring") && strstr(out, want),
+		      "%s: diag said '%s'", what, out ? out : "");
+	free(out);
+	/* dropped by the next reading, without another count */
+	sp_coll_rings_drain(c, 0);
+	ck_assert_msg(c->nrings == 0, "%s: still registered", what);
+	ck_assert_uint_eq(c->bad_messages, bad + 1);
+}
+
+static void cor_head_far(struct wring *w)
+{
+	__atomic_store_n(&w->sh->head, w->head + w->size + 8, __ATOMIC_RELEASE);
+}
+
+static void cor_head_behind(struct wring *w)
+{
+	/* head "before" tail: head - tail is a huge unsigned number */
+	__atomic_store_n(&w->sh->head, w->sh->tail - 8, __ATOMIC_RELEASE);
+}
+
+static void cor_head_odd(struct wring *w)
+{
+	__atomic_store_n(&w->sh->head, w->head + 4, __ATOMIC_RELEASE);
+}
+
+static void put_raw_rec(struct wring *w, uint16_t type, uint32_t len, uint32_t claim)
+{
+	uint8_t rec[64] = { 0 };
+	struct sp_rec_hdr h = { .type = type, .len = claim };
+
+	memcpy(rec, &h, sizeof(h));
+	memcpy(rec + 8, &w->sh->pid, 4);
+	memcpy(rec + 12, &w->sh->pid, 4);
+	memcpy(w->sh->data + (w->head & (w->size - 1)), rec, len);
+	w->head += len;
+	wr_publish(w);
+}
+
+static void cor_crossing(struct wring *w)
+{
+	/* started 32 bytes before the end: a 64-byte record claims to cross it */
+	put_raw_rec(w, SP_REC_EXEC_LITE, 32, 64);
+	w->head += 32;
+	wr_publish(w);
+}
+
+static void cor_pad_crossing(struct wring *w)
+{
+	put_raw_rec(w, SP_REC_PAD, 32, 64);
+	w->head += 32;
+	wr_publish(w);
+}
+
+static void cor_len_odd(struct wring *w)
+{
+	put_raw_rec(w, SP_REC_EXEC_LITE, 64, 60);
+}
+
+static void cor_len_zero(struct wring *w)
+{
+	put_raw_rec(w, SP_REC_EXEC_LITE, 64, 0);
+}
+
+static void cor_len_past_head(struct wring *w)
+{
+	put_raw_rec(w, SP_REC_EXEC_LITE, 64, 72);
+}
+
+static void cor_len_short(struct wring *w)
+{
+	put_raw_rec(w, SP_REC_EXEC_LITE, 56, 56); /* EXEC_LITE is 64 */
+}
+
+static void cor_pid(struct wring *w)
+{
+	uint32_t other = PID_B;
+	uint32_t off = w->head & (w->size - 1);
+
+	put_raw_rec(w, SP_REC_EXEC_LITE, 64, 64);
+	memcpy(w->sh->data + off + 8, &other, 4);
+}
+
+static void cor_ring_rec(struct wring *w)
+{
+	struct sp_rec_ring rr = wr_rec(w);
+
+	ck_assert(wr_room(w, sizeof(rr)));
+	wr_put(w, &rr, sizeof(rr));
+	wr_publish(w);
+}
+
+static void cor_none(struct wring *w)
+{
+	wr_publish(w);
+}
+
+START_TEST(test_ring_corrupt)
+{
+	struct sp_coll c;
+	struct enc e = { 0 }, good = { 0 };
+	struct sp_qagg *q;
+	uint64_t count;
+
+	primed(&c, &e);
+	/* two good records in front of each corruption */
+	enc_begin(&good, PID_A, 0, 0);
+	put_lite(&good, SQL_Y, 1, 1, 0, 0);
+	put_lite(&good, SQL_Y, 1, 1, 0, 0);
+
+	expect_broken(&c, NULL, 0, cor_head_far, "exceeds the ring size", "head - tail > size");
+	expect_broken(&c, NULL, 64, cor_head_behind, "exceeds the ring size", "head < tail");
+	expect_broken(&c, NULL, 0xFFFFFFF0u, cor_head_odd, "multiple of 8", "head % 8");
+	expect_broken(&c, NULL, 4096 - 32, cor_crossing, "crosses the end", "record crossing the end");
+	expect_broken(&c, NULL, 0xFFFFFFE0u, cor_pad_crossing, "crosses the end",
+		      "PAD crossing the end (u32 wrap)");
+	expect_broken(&c, NULL, 0, cor_len_odd, "bad record length", "record len 60");
+	expect_broken(&c, NULL, 0, cor_len_zero, "bad record length", "record len 0");
+	expect_broken(&c, NULL, 0, cor_len_past_head, "bad record length", "record past head");
+	expect_broken(&c, NULL, 0, cor_len_short, "shorter than its type", "EXEC_LITE of 56");
+	expect_broken(&c, NULL, 0, cor_pid, "pid differs", "record of another pid");
+	expect_broken(&c, NULL, 0, cor_ring_rec, "RING record inside a ring", "RING in a ring");
+
+	/* a corrupt record after good ones in the same chunk: the chunk
+	 * goes (validate-then-apply); nothing of it is applied */
+	expect_broken(&c, &good, 0, cor_pid, "pid differs", "good, good, bad pid");
+	ck_assert_ptr_null(get_q(&c, SQL_Y, SP_KIND_STMT));
+
+	/* framing broken after good records: the whole records before the
+	 * break are applied */
+	expect_broken(&c, &good, 0, cor_len_past_head, "bad record length", "good, good, bad len");
+	q = get_q(&c, SQL_Y, SP_KIND_STMT);
+	ck_assert_ptr_nonnull(q);
+	ck_assert_uint_eq(q->count, 2);
+
+	/* a record longer than a message, in a big ring */
+	{
+		struct wring w;
+		struct sp_rec_hdr h = { .type = 200, .len = SP_MSG_MAX + 8 };
+		uint64_t bad = c.bad_messages;
+
+		wr_init(&w, PID_A, 1u << 20, 0);
+		wr_add(&c, &w);
+		memcpy(w.sh->data, &h, sizeof(h));
+		w.head = h.len;
+		wr_publish(&w);
+		ck_assert_int_eq(sp_coll_ring_drain(&c, find_ring(&c, w.sh)), -1);
+		ck_assert_ptr_nonnull(strstr(c.last_error, "longer than a message"));
+		ck_assert_uint_eq(c.bad_messages, bad + 1);
+		sp_coll_rings_drain(&c, 0);
+		ck_assert_uint_eq(c.nrings, 0);
+	}
+
+	/* the collector still works: a good ring after all that */
+	count = get_q(&c, SQL_X, SP_KIND_STMT)->count;
+	expect_accept(&c, e.buf, build_full(&e, PID_A, 2, 0), PID_A, "message after broken rings");
+	ck_assert_uint_eq(get_q(&c, SQL_X, SP_KIND_STMT)->count, count + 4);
+	{
+		struct wring w;
+
+		wr_init(&w, PID_A, 4096, 0);
+		wr_add(&c, &w);
+		cor_none(&w);
+		wr_put_msg(&w, &good);
+		wr_publish(&w);
+		ck_assert_uint_eq(sp_coll_rings_drain(&c, 0), 2);
+		ck_assert_uint_eq(get_q(&c, SQL_Y, SP_KIND_STMT)->count, 4);
+	}
+	sp_coll_rings_close(&c);
+	ck_assert_uint_eq(c.nrings, 0);
+	sp_coll_free(&c);
+	enc_free(&e);
+	enc_free(&good);
+}
+END_TEST
+
+/* Announcements the collector refuses: the header does not match, the
+ * size is not allowed, the mapping is too small, the tail is misaligned. */
+START_TEST(test_ring_add_reject)
+{
+	struct sp_coll c;
+	uint64_t bad;
+
+	sp_coll_init(&c);
+	for (int k = 0; k < 9; k++) {
+		uint32_t size = 4096;
+		size_t map_len = sizeof(struct sp_ring_shared) + 8192;
+		struct sp_ring_shared *sh = ring_alloc(map_len);
+		struct sp_rec_ring rr = { .h.type = SP_REC_RING, .h.len = sizeof(rr) };
+		const char *what = "";
+
+		ring_hdr_init(sh, PID_A, 7, size, 0);
+		rr.pid = PID_A;
+		rr.tid = 7;
+		rr.size = size;
+		switch (k) {
+		case 0: sh->magic ^= 1; what = "magic"; break;
+		case 1: rr.size = sh->size = 6000; what = "size not a power of two"; break;
+		case 2: rr.size = sh->size = 2048; what = "size below 4096"; break;
+		case 3: rr.size = sh->size = 0; what = "size 0"; break;
+		case 4: sh->pid = PID_B; what = "header pid"; break;
+		case 5: sh->tid = 8; what = "header tid"; break;
+		case 6: sh->size = 8192; what = "header size"; break;
+		case 7: rr.size = sh->size = 16384; what = "mapping smaller than the size"; break;
+		case 8: sh->tail = sh->head = 12; what = "tail not a multiple of 8"; break;
+		}
+		bad = c.bad_messages;
+		ck_assert_msg(sp_coll_ring_add(&c, sh, map_len, &rr) == -1, "%s: accepted", what);
+		ck_assert_msg(c.bad_messages == bad + 1, "%s: not counted", what);
+		ck_assert_msg(c.last_error[0], "%s: no reason", what);
+		ck_assert_uint_eq(c.nrings, 0);
+	}
+	sp_coll_free(&c);
+}
+END_TEST
+
+/* ---- a writer thread ---------------------------------------------------------- */
+
+#define CONC_N 200000
+
+static void *conc_writer(void *arg)
+{
+	struct wring *w = arg;
+	struct enc e = { 0 };
+
+	for (uint64_t i = 1; i <= CONC_N; i++) {
+		enc_begin(&e, PID_A, 0, 0);
+		if (i % 1000 == 0) {
+			/* now and then a longer record */
+			put_sql(&e, 5000 + i, "SELECT something rather longer than a plain record");
+		}
+		put_lite(&e, SQL_X, 1, i, (uint32_t)(i & 3), 0);
+		for (size_t off = sizeof(struct sp_msg_hdr); off < e.len;) {
+			struct sp_rec_hdr rh;
+
+			memcpy(&rh, e.buf + off, sizeof(rh));
+			while (!wr_room(w, rh.len))
+				sched_yield();
+			wr_put(w, e.buf + off, rh.len);
+			off += rh.len;
+		}
+		if (i % 7 == 0 || i == CONC_N)
+			wr_publish(w);
+	}
+	__atomic_store_n(&w->sh->dead, 1, __ATOMIC_RELEASE);
+	enc_free(&e);
+	return NULL;
+}
+
+/* A thread appends CONC_N records through a 4 KiB ring while the test
+ * reads it in a loop: each arrives exactly once, and the ring is freed
+ * once it is dead and read. */
+START_TEST(test_ring_concurrent)
+{
+	struct sp_coll c;
+	struct wring w;
+	pthread_t th;
+	struct sp_qagg *q;
+	uint64_t loops = 0;
+
+	sp_coll_init(&c);
+	wr_init(&w, PID_A, 4096, 0xFFFFF800u);
+	wr_add(&c, &w);
+	ck_assert_int_eq(pthread_create(&th, NULL, conc_writer, &w), 0);
+	while (c.nrings) {
+		sp_coll_rings_drain(&c, 0);
+		loops++;
+	}
+	pthread_join(th, NULL);
+	ck_assert_uint_eq(c.bad_messages, 0);
+	q = get_q(&c, SQL_X, SP_KIND_STMT);
+	ck_assert_ptr_nonnull(q);
+	ck_assert_uint_eq(q->count, CONC_N);
+	ck_assert_uint_eq(q->total_ns, (uint64_t)CONC_N * (CONC_N + 1) / 2);
+	ck_assert_uint_eq(c.sqls.count, CONC_N / 1000);
+	ck_assert_uint_eq(c.records, CONC_N + CONC_N / 1000);
+	printf("concurrent ring: %llu records in %llu readings\n", (unsigned long long)c.records,
+	       (unsigned long long)loops);
+	sp_coll_free(&c);
+}
+END_TEST
+
+/* ---- descriptors over a socket ------------------------------------------------ */
+
+static int count_fds(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	struct dirent *de;
+	int n = 0;
+
+	ck_assert_ptr_nonnull(d);
+	while ((de = readdir(d)))
+		n += de->d_name[0] != '.';
+	closedir(d);
+	return n - 1; /* the directory's own */
+}
+
+/* Send e's message over sock with the descriptors fds[nfd]. */
+static void send_fds(int sock, struct enc *e, const int *fds, int nfd)
+{
+	char cbuf[CMSG_SPACE(sizeof(int) * 16)];
+	struct iovec iov = { .iov_base = e->buf, .iov_len = enc_end(e) };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+
+	memset(cbuf, 0, sizeof(cbuf));
+	if (nfd) {
+		struct cmsghdr *ch;
+
+		ck_assert_int_le(nfd, 16);
+		mh.msg_control = cbuf;
+		mh.msg_controllen = CMSG_SPACE(sizeof(int) * (size_t)nfd);
+		ch = CMSG_FIRSTHDR(&mh);
+		ch->cmsg_level = SOL_SOCKET;
+		ch->cmsg_type = SCM_RIGHTS;
+		ch->cmsg_len = CMSG_LEN(sizeof(int) * (size_t)nfd);
+		memcpy(CMSG_DATA(ch), fds, sizeof(int) * (size_t)nfd);
+	}
+	ck_assert_int_eq(sendmsg(sock, &mh, MSG_NOSIGNAL), (ssize_t)iov.iov_len);
+}
+
+/* A memfd ring as the preload makes it; *sh gets the writer's mapping. */
+static int make_memfd_ring(struct wring *w, uint32_t pid, uint32_t size, unsigned flags,
+			   size_t file_len)
+{
+	int fd = memfd_create("check-ring", MFD_CLOEXEC | flags);
+
+	ck_assert_int_ge(fd, 0);
+	w->size = size;
+	w->map_len = sizeof(struct sp_ring_shared) + size;
+	ck_assert_int_eq(ftruncate(fd, (off_t)(file_len ? file_len : w->map_len)), 0);
+	w->sh = mmap(NULL, w->map_len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	ck_assert_ptr_ne(w->sh, MAP_FAILED);
+	w->head = 0;
+	ring_hdr_init(w->sh, pid, pid, size, 0);
+	return fd;
+}
+
+/* One message from the collector's side of the pair: sp_coll_recv's
+ * result, with no descriptor left behind. */
+static int recv_one(struct sp_coll *c, int sock, uint32_t peer, uint8_t *buf, size_t cap,
+		    const char *what)
+{
+	int before = count_fds();
+	int r = sp_coll_recv(c, sock, peer, buf, cap);
+	int after = count_fds();
+
+	/* a ring keeps no descriptor either: mapped, then closed */
+	ck_assert_msg(after == before, "%s: %d descriptors before, %d after", what, before, after);
+	return r;
+}
+
+static void wr_unmap(struct wring *w)
+{
+	munmap(w->sh, w->map_len);
+}
+
+START_TEST(test_ring_fd_passing)
+{
+	struct sp_coll c;
+	struct sp_proc pbuf;
+	struct enc e = { 0 };
+	struct wring w, w2;
+	struct sp_rec_ring rr;
+	uint32_t me = (uint32_t)getpid();
+	uint8_t *buf = malloc(MSG_CAP + 64);
+	int sv[2], mfd, pfd[2], k;
+	uint64_t bad;
+
+	ck_assert_ptr_nonnull(buf);
+	sp_coll_init(&c);
+	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv), 0);
+	ck_assert_int_eq(recv_one(&c, sv[0], me, buf, MSG_CAP, "empty"), 0);
+
+	/* HELLO and a ring in one message, as a new thread's first write */
+	mfd = make_memfd_ring(&w, me, 4096, MFD_ALLOW_SEALING, 0);
+	enc_begin(&e, me, 1, 0);
+	put_hello(&e, "/bin/fd-test", SP_CLOCK_MONOTONIC);
+	rr = wr_rec(&w);
+	enc_put(&e, &rr, sizeof(rr), NULL, 0, NULL, 0);
+	send_fds(sv[1], &e, &mfd, 1);
+	ck_assert_int_eq(recv_one(&c, sv[0], me, buf, MSG_CAP, "ring"), 1);
+	ck_assert_uint_eq(c.nrings, 1);
+	ck_assert_uint_eq(c.rings_opened, 1);
+	ck_assert_uint_eq(c.rings[0]->image, 1);
+	/* sealed against shrinking: the writer cannot make our reads fault */
+	ck_assert_int_eq(ftruncate(mfd, 0), -1);
+	ck_assert_int_eq(errno, EPERM);
+	close(mfd);
+
+	/* records, then a WAKE (header only): read at once */
+	enc_begin(&e, me, 0, 0);
+	put_lite(&e, SQL_X, 1, 10, 0, 0);
+	put_lite(&e, SQL_X, 1, 20, 0, 0);
+	wr_put_msg(&w, &e);
+	wr_publish(&w);
+	enc_begin(&e, me, 2, 0);
+	patch16(&e, offsetof(struct sp_msg_hdr, flags), SP_MSG_WAKE);
+	send_fds(sv[1], &e, NULL, 0);
+	ck_assert_int_eq(recv_one(&c, sv[0], me, buf, MSG_CAP, "wake"), 1);
+	ck_assert_uint_eq(get_q(&c, SQL_X, SP_KIND_STMT)->count, 2);
+
+	/* bad: a descriptor but no RING record (the descriptor is closed) */
+	bad = c.bad_messages;
+	k = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	enc_begin(&e, me, 3, 0);
+	put_lite(&e, SQL_X, 1, 1, 0, 0);
+	send_fds(sv[1], &e, &k, 1);
+	close(k);
+	ck_assert_int_eq(recv_one(&c, sv[0], me, buf, MSG_CAP, "fd without RING"), -2);
+	ck_assert_uint_eq(c.bad_messages, bad + 1);
+	ck_assert_ptr_nonnull(strstr(c.last_error, "without a RING record"));
+	ck_assert_uint_eq(get_q(&c, SQL_X, SP_KIND_STMT)->count, 2); /* nothing applied */
+	ck_assert_uint_eq(get_proc(&c, me, &pbuf)->bad_msgs, 1);
+
+	/* bad: a RING record without a descriptor */
+	enc_begin(&e, me, 4, 0);
+	rr = wr_rec(&w);
+	enc_put(&e, &rr, sizeof(rr), NULL, 0, NULL, 0);
+	send_fds(sv[1], &e, NULL, 0);
+	ck_assert_int_eq(recv_one(&c, sv[0], me, buf, MSG_CAP, "RING without fd"), -2);
+	ck_assert_ptr_nonnull(strstr(c.last_error, "without its descriptor"));
+
+	/* bad: two descriptors, and more than the collector takes (truncated) */
+	ck_assert_int_eq(pipe2(pfd, O_CLOEXEC), 0);
+	mfd = make_memfd_ring(&w2, me, 4096, 0, 0);
+	enc_begin(&e, me, 5, 0);
+	rr = wr_rec(&w2);
+	enc_put(&e, &rr, sizeof(rr), NULL, 0, NULL, 0);
+	{
+		int two[2] = { mfd, pfd[0] }, many[12];
+
+		send_fds(sv[1], &e, two, 2);
+		ck_assert_int_eq(recv_one(&c, sv[0], me, buf, MSG_CAP, "two fds"), -2);
+		ck_assert_ptr_nonnull(strstr(c.last_error, "2 descriptors"));
+		for (k = 0; k < 12; k++)
+			many[k] = pfd[k & 1];
+		send_fds(sv[1], &e, many, 12);
+		ck_assert_int_eq(recv_one(&c, sv[0], me, buf, MSG_CAP, "12 fds"), -2);
+		ck_assert_ptr_nonnull(strstr(c.last_error, "truncated"));
+	}
+	/* bad: not a memfd (a pipe) */
+	send_fds(sv[1], &e, &pfd[0], 1);
+	ck_assert_int_eq(recv_one(&c, sv[0], me, buf, MSG_CAP, "pipe"), -2);
+	ck_assert_ptr_nonnull(strstr(c.last_error, "not a memfd"));
+	close(pfd[0]);
+	close(pfd[1]);
+	/* bad: the writer's own ring header says another pid */
+	w2.sh->pid = PID_B;
+	send_fds(sv[1], &e, &mfd, 1);
+	ck_assert_int_eq(recv_one(&c, sv[0], me, buf, MSG_CAP, "header pid"), -2);
+	ck_assert_ptr_nonnull(strstr(c.last_error, "differs from its RING record"));
+	w2.sh->pid = me;
+	/* bad: a RING record (and message) of another pid than the peer */
+	ck_assert_int_eq(recv_one(&c, sv[0], me, buf, MSG_CAP, "drained"), 0);
+	send_fds(sv[1], &e, &mfd, 1);
+	ck_assert_int_eq(recv_one(&c, sv[0], me + 1, buf, MSG_CAP, "peer pid"), -2);
+	ck_assert_ptr_nonnull(strstr(c.last_error, "connected peer"));
+	/* bad: memfd smaller than the ring it announces */
+	ck_assert_int_eq(ftruncate(mfd, 4096), 0);
+	send_fds(sv[1], &e, &mfd, 1);
+	ck_assert_int_eq(recv_one(&c, sv[0], me, buf, MSG_CAP, "small memfd"), -2);
+	ck_assert_ptr_nonnull(strstr(c.last_error, "smaller"));
+	ck_assert_int_eq(ftruncate(mfd, (off_t)w2.map_len), 0);
+	/* bad: oversized for the buffer, with its descriptor */
+	send_fds(sv[1], &e, &mfd, 1);
+	ck_assert_int_eq(recv_one(&c, sv[0], me, buf, 40, "oversized"), -2);
+	ck_assert_ptr_nonnull(strstr(c.last_error, "oversized"));
+	ck_assert_uint_eq(c.nrings, 1);
+	/* good: the same ring without sealing allowed (the preload's
+	 * MFD_CLOEXEC only): taken, unsealed */
+	send_fds(sv[1], &e, &mfd, 1);
+	ck_assert_int_eq(recv_one(&c, sv[0], me, buf, MSG_CAP, "second ring"), 1);
+	ck_assert_uint_eq(c.nrings, 2);
+	close(mfd);
+
+	/* end of the connection: rings read, kept (the writer reconnects) */
+	enc_begin(&e, me, 0, 0);
+	put_lite(&e, SQL_X, 1, 30, 0, 0);
+	wr_put_msg(&w, &e);
+	wr_publish(&w);
+	close(sv[1]);
+	ck_assert_int_eq(recv_one(&c, sv[0], me, buf, MSG_CAP, "EOF"), -1);
+	close(sv[0]);
+	ck_assert_uint_eq(get_q(&c, SQL_X, SP_KIND_STMT)->count, 3);
+	ck_assert_uint_eq(c.nrings, 2);
+
+	/* reconnect: the same rings go on */
+	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv), 0);
+	enc_begin(&e, me, 6, 0);
+	put_hello(&e, "/bin/fd-test", SP_CLOCK_MONOTONIC);
+	patch16(&e, sizeof(struct sp_msg_hdr) + offsetof(struct sp_rec_hdr, flags), SP_HELLO_RECONNECT);
+	send_fds(sv[1], &e, NULL, 0);
+	ck_assert_int_eq(recv_one(&c, sv[0], me, buf, MSG_CAP, "reconnect"), 1);
+	ck_assert_uint_eq(c.nrings, 2);
+	ck_assert_uint_eq(get_proc(&c, me, &pbuf)->reconnects, 1);
+	ck_assert_uint_eq(get_proc(&c, me, &pbuf)->image, 1);
+	enc_begin(&e, me, 0, 0);
+	put_lite(&e, SQL_X, 1, 40, 0, 0);
+	wr_put_msg(&w, &e);
+	wr_put_msg(&w2, &e);
+	wr_publish(&w);
+	wr_publish(&w2);
+	ck_assert_uint_eq(sp_coll_rings_drain(&c, 0), 2);
+	ck_assert_uint_eq(get_q(&c, SQL_X, SP_KIND_STMT)->count, 5);
+
+	/* BYE (before exec): its rings are read one last time and freed */
+	enc_begin(&e, me, 0, 0);
+	put_lite(&e, SQL_X, 1, 50, 0, 0);
+	wr_put_msg(&w, &e);
+	wr_publish(&w);
+	enc_begin(&e, me, 7, 0);
+	put_bye(&e, 6, 0);
+	send_fds(sv[1], &e, NULL, 0);
+	ck_assert_int_eq(recv_one(&c, sv[0], me, buf, MSG_CAP, "BYE"), 1);
+	ck_assert_uint_eq(c.nrings, 0);
+	ck_assert_uint_eq(get_q(&c, SQL_X, SP_KIND_STMT)->count, 6);
+	wr_unmap(&w);
+	wr_unmap(&w2);
+
+	/* the new image: HELLO, its own ring (image 2) */
+	mfd = make_memfd_ring(&w, me, 8192, MFD_ALLOW_SEALING, 0);
+	enc_begin(&e, me, 1, 0);
+	put_hello(&e, "/bin/after-exec", SP_CLOCK_MONOTONIC);
+	send_fds(sv[1], &e, NULL, 0);
+	enc_begin(&e, me, 2, 0);
+	rr = wr_rec(&w);
+	enc_put(&e, &rr, sizeof(rr), NULL, 0, NULL, 0);
+	send_fds(sv[1], &e, &mfd, 1);
+	close(mfd);
+	ck_assert_int_eq(recv_one(&c, sv[0], me, buf, MSG_CAP, "new image"), 1);
+	ck_assert_int_eq(recv_one(&c, sv[0], me, buf, MSG_CAP, "new image ring"), 1);
+	ck_assert_uint_eq(c.nrings, 1);
+	ck_assert_uint_eq(c.rings[0]->image, 2);
+	ck_assert_str_eq(get_proc(&c, me, &pbuf)->exe, "/bin/fd-test -> /bin/after-exec");
+
+	/* an image that never said BYE: a third image's HELLO first reads
+	 * the second's ring, under the second's clock, and frees it */
+	enc_begin(&e, me, 0, 0);
+	put_lite(&e, SQL_Y, 1, 1000, 0, 0);
+	wr_put_msg(&w, &e);
+	wr_publish(&w);
+	c.ns_per_tick = 3.0;
+	enc_begin(&e, me, 3, 0);
+	put_hello(&e, "/bin/third", SP_CLOCK_TSC);
+	send_fds(sv[1], &e, NULL, 0);
+	ck_assert_int_eq(recv_one(&c, sv[0], me, buf, MSG_CAP, "third image"), 1);
+	ck_assert_uint_eq(c.nrings, 0);
+	ck_assert_uint_eq(get_q(&c, SQL_Y, SP_KIND_STMT)->total_ns, 1000); /* not 3000 */
+	ck_assert_int_eq(get_proc(&c, me, &pbuf)->clock, SP_CLOCK_TSC);
+	wr_unmap(&w);
+
+	close(sv[0]);
+	close(sv[1]);
+	sp_coll_free(&c);
+	enc_free(&e);
+	free(buf);
+}
+END_TEST
+
 static Suite *collect_suite(void)
 {
 	Suite *s = suite_create("collect");
@@ -1447,6 +2350,20 @@ static Suite *collect_suite(void)
 
 	tc = tcase_create("isolation");
 	tcase_add_test(tc, test_two_processes);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("rings");
+	tcase_add_test(tc, test_ring_same_as_message);
+	tcase_add_test(tc, test_ring_wrap_and_pad);
+	tcase_add_test(tc, test_ring_chunking);
+	tcase_add_test(tc, test_ring_corrupt);
+	tcase_add_test(tc, test_ring_add_reject);
+	tcase_add_test(tc, test_ring_fd_passing);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("ring_concurrent");
+	tcase_add_test(tc, test_ring_concurrent);
+	tcase_set_timeout(tc, 120); /* slow under sanitizers */
 	suite_add_tcase(s, tc);
 
 	return s;
