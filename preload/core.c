@@ -33,7 +33,6 @@ struct sp_config sp_cfg = {
 	.enabled = 0,
 	.depth = 64,
 	.send_timeout_ms = 100,
-	.flush_ms = 1000,
 	.follow = 1,
 	.plans = 1,
 };
@@ -213,8 +212,6 @@ static void read_config(void)
 		sp_cfg.depth = (int)l;
 	if (env_long("SQLPROF_SEND_TIMEOUT_MS", 0, 10000, &l))
 		sp_cfg.send_timeout_ms = (int)l;
-	if (env_long("SQLPROF_FLUSH_MS", 10, 60000, &l))
-		sp_cfg.flush_ms = (int)l;
 	if (env_long("SQLPROF_FOLLOW", 0, 1, &l))
 		sp_cfg.follow = (int)l;
 	if (env_long("SQLPROF_PLANS", 0, 1, &l))
@@ -1085,9 +1082,9 @@ __attribute__((constructor)) static void sp_init(void)
 	}
 }
 
-/* Destructor: flush every ring and say goodbye. Runs from exit(); a
- * program ending with _exit or a signal loses at most the records since
- * the last periodic flush. */
+/* Destructor: say goodbye. Runs from exit(); _exit and exec have shims
+ * that do it; a program killed by a signal has no goodbye, but its
+ * records are in the rings the collector holds. */
 __attribute__((destructor)) static void sp_fini(void)
 {
 	if (!sp_cfg.enabled)

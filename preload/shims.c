@@ -364,7 +364,7 @@ SP_EXPORT void sqlite3_progress_handler(sqlite3 *db, int n, int (*cb)(void *), v
 }
 
 /* ---- leaving the process image: _exit skips destructors and exec
- * replaces us, so flush first. exit() runs our destructor itself. ---- */
+ * replaces us, so say goodbye first. exit() runs our destructor itself. ---- */
 
 #define REAL(type, name) ((type)dlsym(RTLD_NEXT, name))
 

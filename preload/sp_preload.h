@@ -72,7 +72,6 @@ struct sp_config {
 	uint64_t slow_span;     /* slow_ticks, or 2^63 when off: run.slow_at */
 	int depth;              /* stack depth limit */
 	int send_timeout_ms;
-	int flush_ms;
 	int follow;
 	int plans;               /* SQLPROF_PLANS: capture query plans */
 };
@@ -128,23 +127,25 @@ struct sp_stmt {
 	struct sp_run run;
 };
 
-/* Per-thread ring of encoded records. The producer (owner thread) writes
- * at head and publishes with a release store; consumers (stream.c) send
- * [tail, head) under send_lock. Defined here so the reserve fast path
- * inlines into the shims. */
+/* Per-thread ring of encoded records, in memory shared with the collector
+ * (struct sp_ring_shared in a memfd, see sp_wire.h): the owner thread
+ * writes records and publishes its head; the collector reads them and
+ * publishes its tail. This private part holds what only the owner uses,
+ * so nothing the collector writes can steer the owner's writes. Defined
+ * here so the reserve fast path inlines into the shims. */
 #define SP_RING_SIZE (128u * 1024u)
 #define SP_RING_MASK (SP_RING_SIZE - 1u)
 struct sp_ring {
-	_Atomic uint32_t head;
-	_Atomic uint32_t tail;
-	uint32_t wpos;         /* producer: offset of the reserved record */
-	uint32_t wlimit;       /* producer: head value up to which the free space
-				* is linear, as of its last slow reservation */
-	atomic_int dead;       /* owner thread has exited */
+	uint32_t head;         /* end of the committed records (also in sh) */
+	uint32_t wpos;         /* head when the record being written was reserved */
+	uint32_t wlimit;       /* head value up to which writing needs no check,
+				* as of the last slow reservation */
+	uint32_t poked;        /* tail value at which we last woke the collector */
+	uint8_t *data;         /* sh->data */
+	struct sp_ring_shared *sh;
 	uint64_t execs;        /* executions ended by the owner */
-	pthread_mutex_t send_lock;
+	int orphan;            /* the collector never got the ring: writes are lost */
 	struct sp_ring *next;  /* registry, under the registry lock */
-	uint8_t data[SP_RING_SIZE] __attribute__((aligned(8)));
 };
 
 /* Per-thread state, in initial-exec TLS: no allocation on access. */
@@ -268,7 +269,7 @@ static inline void *sp_rec_reserve(struct sp_thread *t, uint32_t len)
 	struct sp_ring *r = t->ring;
 
 	if (likely(r != NULL)) {
-		uint32_t hd = atomic_load_explicit(&r->head, memory_order_relaxed);
+		uint32_t hd = r->head;
 
 		if (likely(r->wlimit - hd >= len)) { /* wlimit never falls behind head */
 			r->wpos = hd;
@@ -282,18 +283,18 @@ static inline void sp_rec_commit(struct sp_thread *t, uint32_t len)
 {
 	struct sp_ring *r = t->ring;
 
-	atomic_store_explicit(&r->head, r->wpos + len, memory_order_release);
+	r->head = r->wpos + len;
+	__atomic_store_n(&r->sh->head, r->head, __ATOMIC_RELEASE);
 }
 int sp_stream_init(void);       /* constructor: connect, hello */
 void sp_stream_fork_child(void);
-void sp_stream_thread_exit(struct sp_thread *t);
-void sp_stream_exit(void);      /* destructor: flush everything, BYE */
-/* Before _exit or exec: flush and say BYE, unless this is a vfork child
+void sp_stream_exit(void);      /* destructor: BYE */
+/* Before _exit or exec: say BYE, unless this is a vfork child
  * sharing its parent's memory (then the parent's state is not ours). */
 void sp_stream_leaving(void);
 extern uint32_t sp_proc_pid;
-/* Set in a forked child: connect and start the flusher at the next
- * execution (not in the fork handler, where that is not allowed). */
+/* Set in a forked child: connect at the next execution (not in the fork
+ * handler, where that is not allowed). */
 extern int sp_stream_restart;
 void sp_stream_child_start(void);
 void sp_modules_changed(void);  /* resend the map if libraries came or went */

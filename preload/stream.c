@@ -1,19 +1,23 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * stream.c - how records leave the process: per-thread rings, the one
- * connection to the collector, the periodic flusher thread, the module
- * map, and what happens at fork, thread exit and process exit.
+ * stream.c - how records leave the process: per-thread rings shared with
+ * the collector, the one connection to it, the module map, and what
+ * happens at fork, thread exit and process exit.
  *
  * Each thread appends records to its own single-producer ring without a
- * lock (a release store of the head). Flushing is the consumer side: the
- * owner when its ring is full or the thread exits, the flusher thread once
- * per SQLPROF_FLUSH_MS for every ring, the destructor at exit. Consumers
- * serialise on the ring's send_lock, never on the producer.
+ * lock (a release store of the head). The ring is a memfd mapped by both
+ * sides: its descriptor goes to the collector once, in the message that
+ * announces the ring, and from then on the collector reads the records
+ * itself (every few milliseconds, and at once when woken). So nothing here
+ * sends records, no thread of ours runs in the target, and a record is
+ * safe once its head is published - even if the target then crashes.
  *
- * One flush is one SOCK_SEQPACKET message. A message that cannot be sent
- * within SQLPROF_SEND_TIMEOUT_MS is dropped whole and its records are
- * counted in sp_lost; after a hard error (collector gone) nothing more is
- * sent. Sends use MSG_NOSIGNAL: the target never sees SIGPIPE.
+ * The socket carries the rest: HELLO, the ring announcements, the module
+ * map, wake-ups and BYE. A message that cannot be sent within
+ * SQLPROF_SEND_TIMEOUT_MS is dropped; after a hard error (collector gone)
+ * nothing more is sent. Sends use MSG_NOSIGNAL: the target never sees
+ * SIGPIPE. A full ring wakes the collector and waits for it at most as
+ * long; then the record is dropped and counted in sp_lost.
  */
 #include <elf.h>
 #include <errno.h>
@@ -27,6 +31,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -62,7 +67,6 @@ static ino_t sock_ino;
 static atomic_ullong msg_seq;
 static atomic_int modules_pending;
 static atomic_uint module_gen;
-static int flusher_started;
 static int reconnects; /* times our descriptor was taken from us */
 static _Atomic uint64_t congested_until; /* mono ns: do not wait before then */
 static double tsc_per_ns = 1.0;
@@ -95,8 +99,14 @@ double sp_tsc_per_ns(void)
 /* ------------------------------------------------------------------ */
 /* The connection                                                      */
 
+static int send_msg_fd(const void *body1, size_t len1, const void *body2, size_t len2,
+		       uint16_t flags, int pass_fd, int wait);
+
 static int send_msg(const void *body1, size_t len1, const void *body2, size_t len2,
-		    uint16_t flags);
+		    uint16_t flags)
+{
+	return send_msg_fd(body1, len1, body2, len2, flags, -1, 1);
+}
 
 static int fd_is_ours(void)
 {
@@ -139,11 +149,8 @@ static void hello(void)
 	send_msg(buf, len, NULL, 0, 0);
 }
 
-static void *flusher(void *arg);
-
 /* Connect once per process (again after fork). Returns the fd or -1.
- * Takes conn_lock; callers may hold a ring's send_lock (order: ring, then
- * conn), never reg_lock. */
+ * Takes conn_lock; callers never hold reg_lock. */
 static int conn_get(void)
 {
 	const char *path;
@@ -197,39 +204,27 @@ static int conn_get(void)
 	sock_fd = fd;
 	atomic_store(&modules_pending, 1);
 	hello();
-	if (!flusher_started) {
-		pthread_t th;
-		pthread_attr_t attr;
-		sigset_t all, old;
-
-		/* The flusher blocks every signal: the target's handlers never
-		 * run on our thread. */
-		sigfillset(&all);
-		pthread_sigmask(SIG_SETMASK, &all, &old);
-		pthread_attr_init(&attr);
-		pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-		pthread_attr_setstacksize(&attr, 256 * 1024);
-		if (pthread_create(&th, &attr, flusher, NULL) == 0)
-			flusher_started = 1;
-		pthread_attr_destroy(&attr);
-		pthread_sigmask(SIG_SETMASK, &old, NULL);
-	}
 out:
 	pthread_mutex_unlock(&conn_lock);
 	return stream_dead() ? -1 : sock_fd;
 }
 
 /*
- * Send one message: header + up to two body pieces (a ring that wraps).
- * Waits at most SQLPROF_SEND_TIMEOUT_MS for room, less while the collector
- * has recently been too slow. Returns 0 when sent, -1 when dropped.
+ * Send one message: header + up to two body pieces, and pass_fd (>= 0) as
+ * SCM_RIGHTS. With wait, waits at most SQLPROF_SEND_TIMEOUT_MS for room,
+ * less while the collector has recently been too slow; without, gives up
+ * at once. Returns 0 when sent, -1 when dropped.
  */
-static int send_msg(const void *body1, size_t len1, const void *body2, size_t len2,
-		    uint16_t flags)
+static int send_msg_fd(const void *body1, size_t len1, const void *body2, size_t len2,
+		       uint16_t flags, int pass_fd, int wait)
 {
 	struct sp_msg_hdr mh;
 	struct iovec iov[3];
 	struct msghdr m;
+	union {
+		char buf[CMSG_SPACE(sizeof(int))];
+		struct cmsghdr align;
+	} ctl;
 	uint64_t deadline = 0;
 	int fd = conn_get();
 
@@ -271,6 +266,18 @@ static int send_msg(const void *body1, size_t len1, const void *body2, size_t le
 	memset(&m, 0, sizeof(m));
 	m.msg_iov = iov;
 	m.msg_iovlen = len2 ? 3 : 2;
+	if (pass_fd >= 0) {
+		struct cmsghdr *c;
+
+		memset(&ctl, 0, sizeof(ctl));
+		m.msg_control = ctl.buf;
+		m.msg_controllen = sizeof(ctl.buf);
+		c = CMSG_FIRSTHDR(&m);
+		c->cmsg_level = SOL_SOCKET;
+		c->cmsg_type = SCM_RIGHTS;
+		c->cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(c), &pass_fd, sizeof(int));
+	}
 	for (;;) {
 		ssize_t n = sendmsg(fd, &m, MSG_NOSIGNAL | MSG_DONTWAIT);
 		uint64_t now;
@@ -284,6 +291,8 @@ static int send_msg(const void *body1, size_t len1, const void *body2, size_t le
 			set_stream_dead(1); /* EPIPE, ECONNRESET...: collector gone */
 			return -1;
 		}
+		if (!wait)
+			return -1;
 		now = sp_mono_ns();
 		if (!deadline) {
 			if (now < atomic_load_explicit(&congested_until, memory_order_relaxed))
@@ -307,73 +316,99 @@ static int send_msg(const void *body1, size_t len1, const void *body2, size_t le
 /* ------------------------------------------------------------------ */
 /* Rings                                                               */
 
-/* Records in a dropped piece of a ring: counted as lost, and the SQL
- * texts and stacks among them forgotten so that they are sent again. */
-static uint64_t drop_records(const uint8_t *p, size_t len)
+static uint64_t execs_of_freed_rings;
+
+#define SHARED_LEN (sizeof(struct sp_ring_shared) + RING_SIZE)
+
+static void ring_free(struct sp_ring *r)
 {
-	uint64_t n = 0;
-	size_t off = 0;
-
-	while (off + sizeof(struct sp_rec_hdr) <= len) {
-		const struct sp_rec_hdr *h = (const void *)(p + off);
-
-		if (h->len < sizeof(*h) || h->len > len - off)
-			break;
-		if (h->type != REC_PAD)
-			n++;
-		if (h->type == SP_REC_SQL && h->len >= sizeof(struct sp_rec_sql))
-			sp_forget_sent(h->type, ((const struct sp_rec_sql *)h)->sql_id);
-		else if (h->type == SP_REC_STACK && h->len >= sizeof(struct sp_rec_stack))
-			sp_forget_sent(h->type, ((const struct sp_rec_stack *)h)->stack_id);
-		off += h->len;
-	}
-	return n;
+	munmap(r->sh, SHARED_LEN);
+	munmap(r, sizeof(*r));
 }
 
-/* Send what the ring holds. Caller holds r->send_lock. */
-static void ring_flush_locked(struct sp_ring *r, uint16_t flags)
-{
-	uint32_t tl = atomic_load_explicit(&r->tail, memory_order_relaxed);
-	uint32_t hd = atomic_load_explicit(&r->head, memory_order_acquire);
-	uint32_t bytes = hd - tl, off = tl & RING_MASK;
-	uint32_t first = bytes < RING_SIZE - off ? bytes : RING_SIZE - off;
-
-	if (!bytes)
-		return;
-	if (send_msg(r->data + off, first, r->data, bytes - first, flags) < 0) {
-		uint64_t n = drop_records(r->data + off, first) +
-			     drop_records(r->data, bytes - first);
-
-		atomic_fetch_add(&sp_lost, n);
-	}
-	atomic_store_explicit(&r->tail, hd, memory_order_release);
-}
-
-static void ring_flush(struct sp_ring *r)
-{
-	pthread_mutex_lock(&r->send_lock);
-	ring_flush_locked(r, 0);
-	pthread_mutex_unlock(&r->send_lock);
-}
-
+/* Thread exit: the collector may free the ring once it has read it all. */
 static void thread_gone(void *arg)
 {
-	struct sp_ring *r = arg;
+	struct sp_ring *r = arg, **pp;
 
-	/* Thread exit: send its records now, the flusher frees the ring. */
 	sp_tls.ring = NULL;
-	ring_flush(r);
-	atomic_store(&r->dead, 1);
+	__atomic_store_n(&r->sh->dead, 1, __ATOMIC_RELEASE);
+	pthread_mutex_lock(&reg_lock);
+	for (pp = &rings; *pp; pp = &(*pp)->next) {
+		if (*pp == r) {
+			*pp = r->next;
+			execs_of_freed_rings += r->execs;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&reg_lock);
+	ring_free(r);
 }
+
+/* Tell the collector about a new ring: a RING record, the memfd attached. */
+static int ring_announce(const struct sp_ring_shared *sh, int mfd)
+{
+	struct sp_rec_ring rr;
+
+	memset(&rr, 0, sizeof(rr));
+	rr.h.type = SP_REC_RING;
+	rr.h.len = sizeof(rr);
+	rr.pid = sh->pid;
+	rr.tid = sh->tid;
+	rr.size = sh->size;
+	return send_msg_fd(&rr, sizeof(rr), NULL, 0, 0, mfd, 1);
+}
+
+/* After a failed announcement, the thread tries again no sooner than this
+ * (mono ns): a stuck collector must not cost a memfd per record. */
+static __thread uint64_t ring_retry_at __attribute__((tls_model("initial-exec")));
 
 static struct sp_ring *ring_new(struct sp_thread *t)
 {
-	struct sp_ring *r = mmap(NULL, sizeof(*r), PROT_READ | PROT_WRITE,
-				 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	struct sp_ring *r;
+	struct sp_ring_shared *sh;
+	int mfd;
 
-	if (r == MAP_FAILED)
+	if (stream_dead() || (ring_retry_at && sp_mono_ns() < ring_retry_at))
 		return NULL;
-	pthread_mutex_init(&r->send_lock, NULL);
+	/* MFD_CLOEXEC | MFD_ALLOW_SEALING: the collector seals it against shrinking */
+	mfd = (int)syscall(SYS_memfd_create, "sqlprof-ring", 1u | 2u);
+	if (mfd < 0)
+		return NULL;
+	if (ftruncate(mfd, (off_t)SHARED_LEN) < 0) {
+		close(mfd);
+		return NULL;
+	}
+	sh = mmap(NULL, SHARED_LEN, PROT_READ | PROT_WRITE, MAP_SHARED, mfd, 0);
+	r = mmap(NULL, sizeof(*r), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (sh == MAP_FAILED || r == MAP_FAILED) {
+		if (sh != MAP_FAILED)
+			munmap(sh, SHARED_LEN);
+		if (r != MAP_FAILED)
+			munmap(r, sizeof(*r));
+		close(mfd);
+		return NULL;
+	}
+	if (!t->tid)
+		sp_thread_init(t);
+	sh->magic = SP_RING_MAGIC;
+	sh->size = RING_SIZE;
+	sh->pid = (uint32_t)getpid();
+	sh->tid = t->tid;
+	r->sh = sh;
+	r->data = sh->data;
+	r->poked = (uint32_t)-1; /* no tail yet woken for */
+	/* a ring the collector never got takes no record (wlimit stays 0) */
+	if (ring_announce(sh, mfd) < 0) {
+		/* the collector is gone or not taking messages now: the
+		 * thread's records are lost (counted) until a later try */
+		close(mfd);
+		munmap(sh, SHARED_LEN);
+		munmap(r, sizeof(*r));
+		ring_retry_at = sp_mono_ns() + 1000000000u;
+		return NULL;
+	}
+	close(mfd);
 	pthread_mutex_lock(&reg_lock);
 	r->next = rings;
 	rings = r;
@@ -383,42 +418,77 @@ static struct sp_ring *ring_new(struct sp_thread *t)
 	return r;
 }
 
+/* The ring is full: wake the collector and give it at most
+ * SQLPROF_SEND_TIMEOUT_MS (none while it has recently been too slow) to
+ * make room for need bytes. Returns the tail then. */
+static uint32_t ring_wait(struct sp_ring *r, uint32_t need)
+{
+	uint32_t tl = __atomic_load_n(&r->sh->tail, __ATOMIC_ACQUIRE);
+	uint64_t now = sp_mono_ns(), deadline;
+
+	if (stream_dead() || now < atomic_load_explicit(&congested_until, memory_order_relaxed))
+		return tl;
+	send_msg_fd(NULL, 0, NULL, 0, SP_MSG_WAKE, -1, 0);
+	r->poked = tl;
+	deadline = now + (uint64_t)sp_cfg.send_timeout_ms * 1000000u;
+	while (RING_SIZE - (r->head - tl) < need) {
+		struct timespec ts = { 0, 50000 };
+
+		if (now >= deadline || stream_dead()) {
+			/* Do not wait again for a second: the target must not
+			 * crawl behind a stuck collector. */
+			atomic_store_explicit(&congested_until, now + 1000000000u,
+					      memory_order_relaxed);
+			break;
+		}
+		nanosleep(&ts, NULL);
+		tl = __atomic_load_n(&r->sh->tail, __ATOMIC_ACQUIRE);
+		now = sp_mono_ns();
+	}
+	return tl;
+}
+
 /*
- * Slow path of sp_rec_reserve: no ring yet, the ring wraps, or it is full
- * (then the owner flushes it itself). Returns where to write len bytes, or
- * NULL when the record is lost (counted). Not reentrant per thread.
+ * Slow path of sp_rec_reserve: no ring yet, the ring wraps, is half full
+ * (wake the collector) or full (wait for it). Returns where to write len
+ * bytes, or NULL when the record is lost (counted). Not reentrant per
+ * thread. Keeps errno.
  */
 void *sp_rec_reserve_slow(struct sp_thread *t, uint32_t len)
 {
 	struct sp_ring *r = t->ring;
-	uint32_t hd, tl, off, room, need;
-	int saved = errno; /* a flush makes syscalls; the shims rely on us */
+	uint32_t hd, tl, off, need, used, half;
+	int saved = errno;
 	void *p = NULL;
 
 	if (unlikely(!r)) {
 		r = ring_new(t);
-		if (!r) {
-			atomic_fetch_add(&sp_lost, 1);
-			goto out;
-		}
+		if (!r)
+			goto lost;
 	}
-	if (unlikely(len > RING_SIZE / 2)) {
-		atomic_fetch_add(&sp_lost, 1);
-		goto out;
-	}
-	hd = atomic_load_explicit(&r->head, memory_order_relaxed);
+	if (unlikely(len > RING_SIZE / 2 || r->orphan))
+		goto lost;
+	hd = r->head;
 	off = hd & RING_MASK;
 	need = RING_SIZE - off < len ? RING_SIZE - off + len : len;
-	tl = atomic_load_explicit(&r->tail, memory_order_acquire);
-	room = RING_SIZE - (hd - tl);
-	if (unlikely(room < need)) {
-		ring_flush(r);
-		tl = atomic_load_explicit(&r->tail, memory_order_acquire);
-		room = RING_SIZE - (hd - tl);
-		if (room < need) {
-			atomic_fetch_add(&sp_lost, 1);
-			goto out;
-		}
+	tl = __atomic_load_n(&r->sh->tail, __ATOMIC_ACQUIRE);
+	used = hd - tl;
+	if (unlikely(used > RING_SIZE)) {
+		/* the collector wrote nonsense: stop using the ring */
+		r->orphan = 1;
+		r->wlimit = r->head;
+		goto lost;
+	}
+	if (used >= RING_SIZE / 2 && r->poked != tl) {
+		/* half full: wake the collector, once per tail it has published */
+		send_msg_fd(NULL, 0, NULL, 0, SP_MSG_WAKE, -1, 0);
+		r->poked = tl;
+	}
+	if (unlikely(RING_SIZE - used < need)) {
+		tl = ring_wait(r, need);
+		used = hd - tl;
+		if (used > RING_SIZE || RING_SIZE - used < need)
+			goto lost;
 	}
 	if (unlikely(RING_SIZE - off < len)) {
 		struct sp_rec_hdr *pad = (void *)(r->data + off);
@@ -432,18 +502,29 @@ void *sp_rec_reserve_slow(struct sp_thread *t, uint32_t len)
 	r->wpos = hd;
 	p = r->data + off;
 	{
-		/* free space ends at the tail's wrap or at the end of the
-		 * buffer, whichever comes first */
-		uint32_t to_tail = tl + RING_SIZE, to_end = hd - off + RING_SIZE;
+		/* No check needed up to the end of the free space (the tail's
+		 * wrap) or of the buffer, whichever comes first - or up to half
+		 * full, to wake the collector then, unless done for this tail. */
+		uint32_t lim = hd - off + RING_SIZE;
 
-		r->wlimit = (int32_t)(to_tail - to_end) < 0 ? to_tail : to_end;
+		half = tl + RING_SIZE / 2;
+		if ((int32_t)(tl + RING_SIZE - lim) < 0)
+			lim = tl + RING_SIZE;
+		if (r->poked != tl && (int32_t)(half - lim) < 0 && (int32_t)(half - hd) > 0)
+			lim = half;
+		/* never behind the head after this record: the fast path
+		 * compares unsigned differences */
+		if ((int32_t)(lim - (hd + len)) < 0)
+			lim = hd + len;
+		r->wlimit = lim;
 	}
-out:
 	errno = saved;
 	return p;
+lost:
+	atomic_fetch_add(&sp_lost, 1);
+	errno = saved;
+	return NULL;
 }
-
-static uint64_t execs_of_freed_rings;
 
 /* Executions ended in this process so far (for BYE). */
 uint64_t sp_stream_executions(void)
@@ -614,8 +695,8 @@ static int counters_cb(struct dl_phdr_info *info, size_t size, void *arg)
 
 /*
  * Resend the module map when libraries were loaded or unloaded since the
- * last look (glibc's dlpi_adds/dlpi_subs counters). Called by the flusher
- * once a period and before a new stack is sent; never under our locks.
+ * last look (glibc's dlpi_adds/dlpi_subs counters). Called before a new
+ * stack is sent; never under our locks.
  */
 void sp_modules_changed(void)
 {
@@ -632,60 +713,14 @@ void sp_modules_changed(void)
 }
 
 /* ------------------------------------------------------------------ */
-/* Flusher thread, process life                                        */
-
-static void flush_all(uint16_t flags, int wait)
-{
-	struct sp_ring *r, **pp;
-
-	pthread_mutex_lock(&reg_lock);
-	for (pp = &rings; (r = *pp);) {
-		if (wait)
-			pthread_mutex_lock(&r->send_lock);
-		else if (pthread_mutex_trylock(&r->send_lock) != 0) {
-			pp = &r->next;
-			continue;
-		}
-		ring_flush_locked(r, flags);
-		pthread_mutex_unlock(&r->send_lock);
-		if (!wait && atomic_load(&r->dead)) {
-			*pp = r->next;
-			execs_of_freed_rings += r->execs;
-			pthread_mutex_destroy(&r->send_lock);
-			munmap(r, sizeof(*r));
-			continue;
-		}
-		pp = &r->next;
-	}
-	pthread_mutex_unlock(&reg_lock);
-}
-
-static void *flusher(void *arg)
-{
-	(void)arg;
-	sp_tls.state = SP_TS_GUARD; /* nothing this thread does is profiled */
-	for (;;) {
-		struct timespec ts = {
-			.tv_sec = sp_cfg.flush_ms / 1000,
-			.tv_nsec = (long)(sp_cfg.flush_ms % 1000) * 1000000L,
-		};
-
-		while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
-			;
-		if (stream_dead())
-			continue;
-		sp_modules_changed();
-		flush_all(0, 0);
-	}
-	return NULL;
-}
+/* Process life                                                        */
 
 int sp_stream_restart;
 
 void sp_stream_child_start(void)
 {
 	sp_stream_restart = 0;
-	conn_get(); /* connects, says hello, starts this process's flusher */
+	conn_get(); /* connects and says hello */
 }
 
 int sp_stream_init(void)
@@ -695,39 +730,30 @@ int sp_stream_init(void)
 	return conn_get() < 0 ? -1 : 0;
 }
 
-/* In the child after fork(): one thread, a copy of everything. The rings'
- * records belong to the parent, which sends them; the child opens its own
- * connection on first use and starts its own flusher. */
+/* In the child after fork(): one thread, a copy of everything. The rings
+ * are the parent's (shared with its collector reader): the child lets go
+ * of them and, on first use, opens its own connection and rings. */
 void sp_stream_fork_child(void)
 {
-	struct sp_ring *r, *next, *mine = sp_tls.ring;
+	struct sp_ring *r, *next;
 
 	pthread_mutex_init(&reg_lock, NULL);
 	pthread_mutex_init(&conn_lock, NULL);
 	for (r = rings; r; r = next) {
 		next = r->next;
-		if (r != mine)
-			munmap(r, sizeof(*r));
+		ring_free(r);
 	}
 	rings = NULL;
-	if (mine) {
-		pthread_mutex_init(&mine->send_lock, NULL);
-		atomic_store(&mine->tail, atomic_load(&mine->head));
-		mine->next = NULL;
-		rings = mine;
-	}
+	sp_tls.ring = NULL;
 	if (sock_fd >= 0 && fd_is_ours())
 		close(sock_fd); /* ours: the parent keeps its own copy */
 	sock_fd = -1;
 	set_stream_dead(0);
-	flusher_started = 0;
 	atomic_store(&congested_until, 0);
 	atomic_store(&msg_seq, 0);
 	atomic_store(&sp_lost, 0);
 	sp_stream_restart = 1;
 	execs_of_freed_rings = 0;
-	if (mine)
-		mine->execs = 0;
 	atomic_store(&sp_untracked, 0);
 	sp_stack_sets_reset();
 }
@@ -773,7 +799,6 @@ void sp_stream_exit(void)
 
 	memset(&b, 0, sizeof(b));
 	sp_guard_in(&sp_tls);
-	flush_all(0, 1);
 	if (sock_fd < 0 && !stream_dead() && atomic_load(&sp_lost) == 0) {
 		/* Nothing was ever sent (a forked child that made no query):
 		 * there is no process to say goodbye for. */

@@ -10,8 +10,8 @@
 # exit): never a silent loss.
 . "$(dirname "$0")/lib.sh"
 need_prog robust_closefds
-N=2000 MS=300 # the program sleeps 3 flush periods before and after
-export SQLPROF_FLUSH_MS=100
+N=2000 MS=300 # the program sleeps this long before and after
+
 errors=0
 
 for mode in close_range closefrom procfd dup2; do
