@@ -318,21 +318,6 @@ static void idset_forget(struct idset *s, uint64_t id)
 	atomic_compare_exchange_strong(slot, &cur, UINT64_MAX);
 }
 
-/* Bumped when a dropped message carried a stack: the per-thread "last
- * stack sent" shortcut (sp_thread.last_stack) is then not trusted. */
-_Atomic uint32_t sp_stack_epoch;
-
-void sp_forget_sent(uint16_t type, uint64_t id)
-{
-	if (type == SP_REC_SQL) {
-		idset_forget(sql_sent, id);
-		atomic_fetch_add_explicit(&sp_sql_gen, 1, memory_order_relaxed);
-	} else if (type == SP_REC_STACK) {
-		idset_forget(stack_sent, id); /* resent at its next capture */
-		atomic_fetch_add_explicit(&sp_stack_epoch, 1, memory_order_relaxed);
-	}
-}
-
 void sp_db_note_callbacks(sqlite3 *db)
 {
 	if (db)
@@ -462,7 +447,10 @@ uint64_t sp_sql_note(struct sp_thread *t, const char *sql, size_t len)
 			memcpy(r + 1, sql, n);
 			sp_rec_commit(t, rl);
 		} else {
-			idset_forget(sql_sent, h); /* send it with the next use */
+			/* lost (counted): send it with the next use, and make
+			 * every statement note its text again at its next start */
+			idset_forget(sql_sent, h);
+			atomic_fetch_add_explicit(&sp_sql_gen, 1, memory_order_relaxed);
 		}
 	}
 	return h;
@@ -486,9 +474,12 @@ void sp_thread_init(struct sp_thread *t)
 {
 	static atomic_uint thread_index;
 	uint32_t idx = atomic_fetch_add(&thread_index, 1) + 1;
+	struct sp_rec_hdr h = { SP_REC_EXEC_LITE, 0, sizeof(struct sp_rec_exec_lite) };
 
 	t->tid = (uint32_t)syscall(SYS_gettid);
 	t->pid = (uint32_t)getpid();
+	memcpy(&t->lite_head[0], &h, sizeof(h));
+	t->lite_head[1] = (uint64_t)t->pid | (uint64_t)t->tid << 32;
 	/* Repeatable per thread index under SQLPROF_SEED. */
 	t->rng = mix64(sp_cfg.seed + 0x9E3779B97F4A7C15ULL * idx) | 1;
 	t->skip = 0; /* drawn in sp_thread_ready */
@@ -518,8 +509,6 @@ uint64_t sp_draw_gap(struct sp_thread *t)
 
 void sp_thread_ready(struct sp_thread *t)
 {
-	struct sp_rec_hdr h = { SP_REC_EXEC_LITE, 0, sizeof(struct sp_rec_exec_lite) };
-
 	if (t->state & SP_TS_SETUP)
 		return;
 	if (unlikely(!t->tid))
@@ -528,8 +517,6 @@ void sp_thread_ready(struct sp_thread *t)
 		sp_stream_child_start();
 	if (!t->skip)
 		t->skip = sp_draw_gap(t);
-	memcpy(&t->lite_head[0], &h, sizeof(h));
-	t->lite_head[1] = (uint64_t)t->pid | (uint64_t)t->tid << 32;
 	t->state |= SP_TS_SETUP | (sp_clock_tsc ? SP_TS_TSC : 0);
 }
 
@@ -742,7 +729,7 @@ uint64_t sp_run_begin_slow(struct sp_thread *t, struct sp_stmt *s, sqlite3_stmt 
 	/* only reached from the step shim of a set-up thread (sp_thread_ready) */
 	gen = atomic_load_explicit(&sp_sql_gen, memory_order_relaxed);
 	if (unlikely(s->sql_gen != gen)) {
-		/* Its text may have been in a dropped message: note it again
+		/* Its text may have been lost with a full ring: note it again
 		 * (sent again only if it was forgotten). */
 		const char *sql = sp_real.sql ? sp_real.sql(st) : NULL;
 
@@ -961,7 +948,6 @@ __attribute__((noinline)) uint64_t sp_stack_note(struct sp_thread *t, const uint
 		sp_rec_commit(t, rl);
 	}
 	t->last_stack = h;
-	t->last_stack_epoch = atomic_load_explicit(&sp_stack_epoch, memory_order_relaxed);
 	errno = saved;
 	return h;
 }

@@ -165,7 +165,7 @@ static inline __attribute__((always_inline)) int step_tracked(struct sp_thread *
 	}
 	t0 = clock_now(tsc);
 	if (!s->run.seq)
-		t0 = sp_run_begin(t, s, st, t0);
+		t0 = sp_run_begin(t, s, st, t0, tsc);
 	outer = t->cur;
 	t->cur = &s->run;
 	rc = sp_real.step(st);

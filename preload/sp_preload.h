@@ -162,11 +162,10 @@ struct sp_thread {
 	uint64_t seq;          /* last execution number */
 	uint64_t skip;         /* executions until the next random draw hits */
 	/* the first 16 bytes of this thread's EXEC_LITE records: header,
-	 * pid, tid (set by sp_thread_ready) */
+	 * pid, tid (set with tid by sp_thread_init) */
 	uint64_t lite_head[2] __attribute__((aligned(16)));
 	uint64_t rng;
 	uint64_t last_stack;   /* id of the last stack this thread sent or saw sent */
-	uint32_t last_stack_epoch;
 };
 extern __thread struct sp_thread sp_tls;
 
@@ -238,11 +237,10 @@ void sp_stmt_forget(sqlite3_stmt *st);
 uint64_t sp_run_begin_slow(struct sp_thread *t, struct sp_stmt *s, sqlite3_stmt *st, int drawn);
 void sp_run_end_slow(struct sp_thread *t, struct sp_stmt *s, sqlite3_stmt *st, int rc, uint64_t end);
 extern _Atomic int sp_status_off; /* offset of SQLite's aCounter[], -1: use the API */
-/* Bumped when a message carrying SQL texts was dropped: statements noted
- * before are noted again (and their text resent) at their next run. Never 0. */
+/* Bumped when an SQL record was lost (its ring full): statements noted
+ * before note their text again (sent if it was forgotten) at their next
+ * start. Never 0. */
 extern _Atomic uint32_t sp_sql_gen;
-/* A dropped message carried these ids: send them again when next used. */
-void sp_forget_sent(uint16_t type, uint64_t id);
 extern int sp_stream_restart; /* forked child: connect at the next execution */
 void sp_stmt_prepared_text(struct sp_thread *t, sqlite3_stmt *st, const char *sql, size_t len,
 			   uint64_t t0, uint64_t t1);
@@ -364,9 +362,6 @@ static inline int sp_draw(struct sp_thread *t)
 /* Stacks (core.c). Text range of libsqlprof itself: leading frames inside
  * it are dropped. */
 extern uintptr_t sp_self_lo, sp_self_hi;
-/* Bumped when a dropped message carried a stack: the per-thread "last
- * stack sent" shortcut (sp_thread.last_stack) is then not trusted. */
-extern _Atomic uint32_t sp_stack_epoch;
 /* A stack not known to be sent by this thread lately: note it in the set
  * and write its STACK record the first time in the process. Keeps errno. */
 uint64_t sp_stack_note(struct sp_thread *t, const uintptr_t *pcs, int depth, uint64_t h);
@@ -379,16 +374,19 @@ int sp_backtrace_keep_errno(uintptr_t *pcs, int max);
  * to climb. Keeps errno. */
 static inline __attribute__((always_inline)) uint64_t sp_stack_capture_inline(struct sp_thread *t)
 {
-	uintptr_t pcs[SP_STACK_MAX + 8];
-	const uintptr_t lo = sp_self_lo, span = sp_self_hi - sp_self_lo;
-	const int max = sp_cfg.depth;
-	int n = -1, skip = 0, depth, i;
+	uintptr_t pcs[SP_STACK_MAX + 8], lo, span;
+	int n = -1, skip = 1, depth, i, max;
 	uint64_t h = 0xcbf29ce484222325ULL;
 
 	if (likely(sp_use_cfi_unwinder))
-		n = sp_unwind(pcs, max + 8);
+		n = sp_unwind(pcs, sp_cfg.depth + 8);
 	if (unlikely(n < 0)) /* not ours to unwind (signal frame, no CFI): libgcc's */
-		n = sp_backtrace_keep_errno(pcs, max + 8);
+		n = sp_backtrace_keep_errno(pcs, sp_cfg.depth + 8);
+	/* read after the walk, so that nothing waits in memory across it */
+	lo = sp_self_lo;
+	span = sp_self_hi - sp_self_lo;
+	max = sp_cfg.depth;
+	/* pcs[0] is always ours: the function this is inlined into */
 	while (skip < n && pcs[skip] - lo < span)
 		skip++;
 	depth = n - skip;
@@ -399,11 +397,9 @@ static inline __attribute__((always_inline)) uint64_t sp_stack_capture_inline(st
 	for (i = 0; i < depth; i++)
 		h = (h ^ (uint64_t)pcs[skip + i]) * 0x100000001b3ULL;
 	h ^= (uint64_t)depth;
-	if (h == 0)
-		h = 1;
+	h |= 1; /* 0 means no stack */
 	/* the same stack as this thread's last one: sent already */
-	if (likely(h == t->last_stack &&
-		   t->last_stack_epoch == atomic_load_explicit(&sp_stack_epoch, memory_order_relaxed)))
+	if (likely(h == t->last_stack))
 		return h;
 	return sp_stack_note(t, pcs + skip, depth, h);
 }
@@ -422,11 +418,13 @@ static inline __attribute__((always_inline)) void sp_emit_exec(struct sp_thread 
 		t->ring->execs++;
 	if (!x)
 		return;
-	x->h.type = SP_REC_EXEC;
-	x->h.flags = r->flags;
-	x->h.len = sizeof(*x);
-	x->pid = t->pid;
-	x->tid = t->tid;
+	{
+		/* header in one store, pid and tid in another (lite_head[1]) */
+		uint64_t hw = SP_REC_EXEC | (uint64_t)r->flags << 16 | (uint64_t)sizeof(*x) << 32;
+
+		__builtin_memcpy(&x->h, &hw, sizeof(hw));
+		__builtin_memcpy(&x->pid, &t->lite_head[1], sizeof(uint64_t));
+	}
 	x->sql_id = sql_id;
 	x->seq = r->seq;
 	x->parent_seq = r->parent_seq;
@@ -451,7 +449,7 @@ static inline __attribute__((always_inline)) void sp_emit_exec(struct sp_thread 
  * slow start took time of its own). The common case (not nested, the
  * statement started inline before, not drawn for a stack) is inline. */
 static inline __attribute__((always_inline)) uint64_t sp_run_begin(struct sp_thread *t, struct sp_stmt *s, sqlite3_stmt *st,
-				    uint64_t now)
+				    uint64_t now, const int tsc)
 {
 	struct sp_run *r = &s->run;
 
@@ -472,7 +470,8 @@ static inline __attribute__((always_inline)) uint64_t sp_run_begin(struct sp_thr
 		r->stack_id = sp_stack_capture_inline(t);
 		if (r->stack_id)
 			r->flags |= SP_EXEC_SAMPLED;
-		now = sp_now(); /* the walk's time is not the execution's */
+		/* the walk's time is not the execution's */
+		now = tsc ? sp_rdtsc() : sp_mono_ns();
 	}
 	r->start = now;
 	r->slow_at = now + sp_cfg.slow_span;
