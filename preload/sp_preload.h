@@ -136,8 +136,9 @@ struct sp_stmt {
 #define SP_RING_SIZE (128u * 1024u)
 #define SP_RING_MASK (SP_RING_SIZE - 1u)
 struct sp_ring {
-	uint32_t head;         /* end of the committed records (also in sh) */
-	uint32_t wpos;         /* head when the record being written was reserved */
+	uint32_t head;         /* end of the committed records (also in sh), or
+				* where the next record goes after a PAD the
+				* slow path wrote (published with that record) */
 	uint32_t wlimit;       /* head value up to which writing needs no check,
 				* as of the last slow reservation */
 	uint32_t poked;        /* tail value at which we last woke the collector */
@@ -269,10 +270,8 @@ static inline void *sp_rec_reserve(struct sp_thread *t, uint32_t len)
 	if (likely(r != NULL)) {
 		uint32_t hd = r->head;
 
-		if (likely(r->wlimit - hd >= len)) { /* wlimit never falls behind head */
-			r->wpos = hd;
+		if (likely(r->wlimit - hd >= len)) /* wlimit never falls behind head */
 			return r->data + (hd & SP_RING_MASK);
-		}
 	}
 	return sp_rec_reserve_slow(t, len);
 }
@@ -281,7 +280,7 @@ static inline void sp_rec_commit(struct sp_thread *t, uint32_t len)
 {
 	struct sp_ring *r = t->ring;
 
-	r->head = r->wpos + len;
+	r->head += len;
 	__atomic_store_n(&r->sh->head, r->head, __ATOMIC_RELEASE);
 }
 int sp_stream_init(void);       /* constructor: connect, hello */

@@ -499,7 +499,7 @@ void *sp_rec_reserve_slow(struct sp_thread *t, uint32_t len)
 		hd += RING_SIZE - off;
 		off = 0;
 	}
-	r->wpos = hd;
+	r->head = hd; /* past the PAD, if one was written */
 	p = r->data + off;
 	{
 		/* No check needed up to the end of the free space (the tail's
