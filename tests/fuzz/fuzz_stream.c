@@ -9,7 +9,12 @@
  *  2. as a sequence of messages, each prefixed by its length as a
  *     little-endian uint32 (a length running past the input takes what is
  *     left), with the peer pid taken from the first message's header, as
- *     the collector does with SO_PEERCRED.
+ *     the collector does with SO_PEERCRED;
+ *  3. as the contents of a thread's shared ring (sp_ring_shared, 8 KiB of
+ *     data): the first 8 bytes are its tail and head, the rest its data,
+ *     drained twice (with the writer's head moved between, as a live
+ *     writer would) and then as a dead ring; the pid of the records is
+ *     taken from the first one.
  * After the messages, the collector's end-of-recording steps run
  * (sp_coll_finish, the loss and execution totals) and every SQL text it
  * kept is fingerprinted, as the profile writer would. The profile writer
@@ -23,6 +28,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "collect.h"
 #include "fingerprint.h"
@@ -92,5 +98,49 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		off += len;
 	}
 	finish(&c);
+
+	/* 3. A ring. */
+	if (size >= 8) {
+		const uint32_t rsize = 8192;
+		size_t map_len = sizeof(struct sp_ring_shared) + rsize;
+		struct sp_ring_shared *sh = mmap(NULL, map_len, PROT_READ | PROT_WRITE,
+						 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		struct sp_rec_ring rec;
+		uint32_t tail, head, pid = 1;
+
+		if (sh == MAP_FAILED)
+			return 0;
+		memcpy(&tail, data, 4);
+		memcpy(&head, data + 4, 4);
+		memcpy(sh->data, data + 8, size - 8 < rsize ? size - 8 : rsize);
+		if (size >= 8 + 12)
+			memcpy(&pid, data + 8 + 8, 4); /* the first record's pid */
+		sh->magic = SP_RING_MAGIC;
+		sh->size = rsize;
+		sh->pid = pid;
+		sh->tid = pid;
+		sh->tail = tail & ~7u;
+		sh->head = head;
+		memset(&rec, 0, sizeof(rec));
+		rec.h.type = SP_REC_RING;
+		rec.h.len = sizeof(rec);
+		rec.pid = pid;
+		rec.tid = pid;
+		rec.size = rsize;
+		sp_coll_init(&c);
+		if (sp_coll_ring_add(&c, sh, map_len, &rec) == 0) {
+			sp_coll_rings_drain(&c, 0);
+			if (c.nrings) { /* a live writer moves its head on */
+				__atomic_store_n(&sh->head, head + (tail & 0x1ff8u), __ATOMIC_RELEASE);
+				sp_coll_rings_drain(&c, 0);
+			}
+			if (c.nrings) {
+				__atomic_store_n(&sh->dead, 1, __ATOMIC_RELEASE);
+				sp_coll_rings_drain(&c, 0);
+			}
+			sp_coll_rings_close(&c);
+		}
+		finish(&c);
+	}
 	return 0;
 }
