@@ -745,6 +745,8 @@ void sp_stream_fork_child(void)
 	}
 	rings = NULL;
 	sp_tls.ring = NULL;
+	/* the thread-exit handler must not see the parent's ring */
+	pthread_setspecific(thread_key, NULL);
 	if (sock_fd >= 0 && fd_is_ours())
 		close(sock_fd); /* ours: the parent keeps its own copy */
 	sock_fd = -1;
