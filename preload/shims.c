@@ -153,7 +153,7 @@ static inline __attribute__((always_inline)) uint64_t clock_now(const int tsc)
 static inline __attribute__((always_inline)) int step_tracked(struct sp_thread *t,
 							      sqlite3_stmt *st, const int tsc)
 {
-	struct sp_stmt *s = sp_stmt_find_hot(st);
+	struct sp_stmt *s = sp_stmt_lookup(t, st);
 	struct sp_run *outer;
 	uint64_t t0, t1;
 	int rc;
@@ -224,7 +224,7 @@ static __attribute__((noinline)) void abandon(struct sp_thread *t, struct sp_stm
 static inline __attribute__((always_inline)) void end_if_running(struct sp_thread *t,
 								 sqlite3_stmt *st)
 {
-	struct sp_stmt *s = sp_stmt_find_hot(st);
+	struct sp_stmt *s = sp_stmt_lookup(t, st);
 
 	/* the common reset follows SQLITE_DONE: nothing in progress */
 	if (unlikely(s && s->run.seq && t->cur != &s->run))

@@ -167,6 +167,9 @@ struct sp_thread {
 	uint64_t lite_head[2] __attribute__((aligned(16)));
 	uint64_t rng;
 	uint64_t last_stack;   /* id of the last stack this thread sent or saw sent */
+	struct sp_stmt *last_stmt; /* the statement this thread looked up last;
+				    * valid while its slot's key is still that
+				    * statement (sp_stmt_lookup) */
 };
 extern __thread struct sp_thread sp_tls;
 
@@ -222,6 +225,23 @@ static inline struct sp_stmt *sp_stmt_find_hot(sqlite3_stmt *st)
 			return NULL;
 	}
 	return NULL;
+}
+
+/* sp_stmt_find_hot, trying first the statement this thread looked up
+ * last: programs run one statement in a loop (step, step, reset). The slot
+ * is checked by its key, so a slot freed or reused since is never taken
+ * for another statement's. */
+static inline struct sp_stmt *sp_stmt_lookup(struct sp_thread *t, sqlite3_stmt *st)
+{
+	struct sp_stmt *s = t->last_stmt;
+
+	if (likely(s != NULL &&
+		   atomic_load_explicit(&s->key, memory_order_acquire) == (uintptr_t)st))
+		return s;
+	s = sp_stmt_find_hot(st);
+	if (s)
+		t->last_stmt = s;
+	return s;
 }
 
 static inline struct sp_stmt *sp_stmt_find(sqlite3_stmt *st)
