@@ -41,6 +41,7 @@ __thread struct sp_thread sp_tls __attribute__((tls_model("initial-exec")));
 atomic_ullong sp_untracked;
 int sp_hot;
 _Atomic uint32_t sp_sql_gen = 1; /* never 0: a statement's fast_gen 0 means never */
+atomic_int sp_sql_lost;
 
 static atomic_int status_probed; /* 0 not yet, 1 being probed, 2 done */
 static void probe_status_layout(void);
@@ -447,10 +448,11 @@ uint64_t sp_sql_note(struct sp_thread *t, const char *sql, size_t len)
 			memcpy(r + 1, sql, n);
 			sp_rec_commit(t, rl);
 		} else {
-			/* lost (counted): send it with the next use, and make
-			 * every statement note its text again at its next start */
+			/* lost (counted): send it with the next use, and once
+			 * records can be written again (sp_rec_reserve_slow),
+			 * make every statement note its text at its next start */
 			idset_forget(sql_sent, h);
-			atomic_fetch_add_explicit(&sp_sql_gen, 1, memory_order_relaxed);
+			atomic_store_explicit(&sp_sql_lost, 1, memory_order_relaxed);
 		}
 	}
 	return h;

@@ -258,10 +258,13 @@ void sp_stmt_forget(sqlite3_stmt *st);
 uint64_t sp_run_begin_slow(struct sp_thread *t, struct sp_stmt *s, sqlite3_stmt *st, int drawn);
 void sp_run_end_slow(struct sp_thread *t, struct sp_stmt *s, sqlite3_stmt *st, int rc, uint64_t end);
 extern _Atomic int sp_status_off; /* offset of SQLite's aCounter[], -1: use the API */
-/* Bumped when an SQL record was lost (its ring full): statements noted
+/* Bumped after an SQL record was lost (its ring full): statements noted
  * before note their text again (sent if it was forgotten) at their next
  * start. Never 0. */
 extern _Atomic uint32_t sp_sql_gen;
+/* An SQL record was lost: bump sp_sql_gen when records can be written
+ * again (not at once, or a ring-less thread would retry every time). */
+extern atomic_int sp_sql_lost;
 extern int sp_stream_restart; /* forked child: connect at the next execution */
 void sp_stmt_prepared_text(struct sp_thread *t, sqlite3_stmt *st, const char *sql, size_t len,
 			   uint64_t t0, uint64_t t1);

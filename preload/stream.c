@@ -365,8 +365,8 @@ static __thread uint64_t ring_retry_at __attribute__((tls_model("initial-exec"))
 
 static struct sp_ring *ring_new(struct sp_thread *t)
 {
-	struct sp_ring *r;
-	struct sp_ring_shared *sh;
+	struct sp_ring *r = MAP_FAILED;
+	struct sp_ring_shared *sh = MAP_FAILED;
 	int mfd;
 
 	if (stream_dead() || (ring_retry_at && sp_mono_ns() < ring_retry_at))
@@ -374,21 +374,13 @@ static struct sp_ring *ring_new(struct sp_thread *t)
 	/* MFD_CLOEXEC | MFD_ALLOW_SEALING: the collector seals it against shrinking */
 	mfd = (int)syscall(SYS_memfd_create, "sqlprof-ring", 1u | 2u);
 	if (mfd < 0)
-		return NULL;
-	if (ftruncate(mfd, (off_t)SHARED_LEN) < 0) {
-		close(mfd);
-		return NULL;
-	}
+		goto fail;
+	if (ftruncate(mfd, (off_t)SHARED_LEN) < 0)
+		goto fail;
 	sh = mmap(NULL, SHARED_LEN, PROT_READ | PROT_WRITE, MAP_SHARED, mfd, 0);
 	r = mmap(NULL, sizeof(*r), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (sh == MAP_FAILED || r == MAP_FAILED) {
-		if (sh != MAP_FAILED)
-			munmap(sh, SHARED_LEN);
-		if (r != MAP_FAILED)
-			munmap(r, sizeof(*r));
-		close(mfd);
-		return NULL;
-	}
+	if (sh == MAP_FAILED || r == MAP_FAILED)
+		goto fail;
 	if (!t->tid)
 		sp_thread_init(t);
 	sh->magic = SP_RING_MAGIC;
@@ -398,16 +390,9 @@ static struct sp_ring *ring_new(struct sp_thread *t)
 	r->sh = sh;
 	r->data = sh->data;
 	r->poked = (uint32_t)-1; /* no tail yet woken for */
-	/* a ring the collector never got takes no record (wlimit stays 0) */
-	if (ring_announce(sh, mfd) < 0) {
-		/* the collector is gone or not taking messages now: the
-		 * thread's records are lost (counted) until a later try */
-		close(mfd);
-		munmap(sh, SHARED_LEN);
-		munmap(r, sizeof(*r));
-		ring_retry_at = sp_mono_ns() + 1000000000u;
-		return NULL;
-	}
+	/* the collector is gone or not taking messages now: fail */
+	if (ring_announce(sh, mfd) < 0)
+		goto fail;
 	close(mfd);
 	pthread_mutex_lock(&reg_lock);
 	r->next = rings;
@@ -416,6 +401,18 @@ static struct sp_ring *ring_new(struct sp_thread *t)
 	pthread_setspecific(thread_key, r);
 	t->ring = r;
 	return r;
+fail:
+	/* No ring (no memfd under a seccomp filter, no memory, no collector
+	 * taking it): the thread's records are lost, counted, and it tries
+	 * again a second later - not a failing system call per record. */
+	if (mfd >= 0)
+		close(mfd);
+	if (sh != MAP_FAILED)
+		munmap(sh, SHARED_LEN);
+	if (r != MAP_FAILED)
+		munmap(r, sizeof(*r));
+	ring_retry_at = sp_mono_ns() + 1000000000u;
+	return NULL;
 }
 
 /* The ring is full: wake the collector and give it at most
@@ -501,6 +498,9 @@ void *sp_rec_reserve_slow(struct sp_thread *t, uint32_t len)
 	}
 	r->head = hd; /* past the PAD, if one was written */
 	p = r->data + off;
+	if (unlikely(atomic_load_explicit(&sp_sql_lost, memory_order_relaxed)) &&
+	    atomic_exchange(&sp_sql_lost, 0))
+		atomic_fetch_add_explicit(&sp_sql_gen, 1, memory_order_relaxed);
 	{
 		/* No check needed up to the end of the free space (the tail's
 		 * wrap) or of the buffer, whichever comes first - or up to half
