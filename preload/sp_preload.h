@@ -147,6 +147,7 @@ struct sp_ring {
 	uint64_t execs;        /* executions ended by the owner */
 	int orphan;            /* the collector never got the ring: writes are lost */
 	struct sp_ring *next;  /* registry, under the registry lock */
+	struct sp_ring *next_idle; /* idle list (thread gone), same lock */
 };
 
 /* Per-thread state, in initial-exec TLS: no allocation on access. */

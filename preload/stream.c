@@ -316,7 +316,6 @@ static int send_msg_fd(const void *body1, size_t len1, const void *body2, size_t
 /* ------------------------------------------------------------------ */
 /* Rings                                                               */
 
-static uint64_t execs_of_freed_rings;
 
 #define SHARED_LEN (sizeof(struct sp_ring_shared) + RING_SIZE)
 
@@ -326,23 +325,40 @@ static void ring_free(struct sp_ring *r)
 	munmap(r, sizeof(*r));
 }
 
-/* Thread exit: the collector may free the ring once it has read it all. */
+/* Rings of exited threads, for the next thread that needs one: a program
+ * that starts many short threads pays for a ring (a memfd, two mappings,
+ * an announcement) once per thread it runs at a time, not per thread. A
+ * ring carries records of any thread: each record says its own tid. */
+static struct sp_ring *idle_rings;
+
+/* Thread exit: its ring goes to the idle list, everything in it already
+ * published for the collector. */
 static void thread_gone(void *arg)
 {
-	struct sp_ring *r = arg, **pp;
+	struct sp_ring *r = arg;
 
 	sp_tls.ring = NULL;
-	__atomic_store_n(&r->sh->dead, 1, __ATOMIC_RELEASE);
 	pthread_mutex_lock(&reg_lock);
-	for (pp = &rings; *pp; pp = &(*pp)->next) {
-		if (*pp == r) {
-			*pp = r->next;
-			execs_of_freed_rings += r->execs;
-			break;
-		}
-	}
+	r->next_idle = idle_rings;
+	idle_rings = r;
 	pthread_mutex_unlock(&reg_lock);
-	ring_free(r);
+}
+
+/* An idle ring for thread t, or NULL. */
+static struct sp_ring *ring_reuse(struct sp_thread *t)
+{
+	struct sp_ring *r;
+
+	pthread_mutex_lock(&reg_lock);
+	r = idle_rings;
+	if (r)
+		idle_rings = r->next_idle;
+	pthread_mutex_unlock(&reg_lock);
+	if (r) {
+		pthread_setspecific(thread_key, r);
+		t->ring = r;
+	}
+	return r;
 }
 
 /* Tell the collector about a new ring: a RING record, the memfd attached. */
@@ -371,6 +387,9 @@ static struct sp_ring *ring_new(struct sp_thread *t)
 
 	if (stream_dead() || (ring_retry_at && sp_mono_ns() < ring_retry_at))
 		return NULL;
+	if ((r = ring_reuse(t)) != NULL)
+		return r;
+	r = MAP_FAILED;
 	/* MFD_CLOEXEC | MFD_ALLOW_SEALING: the collector seals it against shrinking */
 	mfd = (int)syscall(SYS_memfd_create, "sqlprof-ring", 1u | 2u);
 	if (mfd < 0)
@@ -530,7 +549,7 @@ lost:
 uint64_t sp_stream_executions(void)
 {
 	struct sp_ring *r;
-	uint64_t n = execs_of_freed_rings;
+	uint64_t n = 0;
 
 	for (r = rings; r; r = r->next)
 		n += r->execs;
@@ -744,6 +763,7 @@ void sp_stream_fork_child(void)
 		ring_free(r);
 	}
 	rings = NULL;
+	idle_rings = NULL;
 	sp_tls.ring = NULL;
 	/* the thread-exit handler must not see the parent's ring */
 	pthread_setspecific(thread_key, NULL);
@@ -755,7 +775,6 @@ void sp_stream_fork_child(void)
 	atomic_store(&msg_seq, 0);
 	atomic_store(&sp_lost, 0);
 	sp_stream_restart = 1;
-	execs_of_freed_rings = 0;
 	atomic_store(&sp_untracked, 0);
 	sp_stack_sets_reset();
 }
