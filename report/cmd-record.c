@@ -259,7 +259,13 @@ static void explain_empty(const struct sp_coll *c)
 	}
 	while ((p = hmap_next(&c->procs, &it, NULL)))
 		any_sqlite |= p->execs > 0 || p->sqlite_found;
-	if (sp_coll_executions(c) == 0)
+	if (sp_coll_executions(c) == 0 && sp_coll_lost(c) > 0)
+		fprintf(stderr,
+			"sqlprof: warning: every record of %zu process(es) was lost (%llu): the "
+			"profiler could not share its buffers with this collector (memfd_create "
+			"refused, e.g. by a seccomp filter) or the collector fell behind\n",
+			c->procs.count, (unsigned long long)sp_coll_lost(c));
+	else if (sp_coll_executions(c) == 0)
 		fprintf(stderr,
 			"sqlprof: warning: %zu process(es) ran with the profiler but no SQLite "
 			"execution reached it%s\n",
