@@ -186,9 +186,20 @@ static inline __attribute__((always_inline)) int step_tracked(struct sp_thread *
 	return rc;
 }
 
+/* A thread to set up (its first execution, or a forked child's), or the
+ * monotonic clock. */
+static __attribute__((noinline)) int step_setup(sqlite3_stmt *st)
+{
+	struct sp_thread *t = &sp_tls;
+
+	sp_thread_ready(t);
+	return sp_clock_tsc ? step_tracked(t, st, 1) : step_tracked(t, st, 0);
+}
+
 /* Everything but a set-up thread on the TSC clock: not resolved yet,
- * profiling off, inside the profiler, a NULL statement, a thread (or
- * forked child) to set up, or CLOCK_MONOTONIC. */
+ * profiling off, inside the profiler, a NULL statement, or step_setup's
+ * cases. Small, without a frame of its own: a program that preloads the
+ * library without a collector pays a few instructions a call. */
 static __attribute__((noinline)) int step_cold(sqlite3_stmt *st)
 {
 	struct sp_thread *t = &sp_tls;
@@ -198,17 +209,20 @@ static __attribute__((noinline)) int step_cold(sqlite3_stmt *st)
 		return MISSING;
 	if (!sp_hot || sp_guarded(t) || !st)
 		return sp_real.step(st);
-	sp_thread_ready(t);
-	return sp_clock_tsc ? step_tracked(t, st, 1) : step_tracked(t, st, 0);
+	return step_setup(st);
 }
 
+static __attribute__((noinline)) int step_fast(sqlite3_stmt *st)
+{
+	return step_tracked(&sp_tls, st, 1);
+}
+
+/* Only the dispatch, so that neither path pays for the other's frame. */
 SP_EXPORT int sqlite3_step(sqlite3_stmt *st)
 {
-	struct sp_thread *t = &sp_tls;
-
-	if (unlikely(t->state != SP_TS_FAST || !st))
-		return step_cold(st);
-	return step_tracked(t, st, 1);
+	if (likely(sp_tls.state == SP_TS_FAST && st))
+		return step_fast(st);
+	return step_cold(st);
 }
 
 /* reset and finalize end an execution still in progress (rows not all
@@ -231,6 +245,16 @@ static inline __attribute__((always_inline)) void end_if_running(struct sp_threa
 		abandon(t, s, st);
 }
 
+static __attribute__((noinline)) int reset_setup(sqlite3_stmt *st)
+{
+	struct sp_thread *t = &sp_tls;
+
+	sp_thread_ready(t);
+	end_if_running(t, st);
+	return sp_real.reset(st);
+}
+
+/* As step_cold: small for the library without a collector. */
 static __attribute__((noinline)) int reset_cold(sqlite3_stmt *st)
 {
 	struct sp_thread *t = &sp_tls;
@@ -238,11 +262,9 @@ static __attribute__((noinline)) int reset_cold(sqlite3_stmt *st)
 	NEED();
 	if (unlikely(!sp_real.reset))
 		return MISSING;
-	if (sp_hot && !sp_guarded(t) && st) {
-		sp_thread_ready(t);
-		end_if_running(t, st);
-	}
-	return sp_real.reset(st);
+	if (!sp_hot || sp_guarded(t) || !st)
+		return sp_real.reset(st);
+	return reset_setup(st);
 }
 
 SP_EXPORT int sqlite3_reset(sqlite3_stmt *st)
