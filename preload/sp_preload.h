@@ -146,6 +146,7 @@ struct sp_ring {
 	struct sp_ring_shared *sh;
 	uint64_t execs;        /* executions ended by the owner */
 	int orphan;            /* the collector never got the ring: writes are lost */
+	int dontfork;          /* sh is not inherited by a forked child */
 	struct sp_ring *next;  /* registry, under the registry lock */
 	struct sp_ring *next_idle; /* idle list (thread gone), same lock */
 };

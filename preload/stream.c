@@ -151,18 +151,26 @@ static void hello(void)
 
 /* Connect once per process (again after fork). Returns the fd or -1.
  * Takes conn_lock; callers never hold reg_lock. */
+/* Set while this thread connects: HELLO, sent then, must not take the
+ * reconnect path of send_msg_fd (it would take conn_lock again). */
+static __thread int in_conn_get __attribute__((tls_model("initial-exec")));
+
 static int conn_get(void)
 {
 	const char *path;
 	struct sockaddr_un sa;
 	struct stat st;
-	int fd;
+	int fd, cancel;
 
 	if (stream_dead())
 		return -1;
 	if (sock_fd >= 0)
 		return sock_fd;
+	/* connect and send are cancellation points: the program's own
+	 * thread must not be cancelled inside our work (or with our lock) */
+	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel);
 	pthread_mutex_lock(&conn_lock);
+	in_conn_get = 1;
 	if (sock_fd >= 0 || stream_dead())
 		goto out;
 	path = getenv(SP_ENV_SOCK);
@@ -178,6 +186,14 @@ static int conn_get(void)
 	memset(&sa, 0, sizeof(sa));
 	sa.sun_family = AF_UNIX;
 	strcpy(sa.sun_path, path);
+	{
+		/* a stalled collector with a full backlog must not block us
+		 * for good: connect waits at most the send timeout */
+		int ms = sp_cfg.send_timeout_ms > 0 ? sp_cfg.send_timeout_ms : 1;
+		struct timeval tv = { ms / 1000, (ms % 1000) * 1000 };
+
+		setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+	}
 	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || fstat(fd, &st) < 0) {
 		close(fd);
 		set_stream_dead(1);
@@ -205,7 +221,9 @@ static int conn_get(void)
 	atomic_store(&modules_pending, 1);
 	hello();
 out:
+	in_conn_get = 0;
 	pthread_mutex_unlock(&conn_lock);
+	pthread_setcancelstate(cancel, NULL);
 	return stream_dead() ? -1 : sock_fd;
 }
 
@@ -215,8 +233,8 @@ out:
  * less while the collector has recently been too slow; without, gives up
  * at once. Returns 0 when sent, -1 when dropped.
  */
-static int send_msg_fd(const void *body1, size_t len1, const void *body2, size_t len2,
-		       uint16_t flags, int pass_fd, int wait)
+static int send_msg_body(const void *body1, size_t len1, const void *body2, size_t len2,
+			 uint16_t flags, int pass_fd, int wait)
 {
 	struct sp_msg_hdr mh;
 	struct iovec iov[3];
@@ -231,6 +249,8 @@ static int send_msg_fd(const void *body1, size_t len1, const void *body2, size_t
 	if (fd < 0)
 		return -1;
 	if (!fd_is_ours()) {
+		if (in_conn_get)
+			return -1; /* taken from us while we connect: give up */
 		/* The program closed our descriptor (close_range, closefrom, a
 		 * loop over /proc/self/fd) or dup2()'d something over it. Never
 		 * write to it or close it - the number may be the program's now;
@@ -313,17 +333,24 @@ static int send_msg_fd(const void *body1, size_t len1, const void *body2, size_t
 	}
 }
 
+/* The program's own threads send (and poll): never a cancellation point
+ * inside our work. */
+static int send_msg_fd(const void *body1, size_t len1, const void *body2, size_t len2,
+		       uint16_t flags, int pass_fd, int wait)
+{
+	int cancel, rc;
+
+	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel);
+	rc = send_msg_body(body1, len1, body2, len2, flags, pass_fd, wait);
+	pthread_setcancelstate(cancel, NULL);
+	return rc;
+}
+
 /* ------------------------------------------------------------------ */
 /* Rings                                                               */
 
 
 #define SHARED_LEN (sizeof(struct sp_ring_shared) + RING_SIZE)
-
-static void ring_free(struct sp_ring *r)
-{
-	munmap(r->sh, SHARED_LEN);
-	munmap(r, sizeof(*r));
-}
 
 /* Rings of exited threads, for the next thread that needs one: a program
  * that starts many short threads pays for a ring (a memfd, two mappings,
@@ -400,6 +427,8 @@ static struct sp_ring *ring_new(struct sp_thread *t)
 	r = mmap(NULL, sizeof(*r), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (sh == MAP_FAILED || r == MAP_FAILED)
 		goto fail;
+	/* a forked child never sees the parent's rings (it makes its own) */
+	r->dontfork = madvise(sh, SHARED_LEN, MADV_DONTFORK) == 0;
 	if (!t->tid)
 		sp_thread_init(t);
 	sh->magic = SP_RING_MAGIC;
@@ -470,7 +499,7 @@ static uint32_t ring_wait(struct sp_ring *r, uint32_t need)
  * bytes, or NULL when the record is lost (counted). Not reentrant per
  * thread. Keeps errno.
  */
-void *sp_rec_reserve_slow(struct sp_thread *t, uint32_t len)
+static void *reserve_slow(struct sp_thread *t, uint32_t len)
 {
 	struct sp_ring *r = t->ring;
 	uint32_t hd, tl, off, need, used, half;
@@ -543,6 +572,19 @@ lost:
 	atomic_fetch_add(&sp_lost, 1);
 	errno = saved;
 	return NULL;
+}
+
+void *sp_rec_reserve_slow(struct sp_thread *t, uint32_t len)
+{
+	int cancel;
+	void *p;
+
+	/* a new ring, a wake-up, a wait for room: system calls that are
+	 * cancellation points, in the program's thread */
+	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel);
+	p = reserve_slow(t, len);
+	pthread_setcancelstate(cancel, NULL);
+	return p;
 }
 
 /* Executions ended in this process so far (for BYE). */
@@ -760,7 +802,10 @@ void sp_stream_fork_child(void)
 	pthread_mutex_init(&conn_lock, NULL);
 	for (r = rings; r; r = next) {
 		next = r->next;
-		ring_free(r);
+		if (!r->dontfork) /* else not mapped here: never munmap an
+				   * address someone else may have by now */
+			munmap(r->sh, SHARED_LEN);
+		munmap(r, sizeof(*r));
 	}
 	rings = NULL;
 	idle_rings = NULL;
@@ -775,6 +820,8 @@ void sp_stream_fork_child(void)
 	atomic_store(&msg_seq, 0);
 	atomic_store(&sp_lost, 0);
 	sp_stream_restart = 1;
+	reconnects = 0;
+	ring_retry_at = 0;
 	atomic_store(&sp_untracked, 0);
 	sp_stack_sets_reset();
 }
@@ -816,7 +863,7 @@ static void bye_file(const struct sp_rec_bye *b)
 void sp_stream_exit(void)
 {
 	struct sp_rec_bye b;
-	int sent = -1;
+	int sent = -1, cancel;
 
 	memset(&b, 0, sizeof(b));
 	sp_guard_in(&sp_tls);
@@ -826,13 +873,19 @@ void sp_stream_exit(void)
 		sp_guard_out(&sp_tls);
 		return;
 	}
+	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel);
 	b.h.type = SP_REC_BYE;
 	b.h.len = sizeof(b);
 	b.pid = (uint32_t)getpid();
 	b.tid = sp_tls.tid;
-	pthread_mutex_lock(&reg_lock);
-	b.executions = sp_stream_executions();
-	pthread_mutex_unlock(&reg_lock);
+	/* _exit from a signal handler may interrupt a thread holding the
+	 * lock: then count without it rather than hang */
+	if (pthread_mutex_trylock(&reg_lock) == 0) {
+		b.executions = sp_stream_executions();
+		pthread_mutex_unlock(&reg_lock);
+	} else {
+		b.executions = sp_stream_executions();
+	}
 	b.untracked = atomic_load(&sp_untracked);
 	b.lost = atomic_load(&sp_lost);
 	b.status = -1;
@@ -842,6 +895,7 @@ void sp_stream_exit(void)
 		b.lost = atomic_load(&sp_lost);
 		bye_file(&b);
 	}
+	pthread_setcancelstate(cancel, NULL);
 	sp_guard_out(&sp_tls);
 }
 

@@ -496,8 +496,17 @@ int cmd_record(int argc, char **argv)
 				struct ucred cr;
 				socklen_t crl = sizeof(cr);
 
-				if (fd < 0)
+				if (fd < 0) {
+					if (errno == EMFILE || errno == ENFILE) {
+						/* out of descriptors: the pending
+						 * connection stays readable; do not
+						 * spin on it */
+						struct timespec ts = { 0, 10000000 };
+
+						nanosleep(&ts, NULL);
+					}
 					break;
+				}
 				if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &crl) < 0 ||
 				    cr.uid != getuid()) {
 					fprintf(stderr, "\nsqlprof: refused a connection from uid %d\n",

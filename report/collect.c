@@ -30,6 +30,8 @@
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
+#include <linux/magic.h>
 #include <unistd.h>
 
 #include "collect.h"
@@ -536,6 +538,8 @@ static void apply(struct sp_coll *c, struct sp_proc *p, const uint8_t *rec, uint
 		const struct sp_rec_bye *r = (const void *)rec;
 
 		p->bye = 1;
+		/* its rings go when its connection closes (sp_coll_recv) */
+		p->bye_image = p->image + 1;
 		p->bye_execs += r->executions;
 		p->untracked = r->untracked;
 		if (r->lost > p->lost)
@@ -786,6 +790,7 @@ static int ring_map(struct sp_coll *c, int fd, const struct sp_rec_ring *rec, vo
 {
 	size_t need = sizeof(struct sp_ring_shared) + (size_t)rec->size;
 	struct stat st;
+	struct statfs sfs;
 	int seals;
 	void *m;
 
@@ -805,8 +810,20 @@ static int ring_map(struct sp_coll *c, int fd, const struct sp_rec_ring *rec, vo
 	 * reads fault (SIGBUS). Seal it against shrinking when the writer
 	 * allows sealing (MFD_ALLOW_SEALING); otherwise we have to rely on
 	 * it not doing so. */
-	if (!(seals & (F_SEAL_SEAL | F_SEAL_SHRINK)))
+	if (!(seals & F_SEAL_SHRINK))
 		(void)fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK);
+	seals = fcntl(fd, F_GET_SEALS);
+	if (seals < 0 || !(seals & F_SEAL_SHRINK)) {
+		/* it could be shrunk under our reads: refused */
+		close(fd);
+		return failf(c, "ring memfd cannot be sealed against shrinking "
+				"(made without MFD_ALLOW_SEALING?)");
+	}
+	/* shmem only: a hugetlbfs memfd can fault on a punched hole */
+	if (fstatfs(fd, &sfs) < 0 || sfs.f_type != TMPFS_MAGIC) {
+		close(fd);
+		return failf(c, "ring descriptor is not a shmem memfd");
+	}
 	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
 		close(fd);
 		return failf(c, "ring descriptor is not a memfd");
@@ -1038,10 +1055,15 @@ int sp_coll_input(struct sp_coll *c, const uint8_t *msg, size_t len, uint32_t pe
 	if (map && ring_register(c, map, map_len, &mi.ring, tail) < 0)
 		return -1; /* the message itself was applied */
 	p = hmap_get(&c->procs, &pid, 0, NULL);
-	if (mi.bye && p)
-		rings_retire(c, pid, p->image);
-	else if (mi.mh.flags & SP_MSG_WAKE)
+	if (mi.bye && p) {
+		/* Read them, but keep them: other threads, and library
+		 * destructors that run after ours, can still write until the
+		 * process is gone (or a failed exec goes on). The connection's
+		 * end frees them (sp_coll_recv). */
 		sp_coll_rings_drain(c, pid);
+	} else if (mi.mh.flags & SP_MSG_WAKE) {
+		sp_coll_rings_drain(c, pid);
+	}
 	return 0;
 bad:
 	if (fd >= 0)
@@ -1098,10 +1120,18 @@ int sp_coll_recv(struct sp_coll *c, int sock, uint32_t peer_pid, uint8_t *buf, s
 		}
 	}
 	if (n <= 0) {
-		/* end of the connection: read its rings, keep them */
+		/* End of the connection. After the image's BYE the process is
+		 * gone or exec'd (the socket closes only then): read its rings
+		 * one last time and free them. Without a BYE, read and keep
+		 * them: the program may have closed our descriptor, and the
+		 * preload reconnects and goes on writing into them. */
 		while (nfd)
 			close(fds[--nfd]);
-		sp_coll_rings_drain(c, peer_pid);
+		p = hmap_get(&c->procs, &peer_pid, 0, NULL);
+		if (p && p->bye_image == p->image + 1)
+			rings_retire(c, peer_pid, p->image);
+		else
+			sp_coll_rings_drain(c, peer_pid);
 		return -1;
 	}
 	if (mh.msg_flags & MSG_CTRUNC) {

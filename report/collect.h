@@ -43,6 +43,8 @@ struct sp_proc {
 	uint64_t last_seq;
 	uint32_t image;       /* process images seen: HELLOs that were not
 			       * reconnects (exec starts a new one) */
+	uint32_t bye_image;   /* image + 1 when that image said BYE, else 0:
+			       * its rings go when its connection closes */
 };
 
 /*

@@ -2199,30 +2199,47 @@ START_TEST(test_ring_fd_passing)
 	ck_assert_ptr_nonnull(strstr(c.last_error, "not a memfd"));
 	close(pfd[0]);
 	close(pfd[1]);
+	/* bad: a memfd made without MFD_ALLOW_SEALING: it could be shrunk
+	 * under the collector's reads (SIGBUS), so it is refused */
+	send_fds(sv[1], &e, &mfd, 1);
+	ck_assert_int_eq(recv_one(&c, sv[0], me, buf, MSG_CAP, "unsealable"), -2);
+	ck_assert_ptr_nonnull(strstr(c.last_error, "cannot be sealed"));
+	close(mfd);
+	wr_unmap(&w2);
+	/* the rest with a memfd as the preload makes it */
+	mfd = make_memfd_ring(&w2, me, 4096, MFD_ALLOW_SEALING, 0);
+	enc_begin(&e, me, 5, 0);
+	rr = wr_rec(&w2);
+	enc_put(&e, &rr, sizeof(rr), NULL, 0, NULL, 0);
 	/* bad: the writer's own ring header says another pid */
 	w2.sh->pid = PID_B;
 	send_fds(sv[1], &e, &mfd, 1);
 	ck_assert_int_eq(recv_one(&c, sv[0], me, buf, MSG_CAP, "header pid"), -2);
 	ck_assert_ptr_nonnull(strstr(c.last_error, "differs from its RING record"));
 	w2.sh->pid = me;
+	/* the collector sealed it on the way: it cannot shrink any more */
+	ck_assert_int_eq(ftruncate(mfd, 4096), -1);
 	/* bad: a RING record (and message) of another pid than the peer */
 	ck_assert_int_eq(recv_one(&c, sv[0], me, buf, MSG_CAP, "drained"), 0);
 	send_fds(sv[1], &e, &mfd, 1);
 	ck_assert_int_eq(recv_one(&c, sv[0], me + 1, buf, MSG_CAP, "peer pid"), -2);
 	ck_assert_ptr_nonnull(strstr(c.last_error, "connected peer"));
 	/* bad: memfd smaller than the ring it announces */
-	ck_assert_int_eq(ftruncate(mfd, 4096), 0);
-	send_fds(sv[1], &e, &mfd, 1);
-	ck_assert_int_eq(recv_one(&c, sv[0], me, buf, MSG_CAP, "small memfd"), -2);
-	ck_assert_ptr_nonnull(strstr(c.last_error, "smaller"));
-	ck_assert_int_eq(ftruncate(mfd, (off_t)w2.map_len), 0);
+	{
+		struct wring w3;
+		int small = make_memfd_ring(&w3, me, 4096, MFD_ALLOW_SEALING, 4096);
+
+		send_fds(sv[1], &e, &small, 1);
+		ck_assert_int_eq(recv_one(&c, sv[0], me, buf, MSG_CAP, "small memfd"), -2);
+		ck_assert_ptr_nonnull(strstr(c.last_error, "smaller"));
+		close(small);
+	}
 	/* bad: oversized for the buffer, with its descriptor */
 	send_fds(sv[1], &e, &mfd, 1);
 	ck_assert_int_eq(recv_one(&c, sv[0], me, buf, 40, "oversized"), -2);
 	ck_assert_ptr_nonnull(strstr(c.last_error, "oversized"));
 	ck_assert_uint_eq(c.nrings, 1);
-	/* good: the same ring without sealing allowed (the preload's
-	 * MFD_CLOEXEC only): taken, unsealed */
+	/* good: the second ring */
 	send_fds(sv[1], &e, &mfd, 1);
 	ck_assert_int_eq(recv_one(&c, sv[0], me, buf, MSG_CAP, "second ring"), 1);
 	ck_assert_uint_eq(c.nrings, 2);
@@ -2258,7 +2275,8 @@ START_TEST(test_ring_fd_passing)
 	ck_assert_uint_eq(sp_coll_rings_drain(&c, 0), 2);
 	ck_assert_uint_eq(get_q(&c, SQL_X, SP_KIND_STMT)->count, 5);
 
-	/* BYE (before exec): its rings are read one last time and freed */
+	/* BYE (before exec): its rings are read, and kept - other threads
+	 * and later destructors may still write */
 	enc_begin(&e, me, 0, 0);
 	put_lite(&e, SQL_X, 1, 50, 0, 0);
 	wr_put_msg(&w, &e);
@@ -2267,12 +2285,24 @@ START_TEST(test_ring_fd_passing)
 	put_bye(&e, 6, 0);
 	send_fds(sv[1], &e, NULL, 0);
 	ck_assert_int_eq(recv_one(&c, sv[0], me, buf, MSG_CAP, "BYE"), 1);
-	ck_assert_uint_eq(c.nrings, 0);
+	ck_assert_uint_eq(c.nrings, 2);
 	ck_assert_uint_eq(get_q(&c, SQL_X, SP_KIND_STMT)->count, 6);
+	/* written after BYE (a library destructor), then the process ends:
+	 * the connection's end reads it and frees the image's rings */
+	enc_begin(&e, me, 0, 0);
+	put_lite(&e, SQL_X, 1, 60, 0, 0);
+	wr_put_msg(&w2, &e);
+	wr_publish(&w2);
+	close(sv[1]);
+	ck_assert_int_eq(recv_one(&c, sv[0], me, buf, MSG_CAP, "EOF after BYE"), -1);
+	close(sv[0]);
+	ck_assert_uint_eq(c.nrings, 0);
+	ck_assert_uint_eq(get_q(&c, SQL_X, SP_KIND_STMT)->count, 7);
 	wr_unmap(&w);
 	wr_unmap(&w2);
 
-	/* the new image: HELLO, its own ring (image 2) */
+	/* the new image, on its own connection: HELLO, its own ring (image 2) */
+	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv), 0);
 	mfd = make_memfd_ring(&w, me, 8192, MFD_ALLOW_SEALING, 0);
 	enc_begin(&e, me, 1, 0);
 	put_hello(&e, "/bin/after-exec", SP_CLOCK_MONOTONIC);
