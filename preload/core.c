@@ -963,11 +963,6 @@ int sp_backtrace_keep_errno(uintptr_t *pcs, int max)
 	return n;
 }
 
-uint64_t sp_stack_capture(struct sp_thread *t)
-{
-	return sp_stack_capture_inline(t);
-}
-
 void sp_stack_sets_reset(void)
 {
 	sp_tls.last_stack = 0; /* the forked child's one thread */

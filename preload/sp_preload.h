@@ -374,12 +374,13 @@ static inline uint64_t sp_rng_next(struct sp_thread *t)
 	return x * 0x2545F4914F6CDD1DULL;
 }
 
-/* The random draw of one execution: 1 with probability SQLPROF_RATE. */
-static inline int sp_draw(struct sp_thread *t)
+/* The random draw of one execution: 1 with probability SQLPROF_RATE
+ * (a countdown of the gap to the next pick; at rate 1 every gap is 1). */
+static inline __attribute__((always_inline)) int sp_draw(struct sp_thread *t)
 {
 	if (likely(--t->skip != 0))
 		return 0;
-	t->skip = sp_draw_gap(t);
+	t->skip = sp_cfg.rate_one ? 1 : sp_draw_gap(t);
 	return 1;
 }
 
@@ -486,10 +487,9 @@ static inline __attribute__((always_inline)) uint64_t sp_run_begin(struct sp_thr
 	r->parent_seq = 0;
 	r->flags = 0;
 	sp_status_base(r, st);
-	if (unlikely(--t->skip == 0)) {
+	if (unlikely(sp_draw(t))) {
 		/* drawn: the stack is taken here, inline, so that the walk
 		 * climbs one frame of ours (the step shim) */
-		t->skip = sp_cfg.rate_one ? 1 : sp_draw_gap(t);
 		r->flags = SP_EXEC_RANDOM;
 		r->stack_id = sp_stack_capture_inline(t);
 		if (r->stack_id)
@@ -574,8 +574,6 @@ void sp_db_note_callbacks(sqlite3 *db);
 int sp_db_has_callbacks(uint64_t db);
 int sp_plan_once(uint64_t db, uint64_t sql_id); /* 1 the first time */
 
-/* Stack capture: fills pcs (leaf first), returns the id or 0. */
-uint64_t sp_stack_capture(struct sp_thread *t);
 void sp_stack_sets_reset(void); /* fork child: stacks are resent per pid */
 
 /* unwind.c: cached CFI unwinder; -1 means "use backtrace()". */

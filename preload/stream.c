@@ -463,6 +463,14 @@ fail:
 	return NULL;
 }
 
+/* Wake the collector (a header-only message, never waited for) and note
+ * the tail it had then. */
+static void ring_wake(struct sp_ring *r, uint32_t tl)
+{
+	send_msg_fd(NULL, 0, NULL, 0, SP_MSG_WAKE, -1, 0);
+	r->poked = tl;
+}
+
 /* The ring is full: wake the collector and give it at most
  * SQLPROF_SEND_TIMEOUT_MS (none while it has recently been too slow) to
  * make room for need bytes. Returns the tail then. */
@@ -473,8 +481,7 @@ static uint32_t ring_wait(struct sp_ring *r, uint32_t need)
 
 	if (stream_dead() || now < atomic_load_explicit(&congested_until, memory_order_relaxed))
 		return tl;
-	send_msg_fd(NULL, 0, NULL, 0, SP_MSG_WAKE, -1, 0);
-	r->poked = tl;
+	ring_wake(r, tl);
 	deadline = now + (uint64_t)sp_cfg.send_timeout_ms * 1000000u;
 	while (RING_SIZE - (r->head - tl) < need) {
 		struct timespec ts = { 0, 50000 };
@@ -526,8 +533,7 @@ static void *reserve_slow(struct sp_thread *t, uint32_t len)
 	}
 	if (used >= RING_SIZE / 2 && r->poked != tl) {
 		/* half full: wake the collector, once per tail it has published */
-		send_msg_fd(NULL, 0, NULL, 0, SP_MSG_WAKE, -1, 0);
-		r->poked = tl;
+		ring_wake(r, tl);
 	}
 	if (unlikely(RING_SIZE - used < need)) {
 		tl = ring_wait(r, need);
@@ -863,7 +869,7 @@ static void bye_file(const struct sp_rec_bye *b)
 void sp_stream_exit(void)
 {
 	struct sp_rec_bye b;
-	int sent = -1, cancel;
+	int sent = -1, cancel, locked;
 
 	memset(&b, 0, sizeof(b));
 	sp_guard_in(&sp_tls);
@@ -880,12 +886,10 @@ void sp_stream_exit(void)
 	b.tid = sp_tls.tid;
 	/* _exit from a signal handler may interrupt a thread holding the
 	 * lock: then count without it rather than hang */
-	if (pthread_mutex_trylock(&reg_lock) == 0) {
-		b.executions = sp_stream_executions();
+	locked = pthread_mutex_trylock(&reg_lock) == 0;
+	b.executions = sp_stream_executions();
+	if (locked)
 		pthread_mutex_unlock(&reg_lock);
-	} else {
-		b.executions = sp_stream_executions();
-	}
 	b.untracked = atomic_load(&sp_untracked);
 	b.lost = atomic_load(&sp_lost);
 	b.status = -1;
