@@ -47,3 +47,15 @@ expect() {
 same_file() {
 	cmp -s "$2" "$3" || { diff -u "$2" "$3" | head -40 >&2; fail "$1 differs"; }
 }
+
+# wait_started FILE PID: wait (up to 30 s) until FILE exists, as long as
+# process PID lives; succeeds when FILE exists.
+wait_started() {
+	local i
+	for i in $(seq 1 1500); do
+		[ -e "$1" ] && return 0
+		kill -0 "$2" 2>/dev/null || break
+		sleep 0.02
+	done
+	[ -e "$1" ]
+}

@@ -18,11 +18,7 @@ EOS
 TMPDIR=$TMP "$SQLPROF" record -q --rate 1 -o "$TMP/p.db" -- sh "$TMP/run.sh" \
 	>"$TMP/coll.out" 2>"$TMP/coll.err" &
 coll=$!
-for _ in $(seq 1 1500); do
-	[ -e "$TMP/started" ] && break
-	kill -0 "$coll" 2>/dev/null || break
-	sleep 0.02
-done
+wait_started "$TMP/started" "$coll"
 if [ ! -e "$TMP/started" ]; then
 	kill -9 "$coll" 2>/dev/null
 	touch "$TMP/go"

@@ -73,12 +73,7 @@ TMPDIR=$TMP/pub "$SQLPROF" record -q -o "$TMP/p.db" -- sh "$TMP/run.sh" \
 	>"$TMP/rec.out" 2>"$TMP/rec.err" &
 coll=$!
 trap 'touch "$TMP/go"' EXIT
-for _ in $(seq 1 1500); do
-	[ -e "$TMP/started" ] && break
-	kill -0 "$coll" 2>/dev/null || break
-	sleep 0.02
-done
-[ -e "$TMP/started" ] || fail "longrun never started under sqlprof: $(cat "$TMP/rec.err")"
+wait_started "$TMP/started" "$coll" || fail "longrun never started under sqlprof: $(cat "$TMP/rec.err")"
 sock=$(cat "$TMP/sockpath")
 dir=$(dirname "$sock")
 [ -S "$sock" ] || fail "SQLPROF_SOCK=$sock is not a socket"

@@ -15,12 +15,7 @@ need_prog longrun
 TMPDIR=$TMP "$SQLPROF" record -q -o "$TMP/p.db" -- "$PROGS/longrun" 100000 "$TMP/started" "$TMP/go" \
 	>"$TMP/rec.out" 2>"$TMP/rec.err" &
 coll=$!
-for _ in $(seq 1 1500); do
-	[ -e "$TMP/started" ] && break
-	kill -0 "$coll" 2>/dev/null || break
-	sleep 0.02
-done
-[ -e "$TMP/started" ] || fail "longrun never started under sqlprof: $(cat "$TMP/rec.err")"
+wait_started "$TMP/started" "$coll" || fail "longrun never started under sqlprof: $(cat "$TMP/rec.err")"
 target=$(pgrep -P "$coll" -x longrun) || fail "cannot find longrun under the collector"
 kill -9 "$target" || fail "longrun $target already gone before kill"
 wait "$coll"
