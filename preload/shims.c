@@ -1,15 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * shims.c - the interposers of libsqlprof.so, and nothing else.
+ * shims.c - the interposers of libsqlprof.so but the per-execution ones
+ * (sqlite3_step, sqlite3_reset and sqlite3_finalize are in hot.c): open
+ * and close, prepare, exec, the callback registrations, and the libc
+ * entry points that end or replace the process image.
  *
  * Each shim resolves the original (lazily: libsqlite3 may arrive by dlopen
- * after we start), times the call, calls the original and hands the result
- * to core.c. A shim always returns exactly what the original returned, and
- * leaves errno as the original left it.
- *
- * The hot path is sqlite3_step on an unsampled execution: a TLS access, a
- * hash probe, two clock reads and a few counters. No lock, malloc, stdio or
- * syscall; anything else lives in core.c behind an unlikely() branch.
+ * after we start), calls it and hands the result to stmt.c or run.c. A
+ * shim always returns exactly what the original returned, and leaves errno
+ * as the original left it.
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -142,173 +141,20 @@ PREPARE_SHIM(sqlite3_prepare16_v3, prepare16_v3, const void *, unsigned int f, s
 	return rc;
 }
 
-/* ---- step: the hot path ---- */
-
-static inline __attribute__((always_inline)) uint64_t clock_now(const int tsc)
-{
-	return tsc ? sp_rdtsc() : sp_mono_ns();
-}
-
-/* A step of a tracked statement; tsc is a constant in each copy. */
-static inline __attribute__((always_inline)) int step_tracked(struct sp_thread *t,
-							      sqlite3_stmt *st, const int tsc)
-{
-	struct sp_stmt *s = sp_stmt_lookup(t, st);
-	struct sp_run *outer;
-	uint64_t t0, t1;
-	int rc;
-
-	if (unlikely(!s)) {
-		s = sp_stmt_adopt(t, st);
-		if (!s)
-			return sp_real.step(st);
-	}
-	t0 = clock_now(tsc);
-	if (!s->run.seq)
-		t0 = sp_run_begin(t, s, st, t0, tsc);
-	outer = t->cur;
-	t->cur = &s->run;
-	rc = sp_real.step(st);
-	t1 = clock_now(tsc);
-	t->cur = outer;
-	s->run.db_time += t1 - t0;
-	if (likely(rc == SQLITE_ROW)) {
-		s->run.rows++;
-		/* slow: take the stack while the caller is still on it */
-		if (unlikely(t1 >= s->run.slow_at))
-			sp_run_on_row(t, s, st, t1);
-		return rc;
-	}
-	/* SQLITE_DONE or an error ends the execution. The statement may be
-	 * stepped again without a reset (auto-reset); that starts a new one.
-	 * sp_run_end keeps errno: its rare syscalls save and restore it. */
-	sp_run_end(t, s, st, rc, t1);
-	return rc;
-}
-
-/* A thread to set up (its first execution, or a forked child's), or the
- * monotonic clock. */
-static __attribute__((noinline)) int step_setup(sqlite3_stmt *st)
-{
-	struct sp_thread *t = &sp_tls;
-
-	sp_thread_ready(t);
-	return sp_clock_tsc ? step_tracked(t, st, 1) : step_tracked(t, st, 0);
-}
-
-/* Everything but a set-up thread on the TSC clock: not resolved yet,
- * profiling off, inside the profiler, a NULL statement, or step_setup's
- * cases. Small, without a frame of its own: a program that preloads the
- * library without a collector pays a few instructions a call. */
-static __attribute__((noinline)) int step_cold(sqlite3_stmt *st)
-{
-	struct sp_thread *t = &sp_tls;
-
-	NEED();
-	if (unlikely(!sp_real.step))
-		return MISSING;
-	if (!sp_hot || sp_guarded(t) || !st)
-		return sp_real.step(st);
-	return step_setup(st);
-}
-
-static __attribute__((noinline)) int step_fast(sqlite3_stmt *st)
-{
-	return step_tracked(&sp_tls, st, 1);
-}
-
-/* Only the dispatch, so that neither path pays for the other's frame. */
-SP_EXPORT int sqlite3_step(sqlite3_stmt *st)
-{
-	if (likely(sp_tls.state == SP_TS_FAST && st))
-		return step_fast(st);
-	return step_cold(st);
-}
-
-/* reset and finalize end an execution still in progress (rows not all
- * consumed). sqlite3_step resets the statement itself when it re-prepares
- * an expired one (a schema change, a LIKE pattern rebound): that reset,
- * inside this statement's own step (t->cur), is not the end. */
-static __attribute__((noinline)) void abandon(struct sp_thread *t, struct sp_stmt *s,
-					      sqlite3_stmt *st)
-{
-	sp_run_abandon(t, s, st, sp_now());
-}
-
-static inline __attribute__((always_inline)) void end_if_running(struct sp_thread *t,
-								 sqlite3_stmt *st)
-{
-	struct sp_stmt *s = sp_stmt_lookup(t, st);
-
-	/* the common reset follows SQLITE_DONE: nothing in progress */
-	if (unlikely(s && s->run.seq && t->cur != &s->run))
-		abandon(t, s, st);
-}
-
-static __attribute__((noinline)) int reset_setup(sqlite3_stmt *st)
-{
-	struct sp_thread *t = &sp_tls;
-
-	sp_thread_ready(t);
-	end_if_running(t, st);
-	return sp_real.reset(st);
-}
-
-/* As step_cold: small for the library without a collector. */
-static __attribute__((noinline)) int reset_cold(sqlite3_stmt *st)
-{
-	struct sp_thread *t = &sp_tls;
-
-	NEED();
-	if (unlikely(!sp_real.reset))
-		return MISSING;
-	if (!sp_hot || sp_guarded(t) || !st)
-		return sp_real.reset(st);
-	return reset_setup(st);
-}
-
-SP_EXPORT int sqlite3_reset(sqlite3_stmt *st)
-{
-	struct sp_thread *t = &sp_tls;
-
-	if (unlikely(t->state != SP_TS_FAST || !st))
-		return reset_cold(st);
-	end_if_running(t, st);
-	return sp_real.reset(st);
-}
-
-SP_EXPORT int sqlite3_finalize(sqlite3_stmt *st)
-{
-	struct sp_thread *t = &sp_tls;
-
-	NEED();
-	if (unlikely(!sp_real.finalize))
-		return MISSING;
-	if (st && sp_hot && !sp_guarded(t)) {
-		int saved = errno;
-		struct sp_stmt *s;
-
-		sp_thread_ready(t);
-		s = sp_stmt_find_hot(st);
-		if (s && s->run.seq)
-			sp_run_abandon(t, s, st, sp_now());
-		if (s)
-			sp_stmt_forget(st);
-		errno = saved;
-	}
-	return sp_real.finalize(st);
-}
-
 /* ---- exec: an execution of its own, parent of the statements it runs when
  * they reach our shims (Debian's build: through the PLT). ---- */
 
+/* The run lives in thread-local storage (run.c), never in this frame:
+ * an exception or longjmp through the call leaves nothing of ours
+ * pointing at a dead frame, and the next call finds it closed. */
 SP_EXPORT int sqlite3_exec(sqlite3 *db, const char *sql,
 			   int (*cb)(void *, int, char **, char **), void *arg,
 			   char **errmsg)
 {
 	struct sp_thread *t = &sp_tls;
-	struct sp_run run, *outer;
-	uint64_t sql_id;
+	uintptr_t frame = (uintptr_t)__builtin_frame_address(0);
+	struct sp_run *run;
+	uint64_t sql_id, shape, t1;
 	int rc, saved;
 
 	NEED();
@@ -317,22 +163,21 @@ SP_EXPORT int sqlite3_exec(sqlite3 *db, const char *sql,
 	if (!sp_hot || sp_guarded(t) || !sql)
 		return sp_real.exec(db, sql, cb, arg, errmsg);
 	saved = errno;
-	sql_id = sp_sql_note(t, sql, strlen(sql));
-	sp_exec_begin(t, &run, sql_id);
+	sp_thread_ready(t);
+	sql_id = sp_sql_note(t, sql, strlen(sql), &shape);
+	run = sp_exec_begin(t, sql_id, frame);
 	errno = saved;
-	outer = t->cur;
-	t->cur = &run;
-	run.start = sp_now();
+	if (!run)
+		return sp_real.exec(db, sql, cb, arg, errmsg);
+	t->cur = run;
+	run->start = sp_now();
 	rc = sp_real.exec(db, sql, cb, arg, errmsg);
-	{
-		uint64_t t1 = sp_now();
-
-		t->cur = outer;
-		run.db_time = t1 - run.start;
-		saved = errno;
-		sp_exec_end(t, &run, sql_id, db, rc, t1);
-		errno = saved;
-	}
+	t1 = sp_now();
+	t->cur = run->parent;
+	run->db = t1 - run->start;
+	saved = errno;
+	sp_exec_end(t, run, sql_id, shape, db, rc, t1);
+	errno = saved;
 	return rc;
 }
 

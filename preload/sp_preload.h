@@ -1,8 +1,17 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * sp_preload.h - internal interface of libsqlprof.so, shared by the shims
- * (shims.c), the execution tracker (core.c) and the transport (stream.c).
- * Nothing here is exported from the shared object.
+ * sp_preload.h - internal interface of libsqlprof.so. Declarations only,
+ * plus the few small inlines that several files share (the clock, the
+ * statement lookup, the counters, the sampling countdown). The hot path
+ * itself is in hot.c. Nothing here is exported from the shared object.
+ *
+ * Files: hot.c (step, reset, finalize: the per-execution path), shims.c
+ * (every other interposer), run.c (execution slow paths: start, end,
+ * nesting, errors, stacks, events), stats.c (the shared statistics:
+ * arenas and query records), stmt.c (the statement table, SQL texts, the
+ * id sets, the counter probe), config.c (configuration, clock), resolve.c
+ * (the originals), life.c (constructor, fork, destructor), stream.c
+ * (rings, connection, module map, BYE), plan.c, unwind.c.
  */
 #ifndef SP_PRELOAD_H
 #define SP_PRELOAD_H
@@ -18,6 +27,7 @@
 #define SP_EXPORT __attribute__((visibility("default")))
 #define likely(x) __builtin_expect(!!(x), 1)
 #define unlikely(x) __builtin_expect(!!(x), 0)
+#define SP_INLINE static inline __attribute__((always_inline))
 
 /* Originals, resolved lazily (libsqlite3 may be dlopen'd after we start). */
 struct sp_real {
@@ -56,12 +66,12 @@ struct sp_real {
 };
 extern struct sp_real sp_real;
 extern atomic_int sp_resolved; /* 1 once libsqlite3's functions are resolved */
-/* 1 when profiling is on and the originals are known: the one flag the hot
- * path tests. */
+/* 1 when profiling is on and the originals are known. */
 extern int sp_hot;
 int sp_resolve(void);            /* 0 when the sqlite3 originals are known */
 
-/* Configuration, read once in the constructor (core.c). */
+/* ---- config.c ---- */
+
 struct sp_config {
 	int enabled;            /* 0: pass everything through untouched */
 	double rate;            /* SQLPROF_RATE */
@@ -75,15 +85,16 @@ struct sp_config {
 	int follow;
 	int plans;               /* SQLPROF_PLANS: capture query plans */
 };
-
 extern struct sp_config sp_cfg;
+void sp_read_config(void);
+void sp_warn_bad(const char *var, const char *val, const char *why);
 
 /* Clock: TSC when the kernel itself uses it as clocksource, else
  * CLOCK_MONOTONIC. Units are opaque to the preload; HELLO says which. */
 extern int sp_clock_tsc;
 uint64_t sp_mono_ns(void);
 double sp_tsc_per_ns(void); /* calibrated once in the constructor */
-static inline uint64_t sp_rdtsc(void)
+SP_INLINE uint64_t sp_rdtsc(void)
 {
 	uint32_t lo, hi;
 
@@ -91,65 +102,99 @@ static inline uint64_t sp_rdtsc(void)
 	return ((uint64_t)hi << 32) | lo;
 }
 
-static inline uint64_t sp_now(void)
+SP_INLINE uint64_t sp_now(void)
 {
 	if (likely(sp_clock_tsc))
 		return sp_rdtsc();
 	return sp_mono_ns();
 }
 
-/* State of one execution in progress (a statement's, or an exec call's). */
+/* ---- executions ---- */
+
+/* Bits of sp_run.flags that are ours and never sent. */
+#define SP_RUN_HAS_NESTED (1u << 15) /* a nested execution credited its time */
+#define SP_RUN_PRIVATE SP_RUN_HAS_NESTED
+
+/*
+ * State of one execution in progress (a statement's, or an exec call's).
+ * Between executions every field from seq on is 0 (outer and frame
+ * aside): the fast start stores only start, db, rows, slow_at and the
+ * counter base.
+ */
 struct sp_run {
-	uint64_t seq;         /* 0: no execution in progress */
-	uint64_t start;
+	uint64_t start;       /* first step; 0: no execution in progress */
+	uint64_t db;          /* time inside the step calls */
+	uint64_t rows;
 	uint64_t slow_at;     /* clock value from which it is slow; UINT64_MAX
-			       * once noted (or for an exec call) */
-	/* zeroed together when an execution starts */
-	uint64_t db_time, rows, nested_time, stack_id;
-	struct sp_run *parent;
-	uint64_t parent_seq;
+			       * once noted */
 	uint32_t base[4] __attribute__((aligned(16))); /* counters at start:
 			       * fullscan, sort, autoindex, vm (SQLite's order) */
-	uint16_t flags;       /* SP_EXEC_* */
+	uint64_t seq;         /* per-thread execution number, given when an
+			       * event or a nested execution needs it */
+	uint64_t nested_time; /* db time of executions nested in this one */
+	uint64_t stack_id;
+	struct sp_run *parent;
+	uint64_t parent_seq;
+	uint16_t flags;       /* SP_EXEC_* and SP_RUN_* */
+	uint16_t kind;        /* enum sp_exec_kind */
+	uint32_t pad;
+	uintptr_t frame;      /* exec calls: the shim's frame address */
+	struct sp_run *outer; /* t->cur when the running step call began */
 };
 
-/* One tracked prepared statement (slot of the lock-free table in core.c). */
+/* One tracked prepared statement (slot of the lock-free table, stmt.c). */
 struct sp_stmt {
 	_Atomic uintptr_t key; /* sqlite3_stmt*, 0 empty, 1 tombstone */
+	struct sp_agg_query *agg; /* its totals in the arena agg_arena */
+	uint64_t agg_arena;    /* id of that arena (pid << 32 | number); 0:
+				* none: the next start binds it */
 	uint64_t sql_id;
 	uint64_t db;
+	uint64_t shape;        /* run key: the text without its literals */
 	uint32_t nexec;        /* executions started (first-exec sampling) */
-	uint32_t sql_gen;      /* sp_sql_gen when its SQL text was noted */
-	/* sp_sql_gen when an execution last went through sp_run_begin_slow:
-	 * the inline start is allowed while it is current (0 = never, so the
-	 * first execution of a statement always takes the slow start) */
-	uint32_t fast_gen;
+	uint32_t pad;
 	struct sp_run run;
 };
 
-/* Per-thread ring of encoded records, in memory shared with the collector
- * (struct sp_ring_shared in a memfd, see sp_wire.h): the owner thread
- * writes records and publishes its head; the collector reads them and
- * publishes its tail. This private part holds what only the owner uses,
- * so nothing the collector writes can steer the owner's writes. Defined
- * here so the reserve fast path inlines into the shims. */
-#define SP_RING_SIZE (128u * 1024u)
-#define SP_RING_MASK (SP_RING_SIZE - 1u)
-struct sp_ring {
-	uint32_t head;         /* end of the committed records (also in sh), or
-				* where the next record goes after a PAD the
-				* slow path wrote (published with that record) */
-	uint32_t wlimit;       /* head value up to which writing needs no check,
-				* as of the last slow reservation */
-	uint32_t poked;        /* tail value at which we last woke the collector */
-	uint8_t *data;         /* sh->data */
-	struct sp_ring_shared *sh;
-	uint64_t execs;        /* executions ended by the owner */
-	int orphan;            /* the collector never got the ring: writes are lost */
-	int dontfork;          /* sh is not inherited by a forked child */
-	struct sp_ring *next;  /* registry, under the registry lock */
-	struct sp_ring *next_idle; /* idle list (thread gone), same lock */
+/* ---- stats.c: the shared statistics ---- */
+
+struct sp_thread;
+
+/* One thread's arena (private part; the shared part is its chunks). */
+struct sp_arena {
+	uint64_t id;                 /* pid << 32 | number */
+	uint32_t number;
+	struct sp_agg_arena *sh;     /* its SP_AGG_ARENA record */
+	struct sp_stats_chunk *chunk; /* current chunk */
+	uint8_t *free, *end;         /* free space in it */
+	uint64_t run_shape;          /* shape of the open run */
+	struct sp_aslot *tab;        /* (sql_id, kind) -> query record */
+	size_t tab_cap, tab_used;
+	struct sp_arena *next;       /* registry, under its lock */
+	struct sp_arena *next_idle;
 };
+
+extern struct sp_stats_hdr *sp_stats; /* NULL: no shared statistics */
+int sp_stats_init(void);     /* constructor (and a forked child) */
+int sp_stats_fd(void);       /* the memfd, to send with HELLO; -1 none */
+void sp_stats_fork_child(void);
+/* The calling thread's arena (made or reused on first use); NULL when
+ * there is no room or no statistics. */
+struct sp_arena *sp_arena_get(struct sp_thread *t);
+/* The query record of (sql_id, kind) in arena a, made on first use; NULL
+ * when there is no room (the execution is counted as unattributed). */
+struct sp_agg_query *sp_agg_get(struct sp_arena *a, uint64_t sql_id, uint32_t kind);
+/* Slow halves of the hot path's updates. */
+uint64_t *sp_agg_hist_block(struct sp_agg_query *q, uint32_t block);
+void sp_agg_error(struct sp_agg_query *q, int rc);
+void sp_run_switch(struct sp_thread *t, struct sp_agg_query *q, uint64_t shape);
+void sp_run_close(struct sp_thread *t);
+uint64_t sp_stats_executions(void); /* executions counted so far (BYE) */
+void sp_stats_unattributed(void);
+
+/* ---- per thread ---- */
+
+struct sp_ring;
 
 /* Per-thread state, in initial-exec TLS: no allocation on access. */
 struct sp_thread {
@@ -160,59 +205,70 @@ struct sp_thread {
 	uint32_t state;
 	uint32_t tid;          /* 0 until sp_thread_init (also after fork) */
 	uint32_t pid;          /* set with tid */
-	struct sp_ring *ring;  /* NULL until the thread's first record */
+	uint32_t exec_depth;   /* exec calls running (exec_runs in use) */
 	struct sp_run *cur;    /* execution whose call (step, exec) we are in */
-	uint64_t seq;          /* last execution number */
-	uint64_t skip;         /* executions until the next random draw hits */
-	/* the first 16 bytes of this thread's EXEC_LITE records: header,
-	 * pid, tid (set with tid by sp_thread_init) */
-	uint64_t lite_head[2] __attribute__((aligned(16)));
-	uint64_t rng;
-	uint64_t last_stack;   /* id of the last stack this thread sent or saw sent */
+	uint64_t arena_id;     /* arena ? arena->id : an id no statement has */
+	struct sp_arena *arena;
+	/* the open N+1 run: the query record it is credited to, and its
+	 * length (in the arena's shared record) */
+	struct sp_agg_query *run_q;
+	uint64_t *run_len;
 	struct sp_stmt *last_stmt; /* the statement this thread looked up last;
 				    * valid while its slot's key is still that
-				    * statement (sp_stmt_lookup) */
+				    * statement (never NULL once set up) */
+	uint64_t skip;         /* executions until the next random draw hits */
+	struct sp_ring *ring;  /* NULL until the thread's first record */
+	uint64_t seq;          /* last execution number given */
+	uint64_t rng;
+	uint64_t last_stack;   /* id of the last stack this thread sent or saw sent */
 };
 extern __thread struct sp_thread sp_tls;
+
+/* sqlite3_exec calls run nested at most this deep per thread are
+ * profiled; their state lives here, never on a stack frame that an
+ * exception or longjmp could take away. */
+#define SP_EXEC_DEPTH 8
+extern __thread struct sp_run sp_exec_runs[SP_EXEC_DEPTH];
 
 #define SP_TS_SETUP 1u
 #define SP_TS_TSC 2u
 #define SP_TS_FAST (SP_TS_SETUP | SP_TS_TSC)
 #define SP_TS_GUARD 4u
-static inline void sp_guard_in(struct sp_thread *t)
+SP_INLINE void sp_guard_in(struct sp_thread *t)
 {
 	t->state += SP_TS_GUARD;
 }
 
-static inline void sp_guard_out(struct sp_thread *t)
+SP_INLINE void sp_guard_out(struct sp_thread *t)
 {
 	t->state -= SP_TS_GUARD;
 }
 
-static inline int sp_guarded(const struct sp_thread *t)
+SP_INLINE int sp_guarded(const struct sp_thread *t)
 {
 	return t->state >= SP_TS_GUARD;
 }
 
 /* Make the thread ready for the inline path (ids, fork child restart,
- * sampling state). Only when profiling is on and not guarded. */
+ * sampling state, arena). Only when profiling is on and not guarded. */
 void sp_thread_ready(struct sp_thread *t);
+void sp_thread_init(struct sp_thread *t);
 
-/* core.c: the table of live statements (lock-free, open addressing). */
+/* ---- stmt.c: the table of live statements ---- */
 #define STMT_BITS 16
 #define STMT_N (1u << STMT_BITS)
 #define STMT_MAX_PROBE 64
 extern struct sp_stmt *sp_stmts;
+extern struct sp_stmt sp_stmt_none; /* last_stmt before any lookup */
 
-static inline uint64_t sp_stmt_hash(const void *p)
+SP_INLINE uint64_t sp_stmt_hash(const void *p)
 {
 	return ((uint64_t)(uintptr_t)p * 0x9E3779B97F4A7C15ULL) >> (64 - STMT_BITS);
 }
 
-/* The tracked state of a statement, or NULL. Inlined: it is on the path of
- * every step. The _hot variant is for a thread set up (SP_TS_SETUP),
- * which implies the table exists. */
-static inline struct sp_stmt *sp_stmt_find_hot(sqlite3_stmt *st)
+/* The tracked state of a statement, or NULL. The table exists once a
+ * thread is set up (SP_TS_SETUP). */
+SP_INLINE struct sp_stmt *sp_stmt_find_hot(sqlite3_stmt *st)
 {
 	uint64_t i = sp_stmt_hash(st);
 	uintptr_t key = (uintptr_t)st;
@@ -233,12 +289,11 @@ static inline struct sp_stmt *sp_stmt_find_hot(sqlite3_stmt *st)
  * last: programs run one statement in a loop (step, step, reset). The slot
  * is checked by its key, so a slot freed or reused since is never taken
  * for another statement's. */
-static inline struct sp_stmt *sp_stmt_lookup(struct sp_thread *t, sqlite3_stmt *st)
+SP_INLINE struct sp_stmt *sp_stmt_lookup(struct sp_thread *t, sqlite3_stmt *st)
 {
 	struct sp_stmt *s = t->last_stmt;
 
-	if (likely(s != NULL &&
-		   atomic_load_explicit(&s->key, memory_order_acquire) == (uintptr_t)st))
+	if (likely(atomic_load_explicit(&s->key, memory_order_acquire) == (uintptr_t)st))
 		return s;
 	s = sp_stmt_find_hot(st);
 	if (s)
@@ -246,90 +301,50 @@ static inline struct sp_stmt *sp_stmt_lookup(struct sp_thread *t, sqlite3_stmt *
 	return s;
 }
 
-static inline struct sp_stmt *sp_stmt_find(sqlite3_stmt *st)
-{
-	if (unlikely(!sp_stmts))
-		return NULL;
-	return sp_stmt_find_hot(st);
-}
-
 struct sp_stmt *sp_stmt_adopt(struct sp_thread *t, sqlite3_stmt *st);
 void sp_stmt_forget(sqlite3_stmt *st);
-/* drawn: the random draw already made by the caller (1 = hit), -1 if none.
- * Returns the clock value at which the execution starts. */
-uint64_t sp_run_begin_slow(struct sp_thread *t, struct sp_stmt *s, sqlite3_stmt *st, int drawn);
-void sp_run_end_slow(struct sp_thread *t, struct sp_stmt *s, sqlite3_stmt *st, int rc, uint64_t end);
-extern _Atomic int sp_status_off; /* offset of SQLite's aCounter[], -1: use the API */
-/* Bumped after an SQL record was lost (its ring full): statements noted
- * before note their text again (sent if it was forgotten) at their next
- * start. Never 0. */
-extern _Atomic uint32_t sp_sql_gen;
-/* An SQL record was lost: bump sp_sql_gen when records can be written
- * again (not at once, or a ring-less thread would retry every time). */
-extern atomic_int sp_sql_lost;
-extern int sp_stream_restart; /* forked child: connect at the next execution */
 void sp_stmt_prepared_text(struct sp_thread *t, sqlite3_stmt *st, const char *sql, size_t len,
 			   uint64_t t0, uint64_t t1);
-uint64_t sp_stream_executions(void);
-void sp_run_on_row(struct sp_thread *t, struct sp_stmt *s, sqlite3_stmt *st, uint64_t now);
-uint64_t sp_sql_note(struct sp_thread *t, const char *sql, size_t len);
-void sp_exec_begin(struct sp_thread *t, struct sp_run *r, uint64_t sql_id);
-void sp_exec_end(struct sp_thread *t, struct sp_run *r, uint64_t sql_id, sqlite3 *db, int rc, uint64_t end);
-void sp_thread_init(struct sp_thread *t);
+/* Note an SQL text: its id, its shape (*shape, may be NULL), and its SQL
+ * record the first time in the process. */
+uint64_t sp_sql_note(struct sp_thread *t, const char *sql, size_t len, uint64_t *shape);
+/* SQL records that were lost (ring full): send them now if there is room. */
+extern atomic_int sp_sql_pending;
+void sp_sql_flush(struct sp_thread *t);
+int sp_first_exec(uint64_t sql_id, uint32_t kind); /* 1 the first time in the process */
 extern atomic_ullong sp_untracked;
+void sp_stmt_tables_init(void);
+void sp_probe_status_once(void);
+
+/* ---- run.c: execution slow paths ---- */
+
+/* drawn: the random draw already made by the caller (1 = hit), -1 if
+ * none. frame: the frame address of the interposer entered from the
+ * program (step_general), 0 when no exec call can be running. Returns the
+ * clock value at which the execution starts. */
+uint64_t sp_run_begin_slow(struct sp_thread *t, struct sp_stmt *s, sqlite3_stmt *st, int drawn,
+			   uintptr_t frame);
+void sp_run_end_slow(struct sp_thread *t, struct sp_stmt *s, sqlite3_stmt *st, int rc, uint64_t end);
+void sp_run_on_row(struct sp_thread *t, struct sp_stmt *s, uint64_t now);
+/* An exec call: its run (NULL: too deep, not profiled). */
+struct sp_run *sp_exec_begin(struct sp_thread *t, uint64_t sql_id, uintptr_t frame);
+void sp_exec_end(struct sp_thread *t, struct sp_run *r, uint64_t sql_id, uint64_t shape,
+		 sqlite3 *db, int rc, uint64_t end);
+/* An execution whose statement SQLite freed without our finalize shim. */
+void sp_run_stale(struct sp_thread *t, struct sp_stmt *s);
 /* Executions until the next random draw hits (>= 1): geometric gaps give
  * the same choices as one draw per execution, for a decrement each. */
 uint64_t sp_draw_gap(struct sp_thread *t);
 
-/* stream.c */
-void *sp_rec_reserve_slow(struct sp_thread *t, uint32_t len); /* NULL: lost */
-
-/* Reserve len bytes (multiple of 8) in the thread's ring; NULL when the
- * record is lost (counted). The common case is a compare against the
- * producer's own limit (wlimit: where the free linear space ends, as of
- * the last slow reservation). */
-static inline void *sp_rec_reserve(struct sp_thread *t, uint32_t len)
-{
-	struct sp_ring *r = t->ring;
-
-	if (likely(r != NULL)) {
-		uint32_t hd = r->head;
-
-		if (likely(r->wlimit - hd >= len)) /* wlimit never falls behind head */
-			return r->data + (hd & SP_RING_MASK);
-	}
-	return sp_rec_reserve_slow(t, len);
-}
-
-static inline void sp_rec_commit(struct sp_thread *t, uint32_t len)
-{
-	struct sp_ring *r = t->ring;
-
-	r->head += len;
-	__atomic_store_n(&r->sh->head, r->head, __ATOMIC_RELEASE);
-}
-int sp_stream_init(void);       /* constructor: connect, hello */
-void sp_stream_fork_child(void);
-void sp_stream_exit(void);      /* destructor: BYE */
-/* Before _exit or exec: say BYE, unless this is a vfork child
- * sharing its parent's memory (then the parent's state is not ours). */
-void sp_stream_leaving(void);
-extern uint32_t sp_proc_pid;
-/* Set in a forked child: connect at the next execution (not in the fork
- * handler, where that is not allowed). */
-extern int sp_stream_restart;
-void sp_stream_child_start(void);
-void sp_modules_changed(void);  /* resend the map if libraries came or went */
-void sp_modules_maybe_send(void);
-extern atomic_ullong sp_lost;
-extern atomic_int sp_stream_dead;
+extern _Atomic int sp_status_off; /* offset of SQLite's aCounter[], -1: use the API */
 
 /* Statement counters: fullscan, sort, autoindex, vm steps, as one 16-byte
- * vector. See core.c (probe_status_layout) for why they are read from
+ * vector. See stmt.c (probe_status_layout) for why they are read from
  * memory: SQLite keeps them as u32 aCounter[], these four at [1..4]. */
 typedef uint32_t sp_v4u __attribute__((vector_size(16)));
+typedef uint64_t sp_v2q __attribute__((vector_size(16)));
 
-static inline sp_v4u sp_status_read(sqlite3_stmt *st)
+SP_INLINE sp_v4u sp_status_read(sqlite3_stmt *st)
 {
 	int off = atomic_load_explicit(&sp_status_off, memory_order_relaxed);
 	sp_v4u v;
@@ -346,7 +361,7 @@ static inline sp_v4u sp_status_read(sqlite3_stmt *st)
 	return v;
 }
 
-static inline void sp_status_base(struct sp_run *r, sqlite3_stmt *st)
+SP_INLINE void sp_status_base(struct sp_run *r, sqlite3_stmt *st)
 {
 	sp_v4u v = sp_status_read(st);
 
@@ -354,7 +369,7 @@ static inline void sp_status_base(struct sp_run *r, sqlite3_stmt *st)
 }
 
 /* Counters since the execution started: fullscan, sort, autoindex, vm. */
-static inline sp_v4u sp_status_delta(const struct sp_run *r, sqlite3_stmt *st)
+SP_INLINE sp_v4u sp_status_delta(const struct sp_run *r, sqlite3_stmt *st)
 {
 	sp_v4u b, now = sp_status_read(st);
 
@@ -362,7 +377,55 @@ static inline sp_v4u sp_status_delta(const struct sp_run *r, sqlite3_stmt *st)
 	return now - b;
 }
 
-static inline uint64_t sp_rng_next(struct sp_thread *t)
+/*
+ * Add one ended execution to its query record (the arena's owner only).
+ * Plain stores: a reader sees every field only grow.
+ */
+SP_INLINE void sp_agg_add(struct sp_agg_query *q, const struct sp_run *r, uint64_t end,
+			  sp_v4u d)
+{
+	uint64_t db = r->db;
+	uint32_t i = sp_hist_index(db);
+	uint64_t blk = q->hist[i / SP_HIST_PER_BLOCK];
+	sp_v2q lo = { d[0], d[1] }, hi = { d[2], d[3] }, c;
+
+	q->count++;
+	q->db += db;
+	q->wall += end - r->start;
+	q->rows += r->rows;
+	if (unlikely(db < q->min))
+		q->min = db;
+	if (unlikely(db > q->max))
+		q->max = db;
+	__builtin_memcpy(&c, &q->fullscan_steps, sizeof(c));
+	c += lo;
+	__builtin_memcpy(&q->fullscan_steps, &c, sizeof(c));
+	__builtin_memcpy(&c, &q->autoindex, sizeof(c));
+	c += hi;
+	__builtin_memcpy(&q->autoindex, &c, sizeof(c));
+	if (likely(blk != 0))
+		((struct sp_agg_hist *)(uintptr_t)blk)->bucket[i % SP_HIST_PER_BLOCK]++;
+	else {
+		uint64_t *b = sp_agg_hist_block(q, i / SP_HIST_PER_BLOCK);
+
+		if (b)
+			b[i % SP_HIST_PER_BLOCK]++;
+		else
+			q->hist_lost++;
+	}
+}
+
+/* A top-level execution of q ended: its thread's N+1 run goes on or
+ * switches to q. */
+SP_INLINE void sp_run_note(struct sp_thread *t, struct sp_agg_query *q, uint64_t shape)
+{
+	if (likely(t->run_q == q))
+		++*t->run_len;
+	else
+		sp_run_switch(t, q, shape);
+}
+
+SP_INLINE uint64_t sp_rng_next(struct sp_thread *t)
 {
 	/* xorshift64*, per thread */
 	uint64_t x = t->rng;
@@ -376,7 +439,7 @@ static inline uint64_t sp_rng_next(struct sp_thread *t)
 
 /* The random draw of one execution: 1 with probability SQLPROF_RATE
  * (a countdown of the gap to the next pick; at rate 1 every gap is 1). */
-static inline __attribute__((always_inline)) int sp_draw(struct sp_thread *t)
+SP_INLINE int sp_draw(struct sp_thread *t)
 {
 	if (likely(--t->skip != 0))
 		return 0;
@@ -384,8 +447,9 @@ static inline __attribute__((always_inline)) int sp_draw(struct sp_thread *t)
 	return 1;
 }
 
-/* Stacks (core.c). Text range of libsqlprof itself: leading frames inside
- * it are dropped. */
+/* ---- stacks (run.c, unwind.c) ---- */
+
+/* Text range of libsqlprof itself: leading frames inside it are dropped. */
 extern uintptr_t sp_self_lo, sp_self_hi;
 /* A stack not known to be sent by this thread lately: note it in the set
  * and write its STACK record the first time in the process. Keeps errno. */
@@ -393,190 +457,41 @@ uint64_t sp_stack_note(struct sp_thread *t, const uintptr_t *pcs, int depth, uin
 int sp_unwind(uintptr_t *pcs, int max);
 extern int sp_use_cfi_unwinder;
 int sp_backtrace_keep_errno(uintptr_t *pcs, int max);
+/* The calling thread's stack above libsqlprof, as a stack id (0: none).
+ * Keeps errno. */
+uint64_t sp_stack_capture(struct sp_thread *t);
+void sp_stack_sets_reset(void); /* fork child: stacks are resent per pid */
+int sp_unwind_init(void);       /* unwind.c: cached CFI unwinder; -1: backtrace() */
 
-/* The stack of the calling thread above libsqlprof, as a stack id (0:
- * none). Inlined where a walk starts, so that it has fewer frames of ours
- * to climb. Keeps errno. */
-static inline __attribute__((always_inline)) uint64_t sp_stack_capture_inline(struct sp_thread *t)
-{
-	uintptr_t pcs[SP_STACK_MAX + 8], lo, span;
-	int n = -1, skip = 1, depth, i, max;
-	uint64_t h = 0xcbf29ce484222325ULL;
+/* ---- stream.c ---- */
+void *sp_rec_reserve_slow(struct sp_thread *t, uint32_t len); /* NULL: lost */
 
-	if (likely(sp_use_cfi_unwinder))
-		n = sp_unwind(pcs, sp_cfg.depth + 8);
-	if (unlikely(n < 0)) /* not ours to unwind (signal frame, no CFI): libgcc's */
-		n = sp_backtrace_keep_errno(pcs, sp_cfg.depth + 8);
-	/* read after the walk, so that nothing waits in memory across it */
-	lo = sp_self_lo;
-	span = sp_self_hi - sp_self_lo;
-	max = sp_cfg.depth;
-	/* pcs[0] is always ours: the function this is inlined into */
-	while (skip < n && pcs[skip] - lo < span)
-		skip++;
-	depth = n - skip;
-	if (depth > max)
-		depth = max;
-	if (depth <= 0)
-		return 0;
-	for (i = 0; i < depth; i++)
-		h = (h ^ (uint64_t)pcs[skip + i]) * 0x100000001b3ULL;
-	h ^= (uint64_t)depth;
-	h |= 1; /* 0 means no stack */
-	/* the same stack as this thread's last one: sent already */
-	if (likely(h == t->last_stack))
-		return h;
-	return sp_stack_note(t, pcs + skip, depth, h);
-}
+/* Reserve len bytes (multiple of 8) in the thread's ring; NULL when the
+ * record is lost (counted). */
+void *sp_rec_reserve(struct sp_thread *t, uint32_t len);
+void sp_rec_commit(struct sp_thread *t, uint32_t len);
+int sp_stream_init(void);       /* constructor: connect, hello */
+void sp_stream_fork_child(void);
+void sp_stream_exit(void);      /* destructor: BYE */
+/* Before _exit or exec: say BYE, unless this is a vfork child
+ * sharing its parent's memory (then the parent's state is not ours). */
+void sp_stream_leaving(void);
+extern uint32_t sp_proc_pid;
+/* Set in a forked child: connect at the next execution (not in the fork
+ * handler, where that is not allowed). */
+extern int sp_stream_restart;
+void sp_stream_child_start(void);
+void sp_modules_changed(void);  /* resend the map if libraries came or went */
+void sp_modules_maybe_send(void);
+extern atomic_ullong sp_lost;
+extern atomic_int sp_stream_dead;
+uint32_t sp_my_pid(void);
 
-/* A full EXEC record of an execution that ended at end (the thread is set
- * up: t->pid, t->tid). */
-static inline __attribute__((always_inline)) void sp_emit_exec(struct sp_thread *t,
-							       const struct sp_run *r,
-							       uint64_t sql_id, uint64_t db,
-							       int rc, uint64_t end,
-							       sp_v4u delta, int kind)
-{
-	struct sp_rec_exec *x = sp_rec_reserve(t, sizeof(*x));
-
-	if (t->ring)
-		t->ring->execs++;
-	if (!x)
-		return;
-	{
-		/* header in one store, pid and tid in another (lite_head[1]) */
-		uint64_t hw = SP_REC_EXEC | (uint64_t)r->flags << 16 | (uint64_t)sizeof(*x) << 32;
-
-		__builtin_memcpy(&x->h, &hw, sizeof(hw));
-		__builtin_memcpy(&x->pid, &t->lite_head[1], sizeof(uint64_t));
-	}
-	x->sql_id = sql_id;
-	x->seq = r->seq;
-	x->parent_seq = r->parent_seq;
-	x->db = db;
-	x->start = r->start;
-	x->wall = end - r->start;
-	x->db_time = r->db_time;
-	x->nested_time = r->nested_time;
-	x->rows = r->rows;
-	x->stack_id = r->stack_id;
-	x->fullscan_steps = delta[0];
-	x->sorts = delta[1];
-	x->autoindex = delta[2];
-	x->vm_steps = delta[3];
-	x->rc = rc;
-	x->kind = (uint16_t)kind;
-	x->pad = 0;
-	sp_rec_commit(t, sizeof(*x));
-}
-
-/* First step of an execution: returns its start time (now, unless the
- * slow start took time of its own). The common case (not nested, the
- * statement started inline before, not drawn for a stack) is inline. */
-static inline __attribute__((always_inline)) uint64_t sp_run_begin(struct sp_thread *t, struct sp_stmt *s, sqlite3_stmt *st,
-				    uint64_t now, const int tsc)
-{
-	struct sp_run *r = &s->run;
-
-	if (unlikely(t->cur != NULL ||
-		     s->fast_gen != atomic_load_explicit(&sp_sql_gen, memory_order_relaxed)))
-		return sp_run_begin_slow(t, s, st, -1);
-	r->seq = ++t->seq;
-	r->db_time = r->rows = r->nested_time = r->stack_id = 0;
-	r->parent = NULL;
-	r->parent_seq = 0;
-	r->flags = 0;
-	sp_status_base(r, st);
-	if (unlikely(sp_draw(t))) {
-		/* drawn: the stack is taken here, inline, so that the walk
-		 * climbs one frame of ours (the step shim) */
-		r->flags = SP_EXEC_RANDOM;
-		r->stack_id = sp_stack_capture_inline(t);
-		if (r->stack_id)
-			r->flags |= SP_EXEC_SAMPLED;
-		/* the walk's time is not the execution's */
-		now = tsc ? sp_rdtsc() : sp_mono_ns();
-	}
-	r->start = now;
-	r->slow_at = now + sp_cfg.slow_span;
-	return now;
-}
-
-/* A plain execution ended: its 64-byte EXEC_LITE record. */
-static inline __attribute__((always_inline)) void sp_run_lite(struct sp_thread *t, struct sp_stmt *s, sqlite3_stmt *st,
-			       uint64_t end, uint16_t flags)
-{
-	struct sp_run *r = &s->run;
-	struct sp_rec_exec_lite *x;
-	sp_v4u d;
-
-	r->seq = 0;
-	x = (struct sp_rec_exec_lite *)sp_rec_reserve(t, sizeof(*x));
-	if (unlikely(!x))
-		return;
-	d = sp_status_delta(r, st);
-	t->ring->execs++;
-	__builtin_memcpy(x, t->lite_head, 16);
-	if (flags)
-		x->h.flags = flags;
-	x->sql_id = s->sql_id;
-	x->wall = end - r->start;
-	x->db_time = r->db_time;
-	__builtin_memcpy(&x->fullscan_steps, &d, sizeof(d));
-	x->rows = (uint32_t)r->rows;
-	x->pad = 0;
-	sp_rec_commit(t, sizeof(*x));
-}
-
-/* End of an execution at a step that returned rc (SQLITE_DONE or an
- * error). A plain one leaves an EXEC_LITE record, inline; anything else
- * goes to sp_run_end_slow. */
-static inline __attribute__((always_inline)) void sp_run_end(struct sp_thread *t, struct sp_stmt *s, sqlite3_stmt *st, int rc,
-			      uint64_t end)
-{
-	struct sp_run *r = &s->run;
-
-	if (unlikely(r->flags != 0 || rc != SQLITE_DONE || (r->rows >> 32) != 0 ||
-		     end >= r->slow_at)) {
-		/* a randomly sampled execution that ended plainly: its full
-		 * record, inline too */
-		if ((r->flags & ~(SP_EXEC_RANDOM | SP_EXEC_SAMPLED)) == 0 && rc == SQLITE_DONE &&
-		    end < r->slow_at) {
-			sp_emit_exec(t, r, s->sql_id, s->db, SQLITE_OK, end, sp_status_delta(r, st),
-				     SP_KIND_STMT);
-			r->seq = 0; /* not nested: no parent to credit */
-			return;
-		}
-		sp_run_end_slow(t, s, st, rc, end);
-		return;
-	}
-	sp_run_lite(t, s, st, end, 0);
-}
-
-/* End of an execution at reset or finalize, before SQLITE_DONE. */
-static inline __attribute__((always_inline)) void sp_run_abandon(struct sp_thread *t, struct sp_stmt *s, sqlite3_stmt *st,
-				  uint64_t end)
-{
-	struct sp_run *r = &s->run;
-
-	if (unlikely(r->flags != 0 || (r->rows >> 32) != 0 || end >= r->slow_at)) {
-		r->flags |= SP_EXEC_ABANDONED;
-		sp_run_end_slow(t, s, st, SQLITE_ROW, end);
-		return;
-	}
-	sp_run_lite(t, s, st, end, SP_EXEC_ABANDONED);
-}
-
-/* plan.c */
+/* ---- plan.c ---- */
 void sp_plan_capture(struct sp_thread *t, sqlite3_stmt *st, uint64_t sql_id, uint64_t db);
-/* core.c: per-connection notes for plan.c */
+/* stmt.c: per-connection notes for plan.c */
 void sp_db_note_callbacks(sqlite3 *db);
 int sp_db_has_callbacks(uint64_t db);
 int sp_plan_once(uint64_t db, uint64_t sql_id); /* 1 the first time */
-
-void sp_stack_sets_reset(void); /* fork child: stacks are resent per pid */
-
-/* unwind.c: cached CFI unwinder; -1 means "use backtrace()". */
-int sp_unwind_init(void);
 
 #endif /* SP_PRELOAD_H */

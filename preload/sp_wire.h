@@ -26,9 +26,9 @@
 #include <stdint.h>
 
 #define SP_WIRE_MAGIC 0x46525053u /* "SPRF" little-endian */
-#define SP_WIRE_VERSION 2
-#define SP_WIRE_MIN_VERSION 2 /* oldest version this reader accepts (2: EXEC_LITE
-                               * counters in aCounter order) */
+#define SP_WIRE_VERSION 3
+#define SP_WIRE_MIN_VERSION 3 /* oldest version this reader accepts (3: totals in
+                               * shared statistics, EXEC records are events) */
 
 /* Largest message a writer may send and a reader must accept. */
 #define SP_MSG_MAX (256 * 1024)
@@ -67,10 +67,11 @@ enum sp_rec_type {
 	/* SQL text, sent once per process per distinct text, before (in the
 	 * same thread's stream) the first record that references its id. */
 	SP_REC_SQL = 2,
-	/* One finished execution of a statement or of sqlite3_exec. */
+	/* One finished *sampled* execution (an event: stack, timeline).
+	 * Its totals are in the shared statistics (SP_REC_STATS) like every
+	 * other execution's: a reader never adds an EXEC record to totals. */
 	SP_REC_EXEC = 3,
-	/* A statement was prepared (prepare churn, issue 6). */
-	SP_REC_PREPARE = 4,
+	/* 4 was PREPARE (version 2): prepares are counted in the statistics. */
 	/* A deduplicated call stack, sent once per process per stack id. */
 	SP_REC_STACK = 5,
 	/* One loaded module (executable, shared library), for symbolizing. */
@@ -81,12 +82,17 @@ enum sp_rec_type {
 	SP_REC_BYE = 8,
 	/* Query plan of a fingerprint on a connection (EXPLAIN QUERY PLAN). */
 	SP_REC_PLAN = 9,
-	/* A plain execution (not sampled, not nested, no error): the fields
-	 * of SP_REC_EXEC that such an execution needs, in 64 bytes. */
-	SP_REC_EXEC_LITE = 10,
+	/* 10 was EXEC_LITE (version 2): plain executions are only counted. */
 	/* A thread's shared ring: the message carrying it has one descriptor
 	 * (SCM_RIGHTS), a memfd holding a struct sp_ring_shared. */
 	SP_REC_RING = 11,
+	/* The process image's shared statistics: the message carrying it (its
+	 * HELLO) has one descriptor, a memfd holding a struct sp_stats_hdr and
+	 * its chunks (see below). */
+	SP_REC_STATS = 12,
+	/* A copy of one chunk of the image's statistics, sent before BYE by
+	 * an image that could not share them (memfd_create refused). */
+	SP_REC_STATS_COPY = 13,
 	/* Filler at the end of a writer's ring; readers skip it. */
 	SP_REC_PAD = 0xffff,
 };
@@ -168,27 +174,6 @@ struct sp_rec_exec {
 	uint16_t pad;
 };
 
-struct sp_rec_exec_lite {
-	struct sp_rec_hdr h; /* flags: enum sp_exec_flags (ABANDONED only) */
-	uint32_t pid, tid;
-	uint64_t sql_id;
-	uint64_t wall;
-	uint64_t db_time;
-	/* in the order of SQLite's own counters (SQLITE_STMTSTATUS_FULLSCAN_STEP
-	 * .. VM_STEP), so the writer moves them as one 16-byte block */
-	uint32_t fullscan_steps, sorts, autoindex, vm_steps;
-	uint32_t rows;
-	uint32_t pad;
-};
-
-struct sp_rec_prepare {
-	struct sp_rec_hdr h;
-	uint32_t pid, tid;
-	uint64_t sql_id;
-	uint64_t db;
-	uint64_t time; /* time inside prepare, clock units */
-};
-
 struct sp_rec_stack {
 	struct sp_rec_hdr h;
 	uint32_t pid, tid;
@@ -234,9 +219,9 @@ struct sp_rec_plan {
 struct sp_rec_bye {
 	struct sp_rec_hdr h;
 	uint32_t pid, tid;
-	uint64_t executions; /* executions ended in this process */
+	uint64_t executions; /* executions counted in this image's statistics */
 	uint64_t untracked;  /* executions of statements we could not track */
-	uint64_t lost;       /* records dropped */
+	uint64_t lost;       /* event records dropped (never a total) */
 	int32_t status;      /* exit status if known, else -1 */
 	uint32_t pad;
 };
@@ -283,6 +268,185 @@ struct sp_rec_ring {
 	uint32_t size;     /* as in sp_ring_shared: the memfd holds
 			    * sizeof(struct sp_ring_shared) + size bytes */
 	uint32_t pad;
+};
+
+struct sp_rec_stats {
+	struct sp_rec_hdr h;
+	uint32_t pid, tid;
+	uint64_t size;     /* bytes of the memfd, as in sp_stats_hdr */
+};
+
+struct sp_rec_stats_copy {
+	struct sp_rec_hdr h;
+	uint32_t pid, tid;
+	uint32_t chunk;    /* chunk number (0: the header) */
+	uint32_t len;      /* bytes that follow: the chunk's first len bytes */
+	/* uint8_t data[len], padded to 8 */
+};
+#define SP_STATS_COPY_MAX_CHUNKS 16384 /* a reader keeps at most 1 GiB of copies */
+
+/*
+ * Shared statistics: exact totals by construction.
+ *
+ * Every process image keeps the totals of all its executions in one memfd
+ * it shares with the collector (sent with HELLO as SP_REC_STATS). The
+ * memfd is cut into chunks of SP_STATS_CHUNK bytes; chunk 0 holds only
+ * the header. Each thread owns an *arena*: the chunks it took, which only
+ * it writes (a thread that ends hands its arena to the next new thread).
+ * A chunk holds whole records back to back, each a struct sp_rec_hdr
+ * {type, flags, len} and a body, 8-aligned:
+ *
+ *   SP_AGG_ARENA  first record of an arena's first chunk: the arena's
+ *                 open N+1 run
+ *   SP_AGG_QUERY  the totals of one SQL text and kind in this arena
+ *   SP_AGG_HIST   32 buckets of a query's latency histogram
+ *   SP_AGG_RUNS   a query's run lengths (runs of 2 and more)
+ *   SP_AGG_ERRS   a query's failures by result code
+ *
+ * The writer updates a record in place (plain stores; one writer per
+ * arena, so no atomics) and publishes a new record by storing the chunk's
+ * used length (release) after filling it. A reader may read at any
+ * moment: it loads nchunks and each chunk's used (acquire) and reads only
+ * below them; a record being updated while it is read may be seen with
+ * one execution half-added (the next read has it whole; every field only
+ * grows). After the process is gone, every figure is final. Nothing the
+ * writer stores is trusted: lengths, offsets and counts are checked.
+ *
+ * Times are in the clock of the image (HELLO's clock field: TSC ticks or
+ * nanoseconds). Pointers between records (hist[], runs, errs,
+ * run_query) are the writer's own addresses: the reader subtracts
+ * sp_stats_hdr.base to get an offset into the memfd, and checks it.
+ */
+#define SP_STATS_MAGIC 0x54535053u /* "SPST" little-endian */
+#define SP_CHUNK_MAGIC 0x4b4e4843u /* "CHNK" little-endian */
+#define SP_STATS_CHUNK (64u * 1024u)
+#define SP_STATS_MAX_SIZE (1ull << 32) /* offsets are below 4 GiB */
+
+enum sp_agg_type {
+	SP_AGG_ARENA = 0x100,
+	SP_AGG_QUERY = 0x101,
+	SP_AGG_HIST = 0x102,
+	SP_AGG_RUNS = 0x103,
+	SP_AGG_ERRS = 0x104,
+};
+
+struct sp_stats_hdr {
+	uint32_t magic;      /* SP_STATS_MAGIC */
+	uint32_t version;    /* SP_WIRE_VERSION */
+	uint32_t pid;
+	uint32_t chunk_size; /* SP_STATS_CHUNK */
+	uint64_t size;       /* bytes of the memfd */
+	uint64_t base;       /* the writer's address of byte 0 */
+	uint32_t nchunks;    /* chunks taken, this one included (release) */
+	uint32_t pad;
+	uint64_t unattributed; /* executions that found no room for their
+				* query's record (memory exhausted): counted
+				* here, with no query */
+};
+
+struct sp_stats_chunk {
+	uint32_t magic;      /* SP_CHUNK_MAGIC */
+	uint32_t used;       /* bytes of whole records, this header included
+			      * (release); the reader reads below it */
+	uint32_t arena;      /* owning arena's number (from 1) */
+	uint32_t pad;
+};
+
+struct sp_agg_arena {
+	struct sp_rec_hdr h;  /* SP_AGG_ARENA */
+	uint32_t arena, tid;  /* number, and the thread that made it */
+	uint64_t run_query;   /* address of the SP_AGG_QUERY the open run is
+			       * credited to (0: no run open) */
+	uint64_t run_len;     /* its length so far */
+};
+
+/* Latency histogram: values v (db time, clock units) are bucketed
+ * log-linearly, 8 buckets per power of two: with s = max(0, log2(v) - 3),
+ * bucket index = 8 s + (v >> s), so v < 16 has a bucket each and above
+ * that each bucket is 1/8 of its power of two wide: any value is known
+ * to within 1/16 of itself from its bucket's middle. Values from 2^45 on
+ * are counted in the last bucket. A query's histogram is SP_HIST_BLOCKS
+ * blocks of 32 buckets (4 powers of two), each made at its first value;
+ * 256 bytes each, so a query whose times span a factor of 16 costs one. */
+#define SP_HIST_SUB 8
+#define SP_HIST_BUCKETS 352 /* 8 * 42 + 16 */
+#define SP_HIST_PER_BLOCK 32
+#define SP_HIST_BLOCKS (SP_HIST_BUCKETS / SP_HIST_PER_BLOCK) /* 11 */
+#define SP_HIST_VMAX ((1ull << 45) - 1)
+
+static inline uint32_t sp_hist_index(uint64_t v)
+{
+	int s;
+
+	if (v > SP_HIST_VMAX)
+		v = SP_HIST_VMAX;
+	s = 63 - __builtin_clzll(v | 15) - 3;
+	return (uint32_t)(8 * s) + (uint32_t)(v >> s);
+}
+
+/* Smallest value of bucket i and its width. */
+static inline void sp_hist_bucket(uint32_t i, uint64_t *lo, uint64_t *width)
+{
+	if (i < 16) {
+		*lo = i;
+		*width = 1;
+		return;
+	}
+	{
+		uint32_t s = i / 8 - 1;
+
+		*lo = (uint64_t)(8 + i % 8) << s;
+		*width = (uint64_t)1 << s;
+	}
+}
+
+struct sp_agg_query {
+	struct sp_rec_hdr h;  /* SP_AGG_QUERY */
+	uint32_t kind;        /* enum sp_exec_kind */
+	uint32_t pad;
+	uint64_t sql_id;
+	uint64_t count;       /* executions ended */
+	uint64_t db;          /* db time, summed */
+	uint64_t wall;        /* wall time, summed */
+	uint64_t rows;
+	uint64_t nested_time; /* db time of executions nested in these */
+	uint64_t nested;      /* of count, executions that ran nested */
+	uint64_t min, max;    /* db time of one execution (min: UINT64_MAX
+			       * while count is 0) */
+	/* SQLite's counters, summed, in its order (aCounter[1..4]) */
+	uint64_t fullscan_steps, sorts, autoindex, vm_steps;
+	uint64_t errors;      /* of count, executions that failed */
+	uint64_t samples;     /* of count, executions with a stack */
+	uint64_t prepares, prepare_time;
+	uint64_t runs, max_run; /* closed N+1 runs credited here */
+	uint64_t hist[SP_HIST_BLOCKS]; /* SP_AGG_HIST addresses, 0: none yet */
+	uint64_t runs_by_len; /* SP_AGG_RUNS address, 0: every run was 1 long */
+	uint64_t errs;        /* SP_AGG_ERRS address, 0: no failure yet */
+	uint64_t hist_lost;   /* values with no room for their block */
+};
+
+struct sp_agg_hist {
+	struct sp_rec_hdr h;  /* SP_AGG_HIST; flags: block number */
+	uint64_t bucket[SP_HIST_PER_BLOCK];
+};
+
+/* Run lengths as the collector keeps them: i < 16 is length i + 1, then
+ * lengths [2^(i-12), 2^(i-11)). Length-1 runs are runs minus the rest. */
+#define SP_AGG_RUN_BUCKETS 64
+struct sp_agg_runs {
+	struct sp_rec_hdr h;  /* SP_AGG_RUNS */
+	uint64_t by_len[SP_AGG_RUN_BUCKETS];
+};
+
+#define SP_AGG_ERR_CODES 8
+struct sp_agg_errs {
+	struct sp_rec_hdr h;  /* SP_AGG_ERRS */
+	struct {
+		int32_t rc;   /* extended result code; 0: free entry */
+		uint32_t pad;
+		uint64_t count;
+	} code[SP_AGG_ERR_CODES];
+	uint64_t other;       /* failures with a code beyond the table */
 };
 
 #endif /* SP_WIRE_H */

@@ -40,6 +40,28 @@
 
 #include "sp_preload.h"
 
+/* Per-thread ring of encoded records, in memory shared with the collector
+ * (struct sp_ring_shared in a memfd, see sp_wire.h): the owner thread
+ * writes records and publishes its head; the collector reads them and
+ * publishes its tail. This private part holds what only the owner uses,
+ * so nothing the collector writes can steer the owner's writes. */
+#define SP_RING_SIZE (128u * 1024u)
+#define SP_RING_MASK (SP_RING_SIZE - 1u)
+struct sp_ring {
+	uint32_t head;         /* end of the committed records (also in sh), or
+				* where the next record goes after a PAD the
+				* slow path wrote (published with that record) */
+	uint32_t wlimit;       /* head value up to which writing needs no check,
+				* as of the last slow reservation */
+	uint32_t poked;        /* tail value at which we last woke the collector */
+	uint8_t *data;         /* sh->data */
+	struct sp_ring_shared *sh;
+	int orphan;            /* the collector never got the ring: writes are lost */
+	int dontfork;          /* sh is not inherited by a forked child */
+	struct sp_ring *next;  /* registry, under the registry lock */
+	struct sp_ring *next_idle; /* idle list (thread gone), same lock */
+};
+
 #define RING_SIZE SP_RING_SIZE
 #define RING_MASK SP_RING_MASK
 #define REC_PAD SP_REC_PAD
@@ -118,6 +140,9 @@ static int fd_is_ours(void)
 	       st.st_ino == sock_ino && S_ISSOCK(st.st_mode);
 }
 
+/* The collector holds our statistics' memfd (HELLO carried it). */
+static int stats_shared;
+
 static void hello(void)
 {
 	char exe[4096];
@@ -146,7 +171,25 @@ static void hello(void)
 	memset(buf, 0, len);
 	memcpy(buf, &h, sizeof(h));
 	memcpy(buf + sizeof(h), exe, (size_t)n);
-	send_msg(buf, len, NULL, 0, 0);
+	{
+		/* the shared statistics travel with HELLO, in the same message:
+		 * a process the collector knows always has its totals there */
+		struct sp_rec_stats sr;
+		int sfd = sp_stats_fd();
+
+		memset(&sr, 0, sizeof(sr));
+		sr.h.type = SP_REC_STATS;
+		sr.h.len = sizeof(sr);
+		sr.pid = h.pid;
+		sr.tid = h.tid;
+		sr.size = sp_stats ? sp_stats->size : 0;
+		if (sfd >= 0 && sp_stats) {
+			if (send_msg_fd(buf, len, &sr, sizeof(sr), 0, sfd, 1) == 0)
+				stats_shared = 1;
+		} else {
+			send_msg(buf, len, NULL, 0, 0);
+		}
+	}
 }
 
 /* Connect once per process (again after fork). Returns the fd or -1.
@@ -552,9 +595,6 @@ static void *reserve_slow(struct sp_thread *t, uint32_t len)
 	}
 	r->head = hd; /* past the PAD, if one was written */
 	p = r->data + off;
-	if (unlikely(atomic_load_explicit(&sp_sql_lost, memory_order_relaxed)) &&
-	    atomic_exchange(&sp_sql_lost, 0))
-		atomic_fetch_add_explicit(&sp_sql_gen, 1, memory_order_relaxed);
 	{
 		/* No check needed up to the end of the free space (the tail's
 		 * wrap) or of the buffer, whichever comes first - or up to half
@@ -593,15 +633,25 @@ void *sp_rec_reserve_slow(struct sp_thread *t, uint32_t len)
 	return p;
 }
 
-/* Executions ended in this process so far (for BYE). */
-uint64_t sp_stream_executions(void)
+void *sp_rec_reserve(struct sp_thread *t, uint32_t len)
 {
-	struct sp_ring *r;
-	uint64_t n = 0;
+	struct sp_ring *r = t->ring;
 
-	for (r = rings; r; r = r->next)
-		n += r->execs;
-	return n;
+	if (likely(r != NULL)) {
+		uint32_t hd = r->head;
+
+		if (likely(r->wlimit - hd >= len)) /* wlimit never falls behind head */
+			return r->data + (hd & SP_RING_MASK);
+	}
+	return sp_rec_reserve_slow(t, len);
+}
+
+void sp_rec_commit(struct sp_thread *t, uint32_t len)
+{
+	struct sp_ring *r = t->ring;
+
+	r->head += len;
+	__atomic_store_n(&r->sh->head, r->head, __ATOMIC_RELEASE);
 }
 
 /* ------------------------------------------------------------------ */
@@ -787,6 +837,8 @@ int sp_stream_restart;
 void sp_stream_child_start(void)
 {
 	sp_stream_restart = 0;
+	if (!sp_stats)
+		sp_stats_init(); /* the child's own totals, sent with its HELLO */
 	conn_get(); /* connects and says hello */
 }
 
@@ -828,6 +880,7 @@ void sp_stream_fork_child(void)
 	sp_stream_restart = 1;
 	reconnects = 0;
 	ring_retry_at = 0;
+	stats_shared = 0;
 	atomic_store(&sp_untracked, 0);
 	sp_stack_sets_reset();
 }
@@ -866,6 +919,35 @@ static void bye_file(const struct sp_rec_bye *b)
 	close(fd);
 }
 
+/* Statistics the collector could not map (no memfd): send a copy of
+ * every chunk, so that a process that exits still delivers exact totals.
+ * A process killed first loses them; the collector says so. */
+static void stats_copy(void)
+{
+	uint32_t n = sp_stats ? __atomic_load_n(&sp_stats->nchunks, __ATOMIC_ACQUIRE) : 0, ci;
+	uint8_t *base = (uint8_t *)sp_stats;
+	struct sp_rec_stats_copy rc;
+
+	for (ci = 0; ci < n; ci++) {
+		const uint8_t *chunk = base + (size_t)ci * SP_STATS_CHUNK;
+		uint32_t used = ci ? __atomic_load_n(&((const struct sp_stats_chunk *)(const void *)chunk)->used,
+						     __ATOMIC_ACQUIRE)
+				   : (uint32_t)sizeof(struct sp_stats_hdr);
+
+		if (used < sizeof(struct sp_stats_chunk) || used > SP_STATS_CHUNK)
+			continue;
+		memset(&rc, 0, sizeof(rc));
+		rc.h.type = SP_REC_STATS_COPY;
+		rc.h.len = (uint32_t)sizeof(rc) + SP_ALIGN8(used);
+		rc.pid = (uint32_t)getpid();
+		rc.tid = sp_tls.tid;
+		rc.chunk = ci;
+		rc.len = used;
+		if (send_msg(&rc, sizeof(rc), chunk, SP_ALIGN8(used), 0) < 0)
+			break;
+	}
+}
+
 void sp_stream_exit(void)
 {
 	struct sp_rec_bye b;
@@ -880,16 +962,16 @@ void sp_stream_exit(void)
 		return;
 	}
 	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel);
+	if (!stats_shared && sp_stats && sock_fd >= 0 && !stream_dead())
+		stats_copy();
 	b.h.type = SP_REC_BYE;
 	b.h.len = sizeof(b);
 	b.pid = (uint32_t)getpid();
 	b.tid = sp_tls.tid;
 	/* _exit from a signal handler may interrupt a thread holding the
 	 * lock: then count without it rather than hang */
-	locked = pthread_mutex_trylock(&reg_lock) == 0;
-	b.executions = sp_stream_executions();
-	if (locked)
-		pthread_mutex_unlock(&reg_lock);
+	(void)locked;
+	b.executions = sp_stats_executions();
 	b.untracked = atomic_load(&sp_untracked);
 	b.lost = atomic_load(&sp_lost);
 	b.status = -1;

@@ -55,6 +55,7 @@ struct mkey {
 };
 
 static void ring_free(struct sp_coll *c, size_t i);
+static void statmap_free(struct sp_statmap *m);
 
 void sp_coll_init(struct sp_coll *c)
 {
@@ -67,7 +68,6 @@ void sp_coll_init(struct sp_coll *c)
 	hmap_init(&c->errors, sizeof(struct ekey), sizeof(struct sp_err));
 	hmap_init(&c->modules, sizeof(struct mkey), sizeof(struct sp_module));
 	hmap_init(&c->plans, 2 * sizeof(uint64_t), sizeof(struct sp_plan));
-	hmap_init(&c->threads, 2 * sizeof(uint64_t), sizeof(struct sp_thr));
 	c->events_max = 200000;
 	c->ns_per_tick = 1.0;
 }
@@ -92,7 +92,6 @@ void sp_coll_free(struct sp_coll *c)
 	for (it = 0; (v = hmap_next(&c->plans, &it, NULL));)
 		free(((struct sp_plan *)v)->text);
 	hmap_free(&c->plans);
-	hmap_free(&c->threads);
 	hmap_free(&c->procs);
 	hmap_free(&c->sqls);
 	hmap_free(&c->queries);
@@ -104,6 +103,9 @@ void sp_coll_free(struct sp_coll *c)
 	while (c->nrings)
 		ring_free(c, c->nrings - 1);
 	free(c->rings);
+	for (size_t i = 0; i < c->nstats; i++)
+		statmap_free(&c->stats[i]);
+	free(c->stats);
 	free(c->ring_buf);
 	memset(c, 0, sizeof(*c));
 }
@@ -125,14 +127,14 @@ static size_t fixed_len(uint16_t type)
 	case SP_REC_HELLO: return sizeof(struct sp_rec_hello);
 	case SP_REC_SQL: return sizeof(struct sp_rec_sql);
 	case SP_REC_EXEC: return sizeof(struct sp_rec_exec);
-	case SP_REC_PREPARE: return sizeof(struct sp_rec_prepare);
 	case SP_REC_STACK: return sizeof(struct sp_rec_stack);
 	case SP_REC_MODULE: return sizeof(struct sp_rec_module);
 	case SP_REC_ERROR: return sizeof(struct sp_rec_error);
 	case SP_REC_BYE: return sizeof(struct sp_rec_bye);
 	case SP_REC_PLAN: return sizeof(struct sp_rec_plan);
-	case SP_REC_EXEC_LITE: return sizeof(struct sp_rec_exec_lite);
 	case SP_REC_RING: return sizeof(struct sp_rec_ring);
+	case SP_REC_STATS: return sizeof(struct sp_rec_stats);
+	case SP_REC_STATS_COPY: return sizeof(struct sp_rec_stats_copy);
 	default: return 0;
 	}
 }
@@ -176,6 +178,12 @@ static size_t var_len(uint16_t type, const uint8_t *p)
 
 		memcpy(&r, p, sizeof(r));
 		return r.text_len;
+	}
+	case SP_REC_STATS_COPY: {
+		struct sp_rec_stats_copy r;
+
+		memcpy(&r, p, sizeof(r));
+		return r.len > SP_STATS_CHUNK || r.chunk >= SP_STATS_COPY_MAX_CHUNKS ? SIZE_MAX : r.len;
 	}
 	default:
 		return 0;
@@ -229,7 +237,7 @@ static uint64_t to_mono(const struct sp_coll *c, const struct sp_proc *p, uint64
 	return t;
 }
 
-static int run_bucket(uint64_t len)
+int sp_run_bucket(uint64_t len)
 {
 	int b = 0;
 
@@ -252,91 +260,22 @@ void sp_run_bucket_bounds(int b, uint64_t *lo, uint64_t *hi)
 	*hi = b - 11 < 64 ? ((uint64_t)1 << (b - 11)) - 1 : UINT64_MAX;
 }
 
-static void run_close(struct sp_coll *c, struct sp_thr *th)
-{
-	struct qkey qk = { th->sql_id, th->kind };
-	struct sp_qagg *q;
-
-	if (!th->run)
-		return;
-	q = hmap_get(&c->queries, &qk, 0, NULL);
-	if (q) {
-		q->runs++;
-		if (th->run > q->max_run)
-			q->max_run = th->run;
-		q->runs_by_len[run_bucket(th->run)]++;
-	}
-	th->run = 0;
-}
-
-/* A top-level execution on a thread: extend its run or start a new one. */
-static void run_track(struct sp_coll *c, uint32_t pid, uint32_t tid, uint64_t sql_id,
-		      uint64_t kind)
-{
-	uint64_t k[2] = { pid, tid };
-	struct sp_thr *th = hmap_get(&c->threads, k, 1, NULL);
-	const struct sp_sql *sq = hmap_get(&c->sqls, &sql_id, 0, NULL);
-	/* A loop that puts its values into the SQL text makes a new text each
-	 * time: runs are of one fingerprint when the text is known. */
-	uint64_t key = sq && sq->fp_id ? sq->fp_id : sql_id;
-
-	if (!th)
-		return;
-	if (th->run && th->key == key && th->kind == kind) {
-		th->run++;
-		th->sql_id = sql_id;
-		return;
-	}
-	run_close(c, th);
-	th->key = key;
-	th->sql_id = sql_id;
-	th->kind = kind;
-	th->run = 1;
-}
-
-void sp_coll_finish(struct sp_coll *c)
-{
-	size_t it = 0;
-	struct sp_thr *th;
-
-	while ((th = hmap_next(&c->threads, &it, NULL)))
-		run_close(c, th);
-}
-
+/* A sampled execution's event: its site and, up to the cap, the event
+ * itself. Its totals are in the statistics like every other execution's:
+ * nothing here adds to a query's count or time. */
 static void apply_exec(struct sp_coll *c, struct sp_proc *p, const struct sp_rec_exec *x)
 {
-	struct qkey qk = { x->sql_id, x->kind };
-	struct sp_qagg *q = hmap_get(&c->queries, &qk, 1, NULL);
 	uint64_t db = to_ns(c, p, x->db_time), nested = to_ns(c, p, x->nested_time);
 	uint64_t self = db > nested ? db - nested : 0;
+	struct sp_event ev;
 
-	p->execs++;
-	if (!q)
+	p->events++;
+	if (!x->stack_id)
 		return;
-	if (!(x->h.flags & SP_EXEC_NESTED))
-		run_track(c, p->pid, x->tid, x->sql_id, x->kind);
-	if (!q->hist)
-		q->hist = sp_hist_new();
-	q->count++;
-	q->total_ns += db;
-	q->self_ns += self;
-	q->wall_ns += to_ns(c, p, x->wall);
-	q->rows += x->rows;
-	q->vm_steps += x->vm_steps;
-	q->fullscan_steps += x->fullscan_steps;
-	q->sorts += x->sorts;
-	q->autoindex += x->autoindex;
-	if (x->h.flags & SP_EXEC_ERROR)
-		q->errors++;
-	if (x->h.flags & SP_EXEC_NESTED)
-		q->nested++;
-	if (q->hist)
-		sp_hist_add(q->hist, db);
-	if (x->stack_id) {
+	{
 		struct skey sk = { x->sql_id, x->kind, p->pid, x->stack_id };
 		struct sp_sagg *s = hmap_get(&c->sites, &sk, 1, NULL);
 
-		q->samples++;
 		if (s) {
 			s->samples++;
 			s->total_ns += db;
@@ -347,54 +286,96 @@ static void apply_exec(struct sp_coll *c, struct sp_proc *p, const struct sp_rec
 			s->rows += x->rows;
 			s->vm_steps += x->vm_steps;
 		}
-		if (c->spill) {
-			struct sp_event ev;
-
-			memset(&ev, 0, sizeof(ev)); /* padding too: it goes to a file */
-			ev.pid = p->pid;
-			ev.tid = x->tid;
-			ev.seq = x->seq;
-			ev.parent_seq = x->parent_seq;
-			ev.sql_id = x->sql_id;
-			ev.stack_id = x->stack_id;
-			ev.start_ns = to_mono(c, p, x->start);
-			ev.wall_ns = to_ns(c, p, x->wall);
-			ev.db_ns = db;
-			ev.self_ns = self;
-			ev.rows = x->rows;
-			ev.vm_steps = x->vm_steps;
-			ev.flags = x->h.flags;
-			ev.rc = x->rc;
-			ev.kind = x->kind;
-
-			if (c->nspilled < c->events_max && fwrite(&ev, sizeof(ev), 1, c->spill) == 1)
-				c->nspilled++;
-			else
-				c->events_dropped++;
-		} else if (c->nevents < c->events_max) {
-			if (c->nevents == c->events_cap) {
-				size_t cap = c->events_cap ? c->events_cap * 2 : 1024;
-				struct sp_event *e = realloc(c->events, cap * sizeof(*e));
-
-				if (!e) {
-					c->events_dropped++;
-					return;
-				}
-				c->events = e;
-				c->events_cap = cap;
-			}
-			c->events[c->nevents++] = (struct sp_event){
-				.pid = p->pid, .tid = x->tid, .seq = x->seq,
-				.parent_seq = x->parent_seq, .sql_id = x->sql_id,
-				.stack_id = x->stack_id, .start_ns = to_mono(c, p, x->start),
-				.wall_ns = to_ns(c, p, x->wall), .db_ns = db, .self_ns = self,
-				.rows = x->rows, .vm_steps = x->vm_steps, .flags = x->h.flags,
-				.rc = x->rc, .kind = x->kind,
-			};
-		} else {
-			c->events_dropped++;
-		}
 	}
+	memset(&ev, 0, sizeof(ev)); /* padding too: it may go to a file */
+	ev.pid = p->pid;
+	ev.tid = x->tid;
+	ev.seq = x->seq;
+	ev.parent_seq = x->parent_seq;
+	ev.sql_id = x->sql_id;
+	ev.stack_id = x->stack_id;
+	ev.start_ns = to_mono(c, p, x->start);
+	ev.wall_ns = to_ns(c, p, x->wall);
+	ev.db_ns = db;
+	ev.self_ns = self;
+	ev.rows = x->rows;
+	ev.vm_steps = x->vm_steps;
+	ev.flags = x->h.flags;
+	ev.rc = x->rc;
+	ev.kind = x->kind;
+	if (c->spill) {
+		if (c->nspilled < c->events_max && fwrite(&ev, sizeof(ev), 1, c->spill) == 1)
+			c->nspilled++;
+		else
+			c->events_dropped++;
+	} else if (c->nevents < c->events_max) {
+		if (c->nevents == c->events_cap) {
+			size_t cap = c->events_cap ? c->events_cap * 2 : 1024;
+			struct sp_event *e = realloc(c->events, cap * sizeof(*e));
+
+			if (!e) {
+				c->events_dropped++;
+				return;
+			}
+			c->events = e;
+			c->events_cap = cap;
+		}
+		c->events[c->nevents++] = ev;
+	} else {
+		c->events_dropped++;
+	}
+}
+
+static void statmap_free(struct sp_statmap *m)
+{
+	if (m->copy)
+		free(m->map);
+	else
+		munmap(m->map, m->size);
+}
+
+/* One chunk of the statistics of an image that could not share them:
+ * kept in a copy of the memfd's layout, merged like a mapping. Ignored
+ * when the image's memfd is mapped. */
+static void stats_copy_apply(struct sp_coll *c, struct sp_proc *p, const struct sp_rec_stats_copy *r)
+{
+	const uint8_t *data = (const uint8_t *)(r + 1);
+	struct sp_statmap *m = NULL;
+	size_t i, need = ((size_t)r->chunk + 1) * SP_STATS_CHUNK;
+
+	for (i = 0; i < c->nstats; i++)
+		if (c->stats[i].pid == p->pid && c->stats[i].image == p->image) {
+			m = &c->stats[i];
+			break;
+		}
+	if (m && !m->copy)
+		return;
+	if (!m) {
+		if (c->nstats == c->stats_cap) {
+			size_t cap = c->stats_cap ? c->stats_cap * 2 : 16;
+			struct sp_statmap *ns = realloc(c->stats, cap * sizeof(*ns));
+
+			if (!ns)
+				return;
+			c->stats = ns;
+			c->stats_cap = cap;
+		}
+		m = &c->stats[c->nstats++];
+		*m = (struct sp_statmap){ .pid = p->pid, .image = p->image, .clock = p->clock, .copy = 1 };
+	}
+	if (m->size < need) {
+		uint8_t *nm = realloc(m->map, need);
+
+		if (!nm)
+			return;
+		memset(nm + m->size, 0, need - m->size);
+		m->map = nm;
+		m->size = need;
+	}
+	memcpy((uint8_t *)m->map + (size_t)r->chunk * SP_STATS_CHUNK, data, r->len);
+	/* every chunk held so far is readable: those not sent are zero */
+	((struct sp_stats_hdr *)m->map)->nchunks = (uint32_t)(m->size / SP_STATS_CHUNK);
+	p->no_stats = 0;
 }
 
 /* Apply one validated record. rec is 8-aligned (copied by the caller). */
@@ -454,36 +435,6 @@ static void apply(struct sp_coll *c, struct sp_proc *p, const uint8_t *rec, uint
 		if (x.kind > SP_KIND_EXEC)
 			x.kind = SP_KIND_STMT;
 		apply_exec(c, p, &x);
-		break;
-	}
-	case SP_REC_EXEC_LITE: {
-		const struct sp_rec_exec_lite *l = (const void *)rec;
-		struct sp_rec_exec x;
-
-		memset(&x, 0, sizeof(x));
-		x.h.flags = l->h.flags & SP_EXEC_ABANDONED;
-		x.tid = l->tid;
-		x.sql_id = l->sql_id;
-		x.wall = l->wall;
-		x.db_time = l->db_time;
-		x.rows = l->rows;
-		x.vm_steps = l->vm_steps;
-		x.fullscan_steps = l->fullscan_steps;
-		x.sorts = l->sorts;
-		x.autoindex = l->autoindex;
-		x.kind = SP_KIND_STMT;
-		apply_exec(c, p, &x);
-		break;
-	}
-	case SP_REC_PREPARE: {
-		const struct sp_rec_prepare *r = (const void *)rec;
-		struct qkey qk = { r->sql_id, SP_KIND_STMT };
-		struct sp_qagg *q = hmap_get(&c->queries, &qk, 1, NULL);
-
-		if (q) {
-			q->prepares++;
-			q->prepare_ns += to_ns(c, p, r->time);
-		}
 		break;
 	}
 	case SP_REC_STACK: {
@@ -560,9 +511,12 @@ static void apply(struct sp_coll *c, struct sp_proc *p, const uint8_t *rec, uint
 		}
 		break;
 	}
+	case SP_REC_STATS_COPY:
+		stats_copy_apply(c, p, (const void *)rec);
+		break;
 	default:
-		break; /* RING (registered by sp_coll_input), PAD and unknown
-			* types change nothing here */
+		break; /* RING and STATS (registered by sp_coll_input), PAD
+			* and unknown types change nothing here */
 	}
 }
 
@@ -571,6 +525,8 @@ struct msg_info {
 	struct sp_msg_hdr mh;
 	unsigned nring;          /* RING records */
 	struct sp_rec_ring ring; /* the last of them */
+	unsigned nstats;         /* STATS records */
+	struct sp_rec_stats stats; /* the last of them */
 	int fresh_hello;         /* a HELLO not flagged SP_HELLO_RECONNECT */
 	int bye;                 /* a BYE record */
 };
@@ -628,6 +584,9 @@ static int msg_check(struct sp_coll *c, const uint8_t *msg, size_t len, uint32_t
 			if (rh.type == SP_REC_RING) {
 				mi->nring++;
 				memcpy(&mi->ring, rec_buf, sizeof(mi->ring));
+			} else if (rh.type == SP_REC_STATS) {
+				mi->nstats++;
+				memcpy(&mi->stats, rec_buf, sizeof(mi->stats));
 			} else if (rh.type == SP_REC_HELLO && !(rh.flags & SP_HELLO_RECONNECT)) {
 				mi->fresh_hello = 1;
 			} else if (rh.type == SP_REC_BYE) {
@@ -899,8 +858,9 @@ static int ring_chunk(struct sp_coll *c, struct sp_ring *r, size_t clen, uint32_
 	if (msg_check(c, c->ring_buf, sizeof(mh) + clen, r->pid, &mi, rec_buf) < 0)
 		return ring_broken(c, r, 1, "%s of the records from position %u", c->last_error,
 				   from);
-	if (mi.nring)
-		return ring_broken(c, r, 0, "a RING record inside a ring (from position %u)", from);
+	if (mi.nring || mi.nstats)
+		return ring_broken(c, r, 0, "a %s record inside a ring (from position %u)",
+				   mi.nring ? "RING" : "STATS", from);
 	if (msg_apply(c, c->ring_buf, sizeof(mh) + clen, &mh, 1, rec_buf) < 0)
 		return ring_broken(c, r, 1, "%s", c->last_error);
 	return 0;
@@ -1029,16 +989,17 @@ int sp_coll_input(struct sp_coll *c, const uint8_t *msg, size_t len, uint32_t pe
 	if (msg_check(c, msg, len, peer_pid, &mi, rec_buf) < 0)
 		goto bad;
 	pid = mi.mh.pid;
-	if (fd >= 0 && mi.nring != 1) {
-		failf(c, mi.nring ? "%u RING records with one descriptor"
-				  : "a descriptor without a RING record", mi.nring);
+	if (fd >= 0 && mi.nring + mi.nstats != 1) {
+		failf(c, mi.nring + mi.nstats ? "%u RING and STATS records with one descriptor"
+					      : "a descriptor without a RING or STATS record",
+		      mi.nring + mi.nstats);
 		goto bad;
 	}
-	if (fd < 0 && mi.nring) {
-		failf(c, "a RING record without its descriptor");
+	if (fd < 0 && (mi.nring || mi.nstats)) {
+		failf(c, "a %s record without its descriptor", mi.nring ? "RING" : "STATS");
 		goto bad;
 	}
-	if (fd >= 0) {
+	if (fd >= 0 && mi.nring) {
 		int rc = ring_map(c, fd, &mi.ring, &map, &map_len, &tail);
 
 		fd = -1; /* closed by ring_map */
@@ -1046,14 +1007,31 @@ int sp_coll_input(struct sp_coll *c, const uint8_t *msg, size_t len, uint32_t pe
 			goto bad;
 	}
 	/* A new image of a pid we know (exec): the old image's rings are
-	 * read under the old image's clock, before its HELLO changes it. */
+	 * read, and its statistics merged, under the old image's clock,
+	 * before its HELLO changes it. */
 	p = hmap_get(&c->procs, &pid, 0, NULL);
-	if (mi.fresh_hello && p && p->hello && c->nrings)
-		rings_retire(c, pid, p->image);
+	if (mi.fresh_hello && p && p->hello) {
+		if (c->nrings)
+			rings_retire(c, pid, p->image);
+		sp_coll_stats_retire(c, pid, p->image);
+	}
 	if (msg_apply(c, msg, len, &mi.mh, 0, rec_buf) < 0)
 		goto bad;
 	if (map && ring_register(c, map, map_len, &mi.ring, tail) < 0)
 		return -1; /* the message itself was applied */
+	if (fd >= 0) {
+		/* STATS: the message is applied; a mapping that fails is
+		 * counted and said, the process keeps its row */
+		int rc = sp_coll_stats_add(c, pid, fd, &mi.stats);
+
+		fd = -1;
+		if (rc < 0)
+			return -1;
+	} else if (mi.fresh_hello) {
+		p = hmap_get(&c->procs, &pid, 0, NULL);
+		if (p)
+			p->no_stats = 1; /* its totals cannot reach us */
+	}
 	p = hmap_get(&c->procs, &pid, 0, NULL);
 	if (mi.bye && p) {
 		/* Read them, but keep them: other threads, and library
@@ -1071,6 +1049,289 @@ bad:
 	if (map)
 		munmap(map, map_len);
 	return -1;
+}
+
+/* ---- shared statistics ------------------------------------------------------- */
+
+int sp_coll_stats_add(struct sp_coll *c, uint32_t pid, int fd, const struct sp_rec_stats *rec)
+{
+	struct sp_proc *p = hmap_get(&c->procs, &pid, 0, NULL);
+	struct sp_stats_hdr h;
+	struct stat st;
+	struct statfs sfs;
+	int seals;
+	void *m;
+	size_t i;
+
+	if (!p) {
+		close(fd);
+		return failf(c, "statistics of pid %u before its HELLO", pid);
+	}
+	for (i = 0; i < c->nstats; i++) {
+		if (c->stats[i].pid == pid && c->stats[i].image == p->image) {
+			close(fd); /* sent again (a reconnect): we have it */
+			return 0;
+		}
+	}
+	seals = fcntl(fd, F_GET_SEALS);
+	if (seals < 0 || !(seals & F_SEAL_SHRINK)) {
+		close(fd);
+		p->no_stats = 1;
+		return failf(c, "statistics of pid %u: not a memfd sealed against shrinking", pid);
+	}
+	if (fstatfs(fd, &sfs) < 0 || sfs.f_type != TMPFS_MAGIC || fstat(fd, &st) < 0 ||
+	    !S_ISREG(st.st_mode) || st.st_size < (off_t)SP_STATS_CHUNK ||
+	    (uint64_t)st.st_size > SP_STATS_MAX_SIZE || (uint64_t)st.st_size != rec->size) {
+		close(fd);
+		p->no_stats = 1;
+		return failf(c, "statistics of pid %u: not a shmem memfd of %llu bytes", pid,
+			     (unsigned long long)rec->size);
+	}
+	m = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_SHARED, fd, 0);
+	close(fd);
+	if (m == MAP_FAILED) {
+		p->no_stats = 1;
+		return failf(c, "cannot map the statistics of pid %u: %s", pid, strerror(errno));
+	}
+	memcpy(&h, m, sizeof(h));
+	if (h.magic != SP_STATS_MAGIC || h.chunk_size != SP_STATS_CHUNK || h.size != rec->size) {
+		munmap(m, (size_t)st.st_size);
+		p->no_stats = 1;
+		return failf(c, "statistics of pid %u: bad header", pid);
+	}
+	if (c->nstats == c->stats_cap) {
+		size_t cap = c->stats_cap ? c->stats_cap * 2 : 16;
+		struct sp_statmap *ns = realloc(c->stats, cap * sizeof(*ns));
+
+		if (!ns) {
+			munmap(m, (size_t)st.st_size);
+			return failf(c, "out of memory for statistics");
+		}
+		c->stats = ns;
+		c->stats_cap = cap;
+	}
+	c->stats[c->nstats++] = (struct sp_statmap){ .map = m, .size = (size_t)st.st_size,
+						     .pid = pid, .image = p->image,
+						     .clock = p->clock };
+	p->no_stats = 0;
+	return 0;
+}
+
+/* The offset in [0, size) of a writer's address, when it names a whole
+ * record of type type and len bytes inside a published part of a chunk;
+ * else SIZE_MAX. used[]: each chunk's published length, as read. */
+static size_t stats_ref(uint64_t addr, uint64_t base, const uint32_t *used, uint32_t nchunks,
+			size_t len)
+{
+	uint64_t off = addr - base, ci, in;
+
+	if (!addr || addr < base || off % 8)
+		return SIZE_MAX;
+	ci = off / SP_STATS_CHUNK;
+	in = off % SP_STATS_CHUNK;
+	if (ci == 0 || ci >= nchunks || in < sizeof(struct sp_stats_chunk) ||
+	    in + len > used[ci])
+		return SIZE_MAX;
+	return (size_t)off;
+}
+
+/* Copy a referenced record out, checking its header. 0 or -1. */
+static int stats_get(const uint8_t *map, size_t off, uint16_t type, void *out, size_t len)
+{
+	struct sp_rec_hdr h;
+
+	if (off == SIZE_MAX)
+		return -1;
+	memcpy(&h, map + off, sizeof(h));
+	if (h.type != type || h.len != len)
+		return -1;
+	memcpy(out, map + off, len);
+	return 0;
+}
+
+static uint64_t sat_add(uint64_t a, uint64_t b)
+{
+	return a + b < a ? UINT64_MAX : a + b;
+}
+
+void sp_coll_stats_merge(struct sp_coll *c, uint32_t pid, const void *mapv, size_t size, int clock)
+{
+	const uint8_t *map = mapv;
+	struct sp_proc *p = proc_get(c, pid);
+	struct sp_proc conv;
+	struct sp_stats_hdr h;
+	uint32_t *used = NULL, nchunks, ci;
+
+	if (!p || size < SP_STATS_CHUNK)
+		return;
+	memset(&conv, 0, sizeof(conv));
+	conv.clock = clock;
+	memcpy(&h, map, sizeof(h));
+	nchunks = __atomic_load_n(&((const struct sp_stats_hdr *)mapv)->nchunks, __ATOMIC_ACQUIRE);
+	if (h.magic != SP_STATS_MAGIC || nchunks > size / SP_STATS_CHUNK) {
+		p->stats_bad++;
+		return;
+	}
+	p->unattributed += h.unattributed;
+	p->execs += h.unattributed;
+	used = calloc(nchunks ? nchunks : 1, sizeof(*used));
+	if (!used)
+		return;
+	/* each chunk's published length, read once */
+	for (ci = 1; ci < nchunks; ci++) {
+		const struct sp_stats_chunk *ch = (const void *)(map + (size_t)ci * SP_STATS_CHUNK);
+		uint32_t u = __atomic_load_n(&ch->used, __ATOMIC_ACQUIRE);
+
+		if (ch->magic != SP_CHUNK_MAGIC || u < sizeof(*ch) || u > SP_STATS_CHUNK || u % 8) {
+			if (ch->magic || u)
+				p->stats_bad++;
+			u = 0;
+		}
+		used[ci] = u;
+	}
+	for (ci = 1; ci < nchunks; ci++) {
+		const uint8_t *cb = map + (size_t)ci * SP_STATS_CHUNK;
+		size_t off = sizeof(struct sp_stats_chunk);
+
+		while (used[ci] && off + sizeof(struct sp_rec_hdr) <= used[ci]) {
+			struct sp_rec_hdr rh;
+
+			memcpy(&rh, cb + off, sizeof(rh));
+			if (rh.len < sizeof(rh) || rh.len % 8 || rh.len > used[ci] - off) {
+				p->stats_bad++;
+				break;
+			}
+			if (rh.type == SP_AGG_QUERY && rh.len == sizeof(struct sp_agg_query)) {
+				struct sp_agg_query a;
+				struct qkey qk;
+				struct sp_qagg *q;
+				uint64_t db_ns;
+				uint32_t b;
+
+				memcpy(&a, cb + off, sizeof(a));
+				qk.sql_id = a.sql_id;
+				qk.kind = a.kind > SP_KIND_EXEC ? SP_KIND_STMT : a.kind;
+				q = hmap_get(&c->queries, &qk, 1, NULL);
+				if (!q)
+					goto next;
+				db_ns = to_ns(c, &conv, a.db);
+				p->execs += a.count;
+				if (a.count && (!q->count || to_ns(c, &conv, a.min) < q->min_ns))
+					q->min_ns = to_ns(c, &conv, a.min);
+				if (a.count && to_ns(c, &conv, a.max) > q->max_ns)
+					q->max_ns = to_ns(c, &conv, a.max);
+				q->count = sat_add(q->count, a.count);
+				q->total_ns = sat_add(q->total_ns, db_ns);
+				{
+					uint64_t nested_ns = to_ns(c, &conv, a.nested_time);
+
+					q->self_ns = sat_add(q->self_ns, db_ns > nested_ns ? db_ns - nested_ns : 0);
+				}
+				q->wall_ns = sat_add(q->wall_ns, to_ns(c, &conv, a.wall));
+				q->rows = sat_add(q->rows, a.rows);
+				q->vm_steps = sat_add(q->vm_steps, a.vm_steps);
+				q->fullscan_steps = sat_add(q->fullscan_steps, a.fullscan_steps);
+				q->sorts = sat_add(q->sorts, a.sorts);
+				q->autoindex = sat_add(q->autoindex, a.autoindex);
+				q->errors = sat_add(q->errors, a.errors);
+				q->nested = sat_add(q->nested, a.nested);
+				q->samples = sat_add(q->samples, a.samples);
+				q->prepares = sat_add(q->prepares, a.prepares);
+				q->prepare_ns = sat_add(q->prepare_ns, to_ns(c, &conv, a.prepare_time));
+				q->runs = sat_add(q->runs, a.runs);
+				if (a.max_run > q->max_run)
+					q->max_run = a.max_run;
+				if (a.runs) {
+					struct sp_agg_runs rl;
+					uint64_t longer = 0;
+
+					if (stats_get(map, stats_ref(a.runs_by_len, h.base, used, nchunks,
+								     sizeof(rl)),
+						      SP_AGG_RUNS, &rl, sizeof(rl)) == 0) {
+						for (b = 1; b < SP_AGG_RUN_BUCKETS && b < SP_RUN_BUCKETS; b++) {
+							q->runs_by_len[b] = sat_add(q->runs_by_len[b], rl.by_len[b]);
+							longer = sat_add(longer, rl.by_len[b]);
+						}
+					} else if (a.runs_by_len) {
+						p->stats_bad++;
+					}
+					q->runs_by_len[0] = sat_add(q->runs_by_len[0],
+								    a.runs > longer ? a.runs - longer : 0);
+				}
+				if (a.count && !q->hist)
+					q->hist = sp_hist_new();
+				for (b = 0; q->hist && b < SP_HIST_BLOCKS; b++) {
+					struct sp_agg_hist hb;
+					uint32_t k;
+
+					if (!a.hist[b])
+						continue;
+					if (stats_get(map, stats_ref(a.hist[b], h.base, used, nchunks,
+								     sizeof(hb)),
+						      SP_AGG_HIST, &hb, sizeof(hb)) < 0) {
+						p->stats_bad++;
+						continue;
+					}
+					for (k = 0; k < SP_HIST_PER_BLOCK; k++) {
+						uint64_t lo, w;
+
+						if (!hb.bucket[k])
+							continue;
+						sp_hist_bucket(b * SP_HIST_PER_BLOCK + k, &lo, &w);
+						sp_hist_add_n(q->hist, to_ns(c, &conv, lo + w / 2), hb.bucket[k]);
+					}
+				}
+				if (q->hist && q->count)
+					sp_hist_set_minmax_sum(q->hist, q->min_ns, q->max_ns, q->total_ns);
+			} else if (rh.type == SP_AGG_ARENA && rh.len == sizeof(struct sp_agg_arena)) {
+				/* its open N+1 run ends with the image: credit it */
+				struct sp_agg_arena ar;
+				struct sp_agg_query a;
+
+				memcpy(&ar, cb + off, sizeof(ar));
+				if (ar.run_query && ar.run_len &&
+				    stats_get(map, stats_ref(ar.run_query, h.base, used, nchunks, sizeof(a)),
+					      SP_AGG_QUERY, &a, sizeof(a)) == 0) {
+					struct qkey qk = { a.sql_id, a.kind > SP_KIND_EXEC ? SP_KIND_STMT : a.kind };
+					struct sp_qagg *q = hmap_get(&c->queries, &qk, 1, NULL);
+
+					if (q) {
+						q->runs = sat_add(q->runs, 1);
+						if (ar.run_len > q->max_run)
+							q->max_run = ar.run_len;
+						q->runs_by_len[sp_run_bucket(ar.run_len)]++;
+					}
+				} else if (ar.run_query) {
+					p->stats_bad++;
+				}
+			}
+next:
+			off += rh.len;
+		}
+	}
+	free(used);
+}
+
+void sp_coll_stats_retire(struct sp_coll *c, uint32_t pid, uint32_t image)
+{
+	size_t i = 0;
+
+	while (i < c->nstats) {
+		struct sp_statmap *m = &c->stats[i];
+
+		if (pid && (m->pid != pid || m->image > image)) {
+			i++;
+			continue;
+		}
+		sp_coll_stats_merge(c, m->pid, m->map, m->size, m->clock);
+		statmap_free(m);
+		c->stats[i] = c->stats[--c->nstats];
+	}
+}
+
+void sp_coll_finish(struct sp_coll *c)
+{
+	sp_coll_stats_retire(c, 0, 0);
 }
 
 /* Descriptors received with one message at most: more make it bad. */
@@ -1128,10 +1389,12 @@ int sp_coll_recv(struct sp_coll *c, int sock, uint32_t peer_pid, uint8_t *buf, s
 		while (nfd)
 			close(fds[--nfd]);
 		p = hmap_get(&c->procs, &peer_pid, 0, NULL);
-		if (p && p->bye_image == p->image + 1)
+		if (p && p->bye_image == p->image + 1) {
 			rings_retire(c, peer_pid, p->image);
-		else
+			sp_coll_stats_retire(c, peer_pid, p->image);
+		} else {
 			sp_coll_rings_drain(c, peer_pid);
+		}
 		return -1;
 	}
 	if (mh.msg_flags & MSG_CTRUNC) {
@@ -1178,11 +1441,43 @@ uint64_t sp_coll_lost(const struct sp_coll *c)
 
 uint64_t sp_coll_executions(const struct sp_coll *c)
 {
-	size_t it = 0;
+	size_t it = 0, i;
 	const struct sp_proc *p;
 	uint64_t n = 0;
 
 	while ((p = hmap_next(&c->procs, &it, NULL)))
 		n += p->execs;
+	/* live: the query records' counts, published chunks only */
+	for (i = 0; i < c->nstats; i++) {
+		const uint8_t *map = c->stats[i].map;
+		uint32_t nch = __atomic_load_n(&((const struct sp_stats_hdr *)(const void *)map)->nchunks,
+					       __ATOMIC_ACQUIRE), ci;
+
+		if (nch > c->stats[i].size / SP_STATS_CHUNK)
+			continue;
+		for (ci = 1; ci < nch; ci++) {
+			const uint8_t *cb = map + (size_t)ci * SP_STATS_CHUNK;
+			uint32_t u = __atomic_load_n(&((const struct sp_stats_chunk *)(const void *)cb)->used,
+						     __ATOMIC_ACQUIRE);
+			size_t off = sizeof(struct sp_stats_chunk);
+
+			if (u > SP_STATS_CHUNK)
+				continue;
+			while (off + sizeof(struct sp_rec_hdr) <= u) {
+				struct sp_rec_hdr rh;
+
+				memcpy(&rh, cb + off, sizeof(rh));
+				if (rh.len < sizeof(rh) || rh.len % 8 || rh.len > u - off)
+					break;
+				if (rh.type == SP_AGG_QUERY && rh.len == sizeof(struct sp_agg_query)) {
+					uint64_t k;
+
+					memcpy(&k, cb + off + offsetof(struct sp_agg_query, count), sizeof(k));
+					n += k;
+				}
+				off += rh.len;
+			}
+		}
+	}
 	return n;
 }

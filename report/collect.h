@@ -34,9 +34,14 @@ struct sp_proc {
 	char *exe;
 	int hello, bye, sqlite_found, clock;
 	uint64_t tsc_ref, mono_ref;
-	uint64_t lost;        /* max of the message headers' cumulative counts */
-	uint64_t execs;       /* EXEC records received */
+	uint64_t lost;        /* event records dropped: max of the message
+			       * headers' cumulative counts */
+	uint64_t execs;       /* executions in its statistics (merged so far) */
+	uint64_t events;      /* EXEC events received */
 	uint64_t bye_execs;   /* executions the process says it ended */
+	uint64_t unattributed; /* executions counted with no query (no room) */
+	uint64_t stats_bad;   /* statistics records refused (corrupt) */
+	int no_stats;         /* an image came without shared statistics */
 	uint64_t untracked;
 	uint64_t msgs, bad_msgs, gaps;
 	uint64_t reconnects;  /* the program closed our descriptor this often */
@@ -63,6 +68,20 @@ struct sp_ring {
 	int broken;                /* reported once; never read again */
 };
 
+/*
+ * An image's shared statistics (sp_wire.h), mapped read-write (as the
+ * memfd is) but only read. Kept per pid and image until merged: when the
+ * image is over (its BYE and then the end of its connection, or a later
+ * image's HELLO), or at the end of the recording.
+ */
+struct sp_statmap {
+	void *map;
+	size_t size;
+	uint32_t pid, image;
+	int clock;                /* the image's clock, for tick conversion */
+	int copy;                 /* map is our malloc'd copy (STATS_COPY) */
+};
+
 /* Aggregate per (sql_id, kind): exact over every execution. */
 #define SP_RUN_BUCKETS 64
 
@@ -70,6 +89,7 @@ struct sp_qagg {
 	uint64_t count, total_ns, self_ns, wall_ns, rows;
 	uint64_t vm_steps, fullscan_steps, sorts, autoindex;
 	uint64_t errors, nested, samples, prepares, prepare_ns;
+	uint64_t min_ns, max_ns; /* exact; min_ns valid when count > 0 */
 	struct sp_hist *hist; /* db time per execution, ns */
 	/* Runs: maximal sequences of consecutive top-level executions of this
 	 * SQL on one thread (N+1 detection). runs_by_len[i]: runs of length
@@ -94,14 +114,8 @@ struct sp_plan {
 	char *text;           /* "id|parent|detail" lines */
 };
 
-struct sp_thr {
-	uint64_t key, kind;    /* last top-level execution: fingerprint id when
-				* its text is known, else its sql_id */
-	uint64_t sql_id;       /* where the run is credited */
-	uint64_t run;          /* its run length so far */
-};
-
 void sp_run_bucket_bounds(int b, uint64_t *lo, uint64_t *hi);
+int sp_run_bucket(uint64_t len); /* the bucket of a run length */
 
 struct sp_err {
 	uint64_t count;
@@ -127,7 +141,6 @@ struct sp_coll {
 	struct hmap errors;  /* {sql_id, rc, pid, stack_id, msg hash} -> struct sp_err */
 	struct hmap modules; /* {pid, generation, lo} -> struct sp_module */
 	struct hmap plans;   /* {sql_id, plan hash} -> struct sp_plan */
-	struct hmap threads; /* {pid, tid} -> struct sp_thr (run tracking) */
 	struct sp_event *events;
 	size_t nevents, events_cap, events_max;
 	uint64_t events_dropped;
@@ -147,6 +160,9 @@ struct sp_coll {
 	size_t nrings, rings_cap;
 	uint8_t *ring_buf;        /* one synthesized message, header + SP_MSG_MAX */
 	uint64_t rings_opened, rings_broken;
+	/* Shared statistics not merged yet, in no order. */
+	struct sp_statmap *stats;
+	size_t nstats, stats_cap;
 	/* Broken rings are reported here, one line each; NULL: nowhere. */
 	FILE *diag;
 };
@@ -161,8 +177,21 @@ struct sp_sql {
 void sp_coll_init(struct sp_coll *c);
 /* Frees everything, unmapping the rings without reading them. */
 void sp_coll_free(struct sp_coll *c);
-/* Close every open run (end of recording). */
+/* End of recording: merge every image's statistics still mapped (their
+ * open N+1 runs closed) and let them go. */
 void sp_coll_finish(struct sp_coll *c);
+/*
+ * Merge one image's statistics, map[0, size) as the writer left it, into
+ * the queries: checks every chunk and record (lengths, types, the
+ * addresses between records) and skips what fails, counted in the
+ * process's stats_bad. Used on mappings and on copies alike. clock: the
+ * image's (enum sp_clock).
+ */
+void sp_coll_stats_merge(struct sp_coll *c, uint32_t pid, const void *map, size_t size, int clock);
+/* Map and keep the statistics memfd fd of pid's current image (consumed). */
+int sp_coll_stats_add(struct sp_coll *c, uint32_t pid, int fd, const struct sp_rec_stats *rec);
+/* Merge and free pid's statistics of images up to image (0 pid: all). */
+void sp_coll_stats_retire(struct sp_coll *c, uint32_t pid, uint32_t image);
 /* Validate the whole message, then apply it. Returns 0, or -1 with a
  * one-line reason in c->last_error, c->bad_messages counted and nothing
  * applied. peer_pid, when nonzero, is the pid the kernel vouches for
@@ -227,6 +256,8 @@ uint64_t sp_coll_lost(const struct sp_coll *c);
 /* Send sampled executions to f (owned by the caller, opened w+) from now
  * on, keeping at most max of them. */
 void sp_coll_spill(struct sp_coll *c, FILE *f, size_t max);
+/* Executions so far: merged, plus those in statistics still mapped
+ * (read live: may be behind by the executions being added). */
 uint64_t sp_coll_executions(const struct sp_coll *c);
 
 #endif

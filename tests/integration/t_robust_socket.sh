@@ -32,9 +32,8 @@ sql_id = 0x5eed0000 + pid
 exe = b"/forged/" + marker
 hello = rec(1, struct.pack("<IIIIQQQQII", pid, pid, 1, 0, 0, 0, 0, 0, 1, len(exe)) + exe)
 text = rec(2, struct.pack("<IIQII", pid, pid, sql_id, len(sql), len(sql)) + sql)
-lite = rec(10, struct.pack("<IIQQQIIIIII", pid, pid, sql_id, 1000, 1000, 0, 0, 0, 1, 1, 0))
-body = hello + text + lite
-msg = struct.pack("<IHHIIQQ", 0x46525053, 2, 0, pid, 32 + len(body), 1, 0) + body
+body = hello + text
+msg = struct.pack("<IHHIIQQ", 0x46525053, 3, 0, pid, 32 + len(body), 1, 0) + body
 s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
 try:
     s.connect(path)

@@ -1,0 +1,140 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * config.c - the preload's configuration (SQLPROF_* variables, read once
+ * in the constructor) and its clock. A bad value is one warning line and
+ * the default; nothing here runs on the execution path.
+ */
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <math.h>
+#include <link.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "sp_preload.h"
+
+struct sp_config sp_cfg = {
+	.enabled = 0,
+	.depth = 64,
+	.send_timeout_ms = 100,
+	.follow = 1,
+	.plans = 1,
+};
+int sp_clock_tsc;
+
+#define DEFAULT_RATE 0.01
+#define DEFAULT_SLOW_MS 100
+
+uint64_t sp_mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+void sp_warn_bad(const char *var, const char *val, const char *why)
+{
+	fprintf(stderr, "sqlprof: ignoring %s=%s (%s); using the default\n", var, val, why);
+}
+
+static int env_double(const char *var, double lo, double hi, double *out)
+{
+	const char *v = getenv(var);
+	char *end;
+	double d;
+
+	if (!v || !*v)
+		return 0;
+	errno = 0;
+	d = strtod(v, &end);
+	if (errno || *end || !(d >= lo && d <= hi)) { /* also rejects NaN */
+		char why[64];
+
+		snprintf(why, sizeof(why), "expected a number from %g to %g", lo, hi);
+		sp_warn_bad(var, v, why);
+		return 0;
+	}
+	*out = d;
+	return 1;
+}
+
+static int env_long(const char *var, long lo, long hi, long *out)
+{
+	const char *v = getenv(var);
+	char *end;
+	long l;
+
+	if (!v || !*v)
+		return 0;
+	errno = 0;
+	l = strtol(v, &end, 10);
+	if (errno || *end || l < lo || l > hi) {
+		char why[64];
+
+		snprintf(why, sizeof(why), "expected an integer from %ld to %ld", lo, hi);
+		sp_warn_bad(var, v, why);
+		return 0;
+	}
+	*out = l;
+	return 1;
+}
+
+static int kernel_clock_is_tsc(void)
+{
+	char buf[32] = { 0 };
+	int fd = open("/sys/devices/system/clocksource/clocksource0/current_clocksource",
+		      O_RDONLY | O_CLOEXEC);
+	ssize_t n;
+
+	if (fd < 0)
+		return 0;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	return n >= 3 && strncmp(buf, "tsc", 3) == 0 && (n == 3 || buf[3] == '\n');
+}
+
+void sp_read_config(void)
+{
+	double rate = DEFAULT_RATE, slow_ms = DEFAULT_SLOW_MS;
+	long l;
+	const char *clk;
+
+	env_double("SQLPROF_RATE", 0.0, 1.0, &rate);
+	sp_cfg.rate = rate;
+	sp_cfg.rate_one = rate >= 1.0;
+	sp_cfg.log_q = rate > 0.0 && rate < 1.0 ? log1p(-rate) : 0.0;
+	if (env_long("SQLPROF_SEED", 0, LONG_MAX, &l))
+		sp_cfg.seed = (uint64_t)l;
+	else
+		sp_cfg.seed = sp_mono_ns() ^ ((uint64_t)getpid() << 32);
+	env_double("SQLPROF_SLOW_MS", 0.0, 86400000.0, &slow_ms);
+	if (env_long("SQLPROF_DEPTH", 1, SP_STACK_MAX, &l))
+		sp_cfg.depth = (int)l;
+	if (env_long("SQLPROF_SEND_TIMEOUT_MS", 0, 10000, &l))
+		sp_cfg.send_timeout_ms = (int)l;
+	if (env_long("SQLPROF_FOLLOW", 0, 1, &l))
+		sp_cfg.follow = (int)l;
+	if (env_long("SQLPROF_PLANS", 0, 1, &l))
+		sp_cfg.plans = (int)l;
+
+	clk = getenv("SQLPROF_CLOCK");
+	if (clk && strcmp(clk, "monotonic") == 0)
+		sp_clock_tsc = 0;
+	else if (clk && *clk && strcmp(clk, "auto") != 0 && strcmp(clk, "tsc") != 0) {
+		sp_warn_bad("SQLPROF_CLOCK", clk, "expected auto, tsc or monotonic");
+		sp_clock_tsc = kernel_clock_is_tsc();
+	} else
+		sp_clock_tsc = kernel_clock_is_tsc();
+	sp_cfg.slow_ticks = (uint64_t)(slow_ms * 1e6); /* ns; to ticks in sp_init */
+	sp_cfg.slow_span = sp_cfg.slow_ticks ? sp_cfg.slow_ticks : (uint64_t)1 << 63;
+}
+

@@ -1,0 +1,171 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * life.c - the preload's process and thread life: the constructor, the
+ * per-thread set-up, fork and the destructor. exec and _exit are shims
+ * (shims.c); what happens to the connection and the rings is stream.c's.
+ */
+#include <dlfcn.h>
+#include <execinfo.h>
+#include <link.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "sp_preload.h"
+
+__thread struct sp_thread sp_tls __attribute__((tls_model("initial-exec")));
+uint32_t sp_proc_pid; /* pid of the process image we initialised */
+
+static _Atomic uint32_t cached_pid; /* same value from every thread */
+
+/* This process's pid (cached; reset in a forked child). */
+uint32_t sp_my_pid(void)
+{
+	uint32_t p = atomic_load_explicit(&cached_pid, memory_order_relaxed);
+
+	if (unlikely(!p)) {
+		p = (uint32_t)getpid();
+		atomic_store_explicit(&cached_pid, p, memory_order_relaxed);
+	}
+	return p;
+}
+
+static inline uint64_t mix64(uint64_t x)
+{
+	x ^= x >> 33;
+	x *= 0xff51afd7ed558ccdULL;
+	x ^= x >> 33;
+	return x;
+}
+
+void sp_thread_init(struct sp_thread *t)
+{
+	static atomic_uint thread_index;
+	uint32_t idx = atomic_fetch_add(&thread_index, 1) + 1;
+
+	t->tid = (uint32_t)syscall(SYS_gettid);
+	t->pid = (uint32_t)getpid();
+	/* Repeatable per thread index under SQLPROF_SEED. */
+	t->rng = mix64(sp_cfg.seed + 0x9E3779B97F4A7C15ULL * idx) | 1;
+	t->skip = 0; /* drawn in sp_thread_ready */
+}
+
+void sp_thread_ready(struct sp_thread *t)
+{
+	if (t->state & SP_TS_SETUP)
+		return;
+	if (unlikely(!t->tid))
+		sp_thread_init(t);
+	if (unlikely(sp_stream_restart))
+		sp_stream_child_start();
+	if (!t->skip)
+		t->skip = sp_draw_gap(t);
+	if (!t->last_stmt)
+		t->last_stmt = &sp_stmt_none;
+	sp_arena_get(t);
+	t->state |= SP_TS_SETUP | (sp_clock_tsc ? SP_TS_TSC : 0);
+}
+
+static int self_range_cb(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	uintptr_t me = (uintptr_t)arg;
+	int i;
+
+	(void)size;
+	for (i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *p = &info->dlpi_phdr[i];
+		uintptr_t lo = info->dlpi_addr + p->p_vaddr;
+
+		if (p->p_type == PT_LOAD && (p->p_flags & PF_X) && me >= lo && me < lo + p->p_memsz) {
+			sp_self_lo = lo;
+			sp_self_hi = lo + p->p_memsz;
+			return 1;
+		}
+	}
+	return 0;
+}
+
+/* In the child after fork() (async-signal-safe work only): it has one
+ * thread and a copy of everything. The statement table is kept (the child
+ * may go on using the statements); executions open at fork() are the
+ * parent's to count (run.c knows them by their arena's pid); statistics,
+ * rings and connection are the parent's and are let go of. */
+static void on_fork_child(void)
+{
+	struct sp_thread *t = &sp_tls;
+
+	sp_proc_pid = (uint32_t)getpid();
+	atomic_store_explicit(&cached_pid, 0, memory_order_relaxed);
+	t->tid = 0;
+	t->state &= ~SP_TS_FAST; /* set up again at the next call */
+	t->cur = NULL;
+	t->exec_depth = 0;
+	sp_stats_fork_child();
+	sp_stream_fork_child();
+}
+
+/*
+ * Constructor: runs in the loader, single-threaded, before main. It reads
+ * the environment, maps the tables (mmap, no malloc), warms up backtrace()
+ * (its first call loads libgcc_s), makes the shared statistics and
+ * connects to the collector. It calls dl_iterate_phdr without holding any
+ * lock of ours.
+ */
+__attribute__((constructor)) static void sp_init(void)
+{
+	void *warm[4];
+
+	if (!getenv(SP_ENV_SOCK))
+		return; /* preloaded without a collector: stay inert */
+	/* Never profile the collector itself (its own profile writes). */
+	if (dlsym(RTLD_DEFAULT, "sqlprof_is_collector"))
+		return;
+	sp_read_config();
+	if (!sp_cfg.follow && getenv("SQLPROF_FOLLOW_ROOT"))
+		return; /* an exec'd child under --no-follow */
+	if (!sp_cfg.follow)
+		setenv("SQLPROF_FOLLOW_ROOT", "1", 1);
+	sp_stmt_tables_init();
+	if (!sp_stmts)
+		return;
+	dl_iterate_phdr(self_range_cb, (void *)(uintptr_t)&sp_init);
+	backtrace(warm, 4);
+	{
+		const char *u = getenv("SQLPROF_UNWIND");
+
+		if (u && !strcmp(u, "libgcc"))
+			sp_use_cfi_unwinder = 0;
+		else if (u && *u && strcmp(u, "cfi")) {
+			sp_warn_bad("SQLPROF_UNWIND", u, "expected cfi or libgcc");
+			sp_use_cfi_unwinder = sp_unwind_init() == 0;
+		} else
+			sp_use_cfi_unwinder = sp_unwind_init() == 0;
+	}
+	if (sp_clock_tsc && sp_cfg.slow_ticks) {
+		sp_cfg.slow_ticks = (uint64_t)((double)sp_cfg.slow_ticks * sp_tsc_per_ns());
+		if (!sp_cfg.slow_ticks)
+			sp_cfg.slow_ticks = 1;
+		sp_cfg.slow_span = sp_cfg.slow_ticks;
+	}
+	sp_proc_pid = (uint32_t)getpid();
+	pthread_atfork(NULL, NULL, on_fork_child);
+	sp_resolve();
+	sp_stats_init();
+	if (sp_stream_init() == 0) {
+		sp_cfg.enabled = 1;
+		if (atomic_load(&sp_resolved))
+			sp_hot = 1;
+	}
+}
+
+/* Destructor: say goodbye. Runs from exit(); _exit and exec have shims
+ * that do it; a program killed by a signal has no goodbye, but its totals
+ * are in the statistics and its records in the rings the collector holds. */
+__attribute__((destructor)) static void sp_fini(void)
+{
+	if (!sp_cfg.enabled)
+		return;
+	sp_stream_exit();
+}

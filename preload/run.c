@@ -1,0 +1,510 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * run.c - the slow halves of an execution: a start that is nested, first,
+ * drawn for a stack or on a thread without its query record; an end that
+ * is sampled, failing, slow, nested or on another thread (or process)
+ * than its start; sqlite3_exec calls; stacks; and the records such
+ * executions leave (EXEC events, ERROR, STACK).
+ *
+ * Totals are never in records: every execution, sampled or not, is added
+ * to its query record in the shared statistics (sp_agg_add). A record
+ * lost with a full ring loses an event, counted, never a count.
+ */
+#include <errno.h>
+#include <execinfo.h>
+#include <math.h>
+#include <string.h>
+
+#include "sp_preload.h"
+
+int sp_use_cfi_unwinder;
+uintptr_t sp_self_lo, sp_self_hi;
+__thread struct sp_run sp_exec_runs[SP_EXEC_DEPTH] __attribute__((tls_model("initial-exec")));
+
+/*
+ * Gap to the next execution the random draw picks, counting this one: a
+ * geometric variable with p = SQLPROF_RATE, so that counting it down
+ * gives exactly the choices of one Bernoulli draw per execution, at the
+ * price of a decrement instead of a random number each time.
+ */
+uint64_t sp_draw_gap(struct sp_thread *t)
+{
+	double u, g;
+
+	if (sp_cfg.rate >= 1.0)
+		return 1;
+	if (sp_cfg.rate <= 0.0)
+		return UINT64_MAX;
+	/* u uniform in (0, 1] from the top 53 bits */
+	u = (double)((sp_rng_next(t) >> 11) + 1) * 0x1p-53;
+	g = floor(log(u) / sp_cfg.log_q);
+	if (!(g < 1e18))
+		return (uint64_t)1e18;
+	return (uint64_t)g + 1;
+}
+
+/* ---- stacks ---- */
+
+/* A stack not known to be sent by this thread lately: note it in the set
+ * and write its STACK record the first time in the process. */
+extern int sp_stack_first(uint64_t h);
+extern void sp_stack_unsent(uint64_t h);
+
+__attribute__((noinline)) uint64_t sp_stack_note(struct sp_thread *t, const uintptr_t *pcs, int depth,
+						uint64_t h)
+{
+	int saved = errno, i;
+
+	if (sp_stack_first(h)) {
+		uint32_t rl = sizeof(struct sp_rec_stack) + 8u * (uint32_t)depth;
+		struct sp_rec_stack *r;
+
+		sp_guard_in(t);
+		/* A new stack may hold pcs of a library loaded since the map was
+		 * last sent. */
+		sp_modules_changed();
+		r = sp_rec_reserve(t, rl);
+		sp_guard_out(t);
+		if (!r) {
+			sp_stack_unsent(h);
+			errno = saved;
+			return 0; /* the execution keeps its time, loses its stack */
+		}
+		r->h.type = SP_REC_STACK;
+		r->h.flags = 0;
+		r->h.len = rl;
+		r->pid = sp_my_pid();
+		r->tid = t->tid;
+		r->stack_id = h;
+		r->depth = (uint32_t)depth;
+		r->pad = 0;
+		for (i = 0; i < depth; i++)
+			((uint64_t *)(r + 1))[i] = (uint64_t)pcs[i];
+		sp_rec_commit(t, rl);
+	}
+	t->last_stack = h;
+	errno = saved;
+	return h;
+}
+
+/* backtrace(), for frames our unwinder cannot climb; keeps errno */
+int sp_backtrace_keep_errno(uintptr_t *pcs, int max)
+{
+	int saved = errno, n = backtrace((void **)pcs, max);
+
+	errno = saved;
+	return n;
+}
+
+/* The stack of the calling thread above libsqlprof, as a stack id. */
+__attribute__((noinline)) uint64_t sp_stack_capture(struct sp_thread *t)
+{
+	uintptr_t pcs[SP_STACK_MAX + 8], lo, span;
+	int n = -1, skip = 1, depth, i, max;
+	uint64_t h = 0xcbf29ce484222325ULL;
+
+	if (likely(sp_use_cfi_unwinder))
+		n = sp_unwind(pcs, sp_cfg.depth + 16);
+	if (unlikely(n < 0)) /* not ours to unwind (signal frame, no CFI): libgcc's */
+		n = sp_backtrace_keep_errno(pcs, sp_cfg.depth + 16);
+	lo = sp_self_lo;
+	span = sp_self_hi - sp_self_lo;
+	max = sp_cfg.depth;
+	/* pcs[0] is always ours: this function */
+	while (skip < n && pcs[skip] - lo < span)
+		skip++;
+	depth = n - skip;
+	if (depth > max)
+		depth = max;
+	if (depth <= 0)
+		return 0;
+	for (i = 0; i < depth; i++)
+		h = (h ^ (uint64_t)pcs[skip + i]) * 0x100000001b3ULL;
+	h ^= (uint64_t)depth;
+	h |= 1; /* 0 means no stack */
+	/* the same stack as this thread's last one: sent already */
+	if (likely(h == t->last_stack))
+		return h;
+	return sp_stack_note(t, pcs + skip, depth, h);
+}
+
+static void take_stack(struct sp_thread *t, struct sp_run *r)
+{
+	r->stack_id = sp_stack_capture(t);
+	if (r->stack_id)
+		r->flags |= SP_EXEC_SAMPLED;
+}
+
+/* ---- events ---- */
+
+static inline uint64_t run_seq(struct sp_thread *t, struct sp_run *r)
+{
+	if (!r->seq)
+		r->seq = ++t->seq;
+	return r->seq;
+}
+
+/* The EXEC event of a sampled execution that ended at end. */
+static void emit_exec(struct sp_thread *t, struct sp_run *r, uint64_t sql_id, uint64_t db, int rc,
+		      uint64_t end, sp_v4u delta)
+{
+	struct sp_rec_exec *x = sp_rec_reserve(t, sizeof(*x));
+
+	if (!x)
+		return;
+	memset(x, 0, sizeof(*x));
+	x->h.type = SP_REC_EXEC;
+	x->h.flags = r->flags & ~SP_RUN_PRIVATE;
+	x->h.len = sizeof(*x);
+	x->pid = t->pid;
+	x->tid = t->tid;
+	x->sql_id = sql_id;
+	x->seq = run_seq(t, r);
+	x->parent_seq = r->parent_seq;
+	x->db = db;
+	x->start = r->start;
+	x->wall = end - r->start;
+	x->db_time = r->db;
+	x->nested_time = r->nested_time;
+	x->rows = r->rows;
+	x->stack_id = r->stack_id;
+	x->fullscan_steps = delta[0];
+	x->sorts = delta[1];
+	x->autoindex = delta[2];
+	x->vm_steps = delta[3];
+	x->rc = rc;
+	x->kind = r->kind;
+	sp_rec_commit(t, sizeof(*x));
+}
+
+static void write_error(struct sp_thread *t, struct sp_run *run, uint64_t sql_id, sqlite3 *db,
+			int rc)
+{
+	const char *msg = db && sp_real.errmsg ? sp_real.errmsg(db) : NULL;
+	size_t n = msg ? strnlen(msg, 4096) : 0;
+	uint32_t rl = SP_ALIGN8(sizeof(struct sp_rec_error) + n);
+	struct sp_rec_error *r = sp_rec_reserve(t, rl);
+
+	if (!r)
+		return;
+	memset(r, 0, rl);
+	r->h.type = SP_REC_ERROR;
+	r->h.len = rl;
+	r->pid = t->pid;
+	r->tid = t->tid;
+	r->exec_seq = run_seq(t, run);
+	r->sql_id = sql_id;
+	r->stack_id = run->stack_id;
+	r->rc = rc;
+	r->msg_len = (uint32_t)n;
+	memcpy(r + 1, msg ? msg : "", n);
+	sp_rec_commit(t, rl);
+}
+
+/* ---- nesting ---- */
+
+/*
+ * Exec calls whose shim frame is gone (an exception or longjmp went
+ * through it) are still t->cur. frame is the frame address of an
+ * interposer entered now (the exec shim, or step_general, each called
+ * from the program's frame): everything that runs inside a live exec call
+ * is deeper on the stack (lower: stacks grow down), so an exec frame at or
+ * below frame is gone. End those as abandoned, so that nothing is ever
+ * added to a run whose call is not running.
+ */
+static void close_vanished(struct sp_thread *t, uintptr_t frame)
+{
+	if (!frame)
+		return;
+	while (t->exec_depth && t->cur == &sp_exec_runs[t->exec_depth - 1] &&
+	       t->cur->frame <= frame) {
+		struct sp_run *r = t->cur;
+
+		t->cur = r->parent;
+		r->flags |= SP_EXEC_ABANDONED;
+		r->start = 0;
+		r->flags = 0;
+		r->seq = r->nested_time = r->stack_id = 0;
+		r->parent = NULL;
+		t->exec_depth--;
+	}
+}
+
+static void run_link(struct sp_thread *t, struct sp_run *r, uintptr_t frame)
+{
+	close_vanished(t, frame);
+	r->parent = t->cur;
+	if (unlikely(r->parent != NULL)) {
+		r->parent_seq = run_seq(t, r->parent);
+		r->flags |= SP_EXEC_NESTED;
+	} else {
+		r->parent_seq = 0;
+	}
+}
+
+/* Credit our time to the enclosing execution only while we are inside
+ * its call (t->cur) and it is still the same execution. */
+static void run_unlink(struct sp_thread *t, struct sp_run *r)
+{
+	struct sp_run *p = r->parent;
+
+	if (unlikely(p != NULL) && p == t->cur && p->seq == r->parent_seq && p->start) {
+		p->nested_time += r->db;
+		p->flags |= SP_RUN_HAS_NESTED;
+	}
+}
+
+/* Between executions, every field but the fast start's is 0. */
+static void run_clear(struct sp_run *r)
+{
+	r->start = 0;
+	r->flags = 0;
+	r->seq = 0;
+	r->nested_time = 0;
+	r->stack_id = 0;
+	r->parent = NULL;
+	r->parent_seq = 0;
+}
+
+/* ---- statements ---- */
+
+/* Bind s to the calling thread's query record for its text. */
+static void bind_stmt(struct sp_thread *t, struct sp_stmt *s)
+{
+	struct sp_arena *a = sp_arena_get(t);
+	struct sp_agg_query *q = a ? sp_agg_get(a, s->sql_id, SP_KIND_STMT) : NULL;
+
+	if (q) {
+		s->agg = q;
+		s->agg_arena = t->arena_id;
+	} else {
+		s->agg = NULL;
+		s->agg_arena = 0; /* every execution comes here: unattributed */
+	}
+}
+
+uint64_t sp_run_begin_slow(struct sp_thread *t, struct sp_stmt *s, sqlite3_stmt *st, int drawn,
+			   uintptr_t frame)
+{
+	struct sp_run *r = &s->run;
+
+	if (s->agg_arena != t->arena_id)
+		bind_stmt(t, s);
+	if (unlikely(atomic_load_explicit(&sp_sql_pending, memory_order_relaxed)))
+		sp_sql_flush(t);
+	run_clear(r);
+	r->kind = SP_KIND_STMT;
+	run_link(t, r, frame);
+	/* The random draw is made for every execution, forced or not, so the
+	 * random samples stay an unbiased share of them. */
+	if (unlikely(s->nexec++ == 0) && sp_first_exec(s->sql_id, SP_KIND_STMT))
+		r->flags |= SP_EXEC_FIRST;
+	if (drawn < 0)
+		drawn = sp_draw(t);
+	if (drawn)
+		r->flags |= SP_EXEC_RANDOM;
+	if (r->flags & (SP_EXEC_FIRST | SP_EXEC_RANDOM))
+		take_stack(t, r);
+	r->db = 0;
+	r->rows = 0;
+	sp_status_base(r, st);
+	/* the walk's time is not the execution's */
+	r->start = sp_now();
+	r->slow_at = r->start + sp_cfg.slow_span;
+	return r->start;
+}
+
+void sp_run_on_row(struct sp_thread *t, struct sp_stmt *s, uint64_t now)
+{
+	struct sp_run *r = &s->run;
+
+	(void)now;
+	r->slow_at = UINT64_MAX; /* noted once */
+	r->flags |= SP_EXEC_SLOW;
+	if (!(r->flags & SP_EXEC_SAMPLED))
+		take_stack(t, r);
+}
+
+/* The query record an execution of s that ends on this thread goes to:
+ * the one bound at its start, another of this thread's if it started on
+ * another thread, none if it started in the parent before fork(). */
+static struct sp_agg_query *end_record(struct sp_thread *t, struct sp_stmt *s, int *inherited)
+{
+	*inherited = 0;
+	if (likely(s->agg_arena == t->arena_id && s->agg))
+		return s->agg;
+	if (s->agg_arena && (uint32_t)(s->agg_arena >> 32) != sp_my_pid()) {
+		/* started before fork(), in the parent: the parent counts it */
+		*inherited = 1;
+		return NULL;
+	}
+	bind_stmt(t, s);
+	return s->agg;
+}
+
+/* The additions of a non-plain execution beyond sp_agg_add. */
+static void agg_extra(struct sp_agg_query *q, const struct sp_run *r, int rc)
+{
+	if (r->flags & SP_EXEC_ERROR) {
+		q->errors++;
+		sp_agg_error(q, rc);
+	}
+	if (r->flags & SP_EXEC_NESTED)
+		q->nested++;
+	q->nested_time += r->nested_time;
+	if (r->stack_id)
+		q->samples++;
+}
+
+void sp_run_end_slow(struct sp_thread *t, struct sp_stmt *s, sqlite3_stmt *st, int rc,
+		     uint64_t end)
+{
+	struct sp_run *r = &s->run;
+	struct sp_agg_query *q;
+	sp_v4u delta;
+	int inherited, saved;
+
+	if (!r->start)
+		return;
+	q = end_record(t, s, &inherited);
+	if (inherited) {
+		run_clear(r);
+		return;
+	}
+	saved = errno;
+	if (unlikely(end >= r->slow_at) && !(r->flags & SP_EXEC_SLOW)) {
+		/* Slow, and no row came back to notice it earlier: we are still
+		 * in the caller's step, so its stack is the right one. */
+		r->flags |= SP_EXEC_SLOW;
+		if (!(r->flags & SP_EXEC_SAMPLED))
+			take_stack(t, r);
+	}
+	delta = sp_status_delta(r, st);
+	if (unlikely(rc != SQLITE_DONE && rc != SQLITE_ROW)) {
+		sqlite3 *db = (sqlite3 *)(uintptr_t)s->db;
+
+		r->flags |= SP_EXEC_ERROR;
+		if (db && sp_real.extended_errcode)
+			rc = sp_real.extended_errcode(db);
+		/* The stack at the failing call: we are in the step shim. */
+		take_stack(t, r);
+		sp_guard_in(t);
+		write_error(t, r, s->sql_id, db, rc);
+		sp_guard_out(t);
+	} else {
+		rc = SQLITE_OK;
+	}
+	if (q) {
+		sp_agg_add(q, r, end, delta);
+		agg_extra(q, r, rc);
+		if (!(r->flags & SP_EXEC_NESTED))
+			sp_run_note(t, q, s->shape);
+	} else {
+		sp_stats_unattributed();
+	}
+	if (r->stack_id)
+		emit_exec(t, r, s->sql_id, s->db, rc, end, delta);
+	run_unlink(t, r);
+	run_clear(r);
+	errno = saved;
+}
+
+/* An execution whose statement SQLite freed without our finalize shim
+ * (its memory now reused): end it without reading counters from memory
+ * that is no longer it. */
+void sp_run_stale(struct sp_thread *t, struct sp_stmt *s)
+{
+	static const sp_v4u zero;
+	struct sp_run *r = &s->run;
+	struct sp_agg_query *q;
+	int inherited;
+
+	if (!t->tid)
+		sp_thread_init(t);
+	q = end_record(t, s, &inherited);
+	if (!inherited) {
+		r->flags |= SP_EXEC_ABANDONED | SP_EXEC_STATUS_RESET;
+		if (q) {
+			sp_agg_add(q, r, r->start + r->db, zero);
+			agg_extra(q, r, 0);
+		} else {
+			sp_stats_unattributed();
+		}
+		if (r->stack_id)
+			emit_exec(t, r, s->sql_id, s->db, SQLITE_OK, r->start + r->db, zero);
+	}
+	run_clear(r);
+}
+
+/* ---- sqlite3_exec ---- */
+
+struct sp_run *sp_exec_begin(struct sp_thread *t, uint64_t sql_id, uintptr_t frame)
+{
+	struct sp_run *r;
+
+	close_vanished(t, frame);
+	if (t->exec_depth >= SP_EXEC_DEPTH)
+		return NULL;
+	if (unlikely(atomic_load_explicit(&sp_sql_pending, memory_order_relaxed)))
+		sp_sql_flush(t);
+	r = &sp_exec_runs[t->exec_depth++];
+	run_clear(r);
+	r->kind = SP_KIND_EXEC;
+	r->frame = frame;
+	r->db = r->rows = 0;
+	run_link(t, r, 0);
+	/* an exec call and a statement of the same text are not the same
+	 * query: their "first" marks are kept apart */
+	if (sp_first_exec(sql_id, SP_KIND_EXEC))
+		r->flags |= SP_EXEC_FIRST;
+	if (sp_draw(t))
+		r->flags |= SP_EXEC_RANDOM;
+	r->slow_at = UINT64_MAX; /* exec calls are checked at their end */
+	if (r->flags & (SP_EXEC_FIRST | SP_EXEC_RANDOM))
+		take_stack(t, r);
+	return r;
+}
+
+void sp_exec_end(struct sp_thread *t, struct sp_run *r, uint64_t sql_id, uint64_t shape,
+		 sqlite3 *db, int rc, uint64_t end)
+{
+	static const sp_v4u zero;
+	struct sp_agg_query *q;
+
+	/* The call returned, so its frame is live: whatever ran inside it
+	 * and vanished is closed; r is the innermost exec again. */
+	while (t->exec_depth && &sp_exec_runs[t->exec_depth - 1] != r) {
+		run_clear(&sp_exec_runs[t->exec_depth - 1]);
+		t->exec_depth--;
+	}
+	if (!t->exec_depth)
+		return; /* closed as vanished meanwhile: not ours any more */
+	if (sp_cfg.slow_ticks && end - r->start >= sp_cfg.slow_ticks) {
+		r->flags |= SP_EXEC_SLOW;
+		if (!(r->flags & SP_EXEC_SAMPLED))
+			take_stack(t, r);
+	}
+	if (rc != SQLITE_OK && rc != SQLITE_ABORT) {
+		r->flags |= SP_EXEC_ERROR;
+		if (db && sp_real.extended_errcode)
+			rc = sp_real.extended_errcode(db);
+		take_stack(t, r);
+		sp_guard_in(t);
+		write_error(t, r, sql_id, db, rc);
+		sp_guard_out(t);
+	}
+	q = sp_agg_get(sp_arena_get(t), sql_id, SP_KIND_EXEC);
+	if (q) {
+		sp_agg_add(q, r, end, zero);
+		agg_extra(q, r, rc);
+		if (!(r->flags & SP_EXEC_NESTED))
+			sp_run_note(t, q, shape ^ 0x9E3779B97F4A7C15ULL);
+	} else {
+		sp_stats_unattributed();
+	}
+	if (r->stack_id)
+		emit_exec(t, r, sql_id, (uint64_t)(uintptr_t)db, rc, end, zero);
+	run_unlink(t, r);
+	run_clear(r);
+	t->exec_depth--;
+}

@@ -1,0 +1,515 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * stats.c - the shared statistics: exact totals by construction.
+ *
+ * A process image keeps the totals of every execution in one memfd (the
+ * layout is in sp_wire.h), sent to the collector with HELLO and kept open
+ * here (above descriptor 800) so that it can be sent again. Each thread
+ * writes into its own arena of chunks, so the hot path updates its query
+ * records with plain stores; the collector reads them whenever it likes,
+ * also after the process died. No record travels for an ordinary
+ * execution, and nothing here waits for the collector.
+ *
+ * What this file does not do: decide what an execution is (hot.c, run.c)
+ * or send anything (stream.c).
+ *
+ * Memory: the memfd is sized once (SQLPROF_STATS_MB, 512 MiB by default,
+ * halved until the mapping succeeds) and is sparse: pages exist only once
+ * written. A query record is 272 bytes, a histogram block 264 bytes (a
+ * query whose db times span a factor of 16 needs one), so a thread that
+ * runs 10,000 distinct SQL texts uses about 5 MiB.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "sp_preload.h"
+
+#define CHUNK SP_STATS_CHUNK
+#define ARENA_NONE 1 /* the arena_id of a thread without an arena: no
+		      * statement is ever bound to it */
+
+struct sp_stats_hdr *sp_stats;
+static uint8_t *stats_base;
+static size_t stats_size;
+static int stats_fd = -1;
+static dev_t stats_dev;
+static ino_t stats_ino;
+static _Atomic uint32_t next_chunk;
+static atomic_uint arena_numbers;
+
+static pthread_mutex_t arena_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct sp_arena *arenas, *idle_arenas;
+static pthread_key_t arena_key;
+static int arena_key_ok;
+
+/* One entry of an arena's private index: (sql_id, kind) -> record. */
+struct sp_aslot {
+	uint64_t sql_id;
+	uint32_t kind, used;
+	struct sp_agg_query *q;
+};
+
+static void *map_private(size_t len)
+{
+	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	return p == MAP_FAILED ? NULL : p;
+}
+
+/*
+ * Create this image's statistics: a sealed memfd mapped shared, or, when
+ * memfd_create is refused, anonymous shared memory that no collector can
+ * see (the totals are then kept but not delivered; BYE says so). Returns
+ * 0, or -1 with no statistics at all.
+ */
+int sp_stats_init(void)
+{
+	long mb = 512;
+	const char *env = getenv("SQLPROF_STATS_MB");
+	size_t size;
+	void *m = MAP_FAILED;
+	int fd;
+
+	if (env && *env) {
+		char *end;
+		long v;
+
+		errno = 0;
+		v = strtol(env, &end, 10);
+		if (errno || *end || v < 1 || v > 4095)
+			sp_warn_bad("SQLPROF_STATS_MB", env, "expected an integer from 1 to 4095");
+		else
+			mb = v;
+	}
+	size = (size_t)mb << 20;
+	/* MFD_CLOEXEC | MFD_ALLOW_SEALING */
+	fd = (int)syscall(SYS_memfd_create, "sqlprof-stats", 1u | 2u);
+	if (fd >= 0) {
+		struct stat st;
+		int hi;
+
+		for (; size >= ((size_t)1 << 20); size /= 2) {
+			if (ftruncate(fd, (off_t)size) < 0)
+				continue;
+			m = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+			if (m != MAP_FAILED)
+				break;
+		}
+		if (m == MAP_FAILED || ftruncate(fd, (off_t)size) < 0) {
+			if (m != MAP_FAILED)
+				munmap(m, size);
+			m = MAP_FAILED;
+			close(fd);
+			fd = -1;
+		} else {
+			/* the collector maps it too: never shrunk under it */
+			(void)fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW);
+			/* out of the low numbers programs dup2() onto */
+			hi = fcntl(fd, F_DUPFD_CLOEXEC, 800);
+			if (hi >= 0) {
+				close(fd);
+				fd = hi;
+			}
+			if (fstat(fd, &st) == 0) {
+				stats_dev = st.st_dev;
+				stats_ino = st.st_ino;
+			}
+		}
+	}
+	if (m == MAP_FAILED) {
+		for (size = (size_t)mb << 20; size >= ((size_t)1 << 20); size /= 2) {
+			m = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+			if (m != MAP_FAILED)
+				break;
+		}
+		if (m == MAP_FAILED)
+			return -1;
+	}
+	stats_fd = fd;
+	stats_base = m;
+	stats_size = size;
+	atomic_store(&next_chunk, 1);
+	sp_stats = m;
+	sp_stats->magic = SP_STATS_MAGIC;
+	sp_stats->version = SP_WIRE_VERSION;
+	sp_stats->pid = (uint32_t)getpid();
+	sp_stats->chunk_size = CHUNK;
+	sp_stats->size = size;
+	sp_stats->base = (uint64_t)(uintptr_t)m;
+	__atomic_store_n(&sp_stats->nchunks, 1, __ATOMIC_RELEASE);
+	return 0;
+}
+
+/* The memfd, while it is still ours (the program may have closed it). */
+int sp_stats_fd(void)
+{
+	struct stat st;
+
+	if (stats_fd < 0 || fstat(stats_fd, &st) < 0 || st.st_dev != stats_dev ||
+	    st.st_ino != stats_ino)
+		return -1;
+	return stats_fd;
+}
+
+/* A fresh chunk for arena number, or NULL when the memfd is full. */
+static struct sp_stats_chunk *chunk_take(uint32_t number)
+{
+	uint32_t n = atomic_fetch_add(&next_chunk, 1), cur;
+	struct sp_stats_chunk *c;
+
+	if (!sp_stats || (uint64_t)(n + 1) * CHUNK > stats_size)
+		return NULL;
+	c = (struct sp_stats_chunk *)(stats_base + (size_t)n * CHUNK);
+	c->magic = SP_CHUNK_MAGIC;
+	c->arena = number;
+	__atomic_store_n(&c->used, (uint32_t)sizeof(*c), __ATOMIC_RELEASE);
+	cur = __atomic_load_n(&sp_stats->nchunks, __ATOMIC_RELAXED);
+	while (cur < n + 1 && !__atomic_compare_exchange_n(&sp_stats->nchunks, &cur, n + 1, 0,
+							  __ATOMIC_RELEASE, __ATOMIC_RELAXED))
+		;
+	return c;
+}
+
+/* len bytes for a new record of a (zeroed: chunks are fresh memory), or
+ * NULL. The record is published by arena_publish once filled. */
+static void *arena_reserve(struct sp_arena *a, uint32_t len)
+{
+	void *p;
+
+	if (a->free + len > a->end) {
+		struct sp_stats_chunk *c = chunk_take(a->number);
+
+		if (!c)
+			return NULL;
+		a->chunk = c;
+		a->free = (uint8_t *)c + sizeof(*c);
+		a->end = (uint8_t *)c + CHUNK;
+	}
+	p = a->free;
+	a->free += len;
+	return p;
+}
+
+static void arena_publish(struct sp_arena *a)
+{
+	__atomic_store_n(&a->chunk->used, (uint32_t)(a->free - (uint8_t *)a->chunk),
+			 __ATOMIC_RELEASE);
+}
+
+/* The arena a query record lives in: its chunk says its number, and the
+ * registry finds it. Only the owner calls this, for its own records. */
+static struct sp_arena *arena_of(struct sp_thread *t)
+{
+	return t->arena;
+}
+
+static int tab_grow(struct sp_arena *a)
+{
+	size_t cap = a->tab_cap ? a->tab_cap * 2 : 1024, i;
+	struct sp_aslot *nt = map_private(cap * sizeof(*nt));
+
+	if (!nt)
+		return -1;
+	for (i = 0; i < a->tab_cap; i++) {
+		struct sp_aslot *e = &a->tab[i];
+		size_t j;
+
+		if (!e->used)
+			continue;
+		for (j = (e->sql_id ^ e->kind) & (cap - 1); nt[j].used; j = (j + 1) & (cap - 1))
+			;
+		nt[j] = *e;
+	}
+	if (a->tab)
+		munmap(a->tab, a->tab_cap * sizeof(*a->tab));
+	a->tab = nt;
+	a->tab_cap = cap;
+	return 0;
+}
+
+struct sp_agg_query *sp_agg_get(struct sp_arena *a, uint64_t sql_id, uint32_t kind)
+{
+	struct sp_agg_query *q;
+	size_t j;
+
+	if (!a)
+		return NULL;
+	if ((a->tab_used + 1) * 2 > a->tab_cap && tab_grow(a) < 0 && !a->tab)
+		return NULL;
+	for (j = (sql_id ^ kind) & (a->tab_cap - 1); a->tab[j].used; j = (j + 1) & (a->tab_cap - 1))
+		if (a->tab[j].sql_id == sql_id && a->tab[j].kind == kind)
+			return a->tab[j].q;
+	if (a->tab_used + 1 >= a->tab_cap)
+		return NULL; /* could not grow, and full */
+	q = arena_reserve(a, sizeof(*q));
+	if (!q)
+		return NULL;
+	q->h.type = SP_AGG_QUERY;
+	q->h.len = sizeof(*q);
+	q->kind = kind;
+	q->sql_id = sql_id;
+	q->min = UINT64_MAX;
+	arena_publish(a);
+	a->tab[j].sql_id = sql_id;
+	a->tab[j].kind = kind;
+	a->tab[j].used = 1;
+	a->tab[j].q = q;
+	a->tab_used++;
+	return q;
+}
+
+/* Histogram block `block` of q, made now (its first value); NULL when
+ * there is no room (the value is counted in hist_lost). */
+uint64_t *sp_agg_hist_block(struct sp_agg_query *q, uint32_t block)
+{
+	struct sp_arena *a = arena_of(&sp_tls);
+	struct sp_agg_hist *h;
+
+	if (!a || block >= SP_HIST_BLOCKS)
+		return NULL;
+	h = arena_reserve(a, sizeof(*h));
+	if (!h)
+		return NULL;
+	h->h.type = SP_AGG_HIST;
+	h->h.flags = (uint16_t)block;
+	h->h.len = sizeof(*h);
+	arena_publish(a);
+	q->hist[block] = (uint64_t)(uintptr_t)h;
+	return h->bucket;
+}
+
+void sp_agg_error(struct sp_agg_query *q, int rc)
+{
+	struct sp_agg_errs *e = (struct sp_agg_errs *)(uintptr_t)q->errs;
+	int i;
+
+	if (!e) {
+		struct sp_arena *a = arena_of(&sp_tls);
+
+		e = a ? arena_reserve(a, sizeof(*e)) : NULL;
+		if (!e)
+			return; /* the failure is still in q->errors */
+		e->h.type = SP_AGG_ERRS;
+		e->h.len = sizeof(*e);
+		arena_publish(a);
+		q->errs = (uint64_t)(uintptr_t)e;
+	}
+	for (i = 0; i < SP_AGG_ERR_CODES; i++) {
+		if (e->code[i].rc == rc && e->code[i].count) {
+			e->code[i].count++;
+			return;
+		}
+		if (!e->code[i].count) {
+			e->code[i].rc = rc;
+			e->code[i].count = 1;
+			return;
+		}
+	}
+	e->other++;
+}
+
+/* Bucket of a run length, as the collector keeps them (sp_wire.h). */
+static int run_bucket(uint64_t len)
+{
+	int b = 0;
+
+	if (len <= 16)
+		return (int)len - 1;
+	while ((len >> b) > 1)
+		b++;
+	b += 12;
+	return b < SP_AGG_RUN_BUCKETS ? b : SP_AGG_RUN_BUCKETS - 1;
+}
+
+/* Credit a closed run of len executions to q. */
+static void run_credit(struct sp_agg_query *q, uint64_t len)
+{
+	q->runs++;
+	if (len > q->max_run)
+		q->max_run = len;
+	if (len >= 2) {
+		struct sp_agg_runs *r = (struct sp_agg_runs *)(uintptr_t)q->runs_by_len;
+
+		if (!r) {
+			struct sp_arena *a = arena_of(&sp_tls);
+
+			r = a ? arena_reserve(a, sizeof(*r)) : NULL;
+			if (!r)
+				return; /* counted in runs and max_run only */
+			r->h.type = SP_AGG_RUNS;
+			r->h.len = sizeof(*r);
+			arena_publish(a);
+			q->runs_by_len = (uint64_t)(uintptr_t)r;
+		}
+		r->by_len[run_bucket(len)]++;
+	}
+}
+
+/*
+ * A top-level execution of q (whose text has shape shape) ended and q is
+ * not the open run's record: the same shape (the same SQL but for its
+ * literals) goes on with the run, now credited to q; anything else closes
+ * the run and opens one of q.
+ */
+void sp_run_switch(struct sp_thread *t, struct sp_agg_query *q, uint64_t shape)
+{
+	struct sp_arena *a = t->arena;
+
+	if (!a)
+		return;
+	if (t->run_q && a->run_shape == shape) {
+		t->run_q = q;
+		a->sh->run_query = (uint64_t)(uintptr_t)q;
+		++*t->run_len;
+		return;
+	}
+	if (t->run_q)
+		run_credit(t->run_q, *t->run_len);
+	a->run_shape = shape;
+	a->sh->run_len = 1;
+	a->sh->run_query = (uint64_t)(uintptr_t)q;
+	t->run_q = q;
+	t->run_len = &a->sh->run_len;
+}
+
+/* Close the thread's open run (thread exit: the arena goes to another). */
+void sp_run_close(struct sp_thread *t)
+{
+	struct sp_arena *a = t->arena;
+
+	if (!a || !t->run_q)
+		return;
+	run_credit(t->run_q, *t->run_len);
+	a->sh->run_query = 0;
+	a->sh->run_len = 0;
+	t->run_q = NULL;
+	t->run_len = NULL;
+}
+
+/* Thread exit: close its run; the arena waits for the next new thread. */
+static void arena_gone(void *arg)
+{
+	struct sp_arena *a = arg;
+	struct sp_thread *t = &sp_tls;
+
+	if (t->arena == a)
+		sp_run_close(t);
+	t->arena = NULL;
+	t->arena_id = ARENA_NONE;
+	pthread_mutex_lock(&arena_lock);
+	a->next_idle = idle_arenas;
+	idle_arenas = a;
+	pthread_mutex_unlock(&arena_lock);
+}
+
+struct sp_arena *sp_arena_get(struct sp_thread *t)
+{
+	struct sp_arena *a;
+	struct sp_agg_arena *rec;
+
+	if (t->arena)
+		return t->arena;
+	t->arena_id = ARENA_NONE;
+	if (!sp_stats)
+		return NULL;
+	pthread_mutex_lock(&arena_lock);
+	if (!arena_key_ok)
+		arena_key_ok = pthread_key_create(&arena_key, arena_gone) == 0 ? 1 : -1;
+	a = idle_arenas;
+	if (a)
+		idle_arenas = a->next_idle;
+	pthread_mutex_unlock(&arena_lock);
+	if (!a) {
+		a = map_private(sizeof(*a));
+		if (!a)
+			return NULL;
+		a->number = atomic_fetch_add(&arena_numbers, 1) + 1;
+		a->id = (uint64_t)sp_my_pid() << 32 | a->number;
+		rec = arena_reserve(a, sizeof(*rec));
+		if (!rec) {
+			munmap(a, sizeof(*a));
+			return NULL;
+		}
+		rec->h.type = SP_AGG_ARENA;
+		rec->h.len = sizeof(*rec);
+		rec->arena = a->number;
+		rec->tid = t->tid;
+		arena_publish(a);
+		a->sh = rec;
+		pthread_mutex_lock(&arena_lock);
+		a->next = arenas;
+		arenas = a;
+		pthread_mutex_unlock(&arena_lock);
+	}
+	if (arena_key_ok > 0)
+		pthread_setspecific(arena_key, a);
+	t->arena = a;
+	t->arena_id = a->id;
+	t->run_q = NULL;
+	t->run_len = NULL;
+	return a;
+}
+
+void sp_stats_unattributed(void)
+{
+	if (sp_stats)
+		__atomic_fetch_add(&sp_stats->unattributed, 1, __ATOMIC_RELAXED);
+}
+
+/* Executions counted so far, for BYE: every arena's records. */
+uint64_t sp_stats_executions(void)
+{
+	struct sp_arena *a;
+	uint64_t n = 0;
+	int locked = pthread_mutex_trylock(&arena_lock) == 0;
+
+	for (a = arenas; a; a = a->next)
+		for (size_t i = 0; i < a->tab_cap; i++)
+			if (a->tab[i].used)
+				n += a->tab[i].q->count;
+	if (locked)
+		pthread_mutex_unlock(&arena_lock);
+	if (sp_stats)
+		n += sp_stats->unattributed;
+	return n;
+}
+
+/*
+ * In the child after fork() (async-signal-safe work only): the statistics
+ * are the parent's. Let go of them - the mapping is not marked
+ * MADV_DONTFORK, so that a child made by a raw clone(), which runs no
+ * fork handler, finds memory there rather than a hole - and start afresh
+ * at the next execution (sp_stream_child_start).
+ */
+void sp_stats_fork_child(void)
+{
+	struct sp_arena *a, *next;
+
+	if (stats_base)
+		munmap(stats_base, stats_size);
+	if (sp_stats_fd() >= 0)
+		close(stats_fd);
+	stats_fd = -1;
+	stats_base = NULL;
+	sp_stats = NULL;
+	for (a = arenas; a; a = next) {
+		next = a->next;
+		if (a->tab)
+			munmap(a->tab, a->tab_cap * sizeof(*a->tab));
+		munmap(a, sizeof(*a));
+	}
+	arenas = idle_arenas = NULL;
+	pthread_mutex_init(&arena_lock, NULL);
+	if (arena_key_ok > 0)
+		pthread_setspecific(arena_key, NULL);
+	sp_tls.arena = NULL;
+	sp_tls.arena_id = ARENA_NONE;
+	sp_tls.run_q = NULL;
+	sp_tls.run_len = NULL;
+}

@@ -1,0 +1,593 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * stmt.c - what the preload knows about statements and SQL texts: the
+ * lock-free table of live prepared statements, the SQL texts (their ids,
+ * shapes and SQL records, with the ones lost to a full ring sent again
+ * later), the process-wide "already sent" sets, prepares, and the probe
+ * that finds SQLite's statement counters in memory.
+ *
+ * It holds no lock on the execution path: the statement table and the
+ * sets are lock-free open-addressing tables updated with compare-and-swap.
+ */
+#include <dlfcn.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "sp_preload.h"
+
+atomic_ullong sp_untracked;
+struct sp_stmt sp_stmt_none; /* key 0: never a statement */
+static atomic_int status_probed; /* 0 not yet, 1 being probed, 2 done */
+static void probe_status_layout(void);
+
+/* ------------------------------------------------------------------ */
+/* Lock-free sets and the statement table                              */
+
+/* Mix a pointer or id into a table index. */
+static inline uint64_t mix64(uint64_t x)
+{
+	x ^= x >> 33;
+	x *= 0xff51afd7ed558ccdULL;
+	x ^= x >> 33;
+	return x;
+}
+
+/* A set of 64-bit ids (SQL texts and stacks already sent by this
+ * process). Insert-only; full means "send again", which is harmless. */
+#define IDSET_BITS 16
+struct idset {
+	_Atomic uint64_t slot[1u << IDSET_BITS];
+};
+static struct idset *sql_sent, *sql_executed, *stack_sent, *plan_done, *db_callbacks;
+
+/* Returns 1 if id was not in the set (and is now), 0 if it was. Probing is
+ * bounded: when IDSET_PROBES slots from the id's home are taken, the set
+ * answers `full` (callers choose: resend, or treat as done) instead of
+ * scanning a table that a program with unbounded distinct SQL filled. */
+#define IDSET_PROBES 64
+static int idset_add_or(struct idset *s, uint64_t id, int full)
+{
+	uint64_t i, n = IDSET_PROBES, mask = (1u << IDSET_BITS) - 1;
+
+	if (!s)
+		return full;
+	if (id == 0 || id == UINT64_MAX)
+		id = 1;
+	for (i = mix64(id) & mask; n--; i = (i + 1) & mask) {
+		uint64_t cur = atomic_load_explicit(&s->slot[i], memory_order_relaxed);
+
+		if (cur == id)
+			return 0;
+		if (cur == 0) {
+			if (atomic_compare_exchange_strong(&s->slot[i], &cur, id))
+				return 1;
+			if (cur == id)
+				return 0;
+		}
+	}
+	return full;
+}
+
+/* Full means "send again": duplicates are harmless, a loss is not. */
+static int idset_add(struct idset *s, uint64_t id)
+{
+	return idset_add_or(s, id, 1);
+}
+
+/* The slot holding id, or NULL when id is absent. *unsure is set when the
+ * bounded probe ran out before finding id or an empty slot. */
+static _Atomic uint64_t *idset_find(struct idset *s, uint64_t id, int *unsure)
+{
+	uint64_t i, n = IDSET_PROBES, mask = (1u << IDSET_BITS) - 1;
+
+	*unsure = 0;
+	if (id == 0 || id == UINT64_MAX)
+		id = 1;
+	for (i = mix64(id) & mask; n--; i = (i + 1) & mask) {
+		uint64_t cur = atomic_load_explicit(&s->slot[i], memory_order_relaxed);
+
+		if (cur == id)
+			return &s->slot[i];
+		if (cur == 0)
+			return NULL;
+	}
+	*unsure = 1;
+	return NULL;
+}
+
+/* Forget an id whose record was lost, so that it is sent again. The slot
+ * becomes a tombstone (UINT64_MAX, which ids never take). */
+static void idset_forget(struct idset *s, uint64_t id)
+{
+	_Atomic uint64_t *slot;
+	uint64_t cur;
+	int unsure;
+
+	if (!s || !(slot = idset_find(s, id, &unsure)))
+		return;
+	cur = atomic_load_explicit(slot, memory_order_relaxed);
+	atomic_compare_exchange_strong(slot, &cur, UINT64_MAX);
+}
+
+void sp_db_note_callbacks(sqlite3 *db)
+{
+	if (db)
+		idset_add(db_callbacks, (uint64_t)(uintptr_t)db);
+}
+
+int sp_db_has_callbacks(uint64_t db)
+{
+	int unsure;
+
+	if (!db_callbacks)
+		return 1; /* unknown: be safe */
+	return idset_find(db_callbacks, db, &unsure) != NULL || unsure;
+}
+
+int sp_plan_once(uint64_t db, uint64_t sql_id)
+{
+	/* full: treat as done - never EXPLAIN on every prepare */
+	return idset_add_or(plan_done, mix64(db) ^ sql_id, 0);
+}
+
+static void *map_zero(size_t len)
+{
+	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+
+	return p == MAP_FAILED ? NULL : p;
+}
+
+int sp_first_exec(uint64_t sql_id, uint32_t kind)
+{
+	/* an exec call and a statement of the same text are kept apart */
+	return idset_add(sql_executed, kind == SP_KIND_EXEC ? sql_id ^ 0x9E3779B97F4A7C15ULL : sql_id);
+}
+
+int sp_stack_first(uint64_t h);
+void sp_stack_unsent(uint64_t h);
+
+/* 1 when stack h was not sent by this process yet (and is now noted). */
+int sp_stack_first(uint64_t h)
+{
+	return idset_add(stack_sent, h);
+}
+
+/* Its record was lost: send it again next time. */
+void sp_stack_unsent(uint64_t h)
+{
+	idset_forget(stack_sent, h);
+}
+
+void sp_stack_sets_reset(void)
+{
+	sp_tls.last_stack = 0; /* the forked child's one thread */
+	if (stack_sent)
+		memset(stack_sent, 0, sizeof(*stack_sent));
+}
+
+void sp_stmt_tables_init(void)
+{
+	sp_stmts = map_zero(sizeof(struct sp_stmt) * STMT_N);
+	sql_sent = map_zero(sizeof(struct idset));
+	sql_executed = map_zero(sizeof(struct idset));
+	stack_sent = map_zero(sizeof(struct idset));
+	plan_done = map_zero(sizeof(struct idset));
+	db_callbacks = map_zero(sizeof(struct idset));
+}
+
+/*
+ * Live statements, keyed by sqlite3_stmt pointer. Open addressing with
+ * linear probing; 0 = empty, 1 = tombstone (reused by inserts). A slot's
+ * fields other than key belong to whichever thread is using the statement:
+ * SQLite forbids stepping one statement from two threads at once.
+ * 65536 slots, mapped lazily: a program with more live statements than
+ * STMT_MAX_LOAD gets them counted as "untracked" (reported), not lost.
+ */
+struct sp_stmt *sp_stmts;
+
+
+static struct sp_stmt *stmt_insert(sqlite3_stmt *st)
+{
+	uint64_t i = sp_stmt_hash(st);
+	uintptr_t key = (uintptr_t)st;
+	int n;
+
+	if (!sp_stmts)
+		return NULL;
+	for (n = 0; n < STMT_MAX_PROBE; n++, i = (i + 1) & (STMT_N - 1)) {
+		uintptr_t k = atomic_load_explicit(&sp_stmts[i].key, memory_order_acquire);
+
+		if (k == key) {
+			/* A statement SQLite freed itself (sqlite3VdbeFinalize
+			 * inside schema loading), its memory now reused: start
+			 * afresh. An execution it left open is reported first. */
+			struct sp_stmt *s = &sp_stmts[i];
+
+			if (s->run.start)
+				sp_run_stale(&sp_tls, s);
+			memset((char *)s + sizeof(s->key), 0, sizeof(*s) - sizeof(s->key));
+			return s;
+		}
+		if (k == 0 || k == 1) {
+			/* Fill the slot before publishing the key. */
+			if (atomic_compare_exchange_strong(&sp_stmts[i].key, &k, (uintptr_t)2)) {
+				struct sp_stmt *s = &sp_stmts[i];
+
+				memset((char *)s + sizeof(s->key), 0, sizeof(*s) - sizeof(s->key));
+				atomic_store_explicit(&s->key, key, memory_order_release);
+				return s;
+			}
+		}
+	}
+	return NULL;
+}
+
+static struct sp_stmt *sp_stmt_find(sqlite3_stmt *st)
+{
+	if (unlikely(!sp_stmts))
+		return NULL;
+	return sp_stmt_find_hot(st);
+}
+
+void sp_stmt_forget(sqlite3_stmt *st)
+{
+	struct sp_stmt *s = sp_stmt_find(st);
+
+	if (s)
+		atomic_store_explicit(&s->key, (uintptr_t)1, memory_order_release);
+}
+
+/* ------------------------------------------------------------------ */
+/* SQL texts                                                           */
+
+/*
+ * The shape of an SQL text: a hash of it without its literals (numbers,
+ * quoted strings, blobs) and with blanks collapsed, so that a loop that
+ * writes its values into the text ("... WHERE id = 7", "= 8") runs one
+ * query for the N+1 runs, as the collector's fingerprints group them.
+ * Computed once per text and statement, never per execution.
+ */
+static uint64_t sql_shape(const char *s, size_t n)
+{
+	uint64_t h = 0xcbf29ce484222325ULL;
+	size_t i = 0;
+	int blank = 0;
+
+#define MIX(c) (h = (h ^ (unsigned char)(c)) * 0x100000001b3ULL)
+	while (i < n) {
+		unsigned char c = (unsigned char)s[i];
+
+		if (c == '\'' || ((c == 'x' || c == 'X') && i + 1 < n && s[i + 1] == '\'')) {
+			if (c != '\'')
+				i++;
+			for (i++; i < n; i++)
+				if (s[i] == '\'' && !(i + 1 < n && s[i + 1] == '\'' && ++i))
+					break;
+			i++;
+			MIX('?');
+			blank = 0;
+			continue;
+		}
+		if (c >= '0' && c <= '9' &&
+		    !(i > 0 && (s[i - 1] == '_' || ((s[i - 1] | 32) >= 'a' && (s[i - 1] | 32) <= 'z')))) {
+			while (i < n && ((s[i] >= '0' && s[i] <= '9') || s[i] == '.' ||
+					 (s[i] | 32) == 'e' || (s[i] | 32) == 'x' ||
+					 ((s[i] | 32) >= 'a' && (s[i] | 32) <= 'f')))
+				i++;
+			MIX('?');
+			blank = 0;
+			continue;
+		}
+		if (c == ' ' || c == '\t' || c == '\n' || c == '\r') {
+			if (!blank)
+				MIX(' ');
+			blank = 1;
+			i++;
+			continue;
+		}
+		MIX(c >= 'A' && c <= 'Z' ? c | 32 : c);
+		blank = 0;
+		i++;
+	}
+#undef MIX
+	return h;
+}
+
+/* SQL records lost with a full ring, to send again: copies of the texts,
+ * under pending_lock. At most PENDING_MAX bytes are kept; beyond, a text
+ * is lost for good (counted in sp_lost like the record). */
+#define PENDING_MAX (16u << 20)
+struct pending_sql {
+	struct pending_sql *next;
+	uint64_t id;
+	uint32_t len, full_len;
+	char text[];
+};
+static pthread_mutex_t pending_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct pending_sql *pending;
+static size_t pending_bytes;
+atomic_int sp_sql_pending;
+
+/* Write one SQL record; 0, or -1 when the ring has no room (counted). */
+static int sql_record(struct sp_thread *t, uint64_t id, const char *sql, uint32_t n,
+		      size_t full_len)
+{
+	uint32_t rl = SP_ALIGN8(sizeof(struct sp_rec_sql) + n);
+	struct sp_rec_sql *r = sp_rec_reserve(t, rl);
+
+	if (!r)
+		return -1;
+	memset(r, 0, rl);
+	r->h.type = SP_REC_SQL;
+	r->h.len = rl;
+	r->h.flags = full_len > n ? SP_SQL_TRUNCATED : 0;
+	r->pid = sp_my_pid();
+	r->tid = t->tid;
+	r->sql_id = id;
+	r->full_len = full_len > UINT32_MAX ? UINT32_MAX : (uint32_t)full_len;
+	r->text_len = n;
+	memcpy(r + 1, sql, n);
+	sp_rec_commit(t, rl);
+	return 0;
+}
+
+static void pending_add(uint64_t id, const char *sql, uint32_t n, size_t full_len)
+{
+	struct pending_sql *p;
+
+	pthread_mutex_lock(&pending_lock);
+	if (pending_bytes + n > PENDING_MAX || !(p = malloc(sizeof(*p) + n))) {
+		pthread_mutex_unlock(&pending_lock);
+		return;
+	}
+	p->id = id;
+	p->len = n;
+	p->full_len = full_len > UINT32_MAX ? UINT32_MAX : (uint32_t)full_len;
+	memcpy(p->text, sql, n);
+	p->next = pending;
+	pending = p;
+	pending_bytes += n;
+	atomic_store_explicit(&sp_sql_pending, 1, memory_order_relaxed);
+	pthread_mutex_unlock(&pending_lock);
+}
+
+/* Send the SQL records that were lost, while the ring has room. */
+void sp_sql_flush(struct sp_thread *t)
+{
+	struct pending_sql *p;
+
+	if (!t->tid)
+		sp_thread_init(t);
+	sp_guard_in(t);
+	if (pthread_mutex_trylock(&pending_lock) != 0) {
+		sp_guard_out(t);
+		return;
+	}
+	while ((p = pending) != NULL) {
+		if (sql_record(t, p->id, p->text, p->len, p->full_len) < 0)
+			break;
+		pending = p->next;
+		pending_bytes -= p->len;
+		free(p);
+	}
+	atomic_store_explicit(&sp_sql_pending, pending != NULL, memory_order_relaxed);
+	pthread_mutex_unlock(&pending_lock);
+	sp_guard_out(t);
+}
+
+/*
+ * Note an SQL text: returns its id (64-bit FNV-1a of the full text) and,
+ * the first time this process sees it, writes an SQL record into the
+ * thread's ring (or keeps it to send later when the ring is full). The
+ * text is cut at SP_SQL_MAX bytes.
+ */
+uint64_t sp_sql_note(struct sp_thread *t, const char *sql, size_t len, uint64_t *shape)
+{
+	uint64_t h = 0xcbf29ce484222325ULL;
+	size_t i;
+
+	for (i = 0; i < len; i++) {
+		h ^= (unsigned char)sql[i];
+		h *= 0x100000001b3ULL;
+	}
+	if (h == 0)
+		h = 1;
+	if (shape)
+		*shape = sql_shape(sql, len);
+	if (!t->tid)
+		sp_thread_init(t);
+	if (idset_add(sql_sent, h)) {
+		uint32_t n = len > SP_SQL_MAX ? SP_SQL_MAX : (uint32_t)len;
+
+		if (atomic_load_explicit(&sp_sql_pending, memory_order_relaxed))
+			sp_sql_flush(t);
+		if (sql_record(t, h, sql, n, len) < 0)
+			pending_add(h, sql, n, len);
+	}
+	return h;
+}
+
+/* Give a statement its SQL id and shape. text, when not NULL, is the SQL
+ * the caller passed (legacy sqlite3_prepare keeps no copy for sqlite3_sql). */
+static void stmt_fill(struct sp_thread *t, struct sp_stmt *s, sqlite3_stmt *st, const char *text,
+		      size_t len)
+{
+	const char *sql = sp_real.sql ? sp_real.sql(st) : NULL;
+
+	if (sql)
+		s->sql_id = sp_sql_note(t, sql, strlen(sql), &s->shape);
+	else if (text)
+		s->sql_id = sp_sql_note(t, text, len, &s->shape);
+	else
+		s->sql_id = sp_sql_note(t, "<statement without SQL text>", 28, &s->shape);
+	s->db = sp_real.db_handle ? (uint64_t)(uintptr_t)sp_real.db_handle(st) : 0;
+}
+
+void sp_probe_status_once(void)
+{
+	if (unlikely(atomic_load_explicit(&status_probed, memory_order_relaxed) == 0)) {
+		int zero = 0;
+
+		/* one thread probes; the others use the API meanwhile */
+		if (atomic_compare_exchange_strong(&status_probed, &zero, 1)) {
+			probe_status_layout();
+			atomic_store(&status_probed, 2);
+		}
+	}
+}
+
+/* A successful prepare by the application: track the statement, count
+ * the prepare in the thread's query record, capture the plan. */
+void sp_stmt_prepared_text(struct sp_thread *t, sqlite3_stmt *st, const char *text, size_t len,
+			   uint64_t t0, uint64_t t1)
+{
+	struct sp_stmt *s;
+	struct sp_agg_query *q;
+
+	sp_thread_ready(t);
+	sp_guard_in(t);
+	sp_probe_status_once();
+	s = stmt_insert(st);
+	if (!s) {
+		sp_guard_out(t);
+		return;
+	}
+	stmt_fill(t, s, st, text, len);
+	q = sp_agg_get(sp_arena_get(t), s->sql_id, SP_KIND_STMT);
+	if (q) {
+		q->prepares++;
+		q->prepare_time += t1 - t0;
+	}
+	sp_guard_out(t);
+	sp_plan_capture(t, st, s->sql_id, s->db);
+	sp_modules_maybe_send();
+}
+
+/* A statement we did not see prepared (prepared before we were loaded, or
+ * inside a libsqlite3 whose internal calls bypass the PLT). */
+struct sp_stmt *sp_stmt_adopt(struct sp_thread *t, sqlite3_stmt *st)
+{
+	struct sp_stmt *s = stmt_insert(st);
+
+	if (!s) {
+		atomic_fetch_add_explicit(&sp_untracked, 1, memory_order_relaxed);
+		return NULL;
+	}
+	sp_guard_in(t);
+	stmt_fill(t, s, st, NULL, 0);
+	sp_guard_out(t);
+	return s;
+}
+
+/*
+ * Statement counters. sqlite3_stmt_status costs ~21 instructions a call
+ * and an execution needs eight (before and after) - more than everything
+ * else on the hot path. SQLite keeps them as u32 aCounter[op] inside the
+ * statement object, so after a probe finds that array (below) we read the
+ * four counters straight from memory: the same values, 8 loads.
+ * status_off < 0 means "use the API" (probe not run yet, or it failed).
+ */
+_Atomic int sp_status_off = -1;
+
+#define PROBE_OPS 8 /* SQLITE_STMTSTATUS_FULLSCAN_STEP (1) .. FILTER_HIT (8) */
+
+/* Candidate offsets where aCounter[1..8] equal the API's values. */
+static int probe_match(sqlite3_stmt *st, size_t size, int *cand, int ncand, int first)
+{
+	uint32_t want[PROBE_OPS + 1];
+	int op, n = 0;
+	size_t off;
+
+	for (op = 1; op <= PROBE_OPS; op++)
+		want[op] = (uint32_t)sp_real.stmt_status(st, op, 0);
+	if (first) {
+		for (off = 0; off + sizeof(uint32_t) * (PROBE_OPS + 1) <= size && n < 8; off += 4) {
+			const uint32_t *c = (const uint32_t *)((const char *)st + off);
+
+			for (op = 1; op <= PROBE_OPS && c[op] == want[op]; op++)
+				;
+			if (op > PROBE_OPS)
+				cand[n++] = (int)off;
+		}
+		return n;
+	}
+	for (int i = 0; i < ncand; i++) {
+		const uint32_t *c = (const uint32_t *)((const char *)st + cand[i]);
+
+		for (op = 1; op <= PROBE_OPS && c[op] == want[op]; op++)
+			;
+		if (op > PROBE_OPS)
+			cand[n++] = cand[i];
+	}
+	return n;
+}
+
+/*
+ * Find where this libsqlite3 keeps its statement counters, on a private
+ * in-memory connection without lookaside (so the statement object comes
+ * from sqlite3_malloc and sqlite3_msize bounds the scan). The probe runs a
+ * statement several times so the counters take distinct values, and keeps
+ * only an offset where all eight match the API after every run. Called at
+ * the first prepare, when the application has initialised SQLite (we never
+ * initialise it first: that would break its sqlite3_config calls).
+ * SQLPROF_STATUS=api skips it.
+ */
+static void probe_status_layout(void)
+{
+	int (*open_v2)(const char *, sqlite3 **, int, const char *) = sp_real.open_v2;
+	int (*db_config)(sqlite3 *, int, ...) = (int (*)(sqlite3 *, int, ...))dlsym(RTLD_NEXT, "sqlite3_db_config");
+	sqlite3_uint64 (*msize)(void *) = (sqlite3_uint64(*)(void *))dlsym(RTLD_NEXT, "sqlite3_msize");
+	const char *env = getenv("SQLPROF_STATUS");
+	sqlite3 *db = NULL;
+	sqlite3_stmt *st = NULL;
+	int cand[8], n = 0, run;
+	size_t size;
+
+	if (env && !strcmp(env, "api"))
+		return;
+	if (!open_v2 || !sp_real.close || !sp_real.prepare_v2 || !sp_real.step || !sp_real.reset ||
+	    !sp_real.finalize)
+		return;
+	if (!db_config || !msize) {
+		void *h = sp_real.dlopen ? sp_real.dlopen("libsqlite3.so.0", RTLD_LAZY | RTLD_NOLOAD) : NULL;
+
+		if (!h)
+			return;
+		db_config = (int (*)(sqlite3 *, int, ...))dlsym(h, "sqlite3_db_config");
+		msize = (sqlite3_uint64(*)(void *))dlsym(h, "sqlite3_msize");
+		if (!db_config || !msize)
+			return;
+	}
+	if (open_v2(":memory:", &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL) != SQLITE_OK)
+		goto out;
+	db_config(db, SQLITE_DBCONFIG_LOOKASIDE, NULL, 0, 0);
+	if (sp_real.prepare_v2(db,
+			       "WITH RECURSIVE c(x) AS (VALUES(1) UNION ALL SELECT x+1 FROM c "
+			       "WHERE x<20) SELECT x FROM c ORDER BY x DESC",
+			       -1, &st, NULL) != SQLITE_OK)
+		goto out;
+	size = (size_t)msize(st);
+	if (size < 64 || size > 65536)
+		goto out;
+	for (run = 0; run < 3; run++) {
+		while (sp_real.step(st) == SQLITE_ROW)
+			;
+		sp_real.reset(st);
+		n = probe_match(st, size, cand, n, run == 0);
+		if (n == 0)
+			goto out;
+	}
+	if (n == 1)
+		atomic_store_explicit(&sp_status_off, cand[0], memory_order_release);
+out:
+	if (st)
+		sp_real.finalize(st);
+	if (db)
+		sp_real.close(db);
+}
+
