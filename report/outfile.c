@@ -197,7 +197,11 @@ int sp_out_write(const char *path, struct sp_coll *c, const struct sp_meta *m, c
 			goto elsewhere;
 		}
 	}
-	if (sp_profile_write(path, c, m, err, errlen) < 0) {
+	if (sp_profile_write(path, c, m, why, sizeof(why)) < 0) {
+		if (strstr(why, path))
+			snprintf(err, errlen, "%s", why);
+		else
+			snprintf(err, errlen, "cannot write %s: %s", path, why);
 		if (linked)
 			unlink(oldtmp);
 		if (moved)
