@@ -8,9 +8,13 @@
 # 2. it ignores SIGINT and SIGTERM: the third interrupt sends SIGKILL (a
 #    line), exit 137, profile written;
 # 3. SIGQUIT is forwarded: the command dies of it (exit 131), record still
-#    writes the profile and removes its socket directory.
+#    writes the profile and removes its socket directory;
+# 4. the command has exited but a descendant keeps sending data (record
+#    would wait for it forever): an interrupt stops the waiting, with a
+#    line saying so and the warning about the process still connected.
 . "$(dirname "$0")/lib.sh"
 need_prog longrun
+command -v pgrep >/dev/null || skip "pgrep (procps) not installed"
 cd "$TMP" || exit 1
 ulimit -c 0
 mkdir sock
@@ -24,7 +28,7 @@ cleanup() {
 	: >"$TMP/go"
 	[ -n "$pid" ] && kill -9 "$pid" 2>/dev/null
 }
-trap 'cleanup; rm -rf "$TMP"' EXIT
+trap 'cleanup; [ -f bg.pid ] && kill "$(cat bg.pid)" 2>/dev/null; rm -rf "$TMP"' EXIT
 
 # start NAME IGNORED: record longrun into NAME.db with the signals IGNORED
 # ignored (inherited through exec), and wait until it is mid-run.
@@ -87,4 +91,34 @@ finish intterm 137
 start quit ""
 kill -QUIT "$pid"
 finish quit 131
+
+rm -f started
+"$SQLPROF" record -o late.db -- sh -c '
+	"$0" 100000000 "$1" >/dev/null &
+	echo $! >bg.pid
+	while [ ! -e "$1" ]; do sleep 0.02; done' "$PROGS/longrun" "$TMP/started" >late.out 2>late.err &
+pid=$!
+wait_started started "$pid" || fail "late: longrun did not start: $(cat late.err)"
+for i in $(seq 1 500); do
+	sh_gone=1
+	pgrep -P "$pid" >/dev/null && sh_gone=0
+	[ $sh_gone = 1 ] && break
+	sleep 0.02
+done
+[ $sh_gone = 1 ] || fail "late: the command did not exit"
+kill -INT "$pid"
+wait_line late.err "not waiting any longer"
+for i in $(seq 1 1000); do
+	kill -0 "$pid" 2>/dev/null || break
+	sleep 0.02
+done
+kill -0 "$pid" 2>/dev/null && fail "late: record still running: $(cat late.err)"
+wait "$pid" || fail "late: record exited $?: $(cat late.err)"
+pid=
+grep -q "1 process(es) still running and connected" late.err ||
+	fail "late: no warning about the process still connected: $(cat late.err)"
+kill "$(cat bg.pid)" 2>/dev/null
+report_json late.db late.json
+echo "ok: late interrupt"
+sed 's/^/    /' late.err
 exit 0
