@@ -471,6 +471,7 @@ int cmd_record(int argc, char **argv)
 		goto out;
 	}
 	if (pid == 0) {
+		sp_sup_child();
 		setenv_prepend("LD_PRELOAD", lib, ':');
 		setenv(SP_ENV_SOCK, sockpath, 1);
 		if (o.rate)

@@ -36,12 +36,47 @@ static int has_sqlite_header(const char *path)
 	return n == (ssize_t)sizeof(head) && !memcmp(head, sqlite_magic, sizeof(head));
 }
 
-enum sp_out_kind sp_out_classify(const char *path, char *err, size_t errlen)
+/* 1 when the SQLite database at path has a meta row 'format', as every
+ * profile has; 0 otherwise (no such table, unreadable). Opened read-only
+ * and immutable: no lock, no -wal or -shm file, no journal rolled back,
+ * nothing written anywhere. */
+static int has_profile_meta(const char *path)
 {
+	static const char hexd[] = "0123456789ABCDEF";
 	sqlite3 *db = NULL;
 	sqlite3_stmt *st = NULL;
+	char *uri = malloc(3 * strlen(path) + 32), *u;
+	int found = 0;
+
+	if (!uri)
+		return 0;
+	u = uri + sprintf(uri, "file:");
+	for (const unsigned char *p = (const unsigned char *)path; *p; p++) {
+		if ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+		    strchr("/-._~", *p))
+			*u++ = (char)*p;
+		else {
+			*u++ = '%';
+			*u++ = hexd[*p >> 4];
+			*u++ = hexd[*p & 15];
+		}
+	}
+	strcpy(u, "?immutable=1");
+	if (sqlite3_open_v2(uri, &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, NULL) == SQLITE_OK &&
+	    sqlite3_prepare_v2(db, "SELECT 1 FROM meta WHERE key='format'", -1, &st, NULL) ==
+		    SQLITE_OK &&
+	    sqlite3_step(st) == SQLITE_ROW)
+		found = 1;
+	sqlite3_finalize(st);
+	sqlite3_close(db);
+	free(uri);
+	return found;
+}
+
+enum sp_out_kind sp_out_classify(const char *path, char *err, size_t errlen)
+{
 	struct stat sb;
-	int found = 0, h;
+	int h;
 
 	if (stat(path, &sb) < 0) {
 		if (errno == ENOENT)
@@ -68,16 +103,7 @@ enum sp_out_kind sp_out_classify(const char *path, char *err, size_t errlen)
 		snprintf(err, errlen, "it is not a sqlprof profile (not a SQLite database)");
 		return SP_OUT_OTHER;
 	}
-	/* Read-only: SQLite neither writes the file nor rolls back a hot
-	 * journal here (an unreadable database is simply not a profile). */
-	if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK &&
-	    sqlite3_prepare_v2(db, "SELECT 1 FROM meta WHERE key='format'", -1, &st, NULL) ==
-		    SQLITE_OK &&
-	    sqlite3_step(st) == SQLITE_ROW)
-		found = 1;
-	sqlite3_finalize(st);
-	sqlite3_close(db);
-	if (!found) {
+	if (!has_profile_meta(path)) {
 		snprintf(err, errlen,
 			 "it is a SQLite database but not a sqlprof profile (no meta table with "
 			 "a format key)");

@@ -18,6 +18,10 @@ static volatile sig_atomic_t interrupts;  /* SIGINTs received while it ran */
 static volatile sig_atomic_t interrupted; /* a signal after it exited */
 static volatile sig_atomic_t quiet_first, fresh_line;
 
+static const int sigs[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT };
+static struct sigaction orig[sizeof(sigs) / sizeof(sigs[0])];
+static int have_orig;
+
 int sp_sup_exec_pipe(int p[2])
 {
 	if (pipe2(p, O_CLOEXEC) == 0)
@@ -114,7 +118,6 @@ static void on_signal(int sig)
 
 void sp_sup_start(pid_t pid, int quiet, int tty)
 {
-	static const int sigs[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT };
 	struct sigaction sa;
 
 	quiet_first = quiet;
@@ -129,7 +132,15 @@ void sp_sup_start(pid_t pid, int quiet, int tty)
 	for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
 		sigaddset(&sa.sa_mask, sigs[i]);
 	for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
-		sigaction(sigs[i], &sa, NULL);
+		sigaction(sigs[i], &sa, have_orig ? NULL : &orig[i]);
+	have_orig = 1;
+}
+
+void sp_sup_child(void)
+{
+	/* our handler would signal the previous run's (reaped) pid */
+	for (size_t i = 0; have_orig && i < sizeof(sigs) / sizeof(sigs[0]); i++)
+		sigaction(sigs[i], &orig[i], NULL);
 }
 
 void sp_sup_exited(void)

@@ -30,6 +30,10 @@ int sp_sup_exec_wait(int p[2]);
  * start on a fresh line. */
 void sp_sup_start(pid_t pid, int quiet, int tty);
 
+/* In a child forked after sp_sup_start (the next run of --repeat), before
+ * exec: give those signals back the dispositions record started with. */
+void sp_sup_child(void);
+
 /* The command has exited (and been reaped): signals are no longer sent. */
 void sp_sup_exited(void);
 

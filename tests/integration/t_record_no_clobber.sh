@@ -36,6 +36,10 @@ refused mydata.db "a user's database"
 # one with a meta table too, but no format key
 sqlite3 meta.db "CREATE TABLE meta(key, value); INSERT INTO meta VALUES('version', 1);"
 refused meta.db "a database with another meta table"
+# a WAL database: not even a -wal or -shm file may appear beside it
+sqlite3 wal.db "PRAGMA journal_mode=WAL; CREATE TABLE t(a); INSERT INTO t VALUES(1);" >/dev/null
+refused wal.db "a database in WAL mode"
+[ ! -e wal.db-wal ] && [ ! -e wal.db-shm ] || fail "looking at wal.db left -wal or -shm files"
 printf 'my notes\nline two\n' >notes.txt
 refused notes.txt "a text file"
 head -c 4096 /dev/urandom >random.bin
