@@ -273,7 +273,7 @@ static void explain_empty(const struct sp_coll *c)
 
 /* Processes still connected when recording stops: whatever they run
  * from now on is not collected. Say so, with (some of) their pids. */
-static void report_stragglers(const struct client *cl, size_t ncl)
+static void report_stragglers(const struct client *cl, size_t ncl, int tty)
 {
 	char pids[128];
 	size_t n = 0, len = 0;
@@ -295,9 +295,9 @@ static void report_stragglers(const struct client *cl, size_t ncl)
 	}
 	if (n)
 		fprintf(stderr,
-			"sqlprof: warning: %zu process(es) still running and connected when recording "
-			"stopped (pid %s): their later queries were not collected\n",
-			n, pids);
+			"%ssqlprof: warning: %zu process(es) still running and connected when "
+			"recording stopped (pid %s): their later queries were not collected\n",
+			tty ? "\n" : "", n, pids);
 }
 
 int cmd_record(int argc, char **argv)
@@ -620,7 +620,7 @@ int cmd_record(int argc, char **argv)
 			break;
 	}
 	if (!o.quiet)
-		report_stragglers(cl, ncl);
+		report_stragglers(cl, ncl, tty);
 	/* The command and its clients are done (or past the grace time):
 	 * read every ring one last time and let them go. */
 	sp_coll_rings_close(&c);
