@@ -2,17 +2,17 @@
 /*
  * cmd-export.c - `sqlprof export`: options, loading, and the choice of a
  * printer (export-<format>.c). The output is written only once the
- * profile has loaded, so a bad profile never leaves a half-written file.
+ * profile has loaded, so a bad profile never leaves a half-written file;
+ * outfile.c opens it (0600, never over a SQLite database).
  */
-#include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "cmds.h"
 #include "export.h"
+#include "outfile.h"
 #include "profile.h"
 #include "util.h"
 
@@ -43,7 +43,8 @@ static void usage(FILE *f)
 		   "  -f, --format FORMAT  one of:\n");
 	for (i = 0; i < sizeof(formats) / sizeof(formats[0]); i++)
 		fprintf(f, "                         %-10s %s\n", formats[i].name, formats[i].what);
-	fprintf(f, "  -o, --output FILE    write to FILE instead of standard output\n"
+	fprintf(f, "  -o, --output FILE    write to FILE (mode 0600) instead of standard output;\n"
+		   "                       never over a SQLite database\n"
 		   "      --weight WHAT    flame weights (folded, svg, speedscope, html):\n"
 		   "                       time (estimated self ns, default) or count\n"
 		   "      --skip PATTERN   never attribute to frames whose function or module matches\n"
@@ -51,7 +52,8 @@ static void usage(FILE *f)
 		   "                       chrome and html\n"
 		   "  -h, --help           this text\n"
 		   "\n"
-		   "exit status: 0 ok, 2 usage, 3 bad profile, 4 output error\n"
+		   "exit status: 0 ok, 2 usage (also: FILE is a SQLite database), 3 bad profile,\n"
+		   "4 output error\n"
 		   "\n"
 		   "examples:\n"
 		   "  sqlprof export -f svg -o flame.svg\n"
@@ -74,8 +76,8 @@ int cmd_export(int argc, char **argv)
 	const char *format = NULL, *out = NULL, *path = SP_PROFILE_DEFAULT;
 	int nskip = 0, weight = SP_XW_TIME, opt, fi = -1, ret = SP_EXIT_OK;
 	struct sp_export x;
+	struct sp_out_export xo;
 	char err[512];
-	FILE *f;
 	size_t i;
 
 	optind = 1;
@@ -136,25 +138,20 @@ int cmd_export(int argc, char **argv)
 		sp_export_free(&x);
 		return strcmp(err, "out of memory") ? SP_EXIT_INPUT : SP_EXIT_INTERNAL;
 	}
-	f = out ? fopen(out, "wb") : stdout;
-	if (!f) {
-		fprintf(stderr, "sqlprof export: %s: %s\n", out, strerror(errno));
+	ret = sp_out_export_open(&xo, out, path, err, sizeof(err));
+	if (ret != SP_EXIT_OK) {
+		fprintf(stderr, "sqlprof export: %s\n", err);
 		sp_export_free(&x);
-		return SP_EXIT_INTERNAL;
+		return ret;
 	}
-	if (formats[fi].print(f, &x) < 0) {
+	if (formats[fi].print(xo.f, &x) < 0) {
 		fprintf(stderr, "sqlprof export: out of memory\n");
 		ret = SP_EXIT_INTERNAL;
 	}
-	opt = fflush(f) != 0 || ferror(f);
-	if (out && fclose(f) != 0)
-		opt = 1;
-	if (opt) {
+	if (sp_out_export_close(&xo, ret != SP_EXIT_OK) < 0) {
 		fprintf(stderr, "sqlprof export: error writing %s\n", out ? out : "output");
 		ret = SP_EXIT_INTERNAL;
 	}
-	if (ret != SP_EXIT_OK && out)
-		unlink(out);
 	sp_export_free(&x);
 	return ret;
 }

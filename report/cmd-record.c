@@ -30,7 +30,9 @@
 
 #include "cmds.h"
 #include "collect.h"
+#include "outfile.h"
 #include "profile.h"
+#include "supervise.h"
 
 struct record_opts {
 	const char *output;
@@ -53,7 +55,8 @@ static void usage(FILE *f)
 		"\n"
 		"Run COMMAND with libsqlprof.so preloaded and write a profile.\n"
 		"\n"
-		"  -o, --output FILE    profile to write (default " SP_PROFILE_DEFAULT ")\n"
+		"  -o, --output FILE    profile to write (default " SP_PROFILE_DEFAULT "); a previous\n"
+		"                       profile there is kept as FILE.old, anything else is refused\n"
 		"  -r, --rate R         share of executions whose stack is taken, 0..1 (default 0.01)\n"
 		"      --seed N         seed the sampling for repeatable runs\n"
 		"      --slow-ms MS     always take the stack of executions slower than MS (default 100)\n"
@@ -73,14 +76,7 @@ static void usage(FILE *f)
 		"  sqlprof record -o run1.db --rate 1 -- python3 script.py\n");
 }
 
-static volatile sig_atomic_t child_pid;
 static int chld_pipe[2] = { -1, -1 }; /* SIGCHLD wakes the poll loop */
-
-static void forward_signal(int sig)
-{
-	if (child_pid > 0)
-		kill((pid_t)child_pid, sig);
-}
 
 static void on_sigchld(int sig)
 {
@@ -275,6 +271,35 @@ static void explain_empty(const struct sp_coll *c)
 				     "linked into the program)");
 }
 
+/* Processes still connected when recording stops: whatever they run
+ * from now on is not collected. Say so, with (some of) their pids. */
+static void report_stragglers(const struct client *cl, size_t ncl, int tty)
+{
+	char pids[128];
+	size_t n = 0, len = 0;
+
+	pids[0] = 0;
+	for (size_t i = 0; i < ncl; i++) {
+		size_t j;
+
+		for (j = 0; j < i && cl[j].pid != cl[i].pid; j++)
+			;
+		if (j < i)
+			continue; /* one process, several connections */
+		if (n < 8 && len < sizeof(pids) - 16)
+			len += (size_t)snprintf(pids + len, sizeof(pids) - len, "%s%u", n ? ", " : "",
+						cl[i].pid);
+		else if (n == 8)
+			len += (size_t)snprintf(pids + len, sizeof(pids) - len, ", ...");
+		n++;
+	}
+	if (n)
+		fprintf(stderr,
+			"%ssqlprof: warning: %zu process(es) still running and connected when "
+			"recording stopped (pid %s): their later queries were not collected\n",
+			tty ? "\n" : "", n, pids);
+}
+
 int cmd_record(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -298,7 +323,9 @@ int cmd_record(int argc, char **argv)
 	struct sp_run_total *rt = NULL;
 	size_t nrt = 0, caprt = 0;
 	uint64_t run;
-	char lib[PATH_MAX], dir[PATH_MAX], sockpath[PATH_MAX + 8], err[512];
+	char lib[PATH_MAX], dir[PATH_MAX], sockpath[PATH_MAX + 8], err[PATH_MAX + 512];
+	char saved[PATH_MAX + 32];
+	int xp[2], xerr, wrote;
 	const char *tmp;
 	struct sockaddr_un sa;
 	struct client *cl = NULL;
@@ -373,6 +400,12 @@ int cmd_record(int argc, char **argv)
 	}
 	if (find_lib(lib, sizeof(lib)) < 0)
 		return SP_EXIT_USAGE;
+	/* Before anything runs: never over someone else's data, and not
+	 * only to find out at the end that the profile cannot be written. */
+	if (sp_out_check(o.output, err, sizeof(err)) < 0) {
+		fprintf(stderr, "sqlprof record: %s\n", err);
+		return SP_EXIT_USAGE;
+	}
 
 	sp_coll_init(&c);
 	c.diag = stderr; /* broken rings */
@@ -431,12 +464,14 @@ int cmd_record(int argc, char **argv)
 	t_start = mono_ns();
 	for (run = 1; run <= o.repeat; run++) {
 	exited = 0;
+	sp_sup_exec_pipe(xp);
 	pid = fork();
 	if (pid < 0) {
 		fprintf(stderr, "sqlprof record: fork: %s\n", strerror(errno));
 		goto out;
 	}
 	if (pid == 0) {
+		sp_sup_child();
 		setenv_prepend("LD_PRELOAD", lib, ':');
 		setenv(SP_ENV_SOCK, sockpath, 1);
 		if (o.rate)
@@ -450,18 +485,25 @@ int cmd_record(int argc, char **argv)
 		if (!o.follow)
 			setenv("SQLPROF_FOLLOW", "0", 1);
 		execvp(argv[optind], argv + optind);
-		fprintf(stderr, "sqlprof record: cannot run %s: %s\n", argv[optind], strerror(errno));
-		_exit(127);
+		xerr = errno;
+		fprintf(stderr, "sqlprof record: cannot run %s: %s\n", argv[optind], strerror(xerr));
+		sp_sup_exec_failed(xp, xerr);
 	}
-	child_pid = pid;
+	tty = !o.quiet && isatty(2);
+	sp_sup_start(pid, o.quiet, tty);
+	if (sp_sup_exec_wait(xp) && run == 1) {
+		/* Nothing ran: write nothing, leave the output as it was. */
+		waitpid(pid, &status, 0);
+		sp_sup_exited();
+		if (!o.quiet)
+			fprintf(stderr, "sqlprof record: nothing ran; no profile written\n");
+		rc = 127;
+		goto out;
+	}
 	if (chld_pipe[0] < 0 && pipe2(chld_pipe, O_CLOEXEC | O_NONBLOCK) < 0)
 		chld_pipe[0] = chld_pipe[1] = -1;
 	signal(SIGCHLD, on_sigchld);
-	signal(SIGINT, forward_signal);
-	signal(SIGTERM, forward_signal);
-	signal(SIGHUP, forward_signal);
 	signal(SIGPIPE, SIG_IGN);
-	tty = !o.quiet && isatty(2);
 	last_data = mono_ns();
 
 	for (;;) {
@@ -559,7 +601,7 @@ int cmd_record(int argc, char **argv)
 			if (w == pid) {
 				exited = 1;
 				t_exit = now;
-				child_pid = 0;
+				sp_sup_exited();
 				/* One more round of accept before deciding to
 				 * stop: a descendant that exited before the
 				 * command may have connected after our last
@@ -573,10 +615,12 @@ int cmd_record(int argc, char **argv)
 		}
 		/* After the command exits, wait for its descendants' streams to
 		 * close, but not forever: a daemon may hold one open. */
-		if (exited && (ncl == 0 || (now - last_data > (uint64_t)(o.grace_s * 1e9) &&
+		if (exited && (ncl == 0 || sp_sup_interrupted() || (now - last_data > (uint64_t)(o.grace_s * 1e9) &&
 					    now - t_exit > (uint64_t)(o.grace_s * 1e9))))
 			break;
 	}
+	if (!o.quiet)
+		report_stragglers(cl, ncl, tty);
 	/* The command and its clients are done (or past the grace time):
 	 * read every ring one last time and let them go. */
 	sp_coll_rings_close(&c);
@@ -617,6 +661,11 @@ int cmd_record(int argc, char **argv)
 			(unsigned long long)run);
 		break;
 	}
+	if (sp_sup_interrupted() && run < o.repeat) {
+		fprintf(stderr, "sqlprof record: interrupted after run %llu; not repeating\n",
+			(unsigned long long)run);
+		break;
+	}
 	}
 	if (tty)
 		status_line(&c, 1);
@@ -634,18 +683,21 @@ int cmd_record(int argc, char **argv)
 	meta.runs = rt;
 	meta.nruns = nrt;
 	meta.repeat = (int)(run > o.repeat ? o.repeat : run);
-	if (sp_profile_write(o.output, &c, &meta, err, sizeof(err)) < 0) {
-		fprintf(stderr, "sqlprof record: %s\n", err);
+	wrote = sp_out_write(o.output, &c, &meta, saved, sizeof(saved), err, sizeof(err));
+	if (wrote < 0) {
+		fprintf(stderr, "sqlprof record: %s; the profile could not be saved anywhere\n", err);
 		rc = SP_EXIT_INTERNAL;
 		goto out;
 	}
+	if (wrote > 0)
+		fprintf(stderr, "sqlprof record: %s; the profile is saved in %s instead\n", err, saved);
 	if (!o.quiet) {
 		explain_empty(&c);
 		fprintf(stderr, "sqlprof: %llu executions from %zu process(es), %llu lost; profile in %s\n",
 			(unsigned long long)sp_coll_executions(&c), c.procs.count,
-			(unsigned long long)sp_coll_lost(&c), o.output);
+			(unsigned long long)sp_coll_lost(&c), wrote ? saved : o.output);
 	}
-	rc = meta.exit_status;
+	rc = wrote ? SP_EXIT_INTERNAL : meta.exit_status;
 out:
 	for (size_t i = 0; i < ncl; i++)
 		close(cl[i].fd);

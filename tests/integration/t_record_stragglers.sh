@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# t_record_stragglers.sh - a descendant still running (and connected)
+# when record stops waiting for it: the command (a shell) starts longrun
+# in the background and exits once longrun is paused after 1000
+# executions; record waits its 2 s without data, stops, and must say that
+# 1 process was still running and connected, with its pid, and that its
+# later queries were not collected. The profile holds the 1000.
+. "$(dirname "$0")/lib.sh"
+need_prog longrun
+cd "$TMP" || exit 1
+trap ': >"$TMP/go"; rm -rf "$TMP"' EXIT
+
+timeout 30 "$SQLPROF" record -o p.db -- sh -c '
+	"$0" 2000 "$1" "$2" >/dev/null &
+	echo $! >bg.pid
+	while [ ! -e "$1" ]; do sleep 0.02; done' "$PROGS/longrun" "$TMP/started" "$TMP/go" \
+	>out 2>err
+rc=$?
+[ "$rc" = 0 ] || fail "record exited $rc: $(cat err)"
+bg=$(cat bg.pid)
+kill -0 "$bg" 2>/dev/null || fail "longrun ended too early"
+: >go
+grep -E "^sqlprof: warning: 1 process\(es\) still running and connected when recording stopped \(pid $bg\): their later queries were not collected$" err >/dev/null ||
+	fail "no warning about the process still running: $(cat err)"
+report_json p.db r.json
+expect r.json -q stmt 'SELECT ? * ? + ?' count=1000
+echo "ok: $(grep warning err)"
+# -q: no warnings, as documented
+rm -f started go
+timeout 30 "$SQLPROF" record -q -o q.db -- sh -c '
+	"$0" 2000 "$1" "$2" >/dev/null &
+	while [ ! -e "$1" ]; do sleep 0.02; done' "$PROGS/longrun" "$TMP/started" "$TMP/go" \
+	>out 2>err
+: >go
+[ ! -s err ] || fail "record -q printed: $(cat err)"
+exit 0
