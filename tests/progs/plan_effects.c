@@ -9,7 +9,9 @@
  *  1. The error state after a successful prepare of a SELECT whose text is
  *     a few bytes below SQLITE_LIMIT_SQL_LENGTH (set low with sqlite3_limit):
  *     errcode, extended errcode, errmsg and error offset. The preload's own
- *     statement, 19 bytes longer, would not fit.
+ *     statement, 19 bytes longer, would not fit; at exactly 19 bytes below
+ *     (it fits); and under a low SQLITE_LIMIT_VDBE_OP, where the preload's
+ *     statement (more opcodes) fails with SQLITE_NOMEM, which SQLite logs.
  *  2. The SQLITE_CONFIG_LOG callback: the number of SQLITE_WARNING_AUTOINDEX
  *     messages for a join on an unindexed column (an automatic index), and
  *     that a second SQLITE_CONFIG_LOG after initialization fails (MISUSE)
@@ -295,7 +297,29 @@ int main(void)
 	snprintf(sql, sizeof(sql), "SELECT count(*) FROM pe_b WHERE y > 3 AND w < 300 AND 1");
 	sqlite3_limit(db, SQLITE_LIMIT_SQL_LENGTH, (int)strlen(sql));
 	prepare_and_show(db, "at the length limit", sql);
+	/* room for exactly the preload's 19-byte prefix: its plan may be taken */
+	snprintf(sql, sizeof(sql), "SELECT count(*) FROM pe_b WHERE y > 4 AND w < 300");
+	sqlite3_limit(db, SQLITE_LIMIT_SQL_LENGTH, (int)strlen(sql) + 19);
+	prepare_and_show(db, "19 bytes below the length limit", sql);
 	sqlite3_limit(db, SQLITE_LIMIT_SQL_LENGTH, 1000000);
+
+	/* SQLITE_LIMIT_VDBE_OP: the program's statement fits, the same one
+	 * under EXPLAIN QUERY PLAN (more opcodes) fails with SQLITE_NOMEM -
+	 * a failure the length check cannot foresee */
+	snprintf(sql, sizeof(sql), "SELECT pe_a.v, pe_b.w FROM pe_a, pe_b"
+		 " WHERE pe_a.x = pe_b.y AND pe_a.v > 1 ORDER BY 1");
+	sqlite3_limit(db, SQLITE_LIMIT_VDBE_OP, 42);
+	prepare_and_show(db, "under SQLITE_LIMIT_VDBE_OP", sql);
+	{
+		char eqp[300];
+		sqlite3_stmt *st = NULL;
+
+		snprintf(eqp, sizeof(eqp), "EXPLAIN QUERY PLAN %s", sql);
+		rc = sqlite3_prepare_v2(db, eqp, -1, &st, NULL);
+		printf("  the same under EXPLAIN QUERY PLAN: rc=%d\n", rc);
+		sqlite3_finalize(st);
+	}
+	sqlite3_limit(db, SQLITE_LIMIT_VDBE_OP, 250000000);
 
 	/* ---- 4. virtual tables on their own connection ---- */
 	if (sqlite3_open(":memory:", &vdb) != SQLITE_OK)
