@@ -89,6 +89,16 @@ int sp_plan_resolve(void)
 	return 0;
 }
 
+/* Constructor: resolve now, while no SQLite lock can be held, so that
+ * the sqlite3_config calls SQLite makes from sqlite3_initialize (under its
+ * own main mutex) need no dlsym, which takes the loader's lock. Only dlsym
+ * and dlopen(RTLD_NOLOAD): libsqlite3, linked into the program, is mapped
+ * already; dlopen'd later (Python), it is resolved at the first call. */
+__attribute__((constructor)) static void plan_init(void)
+{
+	sp_plan_resolve();
+}
+
 int sp_plan_blocked(void)
 {
 	return atomic_load_explicit(&foreign_code, memory_order_relaxed) ||

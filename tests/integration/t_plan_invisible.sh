@@ -27,7 +27,7 @@ same_file "plan_effects' stderr under sqlprof" "$TMP/plain.err" "$TMP/rec.err"
 # the program saw what the test is about (not a vacuous comparison)
 grep -q "^log totals: calls=7 autoindex=3 wrong arg=0$" "$TMP/rec.out" ||
 	fail "the log callback did not see exactly its 3 automatic-index messages"
-grep -q "^xBestIndex total: 3$" "$TMP/rec.out" || fail "xBestIndex was not called exactly 3 times"
+grep -q "^xBestIndex total: 4$" "$TMP/rec.out" || fail "xBestIndex was not called exactly 4 times"
 grep -q "^near the length limit: rc=0 errcode=0 xerrcode=0 errmsg='not an error' offset=-1$" \
 	"$TMP/rec.out" || fail "the error state after the near-limit prepare is not SQLITE_OK"
 grep -q "^under SQLITE_LIMIT_VDBE_OP: rc=0 errcode=0 xerrcode=0 errmsg='not an error' offset=-1$" \

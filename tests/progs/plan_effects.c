@@ -20,12 +20,17 @@
  *     effects printed, to check that the call is forwarded faithfully.
  *  3. Virtual tables: the number of xBestIndex calls of a module the
  *     program registers (sqlite3_create_module), and of an eponymous-only
- *     one (sqlite3_create_module_v2, no xCreate), for one SELECT each.
+ *     one (sqlite3_create_module_v2, no xCreate), for one SELECT each; and
+ *     of one an automatic extension registers through the
+ *     sqlite3_api_routines it is handed, past any interposer (as loadable
+ *     extensions do). That one comes last: after it, no plans are taken.
  *
  * Table and module names: pe_* on the plain connection (its plans may be
  * captured), vt_* on the connection with modules.
  */
 #include <sqlite3.h>
+#define SQLITE_CORE 1 /* sqlite3ext.h: the api structure without its macros */
+#include <sqlite3ext.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -175,6 +180,12 @@ static const sqlite3_module vt_epo_module = {
 	.xColumn = vt_column,
 	.xRowid = vt_rowid,
 };
+
+static int auto_entry(sqlite3 *db, char **err, const sqlite3_api_routines *api)
+{
+	(void)err;
+	return api->create_module(db, "vt_auto", &vt_module, NULL);
+}
 
 static void must(sqlite3 *db, const char *sql)
 {
@@ -338,6 +349,22 @@ int main(void)
 	printf("xBestIndex total: %d\n", best_index_calls);
 	printf("log totals: calls=%d autoindex=%d wrong arg=%d\n", log_calls, log_autoindex,
 	       log_wrong_arg);
+
+	/* ---- 5. an automatic extension registering a module through the
+	 * sqlite3_api_routines it is handed (as loadable extensions do) ---- */
+	{
+		sqlite3 *adb;
+
+		printf("auto_extension: rc=%d\n", sqlite3_auto_extension((void (*)(void))auto_entry));
+		if (sqlite3_open(":memory:", &adb) != SQLITE_OK)
+			return 2;
+		must(adb, "CREATE VIRTUAL TABLE vt_a USING vt_auto");
+		prepare_and_show(adb, "vtab of an auto-extension", "SELECT a FROM vt_a WHERE a > 2");
+		prepare_and_show(adb, "plain table next to it", "SELECT 1 FROM sqlite_schema");
+		sqlite3_close(adb);
+		sqlite3_reset_auto_extension();
+	}
+	printf("xBestIndex total: %d\n", best_index_calls);
 
 	sqlite3_close(vdb);
 	sqlite3_close(db);
