@@ -15,8 +15,9 @@
  *    note every connection on which the program registers a module of its
  *    own (sp_db_note_callbacks, as for trace and authorizer callbacks), and
  *    sqlite3_load_extension and sqlite3_auto_extension, whose code reaches
- *    SQLite through sqlite3_api_routines and never through these shims,
- *    turn plan capture off for good (sp_plan_blocked).
+ *    SQLite through sqlite3_api_routines (through these shims only if
+ *    libsqlite3's table of them is relocated against the exported
+ *    symbols), turn plan capture off for good (sp_plan_blocked).
  * See docs/design.md, "Query plans", for what this covers and what not.
  *
  * Each shim returns exactly what the original returned, with errno as the
@@ -273,9 +274,13 @@ SP_EXPORT int sqlite3_create_module_v2(sqlite3 *db, const char *name, const sqli
 }
 
 /* Extensions call SQLite through the sqlite3_api_routines they are
- * handed, past every shim: what they register (modules on any connection
- * they reach, auto-extensions for connections opened later) is unseen.
- * From the first load on, plan capture is off everywhere. The SQL
+ * handed. In Debian's build that table is filled by R_X86_64_64
+ * relocations against the exported symbols, so its entries are these
+ * shims (checked: api->create_module is ours); in a libsqlite3 linked
+ * with -Bsymbolic they would go past every shim, and what an extension
+ * registers (modules on any connection it reaches, auto-extensions for
+ * connections opened later) would be unseen. Not relying on the build:
+ * from the first load on, plan capture is off everywhere. The SQL
  * function load_extension() calls sqlite3_load_extension through the PLT
  * here; enabling it also marks the connection, should a build bind that
  * call directly. */

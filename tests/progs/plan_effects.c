@@ -22,8 +22,10 @@
  *     program registers (sqlite3_create_module), and of an eponymous-only
  *     one (sqlite3_create_module_v2, no xCreate), for one SELECT each; and
  *     of one an automatic extension registers through the
- *     sqlite3_api_routines it is handed, past any interposer (as loadable
- *     extensions do). That one comes last: after it, no plans are taken.
+ *     sqlite3_api_routines it is handed (as loadable extensions do; in
+ *     Debian's build those entries are the preload's shims too, elsewhere
+ *     they may bypass them). That one comes last: after it, the preload
+ *     takes no plans.
  *
  * Table and module names: pe_* on the plain connection (its plans may be
  * captured), vt_* on the connection with modules.
