@@ -4,17 +4,27 @@
  * at prepare time on the application's own connection through the real
  * (uninterposed) functions, and sent as a PLAN record.
  *
- * It must never change what the application observes. What it relies on:
+ * It must never change what the application observes; a plan may be
+ * missing, never a visible side effect. What it relies on:
  *  - it runs only right after a successful prepare by the application, on
- *    its thread, outside any execution (not nested in a step or an exec):
- *    the error state is then SQLITE_OK, and preparing, stepping and
- *    finalizing an EXPLAIN statement leaves it SQLITE_OK again;
+ *    its thread, outside any execution (not nested in a step or an exec),
+ *    holding the connection's mutex (serialized mode: no other thread sees
+ *    the states in between), and only if the error state is still the
+ *    SQLITE_OK that prepare left. Preparing, stepping and finalizing an
+ *    EXPLAIN statement leaves it SQLITE_OK again; a text that would not fit
+ *    SQLITE_LIMIT_SQL_LENGTH with our 19-byte prefix is not tried, and
+ *    after any other failure of ours the OK state is restored (restore_ok);
  *  - an EXPLAIN program touches no table and opens no transaction, so
  *    sqlite3_changes, last_insert_rowid and the autocommit state do not
  *    move (tests/integration checks all three, and errmsg);
  *  - it is skipped on any connection where the application registered a
  *    callback that our statement would trigger (trace, profile, authorizer,
- *    progress handler): the shims note those registrations;
+ *    progress handler) or a virtual table module of its own (xBestIndex
+ *    would run again), or enabled extension loading: the shims note those
+ *    registrations (shims.c, shims_plan.c); and everywhere once extension
+ *    code was loaded or an auto-extension registered (sp_plan_blocked);
+ *  - what SQLite logs meanwhile (an automatic index) does not reach the
+ *    application's SQLITE_CONFIG_LOG callback (sp_plan_quiet, shims_plan.c);
  *  - it is skipped for statements with nothing to plan (DDL, PRAGMA,
  *    transaction control, EXPLAIN itself).
  * SQLPROF_PLANS=0 turns it off.
@@ -64,33 +74,69 @@ static int plannable(const char *sql)
 	return 0;
 }
 
+/* Clear the connection's error state after a failure of ours: a
+ * successful prepare sets SQLITE_OK, "not an error" and no error offset,
+ * as the program's own prepare left them (an empty text prepares no
+ * statement). Called with the connection's mutex held. */
+static void restore_ok(sqlite3 *conn)
+{
+	sqlite3_stmt *none = NULL;
+
+	sp_real.prepare_v2(conn, "", 0, &none, NULL);
+	if (none)
+		sp_real.finalize(none);
+}
+
+/*
+ * Take the plan of st (just prepared by the program, successfully, on
+ * connection db, outside any execution of this thread) and send it as a
+ * PLAN record, unless that could be seen (the file's heading). Keeps
+ * errno and the connection's error state.
+ */
 void sp_plan_capture(struct sp_thread *t, sqlite3_stmt *st, uint64_t sql_id, uint64_t db)
 {
 	sqlite3 *conn = (sqlite3 *)(uintptr_t)db;
+	sqlite3_mutex *mx;
 	const char *sql;
 	char *q = NULL, text[PLAN_MAX];
 	sqlite3_stmt *ex = NULL;
 	size_t n = 0, len;
-	int saved = errno;
+	int saved = errno, rc;
 
 	if (!sp_cfg.plans || !conn || t->cur || !sp_real.stmt_isexplain || !sp_real.column_text ||
-	    !sp_real.column_int)
+	    !sp_real.column_int || !sp_real.extended_errcode)
 		return;
-	if (sp_real.stmt_isexplain(st) || sp_db_has_callbacks(db))
-		return;
-	if (!sp_plan_once(db, sql_id))
-		return;
+	if (sp_real.stmt_isexplain(st) || sp_db_has_callbacks(db) || sp_plan_blocked() ||
+	    sp_plan_resolve() != 0)
+		goto out;
 	sql = sp_real.sql(st);
 	if (!sql || !plannable(sql))
-		return;
+		goto out;
 	len = strlen(sql);
+	if (len > (size_t)INT32_MAX - 20)
+		goto out;
 	q = malloc(len + 20);
 	if (!q)
-		return;
+		goto out;
 	memcpy(q, "EXPLAIN QUERY PLAN ", 19);
 	memcpy(q + 19, sql, len + 1);
 	sp_guard_in(t);
-	if (sp_real.prepare_v2(conn, q, (int)(len + 19), &ex, NULL) == SQLITE_OK && ex) {
+	/* Held throughout (recursive; NULL and a no-op unless SQLite is
+	 * serialized): another thread using the connection sees neither our
+	 * statement nor the error states it passes through. */
+	mx = sp_plan_real.db_mutex(conn);
+	sp_plan_real.mutex_enter(mx);
+	/* Our text is 19 bytes longer than the program's: one that would not
+	 * fit SQLITE_LIMIT_SQL_LENGTH is not tried (it would fail with
+	 * SQLITE_TOOBIG). The state must be the program's SQLITE_OK, which is
+	 * what is restored should anything of ours fail; another thread of a
+	 * serialized connection may have changed it since the prepare. */
+	if (len + 19 > (size_t)sp_plan_real.limit(conn, SQLITE_LIMIT_SQL_LENGTH, -1) ||
+	    sp_real.extended_errcode(conn) != SQLITE_OK || !sp_plan_once(db, sql_id))
+		goto unlock;
+	sp_plan_quiet++;
+	rc = sp_real.prepare_v2(conn, q, (int)(len + 19), &ex, NULL);
+	if (rc == SQLITE_OK && ex) {
 		while (sp_real.step(ex) == SQLITE_ROW && n < sizeof(text) - 1) {
 			const char *detail = (const char *)sp_real.column_text(ex, 3);
 			int w = snprintf(text + n, sizeof(text) - n, "%d|%d|%s\n", sp_real.column_int(ex, 0),
@@ -103,8 +149,16 @@ void sp_plan_capture(struct sp_thread *t, sqlite3_stmt *st, uint64_t sql_id, uin
 	}
 	if (ex)
 		sp_real.finalize(ex);
+	/* Whatever failed (no memory, SQLITE_LIMIT_VDBE_OP, an interrupt...),
+	 * the program must find the state its prepare left. */
+	if (sp_real.extended_errcode(conn) != SQLITE_OK) {
+		n = 0; /* a failed step: no plan rather than part of one */
+		restore_ok(conn);
+	}
+	sp_plan_quiet--;
+unlock:
+	sp_plan_real.mutex_leave(mx);
 	sp_guard_out(t);
-	free(q);
 	if (n) {
 		uint32_t rl = SP_ALIGN8(sizeof(struct sp_rec_plan) + n);
 		struct sp_rec_plan *r = sp_rec_reserve(t, rl);
@@ -122,5 +176,7 @@ void sp_plan_capture(struct sp_thread *t, sqlite3_stmt *st, uint64_t sql_id, uin
 			sp_rec_commit(t, rl);
 		}
 	}
+out:
+	free(q);
 	errno = saved;
 }

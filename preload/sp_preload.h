@@ -11,7 +11,8 @@
  * arenas and query records), stmt.c (the statement table, SQL texts, the
  * id sets, the counter probe), config.c (configuration, clock), resolve.c
  * (the originals), life.c (constructor, fork, destructor), stream.c
- * (rings, connection, module map, BYE), plan.c, unwind.c.
+ * (rings, connection, module map, BYE), plan.c and shims_plan.c (query
+ * plans, invisible to the program), unwind.c.
  */
 #ifndef SP_PRELOAD_H
 #define SP_PRELOAD_H
@@ -493,5 +494,31 @@ void sp_plan_capture(struct sp_thread *t, sqlite3_stmt *st, uint64_t sql_id, uin
 void sp_db_note_callbacks(sqlite3 *db);
 int sp_db_has_callbacks(uint64_t db);
 int sp_plan_once(uint64_t db, uint64_t sql_id); /* 1 the first time */
+
+/* ---- shims_plan.c: keeping plan capture invisible (used by plan.c) ---- */
+/* Originals only plan capture and its shims need, resolved lazily by
+ * sp_plan_resolve (0 when limit and the mutex functions are known). */
+struct sp_plan_real {
+	int (*config)(int, ...);
+	int (*create_module)(sqlite3 *, const char *, const sqlite3_module *, void *);
+	int (*create_module_v2)(sqlite3 *, const char *, const sqlite3_module *, void *,
+				void (*)(void *));
+	int (*load_extension)(sqlite3 *, const char *, const char *, char **);
+	int (*enable_load_extension)(sqlite3 *, int);
+	int (*auto_extension)(void (*)(void));
+	int (*limit)(sqlite3 *, int, int);
+	sqlite3_mutex *(*db_mutex)(sqlite3 *);
+	void (*mutex_enter)(sqlite3_mutex *);
+	void (*mutex_leave)(sqlite3_mutex *);
+};
+extern struct sp_plan_real sp_plan_real;
+int sp_plan_resolve(void);
+/* > 0 while this thread is inside plan capture: what SQLite logs then is
+ * not passed to the program's SQLITE_CONFIG_LOG callback. */
+extern __thread int sp_plan_quiet;
+/* 1 when no plan may be captured anywhere: extension code was loaded (its
+ * modules are registered unseen), or the program's log callback is
+ * installed without our filter. */
+int sp_plan_blocked(void);
 
 #endif /* SP_PRELOAD_H */

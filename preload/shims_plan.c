@@ -1,0 +1,319 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * shims_plan.c - the interposers that keep plan capture (plan.c) invisible,
+ * and the few originals plan.c needs beyond sp_real.
+ *
+ * Plan capture prepares and steps an EXPLAIN QUERY PLAN statement on the
+ * program's own connection. Two things it would otherwise do reach the
+ * program's code:
+ *  - messages SQLite logs while planning (SQLITE_WARNING_AUTOINDEX) reach
+ *    the SQLITE_CONFIG_LOG callback a second time: sqlite3_config installs
+ *    a filter in front of the program's callback that drops what is logged
+ *    on a thread while it is inside plan capture or other work of the
+ *    profiler's own (sp_plan_quiet, the thread guard);
+ *  - a virtual table's xBestIndex runs a second time: the module shims
+ *    note every connection on which the program registers a module of its
+ *    own (sp_db_note_callbacks, as for trace and authorizer callbacks), and
+ *    sqlite3_load_extension and sqlite3_auto_extension, whose code reaches
+ *    SQLite through sqlite3_api_routines (through these shims only if
+ *    libsqlite3's table of them is relocated against the exported
+ *    symbols), turn plan capture off for good (sp_plan_blocked).
+ * See docs/design.md, "Query plans", for what this covers and what not.
+ *
+ * Each shim returns exactly what the original returned, with errno as the
+ * original left it; with the preload inert (sp_cfg.enabled == 0) they only
+ * forward. None of them initializes SQLite: resolving is dlsym only.
+ */
+#include <dlfcn.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+#include "sp_preload.h"
+
+#define MISSING SQLITE_MISUSE
+
+struct sp_plan_real sp_plan_real;
+__thread int sp_plan_quiet __attribute__((tls_model("initial-exec")));
+
+static atomic_int plan_resolved;    /* 1 once every required original is known */
+static atomic_int foreign_code;     /* extension code may register modules unseen */
+static atomic_int log_unfiltered;   /* a log callback runs without our filter */
+
+#define PLAN_RESOLVE(h, field, name) \
+	(*(void **)&sp_plan_real.field = dlsym(h, name))
+
+static void plan_resolve_from(void *h)
+{
+	PLAN_RESOLVE(h, config, "sqlite3_config");
+	PLAN_RESOLVE(h, create_module, "sqlite3_create_module");
+	PLAN_RESOLVE(h, create_module_v2, "sqlite3_create_module_v2");
+	PLAN_RESOLVE(h, load_extension, "sqlite3_load_extension");
+	PLAN_RESOLVE(h, enable_load_extension, "sqlite3_enable_load_extension");
+	PLAN_RESOLVE(h, auto_extension, "sqlite3_auto_extension");
+	PLAN_RESOLVE(h, limit, "sqlite3_limit");
+	PLAN_RESOLVE(h, db_mutex, "sqlite3_db_mutex");
+	PLAN_RESOLVE(h, mutex_enter, "sqlite3_mutex_enter");
+	PLAN_RESOLVE(h, mutex_leave, "sqlite3_mutex_leave");
+}
+
+/*
+ * Resolve the originals of this file, as sp_resolve does sp_real's:
+ * RTLD_NEXT, then libsqlite3's own handle (RTLD_NOLOAD: a library
+ * dlopen'd RTLD_LOCAL, as Python's _sqlite3 loads it, is not in the
+ * global scope). Only dlsym and dlopen(RTLD_NOLOAD): nothing is loaded and
+ * SQLite is not initialized. Returns 0 when plan.c's originals are known.
+ * Safe to race: every caller stores the same values. Keeps errno.
+ */
+int sp_plan_resolve(void)
+{
+	static const char *const names[] = { "libsqlite3.so.0", "libsqlite3.so" };
+	int saved;
+	size_t i;
+
+	if (likely(atomic_load_explicit(&plan_resolved, memory_order_acquire)))
+		return 0;
+	saved = errno;
+	plan_resolve_from(RTLD_NEXT);
+	for (i = 0; !sp_plan_real.config && i < sizeof(names) / sizeof(names[0]); i++) {
+		void *h = dlopen(names[i], RTLD_LAZY | RTLD_NOLOAD);
+
+		if (h)
+			plan_resolve_from(h); /* the handle is kept: libsqlite3 stays */
+	}
+	errno = saved;
+	if (!sp_plan_real.config || !sp_plan_real.limit || !sp_plan_real.db_mutex ||
+	    !sp_plan_real.mutex_enter || !sp_plan_real.mutex_leave)
+		return -1;
+	atomic_store_explicit(&plan_resolved, 1, memory_order_release);
+	return 0;
+}
+
+/* Constructor: resolve now, while no SQLite lock can be held, so that
+ * the sqlite3_config calls SQLite makes from sqlite3_initialize (under its
+ * own main mutex) need no dlsym, which takes the loader's lock. Only dlsym
+ * and dlopen(RTLD_NOLOAD): libsqlite3, linked into the program, is mapped
+ * already; dlopen'd later (Python), it is resolved at the first call. */
+__attribute__((constructor)) static void plan_init(void)
+{
+	sp_plan_resolve();
+}
+
+int sp_plan_blocked(void)
+{
+	return atomic_load_explicit(&foreign_code, memory_order_relaxed) ||
+	       atomic_load_explicit(&log_unfiltered, memory_order_relaxed);
+}
+
+/* ---- SQLITE_CONFIG_LOG ---- */
+
+/* The program's callback and argument, as one immutable slot passed to
+ * SQLite as the filter's argument: a thread logging while the program
+ * installs another callback still sees a consistent pair. Slots are never
+ * freed (SQLite may hold one as long as the process lives) and are reused
+ * for the same pair, so there is one per distinct pair the program passes. */
+struct log_slot {
+	void (*fn)(void *, int, const char *);
+	void *arg;
+	struct log_slot *next;
+};
+static struct log_slot *_Atomic log_slots;
+
+static struct log_slot *log_slot_for(void (*fn)(void *, int, const char *), void *arg)
+{
+	struct log_slot *s, *head;
+	int saved = errno;
+
+	for (s = atomic_load(&log_slots); s; s = s->next)
+		if (s->fn == fn && s->arg == arg)
+			return s;
+	s = malloc(sizeof(*s));
+	errno = saved;
+	if (!s)
+		return NULL;
+	s->fn = fn;
+	s->arg = arg;
+	head = atomic_load(&log_slots);
+	do
+		s->next = head;
+	while (!atomic_compare_exchange_weak(&log_slots, &head, s));
+	return s;
+}
+
+/* SQLite's log callback while the program has one: what is logged on this
+ * thread inside plan capture (sp_plan_quiet) or other work of ours (the
+ * thread guard: the status probe's private connection) is not the
+ * program's and is dropped; everything else goes to the program's callback
+ * with its own argument, unchanged. */
+static void log_filter(void *p, int code, const char *msg)
+{
+	const struct log_slot *s = p;
+
+	if (sp_plan_quiet || sp_guarded(&sp_tls))
+		return;
+	s->fn(s->arg, code, msg);
+}
+
+/*
+ * sqlite3_config is variadic, and every option takes at most three
+ * arguments after op, each an int, an unsigned int, a pointer or a
+ * sqlite3_int64 (sqlite3.h, "Configuration Options"; none takes a double).
+ * Under the x86-64 System V ABI each of those travels in a 64-bit integer
+ * register (rsi, rdx, rcx for the first three after op), and a variadic
+ * callee reads an int as the low half of its slot. So reading three u64
+ * with va_arg and passing them on as three u64 hands the original exactly
+ * the registers it would have received: an unused one is read from our
+ * register save area (always filled by the prologue of a function that
+ * calls va_start) and ignored by the original, an int's upper half is
+ * ignored too. Unknown future options obey the same rule as long as they
+ * keep to integer-class arguments. Other ABIs would need one case per op.
+ *
+ * SQLITE_CONFIG_LOG with a callback, profiling on and plans wanted:
+ * SQLite gets log_filter with the program's pair as its argument. The
+ * call fails exactly as it would have (after initialization: MISUSE) and
+ * then changes nothing. SQLite itself calls sqlite3_config (MALLOC and
+ * PCACHE2 defaults, from sqlite3_initialize): those are forwarded as is.
+ */
+#if !defined(__x86_64__) || !defined(__LP64__)
+#error "sqlite3_config forwarding assumes the x86-64 System V calling convention"
+#endif
+SP_EXPORT int sqlite3_config(int op, ...)
+{
+	void (*fn)(void *, int, const char *);
+	uint64_t a, b, c;
+	va_list ap;
+	int rc;
+
+	va_start(ap, op);
+	a = va_arg(ap, uint64_t);
+	b = va_arg(ap, uint64_t);
+	c = va_arg(ap, uint64_t);
+	va_end(ap);
+	if (unlikely(!sp_plan_real.config))
+		sp_plan_resolve();
+	if (unlikely(!sp_plan_real.config))
+		return MISSING;
+	if (op != SQLITE_CONFIG_LOG)
+		return sp_plan_real.config(op, a, b, c);
+	fn = (void (*)(void *, int, const char *))(uintptr_t)a;
+	if (fn && sp_cfg.enabled && sp_cfg.plans) {
+		struct log_slot *s = log_slot_for(fn, (void *)(uintptr_t)b);
+
+		if (s) {
+			rc = sp_plan_real.config(op, log_filter, (void *)s);
+			if (rc == SQLITE_OK)
+				atomic_store(&log_unfiltered, 0);
+			return rc;
+		}
+	}
+	rc = sp_plan_real.config(op, a, b, c);
+	/* a callback in place without the filter (profiling off when it was
+	 * installed, or no memory for a slot): plan capture stays off */
+	if (rc == SQLITE_OK)
+		atomic_store(&log_unfiltered, fn != NULL);
+	return rc;
+}
+
+/* ---- virtual table modules ---- */
+
+/* 1 when addr lies in libsqlite3's own image (a built-in module: fts3/4/5,
+ * rtree, json_each, dbstat, sqlite_stmt...). libsqlite3 registers those
+ * through the PLT, so they reach the shims on every open; they are
+ * SQLite's code, pure in xBestIndex, and plans are kept for them. Judging
+ * by where the module structure lives rather than by the caller copes
+ * with libsqlite3's tail calls (sqlite3RtreeInit ends in a jmp to
+ * sqlite3_create_module_v2) and with the program's calls from callbacks
+ * libsqlite3 makes. */
+static int in_libsqlite3(const void *addr)
+{
+	static void *_Atomic base;
+	void *b = atomic_load_explicit(&base, memory_order_relaxed);
+	Dl_info info;
+	int saved = errno, ok = 0;
+
+	if (!b && sp_plan_real.create_module &&
+	    dladdr((void *)(uintptr_t)sp_plan_real.create_module, &info) && info.dli_fbase) {
+		b = info.dli_fbase;
+		atomic_store_explicit(&base, b, memory_order_relaxed);
+	}
+	if (b && dladdr(addr, &info))
+		ok = info.dli_fbase == b;
+	errno = saved;
+	return ok;
+}
+
+/* Before a module is registered: a module of the program's own (not in
+ * libsqlite3) keeps plan capture off that connection for good. */
+static void note_module(sqlite3 *db, const sqlite3_module *m)
+{
+	if (sp_cfg.enabled && db && m && !in_libsqlite3(m))
+		sp_db_note_callbacks(db);
+}
+
+SP_EXPORT int sqlite3_create_module(sqlite3 *db, const char *name, const sqlite3_module *m,
+				    void *aux)
+{
+	if (unlikely(!sp_plan_real.create_module))
+		sp_plan_resolve();
+	if (unlikely(!sp_plan_real.create_module))
+		return MISSING;
+	note_module(db, m);
+	return sp_plan_real.create_module(db, name, m, aux);
+}
+
+SP_EXPORT int sqlite3_create_module_v2(sqlite3 *db, const char *name, const sqlite3_module *m,
+				       void *aux, void (*destroy)(void *))
+{
+	if (unlikely(!sp_plan_real.create_module_v2))
+		sp_plan_resolve();
+	if (unlikely(!sp_plan_real.create_module_v2))
+		return MISSING;
+	note_module(db, m);
+	return sp_plan_real.create_module_v2(db, name, m, aux, destroy);
+}
+
+/* Extensions call SQLite through the sqlite3_api_routines they are
+ * handed. In Debian's build that table is filled by R_X86_64_64
+ * relocations against the exported symbols, so its entries are these
+ * shims (checked: api->create_module is ours); in a libsqlite3 linked
+ * with -Bsymbolic they would go past every shim, and what an extension
+ * registers (modules on any connection it reaches, auto-extensions for
+ * connections opened later) would be unseen. Not relying on the build:
+ * from the first load on, plan capture is off everywhere. The SQL
+ * function load_extension() calls sqlite3_load_extension through the PLT
+ * here; enabling it also marks the connection, should a build bind that
+ * call directly. */
+SP_EXPORT int sqlite3_load_extension(sqlite3 *db, const char *file, const char *proc,
+				     char **err)
+{
+	if (unlikely(!sp_plan_real.load_extension))
+		sp_plan_resolve();
+	if (unlikely(!sp_plan_real.load_extension))
+		return MISSING;
+	atomic_store(&foreign_code, 1);
+	return sp_plan_real.load_extension(db, file, proc, err);
+}
+
+SP_EXPORT int sqlite3_enable_load_extension(sqlite3 *db, int onoff)
+{
+	if (unlikely(!sp_plan_real.enable_load_extension))
+		sp_plan_resolve();
+	if (unlikely(!sp_plan_real.enable_load_extension))
+		return MISSING;
+	if (onoff && sp_cfg.enabled)
+		sp_db_note_callbacks(db);
+	return sp_plan_real.enable_load_extension(db, onoff);
+}
+
+/* An automatic extension runs inside every later open, and may register
+ * modules through sqlite3_api_routines: plan capture is off from then on. */
+SP_EXPORT int sqlite3_auto_extension(void (*entry)(void))
+{
+	if (unlikely(!sp_plan_real.auto_extension))
+		sp_plan_resolve();
+	if (unlikely(!sp_plan_real.auto_extension))
+		return MISSING;
+	atomic_store(&foreign_code, 1);
+	return sp_plan_real.auto_extension(entry);
+}
