@@ -30,6 +30,7 @@
  * Each shim returns exactly what the original returned and leaves errno
  * as the original left it.
  */
+#include <emmintrin.h>
 #include <errno.h>
 #include <stddef.h>
 
@@ -57,18 +58,18 @@ SP_INLINE struct sp_thread *tls_fresh(void)
 	return t;
 }
 
-/* End of an execution at a step that returned rc (SQLITE_DONE or an
- * error), or at reset/finalize (abandoned). A plain one is added to the
- * query record here; anything else goes to run.c. Returns rc. */
-static __attribute__((noinline)) int end_exec(struct sp_thread *t, struct sp_run *r, int rc,
-					      uint64_t end, int abandoned)
+/* The slow end: anything but a plain execution whose histogram bucket
+ * exists and whose N+1 run goes on. Returns rc. */
+static __attribute__((noinline)) int end_other(struct sp_thread *t, struct sp_run *r, int rc,
+					       uint64_t end, int abandoned)
 {
-	struct sp_stmt *s = (struct sp_stmt *)((char *)r - offsetof(struct sp_stmt, run));
+	struct sp_stmt *s = (struct sp_stmt *)r; /* run comes first */
 	sqlite3_stmt *st = (sqlite3_stmt *)atomic_load_explicit(&s->key, memory_order_relaxed);
 
-	/* flags == 0: not nested, sampled, first, failed or slow-noted */
-	if (likely(r->flags == 0 && (abandoned || rc == SQLITE_DONE) && end < r->slow_at &&
-		   s->agg_arena == t->arena_id)) {
+	if (r->flags == 0 && (abandoned || rc == SQLITE_DONE) && end < r->slow_at &&
+	    s->agg_arena == t->arena_id && s->agg) {
+		/* plain, but a first value in its histogram block, a run that
+		 * switches, or SQLite's counters through the API */
 		struct sp_agg_query *q = s->agg;
 
 		sp_agg_add(q, r, end, sp_status_delta(r, st));
@@ -82,11 +83,79 @@ static __attribute__((noinline)) int end_exec(struct sp_thread *t, struct sp_run
 	return rc;
 }
 
+/*
+ * End of a plain execution: DONE (abandoned 0) or reset/finalize before
+ * it (abandoned 1; a constant in each copy). It is added to its query
+ * record with nothing but loads and stores (sp_agg_add's arithmetic, by
+ * hand: no call, so no register to save). Anything else goes to
+ * end_other: flags (nested, sampled, first, failed, slow-noted, counters
+ * through the API), the slow threshold, a first value in its histogram
+ * block, or an N+1 run that does not go on. The run test also proves the
+ * query record is this thread's: t->run_q is always one of its own.
+ */
+SP_INLINE int end_plain(struct sp_thread *t, struct sp_run *r, int rc, uint64_t end,
+			const int abandoned)
+{
+	struct sp_stmt *s = (struct sp_stmt *)r;
+	struct sp_agg_query *q = s->agg;
+	int off = atomic_load_explicit(&sp_status_off, memory_order_relaxed);
+	uint64_t db = r->db, blk;
+	uint32_t i;
+	__m128i now, zero = _mm_setzero_si128(), c;
+
+	if (unlikely(r->flags != 0 || end >= r->slow_at))
+		return end_other(t, r, rc, end, abandoned);
+	i = sp_hist_index(db);
+	blk = q->hist[i / SP_HIST_PER_BLOCK];
+	if (unlikely(!blk || t->run_q != q))
+		return end_other(t, r, rc, end, abandoned);
+	now = _mm_loadu_si128((const __m128i *)(uintptr_t)(atomic_load_explicit(&s->key, memory_order_relaxed) +
+					       (uintptr_t)off + 4 * SQLITE_STMTSTATUS_FULLSCAN_STEP));
+	now = _mm_sub_epi32(now, _mm_load_si128((const __m128i *)r->base));
+	c = _mm_loadu_si128((const __m128i *)&q->fullscan_steps);
+	_mm_storeu_si128((__m128i *)&q->fullscan_steps, _mm_add_epi64(c, _mm_unpacklo_epi32(now, zero)));
+	c = _mm_loadu_si128((const __m128i *)&q->autoindex);
+	_mm_storeu_si128((__m128i *)&q->autoindex, _mm_add_epi64(c, _mm_unpackhi_epi32(now, zero)));
+	q->count++;
+	q->db += db;
+	q->wall += end - r->start;
+	q->rows += r->rows;
+	if (unlikely(db < q->min))
+		q->min = db;
+	if (unlikely(db > q->max))
+		q->max = db;
+	((struct sp_agg_hist *)(uintptr_t)blk)->bucket[i % SP_HIST_PER_BLOCK]++;
+	++*t->run_len;
+	r->start = 0;
+	return rc;
+}
+
+static __attribute__((noinline)) int end_done(struct sp_thread *t, struct sp_run *r, uint64_t end)
+{
+	return end_plain(t, r, SQLITE_DONE, end, 0);
+}
+
+static __attribute__((noinline)) void end_abandoned(struct sp_thread *t, struct sp_run *r,
+						    uint64_t end)
+{
+	end_plain(t, r, SQLITE_ROW, end, 1);
+}
+
+/* SQLITE_DONE or an error ends the execution. */
+SP_INLINE int end_exec(struct sp_thread *t, struct sp_run *r, int rc, uint64_t end)
+{
+	if (likely(rc == SQLITE_DONE))
+		return end_done(t, r, end);
+	return end_other(t, r, rc, end, 0);
+}
+
+static int step_cold(sqlite3_stmt *st);
+
 /* A row came back after the slow threshold: take the stack while the
  * caller is still on it. */
 static __attribute__((noinline)) int row_slow(struct sp_thread *t, struct sp_run *r, uint64_t now)
 {
-	sp_run_on_row(t, (struct sp_stmt *)((char *)r - offsetof(struct sp_stmt, run)), now);
+	sp_run_on_row(t, (struct sp_stmt *)r, now);
 	return SQLITE_ROW;
 }
 
@@ -107,6 +176,8 @@ static __attribute__((noinline)) int step_general(sqlite3_stmt *st, int drawn)
 	uint64_t t0, t1;
 	int rc;
 
+	if (unlikely(!st))
+		return step_cold(st);
 	sp_thread_ready(t);
 	s = sp_stmt_lookup(t, st);
 	if (unlikely(!s)) {
@@ -131,7 +202,7 @@ static __attribute__((noinline)) int step_general(sqlite3_stmt *st, int drawn)
 			sp_run_on_row(t, s, t1);
 		return rc;
 	}
-	return end_exec(t, r, rc, t1, 0);
+	return end_exec(t, r, rc, t1);
 }
 
 /* The countdown hit: draw the next gap, and take the stack. */
@@ -160,9 +231,9 @@ static __attribute__((noinline)) int step_cold(sqlite3_stmt *st)
 }
 
 /*
- * The common case inline: a set-up thread on the TSC clock stepping the
- * statement it looked up last. An execution starts here when the thread
- * is in no other execution's call, the statement's query record is this
+ * The common case inline: a set-up thread on the TSC clock, in no other
+ * execution's call, stepping the statement it looked up last. An
+ * execution starts here when the statement's query record is this
  * thread's and the countdown does not pick it for a stack.
  */
 SP_EXPORT int sqlite3_step(sqlite3_stmt *st)
@@ -173,17 +244,19 @@ SP_EXPORT int sqlite3_step(sqlite3_stmt *st)
 	uint64_t t0, t1;
 	int rc;
 
-	if (unlikely(t->state != SP_TS_FAST || !st))
+	if (unlikely(t->state != SP_TS_FAST))
 		return step_cold(st);
+	/* NULL never matches: no statement's key is 0 (sp_stmt_none's is 1) */
 	s = t->last_stmt;
-	if (unlikely(atomic_load_explicit(&s->key, memory_order_acquire) != (uintptr_t)st))
+	if (unlikely(atomic_load_explicit(&s->key, memory_order_acquire) != (uintptr_t)st ||
+		     t->cur != NULL))
 		return step_general(st, -1);
 	r = &s->run;
 	if (!r->start) {
 		int off = atomic_load_explicit(&sp_status_off, memory_order_relaxed);
 		sp_v4u base;
 
-		if (unlikely(t->cur != NULL || s->agg_arena != t->arena_id || off < 0))
+		if (unlikely(s->agg_arena != t->arena_id || off < 0))
 			return step_general(st, -1);
 		if (unlikely(--t->skip == 0))
 			return step_drawn(st);
@@ -199,13 +272,12 @@ SP_EXPORT int sqlite3_step(sqlite3_stmt *st)
 		t0 = sp_rdtsc();
 		r->db -= t0;
 	}
-	r->outer = t->cur;
-	t->cur = r;
+	t->cur = r; /* was NULL */
 	rc = sp_real.step(st);
 	t1 = sp_rdtsc();
 	t = tls_fresh();
 	r = t->cur;
-	t->cur = r->outer;
+	t->cur = NULL;
 	r->db += t1;
 	if (likely(rc == SQLITE_ROW)) {
 		r->rows++;
@@ -216,7 +288,7 @@ SP_EXPORT int sqlite3_step(sqlite3_stmt *st)
 	/* SQLITE_DONE or an error ends the execution. The statement may be
 	 * stepped again without a reset (auto-reset); that starts a new one.
 	 * The slow end keeps errno: its rare syscalls save and restore it. */
-	return end_exec(t, r, rc, t1, 0);
+	return end_exec(t, r, rc, t1);
 }
 
 /* reset and finalize end an execution still in progress (rows not all
@@ -225,40 +297,42 @@ SP_EXPORT int sqlite3_step(sqlite3_stmt *st)
  * inside this statement's own step (t->cur), is not the end. */
 static __attribute__((noinline)) void abandon(struct sp_thread *t, struct sp_stmt *s)
 {
-	end_exec(t, &s->run, SQLITE_ROW, sp_now(), 1);
+	end_abandoned(t, &s->run, sp_now());
 }
 
-SP_INLINE void end_if_running(struct sp_thread *t, sqlite3_stmt *st)
-{
-	struct sp_stmt *s = sp_stmt_lookup(t, st);
-
-	/* the common reset follows SQLITE_DONE: nothing in progress */
-	if (unlikely(s && s->run.start && t->cur != &s->run))
-		abandon(t, s);
-}
-
-static __attribute__((noinline)) int reset_cold(sqlite3_stmt *st)
+/* Any reset but sqlite3_reset's own case: a NULL statement, one not
+ * looked up last, an execution in progress, a thread to set up. */
+static __attribute__((noinline)) int reset_general(sqlite3_stmt *st)
 {
 	struct sp_thread *t = &sp_tls;
 
 	NEED();
 	if (unlikely(!sp_real.reset))
 		return MISSING;
-	if (!sp_hot || sp_guarded(t) || !st)
-		return sp_real.reset(st);
-	sp_thread_ready(t);
-	end_if_running(t, st);
+	if (sp_hot && !sp_guarded(t) && st) {
+		struct sp_stmt *s;
+
+		sp_thread_ready(t);
+		s = sp_stmt_lookup(t, st);
+		/* the common reset follows SQLITE_DONE: nothing in progress */
+		if (s && s->run.start && t->cur != &s->run)
+			abandon(t, s);
+	}
 	return sp_real.reset(st);
 }
 
+/* The common case: the statement this thread stepped last, its execution
+ * ended at SQLITE_DONE. NULL never matches a key (see sqlite3_step). */
 SP_EXPORT int sqlite3_reset(sqlite3_stmt *st)
 {
 	struct sp_thread *t = &sp_tls;
+	struct sp_stmt *s = t->last_stmt;
 
-	if (unlikely(t->state != SP_TS_FAST || !st))
-		return reset_cold(st);
-	end_if_running(t, st);
-	return sp_real.reset(st);
+	if (likely(t->state == SP_TS_FAST &&
+		   atomic_load_explicit(&s->key, memory_order_acquire) == (uintptr_t)st &&
+		   !s->run.start))
+		return sp_real.reset(st);
+	return reset_general(st);
 }
 
 SP_EXPORT int sqlite3_finalize(sqlite3_stmt *st)

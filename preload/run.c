@@ -308,6 +308,8 @@ uint64_t sp_run_begin_slow(struct sp_thread *t, struct sp_stmt *s, sqlite3_stmt 
 	r->db = 0;
 	r->rows = 0;
 	sp_status_base(r, st);
+	if (atomic_load_explicit(&sp_status_off, memory_order_relaxed) < 0)
+		r->flags |= SP_RUN_API; /* its end reads them through the API too */
 	/* the walk's time is not the execution's */
 	r->start = sp_now();
 	r->slow_at = r->start + sp_cfg.slow_span;

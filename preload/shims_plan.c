@@ -26,6 +26,7 @@
  */
 #include <dlfcn.h>
 #include <errno.h>
+#include <link.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -225,22 +226,59 @@ SP_EXPORT int sqlite3_config(int op, ...)
  * with libsqlite3's tail calls (sqlite3RtreeInit ends in a jmp to
  * sqlite3_create_module_v2) and with the program's calls from callbacks
  * libsqlite3 makes. */
+struct lib_range {
+	uintptr_t pc, lo, hi;
+};
+
+static int range_cb(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	struct lib_range *r = arg;
+	uintptr_t lo = UINTPTR_MAX, hi = 0;
+	int i;
+
+	(void)size;
+	for (i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+
+		if (ph->p_type == PT_LOAD) {
+			uintptr_t a = info->dlpi_addr + ph->p_vaddr;
+
+			if (a < lo)
+				lo = a;
+			if (a + ph->p_memsz > hi)
+				hi = a + ph->p_memsz;
+		}
+	}
+	if (r->pc >= lo && r->pc < hi) {
+		r->lo = lo;
+		r->hi = hi;
+		return 1;
+	}
+	return 0;
+}
+
+/* Looked up once (one walk of the loaded objects, the loader's lock held
+ * only then), then a range test: libsqlite3 registers some 25 built-in
+ * modules at every open, and dladdr cost ~50,000 instructions each. */
 static int in_libsqlite3(const void *addr)
 {
-	static void *_Atomic base;
-	void *b = atomic_load_explicit(&base, memory_order_relaxed);
-	Dl_info info;
-	int saved = errno, ok = 0;
+	static _Atomic uintptr_t lo, hi;
+	uintptr_t l = atomic_load_explicit(&lo, memory_order_acquire);
+	int saved = errno;
 
-	if (!b && sp_plan_real.create_module &&
-	    dladdr((void *)(uintptr_t)sp_plan_real.create_module, &info) && info.dli_fbase) {
-		b = info.dli_fbase;
-		atomic_store_explicit(&base, b, memory_order_relaxed);
+	if (!l && sp_plan_real.create_module) {
+		struct lib_range r = { (uintptr_t)sp_plan_real.create_module, 0, 0 };
+
+		dl_iterate_phdr(range_cb, &r);
+		if (r.lo) {
+			atomic_store_explicit(&hi, r.hi, memory_order_relaxed);
+			atomic_store_explicit(&lo, r.lo, memory_order_release);
+			l = r.lo;
+		}
 	}
-	if (b && dladdr(addr, &info))
-		ok = info.dli_fbase == b;
 	errno = saved;
-	return ok;
+	return l && (uintptr_t)addr >= l &&
+	       (uintptr_t)addr < atomic_load_explicit(&hi, memory_order_relaxed);
 }
 
 /* Before a module is registered: a module of the program's own (not in

@@ -97,10 +97,11 @@ uint64_t sp_mono_ns(void);
 double sp_tsc_per_ns(void); /* calibrated once in the constructor */
 SP_INLINE uint64_t sp_rdtsc(void)
 {
-	uint32_t lo, hi;
+	uint64_t v, hi;
 
-	__asm__ volatile("rdtsc" : "=a"(lo), "=d"(hi));
-	return ((uint64_t)hi << 32) | lo;
+	/* rdtsc clears the upper halves of rax and rdx: no zero extension */
+	__asm__ volatile("rdtsc\n\tshlq $32, %%rdx\n\torq %%rdx, %%rax" : "=a"(v), "=&d"(hi));
+	return v;
 }
 
 SP_INLINE uint64_t sp_now(void)
@@ -114,7 +115,8 @@ SP_INLINE uint64_t sp_now(void)
 
 /* Bits of sp_run.flags that are ours and never sent. */
 #define SP_RUN_HAS_NESTED (1u << 15) /* a nested execution credited its time */
-#define SP_RUN_PRIVATE SP_RUN_HAS_NESTED
+#define SP_RUN_API (1u << 14)        /* counters read through the API at start */
+#define SP_RUN_PRIVATE (SP_RUN_HAS_NESTED | SP_RUN_API)
 
 /*
  * State of one execution in progress (a statement's, or an exec call's).
@@ -143,8 +145,10 @@ struct sp_run {
 	struct sp_run *outer; /* t->cur when the running step call began */
 };
 
-/* One tracked prepared statement (slot of the lock-free table, stmt.c). */
+/* One tracked prepared statement (slot of the lock-free table, stmt.c).
+ * run comes first: the hot path's run pointer is the slot's. */
 struct sp_stmt {
+	struct sp_run run;
 	_Atomic uintptr_t key; /* sqlite3_stmt*, 0 empty, 1 tombstone */
 	struct sp_agg_query *agg; /* its totals in the arena agg_arena */
 	uint64_t agg_arena;    /* id of that arena (pid << 32 | number); 0:
@@ -154,7 +158,6 @@ struct sp_stmt {
 	uint64_t shape;        /* run key: the text without its literals */
 	uint32_t nexec;        /* executions started (first-exec sampling) */
 	uint32_t pad;
-	struct sp_run run;
 };
 
 /* ---- stats.c: the shared statistics ---- */

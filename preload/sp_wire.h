@@ -364,22 +364,19 @@ struct sp_agg_arena {
  * log-linearly, 8 buckets per power of two: with s = max(0, log2(v) - 3),
  * bucket index = 8 s + (v >> s), so v < 16 has a bucket each and above
  * that each bucket is 1/8 of its power of two wide: any value is known
- * to within 1/16 of itself from its bucket's middle. Values from 2^45 on
- * are counted in the last bucket. A query's histogram is SP_HIST_BLOCKS
- * blocks of 32 buckets (4 powers of two), each made at its first value;
- * 256 bytes each, so a query whose times span a factor of 16 costs one. */
+ * to within 1/16 of itself from its bucket's middle, over the whole
+ * 64-bit range. A query's histogram is SP_HIST_BLOCKS blocks of 32 buckets
+ * (4 powers of two), each made at its first value; 264 bytes each, so a
+ * query whose times span a factor of 16 costs one. */
 #define SP_HIST_SUB 8
-#define SP_HIST_BUCKETS 352 /* 8 * 42 + 16 */
+#define SP_HIST_BUCKETS 512 /* 8 * 61 + 16, rounded up to whole blocks */
 #define SP_HIST_PER_BLOCK 32
-#define SP_HIST_BLOCKS (SP_HIST_BUCKETS / SP_HIST_PER_BLOCK) /* 11 */
-#define SP_HIST_VMAX ((1ull << 45) - 1)
+#define SP_HIST_BLOCKS (SP_HIST_BUCKETS / SP_HIST_PER_BLOCK) /* 16 */
 
 static inline uint32_t sp_hist_index(uint64_t v)
 {
 	int s;
 
-	if (v > SP_HIST_VMAX)
-		v = SP_HIST_VMAX;
 	s = 63 - __builtin_clzll(v | 15) - 3;
 	return (uint32_t)(8 * s) + (uint32_t)(v >> s);
 }

@@ -11,6 +11,7 @@
  */
 #include <dlfcn.h>
 #include <errno.h>
+#include <stddef.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,7 +21,9 @@
 #include "sp_preload.h"
 
 atomic_ullong sp_untracked;
-struct sp_stmt sp_stmt_none; /* key 0: never a statement */
+/* A thread's last_stmt before its first lookup: key 1 (a tombstone) never
+ * matches a statement, nor NULL */
+struct sp_stmt sp_stmt_none = { .key = 1 };
 static atomic_int status_probed; /* 0 not yet, 1 being probed, 2 done */
 static void probe_status_layout(void);
 
@@ -191,6 +194,14 @@ void sp_stmt_tables_init(void)
 struct sp_stmt *sp_stmts;
 
 
+/* Every field of a slot but its key. */
+static void stmt_clear(struct sp_stmt *s)
+{
+	memset(&s->run, 0, sizeof(s->run));
+	memset((char *)&s->key + sizeof(s->key), 0,
+	       sizeof(*s) - offsetof(struct sp_stmt, key) - sizeof(s->key));
+}
+
 static struct sp_stmt *stmt_insert(sqlite3_stmt *st)
 {
 	uint64_t i = sp_stmt_hash(st);
@@ -210,7 +221,7 @@ static struct sp_stmt *stmt_insert(sqlite3_stmt *st)
 
 			if (s->run.start)
 				sp_run_stale(&sp_tls, s);
-			memset((char *)s + sizeof(s->key), 0, sizeof(*s) - sizeof(s->key));
+			stmt_clear(s);
 			return s;
 		}
 		if (k == 0 || k == 1) {
@@ -218,7 +229,7 @@ static struct sp_stmt *stmt_insert(sqlite3_stmt *st)
 			if (atomic_compare_exchange_strong(&sp_stmts[i].key, &k, (uintptr_t)2)) {
 				struct sp_stmt *s = &sp_stmts[i];
 
-				memset((char *)s + sizeof(s->key), 0, sizeof(*s) - sizeof(s->key));
+				stmt_clear(s);
 				atomic_store_explicit(&s->key, key, memory_order_release);
 				return s;
 			}
