@@ -5,19 +5,29 @@
  *
  * Messages are built here by a small encoder that lays records out exactly
  * as the preload does (sp_msg_hdr, then records each 8-aligned with len
- * counting its header, pid and tid in every body). Tested: a round trip of
- * every record type into the aggregates; SQL text arriving after the
- * executions that reference it; skipping of unknown and PAD records; each
- * rejection rule, checking that a rejected message leaves the collector
- * exactly as it was (validate-then-apply); every truncated prefix of a
- * message; 20000 random mutations (fixed seed); and that a bad message from
- * one process leaves another's data alone; and that every value the maps
- * hand out is aligned for its type (it is not for procs: see
- * test_value_alignment).
+ * counting its header, pid and tid in every body), in stream format 3:
+ * EXEC records are events (sites, the event list) and never totals.
+ * Tested: a round trip of every record type; SQL text arriving after the
+ * events that reference it; skipping of unknown, retired (4, 10) and PAD
+ * records; each rejection rule, checking that a rejected message leaves
+ * the collector exactly as it was (validate-then-apply); every truncated
+ * prefix of a message; 20000 random mutations (fixed seed); that a bad
+ * message from one process leaves another's data alone; that every value
+ * the maps hand out is aligned for its type (it is not for procs: see
+ * test_value_alignment); the threads' shared rings (wrap, PAD, chunking,
+ * corruption, a concurrent writer, descriptors over a socket).
+ *
+ * Totals come from the shared statistics (sp_wire.h): the "stats" tests
+ * build statistics buffers by hand in that layout (header chunk, arenas'
+ * chunks, query, histogram, runs and arena records, pointers as writer
+ * addresses) and merge them with sp_coll_stats_merge, hostile ones
+ * included; and deliver them as SP_REC_STATS_COPY records and as a sealed
+ * memfd with HELLO (sp_coll_input, sp_coll_recv).
  *
  * "Unchanged" is checked with a digest over every map entry (strings, stack
- * pcs and histograms by content), the event array and the counters; only
- * bad_messages and last_error may change on rejection.
+ * pcs and histograms by content), the event array, the statistics held
+ * (copies by content) and the counters; only bad_messages and last_error
+ * may change on rejection.
  *
  * The map keys below mirror the private key structs of collect.c (their
  * layout is given in collect.h's comments); a size check fails loudly if
@@ -160,19 +170,7 @@ static size_t put_sql(struct enc *e, uint64_t id, const char *text)
 	return enc_put(e, &r, sizeof(r), text, r.text_len, NULL, 0);
 }
 
-static size_t put_lite(struct enc *e, uint64_t sql_id, uint64_t wall, uint64_t db, uint32_t rows,
-		       uint32_t vm)
-{
-	struct sp_rec_exec_lite r = { .h.type = SP_REC_EXEC_LITE };
-
-	r.sql_id = sql_id;
-	r.wall = wall;
-	r.db_time = db;
-	r.rows = rows;
-	r.vm_steps = vm;
-	return enc_put(e, &r, sizeof(r), NULL, 0, NULL, 0);
-}
-
+/* One EXEC event (a sampled execution), seq 7, wall = db + 50. */
 static size_t put_exec(struct enc *e, uint64_t sql_id, uint16_t flags, uint64_t stack_id, uint64_t db,
 		       uint64_t rows, uint32_t vm, int32_t rc)
 {
@@ -195,14 +193,14 @@ static size_t put_exec(struct enc *e, uint64_t sql_id, uint16_t flags, uint64_t 
 	return enc_put(e, &r, sizeof(r), NULL, 0, NULL, 0);
 }
 
-static size_t put_prepare(struct enc *e, uint64_t sql_id, uint64_t time)
+/* A sampled EXEC event on STACK_1 with the given seq and db time: what
+ * the ring tests stream (120 bytes). */
+static size_t put_ev(struct enc *e, uint64_t sql_id, uint64_t seq, uint64_t db)
 {
-	struct sp_rec_prepare r = { .h.type = SP_REC_PREPARE };
+	size_t off = put_exec(e, sql_id, SP_EXEC_SAMPLED | SP_EXEC_RANDOM, STACK_1, db, 1, 2, 0);
 
-	r.sql_id = sql_id;
-	r.db = 0x5000;
-	r.time = time;
-	return enc_put(e, &r, sizeof(r), NULL, 0, NULL, 0);
+	memcpy(e->buf + off + offsetof(struct sp_rec_exec, seq), &seq, sizeof(seq));
+	return off;
 }
 
 static size_t put_stack(struct enc *e, uint64_t id, const uint64_t *pcs, uint32_t depth)
@@ -250,6 +248,35 @@ static size_t put_bye(struct enc *e, uint64_t executions, uint64_t lost)
 	return enc_put(e, &r, sizeof(r), NULL, 0, NULL, 0);
 }
 
+static size_t put_plan(struct enc *e, uint64_t sql_id, const char *text)
+{
+	struct sp_rec_plan r = { .h.type = SP_REC_PLAN };
+
+	r.sql_id = sql_id;
+	r.db = 0x5000;
+	r.text_len = (uint32_t)strlen(text);
+	return enc_put(e, &r, sizeof(r), text, r.text_len, NULL, 0);
+}
+
+/* The STATS record of a HELLO message (its memfd travels beside it). */
+static size_t put_stats(struct enc *e, uint64_t size)
+{
+	struct sp_rec_stats r = { .h.type = SP_REC_STATS };
+
+	r.size = size;
+	return enc_put(e, &r, sizeof(r), NULL, 0, NULL, 0);
+}
+
+/* A copy of the first len bytes of chunk number chunk, data[len]. */
+static size_t put_copy(struct enc *e, uint32_t chunk, const void *data, uint32_t len)
+{
+	struct sp_rec_stats_copy r = { .h.type = SP_REC_STATS_COPY };
+
+	r.chunk = chunk;
+	r.len = len;
+	return enc_put(e, &r, sizeof(r), data, len, NULL, 0);
+}
+
 /* A record of the given type and total length (multiple of 8), body zero
  * apart from pid/tid when there is room for them. */
 static size_t put_raw(struct enc *e, uint16_t type, uint32_t total)
@@ -288,20 +315,23 @@ static const char sql_x_text[] = "SELECT * FROM t WHERE id = ?";
 static const char mod_path[] = "/usr/lib/libsqlite3.so.0";
 static const char err_msg[] = "UNIQUE constraint failed: t.id";
 
+static const char plan_text[] = "2|0|SCAN t\n";
+
 /*
- * The full message of the round trip: HELLO, SQL, 3 EXEC_LITE, 1 EXEC
- * (sampled, failed), PREPARE, STACK, MODULE, ERROR, BYE. 11 records.
+ * The full message of the round trip: HELLO, SQL, 3 EXEC events (sampled
+ * at random), 1 EXEC (sampled because it failed), PLAN, STACK, MODULE,
+ * ERROR, BYE. 11 records; no totals (those are in the statistics).
  */
 static size_t build_full(struct enc *e, uint32_t pid, uint64_t seq, uint64_t lost)
 {
 	enc_begin(e, pid, seq, lost);
 	put_hello(e, exe_path, SP_CLOCK_MONOTONIC);
 	put_sql(e, SQL_X, sql_x_text);
-	put_lite(e, SQL_X, 110, 100, 1, 5);
-	put_lite(e, SQL_X, 220, 200, 2, 6);
-	put_lite(e, SQL_X, 330, 300, 3, 7);
+	put_exec(e, SQL_X, SP_EXEC_SAMPLED | SP_EXEC_RANDOM, STACK_1, 100, 1, 5, 0);
+	put_exec(e, SQL_X, SP_EXEC_SAMPLED | SP_EXEC_RANDOM, STACK_1, 200, 2, 6, 0);
+	put_exec(e, SQL_X, SP_EXEC_SAMPLED | SP_EXEC_RANDOM, STACK_1, 300, 3, 7, 0);
 	put_exec(e, SQL_X, SP_EXEC_SAMPLED | SP_EXEC_ERROR, STACK_1, 1000, 10, 50, 2067);
-	put_prepare(e, SQL_X, 40);
+	put_plan(e, SQL_X, plan_text);
 	put_stack(e, STACK_1, pcs3, 3);
 	put_module(e, bid20, sizeof(bid20), mod_path);
 	put_error(e, SQL_X, STACK_1, 2067, err_msg);
@@ -345,12 +375,27 @@ static struct sp_qagg *get_q(struct sp_coll *c, uint64_t sql_id, uint64_t kind)
 	return hmap_get(&c->queries, &k, 0, NULL);
 }
 
+static struct sp_sagg *get_site(struct sp_coll *c, uint64_t sql_id, uint32_t pid, uint64_t stack_id)
+{
+	struct skey k = { sql_id, SP_KIND_STMT, pid, stack_id };
+
+	return hmap_get(&c->sites, &k, 0, NULL);
+}
+
+/* Samples of (sql_id, pid) on STACK_1 so far; 0 when there is no site. */
+static uint64_t nsamples(struct sp_coll *c, uint64_t sql_id, uint32_t pid)
+{
+	struct sp_sagg *sa = get_site(c, sql_id, pid, STACK_1);
+
+	return sa ? sa->samples : 0;
+}
+
 /* ---- state digest ------------------------------------------------------------- */
 
 /* All uint64_t so that two snapshots compare with memcmp. */
 struct snap {
-	uint64_t procs, sqls, queries, sites, stacks, errors, modules;
-	uint64_t nevents, events_dropped, records, messages;
+	uint64_t procs, sqls, queries, sites, stacks, errors, modules, plans, nstats;
+	uint64_t nevents, events_dropped, nspilled, records, messages;
 	uint64_t digest;
 };
 
@@ -449,6 +494,32 @@ static uint64_t clean_module(void *v)
 	return h;
 }
 
+static uint64_t clean_plan(void *v)
+{
+	struct sp_plan *pl = v;
+	uint64_t h = mix_str(7, pl->text);
+
+	pl->text = NULL;
+	return h;
+}
+
+/* The statistics held (not merged yet): who, and copies by content. */
+static uint64_t stats_digest(const struct sp_coll *c)
+{
+	uint64_t sum = 0;
+
+	for (size_t i = 0; i < c->nstats; i++) {
+		const struct sp_statmap *m = &c->stats[i];
+		uint64_t f[5] = { m->pid, m->image, m->size, (uint64_t)m->clock, (uint64_t)m->copy };
+		uint64_t h = mix(8, f, sizeof(f));
+
+		if (m->copy)
+			h = mix(h, m->map, m->size);
+		sum += h;
+	}
+	return sum;
+}
+
 static void snap_take(const struct sp_coll *c, struct snap *s)
 {
 	uint64_t d = 0;
@@ -461,8 +532,11 @@ static void snap_take(const struct sp_coll *c, struct snap *s)
 	s->stacks = c->stacks.count;
 	s->errors = c->errors.count;
 	s->modules = c->modules.count;
+	s->plans = c->plans.count;
+	s->nstats = c->nstats;
 	s->nevents = c->nevents;
 	s->events_dropped = c->events_dropped;
+	s->nspilled = c->nspilled;
 	s->records = c->records;
 	s->messages = c->messages;
 	d = mix(d, &(uint64_t){ map_digest(&c->procs, clean_proc) }, 8);
@@ -472,6 +546,8 @@ static void snap_take(const struct sp_coll *c, struct snap *s)
 	d = mix(d, &(uint64_t){ map_digest(&c->stacks, clean_stack) }, 8);
 	d = mix(d, &(uint64_t){ map_digest(&c->errors, clean_err) }, 8);
 	d = mix(d, &(uint64_t){ map_digest(&c->modules, clean_module) }, 8);
+	d = mix(d, &(uint64_t){ map_digest(&c->plans, clean_plan) }, 8);
+	d = mix(d, &(uint64_t){ stats_digest(c) }, 8);
 	for (size_t i = 0; i < c->nevents; i++) {
 		const struct sp_event *ev = &c->events[i];
 		uint64_t f[14] = { ev->pid, ev->tid, ev->seq, ev->parent_seq, ev->sql_id, ev->stack_id,
@@ -493,8 +569,12 @@ static void snap_assert_eq(const struct snap *a, const struct snap *b, const cha
 	ck_assert_msg(a->stacks == b->stacks, "%s: stacks changed", what);
 	ck_assert_msg(a->errors == b->errors, "%s: errors changed", what);
 	ck_assert_msg(a->modules == b->modules, "%s: modules changed", what);
+	ck_assert_msg(a->plans == b->plans, "%s: plans changed", what);
+	ck_assert_msg(a->nstats == b->nstats, "%s: statistics held %lu -> %lu", what,
+		      (unsigned long)a->nstats, (unsigned long)b->nstats);
 	ck_assert_msg(a->nevents == b->nevents, "%s: events changed", what);
 	ck_assert_msg(a->events_dropped == b->events_dropped, "%s: events_dropped changed", what);
+	ck_assert_msg(a->nspilled == b->nspilled, "%s: nspilled changed", what);
 	ck_assert_msg(a->records == b->records, "%s: records %lu -> %lu", what,
 		      (unsigned long)a->records, (unsigned long)b->records);
 	ck_assert_msg(a->messages == b->messages, "%s: messages changed", what);
@@ -551,12 +631,11 @@ START_TEST(test_round_trip)
 	size_t len = build_full(&e, PID_A, 1, 5);
 	struct sp_proc *p;
 	struct sp_sql *s;
-	struct sp_qagg *q;
 	struct sp_sagg *sa;
 	struct sp_stack *st;
 	struct sp_module *m;
 	struct sp_err *er;
-	struct skey sk = { SQL_X, SP_KIND_STMT, PID_A, STACK_1 };
+	struct sp_plan *pl;
 	struct stkey stk = { PID_A, STACK_1 };
 	struct mkey mk = { PID_A, 1, 0x7f0000001000ULL };
 	size_t it = 0;
@@ -575,18 +654,25 @@ START_TEST(test_round_trip)
 	ck_assert_uint_eq(p->ppid, 1);
 	ck_assert_int_eq(p->hello, 1);
 	ck_assert_int_eq(p->bye, 1);
+	ck_assert_uint_eq(p->image, 1);
+	ck_assert_uint_eq(p->bye_image, 2);
 	ck_assert_int_eq(p->sqlite_found, 1);
 	ck_assert_int_eq(p->clock, SP_CLOCK_MONOTONIC);
 	ck_assert_ptr_nonnull(p->exe);
 	ck_assert_str_eq(p->exe, exe_path);
-	ck_assert_uint_eq(p->execs, 4);
+	/* EXEC records are events: counted as such, never as executions */
+	ck_assert_uint_eq(p->events, 4);
+	ck_assert_uint_eq(p->execs, 0);
 	ck_assert_uint_eq(p->bye_execs, 4);
 	ck_assert_uint_eq(p->untracked, 2);
+	/* a HELLO without its statistics' memfd: the totals cannot come */
+	ck_assert_int_eq(p->no_stats, 1);
+	ck_assert_uint_eq(p->stats_bad, 0);
 	ck_assert_uint_eq(p->msgs, 1);
 	ck_assert_uint_eq(p->last_seq, 1);
 	ck_assert_uint_eq(p->lost, 5); /* header 5 > BYE 3 */
 	ck_assert_uint_eq(sp_coll_lost(&c), 5);
-	ck_assert_uint_eq(sp_coll_executions(&c), 4);
+	ck_assert_uint_eq(sp_coll_executions(&c), 0);
 
 	s = get_sql(&c, SQL_X);
 	ck_assert_ptr_nonnull(s);
@@ -594,41 +680,40 @@ START_TEST(test_round_trip)
 	ck_assert_uint_eq(s->full_len, strlen(sql_x_text));
 	ck_assert_int_eq(s->truncated, 0);
 
-	ck_assert_uint_eq(c.queries.count, 1);
-	q = get_q(&c, SQL_X, SP_KIND_STMT);
-	ck_assert_ptr_nonnull(q);
-	ck_assert_uint_eq(q->count, 4);
-	ck_assert_uint_eq(q->total_ns, 100 + 200 + 300 + 1000);
-	ck_assert_uint_eq(q->self_ns, 100 + 200 + 300 + 1000);
-	ck_assert_uint_eq(q->wall_ns, 110 + 220 + 330 + 1050);
-	ck_assert_uint_eq(q->rows, 1 + 2 + 3 + 10);
-	ck_assert_uint_eq(q->vm_steps, 5 + 6 + 7 + 50);
-	ck_assert_uint_eq(q->fullscan_steps, 3);
-	ck_assert_uint_eq(q->sorts, 1);
-	ck_assert_uint_eq(q->errors, 1);
-	ck_assert_uint_eq(q->samples, 1);
-	ck_assert_uint_eq(q->prepares, 1);
-	ck_assert_uint_eq(q->prepare_ns, 40);
-	ck_assert_ptr_nonnull(q->hist);
-	ck_assert_uint_eq(sp_hist_count(q->hist), 4);
-	ck_assert_uint_eq(sp_hist_sum(q->hist), 1600);
-	ck_assert_uint_eq(sp_hist_min(q->hist), 100);
-	ck_assert_uint_eq(sp_hist_max(q->hist), 1000);
+	/* no query aggregate comes from events */
+	ck_assert_uint_eq(c.queries.count, 0);
+	ck_assert_uint_eq(c.nstats, 0);
 
-	sa = hmap_get(&c.sites, &sk, 0, NULL);
+	ck_assert_uint_eq(c.sites.count, 1);
+	sa = get_site(&c, SQL_X, PID_A, STACK_1);
 	ck_assert_ptr_nonnull(sa);
-	ck_assert_uint_eq(sa->samples, 1);
-	ck_assert_uint_eq(sa->total_ns, 1000);
-	ck_assert_uint_eq(sa->rows, 10);
-	ck_assert_uint_eq(sa->vm_steps, 50);
+	ck_assert_uint_eq(sa->samples, 4);
+	ck_assert_uint_eq(sa->total_ns, 100 + 200 + 300 + 1000);
+	ck_assert_uint_eq(sa->random_samples, 3);
+	ck_assert_uint_eq(sa->random_ns, 100 + 200 + 300);
+	ck_assert_uint_eq(sa->rows, 1 + 2 + 3 + 10);
+	ck_assert_uint_eq(sa->vm_steps, 5 + 6 + 7 + 50);
 
-	ck_assert_uint_eq(c.nevents, 1);
-	ck_assert_uint_eq(c.events[0].pid, PID_A);
-	ck_assert_uint_eq(c.events[0].sql_id, SQL_X);
-	ck_assert_uint_eq(c.events[0].stack_id, STACK_1);
-	ck_assert_uint_eq(c.events[0].start_ns, 123456789);
-	ck_assert_uint_eq(c.events[0].db_ns, 1000);
-	ck_assert_int_eq(c.events[0].rc, 2067);
+	ck_assert_uint_eq(c.nevents, 4);
+	ck_assert_uint_eq(c.events_dropped, 0);
+	for (int i = 0; i < 4; i++) {
+		ck_assert_uint_eq(c.events[i].pid, PID_A);
+		ck_assert_uint_eq(c.events[i].tid, PID_A);
+		ck_assert_uint_eq(c.events[i].seq, 7);
+		ck_assert_uint_eq(c.events[i].sql_id, SQL_X);
+		ck_assert_uint_eq(c.events[i].stack_id, STACK_1);
+		ck_assert_uint_eq(c.events[i].start_ns, 123456789);
+		ck_assert_uint_eq(c.events[i].kind, SP_KIND_STMT);
+	}
+	ck_assert_uint_eq(c.events[1].db_ns, 200);
+	ck_assert_uint_eq(c.events[1].self_ns, 200);
+	ck_assert_uint_eq(c.events[1].wall_ns, 250);
+	ck_assert_uint_eq(c.events[1].rows, 2);
+	ck_assert_uint_eq(c.events[1].vm_steps, 6);
+	ck_assert_uint_eq(c.events[1].flags, SP_EXEC_SAMPLED | SP_EXEC_RANDOM);
+	ck_assert_uint_eq(c.events[3].db_ns, 1000);
+	ck_assert_int_eq(c.events[3].rc, 2067);
+	ck_assert_uint_eq(c.events[3].flags, SP_EXEC_SAMPLED | SP_EXEC_ERROR);
 
 	st = hmap_get(&c.stacks, &stk, 0, NULL);
 	ck_assert_ptr_nonnull(st);
@@ -650,6 +735,74 @@ START_TEST(test_round_trip)
 	ck_assert_uint_eq(er->count, 1);
 	ck_assert_str_eq(er->msg, err_msg);
 
+	ck_assert_uint_eq(c.plans.count, 1);
+	it = 0;
+	pl = hmap_next(&c.plans, &it, NULL);
+	ck_assert_ptr_nonnull(pl);
+	ck_assert_uint_eq(pl->connections, 1);
+	ck_assert_str_eq(pl->text, plan_text);
+
+	/* the end of the recording has no statistics to merge: nothing moves */
+	sp_coll_finish(&c);
+	ck_assert_uint_eq(c.queries.count, 0);
+	ck_assert_uint_eq(get_proc(&c, PID_A, &pbuf)->execs, 0);
+	sp_coll_free(&c);
+	enc_free(&e);
+}
+END_TEST
+
+/* EXEC events with a stack go to the event list up to events_max (then
+ * counted as dropped) or, with a spill file, to the file; an EXEC without
+ * a stack is counted in the process's events only. None makes a total. */
+START_TEST(test_events_and_spill)
+{
+	struct sp_coll c;
+	struct sp_proc pbuf;
+	struct enc e = { 0 };
+	struct sp_event ev;
+	FILE *f;
+	size_t len;
+
+	sp_coll_init(&c);
+	c.events_max = 3;
+	enc_begin(&e, PID_A, 1, 0);
+	for (uint64_t i = 1; i <= 5; i++)
+		put_ev(&e, SQL_X, i, 10 * i);
+	put_exec(&e, SQL_X, 0, 0, 999, 1, 1, 0); /* no stack */
+	len = enc_end(&e);
+	ck_assert_int_eq(sp_coll_message(&c, e.buf, len, PID_A), 0);
+	ck_assert_uint_eq(c.nevents, 3);
+	ck_assert_uint_eq(c.events_dropped, 2);
+	for (size_t i = 0; i < 3; i++) {
+		ck_assert_uint_eq(c.events[i].seq, i + 1);
+		ck_assert_uint_eq(c.events[i].db_ns, 10 * (i + 1));
+	}
+	ck_assert_uint_eq(get_proc(&c, PID_A, &pbuf)->events, 6);
+	ck_assert_uint_eq(get_site(&c, SQL_X, PID_A, STACK_1)->samples, 5); /* sites: all */
+	ck_assert_uint_eq(get_site(&c, SQL_X, PID_A, STACK_1)->total_ns, 150);
+	ck_assert_ptr_null(get_site(&c, SQL_X, PID_A, 0));
+	ck_assert_uint_eq(c.queries.count, 0);
+
+	/* spilled: the events go to the file, memory does not grow */
+	f = tmpfile();
+	ck_assert_ptr_nonnull(f);
+	sp_coll_spill(&c, f, 4);
+	ck_assert_int_eq(sp_coll_message(&c, e.buf, len, PID_A), 0);
+	ck_assert_uint_eq(c.nevents, 3);
+	ck_assert_uint_eq(c.nspilled, 4);
+	ck_assert_uint_eq(c.events_dropped, 3);
+	ck_assert_int_eq(fseek(f, 0, SEEK_SET), 0);
+	for (uint64_t i = 1; i <= 4; i++) {
+		ck_assert_uint_eq(fread(&ev, sizeof(ev), 1, f), 1);
+		ck_assert_uint_eq(ev.pid, PID_A);
+		ck_assert_uint_eq(ev.seq, i);
+		ck_assert_uint_eq(ev.db_ns, 10 * i);
+		ck_assert_uint_eq(ev.stack_id, STACK_1);
+	}
+	ck_assert_uint_eq(fread(&ev, sizeof(ev), 1, f), 0);
+	ck_assert_uint_eq(get_proc(&c, PID_A, &pbuf)->events, 12);
+	ck_assert_uint_eq(c.queries.count, 0);
+	fclose(f);
 	sp_coll_free(&c);
 	enc_free(&e);
 }
@@ -707,7 +860,7 @@ START_TEST(test_lost_and_seq)
 	len = enc_end(&e);
 	ck_assert_int_eq(sp_coll_message(&c, e.buf, len, 0), 0);
 	enc_begin(&e, PID_A, 3, 2); /* seq 2 missing; lost reported lower */
-	put_lite(&e, SQL_X, 1, 1, 0, 0);
+	put_ev(&e, SQL_X, 1, 1);
 	len = enc_end(&e);
 	ck_assert_int_eq(sp_coll_message(&c, e.buf, len, 0), 0);
 	p = get_proc(&c, PID_A, &pbuf);
@@ -731,40 +884,43 @@ START_TEST(test_lost_and_seq)
 }
 END_TEST
 
-/* Executions arrive in a message before the one carrying their SQL text. */
+/* Events arrive in a message before the one carrying their SQL text. */
 START_TEST(test_sql_after_exec)
 {
 	struct sp_coll c;
 	struct enc e = { 0 };
-	struct sp_qagg *q;
+	struct sp_sagg *sa;
 	struct sp_sql *s;
 	size_t len;
 
 	sp_coll_init(&c);
 	enc_begin(&e, PID_A, 1, 0);
-	put_lite(&e, SQL_Y, 10, 9, 1, 2);
-	put_exec(&e, SQL_Y, 0, 0, 20, 3, 4, 0);
+	put_ev(&e, SQL_Y, 1, 9);
+	put_exec(&e, SQL_Y, SP_EXEC_SAMPLED, STACK_1, 20, 3, 4, 0);
 	len = enc_end(&e);
 	ck_assert_int_eq(sp_coll_message(&c, e.buf, len, PID_A), 0);
-	q = get_q(&c, SQL_Y, SP_KIND_STMT);
-	ck_assert_ptr_nonnull(q);
-	ck_assert_uint_eq(q->count, 2);
+	sa = get_site(&c, SQL_Y, PID_A, STACK_1);
+	ck_assert_ptr_nonnull(sa);
+	ck_assert_uint_eq(sa->samples, 2);
+	ck_assert_uint_eq(c.nevents, 2);
 	ck_assert_ptr_null(get_sql(&c, SQL_Y));
 
 	enc_begin(&e, PID_A, 2, 0);
 	put_sql(&e, SQL_Y, "UPDATE t SET x = x + 1");
-	put_lite(&e, SQL_Y, 10, 11, 1, 2);
+	put_ev(&e, SQL_Y, 2, 11);
 	len = enc_end(&e);
 	ck_assert_int_eq(sp_coll_message(&c, e.buf, len, PID_A), 0);
 	s = get_sql(&c, SQL_Y);
 	ck_assert_ptr_nonnull(s);
 	ck_assert_str_eq(s->text, "UPDATE t SET x = x + 1");
-	ck_assert_uint_eq(c.queries.count, 1);
-	q = get_q(&c, SQL_Y, SP_KIND_STMT);
-	ck_assert_ptr_nonnull(q);
-	ck_assert_uint_eq(q->count, 3);
-	ck_assert_uint_eq(q->total_ns, 9 + 20 + 11);
-	ck_assert_uint_eq(q->rows, 1 + 3 + 1);
+	ck_assert_uint_eq(c.sites.count, 1);
+	sa = get_site(&c, SQL_Y, PID_A, STACK_1);
+	ck_assert_ptr_nonnull(sa);
+	ck_assert_uint_eq(sa->samples, 3);
+	ck_assert_uint_eq(sa->total_ns, 9 + 20 + 11);
+	ck_assert_uint_eq(sa->rows, 1 + 3 + 1);
+	ck_assert_uint_eq(c.nevents, 3);
+	ck_assert_uint_eq(c.queries.count, 0);
 	sp_coll_free(&c);
 	enc_free(&e);
 }
@@ -775,8 +931,9 @@ END_TEST
 START_TEST(test_skip_unknown_and_pad)
 {
 	struct sp_coll c;
+	struct sp_proc pbuf;
 	struct enc e = { 0 };
-	struct sp_qagg *q;
+	struct sp_sagg *sa;
 	size_t len, off;
 
 	sp_coll_init(&c);
@@ -785,19 +942,26 @@ START_TEST(test_skip_unknown_and_pad)
 	put_sql(&e, SQL_X, sql_x_text);
 	off = put_raw(&e, 200, 48);
 	memset(e.buf + off + 16, 0xee, 32); /* payload nobody understands */
-	put_lite(&e, SQL_X, 5, 4, 1, 1);
+	put_ev(&e, SQL_X, 1, 4);
 	off = put_raw(&e, SP_REC_PAD, 64);
 	memset(e.buf + off + 8, 0xff, 56);
 	put_raw(&e, 0x7777, 8);
-	put_lite(&e, SQL_X, 5, 6, 1, 1);
+	/* the numbers version 3 retired: unknown now, skipped at any length */
+	put_raw(&e, 4, 8);      /* was PREPARE */
+	off = put_raw(&e, 10, 64); /* was EXEC_LITE */
+	memset(e.buf + off + 16, 0x5a, 48);
+	put_ev(&e, SQL_X, 2, 6);
 	put_raw(&e, SP_REC_PAD, 24);
 	len = enc_end(&e);
 	ck_assert_int_eq(sp_coll_message(&c, e.buf, len, PID_A), 0);
 	ck_assert_uint_eq(c.records, 3); /* only the known ones */
-	q = get_q(&c, SQL_X, SP_KIND_STMT);
-	ck_assert_ptr_nonnull(q);
-	ck_assert_uint_eq(q->count, 2);
-	ck_assert_uint_eq(q->total_ns, 10);
+	sa = get_site(&c, SQL_X, PID_A, STACK_1);
+	ck_assert_ptr_nonnull(sa);
+	ck_assert_uint_eq(sa->samples, 2);
+	ck_assert_uint_eq(sa->total_ns, 10);
+	ck_assert_uint_eq(c.nevents, 2);
+	ck_assert_uint_eq(get_proc(&c, PID_A, &pbuf)->events, 2);
+	ck_assert_uint_eq(c.queries.count, 0);
 	ck_assert_ptr_nonnull(get_sql(&c, SQL_X));
 	sp_coll_free(&c);
 	enc_free(&e);
@@ -923,22 +1087,23 @@ START_TEST(test_reject_record_len)
 	struct sp_coll c;
 	struct enc e = { 0 };
 	size_t len, r2, last;
+	const uint32_t xl = sizeof(struct sp_rec_exec); /* 120 */
 
 	primed(&c, &e);
 
 	enc_begin(&e, PID_A, 2, 0);
-	put_lite(&e, SQL_X, 1, 1, 1, 1);
-	r2 = put_lite(&e, SQL_X, 1, 1, 1, 1);
+	put_ev(&e, SQL_X, 1, 1);
+	r2 = put_ev(&e, SQL_X, 2, 1);
 	len = enc_end(&e);
 	patch32(&e, RLEN(r2), 0);
 	expect_reject(&c, e.buf, len, 0, "record len 0");
 	patch32(&e, RLEN(r2), 4);
 	expect_reject(&c, e.buf, len, 0, "record len 4 (< its header)");
-	patch32(&e, RLEN(r2), 60);
-	expect_reject(&c, e.buf, len, 0, "record len 60 (not a multiple of 8)");
-	patch32(&e, RLEN(r2), 68);
-	expect_reject(&c, e.buf, len, 0, "record len 68 (not a multiple of 8)");
-	patch32(&e, RLEN(r2), 72);
+	patch32(&e, RLEN(r2), xl - 4);
+	expect_reject(&c, e.buf, len, 0, "record len 116 (not a multiple of 8)");
+	patch32(&e, RLEN(r2), xl + 4);
+	expect_reject(&c, e.buf, len, 0, "record len 124 (not a multiple of 8)");
+	patch32(&e, RLEN(r2), xl + 8);
 	expect_reject(&c, e.buf, len, 0, "record len past the end");
 	patch32(&e, RLEN(r2), 0xfffffff8u);
 	expect_reject(&c, e.buf, len, 0, "record len huge");
@@ -952,16 +1117,16 @@ START_TEST(test_reject_record_len)
 	patch32(&e, offsetof(struct sp_msg_hdr, len), (uint32_t)len);
 	expect_reject(&c, e.buf, len, 0, "unknown record of len 12 ending the message");
 	enc_begin(&e, PID_A, 2, 0);
-	r2 = put_lite(&e, SQL_X, 1, 1, 1, 1);
+	r2 = put_ev(&e, SQL_X, 1, 1);
 	put_raw(&e, 200, 8);
 	len = enc_end(&e) - 4;
-	patch32(&e, RLEN(r2), sizeof(struct sp_rec_exec_lite) + 4);
+	patch32(&e, RLEN(r2), xl + 4);
 	patch32(&e, offsetof(struct sp_msg_hdr, len), (uint32_t)len);
-	expect_reject(&c, e.buf, len, 0, "EXEC_LITE of len 68 ending the message");
+	expect_reject(&c, e.buf, len, 0, "EXEC of len 124 ending the message");
 
 	/* Trailing bytes that cannot hold a record header. */
 	enc_begin(&e, PID_A, 2, 0);
-	put_lite(&e, SQL_X, 1, 1, 1, 1);
+	put_ev(&e, SQL_X, 1, 1);
 	len = enc_end(&e);
 	memset(e.buf + len, 0, 4);
 	patch32(&e, offsetof(struct sp_msg_hdr, len), (uint32_t)len + 4);
@@ -969,17 +1134,18 @@ START_TEST(test_reject_record_len)
 
 	/* Shorter than the type's fixed part (but a valid record length). */
 	enc_begin(&e, PID_A, 2, 0);
-	put_raw(&e, SP_REC_EXEC_LITE, sizeof(struct sp_rec_exec_lite) - 8);
+	put_raw(&e, SP_REC_EXEC, xl - 8);
 	len = enc_end(&e);
-	expect_reject(&c, e.buf, len, 0, "EXEC_LITE shorter than fixed part");
-	static const uint16_t types[] = { SP_REC_HELLO, SP_REC_SQL, SP_REC_EXEC, SP_REC_PREPARE,
-					  SP_REC_STACK, SP_REC_MODULE, SP_REC_ERROR, SP_REC_BYE,
-					  SP_REC_PLAN };
+	expect_reject(&c, e.buf, len, 0, "EXEC shorter than fixed part");
+	static const uint16_t types[] = { SP_REC_HELLO, SP_REC_SQL, SP_REC_EXEC, SP_REC_STACK,
+					  SP_REC_MODULE, SP_REC_ERROR, SP_REC_BYE, SP_REC_PLAN,
+					  SP_REC_RING, SP_REC_STATS, SP_REC_STATS_COPY };
 	static const size_t fixed[] = { sizeof(struct sp_rec_hello), sizeof(struct sp_rec_sql),
-					sizeof(struct sp_rec_exec), sizeof(struct sp_rec_prepare),
-					sizeof(struct sp_rec_stack), sizeof(struct sp_rec_module),
-					sizeof(struct sp_rec_error), sizeof(struct sp_rec_bye),
-					sizeof(struct sp_rec_plan) };
+					sizeof(struct sp_rec_exec), sizeof(struct sp_rec_stack),
+					sizeof(struct sp_rec_module), sizeof(struct sp_rec_error),
+					sizeof(struct sp_rec_bye), sizeof(struct sp_rec_plan),
+					sizeof(struct sp_rec_ring), sizeof(struct sp_rec_stats),
+					sizeof(struct sp_rec_stats_copy) };
 	for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++) {
 		char what[128];
 
@@ -991,6 +1157,12 @@ START_TEST(test_reject_record_len)
 			expect_reject(&c, e.buf, len, 0, what);
 		}
 	}
+	/* the retired numbers have no fixed part any more: 8 bytes will do */
+	enc_begin(&e, PID_A, 2, 0);
+	put_raw(&e, 4, 8);
+	put_raw(&e, 10, 8);
+	len = enc_end(&e);
+	expect_accept(&c, e.buf, len, 0, "retired types 4 and 10 of 8 bytes");
 
 	/* The last record's length runs past the end by 8. */
 	len = build_full(&e, PID_A, 2, 0);
@@ -1091,6 +1263,39 @@ START_TEST(test_reject_payload)
 	patch32(&e, r + offsetof(struct sp_rec_plan, text_len), 9);
 	expect_reject(&c, e.buf, len, 0, "PLAN text_len overrunning the record");
 
+	/* STATS_COPY: at most one chunk, of a chunk number below the cap */
+	{
+		uint8_t *chunk = calloc(1, SP_STATS_CHUNK + 8);
+
+		ck_assert_ptr_nonnull(chunk);
+		enc_begin(&e, PID_A, 3, 0);
+		put_copy(&e, 1, chunk, SP_STATS_CHUNK);
+		len = enc_end(&e);
+		expect_accept(&c, e.buf, len, 0, "STATS_COPY of a whole chunk");
+		ck_assert_uint_eq(c.nstats, 1);
+		ck_assert_uint_eq(c.stats[0].size, 2 * SP_STATS_CHUNK);
+		enc_begin(&e, PID_A, 3, 0);
+		put_copy(&e, 1, chunk, SP_STATS_CHUNK + 8);
+		len = enc_end(&e);
+		expect_reject(&c, e.buf, len, 0, "STATS_COPY len SP_STATS_CHUNK + 8");
+		free(chunk);
+	}
+	enc_begin(&e, PID_A, 3, 0);
+	r = put_copy(&e, 2, bid20, 16); /* 24 + 16: no room beyond */
+	len = enc_end(&e);
+	expect_accept(&c, e.buf, len, 0, "STATS_COPY of 16 bytes");
+	patch32(&e, r + offsetof(struct sp_rec_stats_copy, len), 17);
+	expect_reject(&c, e.buf, len, 0, "STATS_COPY len overrunning the record");
+	patch32(&e, r + offsetof(struct sp_rec_stats_copy, len), 0xffffffffu);
+	expect_reject(&c, e.buf, len, 0, "STATS_COPY len 0xffffffff");
+	patch32(&e, r + offsetof(struct sp_rec_stats_copy, len), 16);
+	patch32(&e, r + offsetof(struct sp_rec_stats_copy, chunk), SP_STATS_COPY_MAX_CHUNKS);
+	expect_reject(&c, e.buf, len, 0, "STATS_COPY chunk SP_STATS_COPY_MAX_CHUNKS");
+	patch32(&e, r + offsetof(struct sp_rec_stats_copy, chunk), 0xffffffffu);
+	expect_reject(&c, e.buf, len, 0, "STATS_COPY chunk 0xffffffff");
+	ck_assert_uint_eq(c.nstats, 1);
+	ck_assert_uint_eq(c.stats[0].size, 3 * SP_STATS_CHUNK);
+
 	/* Oversized message: more than SP_MSG_MAX bytes of records. */
 	n = MSG_CAP + 8;
 	{
@@ -1156,18 +1361,28 @@ START_TEST(test_reject_all_or_nothing)
 
 	enc_begin(&e, PID_A, 2, 1000);
 	put_sql(&e, SQL_Y, "DELETE FROM t");
-	put_lite(&e, SQL_X, 1, 1, 1, 1);
+	put_ev(&e, SQL_X, 1, 1);
 	r = put_stack(&e, 77, pcs, 4);
 	len = enc_end(&e);
 	patch32(&e, r + offsetof(struct sp_rec_stack, depth), SP_STACK_MAX + 1);
 	expect_reject(&c, e.buf, len, PID_A, "valid, valid, corrupt STACK");
 
 	enc_begin(&e, PID_A, 2, 1000);
-	put_lite(&e, SQL_X, 1, 1, 1, 1);
-	r = put_lite(&e, SQL_X, 1, 1, 1, 1);
+	put_ev(&e, SQL_X, 1, 1);
+	r = put_ev(&e, SQL_X, 2, 1);
 	len = enc_end(&e);
-	patch32(&e, RLEN(r), 72);
+	patch32(&e, RLEN(r), sizeof(struct sp_rec_exec) + 8);
 	expect_reject(&c, e.buf, len, PID_A, "valid, bad length");
+
+	/* a good copy of the statistics, then a bad one: no copy is kept */
+	enc_begin(&e, PID_A, 2, 1000);
+	put_copy(&e, 0, pcs, sizeof(pcs));
+	put_ev(&e, SQL_X, 1, 1);
+	r = put_copy(&e, 1, pcs, sizeof(pcs));
+	len = enc_end(&e);
+	patch32(&e, r + offsetof(struct sp_rec_stats_copy, chunk), SP_STATS_COPY_MAX_CHUNKS);
+	expect_reject(&c, e.buf, len, PID_A, "good STATS_COPY, then a chunk too high");
+	ck_assert_uint_eq(c.nstats, 0);
 
 	/* A new pid: its process must not appear. */
 	enc_begin(&e, PID_B, 1, 1000);
@@ -1194,19 +1409,34 @@ static int is_boundary(const struct enc *e, size_t n)
 	return 0;
 }
 
-START_TEST(test_truncation_sweep)
+/* A message with copies of the statistics: HELLO, a copy of the header
+ * chunk (48 bytes), an EXEC event, a copy of 200 bytes of chunk 1, BYE. */
+static size_t build_copies(struct enc *e, uint32_t pid, uint64_t seq)
 {
-	struct sp_coll c;
-	struct enc e = { 0 };
-	size_t len;
-	uint8_t *orig;
+	static uint8_t blob[200];
+
+	for (size_t i = 0; i < sizeof(blob); i++)
+		blob[i] = (uint8_t)(i * 7 + 1);
+	enc_begin(e, pid, seq, 0);
+	put_hello(e, exe_path, SP_CLOCK_MONOTONIC);
+	put_copy(e, 0, blob, sizeof(struct sp_stats_hdr));
+	put_ev(e, SQL_X, 1, 5);
+	put_copy(e, 1, blob, sizeof(blob));
+	put_bye(e, 0, 0);
+	return enc_end(e);
+}
+
+/* Every prefix of the message build() makes is rejected with nothing
+ * changed, both with its header's len left as it was and patched to the
+ * prefix's length; patched, a prefix that ends at a record boundary is a
+ * whole message and accepted. */
+static void sweep(struct sp_coll *c, struct enc *e, size_t len)
+{
+	uint8_t *orig = malloc(len);
 	size_t accepted = 0;
 
-	primed(&c, &e);
-	len = build_full(&e, PID_A, 2, 0);
-	orig = malloc(len);
 	ck_assert_ptr_nonnull(orig);
-	memcpy(orig, e.buf, len);
+	memcpy(orig, e->buf, len);
 	for (size_t n = 0; n < len; n++) {
 		char what[128];
 		uint8_t *m = malloc(n ? n : 1);
@@ -1216,7 +1446,7 @@ START_TEST(test_truncation_sweep)
 		ck_assert_ptr_nonnull(m);
 		memcpy(m, orig, n);
 		snprintf(what, sizeof(what), "prefix %zu of %zu, len %zu", n, len, len);
-		expect_reject(&c, m, n, PID_A, what);
+		expect_reject(c, m, n, PID_A, what);
 
 		snprintf(what, sizeof(what), "prefix %zu of %zu, len patched", n, len);
 		if (n >= sizeof(struct sp_msg_hdr)) {
@@ -1224,21 +1454,32 @@ START_TEST(test_truncation_sweep)
 
 			memcpy(m + offsetof(struct sp_msg_hdr, len), &l, sizeof(l));
 		}
-		snap_take(&c, &before);
-		rc = sp_coll_message(&c, m, n, PID_A);
-		if (n >= sizeof(struct sp_msg_hdr) && is_boundary(&e, n)) {
+		snap_take(c, &before);
+		rc = sp_coll_message(c, m, n, PID_A);
+		if (n >= sizeof(struct sp_msg_hdr) && is_boundary(e, n)) {
 			ck_assert_msg(rc == 0, "%s: rejected at a record boundary: %s", what,
-				      c.last_error);
+				      c->last_error);
 			accepted++;
 		} else {
 			ck_assert_msg(rc == -1, "%s: accepted inside a record", what);
-			snap_take(&c, &after);
+			snap_take(c, &after);
 			snap_assert_eq(&before, &after, what);
 		}
 		free(m);
 	}
-	ck_assert_uint_eq(accepted, e.nends - 1); /* every boundary but the full length */
+	ck_assert_uint_eq(accepted, e->nends - 1); /* every boundary but the full length */
 	free(orig);
+}
+
+START_TEST(test_truncation_sweep)
+{
+	struct sp_coll c;
+	struct enc e = { 0 };
+
+	primed(&c, &e);
+	sweep(&c, &e, build_full(&e, PID_A, 2, 0));
+	sweep(&c, &e, build_copies(&e, PID_A, 3));
+	ck_assert_uint_eq(c.nstats, 1); /* the accepted prefixes' copies */
 	sp_coll_free(&c);
 	enc_free(&e);
 }
@@ -1362,12 +1603,12 @@ START_TEST(test_two_processes)
 	struct enc e = { 0 };
 	size_t len, r;
 	uint64_t da;
-	struct sp_qagg qa;
+	struct sp_sagg sa;
 	struct sp_proc *pb;
 
 	primed(&c, &e); /* A: full message, SQL_X */
 	da = pid_digest(&c, PID_A);
-	memcpy(&qa, get_q(&c, SQL_X, SP_KIND_STMT), sizeof(qa));
+	memcpy(&sa, get_site(&c, SQL_X, PID_A, STACK_1), sizeof(sa));
 
 	/* B says hello (accepted), then sends bad messages touching SQL_X. */
 	enc_begin(&e, PID_B, 1, 0);
@@ -1376,13 +1617,13 @@ START_TEST(test_two_processes)
 	expect_accept(&c, e.buf, len, PID_B, "B hello");
 
 	enc_begin(&e, PID_B, 2, 50);
-	put_lite(&e, SQL_X, 1, 1, 1, 1);
 	put_exec(&e, SQL_X, SP_EXEC_SAMPLED, STACK_1, 9, 9, 9, 0);
 	put_stack(&e, STACK_1, pcs3, 3);
+	put_copy(&e, 0, pcs3, sizeof(pcs3));
 	r = put_error(&e, SQL_X, STACK_1, 1, "x");
 	len = enc_end(&e);
 	patch32(&e, r + offsetof(struct sp_rec_error, msg_len), 100);
-	expect_reject(&c, e.buf, len, PID_B, "B: exec of SQL_X then corrupt ERROR");
+	expect_reject(&c, e.buf, len, PID_B, "B: exec of SQL_X, a copy, then corrupt ERROR");
 	patch32(&e, r + offsetof(struct sp_rec_error, msg_len), 1);
 	patch32(&e, r + sizeof(struct sp_rec_hdr), PID_A);
 	expect_reject(&c, e.buf, len, PID_B, "B: a record claiming pid A");
@@ -1391,14 +1632,17 @@ START_TEST(test_two_processes)
 	/* A message that is A's in every field, sent by B's connection. */
 	len = build_full(&e, PID_A, 2, 99);
 	expect_reject(&c, e.buf, len, PID_B, "B sending as A");
+	len = build_copies(&e, PID_A, 2);
+	expect_reject(&c, e.buf, len, PID_B, "B sending A's statistics");
 
 	ck_assert_uint_eq(pid_digest(&c, PID_A), da);
-	ck_assert_mem_eq(get_q(&c, SQL_X, SP_KIND_STMT), &qa, offsetof(struct sp_qagg, hist));
+	ck_assert_mem_eq(get_site(&c, SQL_X, PID_A, STACK_1), &sa, sizeof(sa));
+	ck_assert_uint_eq(c.nstats, 0);
 	pb = get_proc(&c, PID_B, &pbuf);
 	ck_assert_ptr_nonnull(pb);
 	ck_assert_uint_eq(pb->msgs, 1);
 	ck_assert_uint_eq(pb->lost, 0);
-	ck_assert_uint_eq(pb->execs, 0);
+	ck_assert_uint_eq(pb->events, 0);
 
 	/* A valid message of B on its own SQL leaves A alone too. */
 	enc_begin(&e, PID_B, 2, 1);
@@ -1409,8 +1653,9 @@ START_TEST(test_two_processes)
 	len = enc_end(&e);
 	expect_accept(&c, e.buf, len, PID_B, "B valid");
 	ck_assert_uint_eq(pid_digest(&c, PID_A), da);
-	ck_assert_mem_eq(get_q(&c, SQL_X, SP_KIND_STMT), &qa, offsetof(struct sp_qagg, hist));
-	ck_assert_uint_eq(get_proc(&c, PID_B, &pbuf)->execs, 1);
+	ck_assert_mem_eq(get_site(&c, SQL_X, PID_A, STACK_1), &sa, sizeof(sa));
+	ck_assert_uint_eq(get_proc(&c, PID_B, &pbuf)->events, 1);
+	ck_assert_uint_eq(get_proc(&c, PID_A, &pbuf)->events, 4);
 	ck_assert_uint_eq(sp_coll_lost(&c), 3 + 1);
 	sp_coll_free(&c);
 	enc_free(&e);
@@ -1534,7 +1779,9 @@ static struct sp_ring *find_ring(struct sp_coll *c, const struct sp_ring_shared 
 }
 
 /* The message-only counters zeroed, so that a collector fed by a ring
- * compares equal to one fed the same records in a message. */
+ * compares equal to one fed the same records in a message. no_stats is
+ * one of them: sp_coll_input sets it for a HELLO message that came
+ * without its statistics' memfd, a ring's HELLO says nothing about it. */
 static void forget_msg_counters(struct sp_coll *c)
 {
 	size_t it = 0;
@@ -1543,6 +1790,7 @@ static void forget_msg_counters(struct sp_coll *c)
 	while ((p = hmap_next(&c->procs, &it, NULL))) {
 		p->msgs = 0;
 		p->last_seq = 0;
+		p->no_stats = 0;
 	}
 	c->messages = 0;
 }
@@ -1614,8 +1862,10 @@ START_TEST(test_ring_wrap_and_pad)
 	for (size_t si = 0; si < sizeof(starts) / sizeof(starts[0]); si++) {
 		struct sp_coll c;
 		struct wring w;
-		struct sp_qagg *q;
-		uint64_t n = 0, sum = 0, pads = 0, wrapped = 0;
+		struct sp_sagg *sa;
+		struct sp_err *er;
+		size_t it = 0;
+		uint64_t n = 0, sum = 0, nerr = 0, pads = 0, wrapped = 0;
 
 		sp_coll_init(&c);
 		wr_init(&w, PID_A, 4096, starts[si]);
@@ -1623,7 +1873,7 @@ START_TEST(test_ring_wrap_and_pad)
 		for (int round = 0; round < 300; round++) {
 			uint32_t before = w.head;
 
-			/* 1 to 7 records: EXEC_LITE (64), EXEC (120), SQL of varied length */
+			/* 1 to 7 records: EXEC (120), SQL and ERROR of varied length */
 			enc_begin(&e, PID_A, 0, 0);
 			for (int k = 0; k <= round % 7; k++) {
 				if ((round + k) % 3 == 0) {
@@ -1632,10 +1882,16 @@ START_TEST(test_ring_wrap_and_pad)
 					snprintf(text, sizeof(text), "SELECT %d%*s", round, (round * 7 + k) % 150, "");
 					put_sql(&e, 1000 + (uint64_t)round * 10 + (uint64_t)k, text);
 				} else if ((round + k) % 3 == 1) {
-					put_lite(&e, SQL_X, 1, ++n, 0, 0);
-					sum += n;
+					char msg[200];
+
+					/* one error key: the message's hash is of its text */
+					memset(msg, 'e', sizeof(msg));
+					msg[(round * 11 + k) % 120 + 1] = 0;
+					put_error(&e, SQL_X, 0, 1, msg);
+					nerr++;
 				} else {
-					put_exec(&e, SQL_X, 0, 0, ++n, 0, 0, 0);
+					n++;
+					put_ev(&e, SQL_X, n, n);
 					sum += n;
 				}
 			}
@@ -1646,10 +1902,17 @@ START_TEST(test_ring_wrap_and_pad)
 			ck_assert_int_eq(sp_coll_ring_drain(&c, find_ring(&c, w.sh)), 0);
 			ck_assert_uint_eq(find_ring(&c, w.sh)->tail, w.head);
 		}
-		q = get_q(&c, SQL_X, SP_KIND_STMT);
-		ck_assert_ptr_nonnull(q);
-		ck_assert_uint_eq(q->count, n);
-		ck_assert_uint_eq(q->total_ns, sum);
+		sa = get_site(&c, SQL_X, PID_A, STACK_1);
+		ck_assert_ptr_nonnull(sa);
+		ck_assert_uint_eq(sa->samples, n);
+		ck_assert_uint_eq(sa->total_ns, sum);
+		ck_assert_uint_eq(c.nevents, n);
+		for (size_t i = 0; i < c.nevents; i++)
+			ck_assert_uint_eq(c.events[i].seq, i + 1); /* each once, in order */
+		while ((er = hmap_next(&c.errors, &it, NULL)))
+			nerr -= er->count;
+		ck_assert_uint_eq(nerr, 0);
+		ck_assert_uint_eq(c.queries.count, 0);
 		ck_assert_uint_eq(c.bad_messages, 0);
 		ck_assert_uint_gt(pads, 10);      /* the PAD path ran */
 		if (starts[si] > 0xF0000000u)
@@ -1681,7 +1944,7 @@ START_TEST(test_ring_chunking)
 	struct sp_proc pbuf;
 	struct enc e = { 0 };
 	struct wring w;
-	struct sp_qagg *q;
+	struct sp_sagg *sa;
 	char *exe = malloc(SP_MSG_MAX);
 	size_t n_exe = SP_MSG_MAX - sizeof(struct sp_rec_hello);
 	uint64_t n = 0, recs = 0;
@@ -1698,11 +1961,13 @@ START_TEST(test_ring_chunking)
 	ck_assert_uint_eq(e.len - sizeof(struct sp_msg_hdr), SP_MSG_MAX);
 	wr_put_msg(&w, &e);
 	recs++;
-	/* then ~700 KiB of EXEC_LITE in batches */
+	/* then ~900 KiB of EXEC events in batches */
 	while (w.head - 0xFFFF0000u < 900 * 1024) {
 		enc_begin(&e, PID_A, 0, 0);
-		for (int k = 0; k < 60; k++)
-			put_lite(&e, SQL_X, 1, ++n, 0, 0);
+		for (int k = 0; k < 60; k++) {
+			n++;
+			put_ev(&e, SQL_X, n, n);
+		}
 		wr_put_msg(&w, &e);
 		recs += 60;
 	}
@@ -1710,9 +1975,13 @@ START_TEST(test_ring_chunking)
 	ck_assert_uint_gt(w.head - 0xFFFF0000u, 3 * SP_MSG_MAX);
 	ck_assert_uint_eq(sp_coll_rings_drain(&c, 0), recs);
 	ck_assert_uint_eq(c.bad_messages, 0);
-	q = get_q(&c, SQL_X, SP_KIND_STMT);
-	ck_assert_uint_eq(q->count, n);
-	ck_assert_uint_eq(q->total_ns, n * (n + 1) / 2);
+	sa = get_site(&c, SQL_X, PID_A, STACK_1);
+	ck_assert_ptr_nonnull(sa);
+	ck_assert_uint_eq(sa->samples, n);
+	ck_assert_uint_eq(sa->total_ns, n * (n + 1) / 2);
+	ck_assert_uint_eq(c.nevents, n);
+	for (size_t i = 0; i < c.nevents; i++)
+		ck_assert_uint_eq(c.events[i].seq, i + 1);
 	ck_assert_uint_eq(strlen(get_proc(&c, PID_A, &pbuf)->exe), n_exe);
 	sp_coll_free(&c);
 	enc_free(&e);
@@ -1781,7 +2050,7 @@ static void cor_head_odd(struct wring *w)
 
 static void put_raw_rec(struct wring *w, uint16_t type, uint32_t len, uint32_t claim)
 {
-	uint8_t rec[64] = { 0 };
+	uint8_t rec[256] = { 0 };
 	struct sp_rec_hdr h = { .type = type, .len = claim };
 
 	memcpy(rec, &h, sizeof(h));
@@ -1792,10 +2061,13 @@ static void put_raw_rec(struct wring *w, uint16_t type, uint32_t len, uint32_t c
 	wr_publish(w);
 }
 
+/* The length of an EXEC record. */
+#define XL ((uint32_t)sizeof(struct sp_rec_exec))
+
 static void cor_crossing(struct wring *w)
 {
 	/* started 32 bytes before the end: a 64-byte record claims to cross it */
-	put_raw_rec(w, SP_REC_EXEC_LITE, 32, 64);
+	put_raw_rec(w, SP_REC_EXEC, 32, 64);
 	w->head += 32;
 	wr_publish(w);
 }
@@ -1809,22 +2081,22 @@ static void cor_pad_crossing(struct wring *w)
 
 static void cor_len_odd(struct wring *w)
 {
-	put_raw_rec(w, SP_REC_EXEC_LITE, 64, 60);
+	put_raw_rec(w, SP_REC_EXEC, XL, XL - 4);
 }
 
 static void cor_len_zero(struct wring *w)
 {
-	put_raw_rec(w, SP_REC_EXEC_LITE, 64, 0);
+	put_raw_rec(w, SP_REC_EXEC, XL, 0);
 }
 
 static void cor_len_past_head(struct wring *w)
 {
-	put_raw_rec(w, SP_REC_EXEC_LITE, 64, 72);
+	put_raw_rec(w, SP_REC_EXEC, XL, XL + 8);
 }
 
 static void cor_len_short(struct wring *w)
 {
-	put_raw_rec(w, SP_REC_EXEC_LITE, 56, 56); /* EXEC_LITE is 64 */
+	put_raw_rec(w, SP_REC_EXEC, XL - 8, XL - 8); /* EXEC is 120 */
 }
 
 static void cor_pid(struct wring *w)
@@ -1832,7 +2104,7 @@ static void cor_pid(struct wring *w)
 	uint32_t other = PID_B;
 	uint32_t off = w->head & (w->size - 1);
 
-	put_raw_rec(w, SP_REC_EXEC_LITE, 64, 64);
+	put_raw_rec(w, SP_REC_EXEC, XL, XL);
 	memcpy(w->sh->data + off + 8, &other, 4);
 }
 
@@ -1845,6 +2117,19 @@ static void cor_ring_rec(struct wring *w)
 	wr_publish(w);
 }
 
+/* A STATS record in a ring: its memfd cannot come with it. */
+static void cor_stats_rec(struct wring *w)
+{
+	struct sp_rec_stats sr = { .h.type = SP_REC_STATS, .h.len = sizeof(sr) };
+
+	sr.pid = w->sh->pid;
+	sr.tid = w->sh->tid;
+	sr.size = SP_STATS_CHUNK;
+	ck_assert(wr_room(w, sizeof(sr)));
+	wr_put(w, &sr, sizeof(sr));
+	wr_publish(w);
+}
+
 static void cor_none(struct wring *w)
 {
 	wr_publish(w);
@@ -1854,14 +2139,14 @@ START_TEST(test_ring_corrupt)
 {
 	struct sp_coll c;
 	struct enc e = { 0 }, good = { 0 };
-	struct sp_qagg *q;
+	struct sp_sagg *sa;
 	uint64_t count;
 
 	primed(&c, &e);
 	/* two good records in front of each corruption */
 	enc_begin(&good, PID_A, 0, 0);
-	put_lite(&good, SQL_Y, 1, 1, 0, 0);
-	put_lite(&good, SQL_Y, 1, 1, 0, 0);
+	put_ev(&good, SQL_Y, 1, 1);
+	put_ev(&good, SQL_Y, 2, 1);
 
 	expect_broken(&c, NULL, 0, cor_head_far, "exceeds the ring size", "head - tail > size");
 	expect_broken(&c, NULL, 64, cor_head_behind, "exceeds the ring size", "head < tail");
@@ -1869,24 +2154,27 @@ START_TEST(test_ring_corrupt)
 	expect_broken(&c, NULL, 4096 - 32, cor_crossing, "crosses the end", "record crossing the end");
 	expect_broken(&c, NULL, 0xFFFFFFE0u, cor_pad_crossing, "crosses the end",
 		      "PAD crossing the end (u32 wrap)");
-	expect_broken(&c, NULL, 0, cor_len_odd, "bad record length", "record len 60");
+	expect_broken(&c, NULL, 0, cor_len_odd, "bad record length", "record len 116");
 	expect_broken(&c, NULL, 0, cor_len_zero, "bad record length", "record len 0");
 	expect_broken(&c, NULL, 0, cor_len_past_head, "bad record length", "record past head");
-	expect_broken(&c, NULL, 0, cor_len_short, "shorter than its type", "EXEC_LITE of 56");
+	expect_broken(&c, NULL, 0, cor_len_short, "shorter than its type", "EXEC of 112");
 	expect_broken(&c, NULL, 0, cor_pid, "pid differs", "record of another pid");
 	expect_broken(&c, NULL, 0, cor_ring_rec, "RING record inside a ring", "RING in a ring");
+	expect_broken(&c, NULL, 0, cor_stats_rec, "STATS record inside a ring", "STATS in a ring");
 
 	/* a corrupt record after good ones in the same chunk: the chunk
 	 * goes (validate-then-apply); nothing of it is applied */
 	expect_broken(&c, &good, 0, cor_pid, "pid differs", "good, good, bad pid");
-	ck_assert_ptr_null(get_q(&c, SQL_Y, SP_KIND_STMT));
+	ck_assert_ptr_null(get_site(&c, SQL_Y, PID_A, STACK_1));
+	ck_assert_uint_eq(c.nevents, 4); /* primed's */
 
 	/* framing broken after good records: the whole records before the
 	 * break are applied */
 	expect_broken(&c, &good, 0, cor_len_past_head, "bad record length", "good, good, bad len");
-	q = get_q(&c, SQL_Y, SP_KIND_STMT);
-	ck_assert_ptr_nonnull(q);
-	ck_assert_uint_eq(q->count, 2);
+	sa = get_site(&c, SQL_Y, PID_A, STACK_1);
+	ck_assert_ptr_nonnull(sa);
+	ck_assert_uint_eq(sa->samples, 2);
+	ck_assert_uint_eq(c.nevents, 6);
 
 	/* a record longer than a message, in a big ring */
 	{
@@ -1907,9 +2195,9 @@ START_TEST(test_ring_corrupt)
 	}
 
 	/* the collector still works: a good ring after all that */
-	count = get_q(&c, SQL_X, SP_KIND_STMT)->count;
+	count = get_site(&c, SQL_X, PID_A, STACK_1)->samples;
 	expect_accept(&c, e.buf, build_full(&e, PID_A, 2, 0), PID_A, "message after broken rings");
-	ck_assert_uint_eq(get_q(&c, SQL_X, SP_KIND_STMT)->count, count + 4);
+	ck_assert_uint_eq(get_site(&c, SQL_X, PID_A, STACK_1)->samples, count + 4);
 	{
 		struct wring w;
 
@@ -1919,7 +2207,7 @@ START_TEST(test_ring_corrupt)
 		wr_put_msg(&w, &good);
 		wr_publish(&w);
 		ck_assert_uint_eq(sp_coll_rings_drain(&c, 0), 2);
-		ck_assert_uint_eq(get_q(&c, SQL_Y, SP_KIND_STMT)->count, 4);
+		ck_assert_uint_eq(get_site(&c, SQL_Y, PID_A, STACK_1)->samples, 4);
 	}
 	sp_coll_rings_close(&c);
 	ck_assert_uint_eq(c.nrings, 0);
@@ -1984,7 +2272,7 @@ static void *conc_writer(void *arg)
 			/* now and then a longer record */
 			put_sql(&e, 5000 + i, "SELECT something rather longer than a plain record");
 		}
-		put_lite(&e, SQL_X, 1, i, (uint32_t)(i & 3), 0);
+		put_ev(&e, SQL_X, i, i);
 		for (size_t off = sizeof(struct sp_msg_hdr); off < e.len;) {
 			struct sp_rec_hdr rh;
 
@@ -2002,18 +2290,19 @@ static void *conc_writer(void *arg)
 	return NULL;
 }
 
-/* A thread appends CONC_N records through a 4 KiB ring while the test
- * reads it in a loop: each arrives exactly once, and the ring is freed
- * once it is dead and read. */
+/* A thread appends CONC_N events (and now and then an SQL text) through a
+ * 4 KiB ring while the test reads it in a loop: each arrives exactly once
+ * and in order, and the ring is freed once it is dead and read. */
 START_TEST(test_ring_concurrent)
 {
 	struct sp_coll c;
 	struct wring w;
 	pthread_t th;
-	struct sp_qagg *q;
+	struct sp_sagg *sa;
 	uint64_t loops = 0;
 
 	sp_coll_init(&c);
+	c.events_max = CONC_N;
 	wr_init(&w, PID_A, 4096, 0xFFFFF800u);
 	wr_add(&c, &w);
 	ck_assert_int_eq(pthread_create(&th, NULL, conc_writer, &w), 0);
@@ -2023,12 +2312,19 @@ START_TEST(test_ring_concurrent)
 	}
 	pthread_join(th, NULL);
 	ck_assert_uint_eq(c.bad_messages, 0);
-	q = get_q(&c, SQL_X, SP_KIND_STMT);
-	ck_assert_ptr_nonnull(q);
-	ck_assert_uint_eq(q->count, CONC_N);
-	ck_assert_uint_eq(q->total_ns, (uint64_t)CONC_N * (CONC_N + 1) / 2);
+	sa = get_site(&c, SQL_X, PID_A, STACK_1);
+	ck_assert_ptr_nonnull(sa);
+	ck_assert_uint_eq(sa->samples, CONC_N);
+	ck_assert_uint_eq(sa->total_ns, (uint64_t)CONC_N * (CONC_N + 1) / 2);
+	ck_assert_uint_eq(c.nevents, CONC_N);
+	ck_assert_uint_eq(c.events_dropped, 0);
+	for (size_t i = 0; i < c.nevents; i++)
+		if (c.events[i].seq != i + 1 || c.events[i].db_ns != i + 1)
+			ck_abort_msg("event %zu: seq %lu, db %lu", i, (unsigned long)c.events[i].seq,
+				     (unsigned long)c.events[i].db_ns);
 	ck_assert_uint_eq(c.sqls.count, CONC_N / 1000);
 	ck_assert_uint_eq(c.records, CONC_N + CONC_N / 1000);
+	ck_assert_uint_eq(c.queries.count, 0);
 	printf("concurrent ring: %llu records in %llu readings\n", (unsigned long long)c.records,
 	       (unsigned long long)loops);
 	sp_coll_free(&c);
@@ -2144,27 +2440,27 @@ START_TEST(test_ring_fd_passing)
 
 	/* records, then a WAKE (header only): read at once */
 	enc_begin(&e, me, 0, 0);
-	put_lite(&e, SQL_X, 1, 10, 0, 0);
-	put_lite(&e, SQL_X, 1, 20, 0, 0);
+	put_ev(&e, SQL_X, 10, 10);
+	put_ev(&e, SQL_X, 20, 20);
 	wr_put_msg(&w, &e);
 	wr_publish(&w);
 	enc_begin(&e, me, 2, 0);
 	patch16(&e, offsetof(struct sp_msg_hdr, flags), SP_MSG_WAKE);
 	send_fds(sv[1], &e, NULL, 0);
 	ck_assert_int_eq(recv_one(&c, sv[0], me, buf, MSG_CAP, "wake"), 1);
-	ck_assert_uint_eq(get_q(&c, SQL_X, SP_KIND_STMT)->count, 2);
+	ck_assert_uint_eq(nsamples(&c, SQL_X, me), 2);
 
 	/* bad: a descriptor but no RING record (the descriptor is closed) */
 	bad = c.bad_messages;
 	k = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	enc_begin(&e, me, 3, 0);
-	put_lite(&e, SQL_X, 1, 1, 0, 0);
+	put_ev(&e, SQL_X, 1, 1);
 	send_fds(sv[1], &e, &k, 1);
 	close(k);
 	ck_assert_int_eq(recv_one(&c, sv[0], me, buf, MSG_CAP, "fd without RING"), -2);
 	ck_assert_uint_eq(c.bad_messages, bad + 1);
-	ck_assert_ptr_nonnull(strstr(c.last_error, "without a RING record"));
-	ck_assert_uint_eq(get_q(&c, SQL_X, SP_KIND_STMT)->count, 2); /* nothing applied */
+	ck_assert_ptr_nonnull(strstr(c.last_error, "without a RING or STATS record"));
+	ck_assert_uint_eq(nsamples(&c, SQL_X, me), 2); /* nothing applied */
 	ck_assert_uint_eq(get_proc(&c, me, &pbuf)->bad_msgs, 1);
 
 	/* bad: a RING record without a descriptor */
@@ -2247,13 +2543,13 @@ START_TEST(test_ring_fd_passing)
 
 	/* end of the connection: rings read, kept (the writer reconnects) */
 	enc_begin(&e, me, 0, 0);
-	put_lite(&e, SQL_X, 1, 30, 0, 0);
+	put_ev(&e, SQL_X, 30, 30);
 	wr_put_msg(&w, &e);
 	wr_publish(&w);
 	close(sv[1]);
 	ck_assert_int_eq(recv_one(&c, sv[0], me, buf, MSG_CAP, "EOF"), -1);
 	close(sv[0]);
-	ck_assert_uint_eq(get_q(&c, SQL_X, SP_KIND_STMT)->count, 3);
+	ck_assert_uint_eq(nsamples(&c, SQL_X, me), 3);
 	ck_assert_uint_eq(c.nrings, 2);
 
 	/* reconnect: the same rings go on */
@@ -2267,18 +2563,18 @@ START_TEST(test_ring_fd_passing)
 	ck_assert_uint_eq(get_proc(&c, me, &pbuf)->reconnects, 1);
 	ck_assert_uint_eq(get_proc(&c, me, &pbuf)->image, 1);
 	enc_begin(&e, me, 0, 0);
-	put_lite(&e, SQL_X, 1, 40, 0, 0);
+	put_ev(&e, SQL_X, 40, 40);
 	wr_put_msg(&w, &e);
 	wr_put_msg(&w2, &e);
 	wr_publish(&w);
 	wr_publish(&w2);
 	ck_assert_uint_eq(sp_coll_rings_drain(&c, 0), 2);
-	ck_assert_uint_eq(get_q(&c, SQL_X, SP_KIND_STMT)->count, 5);
+	ck_assert_uint_eq(nsamples(&c, SQL_X, me), 5);
 
 	/* BYE (before exec): its rings are read, and kept - other threads
 	 * and later destructors may still write */
 	enc_begin(&e, me, 0, 0);
-	put_lite(&e, SQL_X, 1, 50, 0, 0);
+	put_ev(&e, SQL_X, 50, 50);
 	wr_put_msg(&w, &e);
 	wr_publish(&w);
 	enc_begin(&e, me, 7, 0);
@@ -2286,18 +2582,18 @@ START_TEST(test_ring_fd_passing)
 	send_fds(sv[1], &e, NULL, 0);
 	ck_assert_int_eq(recv_one(&c, sv[0], me, buf, MSG_CAP, "BYE"), 1);
 	ck_assert_uint_eq(c.nrings, 2);
-	ck_assert_uint_eq(get_q(&c, SQL_X, SP_KIND_STMT)->count, 6);
+	ck_assert_uint_eq(nsamples(&c, SQL_X, me), 6);
 	/* written after BYE (a library destructor), then the process ends:
 	 * the connection's end reads it and frees the image's rings */
 	enc_begin(&e, me, 0, 0);
-	put_lite(&e, SQL_X, 1, 60, 0, 0);
+	put_ev(&e, SQL_X, 60, 60);
 	wr_put_msg(&w2, &e);
 	wr_publish(&w2);
 	close(sv[1]);
 	ck_assert_int_eq(recv_one(&c, sv[0], me, buf, MSG_CAP, "EOF after BYE"), -1);
 	close(sv[0]);
 	ck_assert_uint_eq(c.nrings, 0);
-	ck_assert_uint_eq(get_q(&c, SQL_X, SP_KIND_STMT)->count, 7);
+	ck_assert_uint_eq(nsamples(&c, SQL_X, me), 7);
 	wr_unmap(&w);
 	wr_unmap(&w2);
 
@@ -2321,7 +2617,7 @@ START_TEST(test_ring_fd_passing)
 	/* an image that never said BYE: a third image's HELLO first reads
 	 * the second's ring, under the second's clock, and frees it */
 	enc_begin(&e, me, 0, 0);
-	put_lite(&e, SQL_Y, 1, 1000, 0, 0);
+	put_ev(&e, SQL_Y, 1000, 1000);
 	wr_put_msg(&w, &e);
 	wr_publish(&w);
 	c.ns_per_tick = 3.0;
@@ -2330,7 +2626,7 @@ START_TEST(test_ring_fd_passing)
 	send_fds(sv[1], &e, NULL, 0);
 	ck_assert_int_eq(recv_one(&c, sv[0], me, buf, MSG_CAP, "third image"), 1);
 	ck_assert_uint_eq(c.nrings, 0);
-	ck_assert_uint_eq(get_q(&c, SQL_Y, SP_KIND_STMT)->total_ns, 1000); /* not 3000 */
+	ck_assert_uint_eq(get_site(&c, SQL_Y, me, STACK_1)->total_ns, 1000); /* not 3000 */
 	ck_assert_int_eq(get_proc(&c, me, &pbuf)->clock, SP_CLOCK_TSC);
 	wr_unmap(&w);
 
@@ -2349,6 +2645,7 @@ static Suite *collect_suite(void)
 
 	tc = tcase_create("round_trip");
 	tcase_add_test(tc, test_round_trip);
+	tcase_add_test(tc, test_events_and_spill);
 	tcase_add_test(tc, test_lost_and_seq);
 	tcase_add_test(tc, test_sql_after_exec);
 	tcase_add_test(tc, test_value_alignment);
