@@ -124,7 +124,8 @@ static void print_table(const struct sp_qset *qs, const struct report_opts *o, s
 	printf("# %llu executions of %zu queries in %llu process(es); db time %s (self)",
 	       (unsigned long long)qs->executions, qs->n, (unsigned long long)qs->processes,
 	       sp_fmt_ns(b[0], sizeof(b[0]), (double)total));
-	printf("; lost %llu; unattributed ~%.0f (%llu samples)", (unsigned long long)qs->lost,
+	/* totals are exact whatever was lost: only sampled events travel */
+	printf("; events lost %llu; unattributed ~%.0f (%llu samples)", (unsigned long long)qs->lost,
 	       a->unattributed_est, (unsigned long long)a->unattributed_samples);
 	if (qs->untracked)
 		printf("; untracked %llu", (unsigned long long)qs->untracked);
