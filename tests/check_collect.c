@@ -37,6 +37,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stddef.h>
@@ -2638,6 +2639,850 @@ START_TEST(test_ring_fd_passing)
 }
 END_TEST
 
+/* ---- shared statistics: a writer by hand -------------------------------------- */
+
+#define SBASE 0x7f3a12340000ULL /* the writer's address of byte 0 (made up) */
+
+/*
+ * A statistics buffer laid out as the preload writes it (sp_wire.h):
+ * chunk 0 holds the header, each further chunk a sp_stats_chunk and whole
+ * records, pointers between records the writer's addresses (base +
+ * offset). Anonymous memory is followed by an inaccessible page, so that
+ * a read past the end faults (CK_FORK turns that into a failed test); a
+ * memfd's mapping is used as the preload uses its own (base = address).
+ */
+struct sbuf {
+	uint8_t *map;
+	size_t size, map_len;
+	uint64_t base;
+};
+
+static void sb_header(struct sbuf *b, uint32_t pid)
+{
+	struct sp_stats_hdr *h = (void *)b->map;
+
+	h->magic = SP_STATS_MAGIC;
+	h->version = SP_WIRE_VERSION;
+	h->pid = pid;
+	h->chunk_size = SP_STATS_CHUNK;
+	h->size = b->size;
+	h->base = b->base;
+	h->nchunks = 1;
+}
+
+static void sb_init(struct sbuf *b, uint32_t chunks)
+{
+	size_t pg = (size_t)sysconf(_SC_PAGESIZE);
+
+	b->size = (size_t)chunks * SP_STATS_CHUNK;
+	b->map_len = b->size + pg;
+	b->map = mmap(NULL, b->map_len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ck_assert_ptr_ne(b->map, MAP_FAILED);
+	ck_assert_int_eq(mprotect(b->map + b->size, pg, PROT_NONE), 0);
+	b->base = SBASE;
+	sb_header(b, PID_A);
+}
+
+static void sb_free(struct sbuf *b)
+{
+	munmap(b->map, b->map_len);
+	b->map = NULL;
+}
+
+static struct sp_stats_hdr *sb_hdr(struct sbuf *b)
+{
+	return (struct sp_stats_hdr *)(void *)b->map;
+}
+
+static struct sp_stats_chunk *sb_ch(struct sbuf *b, uint32_t ci)
+{
+	return (struct sp_stats_chunk *)(void *)(b->map + (size_t)ci * SP_STATS_CHUNK);
+}
+
+static void *sb_at(struct sbuf *b, size_t off)
+{
+	return b->map + off;
+}
+
+static uint64_t sb_addr(const struct sbuf *b, size_t off)
+{
+	return b->base + off;
+}
+
+/* Take the next chunk for arena number arena (published, empty). */
+static uint32_t sb_chunk(struct sbuf *b, uint32_t arena)
+{
+	uint32_t ci = sb_hdr(b)->nchunks;
+	struct sp_stats_chunk *ch;
+
+	ck_assert_uint_lt(ci, b->size / SP_STATS_CHUNK);
+	ch = sb_ch(b, ci);
+	ch->magic = SP_CHUNK_MAGIC;
+	ch->used = sizeof(*ch);
+	ch->arena = arena;
+	sb_hdr(b)->nchunks = ci + 1;
+	return ci;
+}
+
+/* A zeroed record of type and len at the end of chunk ci, published;
+ * returns its offset in the buffer. */
+static size_t sb_rec(struct sbuf *b, uint32_t ci, uint16_t type, uint32_t len)
+{
+	struct sp_stats_chunk *ch = sb_ch(b, ci);
+	size_t off = (size_t)ci * SP_STATS_CHUNK + ch->used;
+	struct sp_rec_hdr h = { .type = type, .len = len };
+
+	ck_assert_uint_le(ch->used + len, SP_STATS_CHUNK);
+	memset(b->map + off, 0, len);
+	memcpy(b->map + off, &h, sizeof(h));
+	ch->used += len;
+	return off;
+}
+
+static struct sp_agg_arena *sb_arena(struct sbuf *b, uint32_t ci, uint32_t number, uint32_t tid)
+{
+	struct sp_agg_arena *a = sb_at(b, sb_rec(b, ci, SP_AGG_ARENA, sizeof(*a)));
+
+	a->arena = number;
+	a->tid = tid;
+	return a;
+}
+
+static struct sp_agg_query *sb_query(struct sbuf *b, uint32_t ci, uint64_t sql_id, uint32_t kind)
+{
+	struct sp_agg_query *q = sb_at(b, sb_rec(b, ci, SP_AGG_QUERY, sizeof(*q)));
+
+	q->kind = kind;
+	q->sql_id = sql_id;
+	q->min = UINT64_MAX;
+	return q;
+}
+
+static uint64_t sb_addr_of(const struct sbuf *b, const void *rec)
+{
+	return sb_addr(b, (size_t)((const uint8_t *)rec - b->map));
+}
+
+/* One execution of db ticks (wall db + 10, one row) added to q as the
+ * writer adds it; a histogram block is made in chunk hci at its first
+ * value. */
+static void sb_exec(struct sbuf *b, struct sp_agg_query *q, uint32_t hci, uint64_t db)
+{
+	uint32_t i = sp_hist_index(db), blk = i / SP_HIST_PER_BLOCK;
+	struct sp_agg_hist *hb;
+
+	q->count++;
+	q->db += db;
+	q->wall += db + 10;
+	q->rows++;
+	if (db < q->min)
+		q->min = db;
+	if (db > q->max)
+		q->max = db;
+	if (!q->hist[blk]) {
+		size_t off = sb_rec(b, hci, SP_AGG_HIST, sizeof(*hb));
+
+		((struct sp_rec_hdr *)sb_at(b, off))->flags = (uint16_t)blk;
+		q->hist[blk] = sb_addr(b, off);
+	}
+	hb = sb_at(b, (size_t)(q->hist[blk] - b->base));
+	hb->bucket[i % SP_HIST_PER_BLOCK]++;
+}
+
+/* A closed N+1 run of len executions credited to q, as the writer does
+ * (its RUNS record made in chunk ci at the first run of 2 or more). */
+static void sb_run(struct sbuf *b, struct sp_agg_query *q, uint32_t ci, uint64_t len)
+{
+	struct sp_agg_runs *r;
+
+	q->runs++;
+	if (len > q->max_run)
+		q->max_run = len;
+	if (len < 2)
+		return;
+	if (!q->runs_by_len)
+		q->runs_by_len = sb_addr(b, sb_rec(b, ci, SP_AGG_RUNS, sizeof(*r)));
+	r = sb_at(b, (size_t)(q->runs_by_len - b->base));
+	r->by_len[sp_run_bucket(len)]++;
+}
+
+/* A copy of the aggregate of (sql_id, kind), or a zeroed one (count 0)
+ * when there is none. */
+static struct sp_qagg qget(struct sp_coll *c, uint64_t sql_id, uint64_t kind)
+{
+	struct sp_qagg q, *v = get_q(c, sql_id, kind);
+
+	if (v)
+		memcpy(&q, v, sizeof(q));
+	else
+		memset(&q, 0, sizeof(q));
+	return q;
+}
+
+static uint64_t hcount(const struct sp_qagg *q)
+{
+	return q->hist ? sp_hist_count(q->hist) : 0;
+}
+
+/*
+ * The layout most hostile cases start from: arena 1 in chunk 1 (ARENA,
+ * then SQL_X with db times 100 and 5000: two histogram blocks), arena 2
+ * in chunk 2 (ARENA, SQL_Y with 300), chunk 3 taken by arena 2 and empty.
+ * *qx and *qy: the two query records.
+ */
+static void sb_basic(struct sbuf *b, struct sp_agg_query **qx, struct sp_agg_query **qy)
+{
+	uint32_t c1, c2;
+
+	sb_init(b, 4);
+	c1 = sb_chunk(b, 1);
+	sb_arena(b, c1, 1, 11);
+	*qx = sb_query(b, c1, SQL_X, SP_KIND_STMT);
+	sb_exec(b, *qx, c1, 100);
+	sb_exec(b, *qx, c1, 5000);
+	c2 = sb_chunk(b, 2);
+	sb_arena(b, c2, 2, 12);
+	*qy = sb_query(b, c2, SQL_Y, SP_KIND_STMT);
+	sb_exec(b, *qy, c2, 300);
+	sb_chunk(b, 2);
+}
+
+/* Merge b into a fresh collector *c (monotonic clock). */
+static void sb_merge(struct sp_coll *c, struct sbuf *b)
+{
+	sp_coll_init(c);
+	sp_coll_stats_merge(c, PID_A, b->map, b->size, SP_CLOCK_MONOTONIC);
+}
+
+static uint64_t stats_bad(struct sp_coll *c)
+{
+	struct sp_proc pbuf;
+
+	return get_proc(c, PID_A, &pbuf)->stats_bad;
+}
+
+/* ---- shared statistics: merging ------------------------------------------------ */
+
+/* db times of SQL_X in arena 1: every histogram block from 0 to 9 but 4
+ * and 6-8, below 16 (exact buckets) up to 2^40 */
+static const uint64_t vx1[] = { 3, 15, 16, 100, 1000, 1000, 1000, 5000, 123456, 7777777,
+				(1ull << 40) + 12345 };
+/* and in arena 2 */
+static const uint64_t vx2[] = { 200, 200, 300 };
+
+/*
+ * Two arenas, three chunks (arena 2's histogram blocks in its second
+ * chunk), SQL_X in both and SQL_Y (kind EXEC) in arena 1, closed runs and
+ * each arena's open run, unattributed executions and an ERRS record:
+ * merged exactly. Then the same under the TSC clock (ticks * ns_per_tick).
+ */
+START_TEST(test_stats_merge)
+{
+	struct sp_coll c, ct;
+	struct sp_proc pbuf, *p;
+	struct sbuf b;
+	struct sp_agg_query *q1, *q2, *q1b;
+	struct sp_agg_arena *ar1, *ar2;
+	struct sp_qagg x, y;
+	uint64_t all[16], sum1 = 0, sum2 = 0, n = 0;
+	uint32_t c1, c2, c3;
+	static const double qs[] = { 0, 0.1, 0.25, 0.5, 0.6, 0.75, 0.9, 0.99, 1 };
+
+	sb_init(&b, 5);
+	sb_hdr(&b)->unattributed = 2;
+	c1 = sb_chunk(&b, 1);
+	ar1 = sb_arena(&b, c1, 1, 101);
+	q1 = sb_query(&b, c1, SQL_X, SP_KIND_STMT);
+	q2 = sb_query(&b, c1, SQL_Y, SP_KIND_EXEC);
+	for (size_t i = 0; i < sizeof(vx1) / sizeof(vx1[0]); i++) {
+		sb_exec(&b, q1, c1, vx1[i]);
+		sum1 += vx1[i];
+		all[n++] = vx1[i];
+	}
+	q1->fullscan_steps = 5;
+	q1->sorts = 2;
+	q1->autoindex = 1;
+	q1->vm_steps = 1000;
+	q1->errors = 1;
+	q1->samples = 2;
+	q1->prepares = 3;
+	q1->prepare_time = 300;
+	q1->nested = 1;
+	q1->nested_time = 50;
+	sb_run(&b, q1, c1, 1);
+	sb_run(&b, q1, c1, 1);
+	sb_run(&b, q1, c1, 2);
+	sb_run(&b, q1, c1, 5);
+	sb_run(&b, q1, c1, 40);
+	{
+		/* failures by code: the collector has no use for them (ERROR
+		 * events carry the texts), but must step over the record */
+		struct sp_agg_errs *er = sb_at(&b, sb_rec(&b, c1, SP_AGG_ERRS, sizeof(*er)));
+
+		er->code[0].rc = 19;
+		er->code[0].count = 1;
+		q1->errs = sb_addr_of(&b, er);
+	}
+	sb_exec(&b, q2, c1, 50);
+	sb_exec(&b, q2, c1, 60);
+	/* arena 1's open run: two executions of SQL_Y so far */
+	ar1->run_query = sb_addr_of(&b, q2);
+	ar1->run_len = 2;
+
+	c2 = sb_chunk(&b, 2);
+	ar2 = sb_arena(&b, c2, 2, 102);
+	q1b = sb_query(&b, c2, SQL_X, SP_KIND_STMT);
+	c3 = sb_chunk(&b, 2); /* arena 2's second chunk: its histogram blocks */
+	for (size_t i = 0; i < sizeof(vx2) / sizeof(vx2[0]); i++) {
+		sb_exec(&b, q1b, c3, vx2[i]);
+		sum2 += vx2[i];
+		all[n++] = vx2[i];
+	}
+	sb_run(&b, q1b, c3, 3);
+	ar2->run_query = sb_addr_of(&b, q1b);
+	ar2->run_len = 7;
+	ck_assert_uint_eq(sb_hdr(&b)->nchunks, 4);
+
+	sb_merge(&c, &b);
+	p = get_proc(&c, PID_A, &pbuf);
+	ck_assert_ptr_nonnull(p);
+	ck_assert_uint_eq(p->stats_bad, 0);
+	ck_assert_uint_eq(p->unattributed, 2);
+	ck_assert_uint_eq(p->execs, n + 2 + 2);
+	ck_assert_uint_eq(sp_coll_executions(&c), n + 2 + 2);
+	ck_assert_uint_eq(c.queries.count, 2);
+
+	x = qget(&c, SQL_X, SP_KIND_STMT);
+	ck_assert_uint_eq(x.count, n);
+	ck_assert_uint_eq(x.total_ns, sum1 + sum2);
+	ck_assert_uint_eq(x.self_ns, sum1 + sum2 - 50);
+	ck_assert_uint_eq(x.wall_ns, sum1 + sum2 + 10 * n);
+	ck_assert_uint_eq(x.rows, n);
+	ck_assert_uint_eq(x.fullscan_steps, 5);
+	ck_assert_uint_eq(x.sorts, 2);
+	ck_assert_uint_eq(x.autoindex, 1);
+	ck_assert_uint_eq(x.vm_steps, 1000);
+	ck_assert_uint_eq(x.errors, 1);
+	ck_assert_uint_eq(x.samples, 2);
+	ck_assert_uint_eq(x.prepares, 3);
+	ck_assert_uint_eq(x.prepare_ns, 300);
+	ck_assert_uint_eq(x.nested, 1);
+	ck_assert_uint_eq(x.min_ns, 3);
+	ck_assert_uint_eq(x.max_ns, (1ull << 40) + 12345);
+	/* runs: arena 1 closed 1, 1, 2, 5, 40; arena 2 closed 3 and has 7 open */
+	ck_assert_uint_eq(x.runs, 7);
+	ck_assert_uint_eq(x.max_run, 40);
+	ck_assert_uint_eq(x.runs_by_len[0], 2);
+	ck_assert_uint_eq(x.runs_by_len[1], 1);
+	ck_assert_uint_eq(x.runs_by_len[2], 1);
+	ck_assert_uint_eq(x.runs_by_len[4], 1);
+	ck_assert_uint_eq(x.runs_by_len[6], 1);
+	ck_assert_uint_eq(x.runs_by_len[sp_run_bucket(40)], 1);
+	{
+		uint64_t tot = 0;
+
+		for (int i = 0; i < SP_RUN_BUCKETS; i++)
+			tot += x.runs_by_len[i];
+		ck_assert_uint_eq(tot, x.runs);
+	}
+	/* the histogram: every execution, exact ends, the rest within 1/16 of
+	 * the value (the writer's buckets) and 1/128 (the collector's): see
+	 * test_stats_percentile_accuracy */
+	ck_assert_ptr_nonnull(x.hist);
+	ck_assert_uint_eq(sp_hist_count(x.hist), n);
+	ck_assert_uint_eq(sp_hist_min(x.hist), 3);
+	ck_assert_uint_eq(sp_hist_max(x.hist), (1ull << 40) + 12345);
+	ck_assert_uint_eq(sp_hist_sum(x.hist), sum1 + sum2);
+	for (size_t i = 0; i < sizeof(qs) / sizeof(qs[0]); i++) {
+		uint64_t want = sp_percentile_exact(all, n, qs[i]);
+		uint64_t got = sp_hist_quantile(x.hist, qs[i]);
+		double err = fabs((double)got - (double)want);
+
+		ck_assert_msg(err <= (double)want * 9 / 128,
+			      "p%g: %lu, exact %lu", qs[i] * 100, (unsigned long)got,
+			      (unsigned long)want);
+		if (want < 16)
+			ck_assert_uint_eq(got, want); /* a bucket each */
+	}
+	ck_assert_uint_eq(sp_hist_quantile(x.hist, 0), 3);
+	ck_assert_uint_eq(sp_hist_quantile(x.hist, 1), (1ull << 40) + 12345);
+
+	y = qget(&c, SQL_Y, SP_KIND_EXEC);
+	ck_assert_uint_eq(y.count, 2);
+	ck_assert_uint_eq(y.total_ns, 110);
+	ck_assert_uint_eq(y.min_ns, 50);
+	ck_assert_uint_eq(y.max_ns, 60);
+	ck_assert_uint_eq(y.runs, 1); /* the open one */
+	ck_assert_uint_eq(y.max_run, 2);
+	ck_assert_uint_eq(y.runs_by_len[1], 1);
+	ck_assert_uint_eq(sp_hist_count(y.hist), 2);
+	ck_assert_uint_eq(qget(&c, SQL_Y, SP_KIND_STMT).count, 0);
+
+	/* TSC: every time times ns_per_tick, counts and rows alike unchanged */
+	sp_coll_init(&ct);
+	ct.ns_per_tick = 2.0;
+	sp_coll_stats_merge(&ct, PID_A, b.map, b.size, SP_CLOCK_TSC);
+	x = qget(&ct, SQL_X, SP_KIND_STMT);
+	ck_assert_uint_eq(x.count, n);
+	ck_assert_uint_eq(x.total_ns, 2 * (sum1 + sum2));
+	ck_assert_uint_eq(x.self_ns, 2 * (sum1 + sum2 - 50));
+	ck_assert_uint_eq(x.wall_ns, 2 * (sum1 + sum2 + 10 * n));
+	ck_assert_uint_eq(x.prepare_ns, 600);
+	ck_assert_uint_eq(x.min_ns, 6);
+	ck_assert_uint_eq(x.max_ns, 2 * ((1ull << 40) + 12345));
+	ck_assert_uint_eq(x.rows, n);
+	ck_assert_uint_eq(x.runs, 7);
+	ck_assert_uint_eq(sp_hist_count(x.hist), n);
+	ck_assert_uint_eq(sp_hist_quantile(x.hist, 1), 2 * ((1ull << 40) + 12345));
+	{
+		uint64_t want = 2 * sp_percentile_exact(all, n, 0.5);
+		uint64_t got = sp_hist_quantile(x.hist, 0.5);
+
+		ck_assert_msg(fabs((double)got - (double)want) <= (double)want * 9 / 128,
+			      "TSC p50 %lu, exact %lu", (unsigned long)got, (unsigned long)want);
+	}
+
+	/* the buffer is only read: merged again, everything twice */
+	sp_coll_stats_merge(&c, PID_A, b.map, b.size, SP_CLOCK_MONOTONIC);
+	ck_assert_uint_eq(qget(&c, SQL_X, SP_KIND_STMT).count, 2 * n);
+	ck_assert_uint_eq(qget(&c, SQL_X, SP_KIND_STMT).runs, 14);
+	sp_coll_free(&c);
+	sp_coll_free(&ct);
+	sb_free(&b);
+}
+END_TEST
+
+/*
+ * How close a merged percentile comes to the value: one value v ten
+ * times between 0 and UINT64_MAX, for v at the low edge, the middle and
+ * the high edge of every writer bucket. The writer knows a value to
+ * within 1/16 from its bucket's middle (sp_wire.h); the collector puts
+ * that middle into its own histogram (64 buckets per power of two, 8 to
+ * a writer bucket, the middle on a boundary between two) and reports the
+ * middle of that bucket: up to 1/128 more. So a value at a bucket's
+ * middle comes back within 1/128, any value within 1/16 + 1/128 (= 9/128,
+ * reached at a low edge from 128 on), and values below 16 exactly.
+ */
+START_TEST(test_stats_percentile_accuracy)
+{
+	double worst[3] = { 0, 0, 0 };
+	uint64_t worst_v[3] = { 0, 0, 0 };
+
+	for (uint32_t i = 1; i <= sp_hist_index(UINT64_MAX); i++) {
+		uint64_t lo, w;
+
+		sp_hist_bucket(i, &lo, &w);
+		for (int k = 0; k < 3; k++) {
+			uint64_t v = k == 0 ? lo : k == 1 ? lo + w / 2 : lo + w - 1;
+			struct sbuf b;
+			struct sp_agg_query *q;
+			struct sp_coll c;
+			struct sp_qagg x;
+			uint32_t c1;
+			uint64_t got;
+			double err;
+
+			sb_init(&b, 2);
+			c1 = sb_chunk(&b, 1);
+			q = sb_query(&b, c1, SQL_X, SP_KIND_STMT);
+			sb_exec(&b, q, c1, 0);
+			for (int j = 0; j < 10; j++)
+				sb_exec(&b, q, c1, v);
+			sb_exec(&b, q, c1, UINT64_MAX);
+			sb_merge(&c, &b);
+			x = qget(&c, SQL_X, SP_KIND_STMT);
+			ck_assert_uint_eq(sp_hist_count(x.hist), 12);
+			ck_assert_uint_eq(sp_hist_quantile(x.hist, 0), 0);
+			ck_assert_uint_eq(sp_hist_quantile(x.hist, 1), UINT64_MAX);
+			got = sp_hist_quantile(x.hist, 0.5);
+			err = fabs((double)got - (double)v) / (double)v;
+			if (v < 16)
+				ck_assert_uint_eq(got, v);
+			ck_assert_msg(err <= (k == 1 ? 1.0 / 128 : 9.0 / 128) * (1 + 1e-9),
+				      "v %lu: p50 %lu (error %.5f)", (unsigned long)v,
+				      (unsigned long)got, err);
+			if (err > worst[k]) {
+				worst[k] = err;
+				worst_v[k] = v;
+			}
+			sp_coll_free(&c);
+			sb_free(&b);
+		}
+	}
+	printf("stats percentiles: worst relative error %.5f at a low edge (%llu), %.5f at a "
+	       "middle (%llu), %.5f at a high edge (%llu); 1/16 = %.5f\n",
+	       worst[0], (unsigned long long)worst_v[0], worst[1], (unsigned long long)worst_v[1],
+	       worst[2], (unsigned long long)worst_v[2], 1.0 / 16);
+}
+END_TEST
+
+
+/* ---- shared statistics: hostile buffers ----------------------------------------- */
+
+/* The basic layout as is: 3 executions, two queries, nothing refused. */
+START_TEST(test_stats_basic_layout)
+{
+	struct sbuf b;
+	struct sp_agg_query *qx, *qy;
+	struct sp_coll c;
+	struct sp_qagg x;
+
+	sb_basic(&b, &qx, &qy);
+	sb_merge(&c, &b);
+	ck_assert_uint_eq(stats_bad(&c), 0);
+	x = qget(&c, SQL_X, SP_KIND_STMT);
+	ck_assert_uint_eq(x.count, 2);
+	ck_assert_uint_eq(x.total_ns, 5100);
+	ck_assert_uint_eq(hcount(&x), 2);
+	x = qget(&c, SQL_Y, SP_KIND_STMT);
+	ck_assert_uint_eq(x.count, 1);
+	ck_assert_uint_eq(hcount(&x), 1);
+	sp_coll_free(&c);
+	sb_free(&b);
+}
+END_TEST
+
+/* The header: not ours, more chunks than the buffer holds, a buffer
+ * smaller than a chunk. Nothing can be read: nothing merged. */
+START_TEST(test_stats_bad_header)
+{
+	struct sbuf b;
+	struct sp_agg_query *qx, *qy;
+	struct sp_coll c;
+	struct sp_proc pbuf;
+
+	sb_basic(&b, &qx, &qy);
+	sb_hdr(&b)->magic ^= 1;
+	sb_merge(&c, &b);
+	ck_assert_uint_eq(stats_bad(&c), 1);
+	ck_assert_uint_eq(c.queries.count, 0);
+	ck_assert_uint_eq(get_proc(&c, PID_A, &pbuf)->execs, 0);
+	sp_coll_free(&c);
+	sb_hdr(&b)->magic ^= 1;
+
+	/* one chunk more than the buffer: chunk 4 would be past the end
+	 * (the guard page) */
+	sb_hdr(&b)->nchunks = 5;
+	sb_merge(&c, &b);
+	ck_assert_uint_eq(stats_bad(&c), 1);
+	ck_assert_uint_eq(c.queries.count, 0);
+	sp_coll_free(&c);
+	sb_hdr(&b)->nchunks = UINT32_MAX;
+	sb_merge(&c, &b);
+	ck_assert_uint_eq(stats_bad(&c), 1);
+	ck_assert_uint_eq(c.queries.count, 0);
+	sp_coll_free(&c);
+	sb_hdr(&b)->nchunks = 4;
+
+	/* a size that is not a whole number of chunks: the last one is cut */
+	sp_coll_init(&c);
+	sp_coll_stats_merge(&c, PID_A, b.map, b.size - 8, SP_CLOCK_MONOTONIC);
+	ck_assert_uint_eq(stats_bad(&c), 1);
+	ck_assert_uint_eq(c.queries.count, 0);
+	sp_coll_free(&c);
+	/* fewer chunks than the buffer holds: the rest is not read */
+	sb_hdr(&b)->nchunks = 2;
+	sb_merge(&c, &b);
+	ck_assert_uint_eq(stats_bad(&c), 0);
+	ck_assert_uint_eq(qget(&c, SQL_X, SP_KIND_STMT).count, 2);
+	ck_assert_uint_eq(qget(&c, SQL_Y, SP_KIND_STMT).count, 0);
+	sp_coll_free(&c);
+	sb_hdr(&b)->nchunks = 4;
+
+	/* smaller than one chunk: not statistics at all, nothing read */
+	sp_coll_init(&c);
+	sp_coll_stats_merge(&c, PID_A, b.map + b.size - 4096, 4096, SP_CLOCK_MONOTONIC);
+	ck_assert_uint_eq(c.queries.count, 0);
+	sp_coll_free(&c);
+	sb_free(&b);
+}
+END_TEST
+
+/* A chunk's header: used beyond the chunk, not a multiple of 8, shorter
+ * than the header, a bad magic. That chunk is skipped and counted; the
+ * other chunks are merged. A chunk taken but not written yet (all zero)
+ * is no error. */
+START_TEST(test_stats_bad_chunk)
+{
+	static const struct {
+		uint32_t magic, used;
+		int bad;
+		const char *what;
+	} cases[] = {
+		{ SP_CHUNK_MAGIC, SP_STATS_CHUNK + 8, 1, "used beyond the chunk" },
+		{ SP_CHUNK_MAGIC, UINT32_MAX, 1, "used UINT32_MAX" },
+		{ SP_CHUNK_MAGIC, 20, 1, "used not a multiple of 8" },
+		{ SP_CHUNK_MAGIC, 8, 1, "used shorter than the chunk header" },
+		{ SP_CHUNK_MAGIC, 0, 1, "used 0" },
+		{ SP_CHUNK_MAGIC ^ 1, 0, 1, "bad magic" },
+		{ 0, 64, 1, "no magic, used 64" },
+		{ 0, 0, 0, "taken, not written yet" },
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct sbuf b;
+		struct sp_agg_query *qx, *qy;
+		struct sp_coll c;
+
+		sb_basic(&b, &qx, &qy);
+		if (!cases[i].magic && !cases[i].used)
+			memset(sb_ch(&b, 2), 0, SP_STATS_CHUNK);
+		sb_ch(&b, 2)->magic = cases[i].magic;
+		sb_ch(&b, 2)->used = cases[i].used;
+		sb_merge(&c, &b);
+		ck_assert_msg(stats_bad(&c) == (uint64_t)cases[i].bad, "%s: stats_bad %lu", cases[i].what,
+			      (unsigned long)stats_bad(&c));
+		ck_assert_msg(qget(&c, SQL_X, SP_KIND_STMT).count == 2, "%s: chunk 1 lost", cases[i].what);
+		ck_assert_msg(qget(&c, SQL_Y, SP_KIND_STMT).count == 0, "%s: chunk 2 read", cases[i].what);
+		sp_coll_free(&c);
+		sb_free(&b);
+	}
+}
+END_TEST
+
+/* Records whose length is wrong: 0, below a header, not a multiple of 8,
+ * running past the chunk's used. The chunk is read up to the bad record
+ * (counted once), its later records are lost; other chunks are merged. */
+START_TEST(test_stats_bad_record_len)
+{
+	static const struct {
+		uint32_t len; /* 0xffffffff: one byte... see below */
+		const char *what;
+	} cases[] = {
+		{ 0, "len 0" },
+		{ 4, "len 4" },
+		{ 12, "len 12" },
+		{ 0xfffffff8u, "len huge" },
+		{ 1, "len past used by 8" }, /* computed */
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct sbuf b;
+		struct sp_agg_query *qx, *qy, *qz;
+		struct sp_coll c;
+		struct sp_rec_hdr *h;
+		size_t off;
+
+		sb_basic(&b, &qx, &qy);
+		/* chunk 1: ARENA, SQL_X (+ hist blocks), then a bad record
+		 * in front of a good SQL_Z */
+		off = sb_rec(&b, 1, 0x200, 16);
+		qz = sb_query(&b, 1, 0x2222, SP_KIND_STMT);
+		sb_exec(&b, qz, 1, 7);
+		h = sb_at(&b, off);
+		h->len = cases[i].len == 1 ? (uint32_t)(sb_ch(&b, 1)->used - (off % SP_STATS_CHUNK) + 8)
+					   : cases[i].len;
+		sb_merge(&c, &b);
+		ck_assert_msg(stats_bad(&c) == 1, "%s: stats_bad %lu", cases[i].what,
+			      (unsigned long)stats_bad(&c));
+		ck_assert_msg(qget(&c, SQL_X, SP_KIND_STMT).count == 2, "%s: before it", cases[i].what);
+		ck_assert_msg(qget(&c, 0x2222, SP_KIND_STMT).count == 0, "%s: after it", cases[i].what);
+		ck_assert_msg(qget(&c, SQL_Y, SP_KIND_STMT).count == 1, "%s: other chunk", cases[i].what);
+		sp_coll_free(&c);
+		sb_free(&b);
+	}
+	/* the last record running past used by 8, with nothing after it */
+	{
+		struct sbuf b;
+		struct sp_agg_query *qx, *qy;
+		struct sp_coll c;
+
+		sb_basic(&b, &qx, &qy);
+		sb_ch(&b, 2)->used -= 8; /* SQL_Y's HIST block now runs past it */
+		sb_merge(&c, &b);
+		ck_assert_uint_eq(stats_bad(&c), 1 + 1); /* the record, and SQL_Y's pointer to it */
+		ck_assert_uint_eq(qget(&c, SQL_Y, SP_KIND_STMT).count, 1);
+		ck_assert_uint_eq(qget(&c, SQL_X, SP_KIND_STMT).count, 2);
+		sp_coll_free(&c);
+		sb_free(&b);
+	}
+}
+END_TEST
+
+/*
+ * Histogram pointers the collector must not follow: outside the buffer,
+ * below its base, into the header chunk or a chunk header, not 8-aligned,
+ * at a record that is not a HIST (the query itself, the arena), into the
+ * unpublished part of a chunk (a HIST written but not published), past
+ * the chunks taken. Each is counted; the query's totals are merged, the
+ * histogram has the other block's value.
+ */
+START_TEST(test_stats_bad_hist_ref)
+{
+	enum { OUTSIDE, BELOW, HEADER, CHUNK_HDR, MISALIGNED, AT_QUERY, AT_ARENA, UNPUBLISHED,
+	       UNTAKEN, AT_HIST_OF_OTHER_LEN, NCASES };
+	static const char *const what[NCASES] = {
+		"outside the buffer", "below the base", "in the header chunk", "in a chunk header",
+		"not 8-aligned", "at the query record", "at the arena record", "unpublished",
+		"in a chunk not taken", "at a record of HIST type but another length",
+	};
+
+	for (int k = 0; k < NCASES; k++) {
+		struct sbuf b;
+		struct sp_agg_query *qx, *qy;
+		struct sp_coll c;
+		struct sp_qagg x;
+		uint32_t blk = sp_hist_index(5000) / SP_HIST_PER_BLOCK;
+		uint64_t *ref;
+
+		sb_basic(&b, &qx, &qy);
+		ref = &qx->hist[blk];
+		ck_assert_uint_ne(*ref, 0);
+		switch (k) {
+		case OUTSIDE: *ref = b.base + b.size + 64; break;
+		case BELOW: *ref = b.base - 264; break;
+		case HEADER: *ref = b.base + 64; break;
+		case CHUNK_HDR: *ref = b.base + 2 * SP_STATS_CHUNK + 8; break;
+		case MISALIGNED: *ref += 4; break;
+		case AT_QUERY: *ref = sb_addr_of(&b, qx); break;
+		case AT_ARENA: *ref = b.base + SP_STATS_CHUNK + sizeof(struct sp_stats_chunk); break;
+		case UNPUBLISHED: {
+			/* a good HIST record beyond used: written, not published */
+			size_t off = sb_rec(&b, 1, SP_AGG_HIST, sizeof(struct sp_agg_hist));
+
+			((struct sp_agg_hist *)sb_at(&b, off))->bucket[0] = 1000;
+			sb_ch(&b, 1)->used -= sizeof(struct sp_agg_hist);
+			*ref = sb_addr(&b, off);
+			break;
+		}
+		case UNTAKEN: *ref = b.base + 4 * SP_STATS_CHUNK - 1024; break; /* chunk 3, not taken */
+		case AT_HIST_OF_OTHER_LEN: {
+			size_t off = sb_rec(&b, 2, SP_AGG_HIST, 16);
+
+			*ref = sb_addr(&b, off);
+			break;
+		}
+		}
+		if (k == UNTAKEN)
+			sb_hdr(&b)->nchunks = 3;
+		sb_merge(&c, &b);
+		ck_assert_msg(stats_bad(&c) == 1, "%s: stats_bad %lu", what[k],
+			      (unsigned long)stats_bad(&c));
+		x = qget(&c, SQL_X, SP_KIND_STMT);
+		ck_assert_msg(x.count == 2 && x.total_ns == 5100, "%s: totals", what[k]);
+		ck_assert_msg(hcount(&x) == 1, "%s: histogram of %lu", what[k], (unsigned long)hcount(&x));
+		ck_assert_msg(sp_hist_quantile(x.hist, 0) == 100, "%s: min", what[k]);
+		ck_assert_msg(qget(&c, SQL_Y, SP_KIND_STMT).count == 1, "%s: SQL_Y", what[k]);
+		sp_coll_free(&c);
+		sb_free(&b);
+	}
+}
+END_TEST
+
+/* Run pointers: a runs_by_len that is not a RUNS record (all the runs
+ * are then taken as 1 long), an arena's run_query that is not a QUERY
+ * (the open run is dropped). Both counted, the rest merged. */
+START_TEST(test_stats_bad_run_refs)
+{
+	struct sbuf b;
+	struct sp_agg_query *qx, *qy;
+	struct sp_agg_arena *ar;
+	struct sp_coll c;
+	struct sp_qagg x;
+
+	sb_basic(&b, &qx, &qy);
+	sb_run(&b, qx, 1, 3);
+	sb_run(&b, qx, 1, 4);
+	sb_run(&b, qx, 1, 1);
+	ar = sb_at(&b, SP_STATS_CHUNK + sizeof(struct sp_stats_chunk));
+	ar->run_query = sb_addr_of(&b, qx);
+	ar->run_len = 2;
+	sb_merge(&c, &b);
+	x = qget(&c, SQL_X, SP_KIND_STMT);
+	ck_assert_uint_eq(stats_bad(&c), 0);
+	ck_assert_uint_eq(x.runs, 4);
+	ck_assert_uint_eq(x.max_run, 4);
+	ck_assert_uint_eq(x.runs_by_len[0], 1);
+	ck_assert_uint_eq(x.runs_by_len[1], 1);
+	ck_assert_uint_eq(x.runs_by_len[2], 1);
+	ck_assert_uint_eq(x.runs_by_len[3], 1);
+	sp_coll_free(&c);
+
+	qx->runs_by_len = qx->hist[0] ? qx->hist[0] : sb_addr_of(&b, qy); /* not a RUNS record */
+	ar->run_query = qx->runs_by_len + 4;                              /* misaligned */
+	sb_merge(&c, &b);
+	x = qget(&c, SQL_X, SP_KIND_STMT);
+	ck_assert_uint_eq(stats_bad(&c), 2);
+	ck_assert_uint_eq(x.count, 2);
+	ck_assert_uint_eq(x.runs, 3);
+	ck_assert_uint_eq(x.max_run, 4);
+	ck_assert_uint_eq(x.runs_by_len[0], 3);
+	ck_assert_uint_eq(x.runs_by_len[1] + x.runs_by_len[2] + x.runs_by_len[3], 0);
+	sp_coll_free(&c);
+
+	/* an open run of a QUERY record outside the published part */
+	ar->run_query = b.base + SP_STATS_CHUNK + sb_ch(&b, 1)->used;
+	qx->runs_by_len = 0;
+	sb_merge(&c, &b);
+	ck_assert_uint_eq(stats_bad(&c), 1);
+	ck_assert_uint_eq(qget(&c, SQL_X, SP_KIND_STMT).runs, 3);
+	sp_coll_free(&c);
+	sb_free(&b);
+}
+END_TEST
+
+/* Records the collector does not take: an unknown type (skipped, as in a
+ * stream), a QUERY of another length (skipped), an ARENA with no run. */
+START_TEST(test_stats_skipped_records)
+{
+	struct sbuf b;
+	struct sp_agg_query *qx, *qy, *odd;
+	struct sp_coll c;
+	size_t off;
+
+	sb_basic(&b, &qx, &qy);
+	off = sb_rec(&b, 1, 0x1ff, 40);
+	memset((uint8_t *)sb_at(&b, off) + 8, 0xa5, 32);
+	/* a QUERY record 8 bytes longer than this version's */
+	off = sb_rec(&b, 1, SP_AGG_QUERY, sizeof(struct sp_agg_query) + 8);
+	odd = sb_at(&b, off);
+	odd->sql_id = 0x3333;
+	odd->count = 5;
+	sb_query(&b, 1, 0x4444, SP_KIND_STMT)->count = 1; /* after them: still read */
+	sb_merge(&c, &b);
+	ck_assert_uint_eq(qget(&c, SQL_X, SP_KIND_STMT).count, 2);
+	ck_assert_uint_eq(qget(&c, SQL_Y, SP_KIND_STMT).count, 1);
+	ck_assert_uint_eq(qget(&c, 0x4444, SP_KIND_STMT).count, 1);
+	ck_assert_ptr_null(get_q(&c, 0x3333, SP_KIND_STMT));
+	ck_assert_uint_eq(c.queries.count, 3);
+	sp_coll_free(&c);
+	sb_free(&b);
+}
+END_TEST
+
+/* Counts near the top: the sums saturate instead of wrapping. */
+START_TEST(test_stats_saturation)
+{
+	struct sbuf b;
+	struct sp_agg_query *qx, *qy, *q2;
+	struct sp_coll c;
+	struct sp_qagg x;
+
+	sb_basic(&b, &qx, &qy);
+	qx->count = UINT64_MAX - 1;
+	qx->db = UINT64_MAX - 10;
+	qx->rows = UINT64_MAX;
+	qx->runs = UINT64_MAX;
+	q2 = sb_query(&b, 3, SQL_X, SP_KIND_STMT); /* the same query in arena 2 */
+	q2->count = 5;
+	q2->db = 100;
+	q2->min = 1;
+	q2->max = 100;
+	q2->rows = 1;
+	q2->runs = 1;
+	sb_merge(&c, &b);
+	x = qget(&c, SQL_X, SP_KIND_STMT);
+	ck_assert_uint_eq(x.count, UINT64_MAX);
+	ck_assert_uint_eq(x.total_ns, UINT64_MAX);
+	ck_assert_uint_eq(x.rows, UINT64_MAX);
+	ck_assert_uint_eq(x.runs, UINT64_MAX);
+	ck_assert_uint_eq(x.min_ns, 1);
+	ck_assert_uint_eq(x.max_ns, 5000);
+	sp_coll_free(&c);
+	sb_free(&b);
+}
+END_TEST
+
 static Suite *collect_suite(void)
 {
 	Suite *s = suite_create("collect");
@@ -2686,6 +3531,19 @@ static Suite *collect_suite(void)
 	tcase_add_test(tc, test_ring_corrupt);
 	tcase_add_test(tc, test_ring_add_reject);
 	tcase_add_test(tc, test_ring_fd_passing);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("stats");
+	tcase_add_test(tc, test_stats_merge);
+	tcase_add_test(tc, test_stats_percentile_accuracy);
+	tcase_add_test(tc, test_stats_basic_layout);
+	tcase_add_test(tc, test_stats_bad_header);
+	tcase_add_test(tc, test_stats_bad_chunk);
+	tcase_add_test(tc, test_stats_bad_record_len);
+	tcase_add_test(tc, test_stats_bad_hist_ref);
+	tcase_add_test(tc, test_stats_bad_run_refs);
+	tcase_add_test(tc, test_stats_skipped_records);
+	tcase_add_test(tc, test_stats_saturation);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("ring_concurrent");
