@@ -2828,13 +2828,13 @@ static uint64_t hcount(const struct sp_qagg *q)
  * The layout most hostile cases start from: arena 1 in chunk 1 (ARENA,
  * then SQL_X with db times 100 and 5000: two histogram blocks), arena 2
  * in chunk 2 (ARENA, SQL_Y with 300), chunk 3 taken by arena 2 and empty.
- * *qx and *qy: the two query records.
+ * *qx and *qy: the two query records. sb_fill_basic writes it into a
+ * buffer whose header is made, sb_basic into a new anonymous one.
  */
-static void sb_basic(struct sbuf *b, struct sp_agg_query **qx, struct sp_agg_query **qy)
+static void sb_fill_basic(struct sbuf *b, struct sp_agg_query **qx, struct sp_agg_query **qy)
 {
 	uint32_t c1, c2;
 
-	sb_init(b, 4);
 	c1 = sb_chunk(b, 1);
 	sb_arena(b, c1, 1, 11);
 	*qx = sb_query(b, c1, SQL_X, SP_KIND_STMT);
@@ -2845,6 +2845,12 @@ static void sb_basic(struct sbuf *b, struct sp_agg_query **qx, struct sp_agg_que
 	*qy = sb_query(b, c2, SQL_Y, SP_KIND_STMT);
 	sb_exec(b, *qy, c2, 300);
 	sb_chunk(b, 2);
+}
+
+static void sb_basic(struct sbuf *b, struct sp_agg_query **qx, struct sp_agg_query **qy)
+{
+	sb_init(b, 4);
+	sb_fill_basic(b, qx, qy);
 }
 
 /* Merge b into a fresh collector *c (monotonic clock). */
@@ -3483,6 +3489,586 @@ START_TEST(test_stats_saturation)
 }
 END_TEST
 
+
+/* ---- shared statistics: delivery -------------------------------------------- */
+
+/* Append a copy of chunk ci of b as the preload sends it: the header
+ * chunk's header only, another chunk up to its used. */
+static void put_chunk(struct enc *e, struct sbuf *b, uint32_t ci)
+{
+	uint32_t len = ci ? sb_ch(b, ci)->used : (uint32_t)sizeof(struct sp_stats_hdr);
+
+	put_copy(e, ci, b->map + (size_t)ci * SP_STATS_CHUNK, len);
+}
+
+static void send_msg(struct sp_coll *c, struct enc *e, const char *what)
+{
+	size_t len = enc_end(e);
+
+	expect_accept(c, e->buf, len, e->pid, what);
+}
+
+/* The aggregates that must be equal between two ways of merging. */
+static void qagg_assert_eq(const struct sp_qagg *a, const struct sp_qagg *b, const char *what)
+{
+	ck_assert_msg(a->count == b->count && a->total_ns == b->total_ns && a->self_ns == b->self_ns &&
+			      a->wall_ns == b->wall_ns && a->rows == b->rows && a->min_ns == b->min_ns &&
+			      a->max_ns == b->max_ns && a->runs == b->runs && a->max_run == b->max_run,
+		      "%s: aggregates differ (count %lu vs %lu)", what, (unsigned long)a->count,
+		      (unsigned long)b->count);
+	ck_assert_msg(hcount(a) == hcount(b), "%s: histograms differ", what);
+	if (a->hist && b->hist)
+		ck_assert_msg(sp_hist_quantile(a->hist, 0.5) == sp_hist_quantile(b->hist, 0.5),
+			      "%s: medians differ", what);
+}
+
+/*
+ * An image that could not share its statistics sends a copy of every
+ * chunk before BYE (SP_REC_STATS_COPY): the copies are kept in the
+ * memfd's layout, in any order, a chunk sent twice replaces itself, and
+ * they are merged at the end of the recording - exactly as the buffer
+ * merged directly - once.
+ */
+START_TEST(test_stats_copy)
+{
+	struct sbuf b;
+	struct sp_agg_query *qx, *qy;
+	struct sp_coll c, ref;
+	struct sp_proc pbuf;
+	struct enc e = { 0 };
+	uint64_t refexecs;
+
+	sb_basic(&b, &qx, &qy);
+	sb_run(&b, qx, 1, 3);
+	sb_hdr(&b)->unattributed = 1;
+	sb_merge(&ref, &b);
+	refexecs = get_proc(&ref, PID_A, &pbuf)->execs;
+	ck_assert_uint_eq(refexecs, 4);
+
+	sp_coll_init(&c);
+	enc_begin(&e, PID_A, 1, 0);
+	put_hello(&e, exe_path, SP_CLOCK_MONOTONIC);
+	send_msg(&c, &e, "HELLO");
+	ck_assert_int_eq(get_proc(&c, PID_A, &pbuf)->no_stats, 1);
+	/* chunk 2 first, then 0 and 1 in one message; 3 is empty (sent too) */
+	enc_begin(&e, PID_A, 2, 0);
+	put_chunk(&e, &b, 2);
+	send_msg(&c, &e, "copy of chunk 2");
+	ck_assert_uint_eq(c.nstats, 1);
+	ck_assert_int_eq(c.stats[0].copy, 1);
+	ck_assert_uint_eq(c.stats[0].pid, PID_A);
+	ck_assert_uint_eq(c.stats[0].image, 1);
+	ck_assert_uint_eq(c.stats[0].size, 3 * SP_STATS_CHUNK);
+	ck_assert_int_eq(get_proc(&c, PID_A, &pbuf)->no_stats, 0);
+	enc_begin(&e, PID_A, 3, 0);
+	put_chunk(&e, &b, 0);
+	put_chunk(&e, &b, 1);
+	put_chunk(&e, &b, 3);
+	send_msg(&c, &e, "copies of chunks 0, 1, 3");
+	ck_assert_uint_eq(c.nstats, 1);
+	ck_assert_uint_eq(c.stats[0].size, 4 * SP_STATS_CHUNK);
+	/* held, not merged: seen live */
+	ck_assert_uint_eq(c.queries.count, 0);
+	ck_assert_uint_eq(get_proc(&c, PID_A, &pbuf)->execs, 0);
+	ck_assert_uint_eq(sp_coll_executions(&c), 3);
+	/* chunk 1 again (a retry): replaces, adds nothing */
+	enc_begin(&e, PID_A, 4, 0);
+	put_chunk(&e, &b, 1);
+	put_bye(&e, 4, 0);
+	send_msg(&c, &e, "chunk 1 again, BYE");
+	ck_assert_uint_eq(c.nstats, 1);
+	ck_assert_uint_eq(sp_coll_executions(&c), 3);
+	ck_assert_uint_eq(c.queries.count, 0);
+
+	sp_coll_finish(&c);
+	ck_assert_uint_eq(c.nstats, 0);
+	ck_assert_uint_eq(stats_bad(&c), 0);
+	ck_assert_uint_eq(get_proc(&c, PID_A, &pbuf)->execs, refexecs);
+	ck_assert_uint_eq(get_proc(&c, PID_A, &pbuf)->unattributed, 1);
+	ck_assert_uint_eq(sp_coll_executions(&c), refexecs);
+	{
+		struct sp_qagg a = qget(&c, SQL_X, SP_KIND_STMT), r = qget(&ref, SQL_X, SP_KIND_STMT);
+
+		ck_assert_uint_eq(a.count, 2);
+		ck_assert_uint_eq(a.runs, 1);
+		qagg_assert_eq(&a, &r, "SQL_X from copies");
+		a = qget(&c, SQL_Y, SP_KIND_STMT);
+		r = qget(&ref, SQL_Y, SP_KIND_STMT);
+		ck_assert_uint_eq(a.count, 1);
+		qagg_assert_eq(&a, &r, "SQL_Y from copies");
+	}
+	/* merged once */
+	sp_coll_finish(&c);
+	ck_assert_uint_eq(qget(&c, SQL_X, SP_KIND_STMT).count, 2);
+	ck_assert_uint_eq(get_proc(&c, PID_A, &pbuf)->execs, refexecs);
+	sp_coll_free(&c);
+	sp_coll_free(&ref);
+
+	/* a chunk never sent reads as zero: its records are missing, no error */
+	sp_coll_init(&c);
+	enc_begin(&e, PID_A, 1, 0);
+	put_hello(&e, exe_path, SP_CLOCK_MONOTONIC);
+	put_chunk(&e, &b, 0);
+	put_chunk(&e, &b, 2);
+	send_msg(&c, &e, "HELLO, chunks 0 and 2");
+	sp_coll_finish(&c);
+	ck_assert_uint_eq(stats_bad(&c), 0);
+	ck_assert_uint_eq(qget(&c, SQL_X, SP_KIND_STMT).count, 0);
+	ck_assert_uint_eq(qget(&c, SQL_Y, SP_KIND_STMT).count, 1);
+	sp_coll_free(&c);
+
+	/* copies without the header chunk: not statistics, counted, nothing */
+	sp_coll_init(&c);
+	enc_begin(&e, PID_A, 1, 0);
+	put_hello(&e, exe_path, SP_CLOCK_MONOTONIC);
+	put_chunk(&e, &b, 1);
+	send_msg(&c, &e, "HELLO, chunk 1 only");
+	sp_coll_finish(&c);
+	ck_assert_uint_eq(stats_bad(&c), 1);
+	ck_assert_uint_eq(c.queries.count, 0);
+	sp_coll_free(&c);
+	enc_free(&e);
+	sb_free(&b);
+}
+END_TEST
+
+/* A new image of the pid (exec: a fresh HELLO) merges the copies of the
+ * image before it at once, under that image's clock; its own copies are
+ * kept apart. A bad copy record rejects its whole message: the copies
+ * held are unchanged. */
+START_TEST(test_stats_copy_images)
+{
+	struct sbuf b;
+	struct sp_agg_query *qx, *qy;
+	struct sp_coll c;
+	struct sp_proc pbuf;
+	struct enc e = { 0 };
+	size_t len, r;
+
+	sb_basic(&b, &qx, &qy);
+	sp_coll_init(&c);
+	c.ns_per_tick = 3.0;
+	enc_begin(&e, PID_A, 1, 0);
+	put_hello(&e, "/bin/first", SP_CLOCK_MONOTONIC);
+	put_chunk(&e, &b, 0);
+	put_chunk(&e, &b, 1);
+	put_chunk(&e, &b, 2);
+	send_msg(&c, &e, "image 1 and its copies");
+
+	/* the same message with a changed chunk 1 and a bad copy last */
+	enc_begin(&e, PID_A, 2, 0);
+	qx->count = 1000;
+	put_chunk(&e, &b, 1);
+	qx->count = 2;
+	r = put_copy(&e, 1, pcs3, 8);
+	len = enc_end(&e);
+	patch32(&e, r + offsetof(struct sp_rec_stats_copy, chunk), SP_STATS_COPY_MAX_CHUNKS);
+	expect_reject(&c, e.buf, len, PID_A, "a good copy, then a copy of chunk 16384");
+	patch32(&e, r + offsetof(struct sp_rec_stats_copy, chunk), 1);
+	patch32(&e, r + offsetof(struct sp_rec_stats_copy, len), SP_STATS_CHUNK + 8);
+	expect_reject(&c, e.buf, len, PID_A, "a good copy, then a copy longer than a chunk");
+
+	enc_begin(&e, PID_A, 3, 0);
+	put_hello(&e, "/bin/second", SP_CLOCK_TSC);
+	send_msg(&c, &e, "image 2 (exec)");
+	ck_assert_uint_eq(c.nstats, 0);
+	ck_assert_uint_eq(get_proc(&c, PID_A, &pbuf)->image, 2);
+	ck_assert_uint_eq(qget(&c, SQL_X, SP_KIND_STMT).count, 2);
+	ck_assert_uint_eq(qget(&c, SQL_X, SP_KIND_STMT).total_ns, 5100); /* not 3 x */
+	enc_begin(&e, PID_A, 4, 0);
+	put_chunk(&e, &b, 0);
+	put_chunk(&e, &b, 2);
+	send_msg(&c, &e, "image 2's copies");
+	ck_assert_uint_eq(c.nstats, 1);
+	ck_assert_uint_eq(c.stats[0].image, 2);
+	ck_assert_int_eq(c.stats[0].clock, SP_CLOCK_TSC);
+	sp_coll_finish(&c);
+	ck_assert_uint_eq(qget(&c, SQL_Y, SP_KIND_STMT).count, 2);
+	ck_assert_uint_eq(qget(&c, SQL_Y, SP_KIND_STMT).total_ns, 300 + 900); /* image 2 in ticks */
+	ck_assert_uint_eq(qget(&c, SQL_X, SP_KIND_STMT).count, 2);
+	sp_coll_free(&c);
+	enc_free(&e);
+	sb_free(&b);
+}
+END_TEST
+
+/* A statistics memfd as the preload makes it: chunks chunks, mapped
+ * shared into b (base: the mapping's address, as the writer's), the
+ * header written; flags for memfd_create (MFD_ALLOW_SEALING), sealed
+ * against shrinking when seal. Returns the descriptor. */
+static int sb_memfd(struct sbuf *b, uint32_t pid, uint32_t chunks, unsigned flags, int seal)
+{
+	int fd = memfd_create("check-stats", MFD_CLOEXEC | flags);
+
+	ck_assert_int_ge(fd, 0);
+	b->size = (size_t)chunks * SP_STATS_CHUNK;
+	ck_assert_int_eq(ftruncate(fd, (off_t)b->size), 0);
+	b->map = mmap(NULL, b->size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	ck_assert_ptr_ne(b->map, MAP_FAILED);
+	b->map_len = b->size;
+	b->base = (uint64_t)(uintptr_t)b->map;
+	sb_header(b, pid);
+	if (seal)
+		ck_assert_int_eq(fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK), 0);
+	return fd;
+}
+
+/* HELLO and its STATS record (announcing size) in one message. */
+static size_t build_hello_stats(struct enc *e, uint32_t pid, uint64_t seq, uint16_t hello_flags,
+				uint64_t size)
+{
+	size_t off;
+
+	enc_begin(e, pid, seq, 0);
+	off = put_hello(e, exe_path, SP_CLOCK_MONOTONIC);
+	patch16(e, off + offsetof(struct sp_rec_hdr, flags), hello_flags);
+	put_stats(e, size);
+	return enc_end(e);
+}
+
+/*
+ * HELLO with the image's statistics memfd (sp_coll_input): mapped, its
+ * descriptor consumed, held per pid and image and read live (the writer
+ * goes on adding), sent again with a reconnect's HELLO without a second
+ * mapping, copies for it ignored, merged once at the end with the
+ * writer's final figures.
+ */
+START_TEST(test_stats_memfd)
+{
+	struct sbuf b;
+	struct sp_agg_query *qx, *qy;
+	struct sp_coll c;
+	struct sp_proc pbuf, *p;
+	struct enc e = { 0 };
+	uint32_t me = (uint32_t)getpid();
+	int fd, fds;
+	size_t len;
+
+	fd = sb_memfd(&b, me, 4, MFD_ALLOW_SEALING, 1);
+	sb_fill_basic(&b, &qx, &qy);
+	sp_coll_init(&c);
+	len = build_hello_stats(&e, me, 1, 0, b.size);
+	fds = count_fds();
+	ck_assert_msg(sp_coll_input(&c, e.buf, len, me, dup(fd)) == 0, "refused: %s", c.last_error);
+	ck_assert_int_eq(count_fds(), fds); /* mapped, descriptor closed */
+	ck_assert_uint_eq(c.nstats, 1);
+	ck_assert_int_eq(c.stats[0].copy, 0);
+	ck_assert_uint_eq(c.stats[0].pid, me);
+	ck_assert_uint_eq(c.stats[0].image, 1);
+	ck_assert_uint_eq(c.stats[0].size, b.size);
+	p = get_proc(&c, me, &pbuf);
+	ck_assert_int_eq(p->hello, 1);
+	ck_assert_int_eq(p->no_stats, 0);
+	ck_assert_uint_eq(c.bad_messages, 0);
+	ck_assert_uint_eq(c.queries.count, 0);
+	ck_assert_uint_eq(sp_coll_executions(&c), 3);
+
+	/* the writer goes on: read live */
+	sb_exec(&b, qx, 1, 700);
+	ck_assert_uint_eq(sp_coll_executions(&c), 4);
+
+	/* a reconnect's HELLO brings the memfd again: kept once */
+	len = build_hello_stats(&e, me, 2, SP_HELLO_RECONNECT, b.size);
+	ck_assert_int_eq(sp_coll_input(&c, e.buf, len, me, dup(fd)), 0);
+	ck_assert_int_eq(count_fds(), fds);
+	ck_assert_uint_eq(c.nstats, 1);
+	ck_assert_uint_eq(get_proc(&c, me, &pbuf)->reconnects, 1);
+	ck_assert_uint_eq(get_proc(&c, me, &pbuf)->image, 1);
+
+	/* copies for an image whose memfd is mapped: ignored */
+	enc_begin(&e, me, 3, 0);
+	put_chunk(&e, &b, 0);
+	put_chunk(&e, &b, 1);
+	len = enc_end(&e);
+	ck_assert_int_eq(sp_coll_message(&c, e.buf, len, me), 0);
+	ck_assert_uint_eq(c.nstats, 1);
+	ck_assert_int_eq(c.stats[0].copy, 0);
+	ck_assert_uint_eq(sp_coll_executions(&c), 4);
+
+	sb_exec(&b, qy, 2, 30);
+	sp_coll_finish(&c);
+	ck_assert_uint_eq(c.nstats, 0);
+	ck_assert_uint_eq(qget(&c, SQL_X, SP_KIND_STMT).count, 3);
+	ck_assert_uint_eq(qget(&c, SQL_X, SP_KIND_STMT).total_ns, 5800);
+	ck_assert_uint_eq(qget(&c, SQL_Y, SP_KIND_STMT).count, 2);
+	ck_assert_uint_eq(get_proc(&c, me, &pbuf)->execs, 5);
+	ck_assert_uint_eq(sp_coll_executions(&c), 5);
+	ck_assert_uint_eq(get_proc(&c, me, &pbuf)->stats_bad, 0);
+	/* let go: later writes reach nobody */
+	sb_exec(&b, qx, 1, 1);
+	ck_assert_uint_eq(sp_coll_executions(&c), 5);
+	sp_coll_free(&c);
+	close(fd);
+	sb_free(&b);
+	enc_free(&e);
+}
+END_TEST
+
+/*
+ * Statistics descriptors the collector refuses: not sealed against
+ * shrinking (with and without MFD_ALLOW_SEALING: the writer could shrink
+ * it under our reads), not a memfd (a pipe, /dev/null), smaller than a
+ * chunk, another size than announced, a header that is not ours or says
+ * another size. Each: -1 with the reason, counted, the descriptor closed,
+ * HELLO applied but the process marked as without statistics.
+ */
+START_TEST(test_stats_memfd_refused)
+{
+	enum { UNSEALED, UNSEALABLE, PIPE, DEVNULL, SMALL, SIZE_DIFFERS, SIZE_ZERO, HDR_MAGIC,
+	       HDR_SIZE, HDR_CHUNK, NCASES };
+	static const struct {
+		const char *what, *want;
+	} cases[NCASES] = {
+		{ "not sealed", "sealed against shrinking" },
+		{ "made without MFD_ALLOW_SEALING", "sealed against shrinking" },
+		{ "a pipe", "not a memfd" },
+		{ "/dev/null", "not a memfd" },
+		{ "4096 bytes", "not a shmem memfd of 4096 bytes" },
+		{ "announced one chunk more", "not a shmem memfd of" },
+		{ "announced 0 bytes", "not a shmem memfd of 0 bytes" },
+		{ "bad magic", "bad header" },
+		{ "header says another size", "bad header" },
+		{ "header says another chunk size", "bad header" },
+	};
+	uint32_t me = (uint32_t)getpid();
+
+	for (int k = 0; k < NCASES; k++) {
+		struct sbuf b = { 0 };
+		struct sp_agg_query *qx, *qy;
+		struct sp_coll c;
+		struct sp_proc pbuf, *p;
+		struct enc e = { 0 };
+		uint64_t size = 4 * SP_STATS_CHUNK;
+		int fd = -1, give, pfd[2] = { -1, -1 }, fds, rc;
+		size_t len;
+
+		switch (k) {
+		case UNSEALED: fd = sb_memfd(&b, me, 4, MFD_ALLOW_SEALING, 0); break;
+		case UNSEALABLE: fd = sb_memfd(&b, me, 4, 0, 0); break;
+		case PIPE: ck_assert_int_eq(pipe2(pfd, O_CLOEXEC), 0); break;
+		case DEVNULL: fd = open("/dev/null", O_RDWR | O_CLOEXEC); break;
+		case SMALL:
+			fd = memfd_create("check-stats", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+			ck_assert_int_eq(ftruncate(fd, 4096), 0);
+			ck_assert_int_eq(fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK), 0);
+			size = 4096;
+			break;
+		default: fd = sb_memfd(&b, me, 4, MFD_ALLOW_SEALING, 1); break;
+		}
+		ck_assert_int_ge(k == PIPE ? pfd[0] : fd, 0);
+		if (b.map)
+			sb_fill_basic(&b, &qx, &qy);
+		if (k == SIZE_DIFFERS)
+			size += SP_STATS_CHUNK;
+		if (k == SIZE_ZERO)
+			size = 0;
+		if (k == HDR_MAGIC)
+			sb_hdr(&b)->magic = SP_RING_MAGIC;
+		if (k == HDR_SIZE)
+			sb_hdr(&b)->size = 2 * SP_STATS_CHUNK;
+		if (k == HDR_CHUNK)
+			sb_hdr(&b)->chunk_size = 4096;
+		sp_coll_init(&c);
+		len = build_hello_stats(&e, me, 1, 0, size);
+		give = dup(k == PIPE ? pfd[0] : fd);
+		fds = count_fds();
+		rc = sp_coll_input(&c, e.buf, len, me, give);
+		ck_assert_msg(rc == -1, "%s: accepted", cases[k].what);
+		ck_assert_msg(count_fds() == fds - 1, "%s: the descriptor is not closed", cases[k].what);
+		ck_assert_msg(strstr(c.last_error, cases[k].want), "%s: '%s' lacks '%s'", cases[k].what,
+			      c.last_error, cases[k].want);
+		ck_assert_uint_eq(c.bad_messages, 1);
+		ck_assert_uint_eq(c.nstats, 0);
+		p = get_proc(&c, me, &pbuf);
+		ck_assert_ptr_nonnull(p);
+		ck_assert_int_eq(p->hello, 1); /* the message itself is applied */
+		ck_assert_int_eq(p->no_stats, 1);
+		ck_assert_uint_eq(c.records, 2);
+		sp_coll_finish(&c);
+		ck_assert_uint_eq(c.queries.count, 0);
+		sp_coll_free(&c);
+		if (fd >= 0)
+			close(fd);
+		if (pfd[0] >= 0) {
+			close(pfd[0]);
+			close(pfd[1]);
+		}
+		if (b.map)
+			sb_free(&b);
+		enc_free(&e);
+	}
+}
+END_TEST
+
+/* The message rules for STATS records, checked before anything applies:
+ * a STATS record needs its descriptor, a descriptor needs exactly one
+ * RING or STATS record, a STATS record inside a message of another pid
+ * is refused. */
+START_TEST(test_stats_record_rules)
+{
+	struct sbuf b;
+	struct sp_agg_query *qx, *qy;
+	struct sp_coll c;
+	struct enc e = { 0 };
+	struct wring w;
+	struct sp_rec_ring rr;
+	struct snap before, after;
+	uint32_t me = (uint32_t)getpid();
+	int fd, mfd, fds;
+	size_t len, off;
+
+	fd = sb_memfd(&b, me, 4, MFD_ALLOW_SEALING, 1);
+	sb_fill_basic(&b, &qx, &qy);
+	sp_coll_init(&c);
+
+	/* no descriptor: the whole message is rejected, HELLO included */
+	len = build_hello_stats(&e, me, 1, 0, b.size);
+	expect_reject(&c, e.buf, len, me, "STATS without its descriptor");
+	ck_assert_ptr_nonnull(strstr(c.last_error, "STATS record without its descriptor"));
+	ck_assert_uint_eq(c.procs.count, 0);
+
+	/* two STATS records with one descriptor */
+	enc_begin(&e, me, 1, 0);
+	put_hello(&e, exe_path, SP_CLOCK_MONOTONIC);
+	put_stats(&e, b.size);
+	put_stats(&e, b.size);
+	len = enc_end(&e);
+	snap_take(&c, &before);
+	fds = count_fds();
+	ck_assert_int_eq(sp_coll_input(&c, e.buf, len, me, dup(fd)), -1);
+	ck_assert_int_eq(count_fds(), fds);
+	ck_assert_ptr_nonnull(strstr(c.last_error, "2 RING and STATS records with one descriptor"));
+	snap_take(&c, &after);
+	snap_assert_eq(&before, &after, "two STATS records");
+
+	/* a RING and a STATS record with one descriptor */
+	mfd = make_memfd_ring(&w, me, 4096, MFD_ALLOW_SEALING, 0);
+	fds = count_fds();
+	enc_begin(&e, me, 1, 0);
+	put_hello(&e, exe_path, SP_CLOCK_MONOTONIC);
+	put_stats(&e, b.size);
+	rr = wr_rec(&w);
+	enc_put(&e, &rr, sizeof(rr), NULL, 0, NULL, 0);
+	len = enc_end(&e);
+	ck_assert_int_eq(sp_coll_input(&c, e.buf, len, me, dup(mfd)), -1);
+	ck_assert_int_eq(count_fds(), fds);
+	ck_assert_ptr_nonnull(strstr(c.last_error, "RING and STATS records with one descriptor"));
+	snap_take(&c, &after);
+	snap_assert_eq(&before, &after, "RING and STATS");
+	close(mfd);
+	wr_unmap(&w);
+	fds = count_fds();
+
+	/* a STATS record claiming another pid than its message */
+	len = build_hello_stats(&e, me, 1, 0, b.size);
+	off = e.ends[1];
+	patch32(&e, off + sizeof(struct sp_rec_hdr), me + 1);
+	ck_assert_int_eq(sp_coll_input(&c, e.buf, len, me, dup(fd)), -1);
+	ck_assert_int_eq(count_fds(), fds);
+	ck_assert_ptr_nonnull(strstr(c.last_error, "pid differs"));
+	snap_take(&c, &after);
+	snap_assert_eq(&before, &after, "STATS of another pid");
+
+	/* a STATS record shorter than its type */
+	enc_begin(&e, me, 1, 0);
+	put_raw(&e, SP_REC_STATS, sizeof(struct sp_rec_stats) - 8);
+	len = enc_end(&e);
+	ck_assert_int_eq(sp_coll_input(&c, e.buf, len, me, dup(fd)), -1);
+	ck_assert_int_eq(count_fds(), fds);
+	snap_take(&c, &after);
+	snap_assert_eq(&before, &after, "short STATS");
+
+	/* and then the good one */
+	len = build_hello_stats(&e, me, 1, 0, b.size);
+	ck_assert_int_eq(sp_coll_input(&c, e.buf, len, me, dup(fd)), 0);
+	ck_assert_uint_eq(c.nstats, 1);
+	sp_coll_finish(&c);
+	ck_assert_uint_eq(qget(&c, SQL_X, SP_KIND_STMT).count, 2);
+	sp_coll_free(&c);
+	close(fd);
+	sb_free(&b);
+	enc_free(&e);
+}
+END_TEST
+
+/*
+ * Over a socket (sp_coll_recv): HELLO with the memfd, BYE, then the end
+ * of the connection merges the image's statistics at once. A later image
+ * of the pid (exec) that never says BYE is merged when the next image
+ * says HELLO, under its own clock.
+ */
+START_TEST(test_stats_recv)
+{
+	struct sbuf b, b2;
+	struct sp_agg_query *qx, *qy, *qz;
+	struct sp_coll c;
+	struct sp_proc pbuf;
+	struct enc e = { 0 };
+	uint32_t me = (uint32_t)getpid();
+	uint8_t *buf = malloc(MSG_CAP + 64);
+	int sv[2], fd, fd2;
+
+	ck_assert_ptr_nonnull(buf);
+	fd = sb_memfd(&b, me, 4, MFD_ALLOW_SEALING, 1);
+	sb_fill_basic(&b, &qx, &qy);
+	sp_coll_init(&c);
+	c.ns_per_tick = 3.0;
+	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv), 0);
+	build_hello_stats(&e, me, 1, 0, b.size);
+	send_fds(sv[1], &e, &fd, 1);
+	ck_assert_int_eq(recv_one(&c, sv[0], me, buf, MSG_CAP, "HELLO + STATS"), 1);
+	ck_assert_uint_eq(c.nstats, 1);
+	enc_begin(&e, me, 2, 0);
+	put_bye(&e, 3, 0);
+	send_fds(sv[1], &e, NULL, 0);
+	ck_assert_int_eq(recv_one(&c, sv[0], me, buf, MSG_CAP, "BYE"), 1);
+	ck_assert_uint_eq(c.nstats, 1); /* destructors after BYE may still count */
+	ck_assert_uint_eq(c.queries.count, 0);
+	sb_exec(&b, qx, 1, 900); /* a library destructor's query after BYE */
+	close(sv[1]);
+	ck_assert_int_eq(recv_one(&c, sv[0], me, buf, MSG_CAP, "EOF after BYE"), -1);
+	close(sv[0]);
+	ck_assert_uint_eq(c.nstats, 0);
+	ck_assert_uint_eq(qget(&c, SQL_X, SP_KIND_STMT).count, 3);
+	ck_assert_uint_eq(qget(&c, SQL_Y, SP_KIND_STMT).count, 1);
+	ck_assert_uint_eq(get_proc(&c, me, &pbuf)->execs, 4);
+	ck_assert_uint_eq(get_proc(&c, me, &pbuf)->bye_execs, 3);
+
+	/* image 2 (after exec), its own memfd; no BYE */
+	fd2 = sb_memfd(&b2, me, 2, MFD_ALLOW_SEALING, 1);
+	qz = sb_query(&b2, sb_chunk(&b2, 1), 0x5151, SP_KIND_STMT);
+	sb_exec(&b2, qz, 1, 1000);
+	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv), 0);
+	build_hello_stats(&e, me, 1, 0, b2.size);
+	send_fds(sv[1], &e, &fd2, 1);
+	ck_assert_int_eq(recv_one(&c, sv[0], me, buf, MSG_CAP, "image 2"), 1);
+	ck_assert_uint_eq(c.nstats, 1);
+	ck_assert_uint_eq(c.stats[0].image, 2);
+	/* image 3 says HELLO (TSC) without statistics: image 2's are merged
+	 * now, in nanoseconds as image 2 counted them */
+	enc_begin(&e, me, 2, 0);
+	put_hello(&e, "/bin/third", SP_CLOCK_TSC);
+	send_fds(sv[1], &e, NULL, 0);
+	ck_assert_int_eq(recv_one(&c, sv[0], me, buf, MSG_CAP, "image 3"), 1);
+	ck_assert_uint_eq(c.nstats, 0);
+	ck_assert_uint_eq(qget(&c, 0x5151, SP_KIND_STMT).count, 1);
+	ck_assert_uint_eq(qget(&c, 0x5151, SP_KIND_STMT).total_ns, 1000);
+	ck_assert_int_eq(get_proc(&c, me, &pbuf)->no_stats, 1);
+	ck_assert_uint_eq(get_proc(&c, me, &pbuf)->image, 3);
+	close(sv[0]);
+	close(sv[1]);
+	sp_coll_finish(&c);
+	ck_assert_uint_eq(qget(&c, SQL_X, SP_KIND_STMT).count, 3); /* once */
+	sp_coll_free(&c);
+	close(fd);
+	close(fd2);
+	sb_free(&b);
+	sb_free(&b2);
+	enc_free(&e);
+	free(buf);
+}
+END_TEST
+
 static Suite *collect_suite(void)
 {
 	Suite *s = suite_create("collect");
@@ -3544,6 +4130,12 @@ static Suite *collect_suite(void)
 	tcase_add_test(tc, test_stats_bad_run_refs);
 	tcase_add_test(tc, test_stats_skipped_records);
 	tcase_add_test(tc, test_stats_saturation);
+	tcase_add_test(tc, test_stats_copy);
+	tcase_add_test(tc, test_stats_copy_images);
+	tcase_add_test(tc, test_stats_memfd);
+	tcase_add_test(tc, test_stats_memfd_refused);
+	tcase_add_test(tc, test_stats_record_rules);
+	tcase_add_test(tc, test_stats_recv);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("ring_concurrent");
