@@ -305,6 +305,14 @@ uint64_t sp_run_begin_slow(struct sp_thread *t, struct sp_stmt *s, sqlite3_stmt 
 		r->flags |= SP_EXEC_RANDOM;
 	if (r->flags & (SP_EXEC_FIRST | SP_EXEC_RANDOM))
 		take_stack(t, r);
+	if ((r->flags & (SP_EXEC_FIRST | SP_EXEC_RANDOM)) == SP_EXEC_FIRST && r->stack_id &&
+	    !sp_first_site(s->shape, r->stack_id)) {
+		/* a first text of a shape already seen first at this stack (a
+		 * dump restore's 100,000 INSERTs): its query has that site
+		 * already, the event would add nothing */
+		r->flags &= (uint16_t)~(SP_EXEC_FIRST | SP_EXEC_SAMPLED);
+		r->stack_id = 0;
+	}
 	r->db = 0;
 	r->rows = 0;
 	sp_status_base(r, st);

@@ -315,7 +315,10 @@ uint64_t sp_sql_note(struct sp_thread *t, const char *sql, size_t len, uint64_t 
 /* SQL records that were lost (ring full): send them now if there is room. */
 extern atomic_int sp_sql_pending;
 void sp_sql_flush(struct sp_thread *t);
-int sp_first_exec(uint64_t sql_id, uint32_t kind); /* 1 the first time in the process */
+/* 1 the first time a text of this kind runs in the process */
+int sp_first_exec(uint64_t sql_id, uint32_t kind);
+/* 1 the first time a first execution of this shape has this stack */
+int sp_first_site(uint64_t shape, uint64_t stack_id);
 extern atomic_ullong sp_untracked;
 void sp_stmt_tables_init(void);
 void sp_probe_status_once(void);

@@ -45,7 +45,7 @@ static inline uint64_t mix64(uint64_t x)
 struct idset {
 	_Atomic uint64_t slot[1u << IDSET_BITS];
 };
-static struct idset *sql_sent, *sql_executed, *stack_sent, *plan_done, *db_callbacks;
+static struct idset *sql_sent, *sql_executed, *first_sites, *stack_sent, *plan_done, *db_callbacks;
 
 /* Returns 1 if id was not in the set (and is now), 0 if it was. Probing is
  * bounded: when IDSET_PROBES slots from the id's home are taken, the set
@@ -151,6 +151,12 @@ int sp_first_exec(uint64_t sql_id, uint32_t kind)
 	return idset_add(sql_executed, kind == SP_KIND_EXEC ? sql_id ^ 0x9E3779B97F4A7C15ULL : sql_id);
 }
 
+int sp_first_site(uint64_t shape, uint64_t stack_id)
+{
+	/* full: take the sample (a duplicate is harmless) */
+	return idset_add(first_sites, mix64(shape) ^ stack_id);
+}
+
 int sp_stack_first(uint64_t h);
 void sp_stack_unsent(uint64_t h);
 
@@ -178,6 +184,7 @@ void sp_stmt_tables_init(void)
 	sp_stmts = map_zero(sizeof(struct sp_stmt) * STMT_N);
 	sql_sent = map_zero(sizeof(struct idset));
 	sql_executed = map_zero(sizeof(struct idset));
+	first_sites = map_zero(sizeof(struct idset));
 	stack_sent = map_zero(sizeof(struct idset));
 	plan_done = map_zero(sizeof(struct idset));
 	db_callbacks = map_zero(sizeof(struct idset));

@@ -81,8 +81,10 @@ void sp_coll_free(struct sp_coll *c)
 		free(((struct sp_proc *)v)->exe);
 	for (it = 0; (v = hmap_next(&c->sqls, &it, NULL));)
 		free(((struct sp_sql *)v)->text);
-	for (it = 0; (v = hmap_next(&c->queries, &it, NULL));)
+	for (it = 0; (v = hmap_next(&c->queries, &it, NULL));) {
 		sp_hist_free(((struct sp_qagg *)v)->hist);
+		free(((struct sp_qagg *)v)->runs_by_len);
+	}
 	for (it = 0; (v = hmap_next(&c->stacks, &it, NULL));)
 		free(((struct sp_stack *)v)->pcs);
 	for (it = 0; (v = hmap_next(&c->errors, &it, NULL));)
@@ -235,6 +237,13 @@ static uint64_t to_mono(const struct sp_coll *c, const struct sp_proc *p, uint64
 		return clamp_u64((double)p->mono_ref +
 				 (double)(int64_t)(t - p->tsc_ref) * c->ns_per_tick);
 	return t;
+}
+
+uint64_t *sp_qagg_runs(struct sp_qagg *q)
+{
+	if (!q->runs_by_len)
+		q->runs_by_len = calloc(SP_RUN_BUCKETS, sizeof(uint64_t));
+	return q->runs_by_len;
 }
 
 int sp_run_bucket(uint64_t len)
@@ -1241,7 +1250,7 @@ void sp_coll_stats_merge(struct sp_coll *c, uint32_t pid, const void *mapv, size
 				q->runs = sat_add(q->runs, a.runs);
 				if (a.max_run > q->max_run)
 					q->max_run = a.max_run;
-				if (a.runs) {
+				if (a.runs && sp_qagg_runs(q)) {
 					struct sp_agg_runs rl;
 					uint64_t longer = 0;
 
@@ -1299,7 +1308,8 @@ void sp_coll_stats_merge(struct sp_coll *c, uint32_t pid, const void *mapv, size
 						q->runs = sat_add(q->runs, 1);
 						if (ar.run_len > q->max_run)
 							q->max_run = ar.run_len;
-						q->runs_by_len[sp_run_bucket(ar.run_len)]++;
+						if (sp_qagg_runs(q))
+							q->runs_by_len[sp_run_bucket(ar.run_len)]++;
 					}
 				} else if (ar.run_query) {
 					p->stats_bad++;

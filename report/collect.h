@@ -95,8 +95,14 @@ struct sp_qagg {
 	 * SQL on one thread (N+1 detection). runs_by_len[i]: runs of length
 	 * i+1 for i < 16, then of length in [2^(i-12), 2^(i-11)). */
 	uint64_t runs, max_run;
-	uint64_t runs_by_len[SP_RUN_BUCKETS];
+	uint64_t *runs_by_len; /* SP_RUN_BUCKETS counts; NULL until a run is
+				* credited (sp_qagg_runs): most texts of a
+				* dump restore have none, and the table of
+				* 100,000 of them stays small */
 };
+
+/* q's run-length counts, made on first use; NULL on ENOMEM. */
+uint64_t *sp_qagg_runs(struct sp_qagg *q);
 
 /* Aggregate per (sql_id, kind, pid, stack_id) over sampled executions. */
 struct sp_sagg {

@@ -357,8 +357,12 @@ static int write_all(sqlite3 *db, struct sp_coll *c, const struct sp_meta *m, ch
 		a->q.runs += q->runs;
 		if (q->max_run > a->q.max_run)
 			a->q.max_run = q->max_run;
-		for (int b = 0; b < SP_RUN_BUCKETS; b++)
-			a->q.runs_by_len[b] += q->runs_by_len[b];
+		if (q->runs_by_len) {
+			if (!sp_qagg_runs(&a->q))
+				goto nomem;
+			for (int b = 0; b < SP_RUN_BUCKETS; b++)
+				a->q.runs_by_len[b] += q->runs_by_len[b];
+		}
 		if (q->hist) {
 			if (!a->q.hist)
 				a->q.hist = sp_hist_new();
@@ -412,7 +416,7 @@ static int write_all(sqlite3 *db, struct sp_coll *c, const struct sp_meta *m, ch
 			for (int b = 0; b < SP_RUN_BUCKETS; b++) {
 				uint64_t lo, hi;
 
-				if (!a->q.runs_by_len[b])
+				if (!a->q.runs_by_len || !a->q.runs_by_len[b])
 					continue;
 				sp_run_bucket_bounds(b, &lo, &hi);
 				if (hi > (uint64_t)INT64_MAX)
@@ -616,8 +620,10 @@ out:
 	while ((v = hmap_next(&fps, &it, NULL)))
 		free(((struct fpinfo *)v)->fingerprint);
 	it = 0;
-	while ((v = hmap_next(&fagg, &it, NULL)))
+	while ((v = hmap_next(&fagg, &it, NULL))) {
 		sp_hist_free(((struct fagg *)v)->q.hist);
+		free(((struct fagg *)v)->q.runs_by_len);
+	}
 	hmap_free(&fps);
 	hmap_free(&fagg);
 	return rc;

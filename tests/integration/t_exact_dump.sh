@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# t_exact_dump.sh - restoring a dump through the sqlite3 shell at default
+# settings: 100,000 INSERTs, each a distinct SQL text (the values are in
+# the text, as .dump writes them), all counted, in one query. Every text
+# is a statement prepared once and run once, so the totals never wait for
+# the collector. Each first text is walked, but only the first of its
+# shape at that stack leaves an event (its query has the site then), not
+# each of the 100,000. (The time record takes after the program
+# exits is measured by `make bench`, not asserted here.)
+. "$(dirname "$0")/lib.sh"
+command -v sqlite3 >/dev/null || skip "no sqlite3 shell"
+N=100000
+
+"$PYTHON" - "$N" >"$TMP/dump.sql" <<'EOF_PY'
+import sys
+n = int(sys.argv[1])
+print("BEGIN TRANSACTION;")
+print("CREATE TABLE t(id INTEGER PRIMARY KEY, name TEXT, v REAL);")
+for i in range(n):
+    print("INSERT INTO t VALUES(%d,'name %d',%d.5);" % (i, i * 7, i))
+print("COMMIT;")
+EOF_PY
+"$SQLPROF" record -q -o "$TMP/p.db" -- sqlite3 "$TMP/new.db" <"$TMP/dump.sql" >"$TMP/out" 2>"$TMP/err" ||
+	fail "sqlite3 under sqlprof failed: $(cat "$TMP/err")"
+[ "$(sqlite3 "$TMP/new.db" 'SELECT count(*) FROM t')" = $N ] || fail "the restore did not load $N rows"
+report_json "$TMP/p.db" "$TMP/r.json"
+expect "$TMP/r.json" -q stmt "INSERT INTO t VALUES (?, ?, ?)" count=$N rows=0
+n=$(sqlite3 "$TMP/p.db" "SELECT samples FROM queries WHERE fingerprint = 'INSERT INTO t VALUES (?, ?, ?)'")
+echo "dump restore: $N distinct INSERT texts counted $N times, $n with a stack"
+[ "$n" -ge 1 ] && [ "$n" -lt 2000 ] || fail "$n of the INSERTs have a stack: expected the first of its shape and the ~1% drawn (not one per text)"
+exit 0
