@@ -66,6 +66,13 @@ static __attribute__((noinline)) int end_other(struct sp_thread *t, struct sp_ru
 	struct sp_stmt *s = (struct sp_stmt *)r; /* run comes first */
 	sqlite3_stmt *st = (sqlite3_stmt *)atomic_load_explicit(&s->key, memory_order_relaxed);
 
+	if ((r->flags & ~(SP_EXEC_RANDOM | SP_EXEC_SAMPLED)) == 0 && r->flags &&
+	    (abandoned || rc == SQLITE_DONE) && end < r->slow_at && s->agg_arena == t->arena_id &&
+	    s->agg) {
+		/* drawn for a stack, otherwise plain */
+		sp_run_end_sampled(t, s, st, end);
+		return rc;
+	}
 	if (r->flags == 0 && (abandoned || rc == SQLITE_DONE) && end < r->slow_at &&
 	    s->agg_arena == t->arena_id && s->agg) {
 		/* plain, but a first value in its histogram block, a run that
@@ -98,7 +105,7 @@ SP_INLINE int end_plain(struct sp_thread *t, struct sp_run *r, int rc, uint64_t 
 {
 	struct sp_stmt *s = (struct sp_stmt *)r;
 	struct sp_agg_query *q = s->agg;
-	int off = atomic_load_explicit(&sp_status_off, memory_order_relaxed);
+	int off = t->status_off; /* >= 0: set before any plain start (run.c) */
 	uint64_t db = r->db, blk;
 	uint32_t i;
 	__m128i now, zero = _mm_setzero_si128(), c;
@@ -205,13 +212,40 @@ static __attribute__((noinline)) int step_general(sqlite3_stmt *st, int drawn)
 	return end_exec(t, r, rc, t1);
 }
 
-/* The countdown hit: draw the next gap, and take the stack. */
-static __attribute__((noinline)) int step_drawn(sqlite3_stmt *st)
+/*
+ * The countdown hit at the start of an execution that sqlite3_step could
+ * otherwise start inline (its checks hold): draw the next gap, take the
+ * stack here - one frame of ours for the walk to climb, since sqlite3_step
+ * jumps to us - and run the step as sqlite3_step does.
+ */
+static __attribute__((noinline)) int step_sampled(sqlite3_stmt *st)
 {
 	struct sp_thread *t = &sp_tls;
+	struct sp_run *r = &t->last_stmt->run;
+	uint64_t t0, t1;
+	int rc;
 
 	t->skip = sp_cfg.rate_one ? 1 : sp_draw_gap(t);
-	return step_general(st, 1);
+	r->stack_id = sp_stack_capture_inline(t);
+	r->flags = r->stack_id ? SP_EXEC_RANDOM | SP_EXEC_SAMPLED : SP_EXEC_RANDOM;
+	sp_status_base(r, st);
+	r->rows = 0;
+	t0 = sp_rdtsc(); /* the walk's time is not the execution's */
+	r->start = t0;
+	r->db = -t0;
+	r->slow_at = t0 + sp_cfg.slow_span;
+	t->cur = r;
+	rc = sp_real.step(st);
+	t1 = sp_rdtsc();
+	t->cur = NULL;
+	r->db += t1;
+	if (likely(rc == SQLITE_ROW)) {
+		r->rows++;
+		if (unlikely(t1 >= r->slow_at))
+			return row_slow(t, r, t1);
+		return rc;
+	}
+	return end_exec(t, r, rc, t1);
 }
 
 /* Not resolved yet, profiling off, inside the profiler, a NULL statement,
@@ -253,13 +287,13 @@ SP_EXPORT int sqlite3_step(sqlite3_stmt *st)
 		return step_general(st, -1);
 	r = &s->run;
 	if (!r->start) {
-		int off = atomic_load_explicit(&sp_status_off, memory_order_relaxed);
+		int off = t->status_off;
 		sp_v4u base;
 
 		if (unlikely(s->agg_arena != t->arena_id || off < 0))
 			return step_general(st, -1);
 		if (unlikely(--t->skip == 0))
-			return step_drawn(st);
+			return step_sampled(st);
 		t0 = sp_rdtsc();
 		r->start = t0;
 		r->db = -t0;

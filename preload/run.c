@@ -99,33 +99,7 @@ int sp_backtrace_keep_errno(uintptr_t *pcs, int max)
 /* The stack of the calling thread above libsqlprof, as a stack id. */
 __attribute__((noinline)) uint64_t sp_stack_capture(struct sp_thread *t)
 {
-	uintptr_t pcs[SP_STACK_MAX + 8], lo, span;
-	int n = -1, skip = 1, depth, i, max;
-	uint64_t h = 0xcbf29ce484222325ULL;
-
-	if (likely(sp_use_cfi_unwinder))
-		n = sp_unwind(pcs, sp_cfg.depth + 16);
-	if (unlikely(n < 0)) /* not ours to unwind (signal frame, no CFI): libgcc's */
-		n = sp_backtrace_keep_errno(pcs, sp_cfg.depth + 16);
-	lo = sp_self_lo;
-	span = sp_self_hi - sp_self_lo;
-	max = sp_cfg.depth;
-	/* pcs[0] is always ours: this function */
-	while (skip < n && pcs[skip] - lo < span)
-		skip++;
-	depth = n - skip;
-	if (depth > max)
-		depth = max;
-	if (depth <= 0)
-		return 0;
-	for (i = 0; i < depth; i++)
-		h = (h ^ (uint64_t)pcs[skip + i]) * 0x100000001b3ULL;
-	h ^= (uint64_t)depth;
-	h |= 1; /* 0 means no stack */
-	/* the same stack as this thread's last one: sent already */
-	if (likely(h == t->last_stack))
-		return h;
-	return sp_stack_note(t, pcs + skip, depth, h);
+	return sp_stack_capture_inline(t);
 }
 
 static void take_stack(struct sp_thread *t, struct sp_run *r)
@@ -144,20 +118,20 @@ static inline uint64_t run_seq(struct sp_thread *t, struct sp_run *r)
 	return r->seq;
 }
 
-/* The EXEC event of a sampled execution that ended at end. */
-static void emit_exec(struct sp_thread *t, struct sp_run *r, uint64_t sql_id, uint64_t db, int rc,
-		      uint64_t end, sp_v4u delta)
+/* The EXEC event of a sampled execution that ended at end: every field
+ * stored once (no clearing first), header and ids in one store each. */
+void sp_emit_exec(struct sp_thread *t, struct sp_run *r, uint64_t sql_id, uint64_t db, int rc,
+		  uint64_t end, sp_v4u delta)
 {
 	struct sp_rec_exec *x = sp_rec_reserve(t, sizeof(*x));
+	uint64_t w;
 
 	if (!x)
 		return;
-	memset(x, 0, sizeof(*x));
-	x->h.type = SP_REC_EXEC;
-	x->h.flags = r->flags & ~SP_RUN_PRIVATE;
-	x->h.len = sizeof(*x);
-	x->pid = t->pid;
-	x->tid = t->tid;
+	w = SP_REC_EXEC | (uint64_t)(r->flags & ~SP_RUN_PRIVATE) << 16 | (uint64_t)sizeof(*x) << 32;
+	__builtin_memcpy(&x->h, &w, sizeof(w));
+	w = (uint64_t)t->pid | (uint64_t)t->tid << 32;
+	__builtin_memcpy(&x->pid, &w, sizeof(w));
 	x->sql_id = sql_id;
 	x->seq = run_seq(t, r);
 	x->parent_seq = r->parent_seq;
@@ -168,14 +142,14 @@ static void emit_exec(struct sp_thread *t, struct sp_run *r, uint64_t sql_id, ui
 	x->nested_time = r->nested_time;
 	x->rows = r->rows;
 	x->stack_id = r->stack_id;
-	x->fullscan_steps = delta[0];
-	x->sorts = delta[1];
-	x->autoindex = delta[2];
-	x->vm_steps = delta[3];
+	__builtin_memcpy(&x->fullscan_steps, &delta, sizeof(delta));
 	x->rc = rc;
 	x->kind = r->kind;
+	x->pad = 0;
 	sp_rec_commit(t, sizeof(*x));
 }
+
+#define emit_exec sp_emit_exec
 
 static void write_error(struct sp_thread *t, struct sp_run *run, uint64_t sql_id, sqlite3 *db,
 			int rc)
@@ -316,7 +290,8 @@ uint64_t sp_run_begin_slow(struct sp_thread *t, struct sp_stmt *s, sqlite3_stmt 
 	r->db = 0;
 	r->rows = 0;
 	sp_status_base(r, st);
-	if (atomic_load_explicit(&sp_status_off, memory_order_relaxed) < 0)
+	t->status_off = atomic_load_explicit(&sp_status_off, memory_order_relaxed);
+	if (t->status_off < 0)
 		r->flags |= SP_RUN_API; /* its end reads them through the API too */
 	/* the walk's time is not the execution's */
 	r->start = sp_now();
@@ -417,6 +392,27 @@ void sp_run_end_slow(struct sp_thread *t, struct sp_stmt *s, sqlite3_stmt *st, i
 	run_unlink(t, r);
 	run_clear(r);
 	errno = saved;
+}
+
+/* The end of a randomly sampled execution that is otherwise plain
+ * (flags RANDOM and perhaps SAMPLED, DONE or abandoned, not slow, its
+ * record this thread's): the plain additions, and its event. */
+void sp_run_end_sampled(struct sp_thread *t, struct sp_stmt *s, sqlite3_stmt *st, uint64_t end)
+{
+	struct sp_run *r = &s->run;
+	struct sp_agg_query *q = s->agg;
+	sp_v4u delta = sp_status_delta(r, st);
+
+	sp_agg_add(q, r, end, delta);
+	if (r->stack_id) {
+		q->samples++;
+		emit_exec(t, r, s->sql_id, s->db, SQLITE_OK, end, delta);
+	}
+	r->start = 0;
+	r->flags = 0;
+	r->seq = 0;
+	r->stack_id = 0;
+	sp_run_note(t, q, s->shape);
 }
 
 /* An execution whose statement SQLite freed without our finalize shim

@@ -65,7 +65,7 @@ struct sp_real {
 						  const char *, const char *), void *);
 	void (*progress_handler)(sqlite3 *, int, int (*)(void *), void *);
 };
-extern struct sp_real sp_real;
+extern struct sp_real sp_real __attribute__((visibility("hidden")));
 extern atomic_int sp_resolved; /* 1 once libsqlite3's functions are resolved */
 /* 1 when profiling is on and the originals are known. */
 extern int sp_hot;
@@ -210,6 +210,9 @@ struct sp_thread {
 	uint32_t tid;          /* 0 until sp_thread_init (also after fork) */
 	uint32_t pid;          /* set with tid */
 	uint32_t exec_depth;   /* exec calls running (exec_runs in use) */
+	int32_t status_off;    /* sp_status_off as this thread last read it
+				* (-1 until the probe found it): the hot path
+				* reads it here, one load from TLS */
 	struct sp_run *cur;    /* execution whose call (step, exec) we are in */
 	uint64_t arena_id;     /* arena ? arena->id : an id no statement has */
 	struct sp_arena *arena;
@@ -465,18 +468,95 @@ int sp_unwind(uintptr_t *pcs, int max);
 extern int sp_use_cfi_unwinder;
 int sp_backtrace_keep_errno(uintptr_t *pcs, int max);
 /* The calling thread's stack above libsqlprof, as a stack id (0: none).
- * Keeps errno. */
+ * Keeps errno. Inlined where a walk starts, so that it has fewer frames of
+ * ours to climb. */
+SP_INLINE uint64_t sp_stack_capture_inline(struct sp_thread *t)
+{
+	uintptr_t pcs[SP_STACK_MAX + 8], lo, span;
+	int n = -1, skip = 1, depth, i, max;
+	uint64_t h = 0xcbf29ce484222325ULL;
+
+	if (likely(sp_use_cfi_unwinder))
+		n = sp_unwind(pcs, sp_cfg.depth + 8);
+	if (unlikely(n < 0)) /* not ours to unwind (signal frame, no CFI): libgcc's */
+		n = sp_backtrace_keep_errno(pcs, sp_cfg.depth + 8);
+	/* read after the walk, so that nothing waits in memory across it */
+	lo = sp_self_lo;
+	span = sp_self_hi - sp_self_lo;
+	max = sp_cfg.depth;
+	/* pcs[0] is always ours: the function this is inlined into */
+	while (skip < n && pcs[skip] - lo < span)
+		skip++;
+	depth = n - skip;
+	if (depth > max)
+		depth = max;
+	if (depth <= 0)
+		return 0;
+	for (i = 0; i < depth; i++)
+		h = (h ^ (uint64_t)pcs[skip + i]) * 0x100000001b3ULL;
+	h ^= (uint64_t)depth;
+	h |= 1; /* 0 means no stack */
+	/* the same stack as this thread's last one: sent already */
+	if (likely(h == t->last_stack))
+		return h;
+	return sp_stack_note(t, pcs + skip, depth, h);
+}
 uint64_t sp_stack_capture(struct sp_thread *t);
+void sp_emit_exec(struct sp_thread *t, struct sp_run *r, uint64_t sql_id, uint64_t db, int rc,
+		  uint64_t end, sp_v4u delta);
+void sp_run_end_sampled(struct sp_thread *t, struct sp_stmt *s, sqlite3_stmt *st, uint64_t end);
 void sp_stack_sets_reset(void); /* fork child: stacks are resent per pid */
 int sp_unwind_init(void);       /* unwind.c: cached CFI unwinder; -1: backtrace() */
 
 /* ---- stream.c ---- */
+/* Per-thread ring of encoded records, in memory shared with the collector
+ * (struct sp_ring_shared in a memfd, see sp_wire.h): the owner thread
+ * writes records and publishes its head; the collector reads them and
+ * publishes its tail. This private part holds what only the owner uses,
+ * so nothing the collector writes can steer the owner's writes. */
+#define SP_RING_SIZE (128u * 1024u)
+#define SP_RING_MASK (SP_RING_SIZE - 1u)
+struct sp_ring {
+	uint32_t head;         /* end of the committed records (also in sh), or
+				* where the next record goes after a PAD the
+				* slow path wrote (published with that record) */
+	uint32_t wlimit;       /* head value up to which writing needs no check,
+				* as of the last slow reservation */
+	uint32_t poked;        /* tail value at which we last woke the collector */
+	uint8_t *data;         /* sh->data */
+	struct sp_ring_shared *sh;
+	int orphan;            /* the collector never got the ring: writes are lost */
+	int dontfork;          /* sh is not inherited by a forked child */
+	struct sp_ring *next;  /* registry, under the registry lock */
+	struct sp_ring *next_idle; /* idle list (thread gone), same lock */
+};
+
 void *sp_rec_reserve_slow(struct sp_thread *t, uint32_t len); /* NULL: lost */
 
 /* Reserve len bytes (multiple of 8) in the thread's ring; NULL when the
- * record is lost (counted). */
-void *sp_rec_reserve(struct sp_thread *t, uint32_t len);
-void sp_rec_commit(struct sp_thread *t, uint32_t len);
+ * record is lost (counted). The common case is a compare against the
+ * producer's own limit (wlimit: where the free linear space ends, as of
+ * the last slow reservation). */
+SP_INLINE void *sp_rec_reserve(struct sp_thread *t, uint32_t len)
+{
+	struct sp_ring *r = t->ring;
+
+	if (likely(r != NULL)) {
+		uint32_t hd = r->head;
+
+		if (likely(r->wlimit - hd >= len)) /* wlimit never falls behind head */
+			return r->data + (hd & SP_RING_MASK);
+	}
+	return sp_rec_reserve_slow(t, len);
+}
+
+SP_INLINE void sp_rec_commit(struct sp_thread *t, uint32_t len)
+{
+	struct sp_ring *r = t->ring;
+
+	r->head += len;
+	__atomic_store_n(&r->sh->head, r->head, __ATOMIC_RELEASE);
+}
 int sp_stream_init(void);       /* constructor: connect, hello */
 void sp_stream_fork_child(void);
 void sp_stream_exit(void);      /* destructor: BYE */

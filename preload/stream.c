@@ -40,28 +40,6 @@
 
 #include "sp_preload.h"
 
-/* Per-thread ring of encoded records, in memory shared with the collector
- * (struct sp_ring_shared in a memfd, see sp_wire.h): the owner thread
- * writes records and publishes its head; the collector reads them and
- * publishes its tail. This private part holds what only the owner uses,
- * so nothing the collector writes can steer the owner's writes. */
-#define SP_RING_SIZE (128u * 1024u)
-#define SP_RING_MASK (SP_RING_SIZE - 1u)
-struct sp_ring {
-	uint32_t head;         /* end of the committed records (also in sh), or
-				* where the next record goes after a PAD the
-				* slow path wrote (published with that record) */
-	uint32_t wlimit;       /* head value up to which writing needs no check,
-				* as of the last slow reservation */
-	uint32_t poked;        /* tail value at which we last woke the collector */
-	uint8_t *data;         /* sh->data */
-	struct sp_ring_shared *sh;
-	int orphan;            /* the collector never got the ring: writes are lost */
-	int dontfork;          /* sh is not inherited by a forked child */
-	struct sp_ring *next;  /* registry, under the registry lock */
-	struct sp_ring *next_idle; /* idle list (thread gone), same lock */
-};
-
 #define RING_SIZE SP_RING_SIZE
 #define RING_MASK SP_RING_MASK
 #define REC_PAD SP_REC_PAD
@@ -631,27 +609,6 @@ void *sp_rec_reserve_slow(struct sp_thread *t, uint32_t len)
 	p = reserve_slow(t, len);
 	pthread_setcancelstate(cancel, NULL);
 	return p;
-}
-
-void *sp_rec_reserve(struct sp_thread *t, uint32_t len)
-{
-	struct sp_ring *r = t->ring;
-
-	if (likely(r != NULL)) {
-		uint32_t hd = r->head;
-
-		if (likely(r->wlimit - hd >= len)) /* wlimit never falls behind head */
-			return r->data + (hd & SP_RING_MASK);
-	}
-	return sp_rec_reserve_slow(t, len);
-}
-
-void sp_rec_commit(struct sp_thread *t, uint32_t len)
-{
-	struct sp_ring *r = t->ring;
-
-	r->head += len;
-	__atomic_store_n(&r->sh->head, r->head, __ATOMIC_RELEASE);
 }
 
 /* ------------------------------------------------------------------ */
