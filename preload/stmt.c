@@ -10,6 +10,9 @@
  * sets are lock-free open-addressing tables updated with compare-and-swap.
  */
 #include <dlfcn.h>
+#include <sys/stat.h>
+#include <stdio.h>
+#include <link.h>
 #include <errno.h>
 #include <stddef.h>
 #include <pthread.h>
@@ -19,6 +22,7 @@
 #include <unistd.h>
 
 #include "sp_preload.h"
+#include "sp_probe.h"
 
 atomic_ullong sp_untracked;
 /* A thread's last_stmt before its first lookup: key 1 (a tombstone) never
@@ -512,100 +516,84 @@ struct sp_stmt *sp_stmt_adopt(struct sp_thread *t, sqlite3_stmt *st)
  */
 _Atomic int sp_status_off = -1;
 
-#define PROBE_OPS 8 /* SQLITE_STMTSTATUS_FULLSCAN_STEP (1) .. FILTER_HIT (8) */
+/* The object file holding pc, as its dl_iterate_phdr name. */
+struct file_of {
+	uintptr_t pc;
+	const char *name;
+};
 
-/* Candidate offsets where aCounter[1..8] equal the API's values. */
-static int probe_match(sqlite3_stmt *st, size_t size, int *cand, int ncand, int first)
+static int file_of_cb(struct dl_phdr_info *info, size_t size, void *arg)
 {
-	uint32_t want[PROBE_OPS + 1];
-	int op, n = 0;
-	size_t off;
+	struct file_of *f = arg;
+	int i;
 
-	for (op = 1; op <= PROBE_OPS; op++)
-		want[op] = (uint32_t)sp_real.stmt_status(st, op, 0);
-	if (first) {
-		for (off = 0; off + sizeof(uint32_t) * (PROBE_OPS + 1) <= size && n < 8; off += 4) {
-			const uint32_t *c = (const uint32_t *)((const char *)st + off);
+	(void)size;
+	for (i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		uintptr_t lo = info->dlpi_addr + ph->p_vaddr;
 
-			for (op = 1; op <= PROBE_OPS && c[op] == want[op]; op++)
-				;
-			if (op > PROBE_OPS)
-				cand[n++] = (int)off;
+		if (ph->p_type == PT_LOAD && f->pc >= lo && f->pc < lo + ph->p_memsz) {
+			f->name = info->dlpi_name;
+			return 1;
 		}
-		return n;
 	}
-	for (int i = 0; i < ncand; i++) {
-		const uint32_t *c = (const uint32_t *)((const char *)st + cand[i]);
+	return 0;
+}
 
-		for (op = 1; op <= PROBE_OPS && c[op] == want[op]; op++)
-			;
-		if (op > PROBE_OPS)
-			cand[n++] = cand[i];
-	}
-	return n;
+/* The layout sqlprof record found for its own libsqlite3, when ours is the
+ * same file (device and inode): -1 otherwise. */
+static int layout_from_env(void)
+{
+	const char *env = getenv(SP_ENV_STATUS_LAYOUT);
+	struct file_of f = { (uintptr_t)sp_real.step, NULL };
+	unsigned long long dev, ino;
+	struct stat st;
+	int off;
+
+	if (!env || sscanf(env, "%d:%llu:%llu", &off, &dev, &ino) != 3 || off < 0 || off > 65536)
+		return -1;
+	dl_iterate_phdr(file_of_cb, &f);
+	if (!f.name || !*f.name || stat(f.name, &st) < 0 || (unsigned long long)st.st_dev != dev ||
+	    (unsigned long long)st.st_ino != ino)
+		return -1;
+	return off;
 }
 
 /*
- * Find where this libsqlite3 keeps its statement counters, on a private
- * in-memory connection without lookaside (so the statement object comes
- * from sqlite3_malloc and sqlite3_msize bounds the scan). The probe runs a
- * statement several times so the counters take distinct values, and keeps
- * only an offset where all eight match the API after every run. Called at
- * the first prepare, when the application has initialised SQLite (we never
- * initialise it first: that would break its sqlite3_config calls).
- * SQLPROF_STATUS=api skips it.
+ * Find where this libsqlite3 keeps its statement counters (sp_probe.h):
+ * handed over by sqlprof record when it is the same library file, else
+ * probed here. Called at the first prepare, when the application has
+ * initialised SQLite (we never initialise it first: that would break its
+ * sqlite3_config calls). SQLPROF_STATUS=api skips it.
  */
 static void probe_status_layout(void)
 {
-	int (*open_v2)(const char *, sqlite3 **, int, const char *) = sp_real.open_v2;
-	int (*db_config)(sqlite3 *, int, ...) = (int (*)(sqlite3 *, int, ...))dlsym(RTLD_NEXT, "sqlite3_db_config");
-	sqlite3_uint64 (*msize)(void *) = (sqlite3_uint64(*)(void *))dlsym(RTLD_NEXT, "sqlite3_msize");
+	struct sp_probe_api api = {
+		.open_v2 = sp_real.open_v2, .close = sp_real.close,
+		.prepare_v2 = sp_real.prepare_v2, .step = sp_real.step, .reset = sp_real.reset,
+		.finalize = sp_real.finalize, .stmt_status = sp_real.stmt_status,
+	};
 	const char *env = getenv("SQLPROF_STATUS");
-	sqlite3 *db = NULL;
-	sqlite3_stmt *st = NULL;
-	int cand[8], n = 0, run;
-	size_t size;
+	int off;
 
 	if (env && !strcmp(env, "api"))
 		return;
-	if (!open_v2 || !sp_real.close || !sp_real.prepare_v2 || !sp_real.step || !sp_real.reset ||
-	    !sp_real.finalize)
-		return;
-	if (!db_config || !msize) {
-		void *h = sp_real.dlopen ? sp_real.dlopen("libsqlite3.so.0", RTLD_LAZY | RTLD_NOLOAD) : NULL;
+	off = layout_from_env();
+	if (off < 0) {
+		api.db_config = (int (*)(sqlite3 *, int, ...))dlsym(RTLD_NEXT, "sqlite3_db_config");
+		api.msize = (sqlite3_uint64(*)(void *))dlsym(RTLD_NEXT, "sqlite3_msize");
+		if (!api.db_config || !api.msize) {
+			void *h = sp_real.dlopen ? sp_real.dlopen("libsqlite3.so.0", RTLD_LAZY | RTLD_NOLOAD)
+						 : NULL;
 
-		if (!h)
-			return;
-		db_config = (int (*)(sqlite3 *, int, ...))dlsym(h, "sqlite3_db_config");
-		msize = (sqlite3_uint64(*)(void *))dlsym(h, "sqlite3_msize");
-		if (!db_config || !msize)
-			return;
+			if (!h)
+				return;
+			api.db_config = (int (*)(sqlite3 *, int, ...))dlsym(h, "sqlite3_db_config");
+			api.msize = (sqlite3_uint64(*)(void *))dlsym(h, "sqlite3_msize");
+		}
+		off = sp_probe_counters(&api);
 	}
-	if (open_v2(":memory:", &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL) != SQLITE_OK)
-		goto out;
-	db_config(db, SQLITE_DBCONFIG_LOOKASIDE, NULL, 0, 0);
-	if (sp_real.prepare_v2(db,
-			       "WITH RECURSIVE c(x) AS (VALUES(1) UNION ALL SELECT x+1 FROM c "
-			       "WHERE x<20) SELECT x FROM c ORDER BY x DESC",
-			       -1, &st, NULL) != SQLITE_OK)
-		goto out;
-	size = (size_t)msize(st);
-	if (size < 64 || size > 65536)
-		goto out;
-	for (run = 0; run < 3; run++) {
-		while (sp_real.step(st) == SQLITE_ROW)
-			;
-		sp_real.reset(st);
-		n = probe_match(st, size, cand, n, run == 0);
-		if (n == 0)
-			goto out;
-	}
-	if (n == 1)
-		atomic_store_explicit(&sp_status_off, cand[0], memory_order_release);
-out:
-	if (st)
-		sp_real.finalize(st);
-	if (db)
-		sp_real.close(db);
+	if (off >= 0)
+		atomic_store_explicit(&sp_status_off, off, memory_order_release);
 }
 
