@@ -46,6 +46,14 @@
 /* Never jump to NULL: a program calling sqlite3_* without libsqlite3. */
 #define MISSING SQLITE_MISUSE
 
+/* A slot's key as one plain load: on x86-64 an aligned load is atomic and
+ * has acquire order already, and the compiler may fold it into the
+ * compare (an _Atomic load it keeps apart). */
+SP_INLINE uintptr_t stmt_key(const struct sp_stmt *s)
+{
+	return *(const uintptr_t *)(const void *)&s->key;
+}
+
 /* &sp_tls, computed afresh: after the real call nothing of ours is kept
  * in a register, so sqlite3_step saves none (the compiler would keep the
  * thread pointer in a callee-saved one, for twelve pushes and pops a
@@ -282,7 +290,7 @@ SP_EXPORT int sqlite3_step(sqlite3_stmt *st)
 		return step_cold(st);
 	/* NULL never matches: no statement's key is 0 (sp_stmt_none's is 1) */
 	s = t->last_stmt;
-	if (unlikely(atomic_load_explicit(&s->key, memory_order_acquire) != (uintptr_t)st ||
+	if (unlikely(stmt_key(s) != (uintptr_t)st ||
 		     t->cur != NULL))
 		return step_general(st, -1);
 	r = &s->run;
@@ -363,7 +371,7 @@ SP_EXPORT int sqlite3_reset(sqlite3_stmt *st)
 	struct sp_stmt *s = t->last_stmt;
 
 	if (likely(t->state == SP_TS_FAST &&
-		   atomic_load_explicit(&s->key, memory_order_acquire) == (uintptr_t)st &&
+		   stmt_key(s) == (uintptr_t)st &&
 		   !s->run.start))
 		return sp_real.reset(st);
 	return reset_general(st);

@@ -86,7 +86,7 @@ struct sp_config {
 	int follow;
 	int plans;               /* SQLPROF_PLANS: capture query plans */
 };
-extern struct sp_config sp_cfg;
+extern struct sp_config sp_cfg __attribute__((visibility("hidden")));
 void sp_read_config(void);
 void sp_warn_bad(const char *var, const char *val, const char *why);
 
