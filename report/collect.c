@@ -359,6 +359,8 @@ static void stats_copy_apply(struct sp_coll *c, struct sp_proc *p, const struct 
 		}
 	if (m && !m->copy)
 		return;
+	if (!m && p->merged_image && p->merged_image >= p->image)
+		return; /* merged already: not counted twice */
 	if (!m) {
 		if (c->nstats == c->stats_cap) {
 			size_t cap = c->stats_cap ? c->stats_cap * 2 : 16;
@@ -499,8 +501,10 @@ static void apply(struct sp_coll *c, struct sp_proc *p, const uint8_t *rec, uint
 
 		p->bye = 1;
 		/* its rings go when its connection closes (sp_coll_recv) */
+		if (p->bye_image != p->image + 1)
+			p->bye_base = p->bye_execs; /* this image's first BYE */
 		p->bye_image = p->image + 1;
-		p->bye_execs += r->executions;
+		p->bye_execs = p->bye_base + r->executions;
 		p->untracked = r->untracked;
 		if (r->lost > p->lost)
 			p->lost = r->lost;
@@ -1082,6 +1086,12 @@ int sp_coll_stats_add(struct sp_coll *c, uint32_t pid, int fd, const struct sp_r
 			return 0;
 		}
 	}
+	if (p->merged_image && p->merged_image >= p->image) {
+		/* merged already (its BYE, then the end of its connection):
+		 * counting it again would count it twice */
+		close(fd);
+		return 0;
+	}
 	seals = fcntl(fd, F_GET_SEALS);
 	if (seals < 0 || !(seals & F_SEAL_SHRINK)) {
 		close(fd);
@@ -1332,6 +1342,12 @@ void sp_coll_stats_retire(struct sp_coll *c, uint32_t pid, uint32_t image)
 		if (pid && (m->pid != pid || m->image > image)) {
 			i++;
 			continue;
+		}
+		{
+			struct sp_proc *mp = hmap_get(&c->procs, &m->pid, 0, NULL);
+
+			if (mp && m->image > mp->merged_image)
+				mp->merged_image = m->image;
 		}
 		sp_coll_stats_merge(c, m->pid, m->map, m->size, m->clock);
 		statmap_free(m);

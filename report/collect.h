@@ -39,6 +39,12 @@ struct sp_proc {
 	uint64_t execs;       /* executions in its statistics (merged so far) */
 	uint64_t events;      /* EXEC events received */
 	uint64_t bye_execs;   /* executions the process says it ended */
+	uint64_t bye_base;    /* bye_execs of its earlier images (a BYE's count
+			       * is cumulative: a failed exec's BYE and the
+			       * exit's of one image are not added up) */
+	uint32_t merged_image; /* images up to this one had their statistics
+				* merged: a resend (a reconnect after BYE) is
+				* not counted again */
 	uint64_t unattributed; /* executions counted with no query (no room) */
 	uint64_t stats_bad;   /* statistics records refused (corrupt) */
 	int no_stats;         /* an image came without shared statistics */
@@ -69,8 +75,7 @@ struct sp_ring {
 };
 
 /*
- * An image's shared statistics (sp_wire.h), mapped read-write (as the
- * memfd is) but only read. Kept per pid and image until merged: when the
+ * An image's shared statistics (sp_wire.h), mapped read-only. Kept per pid and image until merged: when the
  * image is over (its BYE and then the end of its connection, or a later
  * image's HELLO), or at the end of the recording.
  */
@@ -206,9 +211,9 @@ void sp_coll_stats_retire(struct sp_coll *c, uint32_t pid, uint32_t image);
 int sp_coll_message(struct sp_coll *c, const uint8_t *msg, size_t len, uint32_t peer_pid);
 /*
  * A received message and the descriptor that came with it (fd, or -1).
- * fd is consumed in every case: it becomes a ring or is closed. A message
- * with a descriptor must hold exactly one RING record, and one without
- * none; the ring must pass every check (see sp_coll_ring_add) before
+ * fd is consumed in every case: it becomes a ring or statistics, or is
+ * closed. A message with a descriptor must hold exactly one RING or STATS
+ * record, and one without none; the ring must pass every check (see sp_coll_ring_add) before
  * anything of the message is applied. After applying:
  *  - a HELLO that starts a new image first reads and frees the rings of
  *    the pid's earlier image (its BYE never came);

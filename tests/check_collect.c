@@ -4034,6 +4034,30 @@ START_TEST(test_stats_recv)
 	ck_assert_uint_eq(get_proc(&c, me, &pbuf)->execs, 4);
 	ck_assert_uint_eq(get_proc(&c, me, &pbuf)->bye_execs, 3);
 
+	/* the same image connects again after that (the program closed our
+	 * descriptor after BYE) and sends its statistics and a second BYE:
+	 * merged once, and the BYEs' cumulative counts are not added up */
+	{
+		int fd3 = dup(fd);
+
+		ck_assert_int_ge(fd3, 0);
+		ck_assert_int_eq(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv), 0);
+		build_hello_stats(&e, me, 3, SP_HELLO_RECONNECT, b.size);
+		send_fds(sv[1], &e, &fd3, 1);
+		ck_assert_int_eq(recv_one(&c, sv[0], me, buf, MSG_CAP, "reconnect after BYE"), 1);
+		ck_assert_uint_eq(c.nstats, 0); /* not mapped again */
+		enc_begin(&e, me, 4, 0);
+		put_bye(&e, 4, 0);
+		send_fds(sv[1], &e, NULL, 0);
+		ck_assert_int_eq(recv_one(&c, sv[0], me, buf, MSG_CAP, "second BYE"), 1);
+		close(sv[1]);
+		ck_assert_int_eq(recv_one(&c, sv[0], me, buf, MSG_CAP, "EOF again"), -1);
+		close(sv[0]);
+		ck_assert_uint_eq(qget(&c, SQL_X, SP_KIND_STMT).count, 3);
+		ck_assert_uint_eq(get_proc(&c, me, &pbuf)->execs, 4);
+		ck_assert_uint_eq(get_proc(&c, me, &pbuf)->bye_execs, 4);
+	}
+
 	/* image 2 (after exec), its own memfd; no BYE */
 	fd2 = sb_memfd(&b2, me, 2, MFD_ALLOW_SEALING, 1);
 	qz = sb_query(&b2, sb_chunk(&b2, 1), 0x5151, SP_KIND_STMT);
