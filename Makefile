@@ -92,7 +92,7 @@ $(BUILD)/obj/preload/%.o: preload/%.c preload/*.h
 	@mkdir -p $(@D)
 	$(CC) $(PRELOAD_CFLAGS) -fPIC -fvisibility=hidden -ftls-model=initial-exec -fno-tree-slp-vectorize -c $< -o $@
 
-$(BUILD)/obj/%.o: %.c $(wildcard report/*.h symbolizer/*.h preload/sp_wire.h)
+$(BUILD)/obj/%.o: %.c $(wildcard report/*.h symbolizer/*.h preload/sp_wire.h preload/sp_probe.h)
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) -c $< -o $@
 
