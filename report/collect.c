@@ -66,6 +66,7 @@ void sp_coll_init(struct sp_coll *c)
 	hmap_init(&c->sites, sizeof(struct skey), sizeof(struct sp_sagg));
 	hmap_init(&c->stacks, sizeof(struct stkey), sizeof(struct sp_stack));
 	hmap_init(&c->errors, sizeof(struct ekey), sizeof(struct sp_err));
+	hmap_init(&c->errcodes, 3 * sizeof(uint64_t), sizeof(uint64_t));
 	hmap_init(&c->modules, sizeof(struct mkey), sizeof(struct sp_module));
 	hmap_init(&c->plans, 2 * sizeof(uint64_t), sizeof(struct sp_plan));
 	c->events_max = 200000;
@@ -100,6 +101,7 @@ void sp_coll_free(struct sp_coll *c)
 	hmap_free(&c->sites);
 	hmap_free(&c->stacks);
 	hmap_free(&c->errors);
+	hmap_free(&c->errcodes);
 	hmap_free(&c->modules);
 	free(c->events);
 	while (c->nrings)
@@ -1277,6 +1279,25 @@ void sp_coll_stats_merge(struct sp_coll *c, uint32_t pid, const void *mapv, size
 					q->runs_by_len[0] = sat_add(q->runs_by_len[0],
 								    a.runs > longer ? a.runs - longer : 0);
 				}
+				if (a.errs) {
+					struct sp_agg_errs er;
+
+					if (stats_get(map, stats_ref(a.errs, h.base, used, nchunks, sizeof(er)),
+						      SP_AGG_ERRS, &er, sizeof(er)) == 0) {
+						for (b = 0; b < SP_AGG_ERR_CODES; b++) {
+							uint64_t ek[3] = { a.sql_id, (uint64_t)(int64_t)er.code[b].rc, pid };
+							uint64_t *n;
+
+							if (!er.code[b].count)
+								continue;
+							n = hmap_get(&c->errcodes, ek, 1, NULL);
+							if (n)
+								*n = sat_add(*n, er.code[b].count);
+						}
+					} else {
+						p->stats_bad++;
+					}
+				}
 				if (a.count && !q->hist)
 					q->hist = sp_hist_new();
 				for (b = 0; q->hist && b < SP_HIST_BLOCKS; b++) {
@@ -1355,9 +1376,57 @@ void sp_coll_stats_retire(struct sp_coll *c, uint32_t pid, uint32_t image)
 	}
 }
 
+/*
+ * Failures the statistics counted (exact, by code) beyond those whose
+ * ERROR record arrived: their records were lost with a full ring. Each
+ * such (text, code, process) gets an errors entry "<message lost>" for
+ * the difference, so the failures' table adds up to the queries' errors.
+ */
+static void errors_reconcile(struct sp_coll *c)
+{
+	static const char lost[] = "<message lost: its record was dropped>";
+	struct hmap got;
+	size_t it = 0;
+	const uint64_t *ek;
+	const struct ekey *k;
+	struct sp_err *e;
+	uint64_t *n;
+
+	if (!c->errcodes.count)
+		return;
+	/* what arrived as records, per (text, code, process): one pass */
+	hmap_init(&got, 3 * sizeof(uint64_t), sizeof(uint64_t));
+	while ((e = hmap_next(&c->errors, &it, (const void **)&k))) {
+		uint64_t gk[3] = { k->sql_id, k->rc, k->pid }, *g = hmap_get(&got, gk, 1, NULL);
+
+		if (g)
+			*g += e->count;
+	}
+	it = 0;
+	while ((n = hmap_next(&c->errcodes, &it, (const void **)&ek))) {
+		uint64_t *g = hmap_get(&got, ek, 0, NULL), have = g ? *g : 0;
+
+		if (have < *n) {
+			struct ekey nk = { ek[0], ek[1], ek[2], 0,
+					   sp_hash_bytes((const uint8_t *)lost, sizeof(lost) - 1) };
+			int created;
+
+			e = hmap_get(&c->errors, &nk, 1, &created);
+			if (e) {
+				if (created)
+					e->msg = dup_n((const uint8_t *)lost, sizeof(lost) - 1);
+				e->count += *n - have;
+			}
+		}
+		*n = 0; /* reconciled: a later finish adds nothing twice */
+	}
+	hmap_free(&got);
+}
+
 void sp_coll_finish(struct sp_coll *c)
 {
 	sp_coll_stats_retire(c, 0, 0);
+	errors_reconcile(c);
 }
 
 /* Descriptors received with one message at most: more make it bad. */

@@ -150,6 +150,9 @@ struct sp_coll {
 	struct hmap sites;   /* {sql_id, kind, pid, stack_id} -> struct sp_sagg */
 	struct hmap stacks;  /* {pid, stack_id} -> struct sp_stack */
 	struct hmap errors;  /* {sql_id, rc, pid, stack_id, msg hash} -> struct sp_err */
+	struct hmap errcodes; /* {sql_id, rc, pid} -> uint64_t: failures by code
+			       * from the statistics (exact), to find those
+			       * whose ERROR record was lost */
 	struct hmap modules; /* {pid, generation, lo} -> struct sp_module */
 	struct hmap plans;   /* {sql_id, plan hash} -> struct sp_plan */
 	struct sp_event *events;

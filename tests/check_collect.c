@@ -2921,8 +2921,8 @@ START_TEST(test_stats_merge)
 	sb_run(&b, q1, c1, 5);
 	sb_run(&b, q1, c1, 40);
 	{
-		/* failures by code: the collector has no use for them (ERROR
-		 * events carry the texts), but must step over the record */
+		/* failures by code: exact, so the failures whose ERROR record
+		 * was lost show as "<message lost...>" (checked below) */
 		struct sp_agg_errs *er = sb_at(&b, sb_rec(&b, c1, SP_AGG_ERRS, sizeof(*er)));
 
 		er->code[0].rc = 19;
@@ -2957,6 +2957,28 @@ START_TEST(test_stats_merge)
 	ck_assert_uint_eq(p->execs, n + 2 + 2);
 	ck_assert_uint_eq(sp_coll_executions(&c), n + 2 + 2);
 	ck_assert_uint_eq(c.queries.count, 2);
+	{
+		/* the failure with code 19 had no ERROR record: after finish
+		 * it is one "<message lost...>" entry; finishing again adds
+		 * nothing */
+		size_t it = 0;
+		const uint64_t *ek;
+		struct sp_err *er;
+		int found = 0;
+
+		ck_assert_uint_eq(c.errors.count, 0);
+		sp_coll_finish(&c);
+		sp_coll_finish(&c);
+		ck_assert_uint_eq(c.errors.count, 1);
+		while ((er = hmap_next(&c.errors, &it, (const void **)&ek))) {
+			ck_assert_uint_eq(ek[0], SQL_X);
+			ck_assert_uint_eq(ek[1], 19);
+			ck_assert_uint_eq(er->count, 1);
+			ck_assert_ptr_nonnull(strstr(er->msg, "message lost"));
+			found = 1;
+		}
+		ck_assert_int_eq(found, 1);
+	}
 
 	x = qget(&c, SQL_X, SP_KIND_STMT);
 	ck_assert_uint_eq(x.count, n);
