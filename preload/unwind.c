@@ -26,6 +26,9 @@
 #include <stdint.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "sp_preload.h"
 
@@ -488,6 +491,9 @@ static __thread struct {
 
 /* Fills `stack` for the calling thread; errno is preserved. Returns 0 or
  * -1. Cold: pthread_getattr_np reads /proc/self/maps in the main thread. */
+/* The loader's record of the main thread's stack top (ld.so exports it). */
+extern void *__libc_stack_end;
+
 __attribute__((noinline, cold)) static int stack_bounds(void)
 {
 	pthread_attr_t a;
@@ -495,6 +501,25 @@ __attribute__((noinline, cold)) static int stack_bounds(void)
 	size_t size;
 	int saved = errno, rc = -1;
 
+	if (syscall(SYS_gettid) == getpid() && __libc_stack_end) {
+		/* The main thread: glibc's pthread_getattr_np would read
+		 * /proc/self/maps for it (~140,000 instructions, and more in a
+		 * process with many mappings). Every frame lies below the
+		 * stack end the loader recorded, in its page or below; the
+		 * walk never reads beneath the caller's own stack pointer, so
+		 * the low bound only has to be below every frame. */
+		struct rlimit rl;
+		uintptr_t hi = ((uintptr_t)__libc_stack_end + 4095) & ~(uintptr_t)4095;
+		uintptr_t span = (uintptr_t)1 << 30;
+
+		if (getrlimit(RLIMIT_STACK, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
+		    rl.rlim_cur < span)
+			span = (uintptr_t)rl.rlim_cur + 65536;
+		stack.hi = hi;
+		stack.lo = hi > span ? hi - span : 0;
+		errno = saved;
+		return 0;
+	}
 	if (pthread_getattr_np(pthread_self(), &a) != 0)
 		goto out;
 	if (pthread_attr_getstack(&a, &addr, &size) == 0 && size >= 64) {
