@@ -116,7 +116,7 @@ SP_INLINE int end_plain(struct sp_thread *t, struct sp_run *r, int rc, uint64_t 
 	int off = t->status_off; /* >= 0: set before any plain start (run.c) */
 	uint64_t db = r->db, blk;
 	uint32_t i;
-	__m128i now, zero = _mm_setzero_si128(), c;
+	__m128i now;
 
 	if (unlikely(r->flags != 0 || end >= r->slow_at))
 		return end_other(t, r, rc, end, abandoned);
@@ -124,22 +124,10 @@ SP_INLINE int end_plain(struct sp_thread *t, struct sp_run *r, int rc, uint64_t 
 	blk = q->hist[i / SP_HIST_PER_BLOCK];
 	if (unlikely(!blk || t->run_q != q))
 		return end_other(t, r, rc, end, abandoned);
-	now = _mm_loadu_si128((const __m128i *)(uintptr_t)(atomic_load_explicit(&s->key, memory_order_relaxed) +
-					       (uintptr_t)off + 4 * SQLITE_STMTSTATUS_FULLSCAN_STEP));
-	now = _mm_sub_epi32(now, _mm_load_si128((const __m128i *)r->base));
-	c = _mm_loadu_si128((const __m128i *)&q->fullscan_steps);
-	_mm_storeu_si128((__m128i *)&q->fullscan_steps, _mm_add_epi64(c, _mm_unpacklo_epi32(now, zero)));
-	c = _mm_loadu_si128((const __m128i *)&q->autoindex);
-	_mm_storeu_si128((__m128i *)&q->autoindex, _mm_add_epi64(c, _mm_unpackhi_epi32(now, zero)));
-	q->count++;
-	q->db += db;
-	q->wall += end - r->start;
-	q->rows += r->rows;
-	if (unlikely(db < q->min))
-		q->min = db;
-	if (unlikely(db > q->max))
-		q->max = db;
-	((struct sp_agg_hist *)(uintptr_t)blk)->bucket[i % SP_HIST_PER_BLOCK]++;
+	now = _mm_loadu_si128((const __m128i *)(uintptr_t)(stmt_key(s) + (uintptr_t)off +
+							   4 * SQLITE_STMTSTATUS_FULLSCAN_STEP));
+	sp_agg_add_in(q, r, end, _mm_sub_epi32(now, _mm_load_si128((const __m128i *)r->base)),
+		      &((struct sp_agg_hist *)(uintptr_t)blk)->bucket[i % SP_HIST_PER_BLOCK]);
 	++*t->run_len;
 	r->start = 0;
 	return rc;
@@ -165,6 +153,28 @@ SP_INLINE int end_exec(struct sp_thread *t, struct sp_run *r, int rc, uint64_t e
 }
 
 static int step_cold(sqlite3_stmt *st);
+
+static int end_other(struct sp_thread *t, struct sp_run *r, int rc, uint64_t end, int abandoned);
+SP_INLINE int end_exec(struct sp_thread *t, struct sp_run *r, int rc, uint64_t end);
+static int row_slow(struct sp_thread *t, struct sp_run *r, uint64_t now);
+
+/* After the real sqlite3_step of a fast or sampled step returned rc at
+ * t1: the call is over (t->cur), its time added; a row, or the end. */
+SP_INLINE int step_after(struct sp_thread *t, struct sp_run *r, int rc, uint64_t t1)
+{
+	t->cur = NULL;
+	r->db += t1;
+	if (likely(rc == SQLITE_ROW)) {
+		r->rows++;
+		if (unlikely(t1 >= r->slow_at))
+			return row_slow(t, r, t1);
+		return rc;
+	}
+	/* SQLITE_DONE or an error ends the execution. The statement may be
+	 * stepped again without a reset (auto-reset); that starts a new one.
+	 * The slow end keeps errno: its rare syscalls save and restore it. */
+	return end_exec(t, r, rc, t1);
+}
 
 /* A row came back after the slow threshold: take the stack while the
  * caller is still on it. */
@@ -245,15 +255,7 @@ static __attribute__((noinline)) int step_sampled(sqlite3_stmt *st)
 	t->cur = r;
 	rc = sp_real.step(st);
 	t1 = sp_rdtsc();
-	t->cur = NULL;
-	r->db += t1;
-	if (likely(rc == SQLITE_ROW)) {
-		r->rows++;
-		if (unlikely(t1 >= r->slow_at))
-			return row_slow(t, r, t1);
-		return rc;
-	}
-	return end_exec(t, r, rc, t1);
+	return step_after(t, r, rc, t1);
 }
 
 /* Not resolved yet, profiling off, inside the profiler, a NULL statement,
@@ -318,19 +320,7 @@ SP_EXPORT int sqlite3_step(sqlite3_stmt *st)
 	rc = sp_real.step(st);
 	t1 = sp_rdtsc();
 	t = tls_fresh();
-	r = t->cur;
-	t->cur = NULL;
-	r->db += t1;
-	if (likely(rc == SQLITE_ROW)) {
-		r->rows++;
-		if (unlikely(t1 >= r->slow_at))
-			return row_slow(t, r, t1);
-		return rc;
-	}
-	/* SQLITE_DONE or an error ends the execution. The statement may be
-	 * stepped again without a reset (auto-reset); that starts a new one.
-	 * The slow end keeps errno: its rare syscalls save and restore it. */
-	return end_exec(t, r, rc, t1);
+	return step_after(t, t->cur, rc, t1);
 }
 
 /* reset and finalize end an execution still in progress (rows not all

@@ -21,6 +21,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <pthread.h>
+#include <emmintrin.h>
 #include <sqlite3.h>
 
 #include "sp_wire.h"
@@ -388,17 +389,21 @@ SP_INLINE sp_v4u sp_status_delta(const struct sp_run *r, sqlite3_stmt *st)
 }
 
 /*
- * Add one ended execution to its query record (the arena's owner only).
- * Plain stores: a reader sees every field only grow.
+ * Add one ended execution to its query record (the arena's owner only):
+ * d, SQLite's four counters' deltas; bucket, its histogram bucket. Plain
+ * stores and no call: a reader sees every field only grow.
  */
-SP_INLINE void sp_agg_add(struct sp_agg_query *q, const struct sp_run *r, uint64_t end,
-			  sp_v4u d)
+SP_INLINE void sp_agg_add_in(struct sp_agg_query *q, const struct sp_run *r, uint64_t end,
+			     __m128i d, uint64_t *bucket)
 {
 	uint64_t db = r->db;
-	uint32_t i = sp_hist_index(db);
-	uint64_t blk = q->hist[i / SP_HIST_PER_BLOCK];
-	sp_v2q lo = { d[0], d[1] }, hi = { d[2], d[3] }, c;
+	__m128i zero = _mm_setzero_si128(), c;
 
+	c = _mm_loadu_si128((const __m128i *)(void *)&q->fullscan_steps);
+	_mm_storeu_si128((__m128i *)(void *)&q->fullscan_steps,
+			 _mm_add_epi64(c, _mm_unpacklo_epi32(d, zero)));
+	c = _mm_loadu_si128((const __m128i *)(void *)&q->autoindex);
+	_mm_storeu_si128((__m128i *)(void *)&q->autoindex, _mm_add_epi64(c, _mm_unpackhi_epi32(d, zero)));
 	q->count++;
 	q->db += db;
 	q->wall += end - r->start;
@@ -407,22 +412,33 @@ SP_INLINE void sp_agg_add(struct sp_agg_query *q, const struct sp_run *r, uint64
 		q->min = db;
 	if (unlikely(db > q->max))
 		q->max = db;
-	__builtin_memcpy(&c, &q->fullscan_steps, sizeof(c));
-	c += lo;
-	__builtin_memcpy(&q->fullscan_steps, &c, sizeof(c));
-	__builtin_memcpy(&c, &q->autoindex, sizeof(c));
-	c += hi;
-	__builtin_memcpy(&q->autoindex, &c, sizeof(c));
-	if (likely(blk != 0))
-		((struct sp_agg_hist *)(uintptr_t)blk)->bucket[i % SP_HIST_PER_BLOCK]++;
-	else {
-		uint64_t *b = sp_agg_hist_block(q, i / SP_HIST_PER_BLOCK);
+	++*bucket;
+}
 
-		if (b)
-			b[i % SP_HIST_PER_BLOCK]++;
-		else
-			q->hist_lost++;
-	}
+/* The histogram bucket of db in q, its block made if need be; NULL when
+ * there is no room (the value is counted in hist_lost). */
+SP_INLINE uint64_t *sp_agg_bucket(struct sp_agg_query *q, uint64_t db)
+{
+	uint32_t i = sp_hist_index(db);
+	uint64_t blk = q->hist[i / SP_HIST_PER_BLOCK], *b;
+
+	if (likely(blk != 0))
+		return &((struct sp_agg_hist *)(uintptr_t)blk)->bucket[i % SP_HIST_PER_BLOCK];
+	b = sp_agg_hist_block(q, i / SP_HIST_PER_BLOCK);
+	return b ? &b[i % SP_HIST_PER_BLOCK] : NULL;
+}
+
+/* sp_agg_add_in for any execution (d: the counters' deltas). */
+SP_INLINE void sp_agg_add(struct sp_agg_query *q, const struct sp_run *r, uint64_t end,
+			  sp_v4u d)
+{
+	uint64_t *bucket = sp_agg_bucket(q, r->db), lost = 0;
+	__m128i dv;
+
+	__builtin_memcpy(&dv, &d, sizeof(dv));
+	sp_agg_add_in(q, r, end, dv, bucket ? bucket : &lost);
+	if (!bucket)
+		q->hist_lost++;
 }
 
 /* A top-level execution of q ended: its thread's N+1 run goes on or
