@@ -180,26 +180,43 @@ static void write_error(struct sp_thread *t, struct sp_run *run, uint64_t sql_id
 /*
  * Exec calls whose shim frame is gone (an exception or longjmp went
  * through it) are still t->cur. frame is the frame address of an
- * interposer entered now (the exec shim, or step_general, each called
- * from the program's frame): everything that runs inside a live exec call
+ * interposer entered now (the exec shim, or step_general, each reached
+ * from the program's frame). Everything that runs inside a live exec call
  * is deeper on the stack (lower: stacks grow down), so an exec frame at or
- * below frame is gone. End those as abandoned, so that nothing is ever
- * added to a run whose call is not running.
+ * below frame is gone. One above it may be live (we run inside it) or
+ * gone with its memory reused by the program's deeper frames since: the
+ * shim's frame still holds the saved frame pointer and return address it
+ * held at entry while the call is live, so other words there prove it
+ * gone. The frame is read only when it lies in this thread's stack (a
+ * coroutine's stack may be gone: then the call is taken as live). End the
+ * gone ones as abandoned, so that nothing is ever added to a run whose
+ * call is not running.
  */
+static void exec_account(struct sp_thread *t, struct sp_run *r, sqlite3 *db, int rc, uint64_t end,
+			 uint16_t flags);
+
+static int exec_gone(const struct sp_run *r, uintptr_t frame)
+{
+	const uintptr_t *f = (const uintptr_t *)r->frame;
+
+	if (r->frame <= frame)
+		return 1;
+	if (!sp_stack_contains(r->frame, 2 * sizeof(uintptr_t)))
+		return 0;
+	return f[0] != r->frame_link || f[1] != r->frame_ret;
+}
+
 static void close_vanished(struct sp_thread *t, uintptr_t frame)
 {
 	if (!frame)
 		return;
 	while (t->exec_depth && t->cur == &sp_exec_runs[t->exec_depth - 1] &&
-	       t->cur->frame <= frame) {
+	       exec_gone(t->cur, frame)) {
 		struct sp_run *r = t->cur;
 
 		t->cur = r->parent;
-		r->flags |= SP_EXEC_ABANDONED;
-		r->start = 0;
-		r->flags = 0;
-		r->seq = r->nested_time = r->stack_id = 0;
-		r->parent = NULL;
+		/* counted, abandoned: its time is that of the call until now */
+		exec_account(t, r, NULL, SQLITE_OK, sp_now(), SP_EXEC_ABANDONED);
 		t->exec_depth--;
 	}
 }
@@ -444,7 +461,7 @@ void sp_run_stale(struct sp_thread *t, struct sp_stmt *s)
 
 /* ---- sqlite3_exec ---- */
 
-struct sp_run *sp_exec_begin(struct sp_thread *t, uint64_t sql_id, uintptr_t frame)
+struct sp_run *sp_exec_begin(struct sp_thread *t, uint64_t sql_id, uint64_t shape, uintptr_t frame)
 {
 	struct sp_run *r;
 
@@ -457,6 +474,11 @@ struct sp_run *sp_exec_begin(struct sp_thread *t, uint64_t sql_id, uintptr_t fra
 	run_clear(r);
 	r->kind = SP_KIND_EXEC;
 	r->frame = frame;
+	r->sql_id = sql_id;
+	r->shape = shape;
+	/* what the shim's frame holds while the call is live */
+	r->frame_link = ((const uintptr_t *)frame)[0];
+	r->frame_ret = ((const uintptr_t *)frame)[1];
 	r->db = r->rows = 0;
 	run_link(t, r, 0);
 	/* an exec call and a statement of the same text are not the same
@@ -471,16 +493,41 @@ struct sp_run *sp_exec_begin(struct sp_thread *t, uint64_t sql_id, uintptr_t fra
 	return r;
 }
 
-void sp_exec_end(struct sp_thread *t, struct sp_run *r, uint64_t sql_id, uint64_t shape,
-		 sqlite3 *db, int rc, uint64_t end)
+/* An exec call ended (rc; flags: SP_EXEC_ABANDONED when its frame was
+ * found gone): added to its query record, its event if sampled; r is
+ * free again. */
+static void exec_account(struct sp_thread *t, struct sp_run *r, sqlite3 *db, int rc, uint64_t end,
+			 uint16_t flags)
 {
 	static const sp_v4u zero;
-	struct sp_agg_query *q;
+	struct sp_agg_query *q = sp_agg_get(sp_arena_get(t), r->sql_id, SP_KIND_EXEC);
 
-	/* The call returned, so its frame is live: whatever ran inside it
-	 * and vanished is closed; r is the innermost exec again. */
+	r->flags |= flags;
+	if (flags & SP_EXEC_ABANDONED)
+		r->db = end - r->start;
+	if (q) {
+		sp_agg_add(q, r, end, zero);
+		agg_extra(q, r, rc);
+		if (!(r->flags & SP_EXEC_NESTED))
+			sp_run_note(t, q, r->shape ^ 0x9E3779B97F4A7C15ULL);
+	} else {
+		sp_stats_unattributed();
+	}
+	if (r->stack_id)
+		emit_exec(t, r, r->sql_id, (uint64_t)(uintptr_t)db, rc, end, zero);
+	run_unlink(t, r);
+	run_clear(r);
+}
+
+void sp_exec_end(struct sp_thread *t, struct sp_run *r, uint64_t sql_id, sqlite3 *db, int rc,
+		 uint64_t end)
+{
+	/* The call returned, so its frame is live: the exec calls inside it
+	 * whose frames vanished are counted, abandoned; r is the innermost
+	 * exec again. */
 	while (t->exec_depth && &sp_exec_runs[t->exec_depth - 1] != r) {
-		run_clear(&sp_exec_runs[t->exec_depth - 1]);
+		exec_account(t, &sp_exec_runs[t->exec_depth - 1], NULL, SQLITE_OK, end,
+			     SP_EXEC_ABANDONED);
 		t->exec_depth--;
 	}
 	if (!t->exec_depth)
@@ -499,18 +546,6 @@ void sp_exec_end(struct sp_thread *t, struct sp_run *r, uint64_t sql_id, uint64_
 		write_error(t, r, sql_id, db, rc);
 		sp_guard_out(t);
 	}
-	q = sp_agg_get(sp_arena_get(t), sql_id, SP_KIND_EXEC);
-	if (q) {
-		sp_agg_add(q, r, end, zero);
-		agg_extra(q, r, rc);
-		if (!(r->flags & SP_EXEC_NESTED))
-			sp_run_note(t, q, shape ^ 0x9E3779B97F4A7C15ULL);
-	} else {
-		sp_stats_unattributed();
-	}
-	if (r->stack_id)
-		emit_exec(t, r, sql_id, (uint64_t)(uintptr_t)db, rc, end, zero);
-	run_unlink(t, r);
-	run_clear(r);
+	exec_account(t, r, db, rc, end, 0);
 	t->exec_depth--;
 }

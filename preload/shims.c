@@ -165,7 +165,7 @@ SP_EXPORT int sqlite3_exec(sqlite3 *db, const char *sql,
 	saved = errno;
 	sp_thread_ready(t);
 	sql_id = sp_sql_note(t, sql, strlen(sql), &shape);
-	run = sp_exec_begin(t, sql_id, frame);
+	run = sp_exec_begin(t, sql_id, shape, frame);
 	errno = saved;
 	if (!run)
 		return sp_real.exec(db, sql, cb, arg, errmsg);
@@ -176,7 +176,7 @@ SP_EXPORT int sqlite3_exec(sqlite3 *db, const char *sql,
 	t->cur = run->parent;
 	run->db = t1 - run->start;
 	saved = errno;
-	sp_exec_end(t, run, sql_id, shape, db, rc, t1);
+	sp_exec_end(t, run, sql_id, db, rc, t1);
 	errno = saved;
 	return rc;
 }

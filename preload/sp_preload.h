@@ -142,7 +142,10 @@ struct sp_run {
 	uint16_t flags;       /* SP_EXEC_* and SP_RUN_* */
 	uint16_t kind;        /* enum sp_exec_kind */
 	uint32_t pad;
-	uintptr_t frame;      /* exec calls: the shim's frame address */
+	uintptr_t frame;      /* exec calls: the shim's frame address, and */
+	uintptr_t frame_link, frame_ret; /* the saved frame pointer and return
+			       * address there while the call is live */
+	uint64_t sql_id, shape; /* exec calls: their text's */
 	struct sp_run *outer; /* t->cur when the running step call began */
 };
 
@@ -338,9 +341,9 @@ uint64_t sp_run_begin_slow(struct sp_thread *t, struct sp_stmt *s, sqlite3_stmt 
 void sp_run_end_slow(struct sp_thread *t, struct sp_stmt *s, sqlite3_stmt *st, int rc, uint64_t end);
 void sp_run_on_row(struct sp_thread *t, struct sp_stmt *s, uint64_t now);
 /* An exec call: its run (NULL: too deep, not profiled). */
-struct sp_run *sp_exec_begin(struct sp_thread *t, uint64_t sql_id, uintptr_t frame);
-void sp_exec_end(struct sp_thread *t, struct sp_run *r, uint64_t sql_id, uint64_t shape,
-		 sqlite3 *db, int rc, uint64_t end);
+struct sp_run *sp_exec_begin(struct sp_thread *t, uint64_t sql_id, uint64_t shape, uintptr_t frame);
+void sp_exec_end(struct sp_thread *t, struct sp_run *r, uint64_t sql_id, sqlite3 *db, int rc,
+		 uint64_t end);
 /* An execution whose statement SQLite freed without our finalize shim. */
 void sp_run_stale(struct sp_thread *t, struct sp_stmt *s);
 /* Executions until the next random draw hits (>= 1): geometric gaps give
@@ -523,6 +526,8 @@ void sp_emit_exec(struct sp_thread *t, struct sp_run *r, uint64_t sql_id, uint64
 void sp_run_end_sampled(struct sp_thread *t, struct sp_stmt *s, sqlite3_stmt *st, uint64_t end);
 void sp_stack_sets_reset(void); /* fork child: stacks are resent per pid */
 int sp_unwind_init(void);       /* unwind.c: cached CFI unwinder; -1: backtrace() */
+/* 1 when [addr, addr + len) lies in the calling thread's stack. */
+int sp_stack_contains(uintptr_t addr, size_t len);
 
 /* ---- stream.c ---- */
 /* Per-thread ring of encoded records, in memory shared with the collector

@@ -533,6 +533,13 @@ out:
 	return rc;
 }
 
+int sp_stack_contains(uintptr_t addr, size_t len)
+{
+	if (!stack.hi && stack_bounds() < 0)
+		return 0;
+	return addr >= stack.lo && addr < stack.hi && stack.hi - addr >= len;
+}
+
 /* Maps the cache, once per process; later calls return 0. Returns -1 if
  * mmap fails (then sp_unwind always returns -1). */
 int sp_unwind_init(void)
