@@ -14,7 +14,7 @@
  *                       start, db, rows, slow_at, SQLite's counters;
  *                       sampling countdown (1 in 1/rate: run.c walks the
  *                       stack instead)
- *                     cur = this run; real step; clock; cur = outer
+ *                     cur = this run; real step; clock; cur = none
  *                     db += t1 - t0; ROW: rows++, slow? (run.c)
  *   sqlite3_step #2   the same, DONE: the end, inline:
  *                       counters now - at start; the thread's query

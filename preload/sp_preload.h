@@ -121,9 +121,8 @@ SP_INLINE uint64_t sp_now(void)
 
 /*
  * State of one execution in progress (a statement's, or an exec call's).
- * Between executions every field from seq on is 0 (outer and frame
- * aside): the fast start stores only start, db, rows, slow_at and the
- * counter base.
+ * Between executions every field from seq to parent_seq is 0: the fast
+ * start stores only start, db, rows, slow_at and the counter base.
  */
 struct sp_run {
 	uint64_t start;       /* first step; 0: no execution in progress */
@@ -146,7 +145,6 @@ struct sp_run {
 	uintptr_t frame_link, frame_ret; /* the saved frame pointer and return
 			       * address there while the call is live */
 	uint64_t sql_id, shape; /* exec calls: their text's */
-	struct sp_run *outer; /* t->cur when the running step call began */
 };
 
 /* One tracked prepared statement (slot of the lock-free table, stmt.c).

@@ -202,13 +202,6 @@ static void arena_publish(struct sp_arena *a)
 			 __ATOMIC_RELEASE);
 }
 
-/* The arena a query record lives in: its chunk says its number, and the
- * registry finds it. Only the owner calls this, for its own records. */
-static struct sp_arena *arena_of(struct sp_thread *t)
-{
-	return t->arena;
-}
-
 static int tab_grow(struct sp_arena *a)
 {
 	size_t cap = a->tab_cap ? a->tab_cap * 2 : 1024, i;
@@ -268,7 +261,7 @@ struct sp_agg_query *sp_agg_get(struct sp_arena *a, uint64_t sql_id, uint32_t ki
  * there is no room (the value is counted in hist_lost). */
 uint64_t *sp_agg_hist_block(struct sp_agg_query *q, uint32_t block)
 {
-	struct sp_arena *a = arena_of(&sp_tls);
+	struct sp_arena *a = sp_tls.arena /* only the owner adds to its records */;
 	struct sp_agg_hist *h;
 
 	if (!a || block >= SP_HIST_BLOCKS)
@@ -290,7 +283,7 @@ void sp_agg_error(struct sp_agg_query *q, int rc)
 	int i;
 
 	if (!e) {
-		struct sp_arena *a = arena_of(&sp_tls);
+		struct sp_arena *a = sp_tls.arena /* only the owner adds to its records */;
 
 		e = a ? arena_reserve(a, sizeof(*e)) : NULL;
 		if (!e)
@@ -337,7 +330,7 @@ static void run_credit(struct sp_agg_query *q, uint64_t len)
 		struct sp_agg_runs *r = (struct sp_agg_runs *)(uintptr_t)q->runs_by_len;
 
 		if (!r) {
-			struct sp_arena *a = arena_of(&sp_tls);
+			struct sp_arena *a = sp_tls.arena /* only the owner adds to its records */;
 
 			r = a ? arena_reserve(a, sizeof(*r)) : NULL;
 			if (!r)
