@@ -377,11 +377,17 @@ static void stats_copy_apply(struct sp_coll *c, struct sp_proc *p, const struct 
 		*m = (struct sp_statmap){ .pid = p->pid, .image = p->image, .clock = p->clock, .copy = 1 };
 	}
 	if (m->size < need) {
-		uint8_t *nm = realloc(m->map, need);
+		uint8_t *nm;
 
-		if (!nm)
+		/* copies take at most 1 GiB over the recording: beyond, the
+		 * chunk is refused (counted) rather than memory exhausted */
+		if (c->copy_bytes + (need - m->size) > ((size_t)1 << 30) ||
+		    !(nm = realloc(m->map, need))) {
+			p->stats_bad++;
 			return;
+		}
 		memset(nm + m->size, 0, need - m->size);
+		c->copy_bytes += need - m->size;
 		m->map = nm;
 		m->size = need;
 	}
@@ -1078,7 +1084,7 @@ int sp_coll_stats_add(struct sp_coll *c, uint32_t pid, int fd, const struct sp_r
 	void *m;
 	size_t i;
 
-	if (!p) {
+	if (!p || !p->hello) {
 		close(fd);
 		return failf(c, "statistics of pid %u before its HELLO", pid);
 	}
@@ -1300,7 +1306,7 @@ void sp_coll_stats_merge(struct sp_coll *c, uint32_t pid, const void *mapv, size
 				}
 				if (a.count && !q->hist)
 					q->hist = sp_hist_new();
-				for (b = 0; q->hist && b < SP_HIST_BLOCKS; b++) {
+				for (b = 0; q->hist && a.count && b < SP_HIST_BLOCKS; b++) {
 					struct sp_agg_hist hb;
 					uint32_t k;
 
@@ -1323,6 +1329,8 @@ void sp_coll_stats_merge(struct sp_coll *c, uint32_t pid, const void *mapv, size
 				}
 				if (q->hist && q->count)
 					sp_hist_set_minmax_sum(q->hist, q->min_ns, q->max_ns, q->total_ns);
+			} else if (rh.type == SP_AGG_QUERY) {
+				p->stats_bad++; /* a query record of another length */
 			} else if (rh.type == SP_AGG_ARENA && rh.len == sizeof(struct sp_agg_arena)) {
 				/* its open N+1 run ends with the image: credit it */
 				struct sp_agg_arena ar;

@@ -177,6 +177,7 @@ struct sp_coll {
 	/* Shared statistics not merged yet, in no order. */
 	struct sp_statmap *stats;
 	size_t nstats, stats_cap;
+	size_t copy_bytes;        /* taken by STATS_COPY maps so far, at most 1 GiB */
 	/* Broken rings are reported here, one line each; NULL: nowhere. */
 	FILE *diag;
 };
