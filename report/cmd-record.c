@@ -188,7 +188,7 @@ struct client {
 
 static void status_line(const struct sp_coll *c, int final)
 {
-	fprintf(stderr, "\rsqlprof: %llu executions, %zu processes, %llu lost%s",
+	fprintf(stderr, "\rsqlprof: %llu executions, %zu processes, %llu events lost%s",
 		(unsigned long long)sp_coll_executions(c), c->procs.count,
 		(unsigned long long)sp_coll_lost(c), final ? "\n" : "   ");
 }
@@ -730,7 +730,7 @@ int cmd_record(int argc, char **argv)
 		fprintf(stderr, "sqlprof record: %s; the profile is saved in %s instead\n", err, saved);
 	if (!o.quiet) {
 		explain_empty(&c);
-		fprintf(stderr, "sqlprof: %llu executions from %zu process(es), %llu lost; profile in %s\n",
+		fprintf(stderr, "sqlprof: %llu executions from %zu process(es), %llu events lost; profile in %s\n",
 			(unsigned long long)sp_coll_executions(&c), c.procs.count,
 			(unsigned long long)sp_coll_lost(&c), wrote ? saved : o.output);
 	}
