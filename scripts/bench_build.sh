@@ -38,3 +38,17 @@ for p in fwd_preload timing_preload tracev2_preload rusage_preload; do
 	build "$out/$p.so" "$root/bench/$p.c" -shared -fPIC -fvisibility=hidden -Wl,-z,now -ldl
 done
 cp "$root/bench/workload.py" "$out/workload.py"
+
+# speedtest1, SQLite's own benchmark, from outside the repository (never
+# copied into it): built as /work/shared/bench/README.md says, against the
+# system library, when ../shared/bench/speedtest1.c exists next to the
+# repository. bench_run.py skips its section, and says so, when it does not.
+st1=$(dirname "$root")/shared/bench/speedtest1.c
+if [ -f "$st1" ]; then
+	if ! { [ "$out/speedtest1" -nt "$st1" ] && [ "$out/speedtest1" -nt "$0" ]; }; then
+		"$CC" -O2 -g -o "$out/speedtest1" "$st1" -lsqlite3 -lm
+	fi
+else
+	rm -f "$out/speedtest1"
+	echo "bench_build: $st1 not found: speedtest1 not built (make bench skips it)" >&2
+fi
