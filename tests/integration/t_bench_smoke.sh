@@ -43,8 +43,8 @@ if r["capture"]["frames"] != 20:
                 % r["capture"]["frames"])
 if not r["collector"]["streamgen"]["records_per_s_cpu"] > 0:
     errs.append("streamgen: no ingest rate")
-if len(r["targets"]) != 7:
-    errs.append("expected 7 targets, got %d" % len(r["targets"]))
+if len(r["targets"]) != 10:
+    errs.append("expected 10 targets, got %d" % len(r["targets"]))
 for e in errs:
     print("FAIL:", e, file=sys.stderr)
 sys.exit(1 if errs else 0)
