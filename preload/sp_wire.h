@@ -430,6 +430,20 @@ struct sp_agg_hist {
 /* Run lengths as the collector keeps them: i < 16 is length i + 1, then
  * lengths [2^(i-12), 2^(i-11)). Length-1 runs are runs minus the rest. */
 #define SP_AGG_RUN_BUCKETS 64
+
+/* The bucket of a run of len >= 1 executions. */
+static inline int sp_run_len_bucket(uint64_t len)
+{
+	int b = 0;
+
+	if (len <= 16)
+		return (int)len - 1;
+	while ((len >> b) > 1)
+		b++;
+	/* len in [2^b, 2^(b+1)), b >= 4 */
+	b += 12;
+	return b < SP_AGG_RUN_BUCKETS ? b : SP_AGG_RUN_BUCKETS - 1;
+}
 struct sp_agg_runs {
 	struct sp_rec_hdr h;  /* SP_AGG_RUNS */
 	uint64_t by_len[SP_AGG_RUN_BUCKETS];

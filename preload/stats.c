@@ -307,19 +307,6 @@ void sp_agg_error(struct sp_agg_query *q, int rc)
 	e->other++;
 }
 
-/* Bucket of a run length, as the collector keeps them (sp_wire.h). */
-static int run_bucket(uint64_t len)
-{
-	int b = 0;
-
-	if (len <= 16)
-		return (int)len - 1;
-	while ((len >> b) > 1)
-		b++;
-	b += 12;
-	return b < SP_AGG_RUN_BUCKETS ? b : SP_AGG_RUN_BUCKETS - 1;
-}
-
 /* Credit a closed run of len executions to q. */
 static void run_credit(struct sp_agg_query *q, uint64_t len)
 {
@@ -340,7 +327,7 @@ static void run_credit(struct sp_agg_query *q, uint64_t len)
 			arena_publish(a);
 			q->runs_by_len = (uint64_t)(uintptr_t)r;
 		}
-		r->by_len[run_bucket(len)]++;
+		r->by_len[sp_run_len_bucket(len)]++;
 	}
 }
 

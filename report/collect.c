@@ -250,15 +250,7 @@ uint64_t *sp_qagg_runs(struct sp_qagg *q)
 
 int sp_run_bucket(uint64_t len)
 {
-	int b = 0;
-
-	if (len <= 16)
-		return (int)len - 1;
-	while ((len >> b) > 1)
-		b++;
-	/* len in [2^b, 2^(b+1)), b >= 4 */
-	b += 12;
-	return b < SP_RUN_BUCKETS ? b : SP_RUN_BUCKETS - 1;
+	return sp_run_len_bucket(len); /* the preload's own (sp_wire.h) */
 }
 
 void sp_run_bucket_bounds(int b, uint64_t *lo, uint64_t *hi)
