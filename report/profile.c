@@ -57,10 +57,11 @@ static const char *kind_name(uint64_t k)
 	return k == SP_KIND_EXEC ? "exec" : "stmt";
 }
 
-/* Fingerprint of each distinct SQL text, computed once. */
+/* Fingerprint of each distinct SQL text (its text owned by the
+ * write's fptext map, one per fingerprint id). */
 struct fpinfo {
 	uint64_t fp_id;
-	char *fingerprint;
+	const char *fingerprint;
 	const char *text;
 };
 
@@ -215,7 +216,7 @@ static int write_frames(sqlite3 *db, struct sp_coll *c, const struct sp_meta *m)
 static int write_all(sqlite3 *db, struct sp_coll *c, const struct sp_meta *m, char *err,
 		     size_t errlen)
 {
-	struct hmap fps, fagg;
+	struct hmap fps, fagg, fptext;
 	sqlite3_stmt *st = NULL;
 	size_t it;
 	const void *k;
@@ -224,6 +225,7 @@ static int write_all(sqlite3 *db, struct sp_coll *c, const struct sp_meta *m, ch
 	char buf[64];
 
 	hmap_init(&fps, sizeof(uint64_t), sizeof(struct fpinfo));
+	hmap_init(&fptext, sizeof(uint64_t), sizeof(char *));
 	hmap_init(&fagg, 2 * sizeof(uint64_t), sizeof(struct fagg));
 
 	if (exec_sql(db, schema, err, errlen) < 0 || exec_sql(db, "BEGIN", err, errlen) < 0)
@@ -293,6 +295,8 @@ static int write_all(sqlite3 *db, struct sp_coll *c, const struct sp_meta *m, ch
 		struct sp_sql *s = v;
 		struct fpinfo *fi = hmap_get(&fps, k, 1, NULL);
 		const char *text = s->text ? s->text : "";
+		char **fp;
+		int created;
 
 		if (!fi)
 			goto nomem;
@@ -300,11 +304,30 @@ static int write_all(sqlite3 *db, struct sp_coll *c, const struct sp_meta *m, ch
 		if (text[0] == '<' && text[strlen(text) - 1] == '>' &&
 		    !strcmp(text, "<statement without SQL text>")) {
 			/* the preload's placeholder: keep it readable */
-			fi->fingerprint = strdup(text);
 			fi->fp_id = sp_hash64(text, strlen(text));
+			fp = hmap_get(&fptext, &fi->fp_id, 1, &created);
+			if (fp && created)
+				*fp = strdup(text);
 		} else {
-			fi->fingerprint = sp_fingerprint(text, strlen(text), &fi->fp_id);
+			/* the collector computed the id when the text arrived;
+			 * the fingerprint's text is made once per id (a dump's
+			 * 100,000 INSERT texts have one) */
+			uint64_t id = s->fp_id;
+			char *made = NULL;
+
+			if (!id) {
+				made = sp_fingerprint(text, strlen(text), &id);
+				if (!made)
+					goto nomem;
+			}
+			fi->fp_id = id;
+			fp = hmap_get(&fptext, &id, 1, &created);
+			if (fp && created)
+				*fp = made ? made : sp_fingerprint(text, strlen(text), &id);
+			else
+				free(made);
 		}
+		fi->fingerprint = fp ? *fp : NULL;
 		if (!fi->fingerprint)
 			goto nomem;
 		sqlite3_bind_int64(st, 1, *(const sqlite3_int64 *)k);
@@ -617,8 +640,9 @@ sqlerr:
 out:
 	sqlite3_finalize(st);
 	it = 0;
-	while ((v = hmap_next(&fps, &it, NULL)))
-		free(((struct fpinfo *)v)->fingerprint);
+	while ((v = hmap_next(&fptext, &it, NULL)))
+		free(*(char **)v);
+	hmap_free(&fptext);
 	it = 0;
 	while ((v = hmap_next(&fagg, &it, NULL))) {
 		sp_hist_free(((struct fagg *)v)->q.hist);
