@@ -67,6 +67,7 @@ void sp_coll_init(struct sp_coll *c)
 	hmap_init(&c->stacks, sizeof(struct stkey), sizeof(struct sp_stack));
 	hmap_init(&c->errors, sizeof(struct ekey), sizeof(struct sp_err));
 	hmap_init(&c->errcodes, 3 * sizeof(uint64_t), sizeof(uint64_t));
+	hmap_init(&c->fphists, 2 * sizeof(uint64_t), sizeof(struct sp_fphist));
 	hmap_init(&c->modules, sizeof(struct mkey), sizeof(struct sp_module));
 	hmap_init(&c->plans, 2 * sizeof(uint64_t), sizeof(struct sp_plan));
 	c->events_max = 200000;
@@ -102,6 +103,9 @@ void sp_coll_free(struct sp_coll *c)
 	hmap_free(&c->stacks);
 	hmap_free(&c->errors);
 	hmap_free(&c->errcodes);
+	for (it = 0; (v = hmap_next(&c->fphists, &it, NULL));)
+		sp_hist_free(((struct sp_fphist *)v)->hist);
+	hmap_free(&c->fphists);
 	hmap_free(&c->modules);
 	free(c->events);
 	while (c->nrings)
@@ -1296,31 +1300,63 @@ void sp_coll_stats_merge(struct sp_coll *c, uint32_t pid, const void *mapv, size
 						p->stats_bad++;
 					}
 				}
-				if (a.count && !q->hist)
-					q->hist = sp_hist_new();
-				for (b = 0; q->hist && a.count && b < SP_HIST_BLOCKS; b++) {
-					struct sp_agg_hist hb;
-					uint32_t k;
+				if (a.count) {
+					/* into its fingerprint's histogram when the
+					 * text is known, else its own */
+					const struct sp_sql *sq = hmap_get(&c->sqls, &a.sql_id, 0, NULL);
+					struct sp_fphist *fh = NULL;
+					struct sp_hist *hist;
+					uint64_t mn = to_ns(c, &conv, a.min), mx = to_ns(c, &conv, a.max);
 
-					if (!a.hist[b])
-						continue;
-					if (stats_get(map, stats_ref(a.hist[b], h.base, used, nchunks,
-								     sizeof(hb)),
-						      SP_AGG_HIST, &hb, sizeof(hb)) < 0) {
-						p->stats_bad++;
-						continue;
+					if (sq && sq->fp_id && sq->text &&
+					    strcmp(sq->text, "<statement without SQL text>")) {
+						uint64_t fk[2] = { sq->fp_id, qk.kind };
+						int created;
+
+						fh = hmap_get(&c->fphists, fk, 1, &created);
+						if (fh && created)
+							fh->min_ns = UINT64_MAX;
+						if (fh && !fh->hist)
+							fh->hist = sp_hist_new();
+						hist = fh ? fh->hist : NULL;
+					} else {
+						if (!q->hist)
+							q->hist = sp_hist_new();
+						hist = q->hist;
 					}
-					for (k = 0; k < SP_HIST_PER_BLOCK; k++) {
-						uint64_t lo, w;
+					for (b = 0; hist && b < SP_HIST_BLOCKS; b++) {
+						struct sp_agg_hist hb;
+						uint32_t k;
 
-						if (!hb.bucket[k])
+						if (!a.hist[b])
 							continue;
-						sp_hist_bucket(b * SP_HIST_PER_BLOCK + k, &lo, &w);
-						sp_hist_add_n(q->hist, to_ns(c, &conv, lo + w / 2), hb.bucket[k]);
+						if (stats_get(map, stats_ref(a.hist[b], h.base, used, nchunks,
+									     sizeof(hb)),
+							      SP_AGG_HIST, &hb, sizeof(hb)) < 0) {
+							p->stats_bad++;
+							continue;
+						}
+						for (k = 0; k < SP_HIST_PER_BLOCK; k++) {
+							uint64_t lo, w;
+
+							if (!hb.bucket[k])
+								continue;
+							sp_hist_bucket(b * SP_HIST_PER_BLOCK + k, &lo, &w);
+							sp_hist_add_n(hist, to_ns(c, &conv, lo + w / 2), hb.bucket[k]);
+						}
+					}
+					if (fh && hist) {
+						if (mn < fh->min_ns)
+							fh->min_ns = mn;
+						if (mx > fh->max_ns)
+							fh->max_ns = mx;
+						fh->sum_ns = sat_add(fh->sum_ns, db_ns);
+						fh->count = sat_add(fh->count, a.count);
+						sp_hist_set_minmax_sum(hist, fh->min_ns, fh->max_ns, fh->sum_ns);
+					} else if (hist) {
+						sp_hist_set_minmax_sum(hist, q->min_ns, q->max_ns, q->total_ns);
 					}
 				}
-				if (q->hist && q->count)
-					sp_hist_set_minmax_sum(q->hist, q->min_ns, q->max_ns, q->total_ns);
 			} else if (rh.type == SP_AGG_QUERY) {
 				p->stats_bad++; /* a query record of another length */
 			} else if (rh.type == SP_AGG_ARENA && rh.len == sizeof(struct sp_agg_arena)) {

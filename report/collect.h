@@ -87,6 +87,12 @@ struct sp_statmap {
 	int copy;                 /* map is our malloc'd copy (STATS_COPY) */
 };
 
+/* A fingerprint's histogram, with its exact extremes and sum. */
+struct sp_fphist {
+	struct sp_hist *hist;
+	uint64_t min_ns, max_ns, sum_ns, count;
+};
+
 /* Aggregate per (sql_id, kind): exact over every execution. */
 #define SP_RUN_BUCKETS 64
 
@@ -95,7 +101,8 @@ struct sp_qagg {
 	uint64_t vm_steps, fullscan_steps, sorts, autoindex;
 	uint64_t errors, nested, samples, prepares, prepare_ns;
 	uint64_t min_ns, max_ns; /* exact; min_ns valid when count > 0 */
-	struct sp_hist *hist; /* db time per execution, ns */
+	struct sp_hist *hist; /* db time per execution, ns; NULL when it went
+			       * to its fingerprint's (c->fphists) */
 	/* Runs: maximal sequences of consecutive top-level executions of this
 	 * SQL on one thread (N+1 detection). runs_by_len[i]: runs of length
 	 * i+1 for i < 16, then of length in [2^(i-12), 2^(i-11)). */
@@ -150,6 +157,9 @@ struct sp_coll {
 	struct hmap sites;   /* {sql_id, kind, pid, stack_id} -> struct sp_sagg */
 	struct hmap stacks;  /* {pid, stack_id} -> struct sp_stack */
 	struct hmap errors;  /* {sql_id, rc, pid, stack_id, msg hash} -> struct sp_err */
+	struct hmap fphists; /* {fp_id, kind} -> struct sp_fphist: the db-time
+			      * histogram of every text of a fingerprint, so
+			      * that 100,000 texts of one INSERT share one */
 	struct hmap errcodes; /* {sql_id, rc, pid} -> uint64_t: failures by code
 			       * from the statistics (exact), to find those
 			       * whose ERROR record was lost */

@@ -394,6 +394,19 @@ static int write_all(sqlite3 *db, struct sp_coll *c, const struct sp_meta *m, ch
 			sp_hist_merge(a->q.hist, q->hist);
 		}
 	}
+	/* the histograms the collector kept per fingerprint */
+	it = 0;
+	while ((v = hmap_next(&c->fphists, &it, &k))) {
+		struct sp_fphist *fh = v;
+		struct fagg *a = hmap_get(&fagg, k, 0, NULL);
+
+		if (!a || !fh->hist || !fh->count)
+			continue;
+		if (!a->q.hist && !(a->q.hist = sp_hist_new()))
+			goto nomem;
+		sp_hist_set_minmax_sum(fh->hist, fh->min_ns, fh->max_ns, fh->sum_ns);
+		sp_hist_merge(a->q.hist, fh->hist);
+	}
 	st = prep(db, "INSERT INTO queries VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
 	{
 		sqlite3_stmt *hs = prep(db, "INSERT INTO histograms VALUES(?,?,?,?)");
