@@ -448,8 +448,12 @@ static struct sp_ring *ring_new(struct sp_thread *t)
 	r = mmap(NULL, sizeof(*r), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (sh == MAP_FAILED || r == MAP_FAILED)
 		goto fail;
-	/* a forked child never sees the parent's rings (it makes its own) */
-	r->dontfork = madvise(sh, SHARED_LEN, MADV_DONTFORK) == 0;
+	/* Inherited by a child (not MADV_DONTFORK): a forked child lets go
+	 * of it in its fork handler and makes its own, and a child made by
+	 * a raw clone(), which runs no handler, must find memory where its
+	 * copy of our state points rather than a hole (SIGSEGV at its first
+	 * sampled execution). */
+	r->dontfork = 0;
 	if (!t->tid)
 		sp_thread_init(t);
 	sh->magic = SP_RING_MAGIC;
