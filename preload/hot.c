@@ -36,15 +36,6 @@
 
 #include "sp_preload.h"
 
-#define NEED()                                                                \
-	do {                                                                  \
-		if (unlikely(!atomic_load_explicit(&sp_resolved,              \
-						   memory_order_acquire)))    \
-			sp_resolve();                                         \
-	} while (0)
-
-/* Never jump to NULL: a program calling sqlite3_* without libsqlite3. */
-#define MISSING SQLITE_MISUSE
 
 /* A slot's key as one plain load: on x86-64 an aligned load is atomic and
  * has acquire order already, and the compiler may fold it into the

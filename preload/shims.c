@@ -19,19 +19,6 @@
 
 #include "sp_preload.h"
 
-#define NEED(fn)                                                              \
-	do {                                                                  \
-		if (unlikely(!atomic_load_explicit(&sp_resolved,              \
-						   memory_order_acquire)))    \
-			sp_resolve();                                         \
-	} while (0)
-
-/* Fall-back result when the original cannot be found at all (a program that
- * calls sqlite3_* without libsqlite3 loaded cannot happen, but never jump to
- * NULL). */
-#define MISSING SQLITE_MISUSE
-
-
 /* ---- connections: forwarded untouched (kept for completeness of the API
  * surface and to make sure the originals are resolved early). ---- */
 

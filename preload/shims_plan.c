@@ -33,8 +33,6 @@
 
 #include "sp_preload.h"
 
-#define MISSING SQLITE_MISUSE
-
 struct sp_plan_real sp_plan_real;
 __thread int sp_plan_quiet __attribute__((tls_model("initial-exec")));
 

@@ -72,6 +72,18 @@ extern atomic_int sp_resolved; /* 1 once libsqlite3's functions are resolved */
 extern int sp_hot;
 int sp_resolve(void);            /* 0 when the sqlite3 originals are known */
 
+/* In a shim: resolve the originals if that has not happened yet. */
+#define NEED()                                                                \
+	do {                                                                  \
+		if (unlikely(!atomic_load_explicit(&sp_resolved,              \
+						   memory_order_acquire)))    \
+			sp_resolve();                                         \
+	} while (0)
+
+/* What a shim returns when the original cannot be found at all (a program
+ * calling sqlite3_* without libsqlite3 cannot happen): never jump to NULL. */
+#define MISSING SQLITE_MISUSE
+
 /* ---- config.c ---- */
 
 struct sp_config {
