@@ -109,11 +109,13 @@ SP_INLINE int end_plain(struct sp_thread *t, struct sp_run *r, int rc, uint64_t 
 	uint32_t i;
 	__m128i now;
 
-	if (unlikely(r->flags != 0 || end >= r->slow_at))
+	/* the run test first: it also fails for a statement with no record
+	 * (agg NULL), before anything is read through it */
+	if (unlikely(r->flags != 0 || end >= r->slow_at || t->run_q != q))
 		return end_other(t, r, rc, end, abandoned);
 	i = sp_hist_index(db);
 	blk = q->hist[i / SP_HIST_PER_BLOCK];
-	if (unlikely(!blk || t->run_q != q))
+	if (unlikely(!blk))
 		return end_other(t, r, rc, end, abandoned);
 	now = _mm_loadu_si128((const __m128i *)(uintptr_t)(stmt_key(s) + (uintptr_t)off +
 							   4 * SQLITE_STMTSTATUS_FULLSCAN_STEP));

@@ -65,6 +65,7 @@ void sp_thread_ready(struct sp_thread *t)
 	if (!t->last_stmt)
 		t->last_stmt = &sp_stmt_none;
 	t->status_off = -1; /* the first start through run.c reads the probe's */
+	t->run_q = &sp_no_run;
 	sp_arena_get(t);
 	t->state |= SP_TS_SETUP | (sp_clock_tsc ? SP_TS_TSC : 0);
 }

@@ -193,6 +193,7 @@ struct sp_arena {
 };
 
 extern struct sp_stats_hdr *sp_stats; /* NULL: no shared statistics */
+extern struct sp_agg_query sp_no_run;
 int sp_stats_init(void);     /* constructor (and a forked child) */
 int sp_stats_fd(void);       /* the memfd, to send with HELLO; -1 none */
 void sp_stats_fork_child(void);
@@ -230,8 +231,8 @@ struct sp_thread {
 	struct sp_run *cur;    /* execution whose call (step, exec) we are in */
 	uint64_t arena_id;     /* arena ? arena->id : an id no statement has */
 	struct sp_arena *arena;
-	/* the open N+1 run: the query record it is credited to, and its
-	 * length (in the arena's shared record) */
+	/* the open N+1 run: the query record it is credited to (&sp_no_run:
+	 * none), and its length (in the arena's shared record) */
 	struct sp_agg_query *run_q;
 	uint64_t *run_len;
 	struct sp_stmt *last_stmt; /* the statement this thread looked up last;

@@ -330,6 +330,11 @@ enum sp_agg_type {
 	SP_AGG_ERRS = 0x104,
 };
 
+/* The query the collector counts a header's unattributed executions under
+ * (an id no FNV-1a text hash is expected to take), and its text. */
+#define SP_SQL_UNATTRIBUTED 0x554e415454524942ull /* "BIRTTANU" */
+#define SP_SQL_UNATTRIBUTED_TEXT "<executions with no room for their query: SQLPROF_STATS_MB was full>"
+
 struct sp_stats_hdr {
 	uint32_t magic;      /* SP_STATS_MAGIC */
 	uint32_t version;    /* SP_WIRE_VERSION */

@@ -35,6 +35,10 @@
 		      * statement is ever bound to it */
 
 struct sp_stats_hdr *sp_stats;
+/* t->run_q when no run is open: never a statement's record, nor NULL (a
+ * statement with no record has agg NULL; end_plain's run test must fail
+ * for it before anything is read through it) */
+struct sp_agg_query sp_no_run;
 static uint8_t *stats_base;
 static size_t stats_size;
 static int stats_fd = -1;
@@ -343,13 +347,13 @@ void sp_run_switch(struct sp_thread *t, struct sp_agg_query *q, uint64_t shape)
 
 	if (!a)
 		return;
-	if (t->run_q && a->run_shape == shape) {
+	if (t->run_q != &sp_no_run && a->run_shape == shape) {
 		t->run_q = q;
 		a->sh->run_query = (uint64_t)(uintptr_t)q;
 		++*t->run_len;
 		return;
 	}
-	if (t->run_q)
+	if (t->run_q != &sp_no_run)
 		run_credit(t->run_q, *t->run_len);
 	a->run_shape = shape;
 	a->sh->run_len = 1;
@@ -363,12 +367,12 @@ void sp_run_close(struct sp_thread *t)
 {
 	struct sp_arena *a = t->arena;
 
-	if (!a || !t->run_q)
+	if (!a || t->run_q == &sp_no_run)
 		return;
 	run_credit(t->run_q, *t->run_len);
 	a->sh->run_query = 0;
 	a->sh->run_len = 0;
-	t->run_q = NULL;
+	t->run_q = &sp_no_run;
 	t->run_len = NULL;
 }
 
@@ -431,7 +435,7 @@ struct sp_arena *sp_arena_get(struct sp_thread *t)
 		pthread_setspecific(arena_key, a);
 	t->arena = a;
 	t->arena_id = a->id;
-	t->run_q = NULL;
+	t->run_q = &sp_no_run;
 	t->run_len = NULL;
 	return a;
 }
@@ -490,6 +494,6 @@ void sp_stats_fork_child(void)
 		pthread_setspecific(arena_key, NULL);
 	sp_tls.arena = NULL;
 	sp_tls.arena_id = ARENA_NONE;
-	sp_tls.run_q = NULL;
+	sp_tls.run_q = &sp_no_run;
 	sp_tls.run_len = NULL;
 }

@@ -1197,6 +1197,22 @@ void sp_coll_stats_merge(struct sp_coll *c, uint32_t pid, const void *mapv, size
 	}
 	p->unattributed += h.unattributed;
 	p->execs += h.unattributed;
+	if (h.unattributed) {
+		/* counted, under a query of their own: the totals add up */
+		struct qkey uk = { SP_SQL_UNATTRIBUTED, SP_KIND_STMT };
+		struct sp_qagg *uq = hmap_get(&c->queries, &uk, 1, NULL);
+		uint64_t id = SP_SQL_UNATTRIBUTED;
+		int created;
+		struct sp_sql *us = hmap_get(&c->sqls, &id, 1, &created);
+
+		if (uq)
+			uq->count = sat_add(uq->count, h.unattributed);
+		if (us && created) {
+			us->text = dup_n((const uint8_t *)SP_SQL_UNATTRIBUTED_TEXT,
+					 sizeof(SP_SQL_UNATTRIBUTED_TEXT) - 1);
+			us->full_len = sizeof(SP_SQL_UNATTRIBUTED_TEXT) - 1;
+		}
+	}
 	used = calloc(nchunks ? nchunks : 1, sizeof(*used));
 	if (!used)
 		return;
@@ -1309,7 +1325,7 @@ void sp_coll_stats_merge(struct sp_coll *c, uint32_t pid, const void *mapv, size
 					uint64_t mn = to_ns(c, &conv, a.min), mx = to_ns(c, &conv, a.max);
 
 					if (sq && sq->fp_id && sq->text &&
-					    strcmp(sq->text, "<statement without SQL text>")) {
+					    sq->text[0] != '<') {
 						uint64_t fk[2] = { sq->fp_id, qk.kind };
 						int created;
 

@@ -302,7 +302,8 @@ static int write_all(sqlite3 *db, struct sp_coll *c, const struct sp_meta *m, ch
 			goto nomem;
 		fi->text = text;
 		if (text[0] == '<' && text[strlen(text) - 1] == '>' &&
-		    !strcmp(text, "<statement without SQL text>")) {
+		    (!strcmp(text, "<statement without SQL text>") ||
+		     !strcmp(text, SP_SQL_UNATTRIBUTED_TEXT))) {
 			/* the preload's placeholder: keep it readable */
 			fi->fp_id = sp_hash64(text, strlen(text));
 			fp = hmap_get(&fptext, &fi->fp_id, 1, &created);
