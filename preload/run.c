@@ -519,6 +519,26 @@ static void exec_account(struct sp_thread *t, struct sp_run *r, sqlite3 *db, int
 	run_clear(r);
 }
 
+void sp_exec_deep(struct sp_thread *t, uint64_t sql_id, uint64_t shape, sqlite3 *db, int rc,
+		  uint64_t t0, uint64_t t1)
+{
+	struct sp_run r;
+
+	memset(&r, 0, sizeof(r));
+	r.kind = SP_KIND_EXEC;
+	r.flags = SP_EXEC_NESTED;
+	r.sql_id = sql_id;
+	r.shape = shape;
+	r.start = t0;
+	r.db = t1 - t0;
+	if (rc != SQLITE_OK && rc != SQLITE_ABORT) {
+		r.flags |= SP_EXEC_ERROR;
+		if (db && sp_real.extended_errcode)
+			rc = sp_real.extended_errcode(db);
+	}
+	exec_account(t, &r, db, rc, t1, 0);
+}
+
 void sp_exec_end(struct sp_thread *t, struct sp_run *r, uint64_t sql_id, sqlite3 *db, int rc,
 		 uint64_t end)
 {

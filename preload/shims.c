@@ -154,8 +154,19 @@ SP_EXPORT int sqlite3_exec(sqlite3 *db, const char *sql,
 	sql_id = sp_sql_note(t, sql, strlen(sql), &shape);
 	run = sp_exec_begin(t, sql_id, shape, frame);
 	errno = saved;
-	if (!run)
-		return sp_real.exec(db, sql, cb, arg, errmsg);
+	if (unlikely(!run)) {
+		/* deeper than SP_EXEC_DEPTH: timed here and counted as nested,
+		 * without a run of its own (nothing of ours in this frame
+		 * outlives the call) */
+		uint64_t t0 = sp_now();
+
+		rc = sp_real.exec(db, sql, cb, arg, errmsg);
+		t1 = sp_now();
+		saved = errno;
+		sp_exec_deep(t, sql_id, shape, db, rc, t0, t1);
+		errno = saved;
+		return rc;
+	}
 	t->cur = run;
 	run->start = sp_now();
 	rc = sp_real.exec(db, sql, cb, arg, errmsg);
