@@ -519,6 +519,27 @@ static void exec_account(struct sp_thread *t, struct sp_run *r, sqlite3 *db, int
 	run_clear(r);
 }
 
+/* The end of an exec call that returned rc at end: a slow one's stack, a
+ * failure's stack and ERROR record, then its totals (exec_account). */
+static void exec_finish(struct sp_thread *t, struct sp_run *r, sqlite3 *db, int rc, uint64_t end)
+{
+	if (sp_cfg.slow_ticks && end - r->start >= sp_cfg.slow_ticks) {
+		r->flags |= SP_EXEC_SLOW;
+		if (!(r->flags & SP_EXEC_SAMPLED))
+			take_stack(t, r);
+	}
+	if (rc != SQLITE_OK && rc != SQLITE_ABORT) {
+		r->flags |= SP_EXEC_ERROR;
+		if (db && sp_real.extended_errcode)
+			rc = sp_real.extended_errcode(db);
+		take_stack(t, r);
+		sp_guard_in(t);
+		write_error(t, r, r->sql_id, db, rc);
+		sp_guard_out(t);
+	}
+	exec_account(t, r, db, rc, end, 0);
+}
+
 void sp_exec_deep(struct sp_thread *t, uint64_t sql_id, uint64_t shape, sqlite3 *db, int rc,
 		  uint64_t t0, uint64_t t1)
 {
@@ -531,16 +552,10 @@ void sp_exec_deep(struct sp_thread *t, uint64_t sql_id, uint64_t shape, sqlite3 
 	r.shape = shape;
 	r.start = t0;
 	r.db = t1 - t0;
-	if (rc != SQLITE_OK && rc != SQLITE_ABORT) {
-		r.flags |= SP_EXEC_ERROR;
-		if (db && sp_real.extended_errcode)
-			rc = sp_real.extended_errcode(db);
-	}
-	exec_account(t, &r, db, rc, t1, 0);
+	exec_finish(t, &r, db, rc, t1);
 }
 
-void sp_exec_end(struct sp_thread *t, struct sp_run *r, uint64_t sql_id, sqlite3 *db, int rc,
-		 uint64_t end)
+void sp_exec_end(struct sp_thread *t, struct sp_run *r, sqlite3 *db, int rc, uint64_t end)
 {
 	/* The call returned, so its frame is live: the exec calls inside it
 	 * whose frames vanished are counted, abandoned; r is the innermost
@@ -552,20 +567,6 @@ void sp_exec_end(struct sp_thread *t, struct sp_run *r, uint64_t sql_id, sqlite3
 	}
 	if (!t->exec_depth)
 		return; /* closed as vanished meanwhile: not ours any more */
-	if (sp_cfg.slow_ticks && end - r->start >= sp_cfg.slow_ticks) {
-		r->flags |= SP_EXEC_SLOW;
-		if (!(r->flags & SP_EXEC_SAMPLED))
-			take_stack(t, r);
-	}
-	if (rc != SQLITE_OK && rc != SQLITE_ABORT) {
-		r->flags |= SP_EXEC_ERROR;
-		if (db && sp_real.extended_errcode)
-			rc = sp_real.extended_errcode(db);
-		take_stack(t, r);
-		sp_guard_in(t);
-		write_error(t, r, sql_id, db, rc);
-		sp_guard_out(t);
-	}
-	exec_account(t, r, db, rc, end, 0);
+	exec_finish(t, r, db, rc, end);
 	t->exec_depth--;
 }

@@ -174,7 +174,7 @@ SP_EXPORT int sqlite3_exec(sqlite3 *db, const char *sql,
 	t->cur = run->parent;
 	run->db = t1 - run->start;
 	saved = errno;
-	sp_exec_end(t, run, sql_id, db, rc, t1);
+	sp_exec_end(t, run, db, rc, t1);
 	errno = saved;
 	return rc;
 }
