@@ -124,6 +124,11 @@ $(BUILD)/progs/%: tests/progs/%.c
 	@mkdir -p $(@D)
 	$(CC) -std=gnu11 -O2 -g -fno-omit-frame-pointer -D_GNU_SOURCE $(PRELOAD_SAN_LDFLAGS) -o $@ $< -lsqlite3 -lpthread -ldl
 
+# A host of RTLD_LOCAL plugins, itself without libsqlite3 (t_bundled_sqlite).
+$(BUILD)/progs/bundled_host: tests/progs/bundled_host.c
+	@mkdir -p $(@D)
+	$(CC) -std=gnu11 -O2 -g -fno-omit-frame-pointer -D_GNU_SOURCE $(PRELOAD_SAN_LDFLAGS) -o $@ $< -ldl
+
 progs: $(PROG_BIN)
 
 # Symbolizer fixtures: build.sh writes markers.txt last, so its presence

@@ -634,6 +634,33 @@ struct sp_plan_real {
 };
 extern struct sp_plan_real sp_plan_real;
 int sp_plan_resolve(void);
+void sp_plan_resolve_from(void *h, struct sp_plan_real *p);
+
+/* ---- more than one SQLite in the process (resolve.c) ---- */
+
+/* A foreign SQLite library: one the primary (sp_real) is not. Its calls
+ * are passed through untouched. */
+struct sp_lib {
+	struct sp_real fn;
+	struct sp_plan_real plan;
+	const void *lm; /* link map of the object defining its sqlite3_step */
+};
+/* Number of foreign libraries found so far; 0 in almost every process. */
+extern atomic_int sp_libs_foreign;
+/* The foreign library a call from return address ra binds to, or NULL
+ * for the primary. Keeps errno. */
+const struct sp_lib *sp_lib_of(const void *ra);
+void sp_stats_note_foreign_lib(void); /* stats.c: counted for the collector */
+/* In an exported shim, after NEED(): its caller's foreign library, or
+ * NULL when the call is the primary's. */
+#define SP_FOREIGN() sp_lib_of(__builtin_return_address(0))
+/* The same, for the per-statement paths: only once a foreign library
+ * exists, and only for a statement that is not ours. */
+#define SP_FOREIGN_STMT(st, ra)                                                           \
+	(unlikely(atomic_load_explicit(&sp_libs_foreign, memory_order_relaxed)) &&        \
+			 !((st) && sp_stmts && sp_stmt_find_hot(st))                     \
+		 ? sp_lib_of(ra)                                                          \
+		 : NULL)
 /* > 0 while this thread is inside plan capture: what SQLite logs then is
  * not passed to the program's SQLITE_CONFIG_LOG callback. */
 extern __thread int sp_plan_quiet;

@@ -343,7 +343,8 @@ struct sp_stats_hdr {
 	uint64_t size;       /* bytes of the memfd */
 	uint64_t base;       /* the writer's address of byte 0 */
 	uint32_t nchunks;    /* chunks taken, this one included (release) */
-	uint32_t pad;
+	uint32_t foreign_libs; /* other SQLite libraries the process called:
+				* passed through, not profiled */
 	uint64_t unattributed; /* executions that found no room for their
 				* query's record (memory exhausted): counted
 				* here, with no query */

@@ -446,6 +446,12 @@ void sp_stats_unattributed(void)
 		__atomic_fetch_add(&sp_stats->unattributed, 1, __ATOMIC_RELAXED);
 }
 
+void sp_stats_note_foreign_lib(void)
+{
+	if (sp_stats)
+		__atomic_fetch_add(&sp_stats->foreign_libs, 1, __ATOMIC_RELAXED);
+}
+
 /* Executions counted so far, for BYE: every arena's records. */
 uint64_t sp_stats_executions(void)
 {

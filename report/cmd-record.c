@@ -279,10 +279,19 @@ static void status_layout_env(void)
 
 static void explain_empty(const struct sp_coll *c)
 {
-	size_t it = 0;
+	size_t it = 0, foreign = 0;
 	const struct sp_proc *p;
 	int any_sqlite = 0;
 
+	while ((p = hmap_next(&c->procs, &it, NULL)))
+		foreign += p->foreign_libs > 0;
+	if (foreign)
+		fprintf(stderr,
+			"sqlprof: warning: %zu process(es) called a second SQLite library, not "
+			"profiled: its calls were passed through untouched (only the first SQLite "
+			"a process uses is profiled)\n",
+			foreign);
+	it = 0;
 	if (c->procs.count == 0) {
 		fprintf(stderr,
 			"sqlprof: warning: no process connected: libsqlprof.so was not loaded "
@@ -302,8 +311,8 @@ static void explain_empty(const struct sp_coll *c)
 			"sqlprof: warning: %zu process(es) ran with the profiler but no SQLite "
 			"execution reached it%s\n",
 			c->procs.count,
-			any_sqlite ? ""
-				   : " (no dynamic libsqlite3 was used: SQLite may be statically "
+			any_sqlite || foreign ? ""
+					      : " (no dynamic libsqlite3 was used: SQLite may be statically "
 				     "linked into the program)");
 }
 

@@ -47,6 +47,7 @@ struct sp_proc {
 				* not counted again */
 	uint64_t unattributed; /* executions counted with no query (no room) */
 	uint64_t stats_bad;   /* statistics records refused (corrupt) */
+	uint32_t foreign_libs; /* other SQLite libraries it called (not profiled) */
 	int no_stats;         /* an image came without shared statistics */
 	uint64_t untracked;
 	uint64_t msgs, bad_msgs, gaps;
