@@ -242,6 +242,11 @@ static __attribute__((noinline)) int step_sampled(sqlite3_stmt *st)
 	uint64_t t0, t1;
 	int rc;
 
+	if (unlikely(!sp_same_process())) {
+		/* a raw clone child: its own process from now on */
+		sp_raw_clone_child();
+		return step_general(st, -1);
+	}
 	t->skip = sp_cfg.rate_one ? 1 : sp_draw_gap(t);
 	r->stack_id = sp_stack_capture_inline(t);
 	r->flags = r->stack_id ? SP_EXEC_RANDOM | SP_EXEC_SAMPLED : SP_EXEC_RANDOM;

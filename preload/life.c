@@ -5,11 +5,13 @@
  * (shims.c); what happens to the connection and the rings is stream.c's.
  */
 #include <dlfcn.h>
+#include <errno.h>
 #include <execinfo.h>
 #include <link.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -52,10 +54,52 @@ void sp_thread_init(struct sp_thread *t)
 	t->skip = 0; /* drawn in sp_thread_ready */
 }
 
+/*
+ * A child made by the raw clone system call without CLONE_VM runs no fork
+ * handler: it starts with a copy of the parent's state, and the parent's
+ * rings and statistics are shared memory. To know it, one private page the
+ * kernel empties in any such child (MADV_WIPEONFORK, Linux 4.14; a forked
+ * child's too, which sets it again) holds a 1. The slow paths test it
+ * before touching per-process state (sp_thread_ready, a sampled step);
+ * the inline path does not, so a raw clone child's executions are counted
+ * in its parent's statistics until its first slow call. Without
+ * MADV_WIPEONFORK (sp_alive NULL) nothing is detected.
+ */
+volatile uint8_t *sp_alive;
+
+static void alive_init(void)
+{
+	void *p = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	if (p == MAP_FAILED)
+		return;
+	if (madvise(p, 4096, MADV_WIPEONFORK) != 0) {
+		munmap(p, 4096);
+		return;
+	}
+	sp_alive = p;
+	sp_alive[0] = 1;
+}
+
+static void on_fork_child(void);
+
+/* In a child of a raw clone, at its first slow call: what a fork handler
+ * would have done. */
+void sp_raw_clone_child(void)
+{
+	int saved = errno;
+
+	on_fork_child();
+	errno = saved;
+}
+
 void sp_thread_ready(struct sp_thread *t)
 {
-	if (t->state & SP_TS_SETUP)
-		return;
+	if (t->state & SP_TS_SETUP) {
+		if (likely(sp_same_process()))
+			return;
+		sp_raw_clone_child(); /* and set up again, as this process */
+	}
 	if (unlikely(!t->tid))
 		sp_thread_init(t);
 	if (unlikely(sp_stream_restart))
@@ -98,6 +142,8 @@ static void on_fork_child(void)
 {
 	struct sp_thread *t = &sp_tls;
 
+	if (sp_alive)
+		sp_alive[0] = 1; /* emptied in this child too */
 	sp_proc_pid = (uint32_t)getpid();
 	atomic_store_explicit(&cached_pid, 0, memory_order_relaxed);
 	t->tid = 0;
@@ -152,6 +198,7 @@ __attribute__((constructor)) static void sp_init(void)
 		sp_cfg.slow_span = sp_cfg.slow_ticks;
 	}
 	sp_proc_pid = (uint32_t)getpid();
+	alive_init();
 	pthread_atfork(NULL, NULL, on_fork_child);
 	sp_resolve();
 	sp_stats_init();

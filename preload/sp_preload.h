@@ -256,6 +256,14 @@ extern __thread struct sp_run sp_exec_runs[SP_EXEC_DEPTH];
 #define SP_TS_TSC 2u
 #define SP_TS_FAST (SP_TS_SETUP | SP_TS_TSC)
 #define SP_TS_GUARD 4u
+
+/* 0 in a child made by a raw clone() that has not noticed yet (life.c) */
+extern volatile uint8_t *sp_alive;
+SP_INLINE int sp_same_process(void)
+{
+	return !sp_alive || sp_alive[0];
+}
+void sp_raw_clone_child(void);
 SP_INLINE void sp_guard_in(struct sp_thread *t)
 {
 	t->state += SP_TS_GUARD;
