@@ -152,6 +152,7 @@ static void on_fork_child(void)
 	t->exec_depth = 0;
 	sp_stats_fork_child();
 	sp_stream_fork_child();
+	sp_py_fork_child();
 }
 
 /*

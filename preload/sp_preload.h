@@ -511,6 +511,12 @@ int sp_backtrace_keep_errno(uintptr_t *pcs, int max);
 /* The calling thread's stack above libsqlprof, as a stack id (0: none).
  * Keeps errno. Inlined where a walk starts, so that it has fewer frames of
  * ours to climb. */
+/* pyframes.c: the Python frames of a CPython process */
+#define SP_PY_STATE_OFF 4
+extern atomic_int sp_py_state;
+int sp_py_splice(struct sp_thread *t, uintptr_t *pcs, int n, int cap);
+void sp_py_fork_child(void);
+
 SP_INLINE uint64_t sp_stack_capture_inline(struct sp_thread *t)
 {
 	uintptr_t pcs[SP_STACK_MAX + 8], lo, span;
@@ -521,6 +527,8 @@ SP_INLINE uint64_t sp_stack_capture_inline(struct sp_thread *t)
 		n = sp_unwind(pcs, sp_cfg.depth + 8);
 	if (unlikely(n < 0)) /* not ours to unwind (signal frame, no CFI): libgcc's */
 		n = sp_backtrace_keep_errno(pcs, sp_cfg.depth + 8);
+	if (unlikely(atomic_load_explicit(&sp_py_state, memory_order_relaxed) != SP_PY_STATE_OFF))
+		n = sp_py_splice(t, pcs, n, SP_STACK_MAX + 8); /* CPython's frames */
 	/* read after the walk, so that nothing waits in memory across it */
 	lo = sp_self_lo;
 	span = sp_self_hi - sp_self_lo;

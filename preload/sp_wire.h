@@ -93,6 +93,13 @@ enum sp_rec_type {
 	/* A copy of one chunk of the image's statistics, sent before BYE by
 	 * an image that could not share them (memfd_create refused). */
 	SP_REC_STATS_COPY = 13,
+	/* A Python code object, before the first stack that holds a frame
+	 * of it (see SP_PYFRAME below). */
+	SP_REC_PYCODE = 14,
+	/* The process runs CPython: which version, and whether its frames
+	 * are read (a version without a layout, or memory that cannot be
+	 * read, is said once). */
+	SP_REC_PYINFO = 15,
 	/* Filler at the end of a writer's ring; readers skip it. */
 	SP_REC_PAD = 0xffff,
 };
@@ -182,6 +189,45 @@ struct sp_rec_stack {
 	uint32_t pad;
 	/* uint64_t pcs[depth]: return addresses, leaf first; the profiler's
 	 * own frames are already dropped */
+};
+
+/*
+ * A Python frame among a stack's pcs: bit 63 set (no user-space return
+ * address has it), the code object's number (SP_REC_PYCODE) in bits
+ * 32..62, the byte offset of its current instruction in the code's
+ * bytecode in bits 0..31. Python frames stand where the interpreter's
+ * C frame that ran them was (py-spy --native's order).
+ */
+#define SP_PYFRAME_BIT (1ULL << 63)
+#define SP_PYFRAME(code, off) (SP_PYFRAME_BIT | (uint64_t)(code) << 32 | (uint32_t)(off))
+#define SP_PYFRAME_CODE(pc) ((uint32_t)(((pc) >> 32) & 0x7fffffffu))
+#define SP_PYFRAME_OFF(pc) ((uint32_t)(pc))
+
+struct sp_rec_pycode {
+	struct sp_rec_hdr h;  /* flags: SP_PYCODE_TABLE_CUT */
+	uint32_t pid, tid;
+	uint32_t code;        /* its number in SP_PYFRAME pcs */
+	int32_t firstlineno;
+	uint8_t major, minor; /* CPython version: the line table's format */
+	uint16_t name_len;    /* co_name */
+	uint16_t qualname_len; /* co_qualname (3.11+), else 0 */
+	uint16_t file_len;    /* co_filename */
+	uint32_t table_len;   /* co_lnotab (3.8, 3.9), co_linetable (3.10+) */
+	uint32_t pad;
+	/* name, qualname, file, table, then padding to 8 */
+};
+#define SP_PYCODE_TABLE_CUT 1 /* the line table was cut: lines past it are 0 */
+
+struct sp_rec_pyinfo {
+	struct sp_rec_hdr h;
+	uint32_t pid, tid;
+	uint32_t status;   /* enum sp_py_status */
+	uint32_t text_len; /* Py_GetVersion()'s text, padded to 8 */
+};
+enum sp_py_status {
+	SP_PY_ON = 1,          /* frames read */
+	SP_PY_UNSUPPORTED = 2, /* no layout for this version: native frames only */
+	SP_PY_UNREADABLE = 3,  /* process_vm_readv refused: native frames only */
 };
 
 struct sp_rec_module {

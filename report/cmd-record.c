@@ -291,6 +291,16 @@ static void explain_empty(const struct sp_coll *c)
 			"profiled: its calls were passed through untouched (only the first SQLite "
 			"a process uses is profiled)\n",
 			foreign);
+	if (c->py_unsupported)
+		fprintf(stderr,
+			"sqlprof: warning: %u process(es) run a CPython whose frames sqlprof cannot "
+			"read (%s): their queries are attributed to native frames\n",
+			c->py_unsupported, c->py_version);
+	if (c->py_unreadable)
+		fprintf(stderr,
+			"sqlprof: warning: %u Python process(es) could not read their own memory "
+			"(process_vm_readv refused): their queries are attributed to native frames\n",
+			c->py_unreadable);
 	it = 0;
 	if (c->procs.count == 0) {
 		fprintf(stderr,

@@ -70,6 +70,7 @@ void sp_coll_init(struct sp_coll *c)
 	hmap_init(&c->fphists, 2 * sizeof(uint64_t), sizeof(struct sp_fphist));
 	hmap_init(&c->modules, sizeof(struct mkey), sizeof(struct sp_module));
 	hmap_init(&c->plans, 2 * sizeof(uint64_t), sizeof(struct sp_plan));
+	hmap_init(&c->pycodes, 2 * sizeof(uint64_t), sizeof(struct sp_pycode));
 	c->events_max = 200000;
 	c->ns_per_tick = 1.0;
 }
@@ -96,6 +97,15 @@ void sp_coll_free(struct sp_coll *c)
 	for (it = 0; (v = hmap_next(&c->plans, &it, NULL));)
 		free(((struct sp_plan *)v)->text);
 	hmap_free(&c->plans);
+	for (it = 0; (v = hmap_next(&c->pycodes, &it, NULL));) {
+		struct sp_pycode *pc = v;
+
+		free(pc->name);
+		free(pc->qualname);
+		free(pc->file);
+		free(pc->table);
+	}
+	hmap_free(&c->pycodes);
 	hmap_free(&c->procs);
 	hmap_free(&c->sqls);
 	hmap_free(&c->queries);
@@ -143,6 +153,8 @@ static size_t fixed_len(uint16_t type)
 	case SP_REC_RING: return sizeof(struct sp_rec_ring);
 	case SP_REC_STATS: return sizeof(struct sp_rec_stats);
 	case SP_REC_STATS_COPY: return sizeof(struct sp_rec_stats_copy);
+	case SP_REC_PYCODE: return sizeof(struct sp_rec_pycode);
+	case SP_REC_PYINFO: return sizeof(struct sp_rec_pyinfo);
 	default: return 0;
 	}
 }
@@ -192,6 +204,18 @@ static size_t var_len(uint16_t type, const uint8_t *p)
 
 		memcpy(&r, p, sizeof(r));
 		return r.len > SP_STATS_CHUNK || r.chunk >= SP_STATS_COPY_MAX_CHUNKS ? SIZE_MAX : r.len;
+	}
+	case SP_REC_PYCODE: {
+		struct sp_rec_pycode r;
+
+		memcpy(&r, p, sizeof(r));
+		return (size_t)r.name_len + r.qualname_len + r.file_len + r.table_len;
+	}
+	case SP_REC_PYINFO: {
+		struct sp_rec_pyinfo r;
+
+		memcpy(&r, p, sizeof(r));
+		return r.text_len;
 	}
 	default:
 		return 0;
@@ -531,6 +555,49 @@ static void apply(struct sp_coll *c, struct sp_proc *p, const uint8_t *rec, uint
 	case SP_REC_STATS_COPY:
 		stats_copy_apply(c, p, (const void *)rec);
 		break;
+	case SP_REC_PYCODE: {
+		const struct sp_rec_pycode *r = (const void *)rec;
+		const uint8_t *t = rec + sizeof(*r);
+		uint64_t k[2] = { r->pid, r->code };
+		int created;
+		struct sp_pycode *pc = hmap_get(&c->pycodes, k, 1, &created);
+
+		if (!pc || !created)
+			break; /* sent once per number; a repeat changes nothing */
+		pc->name = (char *)dup_n(t, r->name_len);
+		pc->qualname = r->qualname_len ? (char *)dup_n(t + r->name_len, r->qualname_len) : NULL;
+		pc->file = (char *)dup_n(t + r->name_len + r->qualname_len, r->file_len);
+		pc->table_len = r->table_len;
+		pc->table = r->table_len ? malloc(r->table_len) : NULL;
+		if (pc->table)
+			memcpy(pc->table, t + r->name_len + r->qualname_len + r->file_len, r->table_len);
+		else
+			pc->table_len = 0;
+		pc->firstlineno = r->firstlineno;
+		pc->major = r->major;
+		pc->minor = r->minor;
+		pc->cut = (r->h.flags & SP_PYCODE_TABLE_CUT) != 0;
+		break;
+	}
+	case SP_REC_PYINFO: {
+		const struct sp_rec_pyinfo *r = (const void *)rec;
+		size_t n = r->text_len < sizeof(c->py_version) - 1 ? r->text_len : sizeof(c->py_version) - 1;
+
+		if (r->status == SP_PY_UNSUPPORTED)
+			c->py_unsupported++;
+		else if (r->status == SP_PY_UNREADABLE)
+			c->py_unreadable++;
+		else
+			break;
+		if (!c->py_version[0]) {
+			memcpy(c->py_version, rec + sizeof(*r), n);
+			c->py_version[n] = 0;
+			for (size_t i = 0; i < n; i++)
+				if (c->py_version[i] == '\n' || (unsigned char)c->py_version[i] < 32)
+					c->py_version[i] = ' ';
+		}
+		break;
+	}
 	default:
 		break; /* RING and STATS (registered by sp_coll_input), PAD
 			* and unknown types change nothing here */

@@ -151,6 +151,15 @@ struct sp_event {
 	uint16_t kind;
 };
 
+/* A Python code object (SP_REC_PYCODE), for its frames' names and lines. */
+struct sp_pycode {
+	char *name, *qualname, *file; /* qualname NULL before 3.11 */
+	uint8_t *table;
+	uint32_t table_len;
+	int32_t firstlineno;
+	uint8_t major, minor, cut;
+};
+
 struct sp_coll {
 	struct hmap procs;   /* pid -> struct sp_proc */
 	struct hmap sqls;    /* sql_id -> struct { char *text; uint32_t full_len; int truncated; } */
@@ -166,6 +175,10 @@ struct sp_coll {
 			       * whose ERROR record was lost */
 	struct hmap modules; /* {pid, generation, lo} -> struct sp_module */
 	struct hmap plans;   /* {sql_id, plan hash} -> struct sp_plan */
+	struct hmap pycodes; /* {pid, code number} -> struct sp_pycode */
+	uint32_t py_unsupported; /* processes whose CPython had no layout */
+	uint32_t py_unreadable;  /* processes whose memory could not be read */
+	char py_version[64];     /* the first unsupported version, for the warning */
 	struct sp_event *events;
 	size_t nevents, events_cap, events_max;
 	uint64_t events_dropped;

@@ -207,7 +207,8 @@ const char *sp_export_site_label(struct sp_export *x, int site)
 	if (site < 0 || (size_t)site >= x->at.nsites)
 		return "(unattributed)";
 	st = &x->at.sites[site];
-	f = (struct sp_frame){ (char *)st->module, (char *)st->function, (char *)st->file, st->line, 0 };
+	f = (struct sp_frame){ (char *)st->module, (char *)st->function, (char *)st->file, st->line,
+				0, 0 };
 	return sp_export_frame_label(x, &f);
 }
 

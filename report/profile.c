@@ -14,6 +14,7 @@
 
 #include "fingerprint.h"
 #include "profile.h"
+#include "pyline.h"
 #include "sym.h"
 
 static const char schema[] =
@@ -145,6 +146,35 @@ static void hex(char *out, const uint8_t *p, size_t n)
 	out[2 * n] = 0;
 }
 
+/* A Python frame (SP_PYFRAME): function (qualified name from 3.11),
+ * file and line of its code object; module "python3.X". A code object
+ * that never arrived gives "??". */
+static int write_py_frame(sqlite3_stmt *st, const struct sp_coll *c, uint64_t pid,
+			  uint64_t stack_id, int idx, uint64_t pc)
+{
+	uint64_t k[2] = { pid, SP_PYFRAME_CODE(pc) };
+	const struct sp_pycode *py = hmap_get((struct hmap *)&c->pycodes, k, 0, NULL);
+	char module[32] = "python";
+	int line = 0;
+
+	if (py) {
+		snprintf(module, sizeof(module), "python%u.%u", py->major, py->minor);
+		line = sp_py_line(py->major, py->minor, py->table, py->table_len, py->firstlineno,
+				  SP_PYFRAME_OFF(pc));
+	}
+	sqlite3_bind_int64(st, 1, (sqlite3_int64)pid);
+	sqlite3_bind_int64(st, 2, (sqlite3_int64)stack_id);
+	sqlite3_bind_int(st, 3, idx);
+	sqlite3_bind_int64(st, 4, (sqlite3_int64)pc);
+	sqlite3_bind_text(st, 5, module, -1, SQLITE_TRANSIENT);
+	sqlite3_bind_text(st, 6, py ? (py->qualname ? py->qualname : py->name) : "??", -1,
+			  SQLITE_TRANSIENT);
+	sqlite3_bind_text(st, 7, py ? py->file : "??", -1, SQLITE_TRANSIENT);
+	sqlite3_bind_int(st, 8, line);
+	sqlite3_bind_int(st, 9, 0);
+	return step_done(st);
+}
+
 static int write_frames(sqlite3 *db, struct sp_coll *c, const struct sp_meta *m)
 {
 	sqlite3_stmt *st = prep(db, "INSERT INTO frames VALUES(?,?,?,?,?,?,?,?,?)");
@@ -170,10 +200,16 @@ static int write_frames(sqlite3 *db, struct sp_coll *c, const struct sp_meta *m)
 
 		for (i = 0; i < s->depth; i++) {
 			uint64_t pc = s->pcs[i];
-			const struct sp_module *mod = find_module(c, (uint32_t)key->pid, pc);
+			const struct sp_module *mod;
 			const struct sym_result *res = NULL;
 			int f;
 
+			if (pc & SP_PYFRAME_BIT) {
+				if (write_py_frame(st, c, key->pid, key->stack_id, idx++, pc) < 0)
+					rc = -1;
+				continue;
+			}
+			mod = find_module(c, (uint32_t)key->pid, pc);
 			if (mod)
 				sym_lookup(sym, mod->path, mod->build_id, mod->build_id_len, mod->bias,
 					   pc, 1, &res);
