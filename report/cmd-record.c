@@ -298,8 +298,9 @@ static void explain_empty(const struct sp_coll *c)
 			c->py_unsupported, c->py_version);
 	if (c->py_unreadable)
 		fprintf(stderr,
-			"sqlprof: warning: %u Python process(es) could not read their own memory "
-			"(process_vm_readv refused): their queries are attributed to native frames\n",
+			"sqlprof: warning: %u Python process(es) could not read their interpreter's "
+			"frames (process_vm_readv refused, or the frames did not check out): their "
+			"queries are attributed to native frames\n",
 			c->py_unreadable);
 	it = 0;
 	if (c->procs.count == 0) {

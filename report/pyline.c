@@ -113,8 +113,10 @@ static int line_pep657(const uint8_t *t, size_t len, int line, uint32_t off)
 int sp_py_line(int major, int minor, const uint8_t *table, size_t len, int firstlineno,
 	       uint32_t off)
 {
-	if (major != 3 || !table)
+	if (major != 3)
 		return 0;
+	if (!table)
+		len = 0; /* an empty table: 3.8's one-line lambda has one */
 	if (minor <= 9)
 		return line_lnotab(table, len, firstlineno, off);
 	if (minor == 10)
