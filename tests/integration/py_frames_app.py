@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: MIT
 # py_frames_app.py - a program for t_py_frames.sh. Its queries are issued
-# from a method, a nested function, a generator, a lambda and a
-# multi-line call, and each query calls probe(), a SQL function that
+# from a method, a nested function, a generator, a lambda, a
+# multi-line call and executescript, and each query calls probe(), a SQL function that
 # records the Python stack issuing it (traceback, which CPython itself
 # computes) into the JSON file argv[1]: {sql: [[function, file, line],
 # ...] innermost first, without probe itself}. sqlprof's Python frames
@@ -60,6 +60,8 @@ def main():
     current[0] = "SELECT 7, probe()"
     for _ in range(50):
         f()
+    current[0] = "INSERT INTO s VALUES (probe())"
+    db.executescript("CREATE TABLE s(x);\nINSERT INTO s VALUES (probe());")
     with open(sys.argv[1], "w") as out:
         json.dump(seen, out)
     print("ok", total)

@@ -40,7 +40,7 @@ for sql, want in exp.items():
     fp = sql.replace("7", "?") if sql.startswith("SELECT 7") else sql
     rows = db.execute(
         "SELECT s.stack_id, s.samples FROM stack_samples s JOIN queries q USING (fp_id, kind)"
-        " WHERE q.sql = ? OR q.fingerprint = ?", (sql, fp)).fetchall()
+        " WHERE q.sql = ? OR q.fingerprint = ? OR rtrim(q.sql, ';') = ?", (sql, fp, sql)).fetchall()
     if not rows:
         bad.append(f"{sql}: no stack")
         continue
@@ -51,7 +51,7 @@ for sql, want in exp.items():
         w = [[n_, f_, l_] for n_, f_, l_ in want]
         if got != w:
             bad.append(f"{sql}: frames {got} != CPython's {w}")
-    q = [q for q in rep["queries"] if q["sql"] == sql or q["fingerprint"] == fp]
+    q = [q for q in rep["queries"] if q["sql"] in (sql, sql + ";") or q["fingerprint"] == fp]
     sites = [(s["function"].rsplit(".", 1)[-1], s["line"]) for s in q[0]["sites"]] if q else []
     if sites != [(want[0][0], want[0][2])]:
         bad.append(f"{sql}: sites {sites}, expected {(want[0][0], want[0][2])}")
