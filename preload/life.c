@@ -19,6 +19,8 @@
 
 __thread struct sp_thread sp_tls __attribute__((tls_model("initial-exec")));
 uint32_t sp_proc_pid; /* pid of the process image we initialised */
+atomic_ulong sp_unloads;
+uint64_t sp_image_salt;
 
 static _Atomic uint32_t cached_pid; /* same value from every thread */
 
@@ -199,6 +201,7 @@ __attribute__((constructor)) static void sp_init(void)
 		sp_cfg.slow_span = sp_cfg.slow_ticks;
 	}
 	sp_proc_pid = (uint32_t)getpid();
+	sp_image_salt = mix64(sp_rdtsc() ^ (uint64_t)sp_proc_pid << 32) & ~1ULL;
 	alive_init();
 	pthread_atfork(NULL, NULL, on_fork_child);
 	sp_resolve();

@@ -77,7 +77,7 @@ __attribute__((noinline)) uint64_t sp_stack_note(struct sp_thread *t, const uint
 		r->tid = t->tid;
 		r->stack_id = h;
 		r->depth = (uint32_t)depth;
-		r->pad = 0;
+		r->generation = sp_modules_generation();
 		for (i = 0; i < depth; i++)
 			((uint64_t *)(r + 1))[i] = (uint64_t)pcs[i];
 		sp_rec_commit(t, rl);

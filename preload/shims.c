@@ -284,6 +284,24 @@ SP_EXPORT void sqlite3_progress_handler(sqlite3 *db, int n, int (*cb)(void *), v
 		sp_real.progress_handler(db, n, cb, arg);
 }
 
+/* ---- dlclose: a library unloaded leaves its addresses to the next one
+ * loaded. Counted (sp_unloads) so that stacks taken after it are new
+ * stacks with the module map current then (and the map is looked at
+ * again). dlopen is not interposed: the caller's RUNPATH and $ORIGIN are
+ * the loader's to find from its return address. ---- */
+
+SP_EXPORT int dlclose(void *handle)
+{
+	static int (*real_dlclose)(void *);
+	int rc;
+
+	if (unlikely(!real_dlclose))
+		*(void **)&real_dlclose = dlsym(RTLD_NEXT, "dlclose");
+	rc = real_dlclose ? real_dlclose(handle) : -1;
+	atomic_fetch_add_explicit(&sp_unloads, 1, memory_order_relaxed);
+	return rc;
+}
+
 /* ---- leaving the process image: _exit skips destructors and exec
  * replaces us, so say goodbye first. exit() runs our destructor itself. ---- */
 

@@ -511,6 +511,14 @@ int sp_backtrace_keep_errno(uintptr_t *pcs, int max);
 /* The calling thread's stack above libsqlprof, as a stack id (0: none).
  * Keeps errno. Inlined where a walk starts, so that it has fewer frames of
  * ours to climb. */
+/* Libraries unloaded (dlclose) so far, and a salt of this process image:
+ * both are mixed into stack ids, so that the same pcs in a library loaded
+ * where an unloaded one was, or in a new image of the same pid (exec
+ * without address randomization), make another stack, sent again with its
+ * own module map. */
+extern atomic_ulong sp_unloads;
+extern uint64_t sp_image_salt;
+
 /* pyframes.c: the Python frames of a CPython process */
 #define SP_PY_STATE_OFF 4
 extern atomic_int sp_py_state;
@@ -544,6 +552,8 @@ SP_INLINE uint64_t sp_stack_capture_inline(struct sp_thread *t)
 	for (i = 0; i < depth; i++)
 		h = (h ^ (uint64_t)pcs[skip + i]) * 0x100000001b3ULL;
 	h ^= (uint64_t)depth;
+	h ^= sp_image_salt +
+	     atomic_load_explicit(&sp_unloads, memory_order_relaxed) * 0x9E3779B97F4A7C15ULL;
 	h |= 1; /* 0 means no stack */
 	/* the same stack as this thread's last one: sent already */
 	if (likely(h == t->last_stack))
@@ -620,6 +630,7 @@ extern uint32_t sp_proc_pid;
 extern int sp_stream_restart;
 void sp_stream_child_start(void);
 void sp_modules_changed(void);  /* resend the map if libraries came or went */
+uint32_t sp_modules_generation(void); /* the map last sent (0: none yet) */
 void sp_modules_maybe_send(void);
 extern atomic_ullong sp_lost;
 extern atomic_int sp_stream_dead;

@@ -26,9 +26,11 @@
 #include <stdint.h>
 
 #define SP_WIRE_MAGIC 0x46525053u /* "SPRF" little-endian */
-#define SP_WIRE_VERSION 3
-#define SP_WIRE_MIN_VERSION 3 /* oldest version this reader accepts (3: totals in
-                               * shared statistics, EXEC records are events) */
+#define SP_WIRE_VERSION 4
+#define SP_WIRE_MIN_VERSION 4 /* oldest version this reader accepts (3: totals in
+                               * shared statistics, EXEC records are events;
+                               * 4: MODULE records name the mapped file, STACK
+                               * records their map) */
 
 /* Largest message a writer may send and a reader must accept. */
 #define SP_MSG_MAX (256 * 1024)
@@ -186,7 +188,9 @@ struct sp_rec_stack {
 	uint32_t pid, tid;
 	uint64_t stack_id;
 	uint32_t depth; /* number of pcs that follow; pcs[0] is the leaf */
-	uint32_t pad;
+	uint32_t generation; /* the module map (SP_REC_MODULE) current when it
+			      * was taken: its pcs are looked up in the newest
+			      * map of the image not newer than this one */
 	/* uint64_t pcs[depth]: return addresses, leaf first; the profiler's
 	 * own frames are already dropped */
 };
@@ -238,8 +242,16 @@ struct sp_rec_module {
 	uint32_t generation; /* module map generation this entry belongs to */
 	uint16_t build_id_len;
 	uint16_t path_len;
+	/* The file mapped (/proc/self/maps: device and inode of the mapping),
+	 * and its size and modification time when the map was sent (0, and
+	 * flag SP_MODULE_REPLACED, when path already named another file then):
+	 * a file without build-id that is another one when the profile is
+	 * written is not symbolized. */
+	uint64_t dev, ino, size;
+	int64_t mtime_ns;
 	/* uint8_t build_id[build_id_len]; char path[path_len]; padded to 8 */
 };
+#define SP_MODULE_REPLACED 1 /* h.flags: path was another file at map time */
 
 struct sp_rec_error {
 	struct sp_rec_hdr h;

@@ -34,6 +34,7 @@
 #include <sys/syscall.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
@@ -623,6 +624,8 @@ struct modbuf {
 	size_t len, cap;
 	uint32_t gen;
 	char exe[4096];
+	char *rel;  /* the mapped file's path (malloc'd, PATH_MAX) */
+	char *maps; /* /proc/self/maps, read once */
 };
 
 static const uint8_t *find_build_id(const struct dl_phdr_info *info, size_t *len)
@@ -656,17 +659,92 @@ static const uint8_t *find_build_id(const struct dl_phdr_info *info, size_t *len
 	return NULL;
 }
 
-static int module_cb(struct dl_phdr_info *info, size_t size, void *arg)
+/*
+ * This process's /proc/self/maps, whole, NUL-terminated (malloc'd), or
+ * NULL. Read once per module map sent.
+ */
+static char *read_maps(void)
+{
+	size_t cap = 65536, len = 0;
+	char *buf = malloc(cap);
+	int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+	ssize_t n;
+
+	if (!buf || fd < 0) {
+		free(buf);
+		if (fd >= 0)
+			close(fd);
+		return NULL;
+	}
+	while ((n = read(fd, buf + len, cap - 1 - len)) > 0) {
+		len += (size_t)n;
+		if (len == cap - 1) {
+			char *nb = cap < (16u << 20) ? realloc(buf, cap * 2) : NULL;
+
+			if (!nb)
+				break;
+			buf = nb;
+			cap *= 2;
+		}
+	}
+	close(fd);
+	buf[len] = 0;
+	return buf;
+}
+
+/*
+ * The mapping holding addr in maps: the device and inode of its file and
+ * its path (absolute; a library dlopen'd by a relative name, "./plug.so",
+ * keeps that name in the loader's list, which means nothing in the
+ * collector's directory nor in ours after a chdir). 0 when found.
+ */
+static int mapped_file(const char *maps, uint64_t addr, uint64_t *dev, uint64_t *ino,
+		       char *path, size_t cap)
+{
+	const char *line = maps;
+
+	while (line && *line) {
+		const char *nl = strchr(line, '\n'), *slash;
+		unsigned long long lo, hi, off, inode;
+		unsigned maj, min;
+		size_t len;
+
+		if (sscanf(line, "%llx-%llx %*s %llx %x:%x %llu", &lo, &hi, &off, &maj, &min,
+			   &inode) == 6 &&
+		    addr >= lo && addr < hi) {
+			slash = memchr(line, '/', nl ? (size_t)(nl - line) : strlen(line));
+			if (!slash)
+				return -1;
+			len = nl ? (size_t)(nl - slash) : strlen(slash);
+			if (len >= 10 && !memcmp(slash + len - 10, " (deleted)", 10))
+				len -= 10;
+			if (len >= cap)
+				return -1;
+			memcpy(path, slash, len);
+			path[len] = 0;
+			*dev = makedev(maj, min);
+			*ino = inode;
+			return 0;
+		}
+		line = nl ? nl + 1 : NULL;
+	}
+	return -1;
+}
+
+static int module_cb(struct dl_phdr_info *info, size_t info_size, void *arg)
 {
 	struct modbuf *mb = arg;
 	const char *path = info->dlpi_name;
 	const uint8_t *bid;
 	size_t bid_len, plen, rl;
-	uint64_t lo = UINT64_MAX, hi = 0;
+	uint64_t lo = UINT64_MAX, hi = 0, dev = 0, ino = 0, size = 0;
+	int64_t mtime = 0;
+	uint16_t flags = 0;
 	struct sp_rec_module *r;
+	struct stat st;
 	int i;
 
-	(void)size;
+	(void)info_size;
 	for (i = 0; i < info->dlpi_phnum; i++) {
 		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
 
@@ -683,6 +761,18 @@ static int module_cb(struct dl_phdr_info *info, size_t size, void *arg)
 		return 0;
 	if (!path || !*path)
 		path = mb->exe;
+	if (!mb->rel)
+		mb->rel = malloc(4096);
+	if (mb->maps && mb->rel && mapped_file(mb->maps, lo, &dev, &ino, mb->rel, 4096) == 0) {
+		if (path[0] != '/')
+			path = mb->rel; /* dlopen'd by a relative path */
+		if (stat(path, &st) == 0 && (uint64_t)st.st_dev == dev && (uint64_t)st.st_ino == ino) {
+			size = (uint64_t)st.st_size;
+			mtime = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
+		} else {
+			flags = SP_MODULE_REPLACED;
+		}
+	}
 	bid = find_build_id(info, &bid_len);
 	if (bid_len > 64)
 		bid_len = 64;
@@ -700,7 +790,12 @@ static int module_cb(struct dl_phdr_info *info, size_t size, void *arg)
 	r = (void *)(mb->p + mb->len);
 	memset(r, 0, rl);
 	r->h.type = SP_REC_MODULE;
+	r->h.flags = flags;
 	r->h.len = (uint32_t)rl;
+	r->dev = dev;
+	r->ino = ino;
+	r->size = size;
+	r->mtime_ns = mtime;
 	r->pid = (uint32_t)getpid();
 	r->tid = sp_tls.tid;
 	r->bias = info->dlpi_addr;
@@ -735,6 +830,7 @@ void sp_modules_maybe_send(void)
 	mb.gen = atomic_fetch_add(&module_gen, 1) + 1;
 	n = readlink("/proc/self/exe", mb.exe, sizeof(mb.exe) - 1);
 	mb.exe[n > 0 ? n : 0] = 0;
+	mb.maps = read_maps();
 	sp_guard_in(&sp_tls);
 	dl_iterate_phdr(module_cb, &mb);
 	sp_guard_out(&sp_tls);
@@ -755,6 +851,13 @@ void sp_modules_maybe_send(void)
 		off += chunk;
 	}
 	free(mb.p);
+	free(mb.rel);
+	free(mb.maps);
+}
+
+uint32_t sp_modules_generation(void)
+{
+	return atomic_load_explicit(&module_gen, memory_order_acquire);
 }
 
 /* last dlpi_adds/dlpi_subs seen; read and written by any thread */

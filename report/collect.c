@@ -51,11 +51,28 @@ struct ekey {
 	uint64_t sql_id, rc, pid, stack_id, msg_hash;
 };
 struct mkey {
-	uint64_t pid, generation, lo;
+	uint64_t pid, image, generation, lo;
 };
 
 static void ring_free(struct sp_coll *c, size_t i);
 static void statmap_free(struct sp_statmap *m);
+
+int sp_module_changed(const struct sp_module *m)
+{
+	struct stat st;
+
+	if (m->build_id_len)
+		return 0; /* a build-id is checked by the symbolizer itself */
+	if (m->replaced)
+		return 1;
+	if (!m->found)
+		return 0; /* no identity sent (no /proc): trust the path */
+	if (stat(m->path, &st) != 0)
+		return 1;
+	return (uint64_t)st.st_dev != m->dev || (uint64_t)st.st_ino != m->ino ||
+	       (uint64_t)st.st_size != m->size ||
+	       (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec != m->mtime_ns;
+}
 
 void sp_coll_init(struct sp_coll *c)
 {
@@ -483,6 +500,8 @@ static void apply(struct sp_coll *c, struct sp_proc *p, const uint8_t *rec, uint
 		struct sp_stack *s = hmap_get(&c->stacks, &k, 1, &created);
 
 		if (s && created) {
+			s->generation = r->generation;
+			s->image = p->image;
 			s->pcs = malloc(sizeof(uint64_t) * (r->depth ? r->depth : 1));
 			if (s->pcs) {
 				memcpy(s->pcs, rec + sizeof(*r), sizeof(uint64_t) * r->depth);
@@ -493,12 +512,13 @@ static void apply(struct sp_coll *c, struct sp_proc *p, const uint8_t *rec, uint
 	}
 	case SP_REC_MODULE: {
 		const struct sp_rec_module *r = (const void *)rec;
-		struct mkey k = { p->pid, r->generation, r->lo };
+		struct mkey k = { p->pid, p->image, r->generation, r->lo };
 		int created;
 		struct sp_module *m = hmap_get(&c->modules, &k, 1, &created);
 
 		if (m && created) {
 			m->pid = p->pid;
+			m->image = p->image;
 			m->generation = r->generation;
 			m->bias = r->bias;
 			m->lo = r->lo;
@@ -506,6 +526,12 @@ static void apply(struct sp_coll *c, struct sp_proc *p, const uint8_t *rec, uint
 			m->build_id_len = r->build_id_len;
 			memcpy(m->build_id, rec + sizeof(*r), r->build_id_len);
 			m->path = dup_n(rec + sizeof(*r) + r->build_id_len, r->path_len);
+			m->dev = r->dev;
+			m->ino = r->ino;
+			m->size = r->size;
+			m->mtime_ns = r->mtime_ns;
+			m->found = r->ino != 0;
+			m->replaced = (r->h.flags & SP_MODULE_REPLACED) != 0;
 		}
 		break;
 	}

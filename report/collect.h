@@ -23,11 +23,25 @@
 
 struct sp_module {
 	uint32_t pid, generation;
+	uint32_t image;      /* the process image that sent it (exec) */
 	uint64_t bias, lo, hi;
 	uint8_t build_id[64];
 	uint32_t build_id_len;
 	char *path;
+	/* the file mapped, as it was when the map was sent (found 0: not
+	 * known; replaced: path named another file already): a file without
+	 * a build-id that is another one at the end is not symbolized
+	 * (sp_module_changed) */
+	uint64_t dev, ino, size;
+	int64_t mtime_ns;
+	int found, replaced;
+	int changed; /* sp_module_changed, worked out once by write_frames */
 };
+
+/* 1 when m's file has no build-id and is not the file that was mapped
+ * (replaced or rebuilt on disk since): its lines would be another
+ * program's. */
+int sp_module_changed(const struct sp_module *m);
 
 struct sp_proc {
 	uint32_t pid, ppid;
@@ -125,6 +139,8 @@ struct sp_sagg {
 
 struct sp_stack {
 	uint32_t depth;
+	uint32_t generation; /* module map current when it was taken (0: unknown) */
+	uint32_t image;      /* process image that sent it */
 	uint64_t *pcs;
 };
 

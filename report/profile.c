@@ -121,14 +121,20 @@ static int hist_row(uint64_t lo, uint64_t count, void *arg)
 	return 0;
 }
 
-static const struct sp_module *find_module(const struct sp_coll *c, uint32_t pid, uint64_t pc)
+/* The module holding pc in the map the stack s was taken with: the newest
+ * map of its process image not newer than its generation (a library
+ * loaded later where an unloaded one was is another map's). A stack of
+ * generation 0 (a map not sent yet) takes the newest map. */
+static const struct sp_module *find_module(const struct sp_coll *c, uint32_t pid,
+					   const struct sp_stack *s, uint64_t pc)
 {
 	size_t it = 0;
 	const struct sp_module *m, *best = NULL;
 
 	/* Few modules per process; a scan is fine at record end. */
 	while ((m = hmap_next(&c->modules, &it, NULL)))
-		if (m->pid == pid && pc >= m->lo && pc < m->hi &&
+		if (m->pid == pid && m->image == s->image && pc >= m->lo && pc < m->hi &&
+		    (!s->generation || m->generation <= s->generation) &&
 		    (!best || m->generation > best->generation))
 			best = m;
 	return best;
@@ -182,6 +188,7 @@ static int write_frames(sqlite3 *db, struct sp_coll *c, const struct sp_meta *m)
 	size_t it = 0;
 	const struct { uint64_t pid, stack_id; } *key;
 	struct sp_stack *s;
+	struct sp_module *m_;
 	int rc = 0;
 
 	if (!st || !sym) {
@@ -192,6 +199,9 @@ static int write_frames(sqlite3 *db, struct sp_coll *c, const struct sp_meta *m)
 	}
 	if (m->debug_path)
 		sym_set_debug_path(sym, m->debug_path);
+	for (it = 0; (m_ = hmap_next(&c->modules, &it, NULL));)
+		m_->changed = sp_module_changed(m_);
+	it = 0;
 	/* Never wait on the network at the end of a recording. */
 	unsetenv("DEBUGINFOD_URLS");
 	while ((s = hmap_next(&c->stacks, &it, (const void **)&key))) {
@@ -209,8 +219,8 @@ static int write_frames(sqlite3 *db, struct sp_coll *c, const struct sp_meta *m)
 					rc = -1;
 				continue;
 			}
-			mod = find_module(c, (uint32_t)key->pid, pc);
-			if (mod)
+			mod = find_module(c, (uint32_t)key->pid, s, pc);
+			if (mod && !mod->changed)
 				sym_lookup(sym, mod->path, mod->build_id, mod->build_id_len, mod->bias,
 					   pc, 1, &res);
 			if (!res || res->nframes < 1) {
