@@ -131,6 +131,42 @@ PREPARE_SHIM(sqlite3_prepare16_v3, prepare16_v3, const void *, unsigned int f, s
 /* ---- exec: an execution of its own, parent of the statements it runs when
  * they reach our shims (Debian's build: through the PLT). ---- */
 
+/* The program's callback of an exec call, called through exec_callback:
+ * on the shim's frame, read only while the call runs (a longjmp out of
+ * the callback leaves it behind unread). */
+struct exec_cb {
+	int (*cb)(void *, int, char **, char **);
+	void *arg;
+	struct sp_run *run;
+	sqlite3 *db;
+};
+
+/*
+ * The callback sqlite3_exec gets from us: the program's, with its own
+ * argument and result. When it returns non-zero, SQLite returns
+ * SQLITE_ABORT and frees the statement it was stepping itself
+ * (sqlite3VdbeFinalize, past our finalize shim), its execution open:
+ * run.c ends that execution first, while the statement is alive. It is
+ * the statement this thread stepped last when the callback was called
+ * (its step had just returned the row). Keeps errno as the callback left
+ * it.
+ */
+static int exec_callback(void *p, int n, char **vals, char **cols)
+{
+	const struct exec_cb *e = p;
+	struct sp_stmt *s = sp_tls.last_stmt;
+	uintptr_t key = atomic_load_explicit(&s->key, memory_order_relaxed);
+	int rc = e->cb(e->arg, n, vals, cols);
+
+	if (unlikely(rc != 0)) {
+		int saved = errno;
+
+		sp_exec_callback_abort(&sp_tls, e->run, e->db, s, key);
+		errno = saved;
+	}
+	return rc;
+}
+
 /* The run lives in thread-local storage (run.c), never in this frame:
  * an exception or longjmp through the call leaves nothing of ours
  * pointing at a dead frame, and the next call finds it closed. */
@@ -168,8 +204,15 @@ SP_EXPORT int sqlite3_exec(sqlite3 *db, const char *sql,
 		return rc;
 	}
 	t->cur = run;
-	run->start = sp_now();
-	rc = sp_real.exec(db, sql, cb, arg, errmsg);
+	if (cb) {
+		struct exec_cb e = { cb, arg, run, db };
+
+		run->start = sp_now();
+		rc = sp_real.exec(db, sql, exec_callback, &e, errmsg);
+	} else {
+		run->start = sp_now();
+		rc = sp_real.exec(db, sql, NULL, arg, errmsg);
+	}
 	t1 = sp_now();
 	t->cur = run->parent;
 	run->db = t1 - run->start;

@@ -354,6 +354,11 @@ void sp_run_on_row(struct sp_thread *t, struct sp_stmt *s, uint64_t now);
 /* An exec call: its run (NULL: too deep, not profiled). */
 struct sp_run *sp_exec_begin(struct sp_thread *t, uint64_t sql_id, uint64_t shape, uintptr_t frame);
 void sp_exec_end(struct sp_thread *t, struct sp_run *r, sqlite3 *db, int rc, uint64_t end);
+/* The callback of exec call r on db returned non-zero: s (stepped last,
+ * its key then) is the call's statement, about to be freed by SQLite
+ * with its execution open; end it now (abandoned). */
+void sp_exec_callback_abort(struct sp_thread *t, struct sp_run *r, sqlite3 *db, struct sp_stmt *s,
+			    uintptr_t key);
 /* An exec call nested deeper than SP_EXEC_DEPTH, timed t0..t1 by the shim:
  * counted (nested, its error if any) with no run of its own. */
 void sp_exec_deep(struct sp_thread *t, uint64_t sql_id, uint64_t shape, sqlite3 *db, int rc,
