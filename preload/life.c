@@ -5,6 +5,7 @@
  * (shims.c); what happens to the connection and the rings is stream.c's.
  */
 #include <dlfcn.h>
+#include <errno.h>
 #include <execinfo.h>
 #include <link.h>
 #include <pthread.h>
@@ -52,10 +53,16 @@ void sp_thread_init(struct sp_thread *t)
 	t->skip = 0; /* drawn in sp_thread_ready */
 }
 
+/* Keeps errno: it runs before the original in the step, reset and
+ * finalize shims, and in a forked child it connects (which fails with
+ * ECONNREFUSED when the collector is gone). */
 void sp_thread_ready(struct sp_thread *t)
 {
+	int saved;
+
 	if (t->state & SP_TS_SETUP)
 		return;
+	saved = errno;
 	if (unlikely(!t->tid))
 		sp_thread_init(t);
 	if (unlikely(sp_stream_restart))
@@ -68,6 +75,7 @@ void sp_thread_ready(struct sp_thread *t)
 	t->run_q = &sp_no_run;
 	sp_arena_get(t);
 	t->state |= SP_TS_SETUP | (sp_clock_tsc ? SP_TS_TSC : 0);
+	errno = saved;
 }
 
 static int self_range_cb(struct dl_phdr_info *info, size_t size, void *arg)
@@ -97,6 +105,7 @@ static int self_range_cb(struct dl_phdr_info *info, size_t size, void *arg)
 static void on_fork_child(void)
 {
 	struct sp_thread *t = &sp_tls;
+	int saved = errno; /* the child's fork() returns with the parent's */
 
 	sp_proc_pid = (uint32_t)getpid();
 	atomic_store_explicit(&cached_pid, 0, memory_order_relaxed);
@@ -106,16 +115,17 @@ static void on_fork_child(void)
 	t->exec_depth = 0;
 	sp_stats_fork_child();
 	sp_stream_fork_child();
+	errno = saved;
 }
 
 /*
- * Constructor: runs in the loader, single-threaded, before main. It reads
- * the environment, maps the tables (mmap, no malloc), warms up backtrace()
- * (its first call loads libgcc_s), makes the shared statistics and
- * connects to the collector. It calls dl_iterate_phdr without holding any
- * lock of ours.
+ * The constructor's work: runs in the loader, single-threaded, before
+ * main. It reads the environment, maps the tables (mmap, no malloc), warms
+ * up backtrace() (its first call loads libgcc_s), makes the shared
+ * statistics and connects to the collector. It calls dl_iterate_phdr
+ * without holding any lock of ours.
  */
-__attribute__((constructor)) static void sp_init(void)
+static void init(void)
 {
 	void *warm[4];
 
@@ -132,7 +142,7 @@ __attribute__((constructor)) static void sp_init(void)
 	sp_stmt_tables_init();
 	if (!sp_stmts)
 		return;
-	dl_iterate_phdr(self_range_cb, (void *)(uintptr_t)&sp_init);
+	dl_iterate_phdr(self_range_cb, (void *)(uintptr_t)&init);
 	backtrace(warm, 4);
 	{
 		const char *u = getenv("SQLPROF_UNWIND");
@@ -162,12 +172,26 @@ __attribute__((constructor)) static void sp_init(void)
 	}
 }
 
+/* Constructor. C guarantees errno 0 at the start of main: what failed in
+ * here (a connect to a collector that is gone, the loader's search for
+ * libgcc_s) must not show. */
+__attribute__((constructor)) static void sp_init(void)
+{
+	int saved = errno;
+
+	init();
+	errno = saved;
+}
+
 /* Destructor: say goodbye. Runs from exit(); _exit and exec have shims
  * that do it; a program killed by a signal has no goodbye, but its totals
  * are in the statistics and its records in the rings the collector holds. */
 __attribute__((destructor)) static void sp_fini(void)
 {
+	int saved = errno; /* later destructors and atexit handlers see theirs */
+
 	if (!sp_cfg.enabled)
 		return;
 	sp_stream_exit();
+	errno = saved;
 }

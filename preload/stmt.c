@@ -495,14 +495,17 @@ void sp_stmt_prepared_text(struct sp_thread *t, sqlite3_stmt *st, const char *te
 struct sp_stmt *sp_stmt_adopt(struct sp_thread *t, sqlite3_stmt *st)
 {
 	struct sp_stmt *s = stmt_insert(st);
+	int saved;
 
 	if (!s) {
 		atomic_fetch_add_explicit(&sp_untracked, 1, memory_order_relaxed);
 		return NULL;
 	}
+	saved = errno; /* before the original step: its text's record */
 	sp_guard_in(t);
 	stmt_fill(t, s, st, NULL, 0);
 	sp_guard_out(t);
+	errno = saved;
 	return s;
 }
 

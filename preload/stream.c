@@ -181,12 +181,13 @@ static int conn_get(void)
 	const char *path;
 	struct sockaddr_un sa;
 	struct stat st;
-	int fd, cancel;
+	int fd, cancel, saved;
 
 	if (stream_dead())
 		return -1;
 	if (sock_fd >= 0)
 		return sock_fd;
+	saved = errno; /* a refused connect must not show in the program */
 	/* connect and send are cancellation points: the program's own
 	 * thread must not be cancelled inside our work (or with our lock) */
 	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel);
@@ -245,6 +246,7 @@ out:
 	in_conn_get = 0;
 	pthread_mutex_unlock(&conn_lock);
 	pthread_setcancelstate(cancel, NULL);
+	errno = saved;
 	return stream_dead() ? -1 : sock_fd;
 }
 
@@ -355,15 +357,16 @@ static int send_msg_body(const void *body1, size_t len1, const void *body2, size
 }
 
 /* The program's own threads send (and poll): never a cancellation point
- * inside our work. */
+ * inside our work. Keeps errno (EAGAIN, EPIPE... are ours). */
 static int send_msg_fd(const void *body1, size_t len1, const void *body2, size_t len2,
 		       uint16_t flags, int pass_fd, int wait)
 {
-	int cancel, rc;
+	int cancel, rc, saved = errno;
 
 	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel);
 	rc = send_msg_body(body1, len1, body2, len2, flags, pass_fd, wait);
 	pthread_setcancelstate(cancel, NULL);
+	errno = saved;
 	return rc;
 }
 
