@@ -93,9 +93,19 @@ static void on_sigchld(int sig)
 	errno = saved;
 }
 
+/* 1 when path cannot be an element of LD_PRELOAD: the loader splits the
+ * variable at spaces and colons (glibc's rtld), and a tab or newline is
+ * no better. */
+static int preload_unsafe(const char *path)
+{
+	return strpbrk(path, " :\t\n") != NULL;
+}
+
 /* Locate libsqlprof.so: $SQLPROF_LIB, else beside the binary in the build
  * tree (build/bin/sqlprof -> build/lib/) or installed
- * (PREFIX/bin/sqlprof -> PREFIX/lib/sqlprof/). */
+ * (PREFIX/bin/sqlprof -> PREFIX/lib/sqlprof/). $SQLPROF_LIB is kept as
+ * given when it is an absolute path LD_PRELOAD can carry (a symbolic link
+ * to an installation whose path cannot); otherwise its real path. */
 static int find_lib(char *out, size_t len)
 {
 	static const char *const rel[] = { "../lib/sqlprof/libsqlprof.so", "../lib/libsqlprof.so",
@@ -106,6 +116,11 @@ static int find_lib(char *out, size_t len)
 	size_t i;
 
 	if (env && *env) {
+		if (access(env, R_OK) == 0 && env[0] == '/' && !preload_unsafe(env) &&
+		    strlen(env) < len) {
+			strcpy(out, env);
+			return 0;
+		}
 		if (access(env, R_OK) == 0 && realpath(env, out))
 			return 0;
 		fprintf(stderr, "sqlprof: SQLPROF_LIB=%s: %s\n", env, strerror(errno));
@@ -436,6 +451,16 @@ int cmd_record(int argc, char **argv)
 	}
 	if (find_lib(lib, sizeof(lib)) < 0)
 		return SP_EXIT_USAGE;
+	if (preload_unsafe(lib)) {
+		/* ld.so would split it: its errors on the program's stderr, and
+		 * nothing profiled */
+		fprintf(stderr,
+			"sqlprof record: cannot preload %s: LD_PRELOAD splits paths at spaces and "
+			"colons; install sqlprof where the path has neither, or set SQLPROF_LIB to "
+			"such a path (a copy or a symbolic link)\n",
+			lib);
+		return SP_EXIT_USAGE;
+	}
 	/* Before anything runs: never over someone else's data, and not
 	 * only to find out at the end that the profile cannot be written. */
 	if (sp_out_check(o.output, err, sizeof(err)) < 0) {
