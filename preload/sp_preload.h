@@ -340,6 +340,9 @@ int sp_first_site(uint64_t shape, uint64_t stack_id);
 extern atomic_ullong sp_untracked;
 void sp_stmt_tables_init(void);
 void sp_probe_status_once(void);
+/* Before the program's sqlite3_auto_extension: the probe's connection
+ * must not run the program's extensions (keeps errno). */
+void sp_probe_before_auto_extension(void);
 
 /* ---- run.c: execution slow paths ---- */
 

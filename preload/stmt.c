@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "sp_preload.h"
@@ -461,6 +462,38 @@ void sp_probe_status_once(void)
 			atomic_store(&status_probed, 2);
 		}
 	}
+}
+
+/*
+ * The program registers an automatic extension: SQLite would run it in
+ * every connection opened from now on, the probe's private one too (one
+ * call more than the program's opens). So probe now, before the
+ * extension is registered, and wait for a probe another thread is
+ * running. Opening the probe's connection initializes SQLite, which the
+ * original sqlite3_auto_extension does first anyway. Nothing when the
+ * preload is off or inside our own work (no probe would run then).
+ * Extensions registered where no shim sees it (another library's
+ * constructor before ours, or past the PLT) still run in the probe.
+ */
+void sp_probe_before_auto_extension(void)
+{
+	struct sp_thread *t = &sp_tls;
+	int saved = errno;
+
+	NEED();
+	if (!sp_hot || sp_guarded(t)) {
+		errno = saved;
+		return;
+	}
+	sp_guard_in(t);
+	sp_probe_status_once();
+	while (atomic_load(&status_probed) == 1) {
+		struct timespec ts = { 0, 100000 };
+
+		nanosleep(&ts, NULL);
+	}
+	sp_guard_out(t);
+	errno = saved;
 }
 
 /* A successful prepare by the application: track the statement, count
