@@ -271,6 +271,33 @@ SP_EXPORT void sqlite3_progress_handler(sqlite3 *db, int n, int (*cb)(void *), v
 		sp_real.progress_handler(db, n, cb, arg);
 }
 
+/* ---- changing the uid: a forked child not connected yet connects first,
+ * while the collector still lets it in (stream.c). ---- */
+
+SP_EXPORT int setuid(uid_t uid)
+{
+	sp_stream_before_uid_change();
+	return ((int (*)(uid_t))dlsym(RTLD_NEXT, "setuid"))(uid);
+}
+
+SP_EXPORT int seteuid(uid_t uid)
+{
+	sp_stream_before_uid_change();
+	return ((int (*)(uid_t))dlsym(RTLD_NEXT, "seteuid"))(uid);
+}
+
+SP_EXPORT int setreuid(uid_t r, uid_t e)
+{
+	sp_stream_before_uid_change();
+	return ((int (*)(uid_t, uid_t))dlsym(RTLD_NEXT, "setreuid"))(r, e);
+}
+
+SP_EXPORT int setresuid(uid_t r, uid_t e, uid_t s)
+{
+	sp_stream_before_uid_change();
+	return ((int (*)(uid_t, uid_t, uid_t))dlsym(RTLD_NEXT, "setresuid"))(r, e, s);
+}
+
 /* ---- leaving the process image: _exit skips destructors and exec
  * replaces us, so say goodbye first. exit() runs our destructor itself. ---- */
 

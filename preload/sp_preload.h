@@ -195,6 +195,11 @@ struct sp_arena {
 extern struct sp_stats_hdr *sp_stats; /* NULL: no shared statistics */
 extern struct sp_agg_query sp_no_run;
 int sp_stats_init(void);     /* constructor (and a forked child) */
+/* An image that could neither connect nor leave a file: counted in the
+ * statistics header of the nearest ancestor that shared its own (a
+ * forked child keeps that page mapped). Nothing without one. */
+void sp_stats_count_unreported(void);
+extern int sp_stats_shared; /* stream.c: the collector holds our memfd */
 int sp_stats_fd(void);       /* the memfd, to send with HELLO; -1 none */
 void sp_stats_fork_child(void);
 /* The calling thread's arena (made or reused on first use); NULL when
@@ -333,6 +338,7 @@ uint64_t sp_sql_note(struct sp_thread *t, const char *sql, size_t len, uint64_t 
 /* SQL records that were lost (ring full): send them now if there is room. */
 extern atomic_int sp_sql_pending;
 void sp_sql_flush(struct sp_thread *t);
+int sp_sql_pending_each(int (*fn)(void *arg, const void *rec, uint32_t len), void *arg);
 /* 1 the first time a text of this kind runs in the process */
 int sp_first_exec(uint64_t sql_id, uint32_t kind);
 /* 1 the first time a first execution of this shape has this stack */
@@ -601,6 +607,7 @@ SP_INLINE void sp_rec_commit(struct sp_thread *t, uint32_t len)
 	__atomic_store_n(&r->sh->head, r->head, __ATOMIC_RELEASE);
 }
 int sp_stream_init(void);       /* constructor: connect, hello */
+void sp_stream_before_uid_change(void); /* setuid and friends (shims.c) */
 void sp_stream_fork_child(void);
 void sp_stream_exit(void);      /* destructor: BYE */
 /* Before _exit or exec: say BYE, unless this is a vfork child

@@ -404,6 +404,42 @@ void sp_sql_flush(struct sp_thread *t)
 }
 
 /*
+ * Each SQL record still pending, built in turn and handed to fn (which
+ * returns < 0 to stop), for an image that could not connect and leaves
+ * its data in a file (stream.c): its texts never had a ring to go to.
+ * Skipped when another thread holds the list. Returns 0, or -1 when fn
+ * failed.
+ */
+int sp_sql_pending_each(int (*fn)(void *arg, const void *rec, uint32_t len), void *arg)
+{
+	static uint64_t rec[(sizeof(struct sp_rec_sql) + SP_SQL_MAX + 8) / 8 + 1];
+	const struct pending_sql *p;
+	int rc = 0;
+
+	if (pthread_mutex_trylock(&pending_lock) != 0)
+		return 0;
+	for (p = pending; p && rc == 0; p = p->next) {
+		struct sp_rec_sql *r = (struct sp_rec_sql *)(void *)rec;
+		uint32_t n = p->len > SP_SQL_MAX ? SP_SQL_MAX : p->len;
+		uint32_t rl = SP_ALIGN8(sizeof(*r) + n);
+
+		memset(r, 0, rl);
+		r->h.type = SP_REC_SQL;
+		r->h.len = rl;
+		r->h.flags = p->full_len > n ? SP_SQL_TRUNCATED : 0;
+		r->pid = sp_my_pid();
+		r->tid = sp_tls.tid;
+		r->sql_id = p->id;
+		r->full_len = p->full_len;
+		r->text_len = n;
+		memcpy(r + 1, p->text, n);
+		rc = fn(arg, r, rl);
+	}
+	pthread_mutex_unlock(&pending_lock);
+	return rc < 0 ? -1 : 0;
+}
+
+/*
  * Note an SQL text: returns its id (64-bit FNV-1a of the full text) and,
  * the first time this process sees it, writes an SQL record into the
  * thread's ring (or keeps it to send later when the ring is full). The

@@ -687,6 +687,7 @@ int cmd_record(int argc, char **argv)
 	 * read every ring one last time and let them go. */
 	sp_coll_rings_close(&c);
 	read_bye_files(&c, dir);
+	sp_coll_read_unreported(&c, dir);
 	sp_coll_finish(&c);
 	/* Per-run totals: what this run added to each query. */
 	{
@@ -754,7 +755,17 @@ int cmd_record(int argc, char **argv)
 	if (wrote > 0)
 		fprintf(stderr, "sqlprof record: %s; the profile is saved in %s instead\n", err, saved);
 	if (!o.quiet) {
+		uint64_t complete, unrep = sp_coll_unreported(&c, &complete);
+
 		explain_empty(&c);
+		if (unrep)
+			fprintf(stderr,
+				"sqlprof: warning: %llu process(es) ran SQLite but could not connect to "
+				"the collector (a seccomp filter, another uid, no descriptor left): "
+				"%llu left their totals in files, which are in the profile; %llu "
+				"could not, and their executions are missing\n",
+				(unsigned long long)unrep, (unsigned long long)complete,
+				(unsigned long long)(unrep - complete));
 		fprintf(stderr, "sqlprof: %llu executions from %zu process(es), %llu events lost; profile in %s\n",
 			(unsigned long long)sp_coll_executions(&c), c.procs.count,
 			(unsigned long long)sp_coll_lost(&c), wrote ? saved : o.output);
