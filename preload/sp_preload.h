@@ -607,6 +607,9 @@ SP_INLINE void sp_rec_commit(struct sp_thread *t, uint32_t len)
 	__atomic_store_n(&r->sh->head, r->head, __ATOMIC_RELEASE);
 }
 int sp_stream_init(void);       /* constructor: connect, hello */
+/* Move our descriptor out of the program's way: the descriptor to use,
+ * or -1 (fd untouched) when the limit leaves no room (stream.c). */
+int sp_fd_high(int fd);
 void sp_stream_before_uid_change(void); /* setuid and friends (shims.c) */
 void sp_stream_fork_child(void);
 void sp_stream_exit(void);      /* destructor: BYE */

@@ -121,13 +121,17 @@ int sp_stats_init(void)
 		} else {
 			/* the collector maps it too: never shrunk under it */
 			(void)fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW);
-			/* out of the low numbers programs dup2() onto */
-			hi = fcntl(fd, F_DUPFD_CLOEXEC, 800);
-			if (hi >= 0) {
+			/* out of the program's way; with no room that high, do
+			 * without it (the mapping stays): the totals then go as
+			 * copies at exit, as without memfd */
+			hi = sp_fd_high(fd);
+			if (hi < 0) {
 				close(fd);
+				fd = -1;
+			} else {
 				fd = hi;
 			}
-			if (fstat(fd, &st) == 0) {
+			if (fd >= 0 && fstat(fd, &st) == 0) {
 				stats_dev = st.st_dev;
 				stats_ino = st.st_ino;
 			}

@@ -31,6 +31,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <sys/socket.h>
@@ -110,6 +111,46 @@ double sp_tsc_per_ns(void)
 	if (tsc_per_ns <= 0)
 		tsc_per_ns = 1.0;
 	return tsc_per_ns;
+}
+
+/* ------------------------------------------------------------------ */
+/* Descriptors                                                         */
+
+/* Descriptors of ours go at or above FD_HIGH, out of the low numbers
+ * programs get and dup2() onto, when RLIMIT_NOFILE leaves FD_TOP above
+ * it; under a lower limit, into the top FD_TOP numbers below the limit,
+ * as long as FD_LOW_MIN stay below them for the program. */
+#define FD_HIGH 800
+#define FD_TOP 16
+#define FD_LOW_MIN 64
+
+/*
+ * Move our descriptor fd out of the program's way (above). Returns the
+ * descriptor to use: fd itself when it is high enough already, or its
+ * copy (close-on-exec; fd is closed). Returns -1, fd untouched, when the
+ * limit leaves no room that high: the caller does without rather than
+ * keep a descriptor the program would have got. Keeps errno.
+ */
+int sp_fd_high(int fd)
+{
+	struct rlimit rl;
+	long lim, base;
+	int hi, saved = errno;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur > INT32_MAX)
+		lim = INT32_MAX;
+	else
+		lim = (long)rl.rlim_cur;
+	base = lim > FD_HIGH + FD_TOP ? FD_HIGH : lim - FD_TOP;
+	if (base < FD_LOW_MIN)
+		return -1;
+	if (fd >= base)
+		return fd;
+	hi = fcntl(fd, F_DUPFD_CLOEXEC, (int)base);
+	if (hi >= 0)
+		close(fd);
+	errno = saved;
+	return hi;
 }
 
 /* ------------------------------------------------------------------ */
@@ -255,12 +296,16 @@ static int conn_get_hello(int say_hello)
 		int sz = 1 << 20, hi;
 
 		setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sz, sizeof(sz));
-		/* Keep out of the low numbers programs dup2() onto. */
-		hi = fcntl(fd, F_DUPFD_CLOEXEC, 800);
-		if (hi >= 0) {
+		/* Out of the program's way; with no room that high, do
+		 * without the connection rather than hold a low descriptor */
+		hi = sp_fd_high(fd);
+		if (hi < 0) {
+			conn_errno = EMFILE;
 			close(fd);
-			fd = hi;
+			set_stream_dead(1);
+			goto out;
 		}
+		fd = hi;
 		if (fstat(fd, &st) < 0) {
 			conn_errno = errno;
 			close(fd);
