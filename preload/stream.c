@@ -1089,6 +1089,7 @@ static int unrep_write(const struct sp_rec_bye *bye)
 	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
 	if (fd < 0)
 		goto out;
+	atomic_store(&msg_seq, 0); /* each file is read alone: its messages from 1 */
 	len = hello_build(buf, SP_HELLO_UNREPORTED);
 	if (file_msg(fd, 0, buf, len, NULL, 0) < 0 ||
 	    (bye && sp_sql_pending_each(file_sql, &fd) < 0) || (bye && stats_copy_to(fd) < 0) ||
