@@ -621,6 +621,10 @@ extern uint32_t sp_proc_pid;
  * handler, where that is not allowed). */
 extern int sp_stream_restart;
 void sp_stream_child_start(void);
+/* Set when the image could not connect at start-up: its first SQLite
+ * call (sp_thread_ready) says so (sp_stream_unrep_start). */
+extern int sp_unrep_pending;
+void sp_stream_unrep_start(void);
 void sp_modules_changed(void);  /* resend the map if libraries came or went */
 void sp_modules_maybe_send(void);
 extern atomic_ullong sp_lost;

@@ -64,11 +64,18 @@ static inline void set_stream_dead(int v)
 static char sock_path[sizeof(((struct sockaddr_un *)0)->sun_path)];
 /* errno of the last failed connect (socket, connect, no high descriptor) */
 static int conn_errno;
-/* 0: reporting over the socket (or trying to); 1: this image could not
- * connect and leaves its data in a file in the collector's directory
- * (unrep_write); 2: it could not write that file either, and was counted
- * in an ancestor's statistics instead. */
+/* What became of an image that could not connect (unrep_mark). */
+enum {
+	UNREP_NO,      /* reporting over the socket (or trying to) */
+	UNREP_IDLE,    /* could not connect at start-up, ran no SQLite yet:
+			* nothing to say (sp_unrep_pending) */
+	UNREP_FILE,    /* leaves its data in a file in the collector's
+			* directory (unrep_write) */
+	UNREP_COUNTED, /* could not write that file either: counted in an
+			* ancestor's statistics instead */
+};
 static int unreported;
+int sp_unrep_pending; /* UNREP_IDLE: the next thread set up marks it */
 static char unrep_path[sizeof(sock_path) + 64];
 /* Connected before a uid change (sp_stream_before_uid_change), HELLO not
  * sent yet: it goes with the first execution's statistics. */
@@ -950,7 +957,9 @@ int sp_stream_init(void)
 		return 0;
 	if (collector_gone(conn_errno))
 		return -1;
-	unrep_mark();
+	/* profiled all the same; it says so at its first SQLite call */
+	unreported = UNREP_IDLE;
+	sp_unrep_pending = 1;
 	return 0;
 }
 
@@ -983,7 +992,8 @@ void sp_stream_fork_child(void)
 	atomic_store(&msg_seq, 0);
 	atomic_store(&sp_lost, 0);
 	sp_stream_restart = 1;
-	unreported = 0;
+	unreported = UNREP_NO;
+	sp_unrep_pending = 0;
 	hello_owed = 0;
 	conn_errno = 0;
 	reconnects = 0;
@@ -1108,8 +1118,8 @@ out:
 	return rc;
 }
 
-/* The image could not connect (sp_stream_init, or a forked child's first
- * execution): it runs on, profiled into its own statistics, and says so
+/* The image could not connect (at start-up, and it now runs SQLite, or
+ * at a forked child's first execution): it runs on, profiled into its own statistics, and says so
  * in a file now. When the directory takes no file (another uid's), it
  * adds itself to the count in the statistics of its nearest ancestor that
  * reported, which the collector holds (stats.c). */
@@ -1117,14 +1127,24 @@ static void unrep_mark(void)
 {
 	const char *slash = strrchr(sock_path, '/');
 
-	unreported = 1;
+	unreported = UNREP_FILE;
 	if (slash && (size_t)(slash - sock_path) < sizeof(sock_path))
 		snprintf(unrep_path, sizeof(unrep_path), "%.*s/unrep.%u.%llu", (int)(slash - sock_path),
 			 sock_path, (unsigned)getpid(), (unsigned long long)sp_mono_ns());
 	if (unrep_write(NULL) < 0) {
-		unreported = 2;
+		unreported = UNREP_COUNTED;
 		sp_stats_count_unreported();
 	}
+}
+
+/* The first SQLite call of an image that could not connect at start-up
+ * (sp_thread_ready): only now is it a process that ran SQLite and could
+ * not report - a shell or any other program that never uses SQLite is
+ * not one. */
+void sp_stream_unrep_start(void)
+{
+	if (__atomic_exchange_n(&sp_unrep_pending, 0, __ATOMIC_ACQ_REL))
+		unrep_mark();
 }
 
 /* Statistics the collector could not map (no memfd): send a copy of
@@ -1175,7 +1195,7 @@ void sp_stream_exit(void)
 
 	memset(&b, 0, sizeof(b));
 	sp_guard_in(&sp_tls);
-	if (hello_owed || unreported == 2 ||
+	if (hello_owed || unreported == UNREP_IDLE || unreported == UNREP_COUNTED ||
 	    (sock_fd < 0 && !stream_dead() && atomic_load(&sp_lost) == 0)) {
 		/* Nothing was ever sent (a forked child that made no query,
 		 * or one connected before a uid change that ran none), or
@@ -1198,7 +1218,7 @@ void sp_stream_exit(void)
 	b.untracked = atomic_load(&sp_untracked);
 	b.lost = atomic_load(&sp_lost);
 	b.status = -1;
-	if (unreported == 1) {
+	if (unreported == UNREP_FILE) {
 		/* no connection: everything goes to our file */
 		unrep_write(&b);
 		pthread_setcancelstate(cancel, NULL);

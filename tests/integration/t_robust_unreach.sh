@@ -8,7 +8,8 @@
 #  - a seccomp filter denying socket(), then exec, or fork: the image
 #    that cannot connect leaves its totals in a file in the collector's
 #    directory; they are in the profile, and record says 1 process could
-#    not connect (before: 100 of 200, the forked child a row with 0);
+#    not connect (before: 100 of 200, the forked child a row with 0); an
+#    exec of a program that runs no SQLite there is not counted;
 #  - a child that drops to uid nobody (as root): it connects before the
 #    change and reports as any other (before: 100 of 200);
 #  - a grandchild forked after that change cannot connect nor write a
@@ -52,6 +53,7 @@ check() {
 check clearenv 2 200 0 0
 check seccomp-exec 1 200 1 0
 check seccomp-fork 2 200 1 0
+check seccomp-true 1 100 0 0
 if [ "$(id -u)" = 0 ] && id nobody >/dev/null 2>&1; then
 	check uid 2 200 0 0
 	# the grandchild's executions and text are missing; only counted

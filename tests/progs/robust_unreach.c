@@ -12,6 +12,8 @@
  *   seccomp-exec  a seccomp filter makes socket() fail with EPERM, then
  *                 the program execs itself: the new image runs them
  *   seccomp-fork  the same filter, then fork: the child runs them
+ *   seccomp-true  runs them, sets the same filter, then execs /bin/true,
+ *                 which runs no SQLite
  *   uid           fork; the child drops to uid and gid 65534 (nobody)
  *                 with setresgid/setresuid and runs them (needs root)
  *   uid-grandchild  fork; the child drops to nobody and forks again: the
@@ -154,6 +156,12 @@ int main(int argc, char **argv)
 		execl("/proc/self/exe", argv[0], "seccomp-inner", (char *)NULL);
 		return 2;
 	}
+	if (!strcmp(mode, "seccomp-true")) {
+		if (run("seccomp parent") || no_socket() < 0)
+			return 2;
+		execl("/bin/true", "true", (char *)NULL);
+		return 2;
+	}
 	if (!strcmp(mode, "seccomp-inner"))
 		return run("seccomp exec image");
 	if (!strcmp(mode, "seccomp-fork")) {
@@ -181,6 +189,7 @@ int main(int argc, char **argv)
 	}
 	if (!strcmp(mode, "fds-inner"))
 		return fds_inner();
-	fprintf(stderr, "usage: robust_unreach clearenv|seccomp-exec|seccomp-fork|uid|uid-grandchild|fds LIMIT\n");
+	fprintf(stderr, "usage: robust_unreach clearenv|seccomp-exec|seccomp-fork|seccomp-true|uid|"
+			"uid-grandchild|fds LIMIT\n");
 	return 2;
 }
