@@ -99,6 +99,14 @@ static int self_range_cb(struct dl_phdr_info *info, size_t size, void *arg)
 	return 0;
 }
 
+/* In the parent after fork(): a child may count itself in our header
+ * (stats.c, sp_stats_count_unreported): the collector must keep it. */
+static void on_fork_parent(void)
+{
+	if (sp_stats)
+		__atomic_store_n(&sp_stats->forked, 1, __ATOMIC_RELAXED);
+}
+
 /* In the child after fork() (async-signal-safe work only): it has one
  * thread and a copy of everything. The statement table is kept (the child
  * may go on using the statements); executions open at fork() are the
@@ -164,7 +172,7 @@ static void init(void)
 		sp_cfg.slow_span = sp_cfg.slow_ticks;
 	}
 	sp_proc_pid = (uint32_t)getpid();
-	pthread_atfork(NULL, NULL, on_fork_child);
+	pthread_atfork(NULL, on_fork_parent, on_fork_child);
 	sp_resolve();
 	sp_stats_init();
 	if (sp_stream_init() == 0) {

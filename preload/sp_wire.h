@@ -347,7 +347,9 @@ struct sp_stats_hdr {
 	uint64_t size;       /* bytes of the memfd */
 	uint64_t base;       /* the writer's address of byte 0 */
 	uint32_t nchunks;    /* chunks taken, this one included (release) */
-	uint32_t pad;
+	uint32_t forked;     /* 1 once the image called fork(): a child may
+			      * count itself in `unreported` below, so the
+			      * collector keeps this page to the end */
 	uint64_t unattributed; /* executions that found no room for their
 				* query's record (memory exhausted): counted
 				* here, with no query */
@@ -355,7 +357,7 @@ struct sp_stats_hdr {
 				* these statistics) that ran SQLite, could not
 				* connect and could not leave a file either:
 				* added by them, atomically, in their inherited
-				* mapping of this header */
+				* mapping of this header (see forked) */
 };
 
 struct sp_stats_chunk {

@@ -1448,7 +1448,12 @@ void sp_coll_stats_retire(struct sp_coll *c, uint32_t pid, uint32_t image)
 				mp->merged_image = m->image;
 		}
 		sp_coll_stats_merge(c, m->pid, m->map, m->size, m->clock);
-		if (!m->copy && m->size > HDR_PAGE && hdr_keep(c, m->map) == 0)
+		/* an image that forked: its children may still count
+		 * themselves in its header (only that page is kept, but the
+		 * memfd with it: so only for these) */
+		if (!m->copy && m->size > HDR_PAGE &&
+		    __atomic_load_n(&((const struct sp_stats_hdr *)m->map)->forked, __ATOMIC_RELAXED) &&
+		    hdr_keep(c, m->map) == 0)
 			munmap((uint8_t *)m->map + HDR_PAGE, m->size - HDR_PAGE);
 		else
 			statmap_free(m);
@@ -1571,7 +1576,8 @@ size_t sp_coll_read_unreported(struct sp_coll *c, const char *dir)
 	}
 	closedir(d);
 	/* unrep.PID.TIME: an exec'd image after the one before it */
-	qsort(names, n, sizeof(*names), name_cmp);
+	if (n)
+		qsort(names, n, sizeof(*names), name_cmp);
 	buf = malloc(SP_MSG_MAX);
 	for (size_t i = 0; buf && i < n; i++) {
 		char path[4096];

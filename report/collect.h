@@ -192,9 +192,10 @@ struct sp_coll {
 	size_t copy_bytes;        /* taken by STATS_COPY maps so far, at most 1 GiB */
 	/* Broken rings are reported here, one line each; NULL: nowhere. */
 	FILE *diag;
-	/* First pages of the merged statistics mappings, kept to the end:
-	 * their unreported counts (descendants that could neither connect
-	 * nor leave a file) may still grow after the merge. */
+	/* First pages of the merged statistics mappings of images that
+	 * forked, kept to the end: their unreported counts (descendants that
+	 * could neither connect nor leave a file) may still grow after the
+	 * merge. */
 	void **hdr_pages;
 	size_t nhdr, hdr_cap;
 	uint64_t unreported_counted; /* their sum, at sp_coll_finish */
