@@ -67,7 +67,7 @@ void sp_thread_ready(struct sp_thread *t)
 		sp_thread_init(t);
 	if (unlikely(sp_stream_restart))
 		sp_stream_child_start();
-	if (unlikely(sp_unrep_pending))
+	if (unlikely(__atomic_load_n(&sp_unrep_pending, __ATOMIC_RELAXED)))
 		sp_stream_unrep_start();
 	if (!t->skip)
 		t->skip = sp_draw_gap(t);
