@@ -3,7 +3,7 @@
  * shims.c - the interposers of libsqlprof.so but the per-execution ones
  * (sqlite3_step, sqlite3_reset and sqlite3_finalize are in hot.c): open
  * and close, prepare, exec, the callback registrations, and the libc
- * entry points that end or replace the process image.
+ * entry points that change the uid or end or replace the process image.
  *
  * Each shim resolves the original (lazily: libsqlite3 may arrive by dlopen
  * after we start), calls it and hands the result to stmt.c or run.c. A
