@@ -95,17 +95,25 @@ void sp_raw_clone_child(void)
 	errno = saved;
 }
 
+/* Keeps errno: it runs before the original in the step, reset and
+ * finalize shims, and in a forked child it connects (which fails with
+ * ECONNREFUSED when the collector is gone). */
 void sp_thread_ready(struct sp_thread *t)
 {
+	int saved;
+
 	if (t->state & SP_TS_SETUP) {
 		if (likely(sp_same_process()))
 			return;
 		sp_raw_clone_child(); /* and set up again, as this process */
 	}
+	saved = errno;
 	if (unlikely(!t->tid))
 		sp_thread_init(t);
 	if (unlikely(sp_stream_restart))
 		sp_stream_child_start();
+	if (unlikely(__atomic_load_n(&sp_unrep_pending, __ATOMIC_RELAXED)))
+		sp_stream_unrep_start();
 	if (!t->skip)
 		t->skip = sp_draw_gap(t);
 	if (!t->last_stmt)
@@ -114,6 +122,7 @@ void sp_thread_ready(struct sp_thread *t)
 	t->run_q = &sp_no_run;
 	sp_arena_get(t);
 	t->state |= SP_TS_SETUP | (sp_clock_tsc ? SP_TS_TSC : 0);
+	errno = saved;
 }
 
 static int self_range_cb(struct dl_phdr_info *info, size_t size, void *arg)
@@ -135,6 +144,14 @@ static int self_range_cb(struct dl_phdr_info *info, size_t size, void *arg)
 	return 0;
 }
 
+/* In the parent after fork(): a child may count itself in our header
+ * (stats.c, sp_stats_count_unreported): the collector must keep it. */
+static void on_fork_parent(void)
+{
+	if (sp_stats)
+		__atomic_store_n(&sp_stats->forked, 1, __ATOMIC_RELAXED);
+}
+
 /* In the child after fork() (async-signal-safe work only): it has one
  * thread and a copy of everything. The statement table is kept (the child
  * may go on using the statements); executions open at fork() are the
@@ -143,6 +160,7 @@ static int self_range_cb(struct dl_phdr_info *info, size_t size, void *arg)
 static void on_fork_child(void)
 {
 	struct sp_thread *t = &sp_tls;
+	int saved = errno; /* the child's fork() returns with the parent's */
 
 	if (sp_alive)
 		sp_alive[0] = 1; /* emptied in this child too */
@@ -155,16 +173,17 @@ static void on_fork_child(void)
 	sp_stats_fork_child();
 	sp_stream_fork_child();
 	sp_py_fork_child();
+	errno = saved;
 }
 
 /*
- * Constructor: runs in the loader, single-threaded, before main. It reads
- * the environment, maps the tables (mmap, no malloc), warms up backtrace()
- * (its first call loads libgcc_s), makes the shared statistics and
- * connects to the collector. It calls dl_iterate_phdr without holding any
- * lock of ours.
+ * The constructor's work: runs in the loader, single-threaded, before
+ * main. It reads the environment, maps the tables (mmap, no malloc), warms
+ * up backtrace() (its first call loads libgcc_s), makes the shared
+ * statistics and connects to the collector. It calls dl_iterate_phdr
+ * without holding any lock of ours.
  */
-__attribute__((constructor)) static void sp_init(void)
+static void init(void)
 {
 	void *warm[4];
 
@@ -181,7 +200,7 @@ __attribute__((constructor)) static void sp_init(void)
 	sp_stmt_tables_init();
 	if (!sp_stmts)
 		return;
-	dl_iterate_phdr(self_range_cb, (void *)(uintptr_t)&sp_init);
+	dl_iterate_phdr(self_range_cb, (void *)(uintptr_t)&init);
 	backtrace(warm, 4);
 	{
 		const char *u = getenv("SQLPROF_UNWIND");
@@ -203,7 +222,7 @@ __attribute__((constructor)) static void sp_init(void)
 	sp_proc_pid = (uint32_t)getpid();
 	sp_image_salt = mix64(sp_rdtsc() ^ (uint64_t)sp_proc_pid << 32) & ~1ULL;
 	alive_init();
-	pthread_atfork(NULL, NULL, on_fork_child);
+	pthread_atfork(NULL, on_fork_parent, on_fork_child);
 	sp_resolve();
 	sp_stats_init();
 	if (sp_stream_init() == 0) {
@@ -213,12 +232,26 @@ __attribute__((constructor)) static void sp_init(void)
 	}
 }
 
+/* Constructor. C guarantees errno 0 at the start of main: what failed in
+ * here (a connect to a collector that is gone, the loader's search for
+ * libgcc_s) must not show. */
+__attribute__((constructor)) static void sp_init(void)
+{
+	int saved = errno;
+
+	init();
+	errno = saved;
+}
+
 /* Destructor: say goodbye. Runs from exit(); _exit and exec have shims
  * that do it; a program killed by a signal has no goodbye, but its totals
  * are in the statistics and its records in the rings the collector holds. */
 __attribute__((destructor)) static void sp_fini(void)
 {
+	int saved = errno; /* later destructors and atexit handlers see theirs */
+
 	if (!sp_cfg.enabled)
 		return;
 	sp_stream_exit();
+	errno = saved;
 }

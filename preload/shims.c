@@ -3,7 +3,7 @@
  * shims.c - the interposers of libsqlprof.so but the per-execution ones
  * (sqlite3_step, sqlite3_reset and sqlite3_finalize are in hot.c): open
  * and close, prepare, exec, the callback registrations, and the libc
- * entry points that end or replace the process image.
+ * entry points that change the uid or end or replace the process image.
  *
  * Each shim resolves the original (lazily: libsqlite3 may arrive by dlopen
  * after we start), calls it and hands the result to stmt.c or run.c. A
@@ -160,6 +160,42 @@ PREPARE_SHIM(sqlite3_prepare16_v3, prepare16_v3, const void *, (db, sql, n, f, p
 /* ---- exec: an execution of its own, parent of the statements it runs when
  * they reach our shims (Debian's build: through the PLT). ---- */
 
+/* The program's callback of an exec call, called through exec_callback:
+ * on the shim's frame, read only while the call runs (a longjmp out of
+ * the callback leaves it behind unread). */
+struct exec_cb {
+	int (*cb)(void *, int, char **, char **);
+	void *arg;
+	struct sp_run *run;
+	sqlite3 *db;
+};
+
+/*
+ * The callback sqlite3_exec gets from us: the program's, with its own
+ * argument and result. When it returns non-zero, SQLite returns
+ * SQLITE_ABORT and frees the statement it was stepping itself
+ * (sqlite3VdbeFinalize, past our finalize shim), its execution open:
+ * run.c ends that execution first, while the statement is alive. It is
+ * the statement this thread stepped last when the callback was called
+ * (its step had just returned the row). Keeps errno as the callback left
+ * it.
+ */
+static int exec_callback(void *p, int n, char **vals, char **cols)
+{
+	const struct exec_cb *e = p;
+	struct sp_stmt *s = sp_tls.last_stmt;
+	uintptr_t key = atomic_load_explicit(&s->key, memory_order_relaxed);
+	int rc = e->cb(e->arg, n, vals, cols);
+
+	if (unlikely(rc != 0)) {
+		int saved = errno;
+
+		sp_exec_callback_abort(&sp_tls, e->run, e->db, s, key);
+		errno = saved;
+	}
+	return rc;
+}
+
 /* The run lives in thread-local storage (run.c), never in this frame:
  * an exception or longjmp through the call leaves nothing of ours
  * pointing at a dead frame, and the next call finds it closed. */
@@ -201,8 +237,15 @@ SP_EXPORT int sqlite3_exec(sqlite3 *db, const char *sql,
 		return rc;
 	}
 	t->cur = run;
-	run->start = sp_now();
-	rc = sp_real.exec(db, sql, cb, arg, errmsg);
+	if (cb) {
+		struct exec_cb e = { cb, arg, run, db };
+
+		run->start = sp_now();
+		rc = sp_real.exec(db, sql, exec_callback, &e, errmsg);
+	} else {
+		run->start = sp_now();
+		rc = sp_real.exec(db, sql, NULL, arg, errmsg);
+	}
 	t1 = sp_now();
 	t->cur = run->parent;
 	run->db = t1 - run->start;
@@ -300,6 +343,33 @@ SP_EXPORT int dlclose(void *handle)
 	rc = real_dlclose ? real_dlclose(handle) : -1;
 	atomic_fetch_add_explicit(&sp_unloads, 1, memory_order_relaxed);
 	return rc;
+}
+
+/* ---- changing the uid: a forked child not connected yet connects first,
+ * while the collector still lets it in (stream.c). ---- */
+
+SP_EXPORT int setuid(uid_t uid)
+{
+	sp_stream_before_uid_change();
+	return ((int (*)(uid_t))dlsym(RTLD_NEXT, "setuid"))(uid);
+}
+
+SP_EXPORT int seteuid(uid_t uid)
+{
+	sp_stream_before_uid_change();
+	return ((int (*)(uid_t))dlsym(RTLD_NEXT, "seteuid"))(uid);
+}
+
+SP_EXPORT int setreuid(uid_t r, uid_t e)
+{
+	sp_stream_before_uid_change();
+	return ((int (*)(uid_t, uid_t))dlsym(RTLD_NEXT, "setreuid"))(r, e);
+}
+
+SP_EXPORT int setresuid(uid_t r, uid_t e, uid_t s)
+{
+	sp_stream_before_uid_change();
+	return ((int (*)(uid_t, uid_t, uid_t))dlsym(RTLD_NEXT, "setresuid"))(r, e, s);
 }
 
 /* ---- leaving the process image: _exit skips destructors and exec

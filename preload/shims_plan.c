@@ -348,7 +348,10 @@ SP_EXPORT int sqlite3_enable_load_extension(sqlite3 *db, int onoff)
 }
 
 /* An automatic extension runs inside every later open, and may register
- * modules through sqlite3_api_routines: plan capture is off from then on. */
+ * modules through sqlite3_api_routines: plan capture is off from then on.
+ * It would also run inside the open of the counter probe's private
+ * connection (stmt.c): the probe runs first, before the program's first
+ * extension is registered. */
 SP_EXPORT int sqlite3_auto_extension(void (*entry)(void))
 {
 	const struct sp_lib *L;
@@ -360,5 +363,6 @@ SP_EXPORT int sqlite3_auto_extension(void (*entry)(void))
 	if (unlikely(!sp_plan_real.auto_extension))
 		return MISSING;
 	atomic_store(&foreign_code, 1);
+	sp_probe_before_auto_extension();
 	return sp_plan_real.auto_extension(entry);
 }

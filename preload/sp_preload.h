@@ -195,6 +195,11 @@ struct sp_arena {
 extern struct sp_stats_hdr *sp_stats; /* NULL: no shared statistics */
 extern struct sp_agg_query sp_no_run;
 int sp_stats_init(void);     /* constructor (and a forked child) */
+/* An image that could neither connect nor leave a file: counted in the
+ * statistics header of the nearest ancestor that shared its own (a
+ * forked child keeps that page mapped). Nothing without one. */
+void sp_stats_count_unreported(void);
+extern int sp_stats_shared; /* stream.c: the collector holds our memfd */
 int sp_stats_fd(void);       /* the memfd, to send with HELLO; -1 none */
 void sp_stats_fork_child(void);
 /* The calling thread's arena (made or reused on first use); NULL when
@@ -341,6 +346,7 @@ uint64_t sp_sql_note(struct sp_thread *t, const char *sql, size_t len, uint64_t 
 /* SQL records that were lost (ring full): send them now if there is room. */
 extern atomic_int sp_sql_pending;
 void sp_sql_flush(struct sp_thread *t);
+int sp_sql_pending_each(int (*fn)(void *arg, const void *rec, uint32_t len), void *arg);
 /* 1 the first time a text of this kind runs in the process */
 int sp_first_exec(uint64_t sql_id, uint32_t kind);
 /* 1 the first time a first execution of this shape has this stack */
@@ -348,6 +354,9 @@ int sp_first_site(uint64_t shape, uint64_t stack_id);
 extern atomic_ullong sp_untracked;
 void sp_stmt_tables_init(void);
 void sp_probe_status_once(void);
+/* Before the program's sqlite3_auto_extension: the probe's connection
+ * must not run the program's extensions (keeps errno). */
+void sp_probe_before_auto_extension(void);
 
 /* ---- run.c: execution slow paths ---- */
 
@@ -362,6 +371,11 @@ void sp_run_on_row(struct sp_thread *t, struct sp_stmt *s, uint64_t now);
 /* An exec call: its run (NULL: too deep, not profiled). */
 struct sp_run *sp_exec_begin(struct sp_thread *t, uint64_t sql_id, uint64_t shape, uintptr_t frame);
 void sp_exec_end(struct sp_thread *t, struct sp_run *r, sqlite3 *db, int rc, uint64_t end);
+/* The callback of exec call r on db returned non-zero: s (stepped last,
+ * its key then) is the call's statement, about to be freed by SQLite
+ * with its execution open; end it now (abandoned). */
+void sp_exec_callback_abort(struct sp_thread *t, struct sp_run *r, sqlite3 *db, struct sp_stmt *s,
+			    uintptr_t key);
 /* An exec call nested deeper than SP_EXEC_DEPTH, timed t0..t1 by the shim:
  * counted (nested, its error if any) with no run of its own. */
 void sp_exec_deep(struct sp_thread *t, uint64_t sql_id, uint64_t shape, sqlite3 *db, int rc,
@@ -619,6 +633,10 @@ SP_INLINE void sp_rec_commit(struct sp_thread *t, uint32_t len)
 	__atomic_store_n(&r->sh->head, r->head, __ATOMIC_RELEASE);
 }
 int sp_stream_init(void);       /* constructor: connect, hello */
+/* Move our descriptor out of the program's way: the descriptor to use,
+ * or -1 (fd untouched) when the limit leaves no room (stream.c). */
+int sp_fd_high(int fd);
+void sp_stream_before_uid_change(void); /* setuid and friends (shims.c) */
 void sp_stream_fork_child(void);
 void sp_stream_exit(void);      /* destructor: BYE */
 /* Before _exit or exec: say BYE, unless this is a vfork child
@@ -629,6 +647,10 @@ extern uint32_t sp_proc_pid;
  * handler, where that is not allowed). */
 extern int sp_stream_restart;
 void sp_stream_child_start(void);
+/* Set when the image could not connect at start-up: its first SQLite
+ * call (sp_thread_ready) says so (sp_stream_unrep_start). */
+extern int sp_unrep_pending;
+void sp_stream_unrep_start(void);
 void sp_modules_changed(void);  /* resend the map if libraries came or went */
 uint32_t sp_modules_generation(void); /* the map last sent (0: none yet) */
 void sp_modules_maybe_send(void);

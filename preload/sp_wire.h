@@ -133,6 +133,10 @@ struct sp_rec_hello {
 /* HELLO flags */
 #define SP_HELLO_RECONNECT 1 /* same process image, new connection (its
 			      * descriptor was closed by the program) */
+#define SP_HELLO_UNREPORTED 2 /* read from a file in the collector's
+			       * directory: the image could not connect (see
+			       * "Processes that cannot connect" in
+			       * docs/wire-format.md) */
 
 struct sp_rec_sql {
 	struct sp_rec_hdr h; /* flags: SP_SQL_TRUNCATED */
@@ -401,11 +405,20 @@ struct sp_stats_hdr {
 	uint64_t size;       /* bytes of the memfd */
 	uint64_t base;       /* the writer's address of byte 0 */
 	uint32_t nchunks;    /* chunks taken, this one included (release) */
-	uint32_t foreign_libs; /* other SQLite libraries the process called:
-				* passed through, not profiled */
+	uint32_t forked;     /* 1 once the image called fork(): a child may
+			      * count itself in `unreported` below, so the
+			      * collector keeps this page to the end */
 	uint64_t unattributed; /* executions that found no room for their
 				* query's record (memory exhausted): counted
 				* here, with no query */
+	uint64_t unreported;   /* descendants (forked after this image shared
+				* these statistics) that ran SQLite, could not
+				* connect and could not leave a file either:
+				* added by them, atomically, in their inherited
+				* mapping of this header (see forked) */
+	uint32_t foreign_libs; /* other SQLite libraries the process called:
+				* passed through, not profiled */
+	uint32_t pad;
 };
 
 struct sp_stats_chunk {

@@ -93,9 +93,19 @@ static void on_sigchld(int sig)
 	errno = saved;
 }
 
+/* 1 when path cannot be an element of LD_PRELOAD: the loader splits the
+ * variable at spaces and colons (glibc's rtld), and a tab or newline is
+ * no better. */
+static int preload_unsafe(const char *path)
+{
+	return strpbrk(path, " :\t\n") != NULL;
+}
+
 /* Locate libsqlprof.so: $SQLPROF_LIB, else beside the binary in the build
  * tree (build/bin/sqlprof -> build/lib/) or installed
- * (PREFIX/bin/sqlprof -> PREFIX/lib/sqlprof/). */
+ * (PREFIX/bin/sqlprof -> PREFIX/lib/sqlprof/). $SQLPROF_LIB is kept as
+ * given when it is an absolute path LD_PRELOAD can carry (a symbolic link
+ * to an installation whose path cannot); otherwise its real path. */
 static int find_lib(char *out, size_t len)
 {
 	static const char *const rel[] = { "../lib/sqlprof/libsqlprof.so", "../lib/libsqlprof.so",
@@ -106,6 +116,11 @@ static int find_lib(char *out, size_t len)
 	size_t i;
 
 	if (env && *env) {
+		if (access(env, R_OK) == 0 && env[0] == '/' && !preload_unsafe(env) &&
+		    strlen(env) < len) {
+			strcpy(out, env);
+			return 0;
+		}
 		if (access(env, R_OK) == 0 && realpath(env, out))
 			return 0;
 		fprintf(stderr, "sqlprof: SQLPROF_LIB=%s: %s\n", env, strerror(errno));
@@ -456,6 +471,16 @@ int cmd_record(int argc, char **argv)
 	}
 	if (find_lib(lib, sizeof(lib)) < 0)
 		return SP_EXIT_USAGE;
+	if (preload_unsafe(lib)) {
+		/* ld.so would split it: its errors on the program's stderr, and
+		 * nothing profiled */
+		fprintf(stderr,
+			"sqlprof record: cannot preload %s: LD_PRELOAD splits paths at spaces and "
+			"colons; install sqlprof where the path has neither, or set SQLPROF_LIB to "
+			"such a path (a copy or a symbolic link)\n",
+			lib);
+		return SP_EXIT_USAGE;
+	}
 	/* Before anything runs: never over someone else's data, and not
 	 * only to find out at the end that the profile cannot be written. */
 	if (sp_out_check(o.output, err, sizeof(err)) < 0) {
@@ -682,6 +707,7 @@ int cmd_record(int argc, char **argv)
 	 * read every ring one last time and let them go. */
 	sp_coll_rings_close(&c);
 	read_bye_files(&c, dir);
+	sp_coll_read_unreported(&c, dir);
 	sp_coll_finish(&c);
 	/* Per-run totals: what this run added to each query. */
 	{
@@ -749,7 +775,17 @@ int cmd_record(int argc, char **argv)
 	if (wrote > 0)
 		fprintf(stderr, "sqlprof record: %s; the profile is saved in %s instead\n", err, saved);
 	if (!o.quiet) {
+		uint64_t complete, unrep = sp_coll_unreported(&c, &complete);
+
 		explain_empty(&c);
+		if (unrep)
+			fprintf(stderr,
+				"sqlprof: warning: %llu process(es) ran SQLite but could not connect to "
+				"the collector (a seccomp filter, another uid, no descriptor left): "
+				"%llu left their totals in files, which are in the profile; %llu "
+				"could not, and their executions are missing\n",
+				(unsigned long long)unrep, (unsigned long long)complete,
+				(unsigned long long)(unrep - complete));
 		fprintf(stderr, "sqlprof: %llu executions from %zu process(es), %llu events lost; profile in %s\n",
 			(unsigned long long)sp_coll_executions(&c), c.procs.count,
 			(unsigned long long)sp_coll_lost(&c), wrote ? saved : o.output);

@@ -132,6 +132,9 @@ static void print_table(const struct sp_qset *qs, const struct report_opts *o, s
 		printf("; untracked %llu", (unsigned long long)qs->untracked);
 	if (qs->bad_messages)
 		printf("; bad messages %llu", (unsigned long long)qs->bad_messages);
+	if (qs->unreported)
+		printf("; %llu process(es) could not connect (%llu missing)",
+		       (unsigned long long)qs->unreported, (unsigned long long)qs->unreported_missing);
 	printf("\n");
 	if (qs->command)
 		printf("# command: %s\n", qs->command);
@@ -233,9 +236,11 @@ static void print_json(const struct sp_qset *qs, size_t n, const struct sp_attri
 	size_t i;
 
 	printf("{\"lost\": %llu, \"executions\": %llu, \"processes\": %llu, \"untracked\": %llu,"
+	       " \"unreported\": %llu, \"unreported_missing\": %llu,"
 	       " \"unattributed\": %.0f, \"unattributed_samples\": %llu, \"queries\": [",
 	       (unsigned long long)qs->lost, (unsigned long long)qs->executions,
 	       (unsigned long long)qs->processes, (unsigned long long)qs->untracked,
+	       (unsigned long long)qs->unreported, (unsigned long long)qs->unreported_missing,
 	       a->unattributed_est, (unsigned long long)a->unattributed_samples);
 	for (i = 0; i < n; i++) {
 		const struct sp_qrow *r = &qs->rows[i];

@@ -21,6 +21,7 @@
  * sp_coll_input (BYE, a new image's HELLO) and sp_coll_recv (end of a
  * connection) for when they are freed.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
@@ -53,6 +54,9 @@ struct ekey {
 struct mkey {
 	uint64_t pid, image, generation, lo;
 };
+
+/* The part of a statistics mapping kept after its merge: the header. */
+#define HDR_PAGE 4096
 
 static void ring_free(struct sp_coll *c, size_t i);
 static void statmap_free(struct sp_statmap *m);
@@ -141,6 +145,9 @@ void sp_coll_free(struct sp_coll *c)
 	for (size_t i = 0; i < c->nstats; i++)
 		statmap_free(&c->stats[i]);
 	free(c->stats);
+	for (size_t i = 0; i < c->nhdr; i++)
+		munmap(c->hdr_pages[i], HDR_PAGE);
+	free(c->hdr_pages);
 	free(c->ring_buf);
 	memset(c, 0, sizeof(*c));
 }
@@ -453,6 +460,8 @@ static void apply(struct sp_coll *c, struct sp_proc *p, const uint8_t *rec, uint
 		p->mono_ref = h->mono_ref_ns;
 		p->sqlite_found |= (int)h->sqlite_found;
 		p->bye = 0;
+		if (h->h.flags & SP_HELLO_UNREPORTED)
+			p->unreported = 1;
 		if (p->exe) {
 			/* exec: the same pid runs a new program; keep its row */
 			char *next = dup_n(rec + sizeof(*h), h->exe_len), *both = NULL;
@@ -1500,6 +1509,22 @@ next:
 	free(used);
 }
 
+/* Keep the header page of a merged mapping (see hdr_pages). */
+static int hdr_keep(struct sp_coll *c, void *map)
+{
+	if (c->nhdr == c->hdr_cap) {
+		size_t cap = c->hdr_cap ? c->hdr_cap * 2 : 16;
+		void **np = realloc(c->hdr_pages, cap * sizeof(*np));
+
+		if (!np)
+			return -1;
+		c->hdr_pages = np;
+		c->hdr_cap = cap;
+	}
+	c->hdr_pages[c->nhdr++] = map;
+	return 0;
+}
+
 void sp_coll_stats_retire(struct sp_coll *c, uint32_t pid, uint32_t image)
 {
 	size_t i = 0;
@@ -1518,7 +1543,15 @@ void sp_coll_stats_retire(struct sp_coll *c, uint32_t pid, uint32_t image)
 				mp->merged_image = m->image;
 		}
 		sp_coll_stats_merge(c, m->pid, m->map, m->size, m->clock);
-		statmap_free(m);
+		/* an image that forked: its children may still count
+		 * themselves in its header (only that page is kept, but the
+		 * memfd with it: so only for these) */
+		if (!m->copy && m->size > HDR_PAGE &&
+		    __atomic_load_n(&((const struct sp_stats_hdr *)m->map)->forked, __ATOMIC_RELAXED) &&
+		    hdr_keep(c, m->map) == 0)
+			munmap((uint8_t *)m->map + HDR_PAGE, m->size - HDR_PAGE);
+		else
+			statmap_free(m);
 		c->stats[i] = c->stats[--c->nstats];
 	}
 }
@@ -1572,8 +1605,113 @@ static void errors_reconcile(struct sp_coll *c)
 
 void sp_coll_finish(struct sp_coll *c)
 {
+	uint64_t n = 0;
+
 	sp_coll_stats_retire(c, 0, 0);
 	errors_reconcile(c);
+	/* written by the descendants: a count each, trusted no further */
+	for (size_t i = 0; i < c->nhdr; i++) {
+		uint64_t u = __atomic_load_n(&((const struct sp_stats_hdr *)c->hdr_pages[i])->unreported,
+					     __ATOMIC_RELAXED);
+
+		if (u < ((uint64_t)1 << 32))
+			n += u;
+	}
+	c->unreported_counted = n;
+}
+
+uint64_t sp_coll_unreported(const struct sp_coll *c, uint64_t *complete)
+{
+	size_t it = 0;
+	const struct sp_proc *p;
+	uint64_t n = 0, done = 0;
+
+	while ((p = hmap_next(&c->procs, &it, NULL))) {
+		n += p->unreported != 0;
+		done += p->unreported && p->bye;
+	}
+	if (complete)
+		*complete = done;
+	return n + c->unreported_counted;
+}
+
+static int name_cmp(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Largest file read: every chunk of a statistics copy, as messages. */
+#define UNREP_FILE_MAX ((size_t)SP_STATS_COPY_MAX_CHUNKS * (SP_STATS_CHUNK + 256) + SP_MSG_MAX)
+
+size_t sp_coll_read_unreported(struct sp_coll *c, const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	char **names = NULL;
+	size_t n = 0, cap = 0, done = 0;
+	uint8_t *buf = NULL;
+
+	if (!d)
+		return 0;
+	while ((e = readdir(d))) {
+		if (strncmp(e->d_name, "unrep.", 6))
+			continue;
+		if (n == cap) {
+			size_t nc = cap ? cap * 2 : 16;
+			char **nn = realloc(names, nc * sizeof(*nn));
+
+			if (!nn)
+				break;
+			names = nn;
+			cap = nc;
+		}
+		if (!(names[n] = strdup(e->d_name)))
+			break;
+		n++;
+	}
+	closedir(d);
+	/* unrep.PID.TIME: an exec'd image after the one before it */
+	if (n)
+		qsort(names, n, sizeof(*names), name_cmp);
+	buf = malloc(SP_MSG_MAX);
+	for (size_t i = 0; buf && i < n; i++) {
+		char path[4096];
+		struct stat st;
+		FILE *f;
+		off_t off = 0;
+
+		snprintf(path, sizeof(path), "%s/%s", dir, names[i]);
+		f = fopen(path, "rbe");
+		unlink(path);
+		if (!f)
+			continue;
+		/* a file of our own uid's, in our 0700 directory; still
+		 * checked record by record like any message */
+		if (fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode) &&
+		    (size_t)st.st_size <= UNREP_FILE_MAX) {
+			while (off + (off_t)sizeof(struct sp_msg_hdr) <= st.st_size) {
+				struct sp_msg_hdr mh;
+
+				if (fread(&mh, sizeof(mh), 1, f) != 1 || mh.len < sizeof(mh) ||
+				    mh.len > SP_MSG_MAX || off + (off_t)mh.len > st.st_size)
+					break;
+				memcpy(buf, &mh, sizeof(mh));
+				if (fread(buf + sizeof(mh), mh.len - sizeof(mh), 1, f) != 1 &&
+				    mh.len > sizeof(mh))
+					break;
+				if (sp_coll_message(c, buf, mh.len, 0) < 0)
+					break;
+				off += mh.len;
+			}
+			done++;
+		}
+		fclose(f);
+	}
+	free(buf);
+	for (size_t i = 0; i < n; i++)
+		free(names[i]);
+	free(names);
+	return done;
 }
 
 /* Descriptors received with one message at most: more make it bad. */

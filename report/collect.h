@@ -71,6 +71,8 @@ struct sp_proc {
 			       * reconnects (exec starts a new one) */
 	uint32_t bye_image;   /* image + 1 when that image said BYE, else 0:
 			       * its rings go when its connection closes */
+	int unreported;       /* an image could not connect: its data came from
+			       * a file it left (SP_HELLO_UNREPORTED) */
 };
 
 /*
@@ -220,7 +222,24 @@ struct sp_coll {
 	size_t copy_bytes;        /* taken by STATS_COPY maps so far, at most 1 GiB */
 	/* Broken rings are reported here, one line each; NULL: nowhere. */
 	FILE *diag;
+	/* First pages of the merged statistics mappings of images that
+	 * forked, kept to the end: their unreported counts (descendants that
+	 * could neither connect nor leave a file) may still grow after the
+	 * merge. */
+	void **hdr_pages;
+	size_t nhdr, hdr_cap;
+	uint64_t unreported_counted; /* their sum, at sp_coll_finish */
 };
+
+/* Processes that could not reach the collector: those that left their
+ * data in a file (of which *complete said goodbye there too: their
+ * totals are in the profile; the others were killed first) plus those
+ * only counted by an ancestor (their executions are missing). */
+uint64_t sp_coll_unreported(const struct sp_coll *c, uint64_t *complete);
+/* Read the files "unrep.*" left in dir by processes that could not
+ * connect (each a sequence of messages: HELLO, copies of the statistics,
+ * BYE), oldest first, and remove them. Returns how many were read. */
+size_t sp_coll_read_unreported(struct sp_coll *c, const char *dir);
 
 struct sp_sql {
 	char *text;

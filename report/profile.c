@@ -307,6 +307,15 @@ static int write_all(sqlite3 *db, struct sp_coll *c, const struct sp_meta *m, ch
 	META_INT("events_dropped", c->events_dropped);
 	META_INT("bad_messages", c->bad_messages);
 	META_INT("runs", m->repeat > 0 ? m->repeat : 1);
+	{
+		uint64_t complete, unrep = sp_coll_unreported(c, &complete);
+
+		/* processes that could not connect: all, and those whose
+		 * executions are missing (no file, or killed before it
+		 * held their totals) */
+		META_INT("unreported", unrep);
+		META_INT("unreported_missing", unrep - complete);
+	}
 	sqlite3_finalize(st);
 
 	/* processes */
