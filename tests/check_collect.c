@@ -61,7 +61,7 @@ struct stkey {
 	uint64_t pid, stack_id;
 };
 struct mkey {
-	uint64_t pid, generation, lo;
+	uint64_t pid, image, generation, lo;
 };
 
 #define PID_A 4242u
@@ -638,7 +638,7 @@ START_TEST(test_round_trip)
 	struct sp_err *er;
 	struct sp_plan *pl;
 	struct stkey stk = { PID_A, STACK_1 };
-	struct mkey mk = { PID_A, 1, 0x7f0000001000ULL };
+	struct mkey mk = { PID_A, 1, 1, 0x7f0000001000ULL }; /* image 1, generation 1 */
 	size_t it = 0;
 
 	sp_coll_init(&c);
