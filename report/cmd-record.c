@@ -378,6 +378,7 @@ int cmd_record(int argc, char **argv)
 	size_t cmdlen = 0;
 	FILE *cmdf;
 
+	sp_sup_init(); /* before anything changes a disposition */
 	optind = 1;
 	while ((opt = getopt_long(argc, argv, "+o:r:qh", longopts, NULL)) != -1) {
 		switch (opt) {

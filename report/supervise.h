@@ -4,12 +4,18 @@
  * command could be started at all, and the signals the user sends while
  * it runs (forwarded; a repeated interrupt escalates to SIGTERM, then
  * SIGKILL, so that a command ignoring SIGINT can still be stopped and its
- * profile written). The collecting loop itself is cmd-record.c's.
+ * profile written), and the signal state every run of the command starts
+ * with. The collecting loop itself is cmd-record.c's.
  */
 #ifndef SP_SUPERVISE_H
 #define SP_SUPERVISE_H
 
 #include <sys/types.h>
+
+/* First thing in record, before any disposition or the mask changes:
+ * remember which signals record inherited ignored, and its signal mask,
+ * for sp_sup_child. */
+void sp_sup_init(void);
 
 /* Before fork: a close-on-exec pipe the child reports a failed exec on.
  * Returns 0, or -1 (p is then {-1, -1} and failures go unnoticed). */
@@ -24,21 +30,29 @@ __attribute__((noreturn)) void sp_sup_exec_failed(int p[2], int err);
 int sp_sup_exec_wait(int p[2]);
 
 /* The command pid runs: from now on SIGINT, SIGTERM, SIGHUP and SIGQUIT
- * are forwarded to it; the second SIGINT sends SIGTERM instead and every
- * later one SIGKILL, each with a line on stderr (the first one's line is
- * left out when quiet). tty: stderr shows the live counter, so messages
- * start on a fresh line. */
+ * are forwarded to it, except a copy it already got: a signal the kernel
+ * sent to our process group (the terminal's C-c and C-\, or a hangup),
+ * when the command is still in that group. The second SIGINT sends
+ * SIGTERM instead and every later one SIGKILL, each with a line on stderr
+ * (the first one's line is left out when quiet). A signal record
+ * inherited ignored (nohup, a background job) stays ignored by record
+ * too. tty: stderr shows the live counter, so messages start on a fresh
+ * line. */
 void sp_sup_start(pid_t pid, int quiet, int tty);
 
-/* In a child forked after sp_sup_start (the next run of --repeat), before
- * exec: give those signals back the dispositions record started with. */
+/* In the child, before exec (every run of --repeat): every signal gets
+ * back the disposition record inherited (ignored, or the default: record's
+ * own handlers and its ignored SIGPIPE are not passed on), and the signal
+ * mask is record's inherited mask. Async-signal-safe. */
 void sp_sup_child(void);
 
 /* The command has exited (and been reaped): signals are no longer sent. */
 void sp_sup_exited(void);
 
 /* 1 when one of those signals arrived after the command exited: stop
- * waiting for its descendants (and do not start another run). */
+ * waiting for its descendants (and do not start another run). Later ones
+ * (while the profile is written) change nothing: it is written, and
+ * record exits. */
 int sp_sup_interrupted(void);
 
 #endif
