@@ -4,8 +4,9 @@
 # when record stops waiting for it: the command (a shell) starts longrun
 # in the background and exits once longrun is paused after 1000
 # executions; record waits its 2 s without data, stops, and must say that
-# 1 process was still running and connected, with its pid, and that its
-# later queries were not collected. The profile holds the 1000.
+# 1 process was still running and connected, why it stopped waiting, the
+# process's pid and program, and that its later queries were not
+# collected. The profile holds the 1000.
 . "$(dirname "$0")/lib.sh"
 need_prog longrun
 cd "$TMP" || exit 1
@@ -21,7 +22,7 @@ rc=$?
 bg=$(cat bg.pid)
 kill -0 "$bg" 2>/dev/null || fail "longrun ended too early"
 : >go
-grep -E "^sqlprof: warning: 1 process\(es\) still running and connected when recording stopped \(pid $bg\): their later queries were not collected$" err >/dev/null ||
+grep -E "^sqlprof: warning: 1 process\(es\) still running and connected when recording stopped, 2 s without data from them: pid $bg \(longrun\); their later queries were not collected$" err >/dev/null ||
 	fail "no warning about the process still running: $(cat err)"
 report_json p.db r.json
 expect r.json -q stmt 'SELECT ? * ? + ?' count=1000
