@@ -776,6 +776,12 @@ int cmd_record(int argc, char **argv)
 		fprintf(stderr, "sqlprof record: %s; the profile is saved in %s instead\n", err, saved);
 	if (!o.quiet) {
 		explain_empty(&c);
+		if (c.spill_failed)
+			fprintf(stderr,
+				"sqlprof: warning: %llu sampled executions dropped from the timeline "
+				"(meta.events_dropped; totals are exact): cannot write them in %s: %s\n",
+				(unsigned long long)c.spill_failed, tmp && *tmp ? tmp : "/tmp",
+				strerror(c.spill_errno));
 		fprintf(stderr, "sqlprof: %llu executions from %zu process(es), %llu events lost; profile in %s\n",
 			(unsigned long long)sp_coll_executions(&c), c.procs.count,
 			(unsigned long long)sp_coll_lost(&c), wrote ? saved : o.output);
