@@ -532,9 +532,11 @@ int cmd_record(int argc, char **argv)
 	for (run = 1; run <= o.repeat; run++) {
 	exited = 0;
 	sp_sup_exec_pipe(xp);
+	sp_sup_prefork();
 	pid = fork();
 	if (pid < 0) {
 		fprintf(stderr, "sqlprof record: fork: %s\n", strerror(errno));
+		sp_sup_start(0, o.quiet, 0); /* unblocks them */
 		goto out;
 	}
 	if (pid == 0) {

@@ -40,6 +40,19 @@ void sp_sup_init(void)
 	have_inherited = 1;
 }
 
+static sigset_t prefork_mask;
+static int prefork_blocked;
+
+void sp_sup_prefork(void)
+{
+	sigset_t set;
+
+	sigemptyset(&set);
+	for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
+		sigaddset(&set, sigs[i]);
+	prefork_blocked = sigprocmask(SIG_BLOCK, &set, &prefork_mask) == 0;
+}
+
 int sp_sup_exec_pipe(int p[2])
 {
 	if (pipe2(p, O_CLOEXEC) == 0)
@@ -181,6 +194,10 @@ void sp_sup_start(pid_t pid, int quiet, int tty)
 			sigaction(sigs[i], &sa, NULL);
 	}
 	have_orig = 1;
+	/* what arrived since sp_sup_prefork is handled now, knowing pid */
+	if (prefork_blocked)
+		sigprocmask(SIG_SETMASK, &prefork_mask, NULL);
+	prefork_blocked = 0;
 }
 
 void sp_sup_child(void)

@@ -29,6 +29,11 @@ __attribute__((noreturn)) void sp_sup_exec_failed(int p[2], int err);
  * of its failed exec. Closes p. */
 int sp_sup_exec_wait(int p[2]);
 
+/* Right before fork: block the signals below until sp_sup_start (parent)
+ * or sp_sup_child (child), so that none reaches a handler that does not
+ * yet know the new pid, nor the child before its dispositions are reset. */
+void sp_sup_prefork(void);
+
 /* The command pid runs: from now on SIGINT, SIGTERM, SIGHUP and SIGQUIT
  * are forwarded to it, except a copy it already got: a signal the kernel
  * sent to our process group (the terminal's C-c and C-\, or a hangup),
@@ -37,7 +42,7 @@ int sp_sup_exec_wait(int p[2]);
  * (the first one's line is left out when quiet). A signal record
  * inherited ignored (nohup, a background job) stays ignored by record
  * too. tty: stderr shows the live counter, so messages start on a fresh
- * line. */
+ * line. Unblocks what sp_sup_prefork blocked. */
 void sp_sup_start(pid_t pid, int quiet, int tty);
 
 /* In the child, before exec (every run of --repeat): every signal gets
