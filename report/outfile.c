@@ -326,6 +326,15 @@ int sp_out_export_open(struct sp_out_export *xo, const char *out, const char *in
 			snprintf(err, errlen, "%s: %s", out, strerror(errno));
 			return SP_EXIT_INTERNAL;
 		}
+		/* `>> p.db`: appending to a database is writing over it */
+		if (fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode) &&
+		    ((stat(input, &in) == 0 && in.st_dev == sb.st_dev && in.st_ino == sb.st_ino) ||
+		     has_sqlite_header(out) > 0)) {
+			snprintf(err, errlen, "refusing to write %s: it is a SQLite database (a profile?)",
+				 out);
+			close(fd);
+			return SP_EXIT_USAGE;
+		}
 		goto opened;
 	}
 	if (stat(out, &sb) < 0) {

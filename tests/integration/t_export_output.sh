@@ -18,7 +18,8 @@
 # file (after what the file had: it was truncated before), -o a FIFO and
 # -o a device (mknod c 1 3, /dev/null) written as they are and left in
 # place; a symlink to a file writes the file, the symlink stays; new and
-# replaced files are mode 0600, and no temporary is left.
+# replaced files are mode 0600, and no temporary is left. -o /dev/stdout
+# appended to the profile itself is refused (exit 2, unchanged).
 . "$(dirname "$0")/lib.sh"
 need_prog counts
 cd "$TMP" || exit 1
@@ -105,6 +106,11 @@ same_file "-o a symlink writes its file" want.folded target.html
 [ "$(stat -c %a target.html)" = 600 ] || fail "the replaced file is mode $(stat -c %a target.html)"
 (umask 000 && "$SQLPROF" export -f folded -o fresh.folded p.db) || fail "-o a new file failed"
 [ "$(stat -c %a fresh.folded)" = 600 ] || fail "a new export is mode $(stat -c %a fresh.folded)"
+cp p.db p.copy
+"$SQLPROF" export -f folded -o /dev/stdout p.db >>p.db 2>err
+rc=$?
+[ "$rc" = 2 ] || fail "-o /dev/stdout >> the profile: exit $rc, expected 2: $(cat err)"
+cmp -s p.db p.copy || fail "-o /dev/stdout >> the profile changed it"
 no_temporaries "after the exports"
 echo "ok: writing to a pipe, an appended file, a FIFO, a device, a symlink, new files"
 exit 0
