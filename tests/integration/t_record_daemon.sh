@@ -11,6 +11,8 @@
 # 2. with --grace 1, stop after 1 s;
 # 3. on SIGTERM, SIGINT or SIGHUP while it waits: stop at once, write the
 #    profile with everything collected so far and exit 0.
+# The bounds on wall time are loose (20 s for the 10 s grace, 8 s for 1 s,
+# 6 s after a signal): the daemon lives 30 s.
 . "$(dirname "$0")/lib.sh"
 need_prog ticker
 cd "$TMP" || exit 1
@@ -69,13 +71,13 @@ PY
 }
 
 daemon grace
-finish grace 20 "10 s after the command exited \(--grace\)"
+finish grace 25 "10 s after the command exited \(--grace\)"
 [ "$took" -ge 9500 ] || fail "grace: stopped after $took ms, before its 10 s"
-[ "$took" -le 14000 ] || fail "grace: stopped after $took ms, long after its 10 s"
+[ "$took" -le 20000 ] || fail "grace: stopped after $took ms, long after its 10 s"
 
 daemon grace1 --grace 1
 finish grace1 10 "1 s after the command exited \(--grace\)"
-[ "$took" -le 4000 ] || fail "grace1: stopped after $took ms, long after its 1 s"
+[ "$took" -le 8000 ] || fail "grace1: stopped after $took ms, long after its 1 s"
 
 for sig in TERM INT HUP; do
 	daemon sig$sig
@@ -83,7 +85,7 @@ for sig in TERM INT HUP; do
 	t_sig=$(now_ms)
 	kill -$sig "$pid"
 	finish sig$sig 10 "interrupted"
-	[ $((t_end - t_sig)) -le 3000 ] || fail "sig$sig: record took $((t_end - t_sig)) ms to stop after SIG$sig"
+	[ $((t_end - t_sig)) -le 6000 ] || fail "sig$sig: record took $((t_end - t_sig)) ms to stop after SIG$sig"
 	grep -q "interrupted: not waiting any longer" sig$sig.err || fail "sig$sig: no line saying so"
 done
 exit 0
