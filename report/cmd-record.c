@@ -354,6 +354,102 @@ static void report_stragglers(const struct sp_coll *c, const struct client *cl, 
 			tty ? "\n" : "", n, why, pids);
 }
 
+/* 1 when the environment of process pid holds want (a whole "NAME=value"
+ * entry, its NUL included, wl bytes); 0 otherwise (gone, a zombie, not
+ * ours to read). buf/cap: a reused buffer. */
+static int environ_has(long pid, const char *want, size_t wl, char **buf, size_t *cap)
+{
+	char path[64];
+	size_t len = 0;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%ld/environ", pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	for (;;) {
+		if (len == *cap) {
+			size_t nc = *cap ? *cap * 2 : 16384;
+			char *nb = nc <= (1u << 22) ? realloc(*buf, nc) : NULL;
+
+			if (!nb)
+				break; /* 4 MiB of environment: not looked at further */
+			*buf = nb;
+			*cap = nc;
+		}
+		n = read(fd, *buf + len, *cap - len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		len += (size_t)n;
+	}
+	close(fd);
+	for (const char *q = *buf; len >= wl && (q = memmem(q, len - (size_t)(q - *buf), want, wl));
+	     q++)
+		if (q == *buf || q[-1] == 0)
+			return 1;
+	return 0;
+}
+
+/* Processes the command started that still run but are not connected
+ * (they have not used SQLite yet, or closed our socket): found by our
+ * socket's path in their environment (/proc/PID/environ keeps the one
+ * they started with). Their queries from now on are not collected: say
+ * so, with (some of) their pids and names. */
+static void report_unconnected(const char *sockpath, const struct client *cl, size_t ncl, int tty)
+{
+	char want[PATH_MAX + 32], pids[512];
+	char *env = NULL;
+	size_t cap = 0, n = 0, len = 0, wl;
+	DIR *d = opendir("/proc");
+	struct dirent *e;
+
+	if (!d)
+		return;
+	wl = (size_t)snprintf(want, sizeof(want), "%s=%s", SP_ENV_SOCK, sockpath) + 1;
+	pids[0] = 0;
+	while (wl <= sizeof(want) && (e = readdir(d))) {
+		char *end, comm[64] = "", path[64];
+		long pid = strtol(e->d_name, &end, 10);
+		size_t i;
+		ssize_t k;
+		int fd;
+
+		if (*end || pid <= 0 || pid == (long)getpid())
+			continue;
+		for (i = 0; i < ncl && cl[i].pid != (uint32_t)pid; i++)
+			;
+		if (i < ncl || !environ_has(pid, want, wl, &env, &cap))
+			continue;
+		snprintf(path, sizeof(path), "/proc/%ld/comm", pid);
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		k = fd >= 0 ? read(fd, comm, sizeof(comm) - 1) : -1;
+		if (fd >= 0)
+			close(fd);
+		comm[k > 0 ? k : 0] = 0;
+		if (n < 8 && len < sizeof(pids) - 64) {
+			len += (size_t)snprintf(pids + len, sizeof(pids) - len, "%s%ld (", n ? ", " : "",
+						pid);
+			for (size_t j = 0; comm[j] && comm[j] != '\n' && j < 40; j++)
+				pids[len++] = comm[j] > 0x20 && comm[j] < 0x7f ? comm[j] : '?';
+			pids[len++] = ')';
+			pids[len] = 0;
+		} else if (n == 8) {
+			len += (size_t)snprintf(pids + len, sizeof(pids) - len, ", ...");
+		}
+		n++;
+	}
+	closedir(d);
+	free(env);
+	if (n)
+		fprintf(stderr,
+			"%ssqlprof: warning: %zu more process(es) of the command still running, not "
+			"connected: pid %s; any query they make from now on is not collected\n",
+			tty ? "\n" : "", n, pids);
+}
+
 int cmd_record(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -704,8 +800,10 @@ int cmd_record(int argc, char **argv)
 			break;
 		}
 	}
-	if (!o.quiet)
+	if (!o.quiet) {
 		report_stragglers(&c, cl, ncl, tty, why);
+		report_unconnected(sockpath, cl, ncl, tty);
+	}
 	/* The command and its clients are done (or past the grace time):
 	 * read every ring one last time and let them go. */
 	sp_coll_rings_close(&c);
