@@ -70,6 +70,9 @@ static void usage(FILE *f)
 		"      --debug-dir DIRS extra directories for separate debug files (colon-separated)\n"
 		"      --max-events N   keep at most N sampled executions for timelines (default\n"
 		"                       5000000; they wait in a file, not in memory)\n"
+		"      --grace S        after the command exits, wait at most S seconds (default 10)\n"
+		"                       for its descendants still connected; stop sooner when they\n"
+		"                       send nothing for 2 s (or S, if less)\n"
 		"      --repeat N       run the command N times into one profile, keeping per-run\n"
 		"                       totals for timing comparisons (sqlprof check); stops at the\n"
 		"                       first run that fails\n"
@@ -343,31 +346,142 @@ static void explain_empty(const struct sp_coll *c)
 }
 
 /* Processes still connected when recording stops: whatever they run
- * from now on is not collected. Say so, with (some of) their pids. */
-static void report_stragglers(const struct client *cl, size_t ncl, int tty)
+ * from now on is not collected. Say so, with (some of) their pids and
+ * programs, and why we stopped waiting (why). */
+static void report_stragglers(const struct sp_coll *c, const struct client *cl, size_t ncl,
+			      int tty, const char *why)
 {
-	char pids[128];
+	char pids[512];
 	size_t n = 0, len = 0;
 
 	pids[0] = 0;
 	for (size_t i = 0; i < ncl; i++) {
+		const struct sp_proc *p = hmap_get((struct hmap *)&c->procs, &cl[i].pid, 0, NULL);
+		const char *exe = p && p->exe ? p->exe : NULL, *arrow;
 		size_t j;
 
 		for (j = 0; j < i && cl[j].pid != cl[i].pid; j++)
 			;
 		if (j < i)
 			continue; /* one process, several connections */
-		if (n < 8 && len < sizeof(pids) - 16)
-			len += (size_t)snprintf(pids + len, sizeof(pids) - len, "%s%u", n ? ", " : "",
-						cl[i].pid);
-		else if (n == 8)
+		/* the program it runs now: the last of "old -> new", its base name */
+		while (exe && (arrow = strstr(exe, " -> ")))
+			exe = arrow + 4;
+		if (exe && strrchr(exe, '/'))
+			exe = strrchr(exe, '/') + 1;
+		if (n < 8 && len < sizeof(pids) - 64) {
+			len += (size_t)snprintf(pids + len, sizeof(pids) - len, "%s%u%s",
+						n ? ", " : "", cl[i].pid, exe ? " (" : "");
+			/* the program's own name: no control bytes to the terminal */
+			for (size_t k = 0; exe && exe[k] && k < 40; k++)
+				pids[len++] = exe[k] > 0x20 && exe[k] < 0x7f ? exe[k] : '?';
+			if (exe)
+				pids[len++] = ')';
+			pids[len] = 0;
+		} else if (n == 8)
 			len += (size_t)snprintf(pids + len, sizeof(pids) - len, ", ...");
 		n++;
 	}
 	if (n)
 		fprintf(stderr,
 			"%ssqlprof: warning: %zu process(es) still running and connected when "
-			"recording stopped (pid %s): their later queries were not collected\n",
+			"recording stopped, %s: pid %s; their later queries were not collected\n",
+			tty ? "\n" : "", n, why, pids);
+}
+
+/* 1 when the environment of process pid holds want (a whole "NAME=value"
+ * entry, its NUL included, wl bytes); 0 otherwise (gone, a zombie, not
+ * ours to read). buf/cap: a reused buffer. */
+static int environ_has(long pid, const char *want, size_t wl, char **buf, size_t *cap)
+{
+	char path[64];
+	size_t len = 0;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%ld/environ", pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	for (;;) {
+		if (len == *cap) {
+			size_t nc = *cap ? *cap * 2 : 16384;
+			char *nb = nc <= (1u << 22) ? realloc(*buf, nc) : NULL;
+
+			if (!nb)
+				break; /* 4 MiB of environment: not looked at further */
+			*buf = nb;
+			*cap = nc;
+		}
+		n = read(fd, *buf + len, *cap - len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		len += (size_t)n;
+	}
+	close(fd);
+	for (const char *q = *buf; len >= wl && (q = memmem(q, len - (size_t)(q - *buf), want, wl));
+	     q++)
+		if (q == *buf || q[-1] == 0)
+			return 1;
+	return 0;
+}
+
+/* Processes the command started that still run but are not connected
+ * (they have not used SQLite yet, or closed our socket): found by our
+ * socket's path in their environment (/proc/PID/environ keeps the one
+ * they started with). Their queries from now on are not collected: say
+ * so, with (some of) their pids and names. */
+static void report_unconnected(const char *sockpath, const struct client *cl, size_t ncl, int tty)
+{
+	char want[PATH_MAX + 32], pids[512];
+	char *env = NULL;
+	size_t cap = 0, n = 0, len = 0, wl;
+	DIR *d = opendir("/proc");
+	struct dirent *e;
+
+	if (!d)
+		return;
+	wl = (size_t)snprintf(want, sizeof(want), "%s=%s", SP_ENV_SOCK, sockpath) + 1;
+	pids[0] = 0;
+	while (wl <= sizeof(want) && (e = readdir(d))) {
+		char *end, comm[64] = "", path[64];
+		long pid = strtol(e->d_name, &end, 10);
+		size_t i;
+		ssize_t k;
+		int fd;
+
+		if (*end || pid <= 0 || pid == (long)getpid())
+			continue;
+		for (i = 0; i < ncl && cl[i].pid != (uint32_t)pid; i++)
+			;
+		if (i < ncl || !environ_has(pid, want, wl, &env, &cap))
+			continue;
+		snprintf(path, sizeof(path), "/proc/%ld/comm", pid);
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		k = fd >= 0 ? read(fd, comm, sizeof(comm) - 1) : -1;
+		if (fd >= 0)
+			close(fd);
+		comm[k > 0 ? k : 0] = 0;
+		if (n < 8 && len < sizeof(pids) - 64) {
+			len += (size_t)snprintf(pids + len, sizeof(pids) - len, "%s%ld (", n ? ", " : "",
+						pid);
+			for (size_t j = 0; comm[j] && comm[j] != '\n' && j < 40; j++)
+				pids[len++] = comm[j] > 0x20 && comm[j] < 0x7f ? comm[j] : '?';
+			pids[len++] = ')';
+			pids[len] = 0;
+		} else if (n == 8) {
+			len += (size_t)snprintf(pids + len, sizeof(pids) - len, ", ...");
+		}
+		n++;
+	}
+	closedir(d);
+	free(env);
+	if (n)
+		fprintf(stderr,
+			"%ssqlprof: warning: %zu more process(es) of the command still running, not "
+			"connected: pid %s; any query they make from now on is not collected\n",
 			tty ? "\n" : "", n, pids);
 }
 
@@ -383,11 +497,12 @@ int cmd_record(int argc, char **argv)
 		{ "debug-dir", required_argument, NULL, 5 },
 		{ "repeat", required_argument, NULL, 6 },
 		{ "max-events", required_argument, NULL, 7 },
+		{ "grace", required_argument, NULL, 8 },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	struct record_opts o = { .output = SP_PROFILE_DEFAULT, .follow = 1, .grace_s = 2.0,
+	struct record_opts o = { .output = SP_PROFILE_DEFAULT, .follow = 1, .grace_s = 10.0,
 				 .repeat = 1, .max_events = 5000000 };
 	FILE *spill = NULL;
 	struct hmap snap;            /* {sql_id, kind} -> cumulative {count, total_ns} */
@@ -404,7 +519,9 @@ int cmd_record(int argc, char **argv)
 	struct sp_coll c;
 	uint8_t *buf = NULL;
 	int lfd = -1, opt, status = 0, exited = 0, rc = SP_EXIT_INTERNAL, tty = 0;
-	uint64_t t_start, t_exit = 0, last_draw = 0, last_data;
+	uint64_t t_start, t_exit = 0, last_draw = 0, last_data, grace_ns, idle_ns;
+	const char *why = "";
+	char whybuf[96];
 	pid_t pid;
 	double d;
 	uint64_t u;
@@ -413,6 +530,7 @@ int cmd_record(int argc, char **argv)
 	size_t cmdlen = 0;
 	FILE *cmdf;
 
+	sp_sup_init(); /* before anything changes a disposition */
 	optind = 1;
 	while ((opt = getopt_long(argc, argv, "+o:r:qh", longopts, NULL)) != -1) {
 		switch (opt) {
@@ -450,6 +568,12 @@ int cmd_record(int argc, char **argv)
 		case 7:
 			if (sp_parse_u64(optarg, &o.max_events) < 0 || o.max_events > 1000000000) {
 				fprintf(stderr, "sqlprof record: --max-events wants 0 to 1000000000\n");
+				return SP_EXIT_USAGE;
+			}
+			break;
+		case 8:
+			if (sp_parse_double(optarg, 0, 86400, &o.grace_s) < 0) {
+				fprintf(stderr, "sqlprof record: --grace wants seconds, 0 to 86400\n");
 				return SP_EXIT_USAGE;
 			}
 			break;
@@ -542,14 +666,18 @@ int cmd_record(int argc, char **argv)
 		fclose(cmdf);
 
 	hmap_init(&snap, 2 * sizeof(uint64_t), 2 * sizeof(uint64_t));
+	grace_ns = (uint64_t)(o.grace_s * 1e9);
+	idle_ns = grace_ns < 2000000000u ? grace_ns : 2000000000u;
 	t_start = mono_ns();
 	status_layout_env();
 	for (run = 1; run <= o.repeat; run++) {
 	exited = 0;
 	sp_sup_exec_pipe(xp);
+	sp_sup_prefork();
 	pid = fork();
 	if (pid < 0) {
 		fprintf(stderr, "sqlprof record: fork: %s\n", strerror(errno));
+		sp_sup_start(0, o.quiet, 0); /* unblocks them */
 		goto out;
 	}
 	if (pid == 0) {
@@ -696,13 +824,31 @@ int cmd_record(int argc, char **argv)
 			last_draw = now;
 		}
 		/* After the command exits, wait for its descendants' streams to
-		 * close, but not forever: a daemon may hold one open. */
-		if (exited && (ncl == 0 || sp_sup_interrupted() || (now - last_data > (uint64_t)(o.grace_s * 1e9) &&
-					    now - t_exit > (uint64_t)(o.grace_s * 1e9))))
+		 * close, but not forever: a daemon may hold one open, and
+		 * keep sending. */
+		if (exited && ncl == 0)
 			break;
+		if (exited && sp_sup_interrupted()) {
+			why = "interrupted";
+			break;
+		}
+		if (exited && now - t_exit >= grace_ns) {
+			snprintf(whybuf, sizeof(whybuf), "%g s after the command exited (--grace)",
+				 o.grace_s);
+			why = whybuf;
+			break;
+		}
+		if (exited && now - last_data > idle_ns && now - t_exit > idle_ns) {
+			snprintf(whybuf, sizeof(whybuf), "%g s without data from them",
+				 (double)idle_ns / 1e9);
+			why = whybuf;
+			break;
+		}
 	}
-	if (!o.quiet)
-		report_stragglers(cl, ncl, tty);
+	if (!o.quiet) {
+		report_stragglers(&c, cl, ncl, tty, why);
+		report_unconnected(sockpath, cl, ncl, tty);
+	}
 	/* The command and its clients are done (or past the grace time):
 	 * read every ring one last time and let them go. */
 	sp_coll_rings_close(&c);
@@ -786,6 +932,12 @@ int cmd_record(int argc, char **argv)
 				"could not, and their executions are missing\n",
 				(unsigned long long)unrep, (unsigned long long)complete,
 				(unsigned long long)(unrep - complete));
+		if (c.spill_failed)
+			fprintf(stderr,
+				"sqlprof: warning: %llu sampled executions dropped from the timeline "
+				"(meta.events_dropped; totals are exact): cannot write them in %s: %s\n",
+				(unsigned long long)c.spill_failed, tmp && *tmp ? tmp : "/tmp",
+				strerror(c.spill_errno));
 		fprintf(stderr, "sqlprof: %llu executions from %zu process(es), %llu events lost; profile in %s\n",
 			(unsigned long long)sp_coll_executions(&c), c.procs.count,
 			(unsigned long long)sp_coll_lost(&c), wrote ? saved : o.output);

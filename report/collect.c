@@ -139,6 +139,7 @@ void sp_coll_free(struct sp_coll *c)
 	hmap_free(&c->fphists);
 	hmap_free(&c->modules);
 	free(c->events);
+	free(c->spill_batch);
 	while (c->nrings)
 		ring_free(c, c->nrings - 1);
 	free(c->rings);
@@ -315,6 +316,96 @@ void sp_run_bucket_bounds(int b, uint64_t *lo, uint64_t *hi)
 	*hi = b - 11 < 64 ? ((uint64_t)1 << (b - 11)) - 1 : UINT64_MAX;
 }
 
+/* Events per write(2) to the spill file: 64 KiB. */
+#define SP_SPILL_BATCH (65536 / sizeof(struct sp_event))
+
+/* Write the batch to the spill file after the events already there (the
+ * first nspilled - spill_nbatch). What does not fit (a full file system)
+ * is dropped and counted; a partial event at the end is cut off, so the
+ * file always holds whole events. Returns 0, or -1 if any was dropped. */
+static int spill_write(struct sp_coll *c)
+{
+	const size_t sz = sizeof(struct sp_event);
+	uint64_t done = c->nspilled - c->spill_nbatch; /* events in the file */
+	const char *p = (const char *)c->spill_batch;
+	size_t len = c->spill_nbatch * sz, off = 0;
+	int fd = fileno(c->spill);
+
+	while (off < len) {
+		ssize_t n = pwrite(fd, p + off, len - off, (off_t)(done * sz + off));
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			c->spill_errno = n < 0 ? errno : ENOSPC;
+			break;
+		}
+		off += (size_t)n;
+	}
+	if (off < len) {
+		size_t lost = c->spill_nbatch - off / sz;
+
+		if (off % sz) /* half an event: not one */
+			(void)!ftruncate(fd, (off_t)((done + off / sz) * sz));
+		c->nspilled -= lost;
+		c->events_dropped += lost;
+		c->spill_failed += lost;
+	}
+	c->spill_nbatch = 0;
+	return off < len ? -1 : 0;
+}
+
+/* Queue ev for the spill file (nspilled is counted by the caller); a full
+ * batch is written first. Returns 0, or -1 when ev cannot be kept. */
+static int spill_add(struct sp_coll *c, const struct sp_event *ev)
+{
+	if (!c->spill_batch) {
+		c->spill_batch = malloc(SP_SPILL_BATCH * sizeof(*ev));
+		if (!c->spill_batch)
+			return -1;
+	}
+	if (c->spill_nbatch == SP_SPILL_BATCH)
+		spill_write(c);
+	c->spill_batch[c->spill_nbatch++] = *ev;
+	return 0;
+}
+
+int sp_coll_spill_flush(struct sp_coll *c)
+{
+	if (c->spill && c->spill_nbatch)
+		spill_write(c);
+	if (c->spill_failed) {
+		errno = c->spill_errno;
+		return -1;
+	}
+	return 0;
+}
+
+ssize_t sp_coll_spill_read(const struct sp_coll *c, uint64_t i, struct sp_event *out, size_t n)
+{
+	const size_t sz = sizeof(*out);
+	uint64_t left = c->nspilled - c->spill_nbatch;
+	size_t off = 0;
+
+	if (!c->spill || i >= left)
+		return 0;
+	if (n > left - i)
+		n = (size_t)(left - i);
+	while (off < n * sz) {
+		ssize_t r = pread(fileno(c->spill), (char *)out + off, n * sz - off,
+				  (off_t)(i * sz + off));
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			return -1;
+		if (r == 0)
+			break;
+		off += (size_t)r;
+	}
+	return (ssize_t)(off / sz);
+}
+
 /* A sampled execution's event: its site and, up to the cap, the event
  * itself. Its totals are in the statistics like every other execution's:
  * nothing here adds to a query's count or time. */
@@ -359,7 +450,7 @@ static void apply_exec(struct sp_coll *c, struct sp_proc *p, const struct sp_rec
 	ev.rc = x->rc;
 	ev.kind = x->kind;
 	if (c->spill) {
-		if (c->nspilled < c->events_max && fwrite(&ev, sizeof(ev), 1, c->spill) == 1)
+		if (c->nspilled < c->events_max && spill_add(c, &ev) == 0)
 			c->nspilled++;
 		else
 			c->events_dropped++;

@@ -16,6 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <sys/types.h>
 
 #include "hist.h"
 #include "sp_wire.h"
@@ -202,9 +203,18 @@ struct sp_coll {
 	uint64_t events_dropped;
 	/* With a spill file, sampled executions go to it (fixed-size records)
 	 * instead of memory, so the collector's memory does not grow with
-	 * them; events_max then bounds the file. */
+	 * them; events_max then bounds the file. They are written in batches
+	 * of SP_SPILL_BATCH with write(2) on its descriptor, never through
+	 * its stdio buffer: when the file system is full, the events that did
+	 * not fit are known, dropped and counted (events_dropped, and
+	 * spill_failed with the errno in spill_errno), and nspilled is always
+	 * the number of whole events in the file or the batch. */
 	FILE *spill;
 	uint64_t nspilled;
+	struct sp_event *spill_batch; /* NULL until the first event */
+	size_t spill_nbatch;          /* events in spill_batch, the last of nspilled */
+	uint64_t spill_failed;
+	int spill_errno;
 	uint64_t records, messages, bad_messages;
 	double ns_per_tick; /* collector's TSC calibration */
 	char last_error[256];
@@ -327,9 +337,17 @@ uint64_t sp_coll_rings_drain(struct sp_coll *c, uint32_t pid);
 /* End of the recording: read every ring one last time and free them all. */
 void sp_coll_rings_close(struct sp_coll *c);
 uint64_t sp_coll_lost(const struct sp_coll *c);
-/* Send sampled executions to f (owned by the caller, opened w+) from now
- * on, keeping at most max of them. */
+/* Send sampled executions to f (owned by the caller, opened w+, empty)
+ * from now on, keeping at most max of them. */
 void sp_coll_spill(struct sp_coll *c, FILE *f, size_t max);
+/* Write the batch of sampled executions still in memory to the spill file;
+ * those that do not fit are dropped and counted. Afterwards the file holds
+ * exactly nspilled events, from offset 0. Returns 0, or -1 (errno) when
+ * some were dropped (ever). */
+int sp_coll_spill_flush(struct sp_coll *c);
+/* Read up to n spilled events from index i into out; returns the number
+ * read (0 at the end), or -1 (errno). Call sp_coll_spill_flush first. */
+ssize_t sp_coll_spill_read(const struct sp_coll *c, uint64_t i, struct sp_event *out, size_t n);
 /* Executions so far: merged, plus those in statistics still mapped
  * (read live: may be behind by the executions being added). */
 uint64_t sp_coll_executions(const struct sp_coll *c);

@@ -269,7 +269,11 @@ static int write_all(sqlite3 *db, struct sp_coll *c, const struct sp_meta *m, ch
 	void *v;
 	int rc = -1;
 	char buf[64];
+	struct sp_event spilled[256];
 
+	/* Events that do not fit in the spill file (a full $TMPDIR) are
+	 * dropped here and counted with the others, before meta has them. */
+	(void)sp_coll_spill_flush(c);
 	hmap_init(&fps, sizeof(uint64_t), sizeof(struct fpinfo));
 	hmap_init(&fptext, sizeof(uint64_t), sizeof(char *));
 	hmap_init(&fagg, 2 * sizeof(uint64_t), sizeof(struct fagg));
@@ -585,19 +589,30 @@ static int write_all(sqlite3 *db, struct sp_coll *c, const struct sp_meta *m, ch
 	st = prep(db, "INSERT INTO events VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
 	if (!st)
 		goto sqlerr;
-	if (c->spill && (fflush(c->spill) != 0 || fseek(c->spill, 0, SEEK_SET) != 0)) {
-		snprintf(err, errlen, "profile: reading back sampled executions: %s", strerror(errno));
-		goto out;
-	}
-	for (size_t i = 0; i < c->nevents + c->nspilled; i++) {
-		struct sp_event spilled;
-		const struct sp_event *e = &spilled;
+	/* the spill file holds exactly nspilled events (flushed above) */
+	for (size_t i = 0, nin = 0, at = 0; i < c->nevents + c->nspilled; i++) {
+		const struct sp_event *e;
 		const struct fpinfo *fi;
 
-		if (i < c->nevents)
+		if (i < c->nevents) {
 			e = &c->events[i];
-		else if (fread(&spilled, sizeof(spilled), 1, c->spill) != 1)
-			break;
+		} else {
+			if (at == nin) {
+				ssize_t r = sp_coll_spill_read(c, i - c->nevents, spilled,
+							       sizeof(spilled) / sizeof(spilled[0]));
+
+				if (r < 0) {
+					snprintf(err, errlen, "profile: reading back sampled executions: %s",
+						 strerror(errno));
+					goto out;
+				}
+				if (r == 0)
+					break;
+				nin = (size_t)r;
+				at = 0;
+			}
+			e = &spilled[at++];
+		}
 		fi = hmap_get(&fps, &e->sql_id, 0, NULL);
 
 		sqlite3_bind_int64(st, 1, e->pid);

@@ -792,6 +792,7 @@ START_TEST(test_events_and_spill)
 	ck_assert_uint_eq(c.nevents, 3);
 	ck_assert_uint_eq(c.nspilled, 4);
 	ck_assert_uint_eq(c.events_dropped, 3);
+	ck_assert_int_eq(sp_coll_spill_flush(&c), 0);
 	ck_assert_int_eq(fseek(f, 0, SEEK_SET), 0);
 	for (uint64_t i = 1; i <= 4; i++) {
 		ck_assert_uint_eq(fread(&ev, sizeof(ev), 1, f), 1);
@@ -801,8 +802,42 @@ START_TEST(test_events_and_spill)
 		ck_assert_uint_eq(ev.stack_id, STACK_1);
 	}
 	ck_assert_uint_eq(fread(&ev, sizeof(ev), 1, f), 0);
+	ck_assert_int_eq(sp_coll_spill_read(&c, 1, &ev, 1), 1);
+	ck_assert_uint_eq(ev.seq, 2);
 	ck_assert_uint_eq(get_proc(&c, PID_A, &pbuf)->events, 12);
 	ck_assert_uint_eq(c.queries.count, 0);
+	fclose(f);
+	sp_coll_free(&c);
+	enc_free(&e);
+}
+END_TEST
+
+/* A spill file that cannot take the events (a full file system: /dev/full
+ * fails every write with ENOSPC): they are dropped and counted, nspilled
+ * says how many are in the file (none), and flushing says so. */
+START_TEST(test_spill_full)
+{
+	struct sp_coll c;
+	struct enc e = { 0 };
+	struct sp_event ev;
+	FILE *f = fopen("/dev/full", "w+");
+	size_t len;
+
+	if (!f)
+		return; /* no /dev/full here: nothing to test */
+	sp_coll_init(&c);
+	sp_coll_spill(&c, f, 1000000);
+	enc_begin(&e, PID_A, 1, 0);
+	for (uint64_t i = 1; i <= 1500; i++) /* more than a batch */
+		put_ev(&e, SQL_X, i, 10 * i);
+	len = enc_end(&e);
+	ck_assert_int_eq(sp_coll_message(&c, e.buf, len, PID_A), 0);
+	ck_assert_int_eq(sp_coll_spill_flush(&c), -1);
+	ck_assert_int_eq(errno, ENOSPC);
+	ck_assert_uint_eq(c.nspilled, 0);
+	ck_assert_uint_eq(c.events_dropped, 1500);
+	ck_assert_uint_eq(c.spill_failed, 1500);
+	ck_assert_int_eq(sp_coll_spill_read(&c, 0, &ev, 1), 0);
 	fclose(f);
 	sp_coll_free(&c);
 	enc_free(&e);
@@ -4241,6 +4276,7 @@ static Suite *collect_suite(void)
 	tc = tcase_create("round_trip");
 	tcase_add_test(tc, test_round_trip);
 	tcase_add_test(tc, test_events_and_spill);
+	tcase_add_test(tc, test_spill_full);
 	tcase_add_test(tc, test_lost_and_seq);
 	tcase_add_test(tc, test_sql_after_exec);
 	tcase_add_test(tc, test_value_alignment);
