@@ -47,6 +47,29 @@ char *sp_shorten(const char *s, size_t max);
 /* One-line version of SQL: newlines and tabs become spaces. */
 void sp_one_line(char *s);
 
+/* Make s safe to print on a terminal, in place: tabs and newlines become
+ * spaces; other control characters (C0, DEL, C1) and bytes that are not
+ * UTF-8 become '?'. Every string from a profile goes through it (or
+ * sp_term_str) before it reaches a text output. */
+void sp_term_clean(char *s);
+/* Print s (NULL: nothing) to f as sp_term_clean would leave it. */
+void sp_term_str(FILE *f, const char *s);
+
+/* A stream that writes to `to` what it is given, terminal-safe: newlines
+ * and tabs pass, other control characters (C0, DEL, C1) and bytes that
+ * are not UTF-8 become '?'. Text outputs (report's table, diff and check
+ * in text and Markdown, every message on stderr) are written through one,
+ * so that no string from a profile reaches a terminal as an escape
+ * sequence. fclose flushes it and leaves `to` open. NULL: out of memory. */
+FILE *sp_term_stream(FILE *to);
+/* Route *std (&stdout or &stderr) through sp_term_stream until
+ * sp_term_end; returns what *std was, for sp_term_end. When no stream can
+ * be made, *std stays as it is. */
+FILE *sp_term_begin(FILE **std);
+/* Put real back into *std and close the terminal-safe stream there.
+ * Returns 0, or -1 when writing through it failed. */
+int sp_term_end(FILE **std, FILE *real);
+
 /* qsort that accepts an empty (possibly NULL) array: qsort(NULL, 0, ...)
  * is undefined behaviour. */
 static inline void sp_qsort(void *base, size_t n, size_t size, int (*cmp)(const void *, const void *))
