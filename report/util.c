@@ -178,7 +178,10 @@ void sp_json_str(FILE *f, const char *s)
 			} else {
 				size_t n = utf8_len(p);
 
-				if (n) { /* a valid sequence: copy it */
+				if (n == 2 && p[0] == 0xc2 && p[1] < 0xa0) { /* C1: escaped */
+					fprintf(f, "\\u%04x", p[1]);
+					p++;
+				} else if (n) { /* a valid sequence: copy it */
 					fwrite(p, 1, n, f);
 					p += n - 1;
 				} else { /* JSON is UTF-8: a stray byte becomes U+FFFD */

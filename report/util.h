@@ -41,7 +41,9 @@ uint64_t sp_hash_bytes(const void *p, size_t n);
 /* "1.23 ms" style; buf >= 32 bytes. */
 const char *sp_fmt_ns(char *buf, size_t len, double ns);
 void sp_json_str(FILE *f, const char *s);   /* quoted, escaped JSON string */
-void sp_csv_str(FILE *f, const char *s);    /* RFC 4180 field */
+/* RFC 4180 field, every byte kept (t_robust_secrets): CSV is data, not
+ * text for a terminal */
+void sp_csv_str(FILE *f, const char *s);
 /* Copy s shortened to at most max display bytes, visibly: "... (N more bytes)". */
 char *sp_shorten(const char *s, size_t max);
 /* One-line version of SQL: newlines and tabs become spaces. */

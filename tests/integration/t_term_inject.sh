@@ -7,9 +7,11 @@
 # sequences, C1 controls (U+009B in UTF-8) and raw 0x9b bytes. No byte of
 # them may reach what the text outputs print - report (table, --stacks,
 # --plans, --by site and function), the doctor, diff and check (text and
-# Markdown, failing with regressions), export -f folded - nor stderr
+# Markdown, failing with regressions), JSON (report, diff: escaped),
+# export -f folded - nor stderr
 # (a schema entry with an escape in its name makes SQLite's error quote
-# it). JSON output still gives the texts back exactly.
+# it). JSON output still gives the texts back exactly; CSV is data and
+# keeps every byte (t_robust_secrets), so it is not checked here.
 . "$(dirname "$0")/lib.sh"
 need_prog counts
 command -v sqlite3 >/dev/null || skip "sqlite3 shell not installed"
@@ -53,6 +55,8 @@ out diff_md "$SQLPROF" diff -a -f markdown evil.db evil2.db
 out check "$SQLPROF" check --baseline evil.db evil2.db
 out check_md "$SQLPROF" check -f markdown --baseline evil.db evil2.db
 out folded "$SQLPROF" export -f folded evil.db
+out report_json "$SQLPROF" report --format json evil.db
+out diff_json "$SQLPROF" diff -f json evil.db evil2.db
 out bad_report "$SQLPROF" report badschema.db
 out bad_check "$SQLPROF" check --baseline base.db badschema.db
 out bad_export "$SQLPROF" export -f svg badschema.db
