@@ -816,8 +816,10 @@ size_t sp_sql_shrink(const char *sql, size_t len, char *out)
 		o += (size_t)nn;
 		from = resume;
 	}
-	memcpy(out + o, sql + from, lx.len - from);
-	o += lx.len - from;
+	if (lx.len > from) { /* sql may be NULL when len is 0 */
+		memcpy(out + o, sql + from, lx.len - from);
+		o += lx.len - from;
+	}
 	out[o] = 0;
 	return o;
 }
