@@ -56,12 +56,17 @@ int main(int argc, char **argv)
 	}
 	for (i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
 		if (!strcmp(argv[1], cmds[i].name)) {
+			FILE *real = stderr;
+			int rc;
+
 			/* Messages of the commands that read profiles can quote
 			 * them: terminal-safe, unbuffered as stderr is. (record's
 			 * live counter needs its carriage returns.) */
 			if (cmds[i].reads_profiles && sp_term_begin(&stderr) != stderr)
 				setvbuf(stderr, NULL, _IONBF, 0);
-			return cmds[i].fn(argc - 1, argv + 1);
+			rc = cmds[i].fn(argc - 1, argv + 1);
+			sp_term_end(&stderr, real);
+			return rc;
 		}
 	fprintf(stderr, "sqlprof: unknown command '%s'\n", argv[1]);
 	usage(stderr);
