@@ -88,11 +88,13 @@ static int check_tables(sqlite3 *db, const char *const *tables, char *err, size_
 
 			if (!type || strcmp(type, "table") || sqlite3_column_int64(st, 2) <= 0 ||
 			    !sqlite3_column_int(st, 3)) {
+				const char *what = type && !strcmp(type, "table") ? "virtual table" :
+						   type ? type : "schema entry without a type";
+
 				snprintf(err, errlen,
-					 "not a sqlprof profile (%.64s is a %s, not a plain table)",
-					 name ? name : tables[i],
-					 type && !strcmp(type, "table") ? "virtual table" :
-					 type ? type : "schema entry without a type");
+					 "not a sqlprof profile (%.64s is a%s %.32s, not a plain table)",
+					 name ? name : tables[i], what[0] && strchr("aeiou", what[0]) ? "n" : "",
+					 what);
 				goto out;
 			}
 		}
