@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cmds.h"
+#include "untrusted.h"
 #include "util.h"
 
 /* libsqlprof.so looks this symbol up and stays inert if it finds it: the
@@ -57,6 +58,7 @@ int main(int argc, char **argv)
 	for (i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
 		if (!strcmp(argv[1], cmds[i].name)) {
 			FILE *real = stderr;
+			char err[160];
 			int rc;
 
 			/* Messages of the commands that read profiles can quote
@@ -64,7 +66,12 @@ int main(int argc, char **argv)
 			 * live counter needs its carriage returns.) */
 			if (cmds[i].reads_profiles && sp_term_begin(&stderr) != stderr)
 				setvbuf(stderr, NULL, _IONBF, 0);
-			rc = cmds[i].fn(argc - 1, argv + 1);
+			if (cmds[i].reads_profiles && sp_untrusted_config(err, sizeof(err)) < 0) {
+				fprintf(stderr, "sqlprof %s: %s\n", cmds[i].name, err);
+				rc = SP_EXIT_USAGE;
+			} else {
+				rc = cmds[i].fn(argc - 1, argv + 1);
+			}
 			sp_term_end(&stderr, real);
 			return rc;
 		}

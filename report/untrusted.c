@@ -25,13 +25,33 @@ const char *const sp_profile_tables[] = {
  * the connection: freed by the destructor of a function registered with
  * it, which SQLite calls when the connection closes. */
 struct budget {
-	long long left;
+	long long left, ops; /* calls left; the budget in VM instructions */
 	char name[256];
 };
 
 #define STEP_OPS 1000 /* VM instructions between two progress-handler calls */
 
-static char exhausted[300]; /* the name of the first database that ran out */
+static char exhausted[400]; /* why the first database that ran out stopped */
+static long long work_set;  /* SQLPROF_READ_WORK, 0 if not set */
+
+int sp_untrusted_config(char *err, size_t errlen)
+{
+	const char *v = getenv("SQLPROF_READ_WORK");
+	uint64_t n;
+
+	work_set = 0;
+	if (!v)
+		return 0;
+	if (sp_parse_u64(v, &n) < 0 || n < (uint64_t)SP_UNTRUSTED_MIN_WORK ||
+	    n > (uint64_t)SP_UNTRUSTED_MAX_WORK) {
+		snprintf(err, errlen,
+			 "SQLPROF_READ_WORK wants a number of SQLite VM instructions from %lld to %lld",
+			 SP_UNTRUSTED_MIN_WORK, SP_UNTRUSTED_MAX_WORK);
+		return -1;
+	}
+	work_set = (long long)n;
+	return 0;
+}
 
 static int on_progress(void *arg)
 {
@@ -42,7 +62,12 @@ static int on_progress(void *arg)
 		return 0;
 	}
 	if (!exhausted[0])
-		snprintf(exhausted, sizeof(exhausted), "%s", b->name);
+		snprintf(exhausted, sizeof(exhausted),
+			 "%s: reading it needs more than %lld SQLite VM instructions, %s; a hostile or"
+			 " damaged file? stopped",
+			 b->name, b->ops,
+			 work_set ? "the budget SQLPROF_READ_WORK sets" :
+				    "far more than a profile of its size takes");
 	return 1; /* SQLITE_INTERRUPT, for this and every later statement */
 }
 
@@ -55,10 +80,7 @@ int sp_untrusted_exhausted(char *err, size_t errlen)
 {
 	if (!exhausted[0])
 		return 0;
-	snprintf(err, errlen,
-		 "%s: reading it takes more work than any profile of its size needs"
-		 " (a hostile or damaged file?); stopped",
-		 exhausted);
+	snprintf(err, errlen, "%s", exhausted);
 	sp_term_clean(err);
 	return 1;
 }
@@ -160,6 +182,9 @@ sqlite3 *sp_untrusted_open(const char *name, int flags, off_t size, const char *
 	if (size > 0)
 		ops += size > (1LL << 40) / SP_UNTRUSTED_OPS_PER_BYTE ? 1LL << 40 :
 							SP_UNTRUSTED_OPS_PER_BYTE * size;
+	if (work_set)
+		ops = work_set;
+	b->ops = ops;
 	b->left = ops / STEP_OPS;
 	/* b is freed with the connection, whether this succeeds or not */
 	if (sqlite3_create_function_v2(db, "sqlprof_budget", 0, SQLITE_UTF8, b, budget_fn, NULL,
