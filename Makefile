@@ -58,7 +58,9 @@ SYM_SRC := $(wildcard symbolizer/*.c)
 CHECK_SRC := $(wildcard tests/check_*.c)
 PROG_SRC := $(wildcard tests/progs/*.c)
 
-PRELOAD_OBJ := $(PRELOAD_SRC:%.c=$(BUILD)/obj/%.o)
+# The preload shortens SQL texts too long to send with the fingerprinter's
+# lexer (sp_sql_shrink), so report/fingerprint.c is built into it too.
+PRELOAD_OBJ := $(PRELOAD_SRC:%.c=$(BUILD)/obj/%.o) $(BUILD)/obj/preload/fingerprint.o
 CLI_OBJ := $(CLI_SRC:%.c=$(BUILD)/obj/%.o)
 SYM_OBJ := $(SYM_SRC:%.c=$(BUILD)/obj/%.o)
 CHECK_BIN := $(CHECK_SRC:tests/%.c=$(BUILD)/tests/%)
@@ -95,6 +97,11 @@ $(BUILD)/obj/preload/%.o: preload/%.c preload/*.h
 $(BUILD)/obj/%.o: %.c $(wildcard report/*.h symbolizer/*.h preload/sp_wire.h preload/sp_probe.h)
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) -c $< -o $@
+
+$(BUILD)/obj/preload/fingerprint.o: report/fingerprint.c report/fingerprint.h
+	@mkdir -p $(@D)
+	$(CC) $(PRELOAD_CFLAGS) -fPIC -fvisibility=hidden -c $< -o $@
+$(BUILD)/obj/preload/stmt.o: report/fingerprint.h
 
 $(LIBSQLPROF): $(PRELOAD_OBJ) preload/libsqlprof.map
 	@mkdir -p $(@D)

@@ -22,6 +22,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "fingerprint.h"
 #include "sp_preload.h"
 #include "sp_probe.h"
 
@@ -442,8 +443,13 @@ int sp_sql_pending_each(int (*fn)(void *arg, const void *rec, uint32_t len), voi
 /*
  * Note an SQL text: returns its id (64-bit FNV-1a of the full text) and,
  * the first time this process sees it, writes an SQL record into the
- * thread's ring (or keeps it to send later when the ring is full). The
- * text is cut at SP_SQL_MAX bytes.
+ * thread's ring (or keeps it to send later when the ring is full). A text
+ * longer than SP_SQL_MAX bytes is first shortened by sp_sql_shrink (its
+ * literal IN lists and VALUES rows left out, so that what is sent
+ * fingerprints as the whole text does: 5 long IN lists are one query, not
+ * 5), then cut at SP_SQL_MAX bytes if it is still longer. That costs a
+ * malloc and one pass over the text, once per long text and process, at
+ * prepare time; without memory the text is cut as it is.
  */
 uint64_t sp_sql_note(struct sp_thread *t, const char *sql, size_t len, uint64_t *shape)
 {
@@ -461,12 +467,21 @@ uint64_t sp_sql_note(struct sp_thread *t, const char *sql, size_t len, uint64_t 
 	if (!t->tid)
 		sp_thread_init(t);
 	if (idset_add(sql_sent, h)) {
-		uint32_t n = len > SP_SQL_MAX ? SP_SQL_MAX : (uint32_t)len;
+		char *shrunk = len > SP_SQL_MAX ? malloc(len + 1) : NULL;
+		const char *text = sql;
+		size_t tlen = len;
+		uint32_t n;
 
+		if (shrunk) {
+			tlen = sp_sql_shrink(sql, len, shrunk);
+			text = shrunk;
+		}
+		n = tlen > SP_SQL_MAX ? SP_SQL_MAX : (uint32_t)tlen;
 		if (atomic_load_explicit(&sp_sql_pending, memory_order_relaxed))
 			sp_sql_flush(t);
-		if (sql_record(t, h, sql, n, len) < 0)
-			pending_add(h, sql, n, len);
+		if (sql_record(t, h, text, n, len) < 0)
+			pending_add(h, text, n, len);
+		free(shrunk);
 	}
 	return h;
 }

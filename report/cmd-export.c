@@ -14,6 +14,7 @@
 #include "export.h"
 #include "outfile.h"
 #include "profile.h"
+#include "untrusted.h"
 #include "util.h"
 
 #define MAX_SKIP 64
@@ -132,12 +133,17 @@ int cmd_export(int argc, char **argv)
 		return SP_EXIT_USAGE;
 	}
 	if (sp_export_load(&x, path, skip, weight, err, sizeof(err)) < 0) {
-		if (strstr(err, path) == err)
+		if (sp_untrusted_exhausted(err, sizeof(err)) || strstr(err, path) == err)
 			fprintf(stderr, "sqlprof export: %s\n", err);
 		else
 			fprintf(stderr, "sqlprof export: %s: %s\n", path, err);
 		sp_export_free(&x);
 		return strcmp(err, "out of memory") ? SP_EXIT_INPUT : SP_EXIT_INTERNAL;
+	}
+	if (sp_untrusted_exhausted(err, sizeof(err))) { /* write nothing from half a profile */
+		fprintf(stderr, "sqlprof export: %s\n", err);
+		sp_export_free(&x);
+		return SP_EXIT_INPUT;
 	}
 	ret = sp_out_export_open(&xo, out, path, err, sizeof(err));
 	if (ret != SP_EXIT_OK) {
@@ -148,6 +154,9 @@ int cmd_export(int argc, char **argv)
 	if (formats[fi].print(xo.f, &x) < 0) {
 		fprintf(stderr, "sqlprof export: out of memory\n");
 		ret = SP_EXIT_INTERNAL;
+	} else if (sp_untrusted_exhausted(err, sizeof(err))) {
+		fprintf(stderr, "sqlprof export: %s\n", err);
+		ret = SP_EXIT_INPUT;
 	}
 	if (sp_out_export_close(&xo, ret != SP_EXIT_OK) < 0) {
 		fprintf(stderr, "sqlprof export: error writing %s\n", out ? out : "output");

@@ -13,6 +13,7 @@
 #include "doctor.h"
 #include "profile.h"
 #include "query.h"
+#include "untrusted.h"
 #include "util.h"
 
 #define MAX_SKIP 64
@@ -146,7 +147,7 @@ static void print_table(const struct sp_qset *qs, const struct report_opts *o, s
 
 		if (!sql)
 			continue;
-		sp_one_line(sql);
+		sp_term_clean(sql);
 		printf("%10llu %10s %10s %10s %10s %10s %10s %10llu  %s%s\n",
 		       (unsigned long long)r->count, sp_fmt_ns(b[0], 32, (double)r->total_ns),
 		       sp_fmt_ns(b[1], 32, r->mean_ns), sp_fmt_ns(b[2], 32, (double)r->p50_ns),
@@ -405,7 +406,7 @@ static void print_errors(sqlite3 *db, const struct sp_attrib *a)
 			printf("\n# failed executions\n");
 		any = 1;
 		if (sql)
-			sp_one_line(sql);
+			sp_term_clean(sql);
 		printf("%10lld x rc=%d %s: %s\n", (long long)sqlite3_column_int64(st, 3),
 		       sqlite3_column_int(st, 1), msg ? (const char *)msg : "",
 		       sql ? sql : "?");
@@ -437,10 +438,11 @@ int cmd_report(int argc, char **argv)
 	const char *path = SP_PROFILE_DEFAULT;
 	struct sp_qset qs;
 	sqlite3 *db;
+	FILE *real = NULL;
 	char err[512];
 	uint64_t u;
 	size_t n;
-	int opt;
+	int opt, werr;
 
 	optind = 1;
 	while ((opt = getopt_long(argc, argv, "s:n:f:w:b:h", longopts, NULL)) != -1) {
@@ -495,12 +497,18 @@ int cmd_report(int argc, char **argv)
 		return SP_EXIT_INPUT;
 	}
 	if (sp_qset_load(db, &qs, err, sizeof(err)) < 0) {
-		fprintf(stderr, "sqlprof report: %s: %s\n", path, err);
+		if (sp_untrusted_exhausted(err, sizeof(err)))
+			fprintf(stderr, "sqlprof report: %s\n", err);
+		else
+			fprintf(stderr, "sqlprof report: %s: %s\n", path, err);
 		sqlite3_close(db);
 		return SP_EXIT_INPUT;
 	}
 	if (sp_attrib_load(db, o.skip, &at, err, sizeof(err)) < 0) {
-		fprintf(stderr, "sqlprof report: %s: %s\n", path, err);
+		if (sp_untrusted_exhausted(err, sizeof(err)))
+			fprintf(stderr, "sqlprof report: %s\n", err);
+		else
+			fprintf(stderr, "sqlprof report: %s: %s\n", path, err);
 		sp_qset_free(&qs);
 		sqlite3_close(db);
 		return SP_EXIT_INPUT;
@@ -517,6 +525,8 @@ int cmd_report(int argc, char **argv)
 		return SP_EXIT_USAGE;
 	}
 	n = o.top && o.top < qs.n ? (size_t)o.top : qs.n;
+	if (!strcmp(o.format, "table")) /* for a terminal: no escape sequences */
+		real = sp_term_begin(&stdout);
 	if (strcmp(o.by, "sql"))
 		print_grouped(&at, &qs, &o);
 	else if (!strcmp(o.format, "json"))
@@ -529,10 +539,15 @@ int cmd_report(int argc, char **argv)
 		if (!o.no_doctor)
 			sp_doctor_print(db, &qs, &at, stdout);
 	}
+	werr = real && sp_term_end(&stdout, real) < 0;
 	sp_qset_free(&qs);
 	sp_attrib_free(&at);
 	sqlite3_close(db);
-	if (fflush(stdout) != 0 || ferror(stdout)) {
+	if (sp_untrusted_exhausted(err, sizeof(err))) {
+		fprintf(stderr, "sqlprof report: %s\n", err);
+		return SP_EXIT_INPUT;
+	}
+	if (werr || fflush(stdout) != 0 || ferror(stdout)) {
 		fprintf(stderr, "sqlprof report: error writing output\n");
 		return SP_EXIT_INTERNAL;
 	}

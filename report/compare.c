@@ -8,6 +8,7 @@
 
 #include "compare.h"
 #include "profile.h"
+#include "untrusted.h"
 #include "util.h"
 
 const char *const sp_metric_names[SP_M_N] = {
@@ -453,6 +454,10 @@ int sp_side_load(struct sp_side *s, const char *const *paths, size_t n, const ch
 	}
 	if (build_agg(s) < 0 || build_sites(s) < 0)
 		goto nomem;
+	if (sp_untrusted_exhausted(err, errlen)) { /* what was read is not all there is */
+		*input_error = 1;
+		goto fail;
+	}
 	return 0;
 nomem:
 	snprintf(err, errlen, "out of memory");

@@ -358,14 +358,14 @@ sqlerr:
 	return -1;
 }
 
-/* Folded form of a label: ';' would split a frame, newlines a line. */
+/* Folded form of a label: ';' would split a frame, newlines a line, and
+ * folded stacks are text that ends up on terminals: no control characters. */
 static void fold_clean(char *s)
 {
+	sp_term_clean(s);
 	for (; *s; s++)
 		if (*s == ';')
 			*s = ',';
-		else if (*s == '\n' || *s == '\r' || *s == '\t')
-			*s = ' ';
 }
 
 static int cmp_fstack(const void *pa, const void *pb)

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "outfile.h"
+#include "untrusted.h"
 #include "util.h"
 
 /* The first 16 bytes of every SQLite database file. */
@@ -43,6 +44,8 @@ static int has_sqlite_header(const char *path)
 static int has_profile_meta(const char *path)
 {
 	static const char hexd[] = "0123456789ABCDEF";
+	static const char *const meta_only[] = { "meta", NULL };
+	char why[256];
 	sqlite3 *db = NULL;
 	sqlite3_stmt *st = NULL;
 	char *uri = malloc(3 * strlen(path) + 32), *u;
@@ -62,7 +65,9 @@ static int has_profile_meta(const char *path)
 		}
 	}
 	strcpy(u, "?immutable=1");
-	if (sqlite3_open_v2(uri, &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, NULL) == SQLITE_OK &&
+	/* a hostile file (a view named meta that never ends) is no profile */
+	db = sp_untrusted_open(uri, SQLITE_OPEN_URI, 0, meta_only, why, sizeof(why));
+	if (db &&
 	    sqlite3_prepare_v2(db, "SELECT 1 FROM meta WHERE key='format'", -1, &st, NULL) ==
 		    SQLITE_OK &&
 	    sqlite3_step(st) == SQLITE_ROW)

@@ -16,6 +16,7 @@
 #include "profile.h"
 #include "pyline.h"
 #include "sym.h"
+#include "untrusted.h"
 
 static const char schema[] =
 	"PRAGMA journal_mode=OFF;"
@@ -785,6 +786,7 @@ sqlite3 *sp_profile_open(const char *path, char *err, size_t errlen)
 	sqlite3 *db = NULL;
 	sqlite3_stmt *st = NULL;
 	struct stat sb;
+	char e[256];
 	int fmt = -1;
 
 	if (stat(path, &sb) < 0) {
@@ -795,8 +797,12 @@ sqlite3 *sp_profile_open(const char *path, char *err, size_t errlen)
 		snprintf(err, errlen, "%s: not a regular file", path);
 		return NULL;
 	}
-	if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK)
-		goto bad;
+	/* untrusted input: read-only, no views or triggers, bounded work */
+	db = sp_untrusted_open(path, 0, sb.st_size, sp_profile_tables, e, sizeof(e));
+	if (!db) {
+		snprintf(err, errlen, "%s: %s", path, e);
+		return NULL;
+	}
 	if (sqlite3_prepare_v2(db, "SELECT value FROM meta WHERE key='format'", -1, &st, NULL) !=
 	    SQLITE_OK)
 		goto bad;
