@@ -204,13 +204,6 @@ struct client {
  * delay when such a wake-up cannot be sent. Without rings: 100 ms. */
 #define RING_POLL_MS 10
 
-static void status_line(const struct sp_coll *c, int final)
-{
-	fprintf(stderr, "\rsqlprof: %llu executions, %zu processes, %llu events lost%s",
-		(unsigned long long)sp_coll_executions(c), c->procs.count,
-		(unsigned long long)sp_coll_lost(c), final ? "\n" : "   ");
-}
-
 /* Messages read from one client per wakeup at most, so that a client
  * that never stops sending cannot keep the rings from being read. */
 #define DRAIN_BATCH 1024
@@ -386,7 +379,7 @@ static void report_stragglers(const struct sp_coll *c, const struct client *cl, 
 		fprintf(stderr,
 			"%ssqlprof: warning: %zu process(es) still running and connected when "
 			"recording stopped, %s: pid %s; their later queries were not collected\n",
-			tty ? "\n" : "", n, why, pids);
+			"", n, why, pids);
 }
 
 /* 1 when the environment of process pid holds want (a whole "NAME=value"
@@ -482,7 +475,7 @@ static void report_unconnected(const char *sockpath, const struct client *cl, si
 		fprintf(stderr,
 			"%ssqlprof: warning: %zu more process(es) of the command still running, not "
 			"connected: pid %s; any query they make from now on is not collected\n",
-			tty ? "\n" : "", n, pids);
+			"", n, pids);
 }
 
 int cmd_record(int argc, char **argv)
@@ -519,7 +512,7 @@ int cmd_record(int argc, char **argv)
 	struct sp_coll c;
 	uint8_t *buf = NULL;
 	int lfd = -1, opt, status = 0, exited = 0, rc = SP_EXIT_INTERNAL, tty = 0;
-	uint64_t t_start, t_exit = 0, last_draw = 0, last_data, grace_ns, idle_ns;
+	uint64_t t_start, t_exit = 0, last_data, grace_ns, idle_ns;
 	const char *why = "";
 	char whybuf[96];
 	pid_t pid;
@@ -819,10 +812,9 @@ int cmd_record(int argc, char **argv)
 				continue;
 			}
 		}
-		if (tty && now - last_draw > 250000000u) {
-			status_line(&c, 0);
-			last_draw = now;
-		}
+		/* No live counter: the command shares the terminal, and a
+		 * line drawn there would land in its output or over its
+		 * prompt (the summary comes after it is done). */
 		/* After the command exits, wait for its descendants' streams to
 		 * close, but not forever: a daemon may hold one open, and
 		 * keep sending. */
@@ -896,8 +888,6 @@ int cmd_record(int argc, char **argv)
 		break;
 	}
 	}
-	if (tty)
-		status_line(&c, 1);
 
 	memset(&meta, 0, sizeof(meta));
 	meta.command = cmdline;

@@ -12,9 +12,10 @@ set -euo pipefail
 # The tests also use protoc (Perfetto export decoding) and headless
 # Chromium (the HTML export's browser test); both are Debian packages.
 # Perl's DBD::SQLite runs a real Perl client (t_exact_fork).
+# tmux is the terminal of t_record_tty; procps gives pgrep.
 required=(build-essential pkg-config libsqlite3-dev sqlite3 libdw-dev libelf-dev
           protobuf-compiler chromium
-          check elfutils python3 binutils valgrind libdbd-sqlite3-perl)
+          check elfutils python3 binutils valgrind libdbd-sqlite3-perl tmux procps)
 optional=(ltrace clang libclang-rt-14-dev protobuf-compiler)
 
 want=("${required[@]}")
