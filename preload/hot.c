@@ -248,6 +248,7 @@ static __attribute__((noinline)) int step_sampled(sqlite3_stmt *st)
 		return step_general(st, -1);
 	}
 	t->skip = sp_cfg.rate_one ? 1 : sp_draw_gap(t);
+	t->last_stmt->agg->started++; /* sqlite3_step's checks hold: bound here */
 	r->stack_id = sp_stack_capture_inline(t);
 	r->flags = r->stack_id ? SP_EXEC_RANDOM | SP_EXEC_SAMPLED : SP_EXEC_RANDOM;
 	sp_status_base(r, st);
@@ -313,6 +314,7 @@ SP_EXPORT int sqlite3_step(sqlite3_stmt *st)
 			return step_general(st, -1);
 		if (unlikely(--t->skip == 0))
 			return step_sampled(st);
+		s->agg->started++; /* bound to this thread's record: not NULL */
 		t0 = sp_rdtsc();
 		r->start = t0;
 		r->db = -t0;

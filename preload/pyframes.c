@@ -42,13 +42,15 @@
 #define PY_TABLE_MAX 16384
 #define CODE_SLOTS 8192 /* remembered code objects (power of two) */
 
-/* sp_py_state: SP_PY_STATE_UNKNOWN (0) at first; SP_PY_STATE_OFF when
- * the process runs no CPython we can read (set for good), or not yet
- * (ABSENT: looked for again a second later, it may be dlopen'd) */
-enum { PY_UNKNOWN = 0, PY_ABSENT, PY_DETECTING, PY_ON, PY_OFF = SP_PY_STATE_OFF };
+/* sp_py_state: PY_UNKNOWN (0) at first; SP_PY_STATE_OFF when the process
+ * runs no CPython we can read, for good, or not yet (py_absent: looked
+ * for again when the module map changes, sp_py_modules_changed, since
+ * CPython may be dlopen'd by an embedding program). The stack capture
+ * tests it inline: a process without Python pays nothing per stack. */
+enum { PY_UNKNOWN = 0, PY_DETECTING = 2, PY_ON = 3, PY_OFF = SP_PY_STATE_OFF };
 atomic_int sp_py_state;
 #define py_state sp_py_state
-static _Atomic uint64_t py_retry_at; /* CLOCK_MONOTONIC ns: look for CPython again */
+static atomic_int py_absent;
 static const struct sp_py_layout *L;
 static void *(*get_tstate)(void);
 static int (*is_initialized)(void);
@@ -144,8 +146,8 @@ static void py_detect(struct sp_thread *t)
 	}
 	*(void **)&version = dlsym(RTLD_DEFAULT, "Py_GetVersion");
 	if (!version) {
-		atomic_store(&py_retry_at, sp_mono_ns() + 1000000000u);
-		atomic_store(&py_state, PY_ABSENT); /* dlopen'd later, perhaps */
+		atomic_store(&py_absent, 1); /* dlopen'd later, perhaps */
+		atomic_store(&py_state, PY_OFF);
 		return;
 	}
 	*(void **)&get_tstate = dlsym(RTLD_DEFAULT, "PyGILState_GetThisThreadState");
@@ -447,7 +449,6 @@ int sp_py_splice(struct sp_thread *t, uintptr_t *pcs, int n, int cap)
 		/* one thread looks, without a lock of ours held (dlsym takes the
 		 * loader's); the others go on without Python frames meanwhile */
 		if (state == PY_OFF || state == PY_DETECTING ||
-		    (state == PY_ABSENT && sp_mono_ns() < atomic_load(&py_retry_at)) ||
 		    !atomic_compare_exchange_strong(&py_state, &expect, PY_DETECTING)) {
 			errno = saved;
 			return n;
@@ -504,6 +505,16 @@ int sp_py_splice(struct sp_thread *t, uintptr_t *pcs, int n, int cap)
 	return j;
 }
 
+/* The module map changed (stream.c): a process without CPython so far
+ * looks for it again at its next stack. */
+void sp_py_modules_changed(void)
+{
+	int off = PY_OFF;
+
+	if (atomic_exchange(&py_absent, 0))
+		atomic_compare_exchange_strong(&py_state, &off, PY_UNKNOWN);
+}
+
 /* In a forked child: numbers and sent code objects are per process. */
 void sp_py_fork_child(void)
 {
@@ -513,6 +524,6 @@ void sp_py_fork_child(void)
 	ncodes = 0;
 	self_pid = getpid();
 	code_salt = ((uint32_t)sp_now() ^ (uint32_t)self_pid << 7) & 0xfff;
-	if (atomic_load(&py_state) != PY_OFF)
+	if (atomic_load(&py_state) != PY_OFF || atomic_exchange(&py_absent, 0))
 		atomic_store(&py_state, PY_UNKNOWN); /* sends its PYINFO again */
 }

@@ -311,6 +311,8 @@ uint64_t sp_run_begin_slow(struct sp_thread *t, struct sp_stmt *s, sqlite3_stmt 
 	if (t->status_off < 0)
 		r->flags |= SP_RUN_API; /* its end reads them through the API too */
 	/* the walk's time is not the execution's */
+	if (s->agg)
+		s->agg->started++;
 	r->start = sp_now();
 	r->slow_at = r->start + sp_cfg.slow_span;
 	return r->start;

@@ -538,6 +538,7 @@ extern uint64_t sp_image_salt;
 extern atomic_int sp_py_state;
 int sp_py_splice(struct sp_thread *t, uintptr_t *pcs, int n, int cap);
 void sp_py_fork_child(void);
+void sp_py_modules_changed(void); /* stream.c: the map changed, look again */
 
 SP_INLINE uint64_t sp_stack_capture_inline(struct sp_thread *t)
 {

@@ -477,7 +477,11 @@ static inline void sp_hist_bucket(uint32_t i, uint64_t *lo, uint64_t *width)
 struct sp_agg_query {
 	struct sp_rec_hdr h;  /* SP_AGG_QUERY */
 	uint32_t kind;        /* enum sp_exec_kind */
-	uint32_t pad;
+	uint32_t started;     /* statements: executions started here, low 32
+			       * bits. started - count, summed over a text's
+			       * records (one may start on a thread and end on
+			       * another), is how many were running: those of a
+			       * process that died are named by record */
 	uint64_t sql_id;
 	uint64_t count;       /* executions ended */
 	uint64_t db;          /* db time, summed */

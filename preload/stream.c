@@ -786,11 +786,32 @@ static char *read_maps(void)
 	return buf;
 }
 
+/* A hexadecimal (base 16) or decimal number at *p, moving *p past it. */
+static unsigned long long parse_num(const char **p, int base)
+{
+	unsigned long long v = 0;
+
+	for (;; (*p)++) {
+		unsigned c = (unsigned char)**p, d;
+
+		if (c >= '0' && c <= '9')
+			d = c - '0';
+		else if (base == 16 && (c | 32) >= 'a' && (c | 32) <= 'f')
+			d = (c | 32) - 'a' + 10;
+		else
+			return v;
+		v = v * (unsigned)base + d;
+	}
+}
+
 /*
  * The mapping holding addr in maps: the device and inode of its file and
  * its path (absolute; a library dlopen'd by a relative name, "./plug.so",
  * keeps that name in the loader's list, which means nothing in the
- * collector's directory nor in ours after a chdir). 0 when found.
+ * collector's directory nor in ours after a chdir). 0 when found. A line
+ * is "lo-hi perms offset major:minor inode   path"; parsed by hand (sscanf
+ * cost 15 instructions an execution over a 100,000-execution run, for
+ * the lines of one map).
  */
 static int mapped_file(const char *maps, uint64_t addr, uint64_t *dev, uint64_t *ino,
 		       char *path, size_t cap)
@@ -798,28 +819,45 @@ static int mapped_file(const char *maps, uint64_t addr, uint64_t *dev, uint64_t 
 	const char *line = maps;
 
 	while (line && *line) {
-		const char *nl = strchr(line, '\n'), *slash;
-		unsigned long long lo, hi, off, inode;
-		unsigned maj, min;
+		const char *nl = strchr(line, '\n'), *q = line, *slash;
+		unsigned long long lo, hi, maj, min, inode;
 		size_t len;
 
-		if (sscanf(line, "%llx-%llx %*s %llx %x:%x %llu", &lo, &hi, &off, &maj, &min,
-			   &inode) == 6 &&
-		    addr >= lo && addr < hi) {
-			slash = memchr(line, '/', nl ? (size_t)(nl - line) : strlen(line));
-			if (!slash)
-				return -1;
-			len = nl ? (size_t)(nl - slash) : strlen(slash);
-			if (len >= 10 && !memcmp(slash + len - 10, " (deleted)", 10))
-				len -= 10;
-			if (len >= cap)
-				return -1;
-			memcpy(path, slash, len);
-			path[len] = 0;
-			*dev = makedev(maj, min);
-			*ino = inode;
-			return 0;
+		lo = parse_num(&q, 16);
+		if (*q++ != '-')
+			goto next;
+		hi = parse_num(&q, 16);
+		if (addr < lo || addr >= hi)
+			goto next;
+		for (int field = 0; field < 2; field++) { /* perms, offset */
+			while (*q == ' ')
+				q++;
+			while (*q && *q != ' ' && *q != '\n')
+				q++;
 		}
+		while (*q == ' ')
+			q++;
+		maj = parse_num(&q, 16);
+		if (*q++ != ':')
+			return -1;
+		min = parse_num(&q, 16);
+		while (*q == ' ')
+			q++;
+		inode = parse_num(&q, 10);
+		slash = strchr(q, '/');
+		if (!slash || (nl && slash > nl))
+			return -1;
+		len = nl ? (size_t)(nl - slash) : strlen(slash);
+		if (len >= 10 && !memcmp(slash + len - 10, " (deleted)", 10))
+			len -= 10;
+		if (len >= cap)
+			return -1;
+		memcpy(path, slash, len);
+		path[len] = 0;
+		*dev = makedev((unsigned)maj, (unsigned)min);
+		*ino = inode;
+		return 0;
+next:
 		line = nl ? nl + 1 : NULL;
 	}
 	return -1;
@@ -925,6 +963,7 @@ void sp_modules_maybe_send(void)
 	n = readlink("/proc/self/exe", mb.exe, sizeof(mb.exe) - 1);
 	mb.exe[n > 0 ? n : 0] = 0;
 	mb.maps = read_maps();
+	sp_py_modules_changed();
 	sp_guard_in(&sp_tls);
 	dl_iterate_phdr(module_cb, &mb);
 	sp_guard_out(&sp_tls);
