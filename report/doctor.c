@@ -530,13 +530,12 @@ void sp_doctor_site(const struct sp_attrib *at, int64_t fp_id, int kind_exec, ch
 		    size_t len)
 {
 	const struct sp_qsite *best = NULL;
-	size_t j;
+	size_t j, n = 0;
+	const size_t *ix = at ? sp_attrib_query_sites(at, fp_id, kind_exec, &n) : NULL;
 
-	for (j = 0; at && j < at->nqs; j++) {
-		const struct sp_qsite *q = &at->qs[j];
+	for (j = 0; j < n; j++) {
+		const struct sp_qsite *q = &at->qs[ix[j]];
 
-		if (q->fp_id != fp_id || q->kind_exec != kind_exec)
-			continue;
 		if (!best || q->samples > best->samples ||
 		    (q->samples == best->samples && best->site < 0 && q->site >= 0))
 			best = q;
