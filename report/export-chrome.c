@@ -23,6 +23,8 @@ int sp_export_chrome(FILE *f, struct sp_export *x)
 	size_t i;
 	int first = 1;
 
+	if (sp_export_events(x) < 0)
+		return -1;
 	fputs("{\"traceEvents\":[", f);
 	for (i = 0; i < x->nth; i++) {
 		const struct sp_xthread *t = &x->th[i];

@@ -206,9 +206,46 @@ const char *sp_export_site_label(struct sp_export *x, int site)
 
 	if (site < 0 || (size_t)site >= x->at.nsites)
 		return "(unattributed)";
+	if (x->site_labels && x->site_labels[site])
+		return x->site_labels[site];
 	st = &x->at.sites[site];
 	f = (struct sp_frame){ (char *)st->module, (char *)st->function, (char *)st->file, st->line, 0 };
-	return sp_export_frame_label(x, &f);
+	if (!x->site_labels)
+		return sp_export_frame_label(x, &f);
+	return x->site_labels[site] = sp_export_frame_label(x, &f);
+}
+
+const size_t *sp_export_query_stacks(const struct sp_export *x, const struct sp_qrow *q, size_t *n)
+{
+	size_t i = (size_t)(q - x->qs.rows);
+
+	*n = x->xs_first[i + 1] - x->xs_first[i];
+	return x->xs_of + x->xs_first[i];
+}
+
+/* xs_of / xs_first: a counting sort of xs by query row. */
+static int index_xstacks(struct sp_export *x)
+{
+	size_t i, *pos;
+
+	x->xs_first = calloc(x->qs.n + 2, sizeof(*x->xs_first));
+	x->xs_of = malloc((x->nxs ? x->nxs : 1) * sizeof(*x->xs_of));
+	pos = calloc(x->qs.n + 1, sizeof(*pos));
+	if (!x->xs_first || !x->xs_of || !pos) {
+		free(pos);
+		return -1;
+	}
+	for (i = 0; i < x->nxs; i++)
+		x->xs_first[(size_t)(x->xs[i].q - x->qs.rows) + 1]++;
+	for (i = 0; i < x->qs.n; i++)
+		x->xs_first[i + 1] += x->xs_first[i];
+	for (i = 0; i < x->nxs; i++) {
+		size_t qi = (size_t)(x->xs[i].q - x->qs.rows);
+
+		x->xs_of[x->xs_first[qi] + pos[qi]++] = i;
+	}
+	free(pos);
+	return 0;
 }
 
 uint64_t sp_export_fweight(const struct sp_export *x, const struct sp_fstack *f)
@@ -260,13 +297,20 @@ static int push_xstack(struct sp_export *x, size_t *cap, const struct sp_xstack 
 	return 0;
 }
 
+static struct sp_est_in xstack_in(const struct sp_xstack *s)
+{
+	return (struct sp_est_in){ s->samples, s->sample_ns, s->rows, s->vm_steps,
+				   s->random_samples, s->random_ns };
+}
+
 /* stack_samples grouped per (query, process, stack), then the query's
- * exact totals split in proportion: count by samples, time by sampled
- * time (by samples when no time was sampled), over the randomly drawn
- * samples when the query has any, else over all - as sp_attrib_estimate. */
+ * exact totals shared out among them by sp_estimate, the estimator of
+ * report and diff (its estimates for a site's stacks add up to the
+ * site's). */
 static int load_xstacks(struct sp_export *x, struct hmap *qm, char *err, size_t errlen)
 {
 	sqlite3_stmt *st = NULL;
+	struct sp_est_in *all = NULL; /* per query row */
 	size_t cap = 0, i, j;
 	int rc;
 
@@ -303,53 +347,45 @@ static int load_xstacks(struct sp_export *x, struct hmap *qm, char *err, size_t 
 	sqlite3_finalize(st);
 	st = NULL;
 
+	/* each query's sample totals, then each stack's share of them */
+	all = calloc(x->qs.n + 1, sizeof(*all));
+	if (!all)
+		goto nomem;
+	for (j = 0; j < x->nxs; j++) {
+		struct sp_est_in in = xstack_in(&x->xs[j]);
+
+		sp_est_add(&all[x->xs[j].q - x->qs.rows], &in);
+	}
+	for (j = 0; j < x->nxs; j++) {
+		struct sp_xstack *s = &x->xs[j];
+		const struct sp_qrow *q = s->q;
+		struct sp_est_tot tot = { q->count, q->total_ns, q->self_ns, q->rows, q->vm_steps };
+		struct sp_est_in in = xstack_in(s);
+		struct sp_est e;
+
+		sp_estimate(&in, &all[q - x->qs.rows], &tot, &e);
+		s->est_count = e.count;
+		s->est_total_ns = e.total_ns;
+		s->est_self_ns = e.self_ns;
+	}
 	for (i = 0; i < x->qs.n; i++) {
 		const struct sp_qrow *q = &x->qs.rows[i];
-		uint64_t samples = 0, ns = 0, rsamples = 0, rns = 0;
-		int use_random;
 
-		for (j = 0; j < x->nxs; j++)
-			if (x->xs[j].q == q) {
-				samples += x->xs[j].samples;
-				ns += x->xs[j].sample_ns;
-				rsamples += x->xs[j].random_samples;
-				rns += x->xs[j].random_ns;
-			}
-		use_random = rsamples > 0;
-		if (!samples) {
+		if (!all[i].samples) {
 			struct sp_xstack s = { .q = q, .site = -1, .est_count = (double)q->count,
 					       .est_total_ns = (double)q->total_ns,
 					       .est_self_ns = (double)q->self_ns };
 
 			if (push_xstack(x, &cap, &s) < 0)
 				goto nomem;
-			continue;
-		}
-		for (j = 0; j < x->nxs; j++) {
-			struct sp_xstack *s = &x->xs[j];
-
-			if (s->q != q)
-				continue;
-			double share, tshare;
-
-			if (use_random) {
-				share = (double)s->random_samples / (double)rsamples;
-				tshare = rns ? (double)s->random_ns / (double)rns : share;
-			} else {
-				share = (double)s->samples / (double)samples;
-				tshare = ns ? (double)s->sample_ns / (double)ns : share;
-			}
-			s->est_count = share * (double)q->count;
-			s->est_total_ns = tshare * (double)q->total_ns;
-			s->est_self_ns = q->total_ns ? s->est_total_ns * ((double)q->self_ns /
-									  (double)q->total_ns)
-						     : 0;
 		}
 	}
+	free(all);
 	return 0;
 nomem:
 	snprintf(err, errlen, "out of memory");
 	sqlite3_finalize(st);
+	free(all);
 	return -1;
 sqlerr:
 	snprintf(err, errlen, "corrupt profile: %s", sqlite3_errmsg(x->db));
@@ -512,6 +548,10 @@ out:
 	return ret;
 }
 
+#define EVENTS_SQL                                                                       \
+	"SELECT pid, tid, seq, parent_seq, fp_id, kind, stack_id, start_ns, wall_ns,"      \
+	" db_ns, rows, vm_steps, rc, flags, sql_id FROM events"
+
 static int load_events(struct sp_export *x, struct hmap *qm, char *err, size_t errlen)
 {
 	sqlite3_stmt *st = NULL, *ss = NULL;
@@ -524,10 +564,7 @@ static int load_events(struct sp_export *x, struct hmap *qm, char *err, size_t e
 	sitel = calloc(x->at.nsites + 1, sizeof(*sitel));
 	if (!sitel)
 		goto nomem;
-	if (sqlite3_prepare_v2(x->db,
-			       "SELECT pid, tid, seq, parent_seq, fp_id, kind, stack_id, start_ns, wall_ns,"
-			       " db_ns, rows, vm_steps, rc, flags, sql_id FROM events",
-			       -1, &st, NULL) != SQLITE_OK ||
+	if (sqlite3_prepare_v2(x->db, EVENTS_SQL, -1, &st, NULL) != SQLITE_OK ||
 	    sqlite3_prepare_v2(x->db, "SELECT sql FROM statements WHERE sql_id = ?", -1, &ss, NULL) !=
 		    SQLITE_OK)
 		goto sqlerr;
@@ -629,6 +666,36 @@ fail:
 	return -1;
 }
 
+int sp_export_events(struct sp_export *x)
+{
+	struct hmap qm;
+	char err[256];
+	size_t i;
+	int ret = -1;
+
+	if (x->events_loaded)
+		return 0;
+	hmap_init(&qm, sizeof(struct qkey), sizeof(size_t));
+	for (i = 0; i < x->qs.n; i++) {
+		const struct sp_qrow *r = &x->qs.rows[i];
+		struct qkey k = { r->fp_id, !strcmp(r->kind, "exec") };
+		size_t *v = hmap_get(&qm, &k, 1, NULL);
+
+		if (!v)
+			goto out;
+		*v = i;
+	}
+	if (load_events(x, &qm, err, sizeof(err)) < 0) {
+		fprintf(stderr, "sqlprof export: %s: %s\n", x->path, err);
+		goto out;
+	}
+	x->events_loaded = 1;
+	ret = 0;
+out:
+	hmap_free(&qm);
+	return ret;
+}
+
 int sp_export_load(struct sp_export *x, const char *path, const char *const *skip, int weight,
 		   char *err, size_t errlen)
 {
@@ -665,10 +732,20 @@ int sp_export_load(struct sp_export *x, const char *path, const char *const *ski
 	}
 	if (load_xstacks(x, &qm, err, errlen) < 0)
 		goto out;
+	x->site_labels = calloc(x->at.nsites + 1, sizeof(*x->site_labels));
+	if (!x->site_labels || index_xstacks(x) < 0)
+		goto nomem;
 	if (build_fstacks(x) < 0)
 		goto nomem;
-	if (load_events(x, &qm, err, errlen) < 0)
+	/* Only the timelines (chrome, perfetto) read the events, through
+	 * sp_export_events; the others never hold them (1 M events took
+	 * hundreds of MB for an SVG of distinct stacks). The table is checked
+	 * here, so that a profile without one is an input error. */
+	if (sqlite3_prepare_v2(x->db, EVENTS_SQL, -1, &st, NULL) != SQLITE_OK) {
+		snprintf(err, errlen, "corrupt profile: %s", sqlite3_errmsg(x->db));
 		goto out;
+	}
+	sqlite3_finalize(st);
 	if (sqlite3_prepare_v2(x->db, "SELECT CAST(value AS INTEGER) FROM meta WHERE key='events_dropped'",
 			       -1, &st, NULL) == SQLITE_OK) {
 		if (sqlite3_step(st) == SQLITE_ROW)
@@ -695,6 +772,9 @@ void sp_export_free(struct sp_export *x)
 	free(x->ev);
 	free(x->th);
 	free(x->qnames);
+	free(x->site_labels);
+	free(x->xs_of);
+	free(x->xs_first);
 	for (i = 0; i < x->nstrs; i++)
 		free(x->strs[i]);
 	free(x->strs);

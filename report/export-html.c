@@ -244,7 +244,8 @@ static void print_errors(FILE *f, struct sp_export *x, const struct sp_qrow *q)
 
 static int details(FILE *f, struct sp_export *x)
 {
-	size_t i, j;
+	size_t i, j, nx;
+	const size_t *xi;
 	char b[32], c[32];
 
 	fputs("<h2>Query details</h2>\n", f);
@@ -267,12 +268,11 @@ static int details(FILE *f, struct sp_export *x)
 		fputs("<pre>", f);
 		sp_xml_str(f, q->sql);
 		fputs("</pre>\n<h4>Sites and stacks</h4>\n", f);
-		for (j = 0; j < x->nxs; j++) {
-			const struct sp_xstack *s = &x->xs[j];
+		xi = sp_export_query_stacks(x, q, &nx);
+		for (j = 0; j < nx; j++) {
+			const struct sp_xstack *s = &x->xs[xi[j]];
 			const char *site = sp_export_site_label(x, s->site);
 
-			if (s->q != q)
-				continue;
 			if (!site)
 				return -1;
 			fprintf(f, "<p>~%.0f executions%s, ~%s, %" PRIu64 " samples, pid %" PRIu64

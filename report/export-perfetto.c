@@ -383,6 +383,8 @@ int sp_export_perfetto(FILE *f, struct sp_export *x)
 	size_t i, j, k;
 	int first = 1, ret = -1;
 
+	if (sp_export_events(x) < 0)
+		goto out;
 	iid = calloc(x->qs.n + 1, sizeof(*iid));
 	if (!iid)
 		goto out;
