@@ -552,19 +552,28 @@ out:
 	"SELECT pid, tid, seq, parent_seq, fp_id, kind, stack_id, start_ns, wall_ns,"      \
 	" db_ns, rows, vm_steps, rc, flags, sql_id FROM events"
 
-static int load_events(struct sp_export *x, struct hmap *qm, char *err, size_t errlen)
+typedef int (*event_fn)(struct sp_export *x, const struct sp_xevent *e, void *arg);
+
+/* Every row of the events table, in the order order ("" or an ORDER BY),
+ * as a struct sp_xevent given to fn (valid during the call; its strings
+ * are owned by x: one per distinct SQL text and site). fn returns 0, or
+ * -1 to stop on ENOMEM. */
+static int each_event(struct sp_export *x, struct hmap *qm, const char *order, event_fn fn,
+		      void *arg, char *err, size_t errlen)
 {
 	sqlite3_stmt *st = NULL, *ss = NULL;
 	struct hmap sqls; /* sql_id -> const char * (owned by x) */
 	const char **sitel = NULL;
-	size_t cap = 0, i;
+	char *sql = NULL;
 	int rc;
 
 	hmap_init(&sqls, sizeof(int64_t), sizeof(const char *));
 	sitel = calloc(x->at.nsites + 1, sizeof(*sitel));
-	if (!sitel)
+	if (!sitel || asprintf(&sql, "%s %s", EVENTS_SQL, order) < 0) {
+		sql = NULL;
 		goto nomem;
-	if (sqlite3_prepare_v2(x->db, EVENTS_SQL, -1, &st, NULL) != SQLITE_OK ||
+	}
+	if (sqlite3_prepare_v2(x->db, sql, -1, &st, NULL) != SQLITE_OK ||
 	    sqlite3_prepare_v2(x->db, "SELECT sql FROM statements WHERE sql_id = ?", -1, &ss, NULL) !=
 		    SQLITE_OK)
 		goto sqlerr;
@@ -618,19 +627,54 @@ static int load_events(struct sp_export *x, struct hmap *qm, char *err, size_t e
 			sqlite3_reset(ss);
 		}
 		e.sql = *sp ? *sp : e.q ? e.q->fingerprint : "<sql text lost>";
-		if (x->nev == cap) {
-			size_t nc = cap ? cap * 2 : 256;
-			struct sp_xevent *n = realloc(x->ev, nc * sizeof(*n));
-
-			if (!n)
-				goto nomem;
-			x->ev = n;
-			cap = nc;
-		}
-		x->ev[x->nev++] = e;
+		if (fn(x, &e, arg) < 0)
+			goto nomem;
 	}
 	if (rc != SQLITE_DONE)
 		goto sqlerr;
+	sqlite3_finalize(st);
+	sqlite3_finalize(ss);
+	hmap_free(&sqls);
+	free(sitel);
+	free(sql);
+	return 0;
+nomem:
+	snprintf(err, errlen, "out of memory");
+	goto fail;
+sqlerr:
+	snprintf(err, errlen, "corrupt profile: %s", sqlite3_errmsg(x->db));
+fail:
+	sqlite3_finalize(st);
+	sqlite3_finalize(ss);
+	hmap_free(&sqls);
+	free(sitel);
+	free(sql);
+	return -1;
+}
+
+static int push_event(struct sp_export *x, const struct sp_xevent *e, void *arg)
+{
+	size_t *cap = arg;
+
+	if (x->nev == *cap) {
+		size_t nc = *cap ? *cap * 2 : 256;
+		struct sp_xevent *n = realloc(x->ev, nc * sizeof(*n));
+
+		if (!n)
+			return -1;
+		x->ev = n;
+		*cap = nc;
+	}
+	x->ev[x->nev++] = *e;
+	return 0;
+}
+
+static int load_events(struct sp_export *x, struct hmap *qm, char *err, size_t errlen)
+{
+	size_t cap = 0, i;
+
+	if (each_event(x, qm, "", push_event, &cap, err, errlen) < 0)
+		return -1;
 	if (x->nev > 1)
 		sp_qsort(x->ev, x->nev, sizeof(*x->ev), cmp_event);
 	for (i = 0; i < x->nev; i++) {
@@ -648,43 +692,84 @@ static int load_events(struct sp_export *x, struct hmap *qm, char *err, size_t e
 	for (i = 0; i < x->nth; i++)
 		if (assign_lanes(x, &x->th[i]) < 0)
 			goto nomem;
-	sqlite3_finalize(st);
-	sqlite3_finalize(ss);
-	hmap_free(&sqls);
-	free(sitel);
 	return 0;
 nomem:
 	snprintf(err, errlen, "out of memory");
-	goto fail;
-sqlerr:
-	snprintf(err, errlen, "corrupt profile: %s", sqlite3_errmsg(x->db));
-fail:
-	sqlite3_finalize(st);
-	sqlite3_finalize(ss);
-	hmap_free(&sqls);
-	free(sitel);
 	return -1;
+}
+
+static int qmap_build(struct sp_export *x, struct hmap *qm)
+{
+	size_t i;
+
+	hmap_init(qm, sizeof(struct qkey), sizeof(size_t));
+	for (i = 0; i < x->qs.n; i++) {
+		const struct sp_qrow *r = &x->qs.rows[i];
+		struct qkey k = { r->fp_id, !strcmp(r->kind, "exec") };
+		size_t *v = hmap_get(qm, &k, 1, NULL);
+
+		if (!v)
+			return -1;
+		*v = i;
+	}
+	return 0;
+}
+
+int sp_export_events_each(struct sp_export *x,
+			  int (*fn)(struct sp_export *x, const struct sp_xevent *e, void *arg),
+			  void *arg)
+{
+	struct hmap qm;
+	sqlite3_stmt *st = NULL;
+	char err[256];
+	int ret = -1;
+
+	if (qmap_build(x, &qm) < 0)
+		goto out;
+	if (fn && x->nth) /* the threads are known */
+		goto events;
+	/* the threads first, in order, without their events */
+	free(x->th);
+	x->th = NULL;
+	x->nth = 0;
+	if (sqlite3_prepare_v2(x->db, "SELECT pid, tid FROM events GROUP BY pid, tid ORDER BY pid, tid",
+			       -1, &st, NULL) != SQLITE_OK) {
+		fprintf(stderr, "sqlprof export: %s: corrupt profile: %s\n", x->path,
+			sqlite3_errmsg(x->db));
+		goto out;
+	}
+	while (sqlite3_step(st) == SQLITE_ROW) {
+		struct sp_xthread *n = realloc(x->th, (x->nth + 1) * sizeof(*n));
+
+		if (!n)
+			goto out;
+		x->th = n;
+		x->th[x->nth++] = (struct sp_xthread){ (uint64_t)sqlite3_column_int64(st, 0),
+						       (uint64_t)sqlite3_column_int64(st, 1), 0, 0, 1 };
+	}
+events:
+	if (fn && each_event(x, &qm, "ORDER BY pid, tid, start_ns, wall_ns DESC, seq", fn, arg, err,
+			     sizeof(err)) < 0) {
+		fprintf(stderr, "sqlprof export: %s: %s\n", x->path, err);
+		goto out;
+	}
+	ret = 0;
+out:
+	sqlite3_finalize(st);
+	hmap_free(&qm);
+	return ret;
 }
 
 int sp_export_events(struct sp_export *x)
 {
 	struct hmap qm;
 	char err[256];
-	size_t i;
 	int ret = -1;
 
 	if (x->events_loaded)
 		return 0;
-	hmap_init(&qm, sizeof(struct qkey), sizeof(size_t));
-	for (i = 0; i < x->qs.n; i++) {
-		const struct sp_qrow *r = &x->qs.rows[i];
-		struct qkey k = { r->fp_id, !strcmp(r->kind, "exec") };
-		size_t *v = hmap_get(&qm, &k, 1, NULL);
-
-		if (!v)
-			goto out;
-		*v = i;
-	}
+	if (qmap_build(x, &qm) < 0)
+		goto out;
 	if (load_events(x, &qm, err, sizeof(err)) < 0) {
 		fprintf(stderr, "sqlprof export: %s: %s\n", x->path, err);
 		goto out;

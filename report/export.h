@@ -101,6 +101,15 @@ void sp_export_free(struct sp_export *x);
  * other formats never need them. 0, or -1 (ENOMEM, or a corrupt events
  * table, said on stderr). */
 int sp_export_events(struct sp_export *x);
+/* Stream the sampled executions instead: th gets every thread (pid, tid
+ * only), then fn sees each event (valid during the call) ordered by
+ * thread, start and wall time (longest first), as ev would hold them;
+ * memory stays bounded by distinct texts, not events. fn may be NULL
+ * (threads only). 0, or -1 (fn's -1, ENOMEM, a corrupt table: said on
+ * stderr). */
+int sp_export_events_each(struct sp_export *x,
+			  int (*fn)(struct sp_export *x, const struct sp_xevent *e, void *arg),
+			  void *arg);
 
 /* Labels. All return strings owned by x (freed with it), NULL on ENOMEM.
  * Code frame: "function (file:line)", or "function (module)" when the file
