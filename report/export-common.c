@@ -440,9 +440,13 @@ static int build_fstacks(struct sp_export *x)
 		leaf = sp_export_query_label(x, s->q, FLAME_SQL_MAX);
 		if (!leaf)
 			goto nomem;
-		lab = realloc(lab, (f->nfr + 1) * sizeof(*lab));
-		if (!lab)
-			return -1;
+		{
+			const char **nl = realloc(lab, (f->nfr + 1) * sizeof(*lab));
+
+			if (!nl) /* lab is still ours to free */
+				goto nomem;
+			lab = nl;
+		}
 		len = strlen(leaf) + 1;
 		for (k = 0; k < f->nfr; k++) {
 			lab[k] = sp_export_frame_label(x, f->fr[k]);
