@@ -569,7 +569,12 @@ static int each_event(struct sp_export *x, struct hmap *qm, const char *order, e
 	struct hmap sqls; /* sql_id -> const char * (owned by x) */
 	const char **sitel = NULL;
 	char *sql = NULL;
-	int rc;
+	const struct sp_qrow *last_q = NULL;
+	const struct sp_stk *last_sk = NULL;
+	const char *last_sql = NULL;
+	int64_t last_fp = 0, last_sql_id = 0;
+	uint64_t last_pid = 0, last_stack = 0;
+	int rc, last_kx = 0, have_last = 0;
 
 	hmap_init(&sqls, sizeof(int64_t), sizeof(const char *));
 	sitel = calloc(x->at.nsites + 1, sizeof(*sitel));
@@ -583,7 +588,10 @@ static int each_event(struct sp_export *x, struct hmap *qm, const char *order, e
 		goto sqlerr;
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 		struct sp_xevent e = { 0 };
-		int64_t sql_id = sqlite3_column_int64(st, 14);
+		int64_t sql_id = sqlite3_column_int64(st, 14), fp = sqlite3_column_int64(st, 4);
+		uint64_t stack_id = (uint64_t)sqlite3_column_int64(st, 6);
+		const unsigned char *kind = sqlite3_column_text(st, 5);
+		int kx = kind && !strcmp((const char *)kind, "exec");
 		const struct sp_stk *sk;
 		const char **sp;
 		int created, site;
@@ -592,9 +600,20 @@ static int each_event(struct sp_export *x, struct hmap *qm, const char *order, e
 		e.tid = (uint64_t)sqlite3_column_int64(st, 1);
 		e.seq = u64col(st, 2);
 		e.parent_seq = u64col(st, 3);
-		e.q = find_q(qm, x, sqlite3_column_int64(st, 4), sqlite3_column_text(st, 5));
-		sk = sp_attrib_stack(&x->at, (uint64_t)sqlite3_column_int64(st, 0),
-				     (uint64_t)sqlite3_column_int64(st, 6));
+		/* a loop's events repeat their query, stack and text: the
+		 * last look-ups are kept (a third of the time per event) */
+		if (!have_last || fp != last_fp || kx != last_kx) {
+			last_q = find_q(qm, x, fp, kind);
+			last_fp = fp;
+			last_kx = kx;
+		}
+		e.q = last_q;
+		if (!have_last || e.pid != last_pid || stack_id != last_stack) {
+			last_sk = sp_attrib_stack(&x->at, e.pid, stack_id);
+			last_pid = e.pid;
+			last_stack = stack_id;
+		}
+		sk = last_sk;
 		e.start_ns = u64col(st, 7);
 		e.wall_ns = u64col(st, 8);
 		/* hostile values: keep start + wall representable (and in
@@ -616,10 +635,11 @@ static int each_event(struct sp_export *x, struct hmap *qm, const char *order, e
 				goto nomem;
 			e.site = sitel[site];
 		}
-		sp = hmap_get(&sqls, &sql_id, 1, &created);
+		sp = have_last && sql_id == last_sql_id ? &last_sql
+							: hmap_get(&sqls, &sql_id, 1, &created);
 		if (!sp)
 			goto nomem;
-		if (created) {
+		if (sp != &last_sql && created) {
 			const unsigned char *t;
 
 			sqlite3_bind_int64(ss, 1, sql_id);
@@ -631,6 +651,9 @@ static int each_event(struct sp_export *x, struct hmap *qm, const char *order, e
 			sqlite3_reset(ss);
 		}
 		e.sql = *sp ? *sp : e.q ? e.q->fingerprint : "<sql text lost>";
+		last_sql_id = sql_id;
+		last_sql = *sp; /* the text, or NULL when it has none */
+		have_last = 1;
 		if (fn(x, &e, arg) < 0)
 			goto nomem;
 	}
