@@ -198,7 +198,10 @@ int sp_qset_load(sqlite3 *db, struct sp_qset *qs, char *err, size_t errlen)
 				struct qkey k = { fp, kx };
 				size_t *ix = hmap_get(&idx, &k, 0, NULL);
 
-				if (ix && !(qs->rows[*ix - 1].plan = col_dup(st, 1)))
+				/* the first group of a fingerprint wins (a hostile
+				 * profile's fp_id of two types sorts apart) */
+				if (ix && !qs->rows[*ix - 1].plan &&
+				    !(qs->rows[*ix - 1].plan = col_dup(st, 1)))
 					goto nomem;
 			}
 		}
