@@ -58,7 +58,9 @@ SYM_SRC := $(wildcard symbolizer/*.c)
 CHECK_SRC := $(wildcard tests/check_*.c)
 PROG_SRC := $(wildcard tests/progs/*.c)
 
-PRELOAD_OBJ := $(PRELOAD_SRC:%.c=$(BUILD)/obj/%.o)
+# The preload shortens SQL texts too long to send with the fingerprinter's
+# lexer (sp_sql_shrink), so report/fingerprint.c is built into it too.
+PRELOAD_OBJ := $(PRELOAD_SRC:%.c=$(BUILD)/obj/%.o) $(BUILD)/obj/preload/fingerprint.o
 CLI_OBJ := $(CLI_SRC:%.c=$(BUILD)/obj/%.o)
 SYM_OBJ := $(SYM_SRC:%.c=$(BUILD)/obj/%.o)
 CHECK_BIN := $(CHECK_SRC:tests/%.c=$(BUILD)/tests/%)
@@ -96,6 +98,11 @@ $(BUILD)/obj/%.o: %.c $(wildcard report/*.h symbolizer/*.h preload/sp_wire.h pre
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) -c $< -o $@
 
+$(BUILD)/obj/preload/fingerprint.o: report/fingerprint.c report/fingerprint.h
+	@mkdir -p $(@D)
+	$(CC) $(PRELOAD_CFLAGS) -fPIC -fvisibility=hidden -c $< -o $@
+$(BUILD)/obj/preload/stmt.o: report/fingerprint.h
+
 $(LIBSQLPROF): $(PRELOAD_OBJ) preload/libsqlprof.map
 	@mkdir -p $(@D)
 	$(CC) -shared -o $@ $(PRELOAD_OBJ) $(PRELOAD_SAN_LDFLAGS) -Wl,--no-undefined -Wl,--version-script=preload/libsqlprof.map -Wl,-z,now -ldl -lpthread -lm
@@ -123,6 +130,11 @@ $(BUILD)/tests/check_unwind: preload/unwind.c preload/sp_preload.h preload/sp_wi
 $(BUILD)/progs/%: tests/progs/%.c
 	@mkdir -p $(@D)
 	$(CC) -std=gnu11 -O2 -g -fno-omit-frame-pointer -D_GNU_SOURCE $(PRELOAD_SAN_LDFLAGS) -o $@ $< -lsqlite3 -lpthread -ldl
+
+# A host of RTLD_LOCAL plugins, itself without libsqlite3 (t_bundled_sqlite).
+$(BUILD)/progs/bundled_host: tests/progs/bundled_host.c
+	@mkdir -p $(@D)
+	$(CC) -std=gnu11 -O2 -g -fno-omit-frame-pointer -D_GNU_SOURCE $(PRELOAD_SAN_LDFLAGS) -o $@ $< -ldl
 
 progs: $(PROG_BIN)
 

@@ -199,6 +199,12 @@ static __attribute__((noinline)) int step_general(sqlite3_stmt *st, int drawn)
 	sp_thread_ready(t);
 	s = sp_stmt_lookup(t, st);
 	if (unlikely(!s)) {
+		/* not ours: perhaps another SQLite's (reached by jumps only, so
+		 * the return address is the caller's) */
+		const struct sp_lib *L = SP_FOREIGN_STMT(st, __builtin_return_address(0));
+
+		if (unlikely(L))
+			return L->fn.step ? L->fn.step(st) : MISSING;
 		s = sp_stmt_adopt(t, st);
 		if (!s)
 			return sp_real.step(st);
@@ -236,6 +242,11 @@ static __attribute__((noinline)) int step_sampled(sqlite3_stmt *st)
 	uint64_t t0, t1;
 	int rc;
 
+	if (unlikely(!sp_same_process())) {
+		/* a raw clone child: its own process from now on */
+		sp_raw_clone_child();
+		return step_general(st, -1);
+	}
 	t->skip = sp_cfg.rate_one ? 1 : sp_draw_gap(t);
 	r->stack_id = sp_stack_capture_inline(t);
 	r->flags = r->stack_id ? SP_EXEC_RANDOM | SP_EXEC_SAMPLED : SP_EXEC_RANDOM;
@@ -259,7 +270,12 @@ static __attribute__((noinline)) int step_cold(sqlite3_stmt *st)
 {
 	struct sp_thread *t = &sp_tls;
 
+	const struct sp_lib *L;
+
 	NEED();
+	/* sqlite3_step jumps here: the return address is its caller's */
+	if (unlikely((L = SP_FOREIGN_STMT(st, __builtin_return_address(0))) != NULL))
+		return L->fn.step ? L->fn.step(st) : MISSING;
 	if (unlikely(!sp_real.step))
 		return MISSING;
 	if (!sp_hot || sp_guarded(t) || !st)
@@ -331,7 +347,12 @@ static __attribute__((noinline)) int reset_general(sqlite3_stmt *st)
 {
 	struct sp_thread *t = &sp_tls;
 
+	const struct sp_lib *L;
+
 	NEED();
+	/* sqlite3_reset jumps here: the return address is its caller's */
+	if (unlikely((L = SP_FOREIGN_STMT(st, __builtin_return_address(0))) != NULL))
+		return L->fn.reset ? L->fn.reset(st) : MISSING;
 	if (unlikely(!sp_real.reset))
 		return MISSING;
 	if (sp_hot && !sp_guarded(t) && st) {
@@ -364,7 +385,11 @@ SP_EXPORT int sqlite3_finalize(sqlite3_stmt *st)
 {
 	struct sp_thread *t = &sp_tls;
 
+	const struct sp_lib *L;
+
 	NEED();
+	if (unlikely((L = SP_FOREIGN_STMT(st, __builtin_return_address(0))) != NULL))
+		return L->fn.finalize ? L->fn.finalize(st) : MISSING;
 	if (unlikely(!sp_real.finalize))
 		return MISSING;
 	if (st && sp_hot && !sp_guarded(t)) {

@@ -5,11 +5,13 @@
  * (shims.c); what happens to the connection and the rings is stream.c's.
  */
 #include <dlfcn.h>
+#include <errno.h>
 #include <execinfo.h>
 #include <link.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -17,6 +19,8 @@
 
 __thread struct sp_thread sp_tls __attribute__((tls_model("initial-exec")));
 uint32_t sp_proc_pid; /* pid of the process image we initialised */
+atomic_ulong sp_unloads;
+uint64_t sp_image_salt;
 
 static _Atomic uint32_t cached_pid; /* same value from every thread */
 
@@ -52,14 +56,64 @@ void sp_thread_init(struct sp_thread *t)
 	t->skip = 0; /* drawn in sp_thread_ready */
 }
 
+/*
+ * A child made by the raw clone system call without CLONE_VM runs no fork
+ * handler: it starts with a copy of the parent's state, and the parent's
+ * rings and statistics are shared memory. To know it, one private page the
+ * kernel empties in any such child (MADV_WIPEONFORK, Linux 4.14; a forked
+ * child's too, which sets it again) holds a 1. The slow paths test it
+ * before touching per-process state (sp_thread_ready, a sampled step);
+ * the inline path does not, so a raw clone child's executions are counted
+ * in its parent's statistics until its first slow call. Without
+ * MADV_WIPEONFORK (sp_alive NULL) nothing is detected.
+ */
+volatile uint8_t *sp_alive;
+
+static void alive_init(void)
+{
+	void *p = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	if (p == MAP_FAILED)
+		return;
+	if (madvise(p, 4096, MADV_WIPEONFORK) != 0) {
+		munmap(p, 4096);
+		return;
+	}
+	sp_alive = p;
+	sp_alive[0] = 1;
+}
+
+static void on_fork_child(void);
+
+/* In a child of a raw clone, at its first slow call: what a fork handler
+ * would have done. */
+void sp_raw_clone_child(void)
+{
+	int saved = errno;
+
+	on_fork_child();
+	errno = saved;
+}
+
+/* Keeps errno: it runs before the original in the step, reset and
+ * finalize shims, and in a forked child it connects (which fails with
+ * ECONNREFUSED when the collector is gone). */
 void sp_thread_ready(struct sp_thread *t)
 {
-	if (t->state & SP_TS_SETUP)
-		return;
+	int saved;
+
+	if (t->state & SP_TS_SETUP) {
+		if (likely(sp_same_process()))
+			return;
+		sp_raw_clone_child(); /* and set up again, as this process */
+	}
+	saved = errno;
 	if (unlikely(!t->tid))
 		sp_thread_init(t);
 	if (unlikely(sp_stream_restart))
 		sp_stream_child_start();
+	if (unlikely(__atomic_load_n(&sp_unrep_pending, __ATOMIC_RELAXED)))
+		sp_stream_unrep_start();
 	if (!t->skip)
 		t->skip = sp_draw_gap(t);
 	if (!t->last_stmt)
@@ -68,6 +122,7 @@ void sp_thread_ready(struct sp_thread *t)
 	t->run_q = &sp_no_run;
 	sp_arena_get(t);
 	t->state |= SP_TS_SETUP | (sp_clock_tsc ? SP_TS_TSC : 0);
+	errno = saved;
 }
 
 static int self_range_cb(struct dl_phdr_info *info, size_t size, void *arg)
@@ -89,6 +144,14 @@ static int self_range_cb(struct dl_phdr_info *info, size_t size, void *arg)
 	return 0;
 }
 
+/* In the parent after fork(): a child may count itself in our header
+ * (stats.c, sp_stats_count_unreported): the collector must keep it. */
+static void on_fork_parent(void)
+{
+	if (sp_stats)
+		__atomic_store_n(&sp_stats->forked, 1, __ATOMIC_RELAXED);
+}
+
 /* In the child after fork() (async-signal-safe work only): it has one
  * thread and a copy of everything. The statement table is kept (the child
  * may go on using the statements); executions open at fork() are the
@@ -97,7 +160,10 @@ static int self_range_cb(struct dl_phdr_info *info, size_t size, void *arg)
 static void on_fork_child(void)
 {
 	struct sp_thread *t = &sp_tls;
+	int saved = errno; /* the child's fork() returns with the parent's */
 
+	if (sp_alive)
+		sp_alive[0] = 1; /* emptied in this child too */
 	sp_proc_pid = (uint32_t)getpid();
 	atomic_store_explicit(&cached_pid, 0, memory_order_relaxed);
 	t->tid = 0;
@@ -106,16 +172,18 @@ static void on_fork_child(void)
 	t->exec_depth = 0;
 	sp_stats_fork_child();
 	sp_stream_fork_child();
+	sp_py_fork_child();
+	errno = saved;
 }
 
 /*
- * Constructor: runs in the loader, single-threaded, before main. It reads
- * the environment, maps the tables (mmap, no malloc), warms up backtrace()
- * (its first call loads libgcc_s), makes the shared statistics and
- * connects to the collector. It calls dl_iterate_phdr without holding any
- * lock of ours.
+ * The constructor's work: runs in the loader, single-threaded, before
+ * main. It reads the environment, maps the tables (mmap, no malloc), warms
+ * up backtrace() (its first call loads libgcc_s), makes the shared
+ * statistics and connects to the collector. It calls dl_iterate_phdr
+ * without holding any lock of ours.
  */
-__attribute__((constructor)) static void sp_init(void)
+static void init(void)
 {
 	void *warm[4];
 
@@ -132,7 +200,7 @@ __attribute__((constructor)) static void sp_init(void)
 	sp_stmt_tables_init();
 	if (!sp_stmts)
 		return;
-	dl_iterate_phdr(self_range_cb, (void *)(uintptr_t)&sp_init);
+	dl_iterate_phdr(self_range_cb, (void *)(uintptr_t)&init);
 	backtrace(warm, 4);
 	{
 		const char *u = getenv("SQLPROF_UNWIND");
@@ -152,7 +220,9 @@ __attribute__((constructor)) static void sp_init(void)
 		sp_cfg.slow_span = sp_cfg.slow_ticks;
 	}
 	sp_proc_pid = (uint32_t)getpid();
-	pthread_atfork(NULL, NULL, on_fork_child);
+	sp_image_salt = mix64(sp_rdtsc() ^ (uint64_t)sp_proc_pid << 32) & ~1ULL;
+	alive_init();
+	pthread_atfork(NULL, on_fork_parent, on_fork_child);
 	sp_resolve();
 	sp_stats_init();
 	if (sp_stream_init() == 0) {
@@ -162,12 +232,26 @@ __attribute__((constructor)) static void sp_init(void)
 	}
 }
 
+/* Constructor. C guarantees errno 0 at the start of main: what failed in
+ * here (a connect to a collector that is gone, the loader's search for
+ * libgcc_s) must not show. */
+__attribute__((constructor)) static void sp_init(void)
+{
+	int saved = errno;
+
+	init();
+	errno = saved;
+}
+
 /* Destructor: say goodbye. Runs from exit(); _exit and exec have shims
  * that do it; a program killed by a signal has no goodbye, but its totals
  * are in the statistics and its records in the rings the collector holds. */
 __attribute__((destructor)) static void sp_fini(void)
 {
+	int saved = errno; /* later destructors and atexit handlers see theirs */
+
 	if (!sp_cfg.enabled)
 		return;
 	sp_stream_exit();
+	errno = saved;
 }

@@ -1,78 +1,161 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * resolve.c - finding libsqlite3's originals (the real_ table, sp_real):
- * lazily, because libsqlite3 may arrive by dlopen after we start.
+ * resolve.c - finding the originals, and which SQLite a call was meant
+ * for.
+ *
+ * A process may hold more than one SQLite: the system libsqlite3, linked
+ * in or dlopen'd RTLD_LOCAL (Python's _sqlite3 loads it so), and copies
+ * that plugins carry under another soname or compiled into themselves
+ * (vendored wheels, SQLCipher). libsqlprof.so comes first in the global
+ * scope, so every sqlite3_* call a copy does not bind within its own
+ * object reaches our shims, whichever copy the caller was linked with.
+ * Each call must go where the dynamic linker would have bound it without
+ * us: to the global scope's definition (what dlsym(RTLD_NEXT) finds),
+ * else to the caller's own local scope (its object and its dependencies:
+ * dlsym on its handle).
+ *
+ * One library is profiled, the primary (sp_real, sp_plan_real): the
+ * global one, else a loaded libsqlite3.so.0, else the first one a caller
+ * reaches. Any other - a foreign one - is passed through untouched, and
+ * its statements are never ours. Which library a calling object binds to
+ * is decided once per object (its link map, which _dl_find_object gives
+ * without a lock) and kept. The SQLite libraries themselves are entered
+ * as their own callers when they are found, so the calls SQLite makes to
+ * itself through the PLT (sqlite3_initialize's sqlite3_config, under its
+ * own mutex) never need the loader's lock.
+ *
+ * Handles are kept (a library we resolved through stays mapped), so a
+ * function pointer of ours never outlives its code.
  */
 #include <dlfcn.h>
 #include <errno.h>
+#include <link.h>
+#include <string.h>
 
 #include "sp_preload.h"
 
 struct sp_real sp_real;
 atomic_int sp_resolved;
+atomic_int sp_libs_foreign;
 int sp_hot;
 
-#define RESOLVE(h, field, name) \
-	(*(void **)&sp_real.field = dlsym(h, name))
+#define SP_LIBS_MAX 8   /* foreign SQLite libraries */
+#define SP_CALLERS_MAX 64 /* calling objects remembered */
 
-static void resolve_from(void *h)
+static struct sp_lib libs[SP_LIBS_MAX];
+static atomic_int libs_ready[SP_LIBS_MAX];
+static atomic_int libs_claimed;
+
+/* Calling object (link map) -> 0 (the primary) or 1 + index in libs. An
+ * entry is published by its map pointer (release) after its value. */
+static struct {
+	_Atomic(const void *) lm;
+	atomic_int lib;
+} callers[SP_CALLERS_MAX];
+static atomic_int callers_claimed;
+
+static _Atomic(const void *) primary_lm; /* the object defining sp_real.step */
+static void *_Atomic primary_handle;     /* where sp_real was resolved from */
+static const void *self_lm;              /* libsqlprof.so's own map */
+static int (*find_object)(void *, struct dl_find_object *);
+
+#define RESOLVE(h, r, field, name) \
+	(*(void **)&(r)->field = dlsym(h, name))
+
+static void resolve_from(void *h, struct sp_real *r)
 {
-	RESOLVE(h, open, "sqlite3_open");
-	RESOLVE(h, open_v2, "sqlite3_open_v2");
-	RESOLVE(h, open16, "sqlite3_open16");
-	RESOLVE(h, close, "sqlite3_close");
-	RESOLVE(h, close_v2, "sqlite3_close_v2");
-	RESOLVE(h, prepare, "sqlite3_prepare");
-	RESOLVE(h, prepare_v2, "sqlite3_prepare_v2");
-	RESOLVE(h, prepare_v3, "sqlite3_prepare_v3");       /* optional: 3.20+ */
-	RESOLVE(h, prepare16, "sqlite3_prepare16");
-	RESOLVE(h, prepare16_v2, "sqlite3_prepare16_v2");
-	RESOLVE(h, prepare16_v3, "sqlite3_prepare16_v3");   /* optional: 3.20+ */
-	RESOLVE(h, step, "sqlite3_step");
-	RESOLVE(h, reset, "sqlite3_reset");
-	RESOLVE(h, finalize, "sqlite3_finalize");
-	RESOLVE(h, exec, "sqlite3_exec");
-	RESOLVE(h, sql, "sqlite3_sql");
-	RESOLVE(h, stmt_status, "sqlite3_stmt_status");
-	RESOLVE(h, db_handle, "sqlite3_db_handle");
-	RESOLVE(h, errmsg, "sqlite3_errmsg");
-	RESOLVE(h, extended_errcode, "sqlite3_extended_errcode");
-	RESOLVE(h, stmt_isexplain, "sqlite3_stmt_isexplain");  /* optional: 3.28+ */
-	RESOLVE(h, column_text, "sqlite3_column_text");
-	RESOLVE(h, column_int, "sqlite3_column_int");
-	RESOLVE(h, trace_v2, "sqlite3_trace_v2");
-	RESOLVE(h, trace, "sqlite3_trace");
-	RESOLVE(h, profile, "sqlite3_profile");
-	RESOLVE(h, set_authorizer, "sqlite3_set_authorizer");
-	RESOLVE(h, progress_handler, "sqlite3_progress_handler");
+	RESOLVE(h, r, open, "sqlite3_open");
+	RESOLVE(h, r, open_v2, "sqlite3_open_v2");
+	RESOLVE(h, r, open16, "sqlite3_open16");
+	RESOLVE(h, r, close, "sqlite3_close");
+	RESOLVE(h, r, close_v2, "sqlite3_close_v2");
+	RESOLVE(h, r, prepare, "sqlite3_prepare");
+	RESOLVE(h, r, prepare_v2, "sqlite3_prepare_v2");
+	RESOLVE(h, r, prepare_v3, "sqlite3_prepare_v3");       /* optional: 3.20+ */
+	RESOLVE(h, r, prepare16, "sqlite3_prepare16");
+	RESOLVE(h, r, prepare16_v2, "sqlite3_prepare16_v2");
+	RESOLVE(h, r, prepare16_v3, "sqlite3_prepare16_v3");   /* optional: 3.20+ */
+	RESOLVE(h, r, step, "sqlite3_step");
+	RESOLVE(h, r, reset, "sqlite3_reset");
+	RESOLVE(h, r, finalize, "sqlite3_finalize");
+	RESOLVE(h, r, exec, "sqlite3_exec");
+	RESOLVE(h, r, sql, "sqlite3_sql");
+	RESOLVE(h, r, stmt_status, "sqlite3_stmt_status");
+	RESOLVE(h, r, db_handle, "sqlite3_db_handle");
+	RESOLVE(h, r, errmsg, "sqlite3_errmsg");
+	RESOLVE(h, r, extended_errcode, "sqlite3_extended_errcode");
+	RESOLVE(h, r, stmt_isexplain, "sqlite3_stmt_isexplain");  /* optional: 3.28+ */
+	RESOLVE(h, r, column_text, "sqlite3_column_text");
+	RESOLVE(h, r, column_int, "sqlite3_column_int");
+	RESOLVE(h, r, trace_v2, "sqlite3_trace_v2");
+	RESOLVE(h, r, trace, "sqlite3_trace");
+	RESOLVE(h, r, profile, "sqlite3_profile");
+	RESOLVE(h, r, set_authorizer, "sqlite3_set_authorizer");
+	RESOLVE(h, r, progress_handler, "sqlite3_progress_handler");
+}
+
+/* The link map of the object holding addr; NULL for code no object
+ * holds (generated code). _dl_find_object (glibc 2.35) takes no lock;
+ * dladdr1, its stand-in before that, takes the loader's. */
+static const void *lm_of(const void *addr)
+{
+	struct dl_find_object fo;
+	Dl_info info;
+	void *lm = NULL;
+
+	if (find_object)
+		return find_object((void *)(uintptr_t)addr, &fo) == 0 ? fo.dlfo_link_map : NULL;
+	if (!dladdr1(addr, &info, &lm, RTLD_DL_LINKMAP))
+		return NULL;
+	return lm;
+}
+
+static int caller_find(const void *lm)
+{
+	int n = atomic_load_explicit(&callers_claimed, memory_order_acquire);
+
+	if (n > SP_CALLERS_MAX)
+		n = SP_CALLERS_MAX;
+	for (int i = 0; i < n; i++)
+		if (atomic_load_explicit(&callers[i].lm, memory_order_acquire) == lm)
+			return atomic_load_explicit(&callers[i].lib, memory_order_relaxed);
+	return -1;
+}
+
+/* Remember that calls from the object lm go to lib (0: the primary).
+ * Racing threads may enter one object twice, with the same value. When
+ * the table is full the answer is worked out again at each call. */
+static void caller_note(const void *lm, int lib)
+{
+	int i;
+
+	if (!lm || caller_find(lm) >= 0)
+		return;
+	i = atomic_fetch_add(&callers_claimed, 1);
+	if (i >= SP_CALLERS_MAX)
+		return;
+	atomic_store_explicit(&callers[i].lib, lib, memory_order_relaxed);
+	atomic_store_explicit(&callers[i].lm, lm, memory_order_release);
 }
 
 /*
- * Find libsqlite3's functions. RTLD_NEXT finds a library in the global
- * scope (linked at start-up); a library dlopen'd with RTLD_LOCAL as a
- * dependency (Python's _sqlite3 module) is only reachable through its own
- * handle, which RTLD_NOLOAD gives without loading anything.
- * Returns 0 when the required originals are known. Safe to race: every
- * caller stores the same values.
+ * Make the object lm, defining sqlite3_step as found through handle h,
+ * the primary, unless another object is. Every claimer of the winning
+ * object fills sp_real and sp_plan_real itself, with the same values, so
+ * the primary is complete when this returns 0 (-1: another one is).
  */
-int sp_resolve(void)
+static int claim_primary(void *h, const void *lm)
 {
-	static const char *const names[] = { "libsqlite3.so.0", "libsqlite3.so" };
-	int saved = errno;
-	size_t i;
+	const void *none = NULL;
 
-	if (atomic_load_explicit(&sp_resolved, memory_order_acquire))
-		return 0;
-	if (!sp_real.dlopen)
-		sp_real.dlopen = (void *(*)(const char *, int))dlsym(RTLD_NEXT, "dlopen");
-	resolve_from(RTLD_NEXT);
-	for (i = 0; !sp_real.step && sp_real.dlopen && i < sizeof(names) / sizeof(names[0]); i++) {
-		void *h = sp_real.dlopen(names[i], RTLD_LAZY | RTLD_NOLOAD);
-
-		if (h)
-			resolve_from(h); /* the handle is kept: libsqlite3 stays */
-	}
-	errno = saved;
+	if (!lm)
+		return -1;
+	if (!atomic_compare_exchange_strong(&primary_lm, &none, lm) && none != lm)
+		return -1;
+	resolve_from(h, &sp_real);
+	sp_plan_resolve_from(h, &sp_plan_real);
+	atomic_store(&primary_handle, h);
+	caller_note(lm, 0);
 	if (!sp_real.step || !sp_real.prepare_v2 || !sp_real.reset || !sp_real.finalize ||
 	    !sp_real.sql || !sp_real.stmt_status)
 		return -1;
@@ -80,4 +163,124 @@ int sp_resolve(void)
 	if (sp_cfg.enabled)
 		sp_hot = 1;
 	return 0;
+}
+
+static void find_tools(void)
+{
+	if (!sp_real.dlopen)
+		sp_real.dlopen = (void *(*)(const char *, int))dlsym(RTLD_NEXT, "dlopen");
+	if (!find_object)
+		*(void **)&find_object = dlsym(RTLD_DEFAULT, "_dl_find_object");
+	if (!self_lm)
+		self_lm = lm_of((const void *)(uintptr_t)resolve_from);
+}
+
+/*
+ * Find the primary's functions. RTLD_NEXT finds a library in the global
+ * scope (linked at start-up); a library dlopen'd with RTLD_LOCAL as a
+ * dependency (Python's _sqlite3 module) is only reachable through its own
+ * handle, which RTLD_NOLOAD gives without loading anything. (A copy under
+ * another name becomes the primary through sp_lib_of, when it is the
+ * first a caller reaches.) Returns 0 when the required originals are
+ * known. Keeps errno.
+ */
+int sp_resolve(void)
+{
+	static const char *const names[] = { "libsqlite3.so.0", "libsqlite3.so" };
+	int saved = errno, rc = -1;
+	void *h = RTLD_NEXT, *step;
+	size_t i;
+
+	if (atomic_load_explicit(&sp_resolved, memory_order_acquire))
+		return 0;
+	find_tools();
+	step = dlsym(RTLD_NEXT, "sqlite3_step");
+	for (i = 0; !step && sp_real.dlopen && i < sizeof(names) / sizeof(names[0]); i++) {
+		h = sp_real.dlopen(names[i], RTLD_LAZY | RTLD_NOLOAD);
+		if (h)
+			step = dlsym(h, "sqlite3_step"); /* the handle is kept */
+	}
+	if (step)
+		rc = claim_primary(h, lm_of(step));
+	errno = saved;
+	return rc;
+}
+
+/* A new foreign library: the object lm, reached through handle h. Returns
+ * 1 + its index, or 0 when there is no room (its calls then go to the
+ * primary, as before this file knew of more than one SQLite). */
+static int lib_add(void *h, const void *lm)
+{
+	int n = atomic_load(&libs_claimed), i;
+
+	for (i = 0; i < n && i < SP_LIBS_MAX; i++)
+		if (atomic_load_explicit(&libs_ready[i], memory_order_acquire) && libs[i].lm == lm)
+			return i + 1;
+	i = atomic_fetch_add(&libs_claimed, 1);
+	if (i >= SP_LIBS_MAX)
+		return 0;
+	resolve_from(h, &libs[i].fn);
+	sp_plan_resolve_from(h, &libs[i].plan);
+	libs[i].lm = lm;
+	atomic_store_explicit(&libs_ready[i], 1, memory_order_release);
+	atomic_fetch_add(&sp_libs_foreign, 1);
+	sp_stats_note_foreign_lib();
+	return i + 1;
+}
+
+/*
+ * The library calls from the object lm bind to: 0 for the primary (or
+ * when none can be found: the call then goes to the primary, or gets
+ * MISSING), 1 + index for a foreign one. Takes the loader's lock (dlsym,
+ * dlopen RTLD_NOLOAD); only for an object not seen before.
+ */
+static int lib_lookup(const void *lm)
+{
+	const struct link_map *map = lm;
+	void *h = RTLD_NEXT, *step, *own = NULL;
+	const void *def;
+	int lib = 0;
+
+	step = dlsym(RTLD_NEXT, "sqlite3_step"); /* the global scope comes first */
+	if (!step && sp_real.dlopen && map->l_name && map->l_name[0]) {
+		own = sp_real.dlopen(map->l_name, RTLD_LAZY | RTLD_NOLOAD);
+		if (own)
+			step = dlsym(own, "sqlite3_step");
+		h = own;
+	}
+	def = step ? lm_of(step) : NULL;
+	if (!def || def == self_lm) {
+		/* nothing to bind to (the program itself, or code that lost its
+		 * way): the primary's answer, whatever it is */
+		if (own)
+			dlclose(own);
+		return 0;
+	}
+	if (def == atomic_load(&primary_lm) || claim_primary(h, def) == 0)
+		lib = 0;
+	else
+		lib = lib_add(h, def); /* its handle is kept */
+	if (own && lib == 0 && h != atomic_load(&primary_handle))
+		dlclose(own);
+	caller_note(def, lib);
+	caller_note(lm, lib);
+	return lib;
+}
+
+const struct sp_lib *sp_lib_of(const void *ra)
+{
+	const void *lm;
+	int lib, saved;
+
+	find_tools();
+	lm = lm_of(ra);
+	if (!lm)
+		return NULL;
+	lib = caller_find(lm);
+	if (lib < 0) {
+		saved = errno;
+		lib = lib_lookup(lm);
+		errno = saved;
+	}
+	return lib > 0 ? &libs[lib - 1] : NULL;
 }

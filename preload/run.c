@@ -77,7 +77,7 @@ __attribute__((noinline)) uint64_t sp_stack_note(struct sp_thread *t, const uint
 		r->tid = t->tid;
 		r->stack_id = h;
 		r->depth = (uint32_t)depth;
-		r->pad = 0;
+		r->generation = sp_modules_generation();
 		for (i = 0; i < depth; i++)
 			((uint64_t *)(r + 1))[i] = (uint64_t)pcs[i];
 		sp_rec_commit(t, rl);
@@ -491,6 +491,33 @@ struct sp_run *sp_exec_begin(struct sp_thread *t, uint64_t sql_id, uint64_t shap
 	if (r->flags & (SP_EXEC_FIRST | SP_EXEC_RANDOM))
 		take_stack(t, r);
 	return r;
+}
+
+/*
+ * The callback of exec call r returned non-zero: SQLite ends the call
+ * with SQLITE_ABORT and frees the statement it was stepping itself
+ * (sqlite3VdbeFinalize, which no shim sees), its execution open; left
+ * so, it would be counted only if a later statement took its address,
+ * with counters read from freed memory, and never if none did. End it
+ * here, while the statement is alive, as a reset before the last row
+ * would (abandoned, nested in r), and forget the statement. s is the
+ * slot this thread stepped last when the callback was called, key its
+ * statement then: the call's own statement, whose step had just returned
+ * the row - unless SQLite stepped it past our shims, which the checks
+ * (still that statement, open, nested in r, on db) catch.
+ */
+void sp_exec_callback_abort(struct sp_thread *t, struct sp_run *r, sqlite3 *db, struct sp_stmt *s,
+			    uintptr_t key)
+{
+	struct sp_run *sr = &s->run;
+
+	if (s == &sp_stmt_none || key < 2 ||
+	    atomic_load_explicit(&s->key, memory_order_relaxed) != key || !sr->start ||
+	    sr->parent != r || t->cur != r || s->db != (uint64_t)(uintptr_t)db)
+		return;
+	sr->flags |= SP_EXEC_ABANDONED;
+	sp_run_end_slow(t, s, (sqlite3_stmt *)key, SQLITE_ROW, sp_now());
+	sp_stmt_forget((sqlite3_stmt *)key);
 }
 
 /* An exec call ended (rc; flags: SP_EXEC_ABANDONED when its frame was

@@ -3,7 +3,7 @@
  * shims.c - the interposers of libsqlprof.so but the per-execution ones
  * (sqlite3_step, sqlite3_reset and sqlite3_finalize are in hot.c): open
  * and close, prepare, exec, the callback registrations, and the libc
- * entry points that end or replace the process image.
+ * entry points that change the uid or end or replace the process image.
  *
  * Each shim resolves the original (lazily: libsqlite3 may arrive by dlopen
  * after we start), calls it and hands the result to stmt.c or run.c. A
@@ -24,31 +24,51 @@
 
 SP_EXPORT int sqlite3_open(const char *f, sqlite3 **db)
 {
+	const struct sp_lib *L;
+
 	NEED();
+	if (unlikely((L = SP_FOREIGN()) != NULL))
+		return L->fn.open ? L->fn.open(f, db) : MISSING;
 	return sp_real.open ? sp_real.open(f, db) : MISSING;
 }
 
 SP_EXPORT int sqlite3_open_v2(const char *f, sqlite3 **db, int flags, const char *vfs)
 {
+	const struct sp_lib *L;
+
 	NEED();
+	if (unlikely((L = SP_FOREIGN()) != NULL))
+		return L->fn.open_v2 ? L->fn.open_v2(f, db, flags, vfs) : MISSING;
 	return sp_real.open_v2 ? sp_real.open_v2(f, db, flags, vfs) : MISSING;
 }
 
 SP_EXPORT int sqlite3_open16(const void *f, sqlite3 **db)
 {
+	const struct sp_lib *L;
+
 	NEED();
+	if (unlikely((L = SP_FOREIGN()) != NULL))
+		return L->fn.open16 ? L->fn.open16(f, db) : MISSING;
 	return sp_real.open16 ? sp_real.open16(f, db) : MISSING;
 }
 
 SP_EXPORT int sqlite3_close(sqlite3 *db)
 {
+	const struct sp_lib *L;
+
 	NEED();
+	if (unlikely((L = SP_FOREIGN()) != NULL))
+		return L->fn.close ? L->fn.close(db) : MISSING;
 	return sp_real.close ? sp_real.close(db) : MISSING;
 }
 
 SP_EXPORT int sqlite3_close_v2(sqlite3 *db)
 {
+	const struct sp_lib *L;
+
 	NEED();
+	if (unlikely((L = SP_FOREIGN()) != NULL))
+		return L->fn.close_v2 ? L->fn.close_v2(db) : MISSING;
 	return sp_real.close_v2 ? sp_real.close_v2(db) : MISSING;
 }
 
@@ -74,17 +94,21 @@ static size_t used_len(const char *sql, int n, const char *tail)
 	return n >= 0 ? (size_t)n : strlen(sql);
 }
 
-#define PREPARE_SHIM(name, field, sqltype, ...)                                \
+/* fwd: the call's arguments in parentheses, for a foreign caller's pass-through */
+#define PREPARE_SHIM(name, field, sqltype, fwd, ...)                           \
 	SP_EXPORT int name(sqlite3 *db, sqltype sql, int n, ##__VA_ARGS__)     \
 	{                                                                      \
+		const struct sp_lib *L;                                        \
 		uint64_t t0;                                                   \
 		int rc;                                                        \
 		NEED();                                                        \
+		if (unlikely((L = SP_FOREIGN()) != NULL))                      \
+			return L->fn.field ? L->fn.field fwd : MISSING;        \
 		if (!sp_real.field)                                            \
 			return MISSING;                                        \
 		t0 = sp_now();
 
-PREPARE_SHIM(sqlite3_prepare, prepare, const char *, sqlite3_stmt **pp, const char **tail)
+PREPARE_SHIM(sqlite3_prepare, prepare, const char *, (db, sql, n, pp, tail), sqlite3_stmt **pp, const char **tail)
 	const char *mytail = NULL;
 
 	rc = sp_real.prepare(db, sql, n, pp, &mytail);
@@ -94,13 +118,15 @@ PREPARE_SHIM(sqlite3_prepare, prepare, const char *, sqlite3_stmt **pp, const ch
 	return rc;
 }
 
-PREPARE_SHIM(sqlite3_prepare_v2, prepare_v2, const char *, sqlite3_stmt **pp, const char **tail)
+PREPARE_SHIM(sqlite3_prepare_v2, prepare_v2, const char *, (db, sql, n, pp, tail),
+	     sqlite3_stmt **pp, const char **tail)
 	rc = sp_real.prepare_v2(db, sql, n, pp, tail);
 	after_prepare(rc, pp, t0, NULL, 0);
 	return rc;
 }
 
-PREPARE_SHIM(sqlite3_prepare_v3, prepare_v3, const char *, unsigned int f, sqlite3_stmt **pp,
+PREPARE_SHIM(sqlite3_prepare_v3, prepare_v3, const char *, (db, sql, n, f, pp, tail),
+	     unsigned int f, sqlite3_stmt **pp,
 	     const char **tail)
 	rc = sp_real.prepare_v3(db, sql, n, f, pp, tail);
 	after_prepare(rc, pp, t0, NULL, 0);
@@ -109,19 +135,22 @@ PREPARE_SHIM(sqlite3_prepare_v3, prepare_v3, const char *, unsigned int f, sqlit
 
 /* sqlite3_sql() gives UTF-8 for statements prepared from UTF-16 too,
  * except with the legacy sqlite3_prepare16, which keeps no text. */
-PREPARE_SHIM(sqlite3_prepare16, prepare16, const void *, sqlite3_stmt **pp, const void **tail)
+PREPARE_SHIM(sqlite3_prepare16, prepare16, const void *, (db, sql, n, pp, tail),
+	     sqlite3_stmt **pp, const void **tail)
 	rc = sp_real.prepare16(db, sql, n, pp, tail);
 	after_prepare(rc, pp, t0, "<sql from sqlite3_prepare16>", 28);
 	return rc;
 }
 
-PREPARE_SHIM(sqlite3_prepare16_v2, prepare16_v2, const void *, sqlite3_stmt **pp, const void **tail)
+PREPARE_SHIM(sqlite3_prepare16_v2, prepare16_v2, const void *, (db, sql, n, pp, tail),
+	     sqlite3_stmt **pp, const void **tail)
 	rc = sp_real.prepare16_v2(db, sql, n, pp, tail);
 	after_prepare(rc, pp, t0, NULL, 0);
 	return rc;
 }
 
-PREPARE_SHIM(sqlite3_prepare16_v3, prepare16_v3, const void *, unsigned int f, sqlite3_stmt **pp,
+PREPARE_SHIM(sqlite3_prepare16_v3, prepare16_v3, const void *, (db, sql, n, f, pp, tail),
+	     unsigned int f, sqlite3_stmt **pp,
 	     const void **tail)
 	rc = sp_real.prepare16_v3(db, sql, n, f, pp, tail);
 	after_prepare(rc, pp, t0, NULL, 0);
@@ -130,6 +159,42 @@ PREPARE_SHIM(sqlite3_prepare16_v3, prepare16_v3, const void *, unsigned int f, s
 
 /* ---- exec: an execution of its own, parent of the statements it runs when
  * they reach our shims (Debian's build: through the PLT). ---- */
+
+/* The program's callback of an exec call, called through exec_callback:
+ * on the shim's frame, read only while the call runs (a longjmp out of
+ * the callback leaves it behind unread). */
+struct exec_cb {
+	int (*cb)(void *, int, char **, char **);
+	void *arg;
+	struct sp_run *run;
+	sqlite3 *db;
+};
+
+/*
+ * The callback sqlite3_exec gets from us: the program's, with its own
+ * argument and result. When it returns non-zero, SQLite returns
+ * SQLITE_ABORT and frees the statement it was stepping itself
+ * (sqlite3VdbeFinalize, past our finalize shim), its execution open:
+ * run.c ends that execution first, while the statement is alive. It is
+ * the statement this thread stepped last when the callback was called
+ * (its step had just returned the row). Keeps errno as the callback left
+ * it.
+ */
+static int exec_callback(void *p, int n, char **vals, char **cols)
+{
+	const struct exec_cb *e = p;
+	struct sp_stmt *s = sp_tls.last_stmt;
+	uintptr_t key = atomic_load_explicit(&s->key, memory_order_relaxed);
+	int rc = e->cb(e->arg, n, vals, cols);
+
+	if (unlikely(rc != 0)) {
+		int saved = errno;
+
+		sp_exec_callback_abort(&sp_tls, e->run, e->db, s, key);
+		errno = saved;
+	}
+	return rc;
+}
 
 /* The run lives in thread-local storage (run.c), never in this frame:
  * an exception or longjmp through the call leaves nothing of ours
@@ -144,7 +209,11 @@ SP_EXPORT int sqlite3_exec(sqlite3 *db, const char *sql,
 	uint64_t sql_id, shape, t1;
 	int rc, saved;
 
+	const struct sp_lib *L;
+
 	NEED();
+	if (unlikely((L = SP_FOREIGN()) != NULL))
+		return L->fn.exec ? L->fn.exec(db, sql, cb, arg, errmsg) : MISSING;
 	if (unlikely(!sp_real.exec))
 		return MISSING;
 	if (!sp_hot || sp_guarded(t) || !sql)
@@ -168,8 +237,15 @@ SP_EXPORT int sqlite3_exec(sqlite3 *db, const char *sql,
 		return rc;
 	}
 	t->cur = run;
-	run->start = sp_now();
-	rc = sp_real.exec(db, sql, cb, arg, errmsg);
+	if (cb) {
+		struct exec_cb e = { cb, arg, run, db };
+
+		run->start = sp_now();
+		rc = sp_real.exec(db, sql, exec_callback, &e, errmsg);
+	} else {
+		run->start = sp_now();
+		rc = sp_real.exec(db, sql, NULL, arg, errmsg);
+	}
 	t1 = sp_now();
 	t->cur = run->parent;
 	run->db = t1 - run->start;
@@ -185,7 +261,11 @@ SP_EXPORT int sqlite3_exec(sqlite3 *db, const char *sql,
 SP_EXPORT int sqlite3_trace_v2(sqlite3 *db, unsigned mask,
 			       int (*cb)(unsigned, void *, void *, void *), void *arg)
 {
+	const struct sp_lib *L;
+
 	NEED();
+	if (unlikely((L = SP_FOREIGN()) != NULL))
+		return L->fn.trace_v2 ? L->fn.trace_v2(db, mask, cb, arg) : MISSING;
 	if (cb && mask)
 		sp_db_note_callbacks(db);
 	return sp_real.trace_v2 ? sp_real.trace_v2(db, mask, cb, arg) : MISSING;
@@ -193,7 +273,11 @@ SP_EXPORT int sqlite3_trace_v2(sqlite3 *db, unsigned mask,
 
 SP_EXPORT void *sqlite3_trace(sqlite3 *db, void (*cb)(void *, const char *), void *arg)
 {
+	const struct sp_lib *L;
+
 	NEED();
+	if (unlikely((L = SP_FOREIGN()) != NULL))
+		return L->fn.trace ? L->fn.trace(db, cb, arg) : NULL;
 	if (cb)
 		sp_db_note_callbacks(db);
 	return sp_real.trace ? sp_real.trace(db, cb, arg) : NULL;
@@ -202,7 +286,11 @@ SP_EXPORT void *sqlite3_trace(sqlite3 *db, void (*cb)(void *, const char *), voi
 SP_EXPORT void *sqlite3_profile(sqlite3 *db, void (*cb)(void *, const char *, sqlite3_uint64),
 				void *arg)
 {
+	const struct sp_lib *L;
+
 	NEED();
+	if (unlikely((L = SP_FOREIGN()) != NULL))
+		return L->fn.profile ? L->fn.profile(db, cb, arg) : NULL;
 	if (cb)
 		sp_db_note_callbacks(db);
 	return sp_real.profile ? sp_real.profile(db, cb, arg) : NULL;
@@ -213,7 +301,11 @@ SP_EXPORT int sqlite3_set_authorizer(sqlite3 *db,
 					       const char *, const char *),
 				     void *arg)
 {
+	const struct sp_lib *L;
+
 	NEED();
+	if (unlikely((L = SP_FOREIGN()) != NULL))
+		return L->fn.set_authorizer ? L->fn.set_authorizer(db, cb, arg) : MISSING;
 	if (cb)
 		sp_db_note_callbacks(db);
 	return sp_real.set_authorizer ? sp_real.set_authorizer(db, cb, arg) : MISSING;
@@ -221,11 +313,63 @@ SP_EXPORT int sqlite3_set_authorizer(sqlite3 *db,
 
 SP_EXPORT void sqlite3_progress_handler(sqlite3 *db, int n, int (*cb)(void *), void *arg)
 {
+	const struct sp_lib *L;
+
 	NEED();
+	if (unlikely((L = SP_FOREIGN()) != NULL)) {
+		if (L->fn.progress_handler)
+			L->fn.progress_handler(db, n, cb, arg);
+		return;
+	}
 	if (cb)
 		sp_db_note_callbacks(db);
 	if (sp_real.progress_handler)
 		sp_real.progress_handler(db, n, cb, arg);
+}
+
+/* ---- dlclose: a library unloaded leaves its addresses to the next one
+ * loaded. Counted (sp_unloads) so that stacks taken after it are new
+ * stacks with the module map current then (and the map is looked at
+ * again). dlopen is not interposed: the caller's RUNPATH and $ORIGIN are
+ * the loader's to find from its return address. ---- */
+
+SP_EXPORT int dlclose(void *handle)
+{
+	static int (*real_dlclose)(void *);
+	int rc;
+
+	if (unlikely(!real_dlclose))
+		*(void **)&real_dlclose = dlsym(RTLD_NEXT, "dlclose");
+	rc = real_dlclose ? real_dlclose(handle) : -1;
+	atomic_fetch_add_explicit(&sp_unloads, 1, memory_order_relaxed);
+	return rc;
+}
+
+/* ---- changing the uid: a forked child not connected yet connects first,
+ * while the collector still lets it in (stream.c). ---- */
+
+SP_EXPORT int setuid(uid_t uid)
+{
+	sp_stream_before_uid_change();
+	return ((int (*)(uid_t))dlsym(RTLD_NEXT, "setuid"))(uid);
+}
+
+SP_EXPORT int seteuid(uid_t uid)
+{
+	sp_stream_before_uid_change();
+	return ((int (*)(uid_t))dlsym(RTLD_NEXT, "seteuid"))(uid);
+}
+
+SP_EXPORT int setreuid(uid_t r, uid_t e)
+{
+	sp_stream_before_uid_change();
+	return ((int (*)(uid_t, uid_t))dlsym(RTLD_NEXT, "setreuid"))(r, e);
+}
+
+SP_EXPORT int setresuid(uid_t r, uid_t e, uid_t s)
+{
+	sp_stream_before_uid_change();
+	return ((int (*)(uid_t, uid_t, uid_t))dlsym(RTLD_NEXT, "setresuid"))(r, e, s);
 }
 
 /* ---- leaving the process image: _exit skips destructors and exec

@@ -41,9 +41,9 @@ static atomic_int foreign_code;     /* extension code may register modules unsee
 static atomic_int log_unfiltered;   /* a log callback runs without our filter */
 
 #define PLAN_RESOLVE(h, field, name) \
-	(*(void **)&sp_plan_real.field = dlsym(h, name))
+	(*(void **)&p->field = dlsym(h, name))
 
-static void plan_resolve_from(void *h)
+void sp_plan_resolve_from(void *h, struct sp_plan_real *p)
 {
 	PLAN_RESOLVE(h, config, "sqlite3_config");
 	PLAN_RESOLVE(h, create_module, "sqlite3_create_module");
@@ -58,30 +58,16 @@ static void plan_resolve_from(void *h)
 }
 
 /*
- * Resolve the originals of this file, as sp_resolve does sp_real's:
- * RTLD_NEXT, then libsqlite3's own handle (RTLD_NOLOAD: a library
- * dlopen'd RTLD_LOCAL, as Python's _sqlite3 loads it, is not in the
- * global scope). Only dlsym and dlopen(RTLD_NOLOAD): nothing is loaded and
- * SQLite is not initialized. Returns 0 when plan.c's originals are known.
- * Safe to race: every caller stores the same values. Keeps errno.
+ * The originals of this file are the primary library's (resolve.c fills
+ * them with sp_real's). Only dlsym and dlopen(RTLD_NOLOAD): nothing is
+ * loaded and SQLite is not initialized. Returns 0 when plan.c's originals
+ * are known. Keeps errno.
  */
 int sp_plan_resolve(void)
 {
-	static const char *const names[] = { "libsqlite3.so.0", "libsqlite3.so" };
-	int saved;
-	size_t i;
-
 	if (likely(atomic_load_explicit(&plan_resolved, memory_order_acquire)))
 		return 0;
-	saved = errno;
-	plan_resolve_from(RTLD_NEXT);
-	for (i = 0; !sp_plan_real.config && i < sizeof(names) / sizeof(names[0]); i++) {
-		void *h = dlopen(names[i], RTLD_LAZY | RTLD_NOLOAD);
-
-		if (h)
-			plan_resolve_from(h); /* the handle is kept: libsqlite3 stays */
-	}
-	errno = saved;
+	sp_resolve();
 	if (!sp_plan_real.config || !sp_plan_real.limit || !sp_plan_real.db_mutex ||
 	    !sp_plan_real.mutex_enter || !sp_plan_real.mutex_leave)
 		return -1;
@@ -179,6 +165,7 @@ static void log_filter(void *p, int code, const char *msg)
 #endif
 SP_EXPORT int sqlite3_config(int op, ...)
 {
+	const struct sp_lib *L;
 	void (*fn)(void *, int, const char *);
 	uint64_t a, b, c;
 	va_list ap;
@@ -191,6 +178,8 @@ SP_EXPORT int sqlite3_config(int op, ...)
 	va_end(ap);
 	if (unlikely(!sp_plan_real.config))
 		sp_plan_resolve();
+	if (unlikely((L = SP_FOREIGN()) != NULL))
+		return L->plan.config ? L->plan.config(op, a, b, c) : MISSING;
 	if (unlikely(!sp_plan_real.config))
 		return MISSING;
 	if (op != SQLITE_CONFIG_LOG)
@@ -290,8 +279,12 @@ static void note_module(sqlite3 *db, const sqlite3_module *m)
 SP_EXPORT int sqlite3_create_module(sqlite3 *db, const char *name, const sqlite3_module *m,
 				    void *aux)
 {
+	const struct sp_lib *L;
+
 	if (unlikely(!sp_plan_real.create_module))
 		sp_plan_resolve();
+	if (unlikely((L = SP_FOREIGN()) != NULL))
+		return L->plan.create_module ? L->plan.create_module(db, name, m, aux) : MISSING;
 	if (unlikely(!sp_plan_real.create_module))
 		return MISSING;
 	note_module(db, m);
@@ -301,8 +294,12 @@ SP_EXPORT int sqlite3_create_module(sqlite3 *db, const char *name, const sqlite3
 SP_EXPORT int sqlite3_create_module_v2(sqlite3 *db, const char *name, const sqlite3_module *m,
 				       void *aux, void (*destroy)(void *))
 {
+	const struct sp_lib *L;
+
 	if (unlikely(!sp_plan_real.create_module_v2))
 		sp_plan_resolve();
+	if (unlikely((L = SP_FOREIGN()) != NULL))
+		return L->plan.create_module_v2 ? L->plan.create_module_v2(db, name, m, aux, destroy) : MISSING;
 	if (unlikely(!sp_plan_real.create_module_v2))
 		return MISSING;
 	note_module(db, m);
@@ -323,8 +320,12 @@ SP_EXPORT int sqlite3_create_module_v2(sqlite3 *db, const char *name, const sqli
 SP_EXPORT int sqlite3_load_extension(sqlite3 *db, const char *file, const char *proc,
 				     char **err)
 {
+	const struct sp_lib *L;
+
 	if (unlikely(!sp_plan_real.load_extension))
 		sp_plan_resolve();
+	if (unlikely((L = SP_FOREIGN()) != NULL))
+		return L->plan.load_extension ? L->plan.load_extension(db, file, proc, err) : MISSING;
 	if (unlikely(!sp_plan_real.load_extension))
 		return MISSING;
 	atomic_store(&foreign_code, 1);
@@ -333,8 +334,12 @@ SP_EXPORT int sqlite3_load_extension(sqlite3 *db, const char *file, const char *
 
 SP_EXPORT int sqlite3_enable_load_extension(sqlite3 *db, int onoff)
 {
+	const struct sp_lib *L;
+
 	if (unlikely(!sp_plan_real.enable_load_extension))
 		sp_plan_resolve();
+	if (unlikely((L = SP_FOREIGN()) != NULL))
+		return L->plan.enable_load_extension ? L->plan.enable_load_extension(db, onoff) : MISSING;
 	if (unlikely(!sp_plan_real.enable_load_extension))
 		return MISSING;
 	if (onoff && sp_cfg.enabled)
@@ -343,13 +348,21 @@ SP_EXPORT int sqlite3_enable_load_extension(sqlite3 *db, int onoff)
 }
 
 /* An automatic extension runs inside every later open, and may register
- * modules through sqlite3_api_routines: plan capture is off from then on. */
+ * modules through sqlite3_api_routines: plan capture is off from then on.
+ * It would also run inside the open of the counter probe's private
+ * connection (stmt.c): the probe runs first, before the program's first
+ * extension is registered. */
 SP_EXPORT int sqlite3_auto_extension(void (*entry)(void))
 {
+	const struct sp_lib *L;
+
 	if (unlikely(!sp_plan_real.auto_extension))
 		sp_plan_resolve();
+	if (unlikely((L = SP_FOREIGN()) != NULL))
+		return L->plan.auto_extension ? L->plan.auto_extension(entry) : MISSING;
 	if (unlikely(!sp_plan_real.auto_extension))
 		return MISSING;
 	atomic_store(&foreign_code, 1);
+	sp_probe_before_auto_extension();
 	return sp_plan_real.auto_extension(entry);
 }

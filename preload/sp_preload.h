@@ -195,6 +195,11 @@ struct sp_arena {
 extern struct sp_stats_hdr *sp_stats; /* NULL: no shared statistics */
 extern struct sp_agg_query sp_no_run;
 int sp_stats_init(void);     /* constructor (and a forked child) */
+/* An image that could neither connect nor leave a file: counted in the
+ * statistics header of the nearest ancestor that shared its own (a
+ * forked child keeps that page mapped). Nothing without one. */
+void sp_stats_count_unreported(void);
+extern int sp_stats_shared; /* stream.c: the collector holds our memfd */
 int sp_stats_fd(void);       /* the memfd, to send with HELLO; -1 none */
 void sp_stats_fork_child(void);
 /* The calling thread's arena (made or reused on first use); NULL when
@@ -256,6 +261,14 @@ extern __thread struct sp_run sp_exec_runs[SP_EXEC_DEPTH];
 #define SP_TS_TSC 2u
 #define SP_TS_FAST (SP_TS_SETUP | SP_TS_TSC)
 #define SP_TS_GUARD 4u
+
+/* 0 in a child made by a raw clone() that has not noticed yet (life.c) */
+extern volatile uint8_t *sp_alive;
+SP_INLINE int sp_same_process(void)
+{
+	return !sp_alive || sp_alive[0];
+}
+void sp_raw_clone_child(void);
 SP_INLINE void sp_guard_in(struct sp_thread *t)
 {
 	t->state += SP_TS_GUARD;
@@ -333,6 +346,7 @@ uint64_t sp_sql_note(struct sp_thread *t, const char *sql, size_t len, uint64_t 
 /* SQL records that were lost (ring full): send them now if there is room. */
 extern atomic_int sp_sql_pending;
 void sp_sql_flush(struct sp_thread *t);
+int sp_sql_pending_each(int (*fn)(void *arg, const void *rec, uint32_t len), void *arg);
 /* 1 the first time a text of this kind runs in the process */
 int sp_first_exec(uint64_t sql_id, uint32_t kind);
 /* 1 the first time a first execution of this shape has this stack */
@@ -340,6 +354,9 @@ int sp_first_site(uint64_t shape, uint64_t stack_id);
 extern atomic_ullong sp_untracked;
 void sp_stmt_tables_init(void);
 void sp_probe_status_once(void);
+/* Before the program's sqlite3_auto_extension: the probe's connection
+ * must not run the program's extensions (keeps errno). */
+void sp_probe_before_auto_extension(void);
 
 /* ---- run.c: execution slow paths ---- */
 
@@ -354,6 +371,11 @@ void sp_run_on_row(struct sp_thread *t, struct sp_stmt *s, uint64_t now);
 /* An exec call: its run (NULL: too deep, not profiled). */
 struct sp_run *sp_exec_begin(struct sp_thread *t, uint64_t sql_id, uint64_t shape, uintptr_t frame);
 void sp_exec_end(struct sp_thread *t, struct sp_run *r, sqlite3 *db, int rc, uint64_t end);
+/* The callback of exec call r on db returned non-zero: s (stepped last,
+ * its key then) is the call's statement, about to be freed by SQLite
+ * with its execution open; end it now (abandoned). */
+void sp_exec_callback_abort(struct sp_thread *t, struct sp_run *r, sqlite3 *db, struct sp_stmt *s,
+			    uintptr_t key);
 /* An exec call nested deeper than SP_EXEC_DEPTH, timed t0..t1 by the shim:
  * counted (nested, its error if any) with no run of its own. */
 void sp_exec_deep(struct sp_thread *t, uint64_t sql_id, uint64_t shape, sqlite3 *db, int rc,
@@ -503,6 +525,20 @@ int sp_backtrace_keep_errno(uintptr_t *pcs, int max);
 /* The calling thread's stack above libsqlprof, as a stack id (0: none).
  * Keeps errno. Inlined where a walk starts, so that it has fewer frames of
  * ours to climb. */
+/* Libraries unloaded (dlclose) so far, and a salt of this process image:
+ * both are mixed into stack ids, so that the same pcs in a library loaded
+ * where an unloaded one was, or in a new image of the same pid (exec
+ * without address randomization), make another stack, sent again with its
+ * own module map. */
+extern atomic_ulong sp_unloads;
+extern uint64_t sp_image_salt;
+
+/* pyframes.c: the Python frames of a CPython process */
+#define SP_PY_STATE_OFF 4
+extern atomic_int sp_py_state;
+int sp_py_splice(struct sp_thread *t, uintptr_t *pcs, int n, int cap);
+void sp_py_fork_child(void);
+
 SP_INLINE uint64_t sp_stack_capture_inline(struct sp_thread *t)
 {
 	uintptr_t pcs[SP_STACK_MAX + 8], lo, span;
@@ -513,6 +549,8 @@ SP_INLINE uint64_t sp_stack_capture_inline(struct sp_thread *t)
 		n = sp_unwind(pcs, sp_cfg.depth + 8);
 	if (unlikely(n < 0)) /* not ours to unwind (signal frame, no CFI): libgcc's */
 		n = sp_backtrace_keep_errno(pcs, sp_cfg.depth + 8);
+	if (unlikely(atomic_load_explicit(&sp_py_state, memory_order_relaxed) != SP_PY_STATE_OFF))
+		n = sp_py_splice(t, pcs, n, SP_STACK_MAX + 8); /* CPython's frames */
 	/* read after the walk, so that nothing waits in memory across it */
 	lo = sp_self_lo;
 	span = sp_self_hi - sp_self_lo;
@@ -528,6 +566,8 @@ SP_INLINE uint64_t sp_stack_capture_inline(struct sp_thread *t)
 	for (i = 0; i < depth; i++)
 		h = (h ^ (uint64_t)pcs[skip + i]) * 0x100000001b3ULL;
 	h ^= (uint64_t)depth;
+	h ^= sp_image_salt +
+	     atomic_load_explicit(&sp_unloads, memory_order_relaxed) * 0x9E3779B97F4A7C15ULL;
 	h |= 1; /* 0 means no stack */
 	/* the same stack as this thread's last one: sent already */
 	if (likely(h == t->last_stack))
@@ -593,6 +633,10 @@ SP_INLINE void sp_rec_commit(struct sp_thread *t, uint32_t len)
 	__atomic_store_n(&r->sh->head, r->head, __ATOMIC_RELEASE);
 }
 int sp_stream_init(void);       /* constructor: connect, hello */
+/* Move our descriptor out of the program's way: the descriptor to use,
+ * or -1 (fd untouched) when the limit leaves no room (stream.c). */
+int sp_fd_high(int fd);
+void sp_stream_before_uid_change(void); /* setuid and friends (shims.c) */
 void sp_stream_fork_child(void);
 void sp_stream_exit(void);      /* destructor: BYE */
 /* Before _exit or exec: say BYE, unless this is a vfork child
@@ -603,7 +647,12 @@ extern uint32_t sp_proc_pid;
  * handler, where that is not allowed). */
 extern int sp_stream_restart;
 void sp_stream_child_start(void);
+/* Set when the image could not connect at start-up: its first SQLite
+ * call (sp_thread_ready) says so (sp_stream_unrep_start). */
+extern int sp_unrep_pending;
+void sp_stream_unrep_start(void);
 void sp_modules_changed(void);  /* resend the map if libraries came or went */
+uint32_t sp_modules_generation(void); /* the map last sent (0: none yet) */
 void sp_modules_maybe_send(void);
 extern atomic_ullong sp_lost;
 extern atomic_int sp_stream_dead;
@@ -634,6 +683,33 @@ struct sp_plan_real {
 };
 extern struct sp_plan_real sp_plan_real;
 int sp_plan_resolve(void);
+void sp_plan_resolve_from(void *h, struct sp_plan_real *p);
+
+/* ---- more than one SQLite in the process (resolve.c) ---- */
+
+/* A foreign SQLite library: one the primary (sp_real) is not. Its calls
+ * are passed through untouched. */
+struct sp_lib {
+	struct sp_real fn;
+	struct sp_plan_real plan;
+	const void *lm; /* link map of the object defining its sqlite3_step */
+};
+/* Number of foreign libraries found so far; 0 in almost every process. */
+extern atomic_int sp_libs_foreign;
+/* The foreign library a call from return address ra binds to, or NULL
+ * for the primary. Keeps errno. */
+const struct sp_lib *sp_lib_of(const void *ra);
+void sp_stats_note_foreign_lib(void); /* stats.c: counted for the collector */
+/* In an exported shim, after NEED(): its caller's foreign library, or
+ * NULL when the call is the primary's. */
+#define SP_FOREIGN() sp_lib_of(__builtin_return_address(0))
+/* The same, for the per-statement paths: only once a foreign library
+ * exists, and only for a statement that is not ours. */
+#define SP_FOREIGN_STMT(st, ra)                                                           \
+	(unlikely(atomic_load_explicit(&sp_libs_foreign, memory_order_relaxed)) &&        \
+			 !((st) && sp_stmts && sp_stmt_find_hot(st))                     \
+		 ? sp_lib_of(ra)                                                          \
+		 : NULL)
 /* > 0 while this thread is inside plan capture: what SQLite logs then is
  * not passed to the program's SQLITE_CONFIG_LOG callback. */
 extern __thread int sp_plan_quiet;

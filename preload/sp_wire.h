@@ -26,9 +26,11 @@
 #include <stdint.h>
 
 #define SP_WIRE_MAGIC 0x46525053u /* "SPRF" little-endian */
-#define SP_WIRE_VERSION 3
-#define SP_WIRE_MIN_VERSION 3 /* oldest version this reader accepts (3: totals in
-                               * shared statistics, EXEC records are events) */
+#define SP_WIRE_VERSION 4
+#define SP_WIRE_MIN_VERSION 4 /* oldest version this reader accepts (3: totals in
+                               * shared statistics, EXEC records are events;
+                               * 4: MODULE records name the mapped file, STACK
+                               * records their map) */
 
 /* Largest message a writer may send and a reader must accept. */
 #define SP_MSG_MAX (256 * 1024)
@@ -93,6 +95,13 @@ enum sp_rec_type {
 	/* A copy of one chunk of the image's statistics, sent before BYE by
 	 * an image that could not share them (memfd_create refused). */
 	SP_REC_STATS_COPY = 13,
+	/* A Python code object, before the first stack that holds a frame
+	 * of it (see SP_PYFRAME below). */
+	SP_REC_PYCODE = 14,
+	/* The process runs CPython: which version, and whether its frames
+	 * are read (a version without a layout, or memory that cannot be
+	 * read, is said once). */
+	SP_REC_PYINFO = 15,
 	/* Filler at the end of a writer's ring; readers skip it. */
 	SP_REC_PAD = 0xffff,
 };
@@ -124,6 +133,10 @@ struct sp_rec_hello {
 /* HELLO flags */
 #define SP_HELLO_RECONNECT 1 /* same process image, new connection (its
 			      * descriptor was closed by the program) */
+#define SP_HELLO_UNREPORTED 2 /* read from a file in the collector's
+			       * directory: the image could not connect (see
+			       * "Processes that cannot connect" in
+			       * docs/wire-format.md) */
 
 struct sp_rec_sql {
 	struct sp_rec_hdr h; /* flags: SP_SQL_TRUNCATED */
@@ -179,9 +192,50 @@ struct sp_rec_stack {
 	uint32_t pid, tid;
 	uint64_t stack_id;
 	uint32_t depth; /* number of pcs that follow; pcs[0] is the leaf */
-	uint32_t pad;
+	uint32_t generation; /* the module map (SP_REC_MODULE) current when it
+			      * was taken: its pcs are looked up in the newest
+			      * map of the image not newer than this one */
 	/* uint64_t pcs[depth]: return addresses, leaf first; the profiler's
 	 * own frames are already dropped */
+};
+
+/*
+ * A Python frame among a stack's pcs: bit 63 set (no user-space return
+ * address has it), the code object's number (SP_REC_PYCODE) in bits
+ * 32..62, the byte offset of its current instruction in the code's
+ * bytecode in bits 0..31. Python frames stand where the interpreter's
+ * C frame that ran them was (py-spy --native's order).
+ */
+#define SP_PYFRAME_BIT (1ULL << 63)
+#define SP_PYFRAME(code, off) (SP_PYFRAME_BIT | (uint64_t)(code) << 32 | (uint32_t)(off))
+#define SP_PYFRAME_CODE(pc) ((uint32_t)(((pc) >> 32) & 0x7fffffffu))
+#define SP_PYFRAME_OFF(pc) ((uint32_t)(pc))
+
+struct sp_rec_pycode {
+	struct sp_rec_hdr h;  /* flags: SP_PYCODE_TABLE_CUT */
+	uint32_t pid, tid;
+	uint32_t code;        /* its number in SP_PYFRAME pcs */
+	int32_t firstlineno;
+	uint8_t major, minor; /* CPython version: the line table's format */
+	uint16_t name_len;    /* co_name */
+	uint16_t qualname_len; /* co_qualname (3.11+), else 0 */
+	uint16_t file_len;    /* co_filename */
+	uint32_t table_len;   /* co_lnotab (3.8, 3.9), co_linetable (3.10+) */
+	uint32_t pad;
+	/* name, qualname, file, table, then padding to 8 */
+};
+#define SP_PYCODE_TABLE_CUT 1 /* the line table was cut: lines past it are 0 */
+
+struct sp_rec_pyinfo {
+	struct sp_rec_hdr h;
+	uint32_t pid, tid;
+	uint32_t status;   /* enum sp_py_status */
+	uint32_t text_len; /* Py_GetVersion()'s text, padded to 8 */
+};
+enum sp_py_status {
+	SP_PY_ON = 1,          /* frames read */
+	SP_PY_UNSUPPORTED = 2, /* no layout for this version: native frames only */
+	SP_PY_UNREADABLE = 3,  /* process_vm_readv refused: native frames only */
 };
 
 struct sp_rec_module {
@@ -192,8 +246,16 @@ struct sp_rec_module {
 	uint32_t generation; /* module map generation this entry belongs to */
 	uint16_t build_id_len;
 	uint16_t path_len;
+	/* The file mapped (/proc/self/maps: device and inode of the mapping),
+	 * and its size and modification time when the map was sent (0, and
+	 * flag SP_MODULE_REPLACED, when path already named another file then):
+	 * a file without build-id that is another one when the profile is
+	 * written is not symbolized. */
+	uint64_t dev, ino, size;
+	int64_t mtime_ns;
 	/* uint8_t build_id[build_id_len]; char path[path_len]; padded to 8 */
 };
+#define SP_MODULE_REPLACED 1 /* h.flags: path was another file at map time */
 
 struct sp_rec_error {
 	struct sp_rec_hdr h;
@@ -343,10 +405,20 @@ struct sp_stats_hdr {
 	uint64_t size;       /* bytes of the memfd */
 	uint64_t base;       /* the writer's address of byte 0 */
 	uint32_t nchunks;    /* chunks taken, this one included (release) */
-	uint32_t pad;
+	uint32_t forked;     /* 1 once the image called fork(): a child may
+			      * count itself in `unreported` below, so the
+			      * collector keeps this page to the end */
 	uint64_t unattributed; /* executions that found no room for their
 				* query's record (memory exhausted): counted
 				* here, with no query */
+	uint64_t unreported;   /* descendants (forked after this image shared
+				* these statistics) that ran SQLite, could not
+				* connect and could not leave a file either:
+				* added by them, atomically, in their inherited
+				* mapping of this header (see forked) */
+	uint32_t foreign_libs; /* other SQLite libraries the process called:
+				* passed through, not profiled */
+	uint32_t pad;
 };
 
 struct sp_stats_chunk {

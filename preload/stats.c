@@ -47,6 +47,13 @@ static ino_t stats_ino;
 static _Atomic uint32_t next_chunk;
 static atomic_uint arena_numbers;
 
+/* The first page of the statistics of the nearest ancestor that shared
+ * its own with the collector (kept mapped by the fork handler), where an
+ * image that cannot report counts itself; NULL in an image started by
+ * exec. */
+static struct sp_stats_hdr *inherited_hdr;
+#define HDR_PAGE 4096
+
 static pthread_mutex_t arena_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct sp_arena *arenas, *idle_arenas;
 static pthread_key_t arena_key;
@@ -114,13 +121,17 @@ int sp_stats_init(void)
 		} else {
 			/* the collector maps it too: never shrunk under it */
 			(void)fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW);
-			/* out of the low numbers programs dup2() onto */
-			hi = fcntl(fd, F_DUPFD_CLOEXEC, 800);
-			if (hi >= 0) {
+			/* out of the program's way; with no room that high, do
+			 * without it (the mapping stays): the totals then go as
+			 * copies at exit, as without memfd */
+			hi = sp_fd_high(fd);
+			if (hi < 0) {
 				close(fd);
+				fd = -1;
+			} else {
 				fd = hi;
 			}
-			if (fstat(fd, &st) == 0) {
+			if (fd >= 0 && fstat(fd, &st) == 0) {
 				stats_dev = st.st_dev;
 				stats_ino = st.st_ino;
 			}
@@ -440,10 +451,22 @@ struct sp_arena *sp_arena_get(struct sp_thread *t)
 	return a;
 }
 
+void sp_stats_count_unreported(void)
+{
+	if (inherited_hdr)
+		__atomic_fetch_add(&inherited_hdr->unreported, 1, __ATOMIC_RELAXED);
+}
+
 void sp_stats_unattributed(void)
 {
 	if (sp_stats)
 		__atomic_fetch_add(&sp_stats->unattributed, 1, __ATOMIC_RELAXED);
+}
+
+void sp_stats_note_foreign_lib(void)
+{
+	if (sp_stats)
+		__atomic_fetch_add(&sp_stats->foreign_libs, 1, __ATOMIC_RELAXED);
 }
 
 /* Executions counted so far, for BYE: every arena's records. */
@@ -474,8 +497,19 @@ uint64_t sp_stats_executions(void)
 void sp_stats_fork_child(void)
 {
 	struct sp_arena *a, *next;
+	struct sp_stats_hdr *keep = inherited_hdr;
 
-	if (stats_base)
+	/* the page this child counts itself in if it cannot report: the
+	 * parent's header when the collector has it, else the parent's own
+	 * inherited one */
+	if (stats_base && sp_stats_shared && stats_fd >= 0 && stats_size > HDR_PAGE)
+		keep = (struct sp_stats_hdr *)(void *)stats_base;
+	if (inherited_hdr && inherited_hdr != keep)
+		munmap(inherited_hdr, HDR_PAGE);
+	inherited_hdr = keep;
+	if (stats_base && keep == (struct sp_stats_hdr *)(void *)stats_base)
+		munmap(stats_base + HDR_PAGE, stats_size - HDR_PAGE);
+	else if (stats_base)
 		munmap(stats_base, stats_size);
 	if (sp_stats_fd() >= 0)
 		close(stats_fd);

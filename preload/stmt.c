@@ -19,8 +19,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
+#include "fingerprint.h"
 #include "sp_preload.h"
 #include "sp_probe.h"
 
@@ -405,10 +407,51 @@ void sp_sql_flush(struct sp_thread *t)
 }
 
 /*
+ * Each SQL record still pending, built in turn and handed to fn (which
+ * returns < 0 to stop), for an image that could not connect and leaves
+ * its data in a file (stream.c): its texts never had a ring to go to.
+ * Skipped when another thread holds the list. Returns 0, or -1 when fn
+ * failed.
+ */
+int sp_sql_pending_each(int (*fn)(void *arg, const void *rec, uint32_t len), void *arg)
+{
+	static uint64_t rec[(sizeof(struct sp_rec_sql) + SP_SQL_MAX + 8) / 8 + 1];
+	const struct pending_sql *p;
+	int rc = 0;
+
+	if (pthread_mutex_trylock(&pending_lock) != 0)
+		return 0;
+	for (p = pending; p && rc == 0; p = p->next) {
+		struct sp_rec_sql *r = (struct sp_rec_sql *)(void *)rec;
+		uint32_t n = p->len > SP_SQL_MAX ? SP_SQL_MAX : p->len;
+		uint32_t rl = SP_ALIGN8(sizeof(*r) + n);
+
+		memset(r, 0, rl);
+		r->h.type = SP_REC_SQL;
+		r->h.len = rl;
+		r->h.flags = p->full_len > n ? SP_SQL_TRUNCATED : 0;
+		r->pid = sp_my_pid();
+		r->tid = sp_tls.tid;
+		r->sql_id = p->id;
+		r->full_len = p->full_len;
+		r->text_len = n;
+		memcpy(r + 1, p->text, n);
+		rc = fn(arg, r, rl);
+	}
+	pthread_mutex_unlock(&pending_lock);
+	return rc < 0 ? -1 : 0;
+}
+
+/*
  * Note an SQL text: returns its id (64-bit FNV-1a of the full text) and,
  * the first time this process sees it, writes an SQL record into the
- * thread's ring (or keeps it to send later when the ring is full). The
- * text is cut at SP_SQL_MAX bytes.
+ * thread's ring (or keeps it to send later when the ring is full). A text
+ * longer than SP_SQL_MAX bytes is first shortened by sp_sql_shrink (its
+ * literal IN lists and VALUES rows left out, so that what is sent
+ * fingerprints as the whole text does: 5 long IN lists are one query, not
+ * 5), then cut at SP_SQL_MAX bytes if it is still longer. That costs a
+ * malloc and one pass over the text, once per long text and process, at
+ * prepare time; without memory the text is cut as it is.
  */
 uint64_t sp_sql_note(struct sp_thread *t, const char *sql, size_t len, uint64_t *shape)
 {
@@ -426,12 +469,21 @@ uint64_t sp_sql_note(struct sp_thread *t, const char *sql, size_t len, uint64_t 
 	if (!t->tid)
 		sp_thread_init(t);
 	if (idset_add(sql_sent, h)) {
-		uint32_t n = len > SP_SQL_MAX ? SP_SQL_MAX : (uint32_t)len;
+		char *shrunk = len > SP_SQL_MAX ? malloc(len + 1) : NULL;
+		const char *text = sql;
+		size_t tlen = len;
+		uint32_t n;
 
+		if (shrunk) {
+			tlen = sp_sql_shrink(sql, len, shrunk);
+			text = shrunk;
+		}
+		n = tlen > SP_SQL_MAX ? SP_SQL_MAX : (uint32_t)tlen;
 		if (atomic_load_explicit(&sp_sql_pending, memory_order_relaxed))
 			sp_sql_flush(t);
-		if (sql_record(t, h, sql, n, len) < 0)
-			pending_add(h, sql, n, len);
+		if (sql_record(t, h, text, n, len) < 0)
+			pending_add(h, text, n, len);
+		free(shrunk);
 	}
 	return h;
 }
@@ -463,6 +515,38 @@ void sp_probe_status_once(void)
 			atomic_store(&status_probed, 2);
 		}
 	}
+}
+
+/*
+ * The program registers an automatic extension: SQLite would run it in
+ * every connection opened from now on, the probe's private one too (one
+ * call more than the program's opens). So probe now, before the
+ * extension is registered, and wait for a probe another thread is
+ * running. Opening the probe's connection initializes SQLite, which the
+ * original sqlite3_auto_extension does first anyway. Nothing when the
+ * preload is off or inside our own work (no probe would run then).
+ * Extensions registered where no shim sees it (another library's
+ * constructor before ours, or past the PLT) still run in the probe.
+ */
+void sp_probe_before_auto_extension(void)
+{
+	struct sp_thread *t = &sp_tls;
+	int saved = errno;
+
+	NEED();
+	if (!sp_hot || sp_guarded(t)) {
+		errno = saved;
+		return;
+	}
+	sp_guard_in(t);
+	sp_probe_status_once();
+	while (atomic_load(&status_probed) == 1) {
+		struct timespec ts = { 0, 100000 };
+
+		nanosleep(&ts, NULL);
+	}
+	sp_guard_out(t);
+	errno = saved;
 }
 
 /* A successful prepare by the application: track the statement, count
@@ -497,14 +581,17 @@ void sp_stmt_prepared_text(struct sp_thread *t, sqlite3_stmt *st, const char *te
 struct sp_stmt *sp_stmt_adopt(struct sp_thread *t, sqlite3_stmt *st)
 {
 	struct sp_stmt *s = stmt_insert(st);
+	int saved;
 
 	if (!s) {
 		atomic_fetch_add_explicit(&sp_untracked, 1, memory_order_relaxed);
 		return NULL;
 	}
+	saved = errno; /* before the original step: its text's record */
 	sp_guard_in(t);
 	stmt_fill(t, s, st, NULL, 0);
 	sp_guard_out(t);
+	errno = saved;
 	return s;
 }
 

@@ -31,9 +31,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
@@ -56,6 +59,28 @@ static inline void set_stream_dead(int v)
 {
 	atomic_store_explicit(&sp_stream_dead, v, memory_order_relaxed);
 }
+
+/* The collector's socket, read from SQLPROF_SOCK once at start-up: a
+ * program that clears its environment and then forks still has it. */
+static char sock_path[sizeof(((struct sockaddr_un *)0)->sun_path)];
+/* errno of the last failed connect (socket, connect, no high descriptor) */
+static int conn_errno;
+/* What became of an image that could not connect (unrep_mark). */
+enum {
+	UNREP_NO,      /* reporting over the socket (or trying to) */
+	UNREP_IDLE,    /* could not connect at start-up, ran no SQLite yet:
+			* nothing to say (sp_unrep_pending) */
+	UNREP_FILE,    /* leaves its data in a file in the collector's
+			* directory (unrep_write) */
+	UNREP_COUNTED, /* could not write that file either: counted in an
+			* ancestor's statistics instead */
+};
+static int unreported;
+int sp_unrep_pending; /* UNREP_IDLE: the next thread set up marks it */
+static char unrep_path[sizeof(sock_path) + 64];
+/* Connected before a uid change (sp_stream_before_uid_change), HELLO not
+ * sent yet: it goes with the first execution's statistics. */
+static int hello_owed;
 
 static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_mutex_t conn_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -97,6 +122,46 @@ double sp_tsc_per_ns(void)
 }
 
 /* ------------------------------------------------------------------ */
+/* Descriptors                                                         */
+
+/* Descriptors of ours go at or above FD_HIGH, out of the low numbers
+ * programs get and dup2() onto, when RLIMIT_NOFILE leaves FD_TOP above
+ * it; under a lower limit, into the top FD_TOP numbers below the limit,
+ * as long as FD_LOW_MIN stay below them for the program. */
+#define FD_HIGH 800
+#define FD_TOP 16
+#define FD_LOW_MIN 64
+
+/*
+ * Move our descriptor fd out of the program's way (above). Returns the
+ * descriptor to use: fd itself when it is high enough already, or its
+ * copy (close-on-exec; fd is closed). Returns -1, fd untouched, when the
+ * limit leaves no room that high: the caller does without rather than
+ * keep a descriptor the program would have got. Keeps errno.
+ */
+int sp_fd_high(int fd)
+{
+	struct rlimit rl;
+	long lim, base;
+	int hi, saved = errno;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur > INT32_MAX)
+		lim = INT32_MAX;
+	else
+		lim = (long)rl.rlim_cur;
+	base = lim > FD_HIGH + FD_TOP ? FD_HIGH : lim - FD_TOP;
+	if (base < FD_LOW_MIN)
+		return -1;
+	if (fd >= base)
+		return fd;
+	hi = fcntl(fd, F_DUPFD_CLOEXEC, (int)base);
+	if (hi >= 0)
+		close(fd);
+	errno = saved;
+	return hi;
+}
+
+/* ------------------------------------------------------------------ */
 /* The connection                                                      */
 
 static int send_msg_fd(const void *body1, size_t len1, const void *body2, size_t len2,
@@ -119,22 +184,25 @@ static int fd_is_ours(void)
 }
 
 /* The collector holds our statistics' memfd (HELLO carried it). */
-static int stats_shared;
+int sp_stats_shared;
+#define stats_shared sp_stats_shared
 
-static void hello(void)
+#define HELLO_MAX (sizeof(struct sp_rec_hello) + 4096 + 8)
+
+/* This image's HELLO record into buf (HELLO_MAX bytes); its length. */
+static uint32_t hello_build(char *buf, uint16_t flags)
 {
 	char exe[4096];
 	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
 	struct sp_rec_hello h;
 	uint32_t len;
-	char buf[sizeof(h) + sizeof(exe) + 8];
 
 	if (n < 0)
 		n = 0;
 	len = SP_ALIGN8(sizeof(h) + (uint32_t)n);
 	memset(&h, 0, sizeof(h));
 	h.h.type = SP_REC_HELLO;
-	h.h.flags = reconnects ? SP_HELLO_RECONNECT : 0;
+	h.h.flags = flags;
 	h.h.len = len;
 	h.pid = (uint32_t)getpid();
 	h.tid = sp_tls.tid;
@@ -149,6 +217,16 @@ static void hello(void)
 	memset(buf, 0, len);
 	memcpy(buf, &h, sizeof(h));
 	memcpy(buf + sizeof(h), exe, (size_t)n);
+	return len;
+}
+
+static void hello(void)
+{
+	char buf[HELLO_MAX];
+	uint32_t len = hello_build(buf, reconnects ? SP_HELLO_RECONNECT : 0);
+	struct sp_rec_hello h;
+
+	memcpy(&h, buf, sizeof(h));
 	{
 		/* the shared statistics travel with HELLO, in the same message:
 		 * a process the collector knows always has its totals there */
@@ -176,17 +254,17 @@ static void hello(void)
  * reconnect path of send_msg_fd (it would take conn_lock again). */
 static __thread int in_conn_get __attribute__((tls_model("initial-exec")));
 
-static int conn_get(void)
+static int conn_get_hello(int say_hello)
 {
-	const char *path;
 	struct sockaddr_un sa;
 	struct stat st;
-	int fd, cancel;
+	int fd, cancel, saved;
 
 	if (stream_dead())
 		return -1;
 	if (sock_fd >= 0)
 		return sock_fd;
+	saved = errno; /* a refused connect must not show in the program */
 	/* connect and send are cancellation points: the program's own
 	 * thread must not be cancelled inside our work (or with our lock) */
 	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel);
@@ -194,19 +272,20 @@ static int conn_get(void)
 	in_conn_get = 1;
 	if (sock_fd >= 0 || stream_dead())
 		goto out;
-	path = getenv(SP_ENV_SOCK);
-	if (!path || strlen(path) >= sizeof(sa.sun_path)) {
+	if (!sock_path[0]) {
+		conn_errno = ENOENT;
 		set_stream_dead(1);
 		goto out;
 	}
 	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
 	if (fd < 0) {
+		conn_errno = errno; /* a seccomp filter, no descriptor left */
 		set_stream_dead(1);
 		goto out;
 	}
 	memset(&sa, 0, sizeof(sa));
 	sa.sun_family = AF_UNIX;
-	strcpy(sa.sun_path, path);
+	memcpy(sa.sun_path, sock_path, sizeof(sock_path));
 	{
 		/* a stalled collector with a full backlog must not block us
 		 * for good: connect waits at most the send timeout */
@@ -216,6 +295,7 @@ static int conn_get(void)
 		setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
 	}
 	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || fstat(fd, &st) < 0) {
+		conn_errno = errno;
 		close(fd);
 		set_stream_dead(1);
 		goto out;
@@ -224,13 +304,18 @@ static int conn_get(void)
 		int sz = 1 << 20, hi;
 
 		setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sz, sizeof(sz));
-		/* Keep out of the low numbers programs dup2() onto. */
-		hi = fcntl(fd, F_DUPFD_CLOEXEC, 800);
-		if (hi >= 0) {
+		/* Out of the program's way; with no room that high, do
+		 * without the connection rather than hold a low descriptor */
+		hi = sp_fd_high(fd);
+		if (hi < 0) {
+			conn_errno = EMFILE;
 			close(fd);
-			fd = hi;
+			set_stream_dead(1);
+			goto out;
 		}
+		fd = hi;
 		if (fstat(fd, &st) < 0) {
+			conn_errno = errno;
 			close(fd);
 			set_stream_dead(1);
 			goto out;
@@ -240,12 +325,21 @@ static int conn_get(void)
 	sock_ino = st.st_ino;
 	sock_fd = fd;
 	atomic_store(&modules_pending, 1);
-	hello();
+	if (say_hello)
+		hello();
+	else
+		hello_owed = 1;
 out:
 	in_conn_get = 0;
 	pthread_mutex_unlock(&conn_lock);
 	pthread_setcancelstate(cancel, NULL);
+	errno = saved;
 	return stream_dead() ? -1 : sock_fd;
+}
+
+static int conn_get(void)
+{
+	return conn_get_hello(1);
 }
 
 /*
@@ -355,15 +449,16 @@ static int send_msg_body(const void *body1, size_t len1, const void *body2, size
 }
 
 /* The program's own threads send (and poll): never a cancellation point
- * inside our work. */
+ * inside our work. Keeps errno (EAGAIN, EPIPE... are ours). */
 static int send_msg_fd(const void *body1, size_t len1, const void *body2, size_t len2,
 		       uint16_t flags, int pass_fd, int wait)
 {
-	int cancel, rc;
+	int cancel, rc, saved = errno;
 
 	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel);
 	rc = send_msg_body(body1, len1, body2, len2, flags, pass_fd, wait);
 	pthread_setcancelstate(cancel, NULL);
+	errno = saved;
 	return rc;
 }
 
@@ -623,6 +718,8 @@ struct modbuf {
 	size_t len, cap;
 	uint32_t gen;
 	char exe[4096];
+	char *rel;  /* the mapped file's path (malloc'd, PATH_MAX) */
+	char *maps; /* /proc/self/maps, read once */
 };
 
 static const uint8_t *find_build_id(const struct dl_phdr_info *info, size_t *len)
@@ -656,17 +753,92 @@ static const uint8_t *find_build_id(const struct dl_phdr_info *info, size_t *len
 	return NULL;
 }
 
-static int module_cb(struct dl_phdr_info *info, size_t size, void *arg)
+/*
+ * This process's /proc/self/maps, whole, NUL-terminated (malloc'd), or
+ * NULL. Read once per module map sent.
+ */
+static char *read_maps(void)
+{
+	size_t cap = 65536, len = 0;
+	char *buf = malloc(cap);
+	int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+	ssize_t n;
+
+	if (!buf || fd < 0) {
+		free(buf);
+		if (fd >= 0)
+			close(fd);
+		return NULL;
+	}
+	while ((n = read(fd, buf + len, cap - 1 - len)) > 0) {
+		len += (size_t)n;
+		if (len == cap - 1) {
+			char *nb = cap < (16u << 20) ? realloc(buf, cap * 2) : NULL;
+
+			if (!nb)
+				break;
+			buf = nb;
+			cap *= 2;
+		}
+	}
+	close(fd);
+	buf[len] = 0;
+	return buf;
+}
+
+/*
+ * The mapping holding addr in maps: the device and inode of its file and
+ * its path (absolute; a library dlopen'd by a relative name, "./plug.so",
+ * keeps that name in the loader's list, which means nothing in the
+ * collector's directory nor in ours after a chdir). 0 when found.
+ */
+static int mapped_file(const char *maps, uint64_t addr, uint64_t *dev, uint64_t *ino,
+		       char *path, size_t cap)
+{
+	const char *line = maps;
+
+	while (line && *line) {
+		const char *nl = strchr(line, '\n'), *slash;
+		unsigned long long lo, hi, off, inode;
+		unsigned maj, min;
+		size_t len;
+
+		if (sscanf(line, "%llx-%llx %*s %llx %x:%x %llu", &lo, &hi, &off, &maj, &min,
+			   &inode) == 6 &&
+		    addr >= lo && addr < hi) {
+			slash = memchr(line, '/', nl ? (size_t)(nl - line) : strlen(line));
+			if (!slash)
+				return -1;
+			len = nl ? (size_t)(nl - slash) : strlen(slash);
+			if (len >= 10 && !memcmp(slash + len - 10, " (deleted)", 10))
+				len -= 10;
+			if (len >= cap)
+				return -1;
+			memcpy(path, slash, len);
+			path[len] = 0;
+			*dev = makedev(maj, min);
+			*ino = inode;
+			return 0;
+		}
+		line = nl ? nl + 1 : NULL;
+	}
+	return -1;
+}
+
+static int module_cb(struct dl_phdr_info *info, size_t info_size, void *arg)
 {
 	struct modbuf *mb = arg;
 	const char *path = info->dlpi_name;
 	const uint8_t *bid;
 	size_t bid_len, plen, rl;
-	uint64_t lo = UINT64_MAX, hi = 0;
+	uint64_t lo = UINT64_MAX, hi = 0, dev = 0, ino = 0, size = 0;
+	int64_t mtime = 0;
+	uint16_t flags = 0;
 	struct sp_rec_module *r;
+	struct stat st;
 	int i;
 
-	(void)size;
+	(void)info_size;
 	for (i = 0; i < info->dlpi_phnum; i++) {
 		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
 
@@ -683,6 +855,18 @@ static int module_cb(struct dl_phdr_info *info, size_t size, void *arg)
 		return 0;
 	if (!path || !*path)
 		path = mb->exe;
+	if (!mb->rel)
+		mb->rel = malloc(4096);
+	if (mb->maps && mb->rel && mapped_file(mb->maps, lo, &dev, &ino, mb->rel, 4096) == 0) {
+		if (path[0] != '/')
+			path = mb->rel; /* dlopen'd by a relative path */
+		if (stat(path, &st) == 0 && (uint64_t)st.st_dev == dev && (uint64_t)st.st_ino == ino) {
+			size = (uint64_t)st.st_size;
+			mtime = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
+		} else {
+			flags = SP_MODULE_REPLACED;
+		}
+	}
 	bid = find_build_id(info, &bid_len);
 	if (bid_len > 64)
 		bid_len = 64;
@@ -700,7 +884,12 @@ static int module_cb(struct dl_phdr_info *info, size_t size, void *arg)
 	r = (void *)(mb->p + mb->len);
 	memset(r, 0, rl);
 	r->h.type = SP_REC_MODULE;
+	r->h.flags = flags;
 	r->h.len = (uint32_t)rl;
+	r->dev = dev;
+	r->ino = ino;
+	r->size = size;
+	r->mtime_ns = mtime;
 	r->pid = (uint32_t)getpid();
 	r->tid = sp_tls.tid;
 	r->bias = info->dlpi_addr;
@@ -735,6 +924,7 @@ void sp_modules_maybe_send(void)
 	mb.gen = atomic_fetch_add(&module_gen, 1) + 1;
 	n = readlink("/proc/self/exe", mb.exe, sizeof(mb.exe) - 1);
 	mb.exe[n > 0 ? n : 0] = 0;
+	mb.maps = read_maps();
 	sp_guard_in(&sp_tls);
 	dl_iterate_phdr(module_cb, &mb);
 	sp_guard_out(&sp_tls);
@@ -755,6 +945,13 @@ void sp_modules_maybe_send(void)
 		off += chunk;
 	}
 	free(mb.p);
+	free(mb.rel);
+	free(mb.maps);
+}
+
+uint32_t sp_modules_generation(void)
+{
+	return atomic_load_explicit(&module_gen, memory_order_acquire);
 }
 
 /* last dlpi_adds/dlpi_subs seen; read and written by any thread */
@@ -795,19 +992,78 @@ void sp_modules_changed(void)
 
 int sp_stream_restart;
 
+static void unrep_mark(void);
+
+/* The collector is gone (its socket refused, or its directory removed):
+ * nobody would read what we leave. Any other failure to connect (a
+ * seccomp filter, permissions after a uid change, no descriptor, a
+ * stalled collector) makes the image one that could not report. */
+static int collector_gone(int err)
+{
+	return err == ECONNREFUSED || err == ENOENT || err == ENOTDIR;
+}
+
 void sp_stream_child_start(void)
 {
 	sp_stream_restart = 0;
 	if (!sp_stats)
 		sp_stats_init(); /* the child's own totals, sent with its HELLO */
-	conn_get(); /* connects and says hello */
+	if (hello_owed) {
+		/* connected before a uid change: say hello now */
+		int cancel;
+
+		pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel);
+		pthread_mutex_lock(&conn_lock);
+		in_conn_get = 1;
+		hello_owed = 0;
+		hello();
+		in_conn_get = 0;
+		pthread_mutex_unlock(&conn_lock);
+		pthread_setcancelstate(cancel, NULL);
+		return;
+	}
+	if (conn_get() < 0 && !collector_gone(conn_errno)) /* connects and says hello */
+		unrep_mark();
 }
 
+/*
+ * Before the program changes its uid (setuid and friends): a forked child
+ * that has not connected yet connects now, while the collector's private
+ * directory and its uid check still let it in. The connection outlives
+ * the change; its HELLO waits for the first execution, so a child that
+ * never runs SQLite still leaves no process row. Keeps errno.
+ */
+void sp_stream_before_uid_change(void)
+{
+	int saved = errno;
+
+	if (sp_cfg.enabled && sp_stream_restart && sock_fd < 0 && !stream_dead() &&
+	    (uint32_t)getpid() == sp_proc_pid && !sp_guarded(&sp_tls))
+		conn_get_hello(0);
+	errno = saved;
+}
+
+/* Constructor: take the socket's path now, connect and say hello.
+ * Returns 0 when the image is profiled: connected, or unable to connect
+ * for a reason that leaves a collector to tell (its data then go to a
+ * file at exit); -1 when the collector is gone. */
 int sp_stream_init(void)
 {
+	const char *path = getenv(SP_ENV_SOCK);
+
+	if (!path || strlen(path) >= sizeof(sock_path))
+		return -1;
+	strcpy(sock_path, path);
 	if (pthread_key_create(&thread_key, thread_gone) != 0)
 		return -1;
-	return conn_get() < 0 ? -1 : 0;
+	if (conn_get() >= 0)
+		return 0;
+	if (collector_gone(conn_errno))
+		return -1;
+	/* profiled all the same; it says so at its first SQLite call */
+	unreported = UNREP_IDLE;
+	sp_unrep_pending = 1;
+	return 0;
 }
 
 /* In the child after fork(): one thread, a copy of everything. The rings
@@ -839,6 +1095,10 @@ void sp_stream_fork_child(void)
 	atomic_store(&msg_seq, 0);
 	atomic_store(&sp_lost, 0);
 	sp_stream_restart = 1;
+	unreported = UNREP_NO;
+	sp_unrep_pending = 0;
+	hello_owed = 0;
+	conn_errno = 0;
 	reconnects = 0;
 	ring_retry_at = 0;
 	stats_shared = 0;
@@ -853,8 +1113,8 @@ void sp_stream_fork_child(void)
  */
 static void bye_file(const struct sp_rec_bye *b)
 {
-	const char *sock = getenv(SP_ENV_SOCK);
-	const char *slash = sock ? strrchr(sock, '/') : NULL;
+	const char *sock = sock_path;
+	const char *slash = strrchr(sock, '/');
 	char path[512];
 	struct sp_msg_hdr mh;
 	int fd;
@@ -880,10 +1140,127 @@ static void bye_file(const struct sp_rec_bye *b)
 	close(fd);
 }
 
+/* One message (header, then two pieces) written to the file fd. */
+static int file_msg(int fd, uint16_t flags, const void *b1, size_t l1, const void *b2, size_t l2)
+{
+	struct sp_msg_hdr mh;
+	struct iovec iov[3];
+	ssize_t n;
+
+	memset(&mh, 0, sizeof(mh));
+	mh.magic = SP_WIRE_MAGIC;
+	mh.version = SP_WIRE_VERSION;
+	mh.flags = flags;
+	mh.pid = (uint32_t)getpid();
+	mh.len = (uint32_t)(sizeof(mh) + l1 + l2);
+	mh.seq = atomic_fetch_add(&msg_seq, 1) + 1;
+	mh.lost = atomic_load(&sp_lost);
+	iov[0].iov_base = &mh;
+	iov[0].iov_len = sizeof(mh);
+	iov[1].iov_base = (void *)b1;
+	iov[1].iov_len = l1;
+	iov[2].iov_base = (void *)b2;
+	iov[2].iov_len = l2;
+	n = writev(fd, iov, 3);
+	return n == (ssize_t)mh.len ? 0 : -1;
+}
+
+static int stats_copy_to(int file_fd);
+
+/* One pending SQL record into the file (sp_sql_pending_each). */
+static int file_sql(void *arg, const void *rec, uint32_t len)
+{
+	return file_msg(*(int *)arg, 0, rec, len, NULL, 0);
+}
+
+/*
+ * An image that could not connect leaves its data in a file of the
+ * collector's directory, unrep.PID.TIME: the messages it would have sent
+ * - HELLO (flagged SP_HELLO_UNREPORTED), and with bye (at exit) its SQL
+ * texts (they had no ring to go to), a copy of every chunk of its
+ * statistics and BYE - written to a temporary name and renamed,
+ * so the collector reads a whole file or the previous one. Called when
+ * the connect fails (HELLO only: a process killed later still counts)
+ * and at exit. Returns 0, or -1 when the file cannot be made (the
+ * directory is another uid's). Keeps errno. No malloc (also runs in the
+ * _exit shim).
+ */
+static int unrep_write(const struct sp_rec_bye *bye)
+{
+	char tmp[sizeof(unrep_path) + 8], *slash;
+	char buf[HELLO_MAX];
+	uint32_t len;
+	int fd, rc = -1, saved = errno;
+
+	if (!unrep_path[0])
+		return -1;
+	snprintf(tmp, sizeof(tmp), "%s", unrep_path);
+	slash = strrchr(tmp, '/');
+	if (!slash || strncmp(slash + 1, "unrep.", 6))
+		return -1;
+	memcpy(slash + 1, "tmp--", 5); /* "tmp--.PID.TIME": not read */
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd < 0)
+		goto out;
+	atomic_store(&msg_seq, 0); /* each file is read alone: its messages from 1 */
+	len = hello_build(buf, SP_HELLO_UNREPORTED);
+	if (file_msg(fd, 0, buf, len, NULL, 0) < 0 ||
+	    (bye && sp_sql_pending_each(file_sql, &fd) < 0) || (bye && stats_copy_to(fd) < 0) ||
+	    (bye && file_msg(fd, SP_MSG_FINAL, bye, sizeof(*bye), NULL, 0) < 0)) {
+		close(fd);
+		unlink(tmp);
+		goto out;
+	}
+	close(fd);
+	if (rename(tmp, unrep_path) == 0)
+		rc = 0;
+	else
+		unlink(tmp);
+out:
+	errno = saved;
+	return rc;
+}
+
+/* The image could not connect (at start-up, and it now runs SQLite, or
+ * at a forked child's first execution): it runs on, profiled into its own statistics, and says so
+ * in a file now. When the directory takes no file (another uid's), it
+ * adds itself to the count in the statistics of its nearest ancestor that
+ * reported, which the collector holds (stats.c). */
+static void unrep_mark(void)
+{
+	const char *slash = strrchr(sock_path, '/');
+
+	unreported = UNREP_FILE;
+	if (slash && (size_t)(slash - sock_path) < sizeof(sock_path))
+		snprintf(unrep_path, sizeof(unrep_path), "%.*s/unrep.%u.%llu", (int)(slash - sock_path),
+			 sock_path, (unsigned)getpid(), (unsigned long long)sp_mono_ns());
+	if (unrep_write(NULL) < 0) {
+		unreported = UNREP_COUNTED;
+		sp_stats_count_unreported();
+	}
+}
+
+/* The first SQLite call of an image that could not connect at start-up
+ * (sp_thread_ready): only now is it a process that ran SQLite and could
+ * not report - a shell or any other program that never uses SQLite is
+ * not one. */
+void sp_stream_unrep_start(void)
+{
+	if (__atomic_exchange_n(&sp_unrep_pending, 0, __ATOMIC_ACQ_REL))
+		unrep_mark();
+}
+
 /* Statistics the collector could not map (no memfd): send a copy of
  * every chunk, so that a process that exits still delivers exact totals.
  * A process killed first loses them; the collector says so. */
 static void stats_copy(void)
+{
+	(void)stats_copy_to(-1);
+}
+
+/* The copies, sent (file_fd < 0) or written to file_fd. Returns 0, or -1
+ * when one could not be written (a send that fails ends the copies). */
+static int stats_copy_to(int file_fd)
 {
 	uint32_t n = sp_stats ? __atomic_load_n(&sp_stats->nchunks, __ATOMIC_ACQUIRE) : 0, ci;
 	uint8_t *base = (uint8_t *)sp_stats;
@@ -904,9 +1281,14 @@ static void stats_copy(void)
 		rc.tid = sp_tls.tid;
 		rc.chunk = ci;
 		rc.len = used;
-		if (send_msg(&rc, sizeof(rc), chunk, SP_ALIGN8(used), 0) < 0)
+		if (file_fd >= 0) {
+			if (file_msg(file_fd, 0, &rc, sizeof(rc), chunk, SP_ALIGN8(used)) < 0)
+				return -1;
+		} else if (send_msg(&rc, sizeof(rc), chunk, SP_ALIGN8(used), 0) < 0) {
 			break;
+		}
 	}
+	return 0;
 }
 
 void sp_stream_exit(void)
@@ -916,9 +1298,12 @@ void sp_stream_exit(void)
 
 	memset(&b, 0, sizeof(b));
 	sp_guard_in(&sp_tls);
-	if (sock_fd < 0 && !stream_dead() && atomic_load(&sp_lost) == 0) {
-		/* Nothing was ever sent (a forked child that made no query):
-		 * there is no process to say goodbye for. */
+	if (hello_owed || unreported == UNREP_IDLE || unreported == UNREP_COUNTED ||
+	    (sock_fd < 0 && !stream_dead() && atomic_load(&sp_lost) == 0)) {
+		/* Nothing was ever sent (a forked child that made no query,
+		 * or one connected before a uid change that ran none), or
+		 * the image was counted in an ancestor's statistics: there is
+		 * no process to say goodbye for. */
 		sp_guard_out(&sp_tls);
 		return;
 	}
@@ -936,6 +1321,13 @@ void sp_stream_exit(void)
 	b.untracked = atomic_load(&sp_untracked);
 	b.lost = atomic_load(&sp_lost);
 	b.status = -1;
+	if (unreported == UNREP_FILE) {
+		/* no connection: everything goes to our file */
+		unrep_write(&b);
+		pthread_setcancelstate(cancel, NULL);
+		sp_guard_out(&sp_tls);
+		return;
+	}
 	if (sock_fd >= 0 && !stream_dead())
 		sent = send_msg(&b, sizeof(b), NULL, 0, SP_MSG_FINAL);
 	if (sent < 0) {

@@ -31,9 +31,45 @@ static int user_skip(const struct sp_frame *f, const char *const *skip)
 {
 	for (; skip && *skip; skip++)
 		if (!fnmatch(*skip, f->function, 0) || !fnmatch(*skip, f->module, 0) ||
-		    !fnmatch(*skip, base_name(f->module), 0))
+		    !fnmatch(*skip, base_name(f->module), 0) ||
+		    (f->py && (!fnmatch(*skip, f->file, 0) || !fnmatch(*skip, base_name(f->file), 0))))
 			return 1;
 	return 0;
+}
+
+static int unknown(const struct sp_frame *f);
+
+/* Python frames of the sqlite3 package (dbapi2.py's wrappers) are never
+ * the origin either. */
+static int py_skip(const struct sp_frame *f)
+{
+	return !fnmatch("*/sqlite3/*.py", f->file, 0) || !strcmp(f->function, "??");
+}
+
+/* The site of a stack: its first frame, from the leaf up, outside SQLite,
+ * the profiler and the user's --skip patterns. A stack holding Python
+ * frames takes the first Python frame outside the sqlite3 package and
+ * --skip (which match Python functions and file paths too): the line of
+ * the program, not the interpreter's C code; when there is none, the
+ * native rule. -1: none. */
+static int stack_site(const struct sp_stk *s, const char *const *skip)
+{
+	uint32_t i;
+
+	for (i = 0; i < s->nframes; i++) {
+		const struct sp_frame *f = &s->frames[i];
+
+		if (f->py && !py_skip(f) && !user_skip(f, skip))
+			return (int)i;
+	}
+	for (i = 0; i < s->nframes; i++) {
+		const struct sp_frame *f = &s->frames[i];
+
+		if (f->py || builtin_skip(f) || user_skip(f, skip) || unknown(f))
+			continue;
+		return (int)i;
+	}
+	return -1;
 }
 
 /* A frame is unknown when its pc lies in no module we know. A frame in a
@@ -171,7 +207,7 @@ int sp_attrib_load(sqlite3 *db, const char *const *skip, struct sp_attrib *a, ch
 	hmap_init(&a->qidx, sizeof(struct qkey), 2 * sizeof(size_t));
 	hmap_init(&qsi, sizeof(struct qskey), sizeof(size_t));
 	if (sqlite3_prepare_v2(db,
-			       "SELECT pid, stack_id, module, function, file, line, inlined FROM frames"
+			       "SELECT pid, stack_id, module, function, file, line, inlined, pc FROM frames"
 			       " ORDER BY pid, stack_id, idx",
 			       -1, &st, NULL) != SQLITE_OK)
 		goto sqlerr;
@@ -197,6 +233,7 @@ int sp_attrib_load(sqlite3 *db, const char *const *skip, struct sp_attrib *a, ch
 		f->file = col(st, 4);
 		f->line = sqlite3_column_int(st, 5);
 		f->inlined = sqlite3_column_int(st, 6);
+		f->py = sqlite3_column_int64(st, 7) < 0;
 		if (!f->module || !f->function || !f->file)
 			goto nomem;
 	}
@@ -207,18 +244,13 @@ int sp_attrib_load(sqlite3 *db, const char *const *skip, struct sp_attrib *a, ch
 
 	/* Attribute every stack once. */
 	for (it = 0; (s = hmap_next(&a->stacks, &it, NULL));) {
-		uint32_t i;
+		int at = stack_site(s, skip);
 
 		s->site = -1;
-		for (i = 0; i < s->nframes; i++) {
-			const struct sp_frame *f = &s->frames[i];
-
-			if (builtin_skip(f) || user_skip(f, skip) || unknown(f))
-				continue;
-			s->site = site_intern(a, f);
+		if (at >= 0) {
+			s->site = site_intern(a, &s->frames[at]);
 			if (s->site == -2)
 				goto nomem;
-			break;
 		}
 	}
 

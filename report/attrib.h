@@ -20,6 +20,7 @@
 struct sp_frame {
 	char *module, *function, *file;
 	int line, inlined;
+	int py; /* a Python frame (its pc has SP_PYFRAME_BIT) */
 };
 
 struct sp_site {

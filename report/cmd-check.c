@@ -29,6 +29,7 @@
 #include "cmds.h"
 #include "compare.h"
 #include "doctor.h"
+#include "untrusted.h"
 #include "util.h"
 
 #define MAX_SKIP 64
@@ -606,7 +607,7 @@ int cmd_check(int argc, char **argv)
 	struct sp_diff d = { 0 };
 	struct result res = { 0 };
 	char err[1024];
-	int opt, inerr, rc, li;
+	int opt, inerr, rc, li, werr = 0;
 
 	optind = 1;
 	while ((opt = getopt_long(argc, argv, "b:f:h", longopts, &li)) != -1) {
@@ -695,13 +696,23 @@ int cmd_check(int argc, char **argv)
 		fprintf(stderr, "sqlprof check: out of memory\n");
 		goto out;
 	}
-	if (!strcmp(o.format, "json"))
+	if (sp_untrusted_exhausted(err, sizeof(err))) { /* never judge half a profile */
+		fprintf(stderr, "sqlprof check: %s\n", err);
+		rc = SP_EXIT_INPUT;
+		goto out;
+	}
+	if (!strcmp(o.format, "json")) {
 		print_json(&base, &cand, &d, &res);
-	else if (!strcmp(o.format, "markdown"))
-		print_md(&base, &cand, &d, &res);
-	else
-		print_text(&base, &cand, &d, &res);
-	if (fflush(stdout) != 0 || ferror(stdout)) {
+	} else { /* text for a terminal: no escape sequences */
+		FILE *real = sp_term_begin(&stdout);
+
+		if (!strcmp(o.format, "markdown"))
+			print_md(&base, &cand, &d, &res);
+		else
+			print_text(&base, &cand, &d, &res);
+		werr = sp_term_end(&stdout, real) < 0;
+	}
+	if (werr || fflush(stdout) != 0 || ferror(stdout)) {
 		fprintf(stderr, "sqlprof check: error writing output\n");
 		goto out;
 	}

@@ -12,6 +12,7 @@
 
 #include "cmds.h"
 #include "compare.h"
+#include "untrusted.h"
 #include "util.h"
 
 #define MAX_SKIP 64
@@ -42,10 +43,7 @@ char *sp_diff_sql(const char *fingerprint, const char *kind, size_t width)
 
 	if (!s)
 		return NULL;
-	sp_one_line(s);
-	for (out = s; *out; out++) /* no terminal escapes from hostile SQL */
-		if ((unsigned char)*out < 0x20 || *out == 0x7f)
-			*out = '?';
+	sp_term_clean(s); /* one line, and no terminal escapes from hostile SQL */
 	if (strcmp(kind, "exec"))
 		return s;
 	n = strlen(s) + 8;
@@ -485,8 +483,9 @@ static void usage(FILE *f)
 		"  -f, --format FMT     text (default), json, markdown (GitHub tables)\n"
 		"  -a, --all            list unchanged queries and sites too\n"
 		"  -n, --top N          at most N query rows and N site rows\n"
-		"      --skip PATTERN   never attribute to frames whose function or module matches\n"
-		"                       PATTERN (fnmatch; repeatable), e.g. your database wrapper\n"
+		"      --skip PATTERN   never attribute to frames whose function or module (or a\n"
+		"                       Python frame's file) matches PATTERN (fnmatch;\n"
+		"                       repeatable), e.g. your database wrapper\n"
 		"  -h, --help           this text\n"
 		"\n"
 		"Exit status: 0 (whether or not anything changed), 2 usage, 3 unreadable profile.\n"
@@ -561,9 +560,23 @@ int cmd_diff(int argc, char **argv)
 		rc = SP_EXIT_INTERNAL;
 		goto out;
 	}
-	sp_diff_print(stdout, format, &base, &cand, &d, all, (size_t)top);
+	if (sp_untrusted_exhausted(err, sizeof(err))) {
+		fprintf(stderr, "sqlprof diff: %s\n", err);
+		sp_diff_free(&d);
+		rc = SP_EXIT_INPUT;
+		goto out;
+	}
+	if (strcmp(format, "json")) { /* text for a terminal: no escape sequences */
+		FILE *real = sp_term_begin(&stdout);
+
+		sp_diff_print(stdout, format, &base, &cand, &d, all, (size_t)top);
+		if (sp_term_end(&stdout, real) < 0)
+			rc = SP_EXIT_INTERNAL;
+	} else {
+		sp_diff_print(stdout, format, &base, &cand, &d, all, (size_t)top);
+	}
 	sp_diff_free(&d);
-	if (fflush(stdout) != 0 || ferror(stdout)) {
+	if (rc != SP_EXIT_OK || fflush(stdout) != 0 || ferror(stdout)) {
 		fprintf(stderr, "sqlprof diff: error writing output\n");
 		rc = SP_EXIT_INTERNAL;
 	}

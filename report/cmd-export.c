@@ -14,6 +14,7 @@
 #include "export.h"
 #include "outfile.h"
 #include "profile.h"
+#include "untrusted.h"
 #include "util.h"
 
 #define MAX_SKIP 64
@@ -47,8 +48,9 @@ static void usage(FILE *f)
 		   "                       never over a SQLite database\n"
 		   "      --weight WHAT    flame weights (folded, svg, speedscope, html):\n"
 		   "                       time (estimated self ns, default) or count\n"
-		   "      --skip PATTERN   never attribute to frames whose function or module matches\n"
-		   "                       PATTERN (fnmatch; repeatable): sites in csv, perfetto,\n"
+		   "      --skip PATTERN   never attribute to frames whose function or module (or a\n"
+		   "                       Python frame's file) matches PATTERN (fnmatch;\n"
+		   "                       repeatable): sites in csv, perfetto,\n"
 		   "                       chrome and html\n"
 		   "  -h, --help           this text\n"
 		   "\n"
@@ -131,12 +133,17 @@ int cmd_export(int argc, char **argv)
 		return SP_EXIT_USAGE;
 	}
 	if (sp_export_load(&x, path, skip, weight, err, sizeof(err)) < 0) {
-		if (strstr(err, path) == err)
+		if (sp_untrusted_exhausted(err, sizeof(err)) || strstr(err, path) == err)
 			fprintf(stderr, "sqlprof export: %s\n", err);
 		else
 			fprintf(stderr, "sqlprof export: %s: %s\n", path, err);
 		sp_export_free(&x);
 		return strcmp(err, "out of memory") ? SP_EXIT_INPUT : SP_EXIT_INTERNAL;
+	}
+	if (sp_untrusted_exhausted(err, sizeof(err))) { /* write nothing from half a profile */
+		fprintf(stderr, "sqlprof export: %s\n", err);
+		sp_export_free(&x);
+		return SP_EXIT_INPUT;
 	}
 	ret = sp_out_export_open(&xo, out, path, err, sizeof(err));
 	if (ret != SP_EXIT_OK) {
@@ -147,6 +154,9 @@ int cmd_export(int argc, char **argv)
 	if (formats[fi].print(xo.f, &x) < 0) {
 		fprintf(stderr, "sqlprof export: out of memory\n");
 		ret = SP_EXIT_INTERNAL;
+	} else if (sp_untrusted_exhausted(err, sizeof(err))) {
+		fprintf(stderr, "sqlprof export: %s\n", err);
+		ret = SP_EXIT_INPUT;
 	}
 	if (sp_out_export_close(&xo, ret != SP_EXIT_OK) < 0) {
 		fprintf(stderr, "sqlprof export: error writing %s\n", out ? out : "output");

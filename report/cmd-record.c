@@ -70,6 +70,9 @@ static void usage(FILE *f)
 		"      --debug-dir DIRS extra directories for separate debug files (colon-separated)\n"
 		"      --max-events N   keep at most N sampled executions for timelines (default\n"
 		"                       5000000; they wait in a file, not in memory)\n"
+		"      --grace S        after the command exits, wait at most S seconds (default 10)\n"
+		"                       for its descendants still connected; stop sooner when they\n"
+		"                       send nothing for 2 s (or S, if less)\n"
 		"      --repeat N       run the command N times into one profile, keeping per-run\n"
 		"                       totals for timing comparisons (sqlprof check); stops at the\n"
 		"                       first run that fails\n"
@@ -93,9 +96,19 @@ static void on_sigchld(int sig)
 	errno = saved;
 }
 
+/* 1 when path cannot be an element of LD_PRELOAD: the loader splits the
+ * variable at spaces and colons (glibc's rtld), and a tab or newline is
+ * no better. */
+static int preload_unsafe(const char *path)
+{
+	return strpbrk(path, " :\t\n") != NULL;
+}
+
 /* Locate libsqlprof.so: $SQLPROF_LIB, else beside the binary in the build
  * tree (build/bin/sqlprof -> build/lib/) or installed
- * (PREFIX/bin/sqlprof -> PREFIX/lib/sqlprof/). */
+ * (PREFIX/bin/sqlprof -> PREFIX/lib/sqlprof/). $SQLPROF_LIB is kept as
+ * given when it is an absolute path LD_PRELOAD can carry (a symbolic link
+ * to an installation whose path cannot); otherwise its real path. */
 static int find_lib(char *out, size_t len)
 {
 	static const char *const rel[] = { "../lib/sqlprof/libsqlprof.so", "../lib/libsqlprof.so",
@@ -106,6 +119,11 @@ static int find_lib(char *out, size_t len)
 	size_t i;
 
 	if (env && *env) {
+		if (access(env, R_OK) == 0 && env[0] == '/' && !preload_unsafe(env) &&
+		    strlen(env) < len) {
+			strcpy(out, env);
+			return 0;
+		}
 		if (access(env, R_OK) == 0 && realpath(env, out))
 			return 0;
 		fprintf(stderr, "sqlprof: SQLPROF_LIB=%s: %s\n", env, strerror(errno));
@@ -279,10 +297,30 @@ static void status_layout_env(void)
 
 static void explain_empty(const struct sp_coll *c)
 {
-	size_t it = 0;
+	size_t it = 0, foreign = 0;
 	const struct sp_proc *p;
 	int any_sqlite = 0;
 
+	while ((p = hmap_next(&c->procs, &it, NULL)))
+		foreign += p->foreign_libs > 0;
+	if (foreign)
+		fprintf(stderr,
+			"sqlprof: warning: %zu process(es) called a second SQLite library, not "
+			"profiled: its calls were passed through untouched (only the first SQLite "
+			"a process uses is profiled)\n",
+			foreign);
+	if (c->py_unsupported)
+		fprintf(stderr,
+			"sqlprof: warning: %u process(es) run a CPython whose frames sqlprof cannot "
+			"read (%s): their queries are attributed to native frames\n",
+			c->py_unsupported, c->py_version);
+	if (c->py_unreadable)
+		fprintf(stderr,
+			"sqlprof: warning: %u Python process(es) could not read their interpreter's "
+			"frames (process_vm_readv refused, or the frames did not check out): their "
+			"queries are attributed to native frames\n",
+			c->py_unreadable);
+	it = 0;
 	if (c->procs.count == 0) {
 		fprintf(stderr,
 			"sqlprof: warning: no process connected: libsqlprof.so was not loaded "
@@ -302,37 +340,148 @@ static void explain_empty(const struct sp_coll *c)
 			"sqlprof: warning: %zu process(es) ran with the profiler but no SQLite "
 			"execution reached it%s\n",
 			c->procs.count,
-			any_sqlite ? ""
-				   : " (no dynamic libsqlite3 was used: SQLite may be statically "
+			any_sqlite || foreign ? ""
+					      : " (no dynamic libsqlite3 was used: SQLite may be statically "
 				     "linked into the program)");
 }
 
 /* Processes still connected when recording stops: whatever they run
- * from now on is not collected. Say so, with (some of) their pids. */
-static void report_stragglers(const struct client *cl, size_t ncl, int tty)
+ * from now on is not collected. Say so, with (some of) their pids and
+ * programs, and why we stopped waiting (why). */
+static void report_stragglers(const struct sp_coll *c, const struct client *cl, size_t ncl,
+			      int tty, const char *why)
 {
-	char pids[128];
+	char pids[512];
 	size_t n = 0, len = 0;
 
 	pids[0] = 0;
 	for (size_t i = 0; i < ncl; i++) {
+		const struct sp_proc *p = hmap_get((struct hmap *)&c->procs, &cl[i].pid, 0, NULL);
+		const char *exe = p && p->exe ? p->exe : NULL, *arrow;
 		size_t j;
 
 		for (j = 0; j < i && cl[j].pid != cl[i].pid; j++)
 			;
 		if (j < i)
 			continue; /* one process, several connections */
-		if (n < 8 && len < sizeof(pids) - 16)
-			len += (size_t)snprintf(pids + len, sizeof(pids) - len, "%s%u", n ? ", " : "",
-						cl[i].pid);
-		else if (n == 8)
+		/* the program it runs now: the last of "old -> new", its base name */
+		while (exe && (arrow = strstr(exe, " -> ")))
+			exe = arrow + 4;
+		if (exe && strrchr(exe, '/'))
+			exe = strrchr(exe, '/') + 1;
+		if (n < 8 && len < sizeof(pids) - 64) {
+			len += (size_t)snprintf(pids + len, sizeof(pids) - len, "%s%u%s",
+						n ? ", " : "", cl[i].pid, exe ? " (" : "");
+			/* the program's own name: no control bytes to the terminal */
+			for (size_t k = 0; exe && exe[k] && k < 40; k++)
+				pids[len++] = exe[k] > 0x20 && exe[k] < 0x7f ? exe[k] : '?';
+			if (exe)
+				pids[len++] = ')';
+			pids[len] = 0;
+		} else if (n == 8)
 			len += (size_t)snprintf(pids + len, sizeof(pids) - len, ", ...");
 		n++;
 	}
 	if (n)
 		fprintf(stderr,
 			"%ssqlprof: warning: %zu process(es) still running and connected when "
-			"recording stopped (pid %s): their later queries were not collected\n",
+			"recording stopped, %s: pid %s; their later queries were not collected\n",
+			tty ? "\n" : "", n, why, pids);
+}
+
+/* 1 when the environment of process pid holds want (a whole "NAME=value"
+ * entry, its NUL included, wl bytes); 0 otherwise (gone, a zombie, not
+ * ours to read). buf/cap: a reused buffer. */
+static int environ_has(long pid, const char *want, size_t wl, char **buf, size_t *cap)
+{
+	char path[64];
+	size_t len = 0;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%ld/environ", pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	for (;;) {
+		if (len == *cap) {
+			size_t nc = *cap ? *cap * 2 : 16384;
+			char *nb = nc <= (1u << 22) ? realloc(*buf, nc) : NULL;
+
+			if (!nb)
+				break; /* 4 MiB of environment: not looked at further */
+			*buf = nb;
+			*cap = nc;
+		}
+		n = read(fd, *buf + len, *cap - len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		len += (size_t)n;
+	}
+	close(fd);
+	for (const char *q = *buf; len >= wl && (q = memmem(q, len - (size_t)(q - *buf), want, wl));
+	     q++)
+		if (q == *buf || q[-1] == 0)
+			return 1;
+	return 0;
+}
+
+/* Processes the command started that still run but are not connected
+ * (they have not used SQLite yet, or closed our socket): found by our
+ * socket's path in their environment (/proc/PID/environ keeps the one
+ * they started with). Their queries from now on are not collected: say
+ * so, with (some of) their pids and names. */
+static void report_unconnected(const char *sockpath, const struct client *cl, size_t ncl, int tty)
+{
+	char want[PATH_MAX + 32], pids[512];
+	char *env = NULL;
+	size_t cap = 0, n = 0, len = 0, wl;
+	DIR *d = opendir("/proc");
+	struct dirent *e;
+
+	if (!d)
+		return;
+	wl = (size_t)snprintf(want, sizeof(want), "%s=%s", SP_ENV_SOCK, sockpath) + 1;
+	pids[0] = 0;
+	while (wl <= sizeof(want) && (e = readdir(d))) {
+		char *end, comm[64] = "", path[64];
+		long pid = strtol(e->d_name, &end, 10);
+		size_t i;
+		ssize_t k;
+		int fd;
+
+		if (*end || pid <= 0 || pid == (long)getpid())
+			continue;
+		for (i = 0; i < ncl && cl[i].pid != (uint32_t)pid; i++)
+			;
+		if (i < ncl || !environ_has(pid, want, wl, &env, &cap))
+			continue;
+		snprintf(path, sizeof(path), "/proc/%ld/comm", pid);
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		k = fd >= 0 ? read(fd, comm, sizeof(comm) - 1) : -1;
+		if (fd >= 0)
+			close(fd);
+		comm[k > 0 ? k : 0] = 0;
+		if (n < 8 && len < sizeof(pids) - 64) {
+			len += (size_t)snprintf(pids + len, sizeof(pids) - len, "%s%ld (", n ? ", " : "",
+						pid);
+			for (size_t j = 0; comm[j] && comm[j] != '\n' && j < 40; j++)
+				pids[len++] = comm[j] > 0x20 && comm[j] < 0x7f ? comm[j] : '?';
+			pids[len++] = ')';
+			pids[len] = 0;
+		} else if (n == 8) {
+			len += (size_t)snprintf(pids + len, sizeof(pids) - len, ", ...");
+		}
+		n++;
+	}
+	closedir(d);
+	free(env);
+	if (n)
+		fprintf(stderr,
+			"%ssqlprof: warning: %zu more process(es) of the command still running, not "
+			"connected: pid %s; any query they make from now on is not collected\n",
 			tty ? "\n" : "", n, pids);
 }
 
@@ -348,11 +497,12 @@ int cmd_record(int argc, char **argv)
 		{ "debug-dir", required_argument, NULL, 5 },
 		{ "repeat", required_argument, NULL, 6 },
 		{ "max-events", required_argument, NULL, 7 },
+		{ "grace", required_argument, NULL, 8 },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	struct record_opts o = { .output = SP_PROFILE_DEFAULT, .follow = 1, .grace_s = 2.0,
+	struct record_opts o = { .output = SP_PROFILE_DEFAULT, .follow = 1, .grace_s = 10.0,
 				 .repeat = 1, .max_events = 5000000 };
 	FILE *spill = NULL;
 	struct hmap snap = { 0 };    /* {sql_id, kind} -> cumulative {count, total_ns}; freed
@@ -370,7 +520,9 @@ int cmd_record(int argc, char **argv)
 	struct sp_coll c;
 	uint8_t *buf = NULL;
 	int lfd = -1, opt, status = 0, exited = 0, rc = SP_EXIT_INTERNAL, tty = 0;
-	uint64_t t_start, t_exit = 0, last_draw = 0, last_data;
+	uint64_t t_start, t_exit = 0, last_draw = 0, last_data, grace_ns, idle_ns;
+	const char *why = "";
+	char whybuf[96];
 	pid_t pid;
 	double d;
 	uint64_t u;
@@ -379,6 +531,7 @@ int cmd_record(int argc, char **argv)
 	size_t cmdlen = 0;
 	FILE *cmdf;
 
+	sp_sup_init(); /* before anything changes a disposition */
 	optind = 1;
 	while ((opt = getopt_long(argc, argv, "+o:r:qh", longopts, NULL)) != -1) {
 		switch (opt) {
@@ -419,6 +572,12 @@ int cmd_record(int argc, char **argv)
 				return SP_EXIT_USAGE;
 			}
 			break;
+		case 8:
+			if (sp_parse_double(optarg, 0, 86400, &o.grace_s) < 0) {
+				fprintf(stderr, "sqlprof record: --grace wants seconds, 0 to 86400\n");
+				return SP_EXIT_USAGE;
+			}
+			break;
 		case 6:
 			if (sp_parse_u64(optarg, &o.repeat) < 0 || o.repeat < 1 || o.repeat > 1000) {
 				fprintf(stderr, "sqlprof record: --repeat wants 1 to 1000\n");
@@ -437,6 +596,16 @@ int cmd_record(int argc, char **argv)
 	}
 	if (find_lib(lib, sizeof(lib)) < 0)
 		return SP_EXIT_USAGE;
+	if (preload_unsafe(lib)) {
+		/* ld.so would split it: its errors on the program's stderr, and
+		 * nothing profiled */
+		fprintf(stderr,
+			"sqlprof record: cannot preload %s: LD_PRELOAD splits paths at spaces and "
+			"colons; install sqlprof where the path has neither, or set SQLPROF_LIB to "
+			"such a path (a copy or a symbolic link)\n",
+			lib);
+		return SP_EXIT_USAGE;
+	}
 	/* Before anything runs: never over someone else's data, and not
 	 * only to find out at the end that the profile cannot be written. */
 	if (sp_out_check(o.output, err, sizeof(err)) < 0) {
@@ -498,14 +667,18 @@ int cmd_record(int argc, char **argv)
 		fclose(cmdf);
 
 	hmap_init(&snap, 2 * sizeof(uint64_t), 2 * sizeof(uint64_t));
+	grace_ns = (uint64_t)(o.grace_s * 1e9);
+	idle_ns = grace_ns < 2000000000u ? grace_ns : 2000000000u;
 	t_start = mono_ns();
 	status_layout_env();
 	for (run = 1; run <= o.repeat; run++) {
 	exited = 0;
 	sp_sup_exec_pipe(xp);
+	sp_sup_prefork();
 	pid = fork();
 	if (pid < 0) {
 		fprintf(stderr, "sqlprof record: fork: %s\n", strerror(errno));
+		sp_sup_start(0, o.quiet, 0); /* unblocks them */
 		goto out;
 	}
 	if (pid == 0) {
@@ -652,17 +825,36 @@ int cmd_record(int argc, char **argv)
 			last_draw = now;
 		}
 		/* After the command exits, wait for its descendants' streams to
-		 * close, but not forever: a daemon may hold one open. */
-		if (exited && (ncl == 0 || sp_sup_interrupted() || (now - last_data > (uint64_t)(o.grace_s * 1e9) &&
-					    now - t_exit > (uint64_t)(o.grace_s * 1e9))))
+		 * close, but not forever: a daemon may hold one open, and
+		 * keep sending. */
+		if (exited && ncl == 0)
 			break;
+		if (exited && sp_sup_interrupted()) {
+			why = "interrupted";
+			break;
+		}
+		if (exited && now - t_exit >= grace_ns) {
+			snprintf(whybuf, sizeof(whybuf), "%g s after the command exited (--grace)",
+				 o.grace_s);
+			why = whybuf;
+			break;
+		}
+		if (exited && now - last_data > idle_ns && now - t_exit > idle_ns) {
+			snprintf(whybuf, sizeof(whybuf), "%g s without data from them",
+				 (double)idle_ns / 1e9);
+			why = whybuf;
+			break;
+		}
 	}
-	if (!o.quiet)
-		report_stragglers(cl, ncl, tty);
+	if (!o.quiet) {
+		report_stragglers(&c, cl, ncl, tty, why);
+		report_unconnected(sockpath, cl, ncl, tty);
+	}
 	/* The command and its clients are done (or past the grace time):
 	 * read every ring one last time and let them go. */
 	sp_coll_rings_close(&c);
 	read_bye_files(&c, dir);
+	sp_coll_read_unreported(&c, dir);
 	sp_coll_finish(&c);
 	/* Per-run totals: what this run added to each query. */
 	{
@@ -730,7 +922,23 @@ int cmd_record(int argc, char **argv)
 	if (wrote > 0)
 		fprintf(stderr, "sqlprof record: %s; the profile is saved in %s instead\n", err, saved);
 	if (!o.quiet) {
+		uint64_t complete, unrep = sp_coll_unreported(&c, &complete);
+
 		explain_empty(&c);
+		if (unrep)
+			fprintf(stderr,
+				"sqlprof: warning: %llu process(es) ran SQLite but could not connect to "
+				"the collector (a seccomp filter, another uid, no descriptor left): "
+				"%llu left their totals in files, which are in the profile; %llu "
+				"could not, and their executions are missing\n",
+				(unsigned long long)unrep, (unsigned long long)complete,
+				(unsigned long long)(unrep - complete));
+		if (c.spill_failed)
+			fprintf(stderr,
+				"sqlprof: warning: %llu sampled executions dropped from the timeline "
+				"(meta.events_dropped; totals are exact): cannot write them in %s: %s\n",
+				(unsigned long long)c.spill_failed, tmp && *tmp ? tmp : "/tmp",
+				strerror(c.spill_errno));
 		fprintf(stderr, "sqlprof: %llu executions from %zu process(es), %llu events lost; profile in %s\n",
 			(unsigned long long)sp_coll_executions(&c), c.procs.count,
 			(unsigned long long)sp_coll_lost(&c), wrote ? saved : o.output);

@@ -13,6 +13,7 @@
 #include "doctor.h"
 #include "profile.h"
 #include "query.h"
+#include "untrusted.h"
 #include "util.h"
 
 #define MAX_SKIP 64
@@ -43,8 +44,9 @@ static void usage(FILE *f)
 		"  -f, --format FMT     table (default), csv, json\n"
 		"  -w, --width N        shorten SQL to N bytes in the table (default 80, 0 = full)\n"
 		"  -b, --by WHAT        sql (default), function or site (function + file:line)\n"
-		"      --skip PATTERN   never attribute to frames whose function or module matches\n"
-		"                       PATTERN (fnmatch; repeatable), e.g. your database wrapper\n"
+		"      --skip PATTERN   never attribute to frames whose function or module (or a\n"
+		"                       Python frame's file) matches PATTERN (fnmatch;\n"
+		"                       repeatable), e.g. your database wrapper\n"
 		"      --stacks         print the full symbolized stack of every site\n"
 		"      --plans          print each query's plan (EXPLAIN QUERY PLAN)\n"
 		"      --no-doctor      leave out the query doctor's findings (N+1, re-prepares,\n"
@@ -130,6 +132,9 @@ static void print_table(const struct sp_qset *qs, const struct report_opts *o, s
 		printf("; untracked %llu", (unsigned long long)qs->untracked);
 	if (qs->bad_messages)
 		printf("; bad messages %llu", (unsigned long long)qs->bad_messages);
+	if (qs->unreported)
+		printf("; %llu process(es) could not connect (%llu missing)",
+		       (unsigned long long)qs->unreported, (unsigned long long)qs->unreported_missing);
 	printf("\n");
 	if (qs->command)
 		printf("# command: %s\n", qs->command);
@@ -141,7 +146,7 @@ static void print_table(const struct sp_qset *qs, const struct report_opts *o, s
 
 		if (!sql)
 			continue;
-		sp_one_line(sql);
+		sp_term_clean(sql);
 		printf("%10llu %10s %10s %10s %10s %10s %10s %10llu  %s%s\n",
 		       (unsigned long long)r->count, sp_fmt_ns(b[0], 32, (double)r->total_ns),
 		       sp_fmt_ns(b[1], 32, r->mean_ns), sp_fmt_ns(b[2], 32, (double)r->p50_ns),
@@ -230,9 +235,11 @@ static void print_json(const struct sp_qset *qs, size_t n, const struct sp_attri
 	size_t i;
 
 	printf("{\"lost\": %llu, \"executions\": %llu, \"processes\": %llu, \"untracked\": %llu,"
+	       " \"unreported\": %llu, \"unreported_missing\": %llu,"
 	       " \"unattributed\": %.0f, \"unattributed_samples\": %llu, \"queries\": [",
 	       (unsigned long long)qs->lost, (unsigned long long)qs->executions,
 	       (unsigned long long)qs->processes, (unsigned long long)qs->untracked,
+	       (unsigned long long)qs->unreported, (unsigned long long)qs->unreported_missing,
 	       a->unattributed_est, (unsigned long long)a->unattributed_samples);
 	for (i = 0; i < n; i++) {
 		const struct sp_qrow *r = &qs->rows[i];
@@ -423,7 +430,7 @@ static void print_errors(sqlite3 *db, const struct sp_attrib *a)
 			printf("\n# failed executions\n");
 		any = 1;
 		if (sql)
-			sp_one_line(sql);
+			sp_term_clean(sql);
 		printf("%10lld x rc=%d %s: %s\n", (long long)sqlite3_column_int64(st, 3),
 		       sqlite3_column_int(st, 1), msg ? (const char *)msg : "",
 		       sql ? sql : "?");
@@ -455,10 +462,11 @@ int cmd_report(int argc, char **argv)
 	const char *path = SP_PROFILE_DEFAULT;
 	struct sp_qset qs;
 	sqlite3 *db;
+	FILE *real = NULL;
 	char err[512];
 	uint64_t u;
 	size_t n;
-	int opt;
+	int opt, werr;
 
 	optind = 1;
 	while ((opt = getopt_long(argc, argv, "s:n:f:w:b:h", longopts, NULL)) != -1) {
@@ -513,12 +521,18 @@ int cmd_report(int argc, char **argv)
 		return SP_EXIT_INPUT;
 	}
 	if (sp_qset_load(db, &qs, err, sizeof(err)) < 0) {
-		fprintf(stderr, "sqlprof report: %s: %s\n", path, err);
+		if (sp_untrusted_exhausted(err, sizeof(err)))
+			fprintf(stderr, "sqlprof report: %s\n", err);
+		else
+			fprintf(stderr, "sqlprof report: %s: %s\n", path, err);
 		sqlite3_close(db);
 		return SP_EXIT_INPUT;
 	}
 	if (sp_attrib_load(db, o.skip, &at, err, sizeof(err)) < 0) {
-		fprintf(stderr, "sqlprof report: %s: %s\n", path, err);
+		if (sp_untrusted_exhausted(err, sizeof(err)))
+			fprintf(stderr, "sqlprof report: %s\n", err);
+		else
+			fprintf(stderr, "sqlprof report: %s: %s\n", path, err);
 		sp_qset_free(&qs);
 		sqlite3_close(db);
 		return SP_EXIT_INPUT;
@@ -542,6 +556,8 @@ int cmd_report(int argc, char **argv)
 		return SP_EXIT_USAGE;
 	}
 	n = o.top && o.top < qs.n ? (size_t)o.top : qs.n;
+	if (!strcmp(o.format, "table")) /* for a terminal: no escape sequences */
+		real = sp_term_begin(&stdout);
 	if (strcmp(o.by, "sql"))
 		print_grouped(&at, &qs, &o);
 	else if (!strcmp(o.format, "json"))
@@ -554,10 +570,15 @@ int cmd_report(int argc, char **argv)
 		if (!o.no_doctor)
 			sp_doctor_print(db, &qs, &at, stdout);
 	}
+	werr = real && sp_term_end(&stdout, real) < 0;
 	sp_qset_free(&qs);
 	sp_attrib_free(&at);
 	sqlite3_close(db);
-	if (fflush(stdout) != 0 || ferror(stdout)) {
+	if (sp_untrusted_exhausted(err, sizeof(err))) {
+		fprintf(stderr, "sqlprof report: %s\n", err);
+		return SP_EXIT_INPUT;
+	}
+	if (werr || fflush(stdout) != 0 || ferror(stdout)) {
 		fprintf(stderr, "sqlprof report: error writing output\n");
 		return SP_EXIT_INTERNAL;
 	}

@@ -21,6 +21,7 @@
  * sp_coll_input (BYE, a new image's HELLO) and sp_coll_recv (end of a
  * connection) for when they are freed.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
@@ -51,11 +52,31 @@ struct ekey {
 	uint64_t sql_id, rc, pid, stack_id, msg_hash;
 };
 struct mkey {
-	uint64_t pid, generation, lo;
+	uint64_t pid, image, generation, lo;
 };
+
+/* The part of a statistics mapping kept after its merge: the header. */
+#define HDR_PAGE 4096
 
 static void ring_free(struct sp_coll *c, size_t i);
 static void statmap_free(struct sp_statmap *m);
+
+int sp_module_changed(const struct sp_module *m)
+{
+	struct stat st;
+
+	if (m->build_id_len)
+		return 0; /* a build-id is checked by the symbolizer itself */
+	if (m->replaced)
+		return 1;
+	if (!m->found)
+		return 0; /* no identity sent (no /proc): trust the path */
+	if (stat(m->path, &st) != 0)
+		return 1;
+	return (uint64_t)st.st_dev != m->dev || (uint64_t)st.st_ino != m->ino ||
+	       (uint64_t)st.st_size != m->size ||
+	       (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec != m->mtime_ns;
+}
 
 void sp_coll_init(struct sp_coll *c)
 {
@@ -70,6 +91,7 @@ void sp_coll_init(struct sp_coll *c)
 	hmap_init(&c->fphists, 2 * sizeof(uint64_t), sizeof(struct sp_fphist));
 	hmap_init(&c->modules, sizeof(struct mkey), sizeof(struct sp_module));
 	hmap_init(&c->plans, 2 * sizeof(uint64_t), sizeof(struct sp_plan));
+	hmap_init(&c->pycodes, 2 * sizeof(uint64_t), sizeof(struct sp_pycode));
 	c->events_max = 200000;
 	c->ns_per_tick = 1.0;
 }
@@ -96,6 +118,15 @@ void sp_coll_free(struct sp_coll *c)
 	for (it = 0; (v = hmap_next(&c->plans, &it, NULL));)
 		free(((struct sp_plan *)v)->text);
 	hmap_free(&c->plans);
+	for (it = 0; (v = hmap_next(&c->pycodes, &it, NULL));) {
+		struct sp_pycode *pc = v;
+
+		free(pc->name);
+		free(pc->qualname);
+		free(pc->file);
+		free(pc->table);
+	}
+	hmap_free(&c->pycodes);
 	hmap_free(&c->procs);
 	hmap_free(&c->sqls);
 	hmap_free(&c->queries);
@@ -108,12 +139,16 @@ void sp_coll_free(struct sp_coll *c)
 	hmap_free(&c->fphists);
 	hmap_free(&c->modules);
 	free(c->events);
+	free(c->spill_batch);
 	while (c->nrings)
 		ring_free(c, c->nrings - 1);
 	free(c->rings);
 	for (size_t i = 0; i < c->nstats; i++)
 		statmap_free(&c->stats[i]);
 	free(c->stats);
+	for (size_t i = 0; i < c->nhdr; i++)
+		munmap(c->hdr_pages[i], HDR_PAGE);
+	free(c->hdr_pages);
 	free(c->ring_buf);
 	memset(c, 0, sizeof(*c));
 }
@@ -143,6 +178,8 @@ static size_t fixed_len(uint16_t type)
 	case SP_REC_RING: return sizeof(struct sp_rec_ring);
 	case SP_REC_STATS: return sizeof(struct sp_rec_stats);
 	case SP_REC_STATS_COPY: return sizeof(struct sp_rec_stats_copy);
+	case SP_REC_PYCODE: return sizeof(struct sp_rec_pycode);
+	case SP_REC_PYINFO: return sizeof(struct sp_rec_pyinfo);
 	default: return 0;
 	}
 }
@@ -192,6 +229,18 @@ static size_t var_len(uint16_t type, const uint8_t *p)
 
 		memcpy(&r, p, sizeof(r));
 		return r.len > SP_STATS_CHUNK || r.chunk >= SP_STATS_COPY_MAX_CHUNKS ? SIZE_MAX : r.len;
+	}
+	case SP_REC_PYCODE: {
+		struct sp_rec_pycode r;
+
+		memcpy(&r, p, sizeof(r));
+		return (size_t)r.name_len + r.qualname_len + r.file_len + r.table_len;
+	}
+	case SP_REC_PYINFO: {
+		struct sp_rec_pyinfo r;
+
+		memcpy(&r, p, sizeof(r));
+		return r.text_len;
 	}
 	default:
 		return 0;
@@ -267,6 +316,96 @@ void sp_run_bucket_bounds(int b, uint64_t *lo, uint64_t *hi)
 	*hi = b - 11 < 64 ? ((uint64_t)1 << (b - 11)) - 1 : UINT64_MAX;
 }
 
+/* Events per write(2) to the spill file: 64 KiB. */
+#define SP_SPILL_BATCH (65536 / sizeof(struct sp_event))
+
+/* Write the batch to the spill file after the events already there (the
+ * first nspilled - spill_nbatch). What does not fit (a full file system)
+ * is dropped and counted; a partial event at the end is cut off, so the
+ * file always holds whole events. Returns 0, or -1 if any was dropped. */
+static int spill_write(struct sp_coll *c)
+{
+	const size_t sz = sizeof(struct sp_event);
+	uint64_t done = c->nspilled - c->spill_nbatch; /* events in the file */
+	const char *p = (const char *)c->spill_batch;
+	size_t len = c->spill_nbatch * sz, off = 0;
+	int fd = fileno(c->spill);
+
+	while (off < len) {
+		ssize_t n = pwrite(fd, p + off, len - off, (off_t)(done * sz + off));
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			c->spill_errno = n < 0 ? errno : ENOSPC;
+			break;
+		}
+		off += (size_t)n;
+	}
+	if (off < len) {
+		size_t lost = c->spill_nbatch - off / sz;
+
+		if (off % sz) /* half an event: not one */
+			(void)!ftruncate(fd, (off_t)((done + off / sz) * sz));
+		c->nspilled -= lost;
+		c->events_dropped += lost;
+		c->spill_failed += lost;
+	}
+	c->spill_nbatch = 0;
+	return off < len ? -1 : 0;
+}
+
+/* Queue ev for the spill file (nspilled is counted by the caller); a full
+ * batch is written first. Returns 0, or -1 when ev cannot be kept. */
+static int spill_add(struct sp_coll *c, const struct sp_event *ev)
+{
+	if (!c->spill_batch) {
+		c->spill_batch = malloc(SP_SPILL_BATCH * sizeof(*ev));
+		if (!c->spill_batch)
+			return -1;
+	}
+	if (c->spill_nbatch == SP_SPILL_BATCH)
+		spill_write(c);
+	c->spill_batch[c->spill_nbatch++] = *ev;
+	return 0;
+}
+
+int sp_coll_spill_flush(struct sp_coll *c)
+{
+	if (c->spill && c->spill_nbatch)
+		spill_write(c);
+	if (c->spill_failed) {
+		errno = c->spill_errno;
+		return -1;
+	}
+	return 0;
+}
+
+ssize_t sp_coll_spill_read(const struct sp_coll *c, uint64_t i, struct sp_event *out, size_t n)
+{
+	const size_t sz = sizeof(*out);
+	uint64_t left = c->nspilled - c->spill_nbatch;
+	size_t off = 0;
+
+	if (!c->spill || i >= left)
+		return 0;
+	if (n > left - i)
+		n = (size_t)(left - i);
+	while (off < n * sz) {
+		ssize_t r = pread(fileno(c->spill), (char *)out + off, n * sz - off,
+				  (off_t)(i * sz + off));
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			return -1;
+		if (r == 0)
+			break;
+		off += (size_t)r;
+	}
+	return (ssize_t)(off / sz);
+}
+
 /* A sampled execution's event: its site and, up to the cap, the event
  * itself. Its totals are in the statistics like every other execution's:
  * nothing here adds to a query's count or time. */
@@ -311,7 +450,7 @@ static void apply_exec(struct sp_coll *c, struct sp_proc *p, const struct sp_rec
 	ev.rc = x->rc;
 	ev.kind = x->kind;
 	if (c->spill) {
-		if (c->nspilled < c->events_max && fwrite(&ev, sizeof(ev), 1, c->spill) == 1)
+		if (c->nspilled < c->events_max && spill_add(c, &ev) == 0)
 			c->nspilled++;
 		else
 			c->events_dropped++;
@@ -412,6 +551,8 @@ static void apply(struct sp_coll *c, struct sp_proc *p, const uint8_t *rec, uint
 		p->mono_ref = h->mono_ref_ns;
 		p->sqlite_found |= (int)h->sqlite_found;
 		p->bye = 0;
+		if (h->h.flags & SP_HELLO_UNREPORTED)
+			p->unreported = 1;
 		if (p->exe) {
 			/* exec: the same pid runs a new program; keep its row */
 			char *next = dup_n(rec + sizeof(*h), h->exe_len), *both = NULL;
@@ -459,6 +600,8 @@ static void apply(struct sp_coll *c, struct sp_proc *p, const uint8_t *rec, uint
 		struct sp_stack *s = hmap_get(&c->stacks, &k, 1, &created);
 
 		if (s && created) {
+			s->generation = r->generation;
+			s->image = p->image;
 			s->pcs = malloc(sizeof(uint64_t) * (r->depth ? r->depth : 1));
 			if (s->pcs) {
 				memcpy(s->pcs, rec + sizeof(*r), sizeof(uint64_t) * r->depth);
@@ -469,12 +612,13 @@ static void apply(struct sp_coll *c, struct sp_proc *p, const uint8_t *rec, uint
 	}
 	case SP_REC_MODULE: {
 		const struct sp_rec_module *r = (const void *)rec;
-		struct mkey k = { p->pid, r->generation, r->lo };
+		struct mkey k = { p->pid, p->image, r->generation, r->lo };
 		int created;
 		struct sp_module *m = hmap_get(&c->modules, &k, 1, &created);
 
 		if (m && created) {
 			m->pid = p->pid;
+			m->image = p->image;
 			m->generation = r->generation;
 			m->bias = r->bias;
 			m->lo = r->lo;
@@ -482,6 +626,12 @@ static void apply(struct sp_coll *c, struct sp_proc *p, const uint8_t *rec, uint
 			m->build_id_len = r->build_id_len;
 			memcpy(m->build_id, rec + sizeof(*r), r->build_id_len);
 			m->path = dup_n(rec + sizeof(*r) + r->build_id_len, r->path_len);
+			m->dev = r->dev;
+			m->ino = r->ino;
+			m->size = r->size;
+			m->mtime_ns = r->mtime_ns;
+			m->found = r->ino != 0;
+			m->replaced = (r->h.flags & SP_MODULE_REPLACED) != 0;
 		}
 		break;
 	}
@@ -531,6 +681,49 @@ static void apply(struct sp_coll *c, struct sp_proc *p, const uint8_t *rec, uint
 	case SP_REC_STATS_COPY:
 		stats_copy_apply(c, p, (const void *)rec);
 		break;
+	case SP_REC_PYCODE: {
+		const struct sp_rec_pycode *r = (const void *)rec;
+		const uint8_t *t = rec + sizeof(*r);
+		uint64_t k[2] = { r->pid, r->code };
+		int created;
+		struct sp_pycode *pc = hmap_get(&c->pycodes, k, 1, &created);
+
+		if (!pc || !created)
+			break; /* sent once per number; a repeat changes nothing */
+		pc->name = (char *)dup_n(t, r->name_len);
+		pc->qualname = r->qualname_len ? (char *)dup_n(t + r->name_len, r->qualname_len) : NULL;
+		pc->file = (char *)dup_n(t + r->name_len + r->qualname_len, r->file_len);
+		pc->table_len = r->table_len;
+		pc->table = r->table_len ? malloc(r->table_len) : NULL;
+		if (pc->table)
+			memcpy(pc->table, t + r->name_len + r->qualname_len + r->file_len, r->table_len);
+		else
+			pc->table_len = 0;
+		pc->firstlineno = r->firstlineno;
+		pc->major = r->major;
+		pc->minor = r->minor;
+		pc->cut = (r->h.flags & SP_PYCODE_TABLE_CUT) != 0;
+		break;
+	}
+	case SP_REC_PYINFO: {
+		const struct sp_rec_pyinfo *r = (const void *)rec;
+		size_t n = r->text_len < sizeof(c->py_version) - 1 ? r->text_len : sizeof(c->py_version) - 1;
+
+		if (r->status == SP_PY_UNSUPPORTED)
+			c->py_unsupported++;
+		else if (r->status == SP_PY_UNREADABLE)
+			c->py_unreadable++;
+		else
+			break;
+		if (!c->py_version[0]) {
+			memcpy(c->py_version, rec + sizeof(*r), n);
+			c->py_version[n] = 0;
+			for (size_t i = 0; i < n; i++)
+				if (c->py_version[i] == '\n' || (unsigned char)c->py_version[i] < 32)
+					c->py_version[i] = ' ';
+		}
+		break;
+	}
 	default:
 		break; /* RING and STATS (registered by sp_coll_input), PAD
 			* and unknown types change nothing here */
@@ -1196,6 +1389,8 @@ void sp_coll_stats_merge(struct sp_coll *c, uint32_t pid, const void *mapv, size
 		return;
 	}
 	p->unattributed += h.unattributed;
+	if (h.foreign_libs > p->foreign_libs)
+		p->foreign_libs = h.foreign_libs;
 	p->execs += h.unattributed;
 	if (h.unattributed) {
 		/* counted, under a query of their own: the totals add up */
@@ -1405,6 +1600,22 @@ next:
 	free(used);
 }
 
+/* Keep the header page of a merged mapping (see hdr_pages). */
+static int hdr_keep(struct sp_coll *c, void *map)
+{
+	if (c->nhdr == c->hdr_cap) {
+		size_t cap = c->hdr_cap ? c->hdr_cap * 2 : 16;
+		void **np = realloc(c->hdr_pages, cap * sizeof(*np));
+
+		if (!np)
+			return -1;
+		c->hdr_pages = np;
+		c->hdr_cap = cap;
+	}
+	c->hdr_pages[c->nhdr++] = map;
+	return 0;
+}
+
 void sp_coll_stats_retire(struct sp_coll *c, uint32_t pid, uint32_t image)
 {
 	size_t i = 0;
@@ -1423,7 +1634,15 @@ void sp_coll_stats_retire(struct sp_coll *c, uint32_t pid, uint32_t image)
 				mp->merged_image = m->image;
 		}
 		sp_coll_stats_merge(c, m->pid, m->map, m->size, m->clock);
-		statmap_free(m);
+		/* an image that forked: its children may still count
+		 * themselves in its header (only that page is kept, but the
+		 * memfd with it: so only for these) */
+		if (!m->copy && m->size > HDR_PAGE &&
+		    __atomic_load_n(&((const struct sp_stats_hdr *)m->map)->forked, __ATOMIC_RELAXED) &&
+		    hdr_keep(c, m->map) == 0)
+			munmap((uint8_t *)m->map + HDR_PAGE, m->size - HDR_PAGE);
+		else
+			statmap_free(m);
 		c->stats[i] = c->stats[--c->nstats];
 	}
 }
@@ -1477,8 +1696,113 @@ static void errors_reconcile(struct sp_coll *c)
 
 void sp_coll_finish(struct sp_coll *c)
 {
+	uint64_t n = 0;
+
 	sp_coll_stats_retire(c, 0, 0);
 	errors_reconcile(c);
+	/* written by the descendants: a count each, trusted no further */
+	for (size_t i = 0; i < c->nhdr; i++) {
+		uint64_t u = __atomic_load_n(&((const struct sp_stats_hdr *)c->hdr_pages[i])->unreported,
+					     __ATOMIC_RELAXED);
+
+		if (u < ((uint64_t)1 << 32))
+			n += u;
+	}
+	c->unreported_counted = n;
+}
+
+uint64_t sp_coll_unreported(const struct sp_coll *c, uint64_t *complete)
+{
+	size_t it = 0;
+	const struct sp_proc *p;
+	uint64_t n = 0, done = 0;
+
+	while ((p = hmap_next(&c->procs, &it, NULL))) {
+		n += p->unreported != 0;
+		done += p->unreported && p->bye;
+	}
+	if (complete)
+		*complete = done;
+	return n + c->unreported_counted;
+}
+
+static int name_cmp(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Largest file read: every chunk of a statistics copy, as messages. */
+#define UNREP_FILE_MAX ((size_t)SP_STATS_COPY_MAX_CHUNKS * (SP_STATS_CHUNK + 256) + SP_MSG_MAX)
+
+size_t sp_coll_read_unreported(struct sp_coll *c, const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	char **names = NULL;
+	size_t n = 0, cap = 0, done = 0;
+	uint8_t *buf = NULL;
+
+	if (!d)
+		return 0;
+	while ((e = readdir(d))) {
+		if (strncmp(e->d_name, "unrep.", 6))
+			continue;
+		if (n == cap) {
+			size_t nc = cap ? cap * 2 : 16;
+			char **nn = realloc(names, nc * sizeof(*nn));
+
+			if (!nn)
+				break;
+			names = nn;
+			cap = nc;
+		}
+		if (!(names[n] = strdup(e->d_name)))
+			break;
+		n++;
+	}
+	closedir(d);
+	/* unrep.PID.TIME: an exec'd image after the one before it */
+	if (n)
+		qsort(names, n, sizeof(*names), name_cmp);
+	buf = malloc(SP_MSG_MAX);
+	for (size_t i = 0; buf && i < n; i++) {
+		char path[4096];
+		struct stat st;
+		FILE *f;
+		off_t off = 0;
+
+		snprintf(path, sizeof(path), "%s/%s", dir, names[i]);
+		f = fopen(path, "rbe");
+		unlink(path);
+		if (!f)
+			continue;
+		/* a file of our own uid's, in our 0700 directory; still
+		 * checked record by record like any message */
+		if (fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode) &&
+		    (size_t)st.st_size <= UNREP_FILE_MAX) {
+			while (off + (off_t)sizeof(struct sp_msg_hdr) <= st.st_size) {
+				struct sp_msg_hdr mh;
+
+				if (fread(&mh, sizeof(mh), 1, f) != 1 || mh.len < sizeof(mh) ||
+				    mh.len > SP_MSG_MAX || off + (off_t)mh.len > st.st_size)
+					break;
+				memcpy(buf, &mh, sizeof(mh));
+				if (fread(buf + sizeof(mh), mh.len - sizeof(mh), 1, f) != 1 &&
+				    mh.len > sizeof(mh))
+					break;
+				if (sp_coll_message(c, buf, mh.len, 0) < 0)
+					break;
+				off += mh.len;
+			}
+			done++;
+		}
+		fclose(f);
+	}
+	free(buf);
+	for (size_t i = 0; i < n; i++)
+		free(names[i]);
+	free(names);
+	return done;
 }
 
 /* Descriptors received with one message at most: more make it bad. */

@@ -16,6 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <sys/types.h>
 
 #include "hist.h"
 #include "sp_wire.h"
@@ -23,11 +24,25 @@
 
 struct sp_module {
 	uint32_t pid, generation;
+	uint32_t image;      /* the process image that sent it (exec) */
 	uint64_t bias, lo, hi;
 	uint8_t build_id[64];
 	uint32_t build_id_len;
 	char *path;
+	/* the file mapped, as it was when the map was sent (found 0: not
+	 * known; replaced: path named another file already): a file without
+	 * a build-id that is another one at the end is not symbolized
+	 * (sp_module_changed) */
+	uint64_t dev, ino, size;
+	int64_t mtime_ns;
+	int found, replaced;
+	int changed; /* sp_module_changed, worked out once by write_frames */
 };
+
+/* 1 when m's file has no build-id and is not the file that was mapped
+ * (replaced or rebuilt on disk since): its lines would be another
+ * program's. */
+int sp_module_changed(const struct sp_module *m);
 
 struct sp_proc {
 	uint32_t pid, ppid;
@@ -47,6 +62,7 @@ struct sp_proc {
 				* not counted again */
 	uint64_t unattributed; /* executions counted with no query (no room) */
 	uint64_t stats_bad;   /* statistics records refused (corrupt) */
+	uint32_t foreign_libs; /* other SQLite libraries it called (not profiled) */
 	int no_stats;         /* an image came without shared statistics */
 	uint64_t untracked;
 	uint64_t msgs, bad_msgs, gaps;
@@ -56,6 +72,8 @@ struct sp_proc {
 			       * reconnects (exec starts a new one) */
 	uint32_t bye_image;   /* image + 1 when that image said BYE, else 0:
 			       * its rings go when its connection closes */
+	int unreported;       /* an image could not connect: its data came from
+			       * a file it left (SP_HELLO_UNREPORTED) */
 };
 
 /*
@@ -124,6 +142,8 @@ struct sp_sagg {
 
 struct sp_stack {
 	uint32_t depth;
+	uint32_t generation; /* module map current when it was taken (0: unknown) */
+	uint32_t image;      /* process image that sent it */
 	uint64_t *pcs;
 };
 
@@ -150,6 +170,15 @@ struct sp_event {
 	uint16_t kind;
 };
 
+/* A Python code object (SP_REC_PYCODE), for its frames' names and lines. */
+struct sp_pycode {
+	char *name, *qualname, *file; /* qualname NULL before 3.11 */
+	uint8_t *table;
+	uint32_t table_len;
+	int32_t firstlineno;
+	uint8_t major, minor, cut;
+};
+
 struct sp_coll {
 	struct hmap procs;   /* pid -> struct sp_proc */
 	struct hmap sqls;    /* sql_id -> struct { char *text; uint32_t full_len; int truncated; } */
@@ -165,14 +194,27 @@ struct sp_coll {
 			       * whose ERROR record was lost */
 	struct hmap modules; /* {pid, generation, lo} -> struct sp_module */
 	struct hmap plans;   /* {sql_id, plan hash} -> struct sp_plan */
+	struct hmap pycodes; /* {pid, code number} -> struct sp_pycode */
+	uint32_t py_unsupported; /* processes whose CPython had no layout */
+	uint32_t py_unreadable;  /* processes whose memory could not be read */
+	char py_version[64];     /* the first unsupported version, for the warning */
 	struct sp_event *events;
 	size_t nevents, events_cap, events_max;
 	uint64_t events_dropped;
 	/* With a spill file, sampled executions go to it (fixed-size records)
 	 * instead of memory, so the collector's memory does not grow with
-	 * them; events_max then bounds the file. */
+	 * them; events_max then bounds the file. They are written in batches
+	 * of SP_SPILL_BATCH with write(2) on its descriptor, never through
+	 * its stdio buffer: when the file system is full, the events that did
+	 * not fit are known, dropped and counted (events_dropped, and
+	 * spill_failed with the errno in spill_errno), and nspilled is always
+	 * the number of whole events in the file or the batch. */
 	FILE *spill;
 	uint64_t nspilled;
+	struct sp_event *spill_batch; /* NULL until the first event */
+	size_t spill_nbatch;          /* events in spill_batch, the last of nspilled */
+	uint64_t spill_failed;
+	int spill_errno;
 	uint64_t records, messages, bad_messages;
 	double ns_per_tick; /* collector's TSC calibration */
 	char last_error[256];
@@ -190,7 +232,24 @@ struct sp_coll {
 	size_t copy_bytes;        /* taken by STATS_COPY maps so far, at most 1 GiB */
 	/* Broken rings are reported here, one line each; NULL: nowhere. */
 	FILE *diag;
+	/* First pages of the merged statistics mappings of images that
+	 * forked, kept to the end: their unreported counts (descendants that
+	 * could neither connect nor leave a file) may still grow after the
+	 * merge. */
+	void **hdr_pages;
+	size_t nhdr, hdr_cap;
+	uint64_t unreported_counted; /* their sum, at sp_coll_finish */
 };
+
+/* Processes that could not reach the collector: those that left their
+ * data in a file (of which *complete said goodbye there too: their
+ * totals are in the profile; the others were killed first) plus those
+ * only counted by an ancestor (their executions are missing). */
+uint64_t sp_coll_unreported(const struct sp_coll *c, uint64_t *complete);
+/* Read the files "unrep.*" left in dir by processes that could not
+ * connect (each a sequence of messages: HELLO, copies of the statistics,
+ * BYE), oldest first, and remove them. Returns how many were read. */
+size_t sp_coll_read_unreported(struct sp_coll *c, const char *dir);
 
 struct sp_sql {
 	char *text;
@@ -278,9 +337,17 @@ uint64_t sp_coll_rings_drain(struct sp_coll *c, uint32_t pid);
 /* End of the recording: read every ring one last time and free them all. */
 void sp_coll_rings_close(struct sp_coll *c);
 uint64_t sp_coll_lost(const struct sp_coll *c);
-/* Send sampled executions to f (owned by the caller, opened w+) from now
- * on, keeping at most max of them. */
+/* Send sampled executions to f (owned by the caller, opened w+, empty)
+ * from now on, keeping at most max of them. */
 void sp_coll_spill(struct sp_coll *c, FILE *f, size_t max);
+/* Write the batch of sampled executions still in memory to the spill file;
+ * those that do not fit are dropped and counted. Afterwards the file holds
+ * exactly nspilled events, from offset 0. Returns 0, or -1 (errno) when
+ * some were dropped (ever). */
+int sp_coll_spill_flush(struct sp_coll *c);
+/* Read up to n spilled events from index i into out; returns the number
+ * read (0 at the end), or -1 (errno). Call sp_coll_spill_flush first. */
+ssize_t sp_coll_spill_read(const struct sp_coll *c, uint64_t i, struct sp_event *out, size_t n);
 /* Executions so far: merged, plus those in statistics still mapped
  * (read live: may be behind by the executions being added). */
 uint64_t sp_coll_executions(const struct sp_coll *c);

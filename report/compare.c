@@ -8,6 +8,7 @@
 
 #include "compare.h"
 #include "profile.h"
+#include "untrusted.h"
 #include "util.h"
 
 const char *const sp_metric_names[SP_M_N] = {
@@ -458,14 +459,17 @@ int sp_side_load(struct sp_side *s, const char *const *paths, size_t n, const ch
 			goto fail;
 		}
 		if (sp_qset_load(p->db, &p->qs, e, sizeof(e)) < 0) {
-			snprintf(err, errlen, "%s: %s", paths[i], e);
+			/* stopped by the work budget: say so (it names the file) */
+			if (!sp_untrusted_exhausted(err, errlen))
+				snprintf(err, errlen, "%s: %s", paths[i], e);
 			*input_error = strcmp(e, "out of memory") != 0;
 			sqlite3_close(p->db);
 			p->db = NULL;
 			goto fail;
 		}
 		if (sp_attrib_load(p->db, skip, &p->at, e, sizeof(e)) < 0) {
-			snprintf(err, errlen, "%s: %s", paths[i], e);
+			if (!sp_untrusted_exhausted(err, errlen))
+				snprintf(err, errlen, "%s: %s", paths[i], e);
 			*input_error = strcmp(e, "out of memory") != 0;
 			sp_qset_free(&p->qs);
 			sqlite3_close(p->db);
@@ -486,6 +490,10 @@ int sp_side_load(struct sp_side *s, const char *const *paths, size_t n, const ch
 	}
 	if (build_agg(s) < 0 || build_sites(s) < 0)
 		goto nomem;
+	if (sp_untrusted_exhausted(err, errlen)) { /* what was read is not all there is */
+		*input_error = 1;
+		goto fail;
+	}
 	return 0;
 nomem:
 	snprintf(err, errlen, "out of memory");

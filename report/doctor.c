@@ -886,7 +886,7 @@ void sp_doctor_print_text(const struct sp_findings *fs, FILE *f)
 		char *sql = sp_shorten(x->q->fingerprint, 100);
 
 		if (sql)
-			sp_one_line(sql);
+			sp_term_clean(sql);
 		fprintf(f, "%-10s  %s%s\n", sp_rule_name(x->rule),
 			strcmp(x->q->kind, "exec") ? "" : "[exec] ", sql ? sql : "?");
 		fprintf(f, "            at %s\n", x->site);

@@ -209,7 +209,8 @@ const char *sp_export_site_label(struct sp_export *x, int site)
 	if (x->site_labels && x->site_labels[site])
 		return x->site_labels[site];
 	st = &x->at.sites[site];
-	f = (struct sp_frame){ (char *)st->module, (char *)st->function, (char *)st->file, st->line, 0 };
+	f = (struct sp_frame){ (char *)st->module, (char *)st->function, (char *)st->file, st->line,
+				0, 0 };
 	if (!x->site_labels)
 		return sp_export_frame_label(x, &f);
 	return x->site_labels[site] = sp_export_frame_label(x, &f);
@@ -393,14 +394,14 @@ sqlerr:
 	return -1;
 }
 
-/* Folded form of a label: ';' would split a frame, newlines a line. */
+/* Folded form of a label: ';' would split a frame, newlines a line, and
+ * folded stacks are text that ends up on terminals: no control characters. */
 static void fold_clean(char *s)
 {
+	sp_term_clean(s);
 	for (; *s; s++)
 		if (*s == ';')
 			*s = ',';
-		else if (*s == '\n' || *s == '\r' || *s == '\t')
-			*s = ' ';
 }
 
 static int cmp_fstack(const void *pa, const void *pb)

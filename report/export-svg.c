@@ -171,16 +171,17 @@ static void fit_text(FILE *f, const char *s, double px)
 	free(c);
 }
 
-static void draw(FILE *f, struct sp_export *x, const struct tree *t, size_t i, int depth,
-		 double x0, double total, int height)
+/* Draw node i at depth and x0 (a share of the width); 0 when it is too
+ * narrow to be drawn, and so are its children. */
+static int draw_node(FILE *f, struct sp_export *x, const struct tree *t, size_t i, int depth,
+		     double x0, double total, int height)
 {
 	const struct node *n = &t->v[i];
-	double w = total > 0 ? weight(x, n) / total : 0, px = w * (WIDTH - 2 * PAD), cx;
+	double w = total > 0 ? weight(x, n) / total : 0, px = w * (WIDTH - 2 * PAD);
 	char col[48], b[32];
-	size_t c;
 
 	if (px < MIN_PX)
-		return;
+		return 0;
 	color(n, i == 0, col, sizeof(col));
 	fprintf(f, "<g class=\"f\" data-x=\"%.6f\" data-w=\"%.6f\" data-d=\"%d\"><title>", x0, w,
 		depth);
@@ -196,10 +197,43 @@ static void draw(FILE *f, struct sp_export *x, const struct tree *t, size_t i, i
 		height - 20 - depth * FRAME_H - 4);
 	fit_text(f, i == 0 ? "all queries" : n->name, px);
 	fputs("</text></g>\n", f);
-	for (cx = x0, c = n->child; c; c = t->v[c].next) {
-		draw(f, x, t, c, depth + 1, cx, total, height);
-		cx += total > 0 ? weight(x, &t->v[c]) / total : 0;
+	return 1;
+}
+
+/* Draw the tree depth first, each node before its children, siblings left
+ * to right. The walk keeps one entry per level (the next sibling to draw
+ * there and its x) in a heap array rather than on the C stack: a stack of
+ * 50,000 frames is a tree 50,000 deep. Returns 0, or -1 out of memory. */
+static int draw(FILE *f, struct sp_export *x, const struct tree *t, double total, int height)
+{
+	struct level {
+		size_t next; /* node to draw at this level; 0 = level done */
+		double x0;
+	} *lv = calloc((size_t)t->depth + 2, sizeof(*lv));
+	size_t top = 0;
+
+	if (!lv)
+		return -1;
+	if (draw_node(f, x, t, 0, 0, 0.0, total, height) && t->v[0].child)
+		lv[top++] = (struct level){ .next = t->v[0].child, .x0 = 0.0 };
+	while (top) {
+		struct level *l = &lv[top - 1];
+		size_t i = l->next;
+		double x0 = l->x0;
+		int depth = (int)top;
+
+		if (!i) {
+			top--;
+			continue;
+		}
+		l->next = t->v[i].next;
+		l->x0 += total > 0 ? weight(x, &t->v[i]) / total : 0;
+		if (draw_node(f, x, t, i, depth, x0, total, height) && t->v[i].child &&
+		    top < (size_t)t->depth + 2)
+			lv[top++] = (struct level){ .next = t->v[i].child, .x0 = x0 };
 	}
+	free(lv);
+	return 0;
 }
 
 const char sp_svg_zoom_js[] =
@@ -269,9 +303,12 @@ int sp_export_svg(FILE *f, struct sp_export *x, int standalone)
 		   " reset</text>\n",
 		(int)WIDTH / 2,
 		x->weight == SP_XW_COUNT ? "estimated executions" : "estimated self time in SQLite");
-	if (x->nfs && total > 0)
-		draw(f, x, &t, 0, 0, 0.0, total, height);
-	else
+	if (x->nfs && total > 0) {
+		if (draw(f, x, &t, total, height) < 0) {
+			free(t.v);
+			return -1;
+		}
+	} else
 		fprintf(f, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">no queries</text>\n",
 			(int)WIDTH / 2, height / 2);
 	if (standalone)

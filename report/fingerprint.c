@@ -36,6 +36,7 @@
 #include "fingerprint.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -719,6 +720,108 @@ static void emit_ident(struct fp *f, const struct tok *t)
 		squash_in(f);
 	else if (n == 6 && memcmp(kw->name, "VALUES", 6) == 0)
 		squash_values(f);
+}
+
+/* ---- shrinking --------------------------------------------------------- */
+
+/*
+ * Just after IN: when "(lit, lit, ...)" follows, set *keep to the end of
+ * its first element, *resume to its ')' and *more to the elements after
+ * the first, and return 1 (lexer past the ')'); else return 0 with the
+ * lexer where it was.
+ */
+static int shrink_in(struct lexer *lx, size_t *keep, size_t *resume, size_t *more)
+{
+	size_t save = lx->pos;
+	struct tok t;
+
+	lex_next(lx, &t);
+	if (t.kind != T_LPAREN || !scan_literal(lx))
+		goto no;
+	*keep = lx->pos;
+	for (*more = 0;; ++*more) {
+		lex_next(lx, &t);
+		if (t.kind == T_RPAREN) {
+			*resume = t.start;
+			return 1;
+		}
+		if (t.kind != T_COMMA || !scan_literal(lx))
+			goto no;
+	}
+no:
+	lx->pos = save;
+	return 0;
+}
+
+/*
+ * Just after VALUES: the run of literal-only rows squash_values collapses.
+ * When it has more than two, set *keep to the end of the second, *resume
+ * to the end of the run and *more to the rows after the second, and return
+ * 1. The lexer ends past the run, as squash_values leaves it.
+ */
+static int shrink_values(struct lexer *lx, size_t *keep, size_t *resume, size_t *more)
+{
+	size_t after = lx->pos, rows = 0;
+	struct tok t;
+
+	for (;;) {
+		if (rows > 0) {
+			lex_next(lx, &t);
+			if (t.kind != T_COMMA)
+				break;
+		}
+		lex_next(lx, &t);
+		if (t.kind != T_LPAREN || scan_literal_list(lx) == 0)
+			break;
+		after = lx->pos;
+		if (++rows == 2)
+			*keep = after;
+	}
+	lx->pos = after;
+	*resume = after;
+	*more = rows > 2 ? rows - 2 : 0;
+	return rows > 2;
+}
+
+size_t sp_sql_shrink(const char *sql, size_t len, char *out)
+{
+	struct lexer lx = { .s = (const unsigned char *)sql, .len = sql ? len : 0 };
+	size_t o = 0, from = 0, keep = 0, resume = 0, more = 0;
+	struct tok t;
+
+	for (;;) {
+		const struct keyword *kw;
+		char note[48];
+		int cut = 0, nn;
+
+		lex_next(&lx, &t);
+		if (t.kind == T_EOF)
+			break;
+		if (t.kind != T_IDENT || !(kw = kw_find(lx.s + t.start, t.end - t.start)))
+			continue;
+		if (t.end - t.start == 2 && memcmp(kw->name, "IN", 2) == 0)
+			cut = shrink_in(&lx, &keep, &resume, &more);
+		else if (t.end - t.start == 6 && memcmp(kw->name, "VALUES", 6) == 0)
+			cut = shrink_values(&lx, &keep, &resume, &more);
+		if (!cut)
+			continue;
+		/* a comment, which fingerprints drop, says what was left out */
+		nn = snprintf(note, sizeof(note), " /* %zu more%s */", more,
+			      t.end - t.start == 6 ? " rows" : "");
+		if (nn <= 0 || resume - keep <= (size_t)nn)
+			continue; /* not worth it: the text would not get shorter */
+		memcpy(out + o, sql + from, keep - from);
+		o += keep - from;
+		memcpy(out + o, note, (size_t)nn);
+		o += (size_t)nn;
+		from = resume;
+	}
+	if (lx.len > from) { /* sql may be NULL when len is 0 */
+		memcpy(out + o, sql + from, lx.len - from);
+		o += lx.len - from;
+	}
+	out[o] = 0;
+	return o;
 }
 
 char *sp_fingerprint(const char *sql, size_t len, uint64_t *id)

@@ -30,6 +30,19 @@
 char *sp_fingerprint(const char *sql, size_t len, uint64_t *id);
 
 /*
+ * Shorten sql[0..len) without changing its fingerprint: the elements of an
+ * "IN (lit, lit, ...)" list after the first, and the rows of a literal
+ * "VALUES (...), (...), ..." run after the second, are replaced by a
+ * block comment saying how many were left out ("4999 more", "998 more
+ * rows"), where that makes the text shorter. Everything else is copied byte for byte. Writes the result and a NUL
+ * into out (at least len + 1 bytes; the result is never longer than sql)
+ * and returns its length. O(len), no allocation: the preload calls it on
+ * texts too long to send whole, so that the part that is sent still
+ * fingerprints as the whole text does.
+ */
+size_t sp_sql_shrink(const char *sql, size_t len, char *out);
+
+/*
  * The stable hash used for fingerprint ids and elsewhere: 64-bit FNV-1a of
  * data[0..len).  Its values are stored in profiles, so it must never change.
  */

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "outfile.h"
+#include "untrusted.h"
 #include "util.h"
 
 /* The first 16 bytes of every SQLite database file. */
@@ -43,6 +44,8 @@ static int has_sqlite_header(const char *path)
 static int has_profile_meta(const char *path)
 {
 	static const char hexd[] = "0123456789ABCDEF";
+	static const char *const meta_only[] = { "meta", NULL };
+	char why[256];
 	sqlite3 *db = NULL;
 	sqlite3_stmt *st = NULL;
 	char *uri = malloc(3 * strlen(path) + 32), *u;
@@ -62,7 +65,9 @@ static int has_profile_meta(const char *path)
 		}
 	}
 	strcpy(u, "?immutable=1");
-	if (sqlite3_open_v2(uri, &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, NULL) == SQLITE_OK &&
+	/* a hostile file (a view named meta that never ends) is no profile */
+	db = sp_untrusted_open(uri, SQLITE_OPEN_URI, 0, meta_only, why, sizeof(why));
+	if (db &&
 	    sqlite3_prepare_v2(db, "SELECT 1 FROM meta WHERE key='format'", -1, &st, NULL) ==
 		    SQLITE_OK &&
 	    sqlite3_step(st) == SQLITE_ROW)
@@ -248,11 +253,69 @@ out:
 	return rc;
 }
 
+/* The descriptor N when path names an already open descriptor of ours:
+ * /dev/stdout, /dev/stderr, /dev/fd/N, /proc/self/fd/N or /proc/PID/fd/N
+ * with our pid, itself or through symlinks (up to 16, relative ones
+ * resolved against their directory). -1 otherwise. Such a path must be
+ * written through the descriptor (its offset, its O_APPEND), never
+ * replaced: /dev/stdout is a symlink, and the file behind it is the
+ * shell's redirection. */
+static int fd_alias(const char *path)
+{
+	char cur[PATH_MAX], link[PATH_MAX], mine[64];
+	int pl;
+
+	if (strlen(path) >= sizeof(cur))
+		return -1;
+	strcpy(cur, path);
+	pl = snprintf(mine, sizeof(mine), "/proc/%d/fd/", (int)getpid());
+	for (int depth = 0; depth < 16; depth++) {
+		const char *num = NULL;
+		char *end, *slash;
+		ssize_t n;
+		long fd;
+
+		if (!strcmp(cur, "/dev/stdout"))
+			return 1;
+		if (!strcmp(cur, "/dev/stderr"))
+			return 2;
+		if (!strncmp(cur, "/dev/fd/", 8))
+			num = cur + 8;
+		else if (!strncmp(cur, "/proc/self/fd/", 14))
+			num = cur + 14;
+		else if (pl > 0 && !strncmp(cur, mine, (size_t)pl))
+			num = cur + pl;
+		if (num) {
+			errno = 0;
+			fd = strtol(num, &end, 10);
+			if (!errno && end != num && !*end && fd >= 0 && fd < INT_MAX)
+				return (int)fd;
+			return -1;
+		}
+		n = readlink(cur, link, sizeof(link) - 1);
+		if (n < 0)
+			return -1; /* not a symlink (or gone): the end of the chain */
+		link[n] = 0;
+		if (link[0] == '/' || !(slash = strrchr(cur, '/'))) {
+			memcpy(cur, link, (size_t)n + 1);
+		} else {
+			size_t dl = (size_t)(slash - cur) + 1;
+
+			if (dl + (size_t)n >= sizeof(cur))
+				return -1;
+			memcpy(cur + dl, link, (size_t)n + 1);
+		}
+	}
+	return -1;
+}
+
 int sp_out_export_open(struct sp_out_export *xo, const char *out, const char *input, char *err,
 		       size_t errlen)
 {
-	struct stat sb, in;
-	int fd, h;
+	struct stat sb, in, lsb;
+	char *final = NULL, *dir = NULL, *slash;
+	int fd = -1, h, alias, existing = 0;
+	mode_t mode = 0600;
 
 	memset(xo, 0, sizeof(*xo));
 	if (!out) {
@@ -260,17 +323,36 @@ int sp_out_export_open(struct sp_out_export *xo, const char *out, const char *in
 		return SP_EXIT_OK;
 	}
 	xo->path = out;
+	alias = fd_alias(out);
+	if (alias >= 0) {
+		/* /dev/stdout and the like: through the open descriptor */
+		fd = fcntl(alias, F_DUPFD_CLOEXEC, 3);
+		if (fd < 0) {
+			snprintf(err, errlen, "%s: %s", out, strerror(errno));
+			return SP_EXIT_INTERNAL;
+		}
+		/* `>> p.db`: appending to a database is writing over it */
+		if (fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode) &&
+		    ((stat(input, &in) == 0 && in.st_dev == sb.st_dev && in.st_ino == sb.st_ino) ||
+		     has_sqlite_header(out) > 0)) {
+			snprintf(err, errlen, "refusing to write %s: it is a SQLite database (a profile?)",
+				 out);
+			close(fd);
+			return SP_EXIT_USAGE;
+		}
+		goto opened;
+	}
 	if (stat(out, &sb) < 0) {
 		if (errno != ENOENT) {
 			snprintf(err, errlen, "%s: %s", out, strerror(errno));
 			return SP_EXIT_INTERNAL;
 		}
-		fd = open(out, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOCTTY, 0600);
-		if (fd < 0) {
-			snprintf(err, errlen, "%s: %s", out, strerror(errno));
-			return SP_EXIT_INTERNAL;
+		if (lstat(out, &lsb) == 0) {
+			snprintf(err, errlen, "refusing to write %s: it is a symlink to a missing file",
+				 out);
+			return SP_EXIT_USAGE;
 		}
-		xo->regular = 1;
+		final = strdup(out);
 	} else if (S_ISREG(sb.st_mode)) {
 		if (stat(input, &in) == 0 && in.st_dev == sb.st_dev && in.st_ino == sb.st_ino) {
 			snprintf(err, errlen, "refusing to overwrite %s: it is the profile being exported",
@@ -285,31 +367,89 @@ int sp_out_export_open(struct sp_out_export *xo, const char *out, const char *in
 				 out);
 			return SP_EXIT_USAGE;
 		}
-		/* Made private before anything is written into it: exports
-		 * hold SQL text too. */
-		fd = open(out, O_WRONLY | O_CLOEXEC | O_NOCTTY);
-		if (fd < 0 || ((sb.st_mode & 077) && fchmod(fd, sb.st_mode & 0700) < 0) ||
-		    ftruncate(fd, 0) < 0) {
+		if (access(out, W_OK) < 0) {
 			snprintf(err, errlen, "%s: %s", out, strerror(errno));
-			if (fd >= 0)
-				close(fd);
 			return SP_EXIT_INTERNAL;
 		}
-		xo->regular = 1;
+		/* the file itself, not a symlink to it, is replaced */
+		final = realpath(out, NULL);
+		/* exports hold SQL text too: private, whatever it was */
+		mode = sb.st_mode & 0700;
+		existing = 1;
+	} else if (S_ISDIR(sb.st_mode)) {
+		snprintf(err, errlen, "%s: %s", out, strerror(EISDIR));
+		return SP_EXIT_INTERNAL;
 	} else {
-		/* a terminal, a pipe, /dev/null: written as it is */
+		/* a terminal, a pipe, /dev/null: written as it is, never
+		 * created, truncated or removed */
 		fd = open(out, O_WRONLY | O_CLOEXEC | O_NOCTTY);
 		if (fd < 0) {
 			snprintf(err, errlen, "%s: %s", out, strerror(errno));
 			return SP_EXIT_INTERNAL;
 		}
+		goto opened;
 	}
+	/* A regular file, new or replaced: written under a temporary name in
+	 * its directory and renamed over it when complete, so that a failed
+	 * export leaves what was there (or nothing) and removes only the
+	 * temporary it created. */
+	if (!final || !(dir = strdup(final))) {
+		snprintf(err, errlen, "%s: %s", out, strerror(errno ? errno : ENOMEM));
+		free(final);
+		return SP_EXIT_INTERNAL;
+	}
+	slash = strrchr(dir, '/');
+	if (slash)
+		slash[1] = 0;
+	else
+		dir[0] = 0;
+	if (asprintf(&xo->tmp, "%s.sqlprof-export.XXXXXX", dir) < 0) {
+		xo->tmp = NULL;
+		snprintf(err, errlen, "out of memory");
+		free(final);
+		free(dir);
+		return SP_EXIT_INTERNAL;
+	}
+	free(dir);
+	fd = mkostemp(xo->tmp, O_CLOEXEC); /* mode 0600 */
+	if (fd < 0 && errno == EACCES && existing) {
+		/* a file we may write in a directory we may not: in place,
+		 * made private before anything is written into it */
+		free(xo->tmp);
+		xo->tmp = NULL;
+		fd = open(final, O_WRONLY | O_CLOEXEC | O_NOCTTY);
+		if (fd < 0 || ((sb.st_mode & 077) && fchmod(fd, mode) < 0) || ftruncate(fd, 0) < 0) {
+			snprintf(err, errlen, "%s: %s", out, strerror(errno));
+			if (fd >= 0)
+				close(fd);
+			free(final);
+			return SP_EXIT_INTERNAL;
+		}
+		free(final);
+		goto opened;
+	}
+	if (fd < 0 || (mode != 0600 && fchmod(fd, mode) < 0)) {
+		snprintf(err, errlen, "%s: %s", out, strerror(errno));
+		if (fd >= 0) {
+			close(fd);
+			unlink(xo->tmp);
+		}
+		free(xo->tmp);
+		xo->tmp = NULL;
+		free(final);
+		return SP_EXIT_INTERNAL;
+	}
+	xo->final = final;
+opened:
 	xo->f = fdopen(fd, "wb");
 	if (!xo->f) {
 		snprintf(err, errlen, "%s: %s", out, strerror(errno));
 		close(fd);
-		if (xo->regular)
-			unlink(out);
+		if (xo->tmp)
+			unlink(xo->tmp);
+		free(xo->tmp);
+		free(xo->final);
+		xo->tmp = xo->final = NULL;
 		return SP_EXIT_INTERNAL;
 	}
 	return SP_EXIT_OK;
@@ -325,7 +465,17 @@ int sp_out_export_close(struct sp_out_export *xo, int failed)
 	if (xo->path && fclose(xo->f) != 0)
 		bad = 1;
 	xo->f = NULL;
-	if ((bad || failed) && xo->path && xo->regular)
-		unlink(xo->path);
+	if (xo->tmp) {
+		/* only ever our temporary is removed */
+		if (bad || failed)
+			unlink(xo->tmp);
+		else if (rename(xo->tmp, xo->final) < 0) {
+			unlink(xo->tmp);
+			bad = 1;
+		}
+	}
+	free(xo->tmp);
+	free(xo->final);
+	xo->tmp = xo->final = NULL;
 	return bad ? -1 : 0;
 }

@@ -5,8 +5,10 @@
  * anything but a sqlprof profile (or an empty file), checks before the
  * command runs that the profile can be created, keeps the previous
  * profile as FILE.old, and saves the data elsewhere when FILE cannot be
- * written at the end. export creates its files 0600 and never writes over
- * a SQLite database (its input profile included).
+ * written at the end. export creates its files 0600, replaces a regular
+ * file only once the export is complete (a failed export removes nothing
+ * but its own temporary), and never writes over a SQLite database (its
+ * input profile included).
  */
 #ifndef SP_OUTFILE_H
 #define SP_OUTFILE_H
@@ -50,21 +52,26 @@ int sp_out_write(const char *path, struct sp_coll *c, const struct sp_meta *m, c
 struct sp_out_export {
 	FILE *f;
 	const char *path; /* NULL: standard output */
-	int regular;      /* a regular file we truncated or created */
+	char *tmp;        /* a regular file: the temporary written, renamed */
+	char *final;      /* over this (-o, its symlinks resolved) at the end */
 };
 
 /* Open out for an export of the profile at input (out NULL: standard
- * output). A new file is created 0600; an existing regular file loses its
- * group and other permission bits before it is truncated; a device or
- * FIFO is written as it is. Refuses an existing SQLite database (the
- * input profile above all). Returns 0, or an exit code (SP_EXIT_USAGE for
- * a refusal, SP_EXIT_INTERNAL for an error) with a one-line reason in err. */
+ * output). A regular file, new or existing (also through a symlink), is
+ * written as a temporary in its directory (0600; an existing file's mode
+ * without its group and other bits) that sp_out_export_close renames over
+ * it. /dev/stdout, /dev/fd/N and /proc/self/fd/N are written through that
+ * descriptor; a device, FIFO or terminal is written as it is. Refuses an
+ * existing SQLite database (the input profile above all) and a symlink to
+ * nothing. Returns 0, or an exit code (SP_EXIT_USAGE for a refusal,
+ * SP_EXIT_INTERNAL for an error) with a one-line reason in err. */
 int sp_out_export_open(struct sp_out_export *xo, const char *out, const char *input, char *err,
 		       size_t errlen);
 
-/* Flush and close xo; when failed (or on a write error), remove the
- * partial regular file it created or truncated. Returns 0, or -1 on a
- * write error. */
+/* Flush and close xo. Complete (not failed, no write error): the
+ * temporary replaces the regular file. Otherwise the temporary is removed
+ * and nothing else is: what -o named stays as it was. Returns 0, or -1 on
+ * a write error. */
 int sp_out_export_close(struct sp_out_export *xo, int failed);
 
 #endif

@@ -14,7 +14,9 @@
 
 #include "fingerprint.h"
 #include "profile.h"
+#include "pyline.h"
 #include "sym.h"
+#include "untrusted.h"
 
 static const char schema[] =
 	"PRAGMA journal_mode=OFF;"
@@ -168,7 +170,12 @@ static int modidx_build(struct modidx *mi, const struct sp_coll *c)
 	return 0;
 }
 
-static const struct sp_module *find_module(const struct modidx *mi, uint32_t pid, uint64_t pc)
+/* The module holding pc in the map the stack s was taken with: the newest
+ * map of its process image not newer than its generation (a library
+ * loaded later where an unloaded one was is another map's). A stack of
+ * generation 0 (a map not sent yet) takes the newest map. */
+static const struct sp_module *find_module(const struct modidx *mi, uint32_t pid,
+					   const struct sp_stack *s, uint64_t pc)
 {
 	size_t lo = 0, hi = mi->n;
 	const struct sp_module *best = NULL;
@@ -184,7 +191,9 @@ static const struct sp_module *find_module(const struct modidx *mi, uint32_t pid
 	for (; lo < mi->n && mi->v[lo]->pid == pid; lo++) {
 		const struct sp_module *m = mi->v[lo];
 
-		if (pc >= m->lo && pc < m->hi && (!best || m->generation > best->generation))
+		if (m->image == s->image && pc >= m->lo && pc < m->hi &&
+		    (!s->generation || m->generation <= s->generation) &&
+		    (!best || m->generation > best->generation))
 			best = m;
 	}
 	return best;
@@ -202,6 +211,35 @@ static void hex(char *out, const uint8_t *p, size_t n)
 	out[2 * n] = 0;
 }
 
+/* A Python frame (SP_PYFRAME): function (qualified name from 3.11),
+ * file and line of its code object; module "python3.X". A code object
+ * that never arrived gives "??". */
+static int write_py_frame(sqlite3_stmt *st, const struct sp_coll *c, uint64_t pid,
+			  uint64_t stack_id, int idx, uint64_t pc)
+{
+	uint64_t k[2] = { pid, SP_PYFRAME_CODE(pc) };
+	const struct sp_pycode *py = hmap_get((struct hmap *)&c->pycodes, k, 0, NULL);
+	char module[32] = "python";
+	int line = 0;
+
+	if (py) {
+		snprintf(module, sizeof(module), "python%u.%u", py->major, py->minor);
+		line = sp_py_line(py->major, py->minor, py->table, py->table_len, py->firstlineno,
+				  SP_PYFRAME_OFF(pc));
+	}
+	sqlite3_bind_int64(st, 1, (sqlite3_int64)pid);
+	sqlite3_bind_int64(st, 2, (sqlite3_int64)stack_id);
+	sqlite3_bind_int(st, 3, idx);
+	sqlite3_bind_int64(st, 4, (sqlite3_int64)pc);
+	sqlite3_bind_text(st, 5, module, -1, SQLITE_TRANSIENT);
+	sqlite3_bind_text(st, 6, py ? (py->qualname ? py->qualname : py->name) : "??", -1,
+			  SQLITE_TRANSIENT);
+	sqlite3_bind_text(st, 7, py ? py->file : "??", -1, SQLITE_TRANSIENT);
+	sqlite3_bind_int(st, 8, line);
+	sqlite3_bind_int(st, 9, 0);
+	return step_done(st);
+}
+
 static int write_frames(sqlite3 *db, struct sp_coll *c, const struct sp_meta *m)
 {
 	sqlite3_stmt *st = prep(db, "INSERT INTO frames VALUES(?,?,?,?,?,?,?,?,?)");
@@ -210,6 +248,7 @@ static int write_frames(sqlite3 *db, struct sp_coll *c, const struct sp_meta *m)
 	size_t it = 0;
 	const struct { uint64_t pid, stack_id; } *key;
 	struct sp_stack *s;
+	struct sp_module *m_;
 	int rc = 0;
 
 	if (!st || !sym || modidx_build(&mi, c) < 0) {
@@ -221,6 +260,9 @@ static int write_frames(sqlite3 *db, struct sp_coll *c, const struct sp_meta *m)
 	}
 	if (m->debug_path)
 		sym_set_debug_path(sym, m->debug_path);
+	for (it = 0; (m_ = hmap_next(&c->modules, &it, NULL));)
+		m_->changed = sp_module_changed(m_);
+	it = 0;
 	/* Never wait on the network at the end of a recording. */
 	unsetenv("DEBUGINFOD_URLS");
 	while ((s = hmap_next(&c->stacks, &it, (const void **)&key))) {
@@ -229,11 +271,17 @@ static int write_frames(sqlite3 *db, struct sp_coll *c, const struct sp_meta *m)
 
 		for (i = 0; i < s->depth; i++) {
 			uint64_t pc = s->pcs[i];
-			const struct sp_module *mod = find_module(&mi, (uint32_t)key->pid, pc);
+			const struct sp_module *mod;
 			const struct sym_result *res = NULL;
 			int f;
 
-			if (mod)
+			if (pc & SP_PYFRAME_BIT) {
+				if (write_py_frame(st, c, key->pid, key->stack_id, idx++, pc) < 0)
+					rc = -1;
+				continue;
+			}
+			mod = find_module(&mi, (uint32_t)key->pid, s, pc);
+			if (mod && !mod->changed)
 				sym_lookup(sym, mod->path, mod->build_id, mod->build_id_len, mod->bias,
 					   pc, 1, &res);
 			if (!res || res->nframes < 1) {
@@ -283,7 +331,11 @@ static int write_all(sqlite3 *db, struct sp_coll *c, const struct sp_meta *m, ch
 	void *v;
 	int rc = -1;
 	char buf[64];
+	struct sp_event spilled[256];
 
+	/* Events that do not fit in the spill file (a full $TMPDIR) are
+	 * dropped here and counted with the others, before meta has them. */
+	(void)sp_coll_spill_flush(c);
 	hmap_init(&fps, sizeof(uint64_t), sizeof(struct fpinfo));
 	hmap_init(&fptext, sizeof(uint64_t), sizeof(char *));
 	hmap_init(&fagg, 2 * sizeof(uint64_t), sizeof(struct fagg));
@@ -321,6 +373,15 @@ static int write_all(sqlite3 *db, struct sp_coll *c, const struct sp_meta *m, ch
 	META_INT("events_dropped", c->events_dropped);
 	META_INT("bad_messages", c->bad_messages);
 	META_INT("runs", m->repeat > 0 ? m->repeat : 1);
+	{
+		uint64_t complete, unrep = sp_coll_unreported(c, &complete);
+
+		/* processes that could not connect: all, and those whose
+		 * executions are missing (no file, or killed before it
+		 * held their totals) */
+		META_INT("unreported", unrep);
+		META_INT("unreported_missing", unrep - complete);
+	}
 	sqlite3_finalize(st);
 
 	/* processes */
@@ -590,19 +651,30 @@ static int write_all(sqlite3 *db, struct sp_coll *c, const struct sp_meta *m, ch
 	st = prep(db, "INSERT INTO events VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
 	if (!st)
 		goto sqlerr;
-	if (c->spill && (fflush(c->spill) != 0 || fseek(c->spill, 0, SEEK_SET) != 0)) {
-		snprintf(err, errlen, "profile: reading back sampled executions: %s", strerror(errno));
-		goto out;
-	}
-	for (size_t i = 0; i < c->nevents + c->nspilled; i++) {
-		struct sp_event spilled;
-		const struct sp_event *e = &spilled;
+	/* the spill file holds exactly nspilled events (flushed above) */
+	for (size_t i = 0, nin = 0, at = 0; i < c->nevents + c->nspilled; i++) {
+		const struct sp_event *e;
 		const struct fpinfo *fi;
 
-		if (i < c->nevents)
+		if (i < c->nevents) {
 			e = &c->events[i];
-		else if (fread(&spilled, sizeof(spilled), 1, c->spill) != 1)
-			break;
+		} else {
+			if (at == nin) {
+				ssize_t r = sp_coll_spill_read(c, i - c->nevents, spilled,
+							       sizeof(spilled) / sizeof(spilled[0]));
+
+				if (r < 0) {
+					snprintf(err, errlen, "profile: reading back sampled executions: %s",
+						 strerror(errno));
+					goto out;
+				}
+				if (r == 0)
+					break;
+				nin = (size_t)r;
+				at = 0;
+			}
+			e = &spilled[at++];
+		}
 		fi = hmap_get(&fps, &e->sql_id, 0, NULL);
 
 		sqlite3_bind_int64(st, 1, e->pid);
@@ -787,6 +859,7 @@ sqlite3 *sp_profile_open(const char *path, char *err, size_t errlen)
 	sqlite3 *db = NULL;
 	sqlite3_stmt *st = NULL;
 	struct stat sb;
+	char e[256];
 	int fmt = -1;
 
 	if (stat(path, &sb) < 0) {
@@ -797,8 +870,12 @@ sqlite3 *sp_profile_open(const char *path, char *err, size_t errlen)
 		snprintf(err, errlen, "%s: not a regular file", path);
 		return NULL;
 	}
-	if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK)
-		goto bad;
+	/* untrusted input: read-only, no views or triggers, bounded work */
+	db = sp_untrusted_open(path, 0, sb.st_size, sp_profile_tables, e, sizeof(e));
+	if (!db) {
+		snprintf(err, errlen, "%s: %s", path, e);
+		return NULL;
+	}
 	if (sqlite3_prepare_v2(db, "SELECT value FROM meta WHERE key='format'", -1, &st, NULL) !=
 	    SQLITE_OK)
 		goto bad;

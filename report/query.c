@@ -227,6 +227,9 @@ int sp_qset_load(sqlite3 *db, struct sp_qset *qs, char *err, size_t errlen)
 	qs->processes = scalar(db, "SELECT COUNT(*) FROM processes");
 	qs->untracked = scalar(db, "SELECT COALESCE(SUM(untracked),0) FROM processes");
 	qs->bad_messages = scalar(db, "SELECT CAST(value AS INTEGER) FROM meta WHERE key='bad_messages'");
+	qs->unreported = scalar(db, "SELECT CAST(value AS INTEGER) FROM meta WHERE key='unreported'");
+	qs->unreported_missing =
+		scalar(db, "SELECT CAST(value AS INTEGER) FROM meta WHERE key='unreported_missing'");
 	{
 		sqlite3_stmt *cs;
 

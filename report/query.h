@@ -28,6 +28,9 @@ struct sp_qset {
 	struct sp_qrow *rows;
 	size_t n;
 	uint64_t lost, executions, processes, bad_messages, untracked;
+	/* processes that could not connect (meta), and of them those whose
+	 * executions are missing */
+	uint64_t unreported, unreported_missing;
 	char *command;
 };
 

@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * supervise.c - `record`'s watch over its command (see supervise.h): the
- * exec-failure pipe and the signal handler. The handler only reads and
- * writes sig_atomic_t flags and calls kill(2) and write(2), both
- * async-signal-safe; its messages are assembled without stdio.
+ * exec-failure pipe, the signal handler and the signal state each run of
+ * the command starts with. The handler only reads and writes sig_atomic_t
+ * flags and calls kill(2), write(2), getpgid(2), getpgrp(2), getsid(2)
+ * and getpid(2), all async-signal-safe; its messages are assembled
+ * without stdio.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -21,6 +23,35 @@ static volatile sig_atomic_t quiet_first, fresh_line;
 static const int sigs[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT };
 static struct sigaction orig[sizeof(sigs) / sizeof(sigs[0])];
 static int have_orig;
+
+/* What record inherited (sp_sup_init): signals ignored, and the mask. */
+static sigset_t inherited_ign, inherited_mask;
+static int have_inherited;
+
+void sp_sup_init(void)
+{
+	struct sigaction sa;
+
+	sigemptyset(&inherited_ign);
+	for (int s = 1; s < NSIG; s++)
+		if (sigaction(s, NULL, &sa) == 0 && sa.sa_handler == SIG_IGN)
+			sigaddset(&inherited_ign, s);
+	sigprocmask(SIG_BLOCK, NULL, &inherited_mask);
+	have_inherited = 1;
+}
+
+static sigset_t prefork_mask;
+static int prefork_blocked;
+
+void sp_sup_prefork(void)
+{
+	sigset_t set;
+
+	sigemptyset(&set);
+	for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
+		sigaddset(&set, sigs[i]);
+	prefork_blocked = sigprocmask(SIG_BLOCK, &set, &prefork_mask) == 0;
+}
 
 int sp_sup_exec_pipe(int p[2])
 {
@@ -86,23 +117,44 @@ static void say(const char *a, long pid, const char *b)
 	(void)!write(2, buf, n);
 }
 
-static void on_signal(int sig)
+/* 1 when the command pid already got the signal sig that si describes:
+ * the kernel sent it (si_code SI_KERNEL: the terminal's C-c or C-\ to its
+ * foreground process group, a hangup) to our process group, and pid is
+ * still in it. kill(2) and sigqueue(2) (SI_USER, SI_QUEUE) reach record
+ * alone; so does the hangup the kernel sends only to a session leader. */
+static int already_got(int sig, const siginfo_t *si, pid_t pid)
 {
-	int saved = errno;
+	if (!si || si->si_code != SI_KERNEL)
+		return 0;
+	if (sig != SIGINT && sig != SIGQUIT && sig != SIGHUP)
+		return 0;
+	if (sig == SIGHUP && getsid(0) == getpid())
+		return 0;
+	return getpgid(pid) == getpgrp();
+}
+
+static void on_signal(int sig, siginfo_t *si, void *uc)
+{
+	int saved = errno, sent = 0;
 	pid_t pid = (pid_t)target;
 
+	(void)uc;
 	if (pid <= 0) {
 		if (!interrupted)
-			say("interrupted: not waiting any longer for the command's descendants", -1, "");
+			say("interrupted: not waiting any longer for the command's descendants; "
+			    "writing the profile", -1, "");
 		interrupted = 1;
 		errno = saved;
 		return;
 	}
 	if (sig == SIGINT) {
 		interrupts++;
+		if (interrupts == 1 && already_got(sig, si, pid))
+			sent = 1;
 		if (interrupts == 1 && !quiet_first)
-			say("interrupt passed on to the command (pid ", pid,
-			    "); interrupt again to send it SIGTERM");
+			say(sent ? "interrupt: the command (pid " : "interrupt passed on to the command (pid ",
+			    pid, sent ? ") got it too; interrupt again to send it SIGTERM"
+				      : "); interrupt again to send it SIGTERM");
 		else if (interrupts == 2) {
 			sig = SIGTERM;
 			say("second interrupt: sending SIGTERM to the command (pid ", pid,
@@ -111,8 +163,11 @@ static void on_signal(int sig)
 			sig = SIGKILL;
 			say("interrupt: sending SIGKILL to the command (pid ", pid, ")");
 		}
+	} else if (already_got(sig, si, pid)) {
+		sent = 1;
 	}
-	kill(pid, sig);
+	if (!sent)
+		kill(pid, sig);
 	errno = saved;
 }
 
@@ -126,21 +181,43 @@ void sp_sup_start(pid_t pid, int quiet, int tty)
 	interrupted = 0;
 	target = pid;
 	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = on_signal;
-	sa.sa_flags = SA_RESTART;
+	sa.sa_sigaction = on_signal;
+	sa.sa_flags = SA_RESTART | SA_SIGINFO;
 	sigemptyset(&sa.sa_mask);
 	for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
 		sigaddset(&sa.sa_mask, sigs[i]);
-	for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
-		sigaction(sigs[i], &sa, have_orig ? NULL : &orig[i]);
+	for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++) {
+		if (!have_orig)
+			sigaction(sigs[i], NULL, &orig[i]);
+		/* nohup, or a background job: ignored, by us too */
+		if (orig[i].sa_handler != SIG_IGN)
+			sigaction(sigs[i], &sa, NULL);
+	}
 	have_orig = 1;
+	/* what arrived since sp_sup_prefork is handled now, knowing pid */
+	if (prefork_blocked)
+		sigprocmask(SIG_SETMASK, &prefork_mask, NULL);
+	prefork_blocked = 0;
 }
 
 void sp_sup_child(void)
 {
-	/* our handler would signal the previous run's (reaped) pid */
-	for (size_t i = 0; have_orig && i < sizeof(sigs) / sizeof(sigs[0]); i++)
-		sigaction(sigs[i], &orig[i], NULL);
+	struct sigaction sa;
+
+	if (!have_inherited)
+		return;
+	/* Exactly what record inherited, for every run: our handlers (which
+	 * would signal a reaped pid until exec) and our ignored SIGPIPE
+	 * must not reach the command; an ignore we inherited must. */
+	memset(&sa, 0, sizeof(sa));
+	sigemptyset(&sa.sa_mask);
+	for (int s = 1; s < NSIG; s++) {
+		if (s == SIGKILL || s == SIGSTOP)
+			continue;
+		sa.sa_handler = sigismember(&inherited_ign, s) == 1 ? SIG_IGN : SIG_DFL;
+		sigaction(s, &sa, NULL); /* EINVAL for glibc's own: kept */
+	}
+	sigprocmask(SIG_SETMASK, &inherited_mask, NULL);
 }
 
 void sp_sup_exited(void)

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/types.h>
 
 #include "util.h"
 
@@ -177,7 +178,10 @@ void sp_json_str(FILE *f, const char *s)
 			} else {
 				size_t n = utf8_len(p);
 
-				if (n) { /* a valid sequence: copy it */
+				if (n == 2 && p[0] == 0xc2 && p[1] < 0xa0) { /* C1: escaped */
+					fprintf(f, "\\u%04x", p[1]);
+					p++;
+				} else if (n) { /* a valid sequence: copy it */
 					fwrite(p, 1, n, f);
 					p += n - 1;
 				} else { /* JSON is UTF-8: a stray byte becomes U+FFFD */
@@ -228,6 +232,158 @@ void sp_one_line(char *s)
 	for (; *s; s++)
 		if (*s == '\n' || *s == '\r' || *s == '\t')
 			*s = ' ';
+}
+
+void sp_term_clean(char *s)
+{
+	unsigned char *r = (unsigned char *)s, *w = r;
+
+	while (*r) {
+		size_t n = *r < 0x80 ? 1 : utf8_len(r);
+
+		if (n == 1 && (*r == '\n' || *r == '\r' || *r == '\t')) {
+			*w++ = ' ';
+		} else if (n == 1 && (*r < 0x20 || *r == 0x7f)) {
+			*w++ = '?'; /* ESC, BEL, ... */
+		} else if (n == 0 || (n == 2 && r[0] == 0xc2 && r[1] < 0xa0)) {
+			*w++ = '?'; /* a stray byte (0x9b is CSI to some terminals), C1 */
+			n = n ? n : 1;
+		} else {
+			memmove(w, r, n);
+			w += n;
+		}
+		r += n;
+	}
+	*w = 0;
+}
+
+void sp_term_str(FILE *f, const char *s)
+{
+	char *c = strdup(s ? s : "");
+
+	if (!c) {
+		fputc('?', f);
+		return;
+	}
+	sp_term_clean(c);
+	fputs(c, f);
+	free(c);
+}
+
+/* The state of a terminal-safe stream: where the cleaned bytes go, and
+ * the start of a UTF-8 sequence cut by the end of the last write. */
+struct term_out {
+	FILE *to;
+	unsigned char carry[4];
+	size_t ncarry;
+};
+
+/* Bytes a UTF-8 sequence starting with lead byte c has (2-4), 0 if c
+ * starts none. */
+static size_t utf8_want(unsigned c)
+{
+	return c >= 0xc2 && c <= 0xdf ? 2 : c >= 0xe0 && c <= 0xef ? 3 : c >= 0xf0 && c <= 0xf4 ? 4 : 0;
+}
+
+static ssize_t term_write(void *cookie, const char *buf, size_t n)
+{
+	struct term_out *t = cookie;
+	unsigned char in[4 + 4096], out[4 + 4096];
+	size_t off = 0;
+
+	while (off < n) {
+		size_t piece = n - off < 4096 ? n - off : 4096, len, i = 0, o = 0;
+
+		memcpy(in, t->carry, t->ncarry);
+		memcpy(in + t->ncarry, buf + off, piece);
+		len = t->ncarry + piece;
+		t->ncarry = 0;
+		off += piece;
+		while (i < len) {
+			unsigned c = in[i];
+			size_t want = utf8_want(c), k;
+
+			if (c < 0x80) {
+				out[o++] = c == '\n' || c == '\t' || (c >= 0x20 && c != 0x7f) ? c : '?';
+				i++;
+				continue;
+			}
+			if (want && i + want > len) { /* cut short: wait for the rest */
+				for (k = i + 1; k < len && (in[k] & 0xc0) == 0x80; k++)
+					;
+				if (k == len) {
+					t->ncarry = len - i;
+					memcpy(t->carry, in + i, t->ncarry);
+					break;
+				}
+			}
+			if (want && i + want <= len && utf8_len(in + i) == want) {
+				if (c == 0xc2 && in[i + 1] < 0xa0) { /* C1: CSI, OSC, ... */
+					out[o++] = '?';
+				} else {
+					memcpy(out + o, in + i, want);
+					o += want;
+				}
+				i += want;
+			} else {
+				out[o++] = '?';
+				i++;
+			}
+		}
+		if (o && fwrite(out, 1, o, t->to) != o)
+			return -1;
+	}
+	return (ssize_t)n;
+}
+
+static int term_close(void *cookie)
+{
+	struct term_out *t = cookie;
+	int rc = 0;
+
+	while (t->ncarry) { /* a sequence the output ended in the middle of */
+		t->ncarry--;
+		if (fputc('?', t->to) == EOF)
+			rc = -1;
+	}
+	if (fflush(t->to) != 0)
+		rc = -1;
+	free(t);
+	return rc;
+}
+
+FILE *sp_term_stream(FILE *to)
+{
+	static const cookie_io_functions_t io = { .write = term_write, .close = term_close };
+	struct term_out *t = calloc(1, sizeof(*t));
+	FILE *f;
+
+	if (!t)
+		return NULL;
+	t->to = to;
+	f = fopencookie(t, "w", io);
+	if (!f)
+		free(t);
+	return f;
+}
+
+FILE *sp_term_begin(FILE **std)
+{
+	FILE *real = *std, *t = sp_term_stream(real);
+
+	if (t)
+		*std = t;
+	return real;
+}
+
+int sp_term_end(FILE **std, FILE *real)
+{
+	FILE *t = *std;
+
+	if (t == real)
+		return 0;
+	*std = real;
+	return fclose(t) == 0 ? 0 : -1;
 }
 
 int sp_parse_u64(const char *s, uint64_t *out)

@@ -41,11 +41,36 @@ uint64_t sp_hash_bytes(const void *p, size_t n);
 /* "1.23 ms" style; buf >= 32 bytes. */
 const char *sp_fmt_ns(char *buf, size_t len, double ns);
 void sp_json_str(FILE *f, const char *s);   /* quoted, escaped JSON string */
-void sp_csv_str(FILE *f, const char *s);    /* RFC 4180 field */
+/* RFC 4180 field, every byte kept (t_robust_secrets): CSV is data, not
+ * text for a terminal */
+void sp_csv_str(FILE *f, const char *s);
 /* Copy s shortened to at most max display bytes, visibly: "... (N more bytes)". */
 char *sp_shorten(const char *s, size_t max);
 /* One-line version of SQL: newlines and tabs become spaces. */
 void sp_one_line(char *s);
+
+/* Make s safe to print on a terminal, in place: tabs and newlines become
+ * spaces; other control characters (C0, DEL, C1) and bytes that are not
+ * UTF-8 become '?'. Every string from a profile goes through it (or
+ * sp_term_str) before it reaches a text output. */
+void sp_term_clean(char *s);
+/* Print s (NULL: nothing) to f as sp_term_clean would leave it. */
+void sp_term_str(FILE *f, const char *s);
+
+/* A stream that writes to `to` what it is given, terminal-safe: newlines
+ * and tabs pass, other control characters (C0, DEL, C1) and bytes that
+ * are not UTF-8 become '?'. Text outputs (report's table, diff and check
+ * in text and Markdown, every message on stderr) are written through one,
+ * so that no string from a profile reaches a terminal as an escape
+ * sequence. fclose flushes it and leaves `to` open. NULL: out of memory. */
+FILE *sp_term_stream(FILE *to);
+/* Route *std (&stdout or &stderr) through sp_term_stream until
+ * sp_term_end; returns what *std was, for sp_term_end. When no stream can
+ * be made, *std stays as it is. */
+FILE *sp_term_begin(FILE **std);
+/* Put real back into *std and close the terminal-safe stream there.
+ * Returns 0, or -1 when writing through it failed. */
+int sp_term_end(FILE **std, FILE *real);
 
 /* qsort that accepts an empty (possibly NULL) array: qsort(NULL, 0, ...)
  * is undefined behaviour. */

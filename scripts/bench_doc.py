@@ -190,6 +190,15 @@ def render(r):
                 e["loop_ratio"], e["extra_ns_per_execution"], min(e["loop_ns"]) / bmin))
         rows.append(row)
     o.append(table(["workload", "executions", "no preload"] + [CFG[c] for c in ORDER[1:]], rows))
+    py = w.get("python", {}).get("wall", {}).get("configs", {})
+    if "sqlprof_r1_nopy" in py and "sqlprof_r1" in py:
+        a, b = py["sqlprof_r1"], py["sqlprof_r1_nopy"]
+        n = w["python"]["wall"]["executions"]
+        o.append("\nPython frames (the python workload at rate 1, every execution sampled, "
+                 "measured in the same rounds): with them %.2f, without them "
+                 "(`SQLPROF_PY_FRAMES=0`) %.2f; they cost %s per sampled execution.\n" % (
+                     a["loop_ratio"], b["loop_ratio"],
+                     ns((a["loop_ns_median"] - b["loop_ns_median"]) / n)))
 
     o.append("\nWhole command (fork to exit, including `sqlprof record`'s start-up, "
              "its wait for the streams and the profile it writes), median, and ratio:\n")

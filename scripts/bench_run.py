@@ -127,6 +127,7 @@ CONFIG_TEXT = {
     "sqlprof_r0": "sqlprof, rate 0",
     "sqlprof_default": "sqlprof, default rate 0.01",
     "sqlprof_r1": "sqlprof, rate 1",
+    "sqlprof_r1_nopy": "sqlprof, rate 1, no Python frames (SQLPROF_PY_FRAMES=0)",
     "ltrace": "ltrace -e 'sqlite3_*'",
 }
 TARGETS = {
@@ -259,12 +260,14 @@ class Bench:
                           "TRACEV2_OUT": os.path.join(self.tmp, "tracev2.txt")}
         if cfg.startswith("sqlprof_"):
             rate = {"sqlprof_r0": ["--rate", "0"], "sqlprof_default": [],
-                    "sqlprof_r1": ["--rate", "1"]}[cfg]
+                    "sqlprof_r1": ["--rate", "1"], "sqlprof_r1_nopy": ["--rate", "1"]}[cfg]
             prof = prof or os.path.join(self.tmp, "p.db")
+            env = {"LD_PRELOAD": self.bin + "/rusage_preload.so",
+                   "BENCH_RUSAGE_FILE": os.path.join(self.tmp, "rusage.txt")}
+            if cfg == "sqlprof_r1_nopy":
+                env["SQLPROF_PY_FRAMES"] = "0"  # the cost of Python frames, side by side
             return ([self.sqlprof, "record", "-q", "--seed", "1"] + rate + ["-o", prof, "--"]
-                    + argv,
-                    {"LD_PRELOAD": self.bin + "/rusage_preload.so",
-                     "BENCH_RUSAGE_FILE": os.path.join(self.tmp, "rusage.txt")})
+                    + argv, env)
         if cfg == "ltrace":
             return (["ltrace", "-f", "-e", "sqlite3_*-@libsqlite3.so*", "-o",
                      os.path.join(self.tmp, "ltrace.out")] + argv, {})
@@ -874,6 +877,8 @@ class Bench:
             # sqlprof configuration on the others, to stay within seconds.
             cfgs = CONFIGS if not self.smoke or w == "trivial" else [
                 c for c in CONFIGS if not c.startswith("sqlprof_")] + ["sqlprof_default"]
+            if w == "python" and not self.smoke:
+                cfgs = cfgs + ["sqlprof_r1_nopy"]
             e["wall"] = self.wall(w, cfgs, self.sz["wall"][w], self.sz["rounds"], "wall")
             if w in self.sz["ltrace"]:
                 if have_lt:

@@ -383,25 +383,100 @@ static const char *symtab_name(struct sym_ctx *ctx, Dwfl_Module *mod, uint64_t a
  * k > 0 gets the call site of frame k-1.  Pushes nothing when no scope
  * covers addr.  Returns 0, -1 on ENOMEM.
  */
+#define WALK_DEPTH 64   /* scopes kept by walk_scopes */
+#define WALK_PENDING 256 /* namespaces and classes waiting to be looked into */
+
+/*
+ * The scopes containing addr, innermost first, found by walking the DIE
+ * tree of cudie itself: what dwarf_getscopes gives, for the units where it
+ * gives nothing (libdw 0.188 and gcc -flto units, whose concrete DIEs
+ * refer to other units). At each level, the child whose PC ranges hold
+ * addr is entered; namespaces, classes and structures (no ranges of
+ * their own) are looked into too. No recursion: loops bounded by the
+ * tree. Returns the number of scopes in out (at most max).
+ */
+static int walk_scopes(Dwarf_Die *cudie, Dwarf_Addr addr, Dwarf_Die *out, int max)
+{
+	Dwarf_Die path[WALK_DEPTH], pending[WALK_PENDING], child;
+	int n = 0, npend;
+
+	pending[0] = *cudie;
+	npend = 1;
+	while (npend > 0 && n < WALK_DEPTH) {
+		Dwarf_Die parent = pending[--npend];
+		int found = 0;
+
+		if (dwarf_child(&parent, &child) != 0)
+			continue;
+		do {
+			int tag = dwarf_tag(&child);
+
+			if (tag == DW_TAG_subprogram || tag == DW_TAG_inlined_subroutine ||
+			    tag == DW_TAG_lexical_block || tag == DW_TAG_entry_point ||
+			    tag == DW_TAG_try_block || tag == DW_TAG_catch_block) {
+				if (dwarf_haspc(&child, addr) > 0) {
+					path[n++] = child;
+					found = 1;
+				}
+			} else if ((tag == DW_TAG_namespace || tag == DW_TAG_class_type ||
+				    tag == DW_TAG_structure_type || tag == DW_TAG_union_type ||
+				    tag == DW_TAG_module) &&
+				   n == 0 && npend < WALK_PENDING) {
+				pending[npend++] = child; /* a function may be defined inside */
+			}
+		} while (!found && dwarf_siblingof(&child, &child) == 0);
+		if (found)
+			npend = 0, pending[npend++] = path[n - 1]; /* go down into it */
+	}
+	for (int i = 0; i < n && i < max; i++)
+		out[i] = path[n - 1 - i];
+	return n < max ? n : max;
+}
+
+/*
+ * For a skeleton unit (-gsplit-dwarf), its split unit in the .dwo or .dwp
+ * file, where the DIE tree is (the skeleton holds the line table only).
+ */
+static Dwarf_Die *split_unit(Dwarf_Die *cudie, Dwarf_Die *out)
+{
+	Dwarf_Half version;
+	uint8_t type, asz, osz;
+	uint64_t id;
+	Dwarf_Die cu;
+
+	if (dwarf_cu_info(cudie->cu, &version, &type, &cu, out, &id, &asz, &osz) != 0 ||
+	    type != DW_UT_skeleton || dwarf_tag(out) != DW_TAG_compile_unit)
+		return NULL;
+	return out;
+}
+
 static int dwarf_frames(struct sym_ctx *ctx, Dwarf_Die *cudie, Dwarf_Addr addr)
 {
-	Dwarf_Die *scopes = NULL, *chain = NULL;
-	int ret = 0;
-	int nscopes = dwarf_getscopes(cudie, addr, &scopes);
-	if (nscopes <= 0)
-		goto cleanup;
-	int nchain = dwarf_getscopes_die(&scopes[0], &chain);
+	Dwarf_Die *scopes = NULL, *chain = NULL, walked[WALK_DEPTH], split;
+	int ret = 0, nchain;
+	Dwarf_Die *cu = split_unit(cudie, &split) ? &split : cudie;
+	int nscopes = dwarf_getscopes(cu, addr, &scopes);
+
+	if (nscopes > 0) {
+		nchain = dwarf_getscopes_die(&scopes[0], &chain);
+	} else {
+		/* none: walk the tree (LTO units), from the innermost scope
+		 * out, which is the order dwarf_getscopes_die gives */
+		nchain = walk_scopes(cu, addr, walked, WALK_DEPTH);
+		chain = NULL;
+	}
 	if (nchain <= 0)
 		goto cleanup;
+	Dwarf_Die *list = chain ? chain : walked;
 
 	Dwarf_Die *callee = NULL; /* previous frame's inlined_subroutine DIE */
 	for (int i = 0; i < nchain; i++) {
-		int tag = dwarf_tag(&chain[i]);
+		int tag = dwarf_tag(&list[i]);
 		if (tag != DW_TAG_subprogram && tag != DW_TAG_inlined_subroutine &&
 		    tag != DW_TAG_entry_point)
 			continue;
 		struct sym_frame f = { .file = UNKNOWN };
-		if ((f.function = die_name(ctx, &chain[i])) == NULL)
+		if ((f.function = die_name(ctx, &list[i])) == NULL)
 			goto enomem;
 		f.inlined = tag == DW_TAG_inlined_subroutine;
 		if (callee != NULL && call_site(ctx, callee, &f) != 0)
@@ -412,7 +487,7 @@ static int dwarf_frames(struct sym_ctx *ctx, Dwarf_Die *cudie, Dwarf_Addr addr)
 			callee = NULL;
 			break;
 		}
-		callee = &chain[i];
+		callee = &list[i];
 	}
 	if (callee != NULL) {
 		/* The chain ended inside an inlined function (no enclosing

@@ -61,7 +61,7 @@ struct stkey {
 	uint64_t pid, stack_id;
 };
 struct mkey {
-	uint64_t pid, generation, lo;
+	uint64_t pid, image, generation, lo;
 };
 
 #define PID_A 4242u
@@ -638,7 +638,7 @@ START_TEST(test_round_trip)
 	struct sp_err *er;
 	struct sp_plan *pl;
 	struct stkey stk = { PID_A, STACK_1 };
-	struct mkey mk = { PID_A, 1, 0x7f0000001000ULL };
+	struct mkey mk = { PID_A, 1, 1, 0x7f0000001000ULL }; /* image 1, generation 1 */
 	size_t it = 0;
 
 	sp_coll_init(&c);
@@ -792,6 +792,7 @@ START_TEST(test_events_and_spill)
 	ck_assert_uint_eq(c.nevents, 3);
 	ck_assert_uint_eq(c.nspilled, 4);
 	ck_assert_uint_eq(c.events_dropped, 3);
+	ck_assert_int_eq(sp_coll_spill_flush(&c), 0);
 	ck_assert_int_eq(fseek(f, 0, SEEK_SET), 0);
 	for (uint64_t i = 1; i <= 4; i++) {
 		ck_assert_uint_eq(fread(&ev, sizeof(ev), 1, f), 1);
@@ -801,8 +802,42 @@ START_TEST(test_events_and_spill)
 		ck_assert_uint_eq(ev.stack_id, STACK_1);
 	}
 	ck_assert_uint_eq(fread(&ev, sizeof(ev), 1, f), 0);
+	ck_assert_int_eq(sp_coll_spill_read(&c, 1, &ev, 1), 1);
+	ck_assert_uint_eq(ev.seq, 2);
 	ck_assert_uint_eq(get_proc(&c, PID_A, &pbuf)->events, 12);
 	ck_assert_uint_eq(c.queries.count, 0);
+	fclose(f);
+	sp_coll_free(&c);
+	enc_free(&e);
+}
+END_TEST
+
+/* A spill file that cannot take the events (a full file system: /dev/full
+ * fails every write with ENOSPC): they are dropped and counted, nspilled
+ * says how many are in the file (none), and flushing says so. */
+START_TEST(test_spill_full)
+{
+	struct sp_coll c;
+	struct enc e = { 0 };
+	struct sp_event ev;
+	FILE *f = fopen("/dev/full", "w+");
+	size_t len;
+
+	if (!f)
+		return; /* no /dev/full here: nothing to test */
+	sp_coll_init(&c);
+	sp_coll_spill(&c, f, 1000000);
+	enc_begin(&e, PID_A, 1, 0);
+	for (uint64_t i = 1; i <= 1500; i++) /* more than a batch */
+		put_ev(&e, SQL_X, i, 10 * i);
+	len = enc_end(&e);
+	ck_assert_int_eq(sp_coll_message(&c, e.buf, len, PID_A), 0);
+	ck_assert_int_eq(sp_coll_spill_flush(&c), -1);
+	ck_assert_int_eq(errno, ENOSPC);
+	ck_assert_uint_eq(c.nspilled, 0);
+	ck_assert_uint_eq(c.events_dropped, 1500);
+	ck_assert_uint_eq(c.spill_failed, 1500);
+	ck_assert_int_eq(sp_coll_spill_read(&c, 0, &ev, 1), 0);
 	fclose(f);
 	sp_coll_free(&c);
 	enc_free(&e);
@@ -4118,6 +4153,121 @@ START_TEST(test_stats_recv)
 }
 END_TEST
 
+/* ---- files of processes that could not connect ------------------------------- */
+
+/* path := the concatenation of the n messages in m[]/len[]. */
+static void write_msgs(const char *path, uint8_t *const *m, const size_t *len, int n)
+{
+	FILE *f = fopen(path, "wb");
+
+	ck_assert_ptr_nonnull(f);
+	for (int i = 0; i < n; i++)
+		ck_assert_uint_eq(fwrite(m[i], 1, len[i], f), len[i]);
+	ck_assert_int_eq(fclose(f), 0);
+}
+
+/* A message of pid in a fresh buffer: HELLO flagged SP_HELLO_UNREPORTED
+ * (hello), or BYE with executions. */
+static uint8_t *unrep_msg(uint32_t pid, uint64_t seq, int hello, uint64_t executions, size_t *len)
+{
+	struct enc e = { 0 };
+	uint8_t *m;
+
+	enc_begin(&e, pid, seq, 0);
+	if (hello) {
+		size_t r = put_hello(&e, exe_path, SP_CLOCK_MONOTONIC);
+
+		patch16(&e, r + offsetof(struct sp_rec_hdr, flags), SP_HELLO_UNREPORTED);
+	} else {
+		put_bye(&e, executions, 0);
+	}
+	*len = enc_end(&e);
+	m = malloc(*len);
+	ck_assert_ptr_nonnull(m);
+	memcpy(m, e.buf, *len);
+	enc_free(&e);
+	return m;
+}
+
+/*
+ * unrep.PID.TIME files: each a sequence of messages, read oldest first,
+ * each message checked like any other, every file removed. A complete
+ * one (HELLO, BYE) gives a process flagged unreported with a clean exit;
+ * one killed after its HELLO a process without; a file cut inside a
+ * message, or of garbage, adds nothing past its last whole message; other
+ * files of the directory are left alone.
+ */
+START_TEST(test_unreported_files)
+{
+	char dir[] = "/tmp/check_unrep.XXXXXX", path[512];
+	struct sp_coll c;
+	struct sp_proc pbuf, *p;
+	uint8_t *m[2], garbage[100];
+	size_t len[2], cut;
+	uint64_t complete;
+	DIR *d;
+	struct dirent *de;
+	int left = 0;
+
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	sp_coll_init(&c);
+	/* PID_A: complete */
+	m[0] = unrep_msg(PID_A, 1, 1, 0, &len[0]);
+	m[1] = unrep_msg(PID_A, 2, 0, 5, &len[1]);
+	snprintf(path, sizeof(path), "%s/unrep.%u.100", dir, PID_A);
+	write_msgs(path, m, len, 2);
+	free(m[0]);
+	free(m[1]);
+	/* PID_B: its HELLO only (killed before exit), then a BYE cut short */
+	m[0] = unrep_msg(PID_B, 1, 1, 0, &len[0]);
+	m[1] = unrep_msg(PID_B, 2, 0, 7, &len[1]);
+	cut = len[1] - 9;
+	snprintf(path, sizeof(path), "%s/unrep.%u.200", dir, PID_B);
+	len[1] = cut;
+	write_msgs(path, m, len, 2);
+	free(m[0]);
+	free(m[1]);
+	/* garbage, and a file that is not ours to read */
+	for (size_t i = 0; i < sizeof(garbage); i++)
+		garbage[i] = (uint8_t)(i * 37 + 11);
+	m[0] = garbage;
+	len[0] = sizeof(garbage);
+	snprintf(path, sizeof(path), "%s/unrep.1.300", dir);
+	write_msgs(path, m, len, 1);
+	snprintf(path, sizeof(path), "%s/bye.1.1", dir);
+	write_msgs(path, m, len, 1);
+
+	ck_assert_uint_eq(sp_coll_read_unreported(&c, dir), 3);
+	p = get_proc(&c, PID_A, &pbuf);
+	ck_assert_ptr_nonnull(p);
+	ck_assert_int_eq(p->unreported, 1);
+	ck_assert_int_eq(p->bye, 1);
+	ck_assert_uint_eq(p->bye_execs, 5);
+	p = get_proc(&c, PID_B, &pbuf);
+	ck_assert_ptr_nonnull(p);
+	ck_assert_int_eq(p->unreported, 1);
+	ck_assert_int_eq(p->bye, 0);
+	ck_assert_ptr_null(get_proc(&c, 1, &pbuf));
+	ck_assert_uint_eq(c.procs.count, 2);
+	ck_assert_uint_eq(sp_coll_unreported(&c, &complete), 2);
+	ck_assert_uint_eq(complete, 1);
+	/* the unrep. files are gone, the other one is not */
+	d = opendir(dir);
+	ck_assert_ptr_nonnull(d);
+	while ((de = readdir(d))) {
+		if (de->d_name[0] == '.')
+			continue;
+		ck_assert_str_eq(de->d_name, "bye.1.1");
+		left++;
+	}
+	closedir(d);
+	ck_assert_int_eq(left, 1);
+	unlink(path);
+	rmdir(dir);
+	sp_coll_free(&c);
+}
+END_TEST
+
 static Suite *collect_suite(void)
 {
 	Suite *s = suite_create("collect");
@@ -4126,6 +4276,7 @@ static Suite *collect_suite(void)
 	tc = tcase_create("round_trip");
 	tcase_add_test(tc, test_round_trip);
 	tcase_add_test(tc, test_events_and_spill);
+	tcase_add_test(tc, test_spill_full);
 	tcase_add_test(tc, test_lost_and_seq);
 	tcase_add_test(tc, test_sql_after_exec);
 	tcase_add_test(tc, test_value_alignment);
@@ -4185,6 +4336,7 @@ static Suite *collect_suite(void)
 	tcase_add_test(tc, test_stats_memfd_refused);
 	tcase_add_test(tc, test_stats_record_rules);
 	tcase_add_test(tc, test_stats_recv);
+	tcase_add_test(tc, test_unreported_files);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("ring_concurrent");

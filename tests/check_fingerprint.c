@@ -550,6 +550,88 @@ START_TEST(test_big_input)
 }
 END_TEST
 
+/* Shrink in[0..len) from an exactly-sized, unterminated copy; check that
+ * the result is no longer, and fingerprints as in does. Returns it. */
+static char *shrink_same(const char *in, size_t len)
+{
+	char *copy = malloc(len ? len : 1), *out = malloc(len + 1), *a, *b;
+	size_t m;
+
+	ck_assert_ptr_nonnull(copy);
+	ck_assert_ptr_nonnull(out);
+	memcpy(copy, in, len);
+	m = sp_sql_shrink(len ? copy : NULL, len, out);
+	ck_assert_uint_le(m, len);
+	ck_assert_uint_eq(strlen(out), m);
+	a = sp_fingerprint(copy, len, NULL);
+	b = sp_fingerprint(out, m, NULL);
+	ck_assert_msg(strcmp(a, b) == 0, "input  [%.200s]\nshrunk [%.200s]\nfp     [%.200s]\nfp'    [%.200s]",
+		      in, out, a, b);
+	free(a);
+	free(b);
+	free(copy);
+	return out;
+}
+
+/*
+ * sp_sql_shrink, which the preload applies to texts longer than it sends
+ * (16 KiB): literal lists lose their elements but the fingerprint stays,
+ * everything else is copied, and huge lists shrink to a few bytes.
+ */
+START_TEST(test_shrink)
+{
+	static const char *const same[] = {
+		"WHERE a IN (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12)",
+		"WHERE a in ('x','y',x'00',-1,:p, ?, ?3, @a, $b, +4, 'it''s', 77777777)",
+		"WHERE a IN (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, b)",
+		"WHERE a IN (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12",
+		"WHERE a IN (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, b IN (2, 3, 4, 5, 6, 7, 8, 9, 10, 11))",
+		"WHERE a IN (1, 2 -- two\n, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12) /* IN (1, 2, 3, 4, 5, 6) */",
+		"WHERE \"in\" = 'IN (1, 2, 3, 4, 5, 6, 7, 8, 9, 10)' AND x IN(1,2,3,4,5,6,7,8,9,10,11)",
+		"WHERE (a, b) IN (VALUES (1, 2), (3, 4), (5, 6), (7, 8), (9, 10), (11, 12))",
+		"INSERT INTO t VALUES (1,'a'),(2,'b'),(3,'c'),(4,'d'),(5,'e'),(6,'f'),(7,'g')",
+		"INSERT INTO t VALUES (1), (2), (3), (4), (5), (6), (7), (8), (9), (x), (1), (2)",
+		"INSERT INTO t VALUES (1), (2), (3), (4), (5), (6), (7), (8), (9) RETURNING id",
+		"INSERT INTO t VALUES (1), (2), (3), (4), (5), (6), (7), (8), (9), ",
+		"SELECT 1; SELECT a FROM t WHERE b IN (1, 2, 3, 4, 5, 6, 7, 8, 9, 10); VALUES (1), (2)",
+		"",
+		"IN",
+		"VALUES",
+		"SELECT 'unterminated IN (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12",
+	};
+	const char *q = "SELECT * FROM t WHERE a IN (1, 2, 3, 4, 5, 6, 7, 8, 9) AND b = 'x'";
+	size_t i, n;
+	char *s, *big;
+
+	for (i = 0; i < sizeof(same) / sizeof(same[0]); i++)
+		free(shrink_same(same[i], strlen(same[i])));
+	s = shrink_same(q, strlen(q));
+	ck_assert_str_eq(s, "SELECT * FROM t WHERE a IN (1 /* 8 more */) AND b = 'x'");
+	free(s);
+	s = shrink_same("WHERE a IN (1, 2)", 17); /* a comment would not be shorter */
+	ck_assert_str_eq(s, "WHERE a IN (1, 2)");
+	free(s);
+
+	/* 1 MiB lists: a few bytes left, in linear time */
+	big = malloc(1 << 21);
+	ck_assert_ptr_nonnull(big);
+	n = (size_t)sprintf(big, "SELECT * FROM t WHERE id IN (0");
+	for (i = 1; n < (1 << 20); i++)
+		n += (size_t)sprintf(big + n, ", %zu", i * 7919);
+	n += (size_t)sprintf(big + n, ") ORDER BY id");
+	s = shrink_same(big, n);
+	ck_assert_uint_lt(strlen(s), 80);
+	free(s);
+	n = (size_t)sprintf(big, "INSERT INTO t(a, b) VALUES (0, 'x')");
+	for (i = 1; n < (1 << 20); i++)
+		n += (size_t)sprintf(big + n, ", (%zu, 'v%zu')", i, i * 31);
+	s = shrink_same(big, n);
+	ck_assert_uint_lt(strlen(s), 80);
+	free(s);
+	free(big);
+}
+END_TEST
+
 static Suite *fingerprint_suite(void)
 {
 	Suite *s = suite_create("fingerprint");
@@ -577,6 +659,7 @@ static Suite *fingerprint_suite(void)
 	tc = tcase_create("lists");
 	tcase_add_test(tc, test_in_lists);
 	tcase_add_test(tc, test_values);
+	tcase_add_test(tc, test_shrink);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("ids");

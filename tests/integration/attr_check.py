@@ -55,9 +55,10 @@ usage:
       the same inline chain of functions and lines (exit 77 without
       eu-addr2line).
 
-  attr_check.py python REPORT.json FINGERPRINT=COUNT...
-      Each query has COUNT executions, all attributed to sites whose module
-      path contains "_sqlite3"; nothing unattributed.
+  attr_check.py python REPORT.json FINGERPRINT=COUNT@LINE...
+      Each query has COUNT executions, all attributed to one Python site
+      (module "python3.X") at LINE of attr_py_workload.py; nothing
+      unattributed.
 
 Exits 1 with every mismatch printed (FAIL: ...), 0 otherwise.
 """
@@ -574,19 +575,23 @@ def cmd_python(argv):
         doc = json.load(f)
     print("%-40s %6s  %s" % ("FINGERPRINT", "COUNT", "SITES (est_count)"))
     for spec in argv[1:]:
-        fp, _, count = spec.rpartition("=")
+        fp, _, rest = spec.rpartition("=")
+        count, _, line = rest.partition("@")
         row = find_row(doc, "stmt", fp)
         if row is None:
             continue
         if row["count"] != int(count):
             fail("%r: count %d, expected %s" % (fp, row["count"], count))
         sites = row.get("sites", [])
-        inmod = sum(s["est_count"] for s in sites if "_sqlite3" in (s.get("module") or ""))
+        inmod = sum(s["est_count"] for s in sites
+                    if (s.get("module") or "").startswith("python")
+                    and (s.get("file") or "").endswith("attr_py_workload.py")
+                    and s.get("line") == int(line))
         print("%-40s %6d  %s" % (fp[:40], row["count"], "; ".join(
             "%s %.0f" % (fmt_key(site_key(s)), s["est_count"]) for s in sites)))
-        if inmod != row["count"]:
-            fail("%r: %.0f of %d executions attributed to frames in the _sqlite3 module;"
-                 " sites: %s" % (fp, inmod, row["count"], "; ".join(
+        if round(inmod) != row["count"]:
+            fail("%r: %.0f of %d executions attributed to attr_py_workload.py:%s;"
+                 " sites: %s" % (fp, inmod, row["count"], line, "; ".join(
                      "%s = %.0f" % (fmt_key(site_key(s)), s["est_count"]) for s in sites)))
     if doc.get("unattributed", 0) != 0:
         fail("top-level unattributed is %s, expected 0" % doc["unattributed"])

@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 # t_attr_python.sh - a Python program's queries (attr_py_workload.py, at
-# --rate 1) are attributed to frames in the interpreter's _sqlite3
-# extension module (its path contains "_sqlite3"), every execution of
-# them, none unattributed or lost to interpreter frames.  Python-level
-# lines are not required.  Run with /usr/bin/python3 (Debian's, whose
-# _sqlite3 is stripped) and with python3 from PATH when that is another
-# interpreter (e.g. pyenv's, built with debug info); an interpreter whose
+# --rate 1) are attributed to the Python lines that issued them (module
+# python3.X, file attr_py_workload.py, the line of the call), every
+# execution of them, none unattributed (before Python frames: to
+# stmt_step in the _sqlite3 extension). Run with /usr/bin/python3
+# (Debian's, whose _sqlite3 is stripped) and with python3 from PATH when
+# that is another interpreter (e.g. pyenv's); an interpreter whose
 # _sqlite3 has SQLite built in (not a dynamic libsqlite3) is skipped.
 . "$(dirname "$0")/lib.sh"
 
@@ -40,9 +40,9 @@ for py in "${pys[@]}"; do
 	grep -qx 'total=129500' "$TMP/py$n.out" || fail "$py printed $(cat "$TMP/py$n.out")"
 	report_json "$TMP/py$n.db" "$TMP/py$n.json"
 	"$PYTHON" "$ITDIR/attr_check.py" python "$TMP/py$n.json" \
-		'CREATE TABLE t(x integer PRIMARY KEY, y integer)=1' \
-		'INSERT INTO t(x, y) VALUES (?, ?)=300' \
-		'SELECT y FROM t WHERE x = ?=500' \
-		'UPDATE t SET y = y + ? WHERE x = ?=40' || rc=1
+		'CREATE TABLE t(x integer PRIMARY KEY, y integer)=1@15' \
+		'INSERT INTO t(x, y) VALUES (?, ?)=300@16' \
+		'SELECT y FROM t WHERE x = ?=500@20' \
+		'UPDATE t SET y = y + ? WHERE x = ?=40@11' || rc=1
 done
 exit $rc
