@@ -280,7 +280,7 @@ static uint64_t sql_shape(const char *s, size_t n)
 {
 	uint64_t h = 0xcbf29ce484222325ULL;
 	size_t i = 0;
-	int blank = 0;
+	int blank = 0, ident = 0; /* ident: inside a word, whose digits are its own */
 
 #define MIX(c) (h = (h ^ (unsigned char)(c)) * 0x100000001b3ULL)
 	while (i < n) {
@@ -294,28 +294,30 @@ static uint64_t sql_shape(const char *s, size_t n)
 					break;
 			i++;
 			MIX('?');
-			blank = 0;
+			blank = ident = 0;
 			continue;
 		}
-		if (c >= '0' && c <= '9' &&
-		    !(i > 0 && (s[i - 1] == '_' || ((s[i - 1] | 32) >= 'a' && (s[i - 1] | 32) <= 'z')))) {
+		if (c >= '0' && c <= '9' && !ident) {
 			while (i < n && ((s[i] >= '0' && s[i] <= '9') || s[i] == '.' ||
 					 (s[i] | 32) == 'e' || (s[i] | 32) == 'x' ||
 					 ((s[i] | 32) >= 'a' && (s[i] | 32) <= 'f')))
 				i++;
 			MIX('?');
-			blank = 0;
+			blank = ident = 0;
 			continue;
 		}
 		if (c == ' ' || c == '\t' || c == '\n' || c == '\r') {
 			if (!blank)
 				MIX(' ');
 			blank = 1;
+			ident = 0;
 			i++;
 			continue;
 		}
 		MIX(c >= 'A' && c <= 'Z' ? c | 32 : c);
 		blank = 0;
+		ident = c == '_' || c == '$' || c >= 0x80 || ((c | 32) >= 'a' && (c | 32) <= 'z') ||
+			(ident && c >= '0' && c <= '9');
 		i++;
 	}
 #undef MIX

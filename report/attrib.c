@@ -81,16 +81,35 @@ static int unknown(const struct sp_frame *f)
 	return !strcmp(f->module, "??") || !*f->module;
 }
 
+static uint64_t site_hash(const struct sp_frame *f)
+{
+	uint64_t h[4] = { sp_hash_bytes(f->function, strlen(f->function)),
+			  sp_hash_bytes(f->file, strlen(f->file)),
+			  sp_hash_bytes(f->module, strlen(f->module)), (uint64_t)(int64_t)f->line };
+
+	return sp_hash_bytes(h, sizeof(h));
+}
+
+/* The site of frame f: found through a hash of its four parts, the next
+ * key tried on a collision (a linear search over the sites made 40,000
+ * sites cost 0.8 G string compares). */
 static int site_intern(struct sp_attrib *a, const struct sp_frame *f)
 {
-	size_t i;
+	uint64_t k[2] = { site_hash(f), 0 };
+	int created, *ix;
 
-	for (i = 0; i < a->nsites; i++) {
-		const struct sp_site *s = &a->sites[i];
+	for (;; k[1]++) {
+		const struct sp_site *s;
 
+		ix = hmap_get(&a->site_idx, k, 1, &created);
+		if (!ix)
+			return -2;
+		if (created)
+			break;
+		s = &a->sites[*ix];
 		if (s->line == f->line && !strcmp(s->function, f->function) &&
 		    !strcmp(s->file, f->file) && !strcmp(s->module, f->module))
-			return (int)i;
+			return *ix;
 	}
 	if (a->nsites == a->sites_cap) {
 		size_t nc = a->sites_cap ? a->sites_cap * 2 : 64;
@@ -102,7 +121,68 @@ static int site_intern(struct sp_attrib *a, const struct sp_frame *f)
 		a->sites_cap = nc;
 	}
 	a->sites[a->nsites] = (struct sp_site){ f->function, f->file, f->module, f->line };
+	*ix = (int)a->nsites;
 	return (int)a->nsites++;
+}
+
+struct qkey {
+	int64_t fp_id;
+	int64_t kind_exec;
+};
+
+struct qskey {
+	int64_t fp_id;
+	int64_t kind_exec, site;
+};
+
+static int cmp_qord(const void *pa, const void *pb, void *arg)
+{
+	const struct sp_qsite *qs = arg, *a = &qs[*(const size_t *)pa], *b = &qs[*(const size_t *)pb];
+
+	if (a->fp_id != b->fp_id)
+		return a->fp_id < b->fp_id ? -1 : 1;
+	if (a->kind_exec != b->kind_exec)
+		return a->kind_exec < b->kind_exec ? -1 : 1;
+	return *(const size_t *)pa < *(const size_t *)pb ? -1 : 1;
+}
+
+int sp_attrib_index(struct sp_attrib *a)
+{
+	size_t i, *no;
+
+	hmap_free(&a->qidx);
+	hmap_init(&a->qidx, sizeof(struct qkey), 2 * sizeof(size_t));
+	no = realloc(a->qord, (a->nqs ? a->nqs : 1) * sizeof(*no));
+	if (!no)
+		return -1;
+	a->qord = no;
+	for (i = 0; i < a->nqs; i++)
+		a->qord[i] = i;
+	if (a->nqs > 1)
+		qsort_r(a->qord, a->nqs, sizeof(*a->qord), cmp_qord, a->qs);
+	for (i = 0; i < a->nqs; i++) {
+		const struct sp_qsite *q = &a->qs[a->qord[i]];
+		struct qkey k = { q->fp_id, q->kind_exec };
+		int created;
+		size_t *v = hmap_get(&a->qidx, &k, 1, &created);
+
+		if (!v)
+			return -1;
+		if (created)
+			v[0] = i;
+		v[1]++;
+	}
+	return 0;
+}
+
+const size_t *sp_attrib_query_sites(const struct sp_attrib *a, int64_t fp_id, int kind_exec,
+				    size_t *n)
+{
+	struct qkey k = { fp_id, kind_exec };
+	const size_t *v = hmap_get((struct hmap *)&a->qidx, &k, 0, NULL);
+
+	*n = v ? v[1] : 0;
+	return v ? a->qord + v[0] : NULL;
 }
 
 static char *col(sqlite3_stmt *st, int i)
@@ -116,12 +196,16 @@ int sp_attrib_load(sqlite3 *db, const char *const *skip, struct sp_attrib *a, ch
 		   size_t errlen)
 {
 	sqlite3_stmt *st = NULL;
+	struct hmap qsi; /* {fp_id, kind_exec, site} -> index in qs */
 	size_t it;
 	struct sp_stk *s;
 	int rc;
 
 	memset(a, 0, sizeof(*a));
 	hmap_init(&a->stacks, sizeof(struct stkey), sizeof(struct sp_stk));
+	hmap_init(&a->site_idx, 2 * sizeof(uint64_t), sizeof(int));
+	hmap_init(&a->qidx, sizeof(struct qkey), 2 * sizeof(size_t));
+	hmap_init(&qsi, sizeof(struct qskey), sizeof(size_t));
 	if (sqlite3_prepare_v2(db,
 			       "SELECT pid, stack_id, module, function, file, line, inlined, pc FROM frames"
 			       " ORDER BY pid, stack_id, idx",
@@ -172,7 +256,8 @@ int sp_attrib_load(sqlite3 *db, const char *const *skip, struct sp_attrib *a, ch
 
 	if (sqlite3_prepare_v2(db,
 			       "SELECT fp_id, kind, pid, stack_id, samples, total_ns,"
-			       " COALESCE(random_samples, 0), COALESCE(random_ns, 0) FROM stack_samples",
+			       " COALESCE(random_samples, 0), COALESCE(random_ns, 0), rows, vm_steps"
+			       " FROM stack_samples",
 			       -1, &st, NULL) != SQLITE_OK)
 		goto sqlerr;
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
@@ -183,12 +268,13 @@ int sp_attrib_load(sqlite3 *db, const char *const *skip, struct sp_attrib *a, ch
 		const char *kind = (const char *)sqlite3_column_text(st, 1);
 		int kx = kind && !strcmp(kind, "exec"); /* hostile profile: NULL */
 		int site = sk ? sk->site : -1;
-		size_t j;
+		struct qskey qk = { fp, kx, site };
+		int created;
+		size_t *jp = hmap_get(&qsi, &qk, 1, &created), j;
 
-		for (j = 0; j < a->nqs; j++)
-			if (a->qs[j].fp_id == fp && a->qs[j].kind_exec == kx && a->qs[j].site == site)
-				break;
-		if (j == a->nqs) {
+		if (!jp)
+			goto nomem;
+		if (created) {
 			if (a->nqs == a->qs_cap) {
 				size_t nc = a->qs_cap ? a->qs_cap * 2 : 64;
 				struct sp_qsite *nq = realloc(a->qs, nc * sizeof(*nq));
@@ -198,24 +284,34 @@ int sp_attrib_load(sqlite3 *db, const char *const *skip, struct sp_attrib *a, ch
 				a->qs = nq;
 				a->qs_cap = nc;
 			}
-			memset(&a->qs[j], 0, sizeof(a->qs[j]));
-			a->qs[j].fp_id = fp;
-			a->qs[j].kind_exec = kx;
-			a->qs[j].site = site;
-			a->qs[j].pid = k.pid;
-			a->qs[j].stack_id = k.stack_id;
+			*jp = a->nqs;
+			memset(&a->qs[a->nqs], 0, sizeof(a->qs[a->nqs]));
+			a->qs[a->nqs].fp_id = fp;
+			a->qs[a->nqs].kind_exec = kx;
+			a->qs[a->nqs].site = site;
+			a->qs[a->nqs].pid = k.pid;
+			a->qs[a->nqs].stack_id = k.stack_id;
 			a->nqs++;
 		}
+		j = *jp;
 		a->qs[j].samples += (uint64_t)sqlite3_column_int64(st, 4);
 		a->qs[j].sample_ns += (uint64_t)sqlite3_column_int64(st, 5);
 		a->qs[j].random_samples += (uint64_t)sqlite3_column_int64(st, 6);
 		a->qs[j].random_ns += (uint64_t)sqlite3_column_int64(st, 7);
+		a->qs[j].sample_rows += (uint64_t)sqlite3_column_int64(st, 8);
+		a->qs[j].sample_vm_steps += (uint64_t)sqlite3_column_int64(st, 9);
 		if (site < 0)
 			a->unattributed_samples += (uint64_t)sqlite3_column_int64(st, 4);
 	}
+	hmap_free(&qsi);
 	if (rc != SQLITE_DONE)
 		goto sqlerr;
 	sqlite3_finalize(st);
+	hmap_free(&a->site_idx);
+	if (sp_attrib_index(a) < 0) {
+		st = NULL;
+		goto nomem;
+	}
 	return 0;
 nomem:
 	snprintf(err, errlen, "out of memory");
@@ -224,51 +320,83 @@ sqlerr:
 	snprintf(err, errlen, "corrupt profile: %s", sqlite3_errmsg(db));
 fail:
 	sqlite3_finalize(st);
+	hmap_free(&qsi);
 	sp_attrib_free(a);
 	return -1;
 }
 
-/*
- * Estimates for one query: its exact count and time shared out by the
- * samples at each site. The randomly drawn samples are an unbiased share
- * of the executions; forced ones (first, failed, slow) are not, so they
- * are used only when a query has no random sample at all (rate 0, or a
- * query run too few times to be drawn).
- */
-void sp_attrib_estimate(struct sp_attrib *a, int64_t fp_id, int kind_exec, uint64_t count,
-			uint64_t total_ns, uint64_t self_ns)
+void sp_est_add(struct sp_est_in *sum, const struct sp_est_in *x)
 {
-	uint64_t samples = 0, ns = 0, rsamples = 0, rns = 0;
-	size_t j;
-	int use_random;
+	sum->samples += x->samples;
+	sum->sample_ns += x->sample_ns;
+	sum->rows += x->rows;
+	sum->vm_steps += x->vm_steps;
+	sum->random_samples += x->random_samples;
+	sum->random_ns += x->random_ns;
+}
 
-	for (j = 0; j < a->nqs; j++)
-		if (a->qs[j].fp_id == fp_id && a->qs[j].kind_exec == kind_exec) {
-			samples += a->qs[j].samples;
-			ns += a->qs[j].sample_ns;
-			rsamples += a->qs[j].random_samples;
-			rns += a->qs[j].random_ns;
-		}
-	use_random = rsamples > 0;
-	for (j = 0; j < a->nqs; j++) {
-		struct sp_qsite *q = &a->qs[j];
-		double share, tshare;
+void sp_estimate(const struct sp_est_in *part, const struct sp_est_in *all,
+		 const struct sp_est_tot *tot, struct sp_est *out)
+{
+	double share, tshare;
 
-		if (q->fp_id != fp_id || q->kind_exec != kind_exec)
-			continue;
-		if (use_random) {
-			share = (double)q->random_samples / (double)rsamples;
-			tshare = rns ? (double)q->random_ns / (double)rns : share;
-		} else {
-			share = samples ? (double)q->samples / (double)samples : 0;
-			tshare = ns ? (double)q->sample_ns / (double)ns : share;
-		}
-		q->est_count = share * (double)count;
-		q->est_total_ns = tshare * (double)total_ns;
-		q->est_self_ns = total_ns ? q->est_total_ns * ((double)self_ns / (double)total_ns) : 0;
+	if (all->random_samples) {
+		share = (double)part->random_samples / (double)all->random_samples;
+		tshare = all->random_ns ? (double)part->random_ns / (double)all->random_ns : share;
+	} else {
+		share = all->samples ? (double)part->samples / (double)all->samples : 0;
+		tshare = all->sample_ns ? (double)part->sample_ns / (double)all->sample_ns : share;
+	}
+	out->count = share * (double)tot->count;
+	out->total_ns = tshare * (double)tot->total_ns;
+	out->self_ns = tot->total_ns ? out->total_ns * ((double)tot->self_ns / (double)tot->total_ns)
+				     : 0;
+	out->rows = (all->rows ? (double)part->rows / (double)all->rows : share) * (double)tot->rows;
+	out->vm_steps = (all->vm_steps ? (double)part->vm_steps / (double)all->vm_steps : share) *
+			(double)tot->vm_steps;
+}
+
+static struct sp_est_in qsite_in(const struct sp_qsite *q)
+{
+	return (struct sp_est_in){ q->samples, q->sample_ns, q->sample_rows, q->sample_vm_steps,
+				   q->random_samples, q->random_ns };
+}
+
+/* Estimates for one query: see sp_estimate. */
+void sp_attrib_estimate_q(struct sp_attrib *a, int64_t fp_id, int kind_exec,
+			  const struct sp_est_tot *tot)
+{
+	struct sp_est_in all = { 0 };
+	size_t n, j;
+	const size_t *ix = sp_attrib_query_sites(a, fp_id, kind_exec, &n);
+
+	for (j = 0; j < n; j++) {
+		struct sp_est_in in = qsite_in(&a->qs[ix[j]]);
+
+		sp_est_add(&all, &in);
+	}
+	for (j = 0; j < n; j++) {
+		struct sp_qsite *q = &a->qs[ix[j]];
+		struct sp_est_in in = qsite_in(q);
+		struct sp_est e;
+
+		sp_estimate(&in, &all, tot, &e);
+		q->est_count = e.count;
+		q->est_total_ns = e.total_ns;
+		q->est_self_ns = e.self_ns;
+		q->est_rows = e.rows;
+		q->est_vm_steps = e.vm_steps;
 		if (q->site < 0)
 			a->unattributed_est += q->est_count;
 	}
+}
+
+void sp_attrib_estimate(struct sp_attrib *a, int64_t fp_id, int kind_exec, uint64_t count,
+			uint64_t total_ns, uint64_t self_ns)
+{
+	struct sp_est_tot tot = { count, total_ns, self_ns, 0, 0 };
+
+	sp_attrib_estimate_q(a, fp_id, kind_exec, &tot);
 }
 
 const struct sp_stk *sp_attrib_stack(const struct sp_attrib *a, uint64_t pid, uint64_t stack_id)
@@ -292,6 +420,9 @@ void sp_attrib_free(struct sp_attrib *a)
 		free(s->frames);
 	}
 	hmap_free(&a->stacks);
+	hmap_free(&a->site_idx);
+	hmap_free(&a->qidx);
+	free(a->qord);
 	free(a->sites);
 	free(a->qs);
 	memset(a, 0, sizeof(*a));

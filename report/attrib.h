@@ -35,6 +35,41 @@ struct sp_stk {
 	int site;                /* index into sites, -1: unattributed */
 };
 
+/* Sample totals of a part of a query's samples (a site, a stack), the
+ * input of the estimator. */
+struct sp_est_in {
+	uint64_t samples, sample_ns, rows, vm_steps; /* every sample */
+	uint64_t random_samples, random_ns;          /* randomly drawn ones only */
+};
+
+/* A query's exact totals, what the estimator shares out. */
+struct sp_est_tot {
+	uint64_t count, total_ns, self_ns, rows, vm_steps;
+};
+
+struct sp_est {
+	double count, total_ns, self_ns, rows, vm_steps;
+};
+
+/*
+ * The one estimator of per-site (and per-stack) counts and times, used by
+ * report, diff, check and every export (docs/profile-format.md, "Site
+ * estimates"). part is one site's (or stack's) samples, all the sum over
+ * every part of the query, tot the query's exact totals. The randomly
+ * drawn samples are an unbiased share of the executions; forced ones
+ * (first, failed, slow) are not, so count and time are shared out by the
+ * random samples (count) and their db time (time) when the query has any
+ * random sample, else by all its samples and their time (rate 0, or a
+ * query run too few times to be drawn); time by the count share when no
+ * time was sampled. Self time follows time in the query's self/total
+ * ratio. Rows and VM steps are shared out by the rows and VM steps of all
+ * samples (by the count share when those are 0). Shares are linear, so the
+ * estimates of a site's stacks add up to the site's.
+ */
+void sp_estimate(const struct sp_est_in *part, const struct sp_est_in *all,
+		 const struct sp_est_tot *tot, struct sp_est *out);
+void sp_est_add(struct sp_est_in *sum, const struct sp_est_in *x);
+
 /* Per (query, site) sample totals and estimates. */
 struct sp_qsite {
 	int64_t fp_id;
@@ -42,9 +77,11 @@ struct sp_qsite {
 	int site;            /* -1: unattributed */
 	uint64_t samples, sample_ns;
 	uint64_t random_samples, random_ns; /* randomly drawn samples only */
+	uint64_t sample_rows, sample_vm_steps;
 	uint64_t pid, stack_id; /* one example stack */
 	double est_count, est_total_ns;
 	double est_self_ns; /* est_total_ns less nested executions' time */
+	double est_rows, est_vm_steps;
 };
 
 struct sp_attrib {
@@ -55,15 +92,30 @@ struct sp_attrib {
 	size_t nqs, qs_cap;
 	uint64_t unattributed_samples;
 	double unattributed_est;
+	/* index: {fp_id, kind_exec} -> {first, n} in qord, which holds the
+	 * indices into qs of each query's sites in their order in qs */
+	struct hmap qidx;
+	size_t *qord;
+	struct hmap site_idx; /* site label hash -> site index (loading) */
 };
 
 /* Load and attribute. skip: NULL-terminated fnmatch patterns matched
  * against function names, module paths and module base names. */
 int sp_attrib_load(sqlite3 *db, const char *const *skip, struct sp_attrib *a, char *err,
 		   size_t errlen);
-/* Fill est_count/est_total_ns of a query's sites from its exact totals. */
+/* Fill the estimates of a query's sites from its exact totals (count,
+ * total_ns, self_ns, rows, vm_steps of tot) with sp_estimate. */
+void sp_attrib_estimate_q(struct sp_attrib *a, int64_t fp_id, int kind_exec,
+			  const struct sp_est_tot *tot);
+/* The same with count, time and self time only (rows and VM steps 0). */
 void sp_attrib_estimate(struct sp_attrib *a, int64_t fp_id, int kind_exec, uint64_t count,
 			uint64_t total_ns, uint64_t self_ns);
+/* The sites of one query: *n indices into a->qs, in their order there.
+ * Valid until a->qs is reordered; then call sp_attrib_index again. */
+const size_t *sp_attrib_query_sites(const struct sp_attrib *a, int64_t fp_id, int kind_exec,
+				    size_t *n);
+/* (Re)build the per-query index after a->qs was reordered. 0, or -1 on ENOMEM. */
+int sp_attrib_index(struct sp_attrib *a);
 const struct sp_stk *sp_attrib_stack(const struct sp_attrib *a, uint64_t pid, uint64_t stack_id);
 void sp_attrib_free(struct sp_attrib *a);
 

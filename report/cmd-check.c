@@ -607,10 +607,10 @@ int cmd_check(int argc, char **argv)
 	struct sp_diff d = { 0 };
 	struct result res = { 0 };
 	char err[1024];
-	int opt, inerr, rc, werr = 0;
+	int opt, inerr, rc, li, werr = 0;
 
 	optind = 1;
-	while ((opt = getopt_long(argc, argv, "b:f:h", longopts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "b:f:h", longopts, &li)) != -1) {
 		switch (opt) {
 		case 'b':
 			if (o.nbase == MAX_PROFILES) {
@@ -624,8 +624,10 @@ int cmd_check(int argc, char **argv)
 		case 3:
 			if (parse_pct(optarg, opt == 1 ? &o.max_count : opt == 2 ? &o.max_vm : &o.max_time) <
 			    0) {
-				fprintf(stderr, "sqlprof check: %s wants a percentage >= 0 or 'off', not '%s'\n",
-					longopts[opt].name, optarg);
+				/* long-only options: getopt_long set li, the
+				 * option's index (not its value) */
+				fprintf(stderr, "sqlprof check: --%s wants a percentage >= 0 or 'off', not '%s'\n",
+					longopts[li].name, optarg);
 				return SP_EXIT_USAGE;
 			}
 			break;

@@ -498,11 +498,12 @@ int cmd_record(int argc, char **argv)
 	struct record_opts o = { .output = SP_PROFILE_DEFAULT, .follow = 1, .grace_s = 10.0,
 				 .repeat = 1, .max_events = 5000000 };
 	FILE *spill = NULL;
-	struct hmap snap;            /* {sql_id, kind} -> cumulative {count, total_ns} */
+	struct hmap snap = { 0 };    /* {sql_id, kind} -> cumulative {count, total_ns}; freed
+					at out, also when we leave before hmap_init */
 	struct sp_run_total *rt = NULL;
 	size_t nrt = 0, caprt = 0;
 	uint64_t run;
-	char lib[PATH_MAX], dir[PATH_MAX], sockpath[PATH_MAX + 8], err[PATH_MAX + 512];
+	char lib[PATH_MAX], dir[PATH_MAX] = "", sockpath[PATH_MAX + 8], err[PATH_MAX + 512];
 	char saved[PATH_MAX + 32];
 	int xp[2], xerr, wrote;
 	const char *tmp;
@@ -946,8 +947,9 @@ out:
 	if (lfd >= 0) {
 		close(lfd);
 		unlink(sockpath);
-		rmdir(dir);
 	}
+	if (dir[0] && !strstr(dir, "XXXXXX")) /* made by mkdtemp: also when we leave before listening */
+		rmdir(dir);
 	free(buf);
 	free(cmdline);
 	free(rt);

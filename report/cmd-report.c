@@ -96,14 +96,13 @@ static void print_site_name(const struct sp_attrib *a, int site)
 
 static void print_table_sites(const struct sp_attrib *a, const struct sp_qrow *r, int stacks)
 {
-	size_t j;
+	size_t j, n;
+	const size_t *ix = sp_attrib_query_sites(a, r->fp_id, !strcmp(r->kind, "exec"), &n);
 
-	for (j = 0; j < a->nqs; j++) {
-		const struct sp_qsite *q = &a->qs[j];
+	for (j = 0; j < n; j++) {
+		const struct sp_qsite *q = &a->qs[ix[j]];
 		char b[32];
 
-		if (q->fp_id != r->fp_id || q->kind_exec != !strcmp(r->kind, "exec"))
-			continue;
 		printf("%10s -> ~%.0f%s execs, ~%s at ", "",
 		       q->est_count, q->samples == r->count ? "" : " (est.)",
 		       sp_fmt_ns(b, sizeof(b), q->est_total_ns));
@@ -204,15 +203,14 @@ static void print_csv(const struct sp_qset *qs, size_t n)
 
 static void print_json_sites(const struct sp_attrib *a, const struct sp_qrow *r)
 {
-	size_t j;
+	size_t j, nix;
+	const size_t *ix = sp_attrib_query_sites(a, r->fp_id, !strcmp(r->kind, "exec"), &nix);
 	int first = 1;
 
 	printf(", \"sites\": [");
-	for (j = 0; j < a->nqs; j++) {
-		const struct sp_qsite *q = &a->qs[j];
+	for (j = 0; j < nix; j++) {
+		const struct sp_qsite *q = &a->qs[ix[j]];
 
-		if (q->fp_id != r->fp_id || q->kind_exec != !strcmp(r->kind, "exec"))
-			continue;
 		printf("%s{\"function\": ", first ? "" : ", ");
 		first = 0;
 		if (q->site < 0) {
@@ -296,25 +294,47 @@ static void print_grouped(const struct sp_attrib *a, const struct sp_qset *qs,
 {
 	int by_fn = !strcmp(o->by, "function");
 	struct group *g = calloc(a->nsites + 1, sizeof(*g));
+	/* group of each key (site index + 1, 0 unattributed), + 1; 0 none */
+	size_t *gof = calloc(a->nsites + 1, sizeof(*gof));
+	int *fnkey = by_fn ? malloc((a->nsites + 1) * sizeof(*fnkey)) : NULL;
+	struct hmap fns; /* {function hash, module hash, n} -> first site of that function */
 	size_t ng = 0, i, j, n;
 
-	if (!g)
-		return;
+	hmap_init(&fns, 3 * sizeof(uint64_t), sizeof(int));
+	if (!g || !gof || (by_fn && !fnkey))
+		goto out;
+	/* group sites by function + module: each site's first site of its
+	 * function, through a hash (the next key on a collision) */
+	for (i = 0; by_fn && i < a->nsites; i++) {
+		const struct sp_site *st = &a->sites[i];
+		uint64_t k[3] = { sp_hash_bytes(st->function, strlen(st->function)),
+				  sp_hash_bytes(st->module, strlen(st->module)), 0 };
+
+		for (;; k[2]++) {
+			int created, *first = hmap_get(&fns, k, 1, &created);
+
+			if (!first)
+				goto out;
+			if (created)
+				*first = (int)i;
+			else if (strcmp(a->sites[*first].function, st->function) ||
+				 strcmp(a->sites[*first].module, st->module))
+				continue;
+			fnkey[i] = *first;
+			break;
+		}
+	}
 	for (j = 0; j < a->nqs; j++) {
 		const struct sp_qsite *q = &a->qs[j];
 		int key = q->site;
 
-		if (by_fn && key >= 0) /* group sites by function + module */
-			for (i = 0; i < (size_t)key; i++)
-				if (!strcmp(a->sites[i].function, a->sites[key].function) &&
-				    !strcmp(a->sites[i].module, a->sites[key].module)) {
-					key = (int)i;
-					break;
-				}
-		for (i = 0; i < ng && g[i].key != key; i++)
-			;
-		if (i == ng)
+		if (by_fn && key >= 0)
+			key = fnkey[key];
+		if (!gof[key + 1]) {
 			g[ng++].key = key;
+			gof[key + 1] = ng;
+		}
+		i = gof[key + 1] - 1;
 		g[i].est_count += q->est_count;
 		/* self time: an exec and the statements it runs are not
 		 * counted twice when they share a site */
@@ -382,6 +402,10 @@ static void print_grouped(const struct sp_attrib *a, const struct sp_qset *qs,
 			}
 		}
 	}
+out:
+	hmap_free(&fns);
+	free(fnkey);
+	free(gof);
 	free(g);
 }
 
@@ -517,6 +541,13 @@ int cmd_report(int argc, char **argv)
 		sp_attrib_estimate(&at, qs.rows[n].fp_id, !strcmp(qs.rows[n].kind, "exec"),
 				   qs.rows[n].count, qs.rows[n].total_ns, qs.rows[n].self_ns);
 	sp_qsort(at.qs, at.nqs, sizeof(*at.qs), cmp_qsite);
+	if (sp_attrib_index(&at) < 0) {
+		fprintf(stderr, "sqlprof report: out of memory\n");
+		sp_qset_free(&qs);
+		sp_attrib_free(&at);
+		sqlite3_close(db);
+		return SP_EXIT_INTERNAL;
+	}
 	if (sp_qset_sort(&qs, o.sort) < 0) {
 		fprintf(stderr, "sqlprof report: unknown sort key '%s'\n", o.sort);
 		sp_qset_free(&qs);

@@ -150,14 +150,34 @@ static uint64_t meta_runs(sqlite3 *db)
 	return v >= 1 ? (uint64_t)v : 1;
 }
 
-static const struct sp_qrow *find_row(const struct sp_qset *qs, int64_t fp, int kx)
+/* Index qs by (fp_id, kind) into ix (initialized here). 0, or -1 on ENOMEM. */
+static int index_rows(struct hmap *ix, const struct sp_qset *qs)
 {
 	size_t i;
 
-	for (i = 0; i < qs->n; i++)
-		if (qs->rows[i].fp_id == fp && (!strcmp(qs->rows[i].kind, "exec")) == kx)
-			return &qs->rows[i];
-	return NULL;
+	hmap_init(ix, sizeof(struct qkey), sizeof(size_t));
+	for (i = 0; i < qs->n; i++) {
+		struct qkey k = { qs->rows[i].fp_id, !strcmp(qs->rows[i].kind, "exec") };
+		int created;
+		size_t *v = hmap_get(ix, &k, 1, &created);
+
+		if (!v)
+			return -1;
+		if (created) /* the first row of a key, as a search would find */
+			*v = i;
+	}
+	return 0;
+}
+
+/* The row of (fp, kx) in qs through its index ix (a linear search per
+ * lookup made diff quadratic: 195 s for 20,000 fingerprints). */
+static const struct sp_qrow *find_row(const struct hmap *ix, const struct sp_qset *qs, int64_t fp,
+				      int kx)
+{
+	struct qkey k = { fp, kx };
+	const size_t *v = hmap_get((struct hmap *)ix, &k, 0, NULL);
+
+	return v ? &qs->rows[*v] : NULL;
 }
 
 static char *xstrdup(const char *s)
@@ -229,7 +249,7 @@ static int build_agg(struct sp_side *s)
 			goto nomem_nokeys;
 		for (m = 0; m < sizeof(off) / sizeof(off[0]); m++) {
 			for (i = 0; i < s->np; i++) {
-				const struct sp_qrow *r = find_row(&s->p[i].qs, a->fp_id, kx);
+				const struct sp_qrow *r = find_row(&s->p[i].qidx, &s->p[i].qs, a->fp_id, kx);
 
 				v[i] = r ? (double)*(const uint64_t *)((const char *)r + off[m]) /
 						   (double)s->p[i].runs :
@@ -241,7 +261,7 @@ static int build_agg(struct sp_side *s)
 			size_t nv = 0;
 
 			for (i = 0; i < s->np; i++) {
-				const struct sp_qrow *r = find_row(&s->p[i].qs, a->fp_id, kx);
+				const struct sp_qrow *r = find_row(&s->p[i].qidx, &s->p[i].qs, a->fp_id, kx);
 
 				if (r)
 					v[nv++] = (double)*(const uint64_t *)((const char *)r +
@@ -253,7 +273,7 @@ static int build_agg(struct sp_side *s)
 		a->mean_ns = a->count ? (double)a->total_ns / (double)a->count : 0;
 		a->nplans = 0;
 		for (i = 0; i < s->np; i++) {
-			const struct sp_qrow *r = find_row(&s->p[i].qs, a->fp_id, kx);
+			const struct sp_qrow *r = find_row(&s->p[i].qidx, &s->p[i].qs, a->fp_id, kx);
 
 			if (r && r->plan && !a->plan) {
 				a->plan = strdup(r->plan);
@@ -276,7 +296,7 @@ static int build_agg(struct sp_side *s)
 	}
 	s->agg.n = j;
 	free(v);
-	return 0;
+	return index_rows(&s->agg_idx, &s->agg);
 nomem:
 	hmap_free(&keys);
 nomem_nokeys:
@@ -296,38 +316,28 @@ struct skey {
 	int64_t fp_id, kind_exec;
 };
 
-/* Per (site, fingerprint) estimates, per run, averaged over the profiles. */
+/* Per (site, fingerprint) estimates, per run, averaged over the profiles:
+ * the sites' estimates of attrib.c (sp_estimate, the estimator report and
+ * the exports use), summed per site key. */
 static int build_sites(struct sp_side *s)
 {
 	struct hmap idx;
-	size_t i, cap = 0;
+	size_t i, j, cap = 0;
 
 	hmap_init(&idx, sizeof(struct skey), sizeof(size_t));
 	for (i = 0; i < s->np; i++) {
 		struct sp_prof *p = &s->p[i];
-		sqlite3_stmt *st;
 
-		if (sqlite3_prepare_v2(p->db,
-				       "SELECT fp_id, kind, pid, stack_id, SUM(samples), SUM(rows),"
-				       " SUM(vm_steps) FROM stack_samples GROUP BY 1, 2, 3, 4",
-				       -1, &st, NULL) != SQLITE_OK)
-			continue;
-		while (sqlite3_step(st) == SQLITE_ROW) {
-			int64_t fp = sqlite3_column_int64(st, 0);
-			const char *kind = (const char *)sqlite3_column_text(st, 1);
-			int kx = kind && !strcmp(kind, "exec");
-			const struct sp_stk *sk =
-				sp_attrib_stack(&p->at, (uint64_t)sqlite3_column_int64(st, 2),
-						(uint64_t)sqlite3_column_int64(st, 3));
-			const struct sp_qrow *r = find_row(&p->qs, fp, kx);
-			const struct sp_site *site =
-				sk && sk->site >= 0 ? &p->at.sites[sk->site] : NULL;
+		for (j = 0; j < p->at.nqs; j++) {
+			const struct sp_qsite *q = &p->at.qs[j];
+			const struct sp_qrow *r = find_row(&p->qidx, &p->qs, q->fp_id, q->kind_exec);
+			const struct sp_site *site = q->site >= 0 ? &p->at.sites[q->site] : NULL;
+			double runs = (double)p->runs * (double)s->np;
 			char key[1024], disp[1024];
 			struct skey k;
 			size_t *ix;
 			int created;
 			struct sp_sitestat *x;
-			uint64_t fs = 0, fv = 0, fr = 0;
 
 			if (!r)
 				continue;
@@ -340,7 +350,7 @@ static int build_sites(struct sp_side *s)
 				snprintf(key, sizeof(key), "(unattributed)");
 				snprintf(disp, sizeof(disp), "(unattributed)");
 			}
-			k = (struct skey){ sp_hash_bytes(key, strlen(key)), fp, kx };
+			k = (struct skey){ sp_hash_bytes(key, strlen(key)), q->fp_id, q->kind_exec };
 			ix = hmap_get(&idx, &k, 1, &created);
 			if (!ix)
 				goto nomem;
@@ -359,50 +369,68 @@ static int build_sites(struct sp_side *s)
 				memset(x, 0, sizeof(*x));
 				x->key = strdup(key);
 				x->display = strdup(disp);
-				x->fp_id = fp;
-				snprintf(x->kind, sizeof(x->kind), "%s", kx ? "exec" : "stmt");
+				x->fp_id = q->fp_id;
+				snprintf(x->kind, sizeof(x->kind), "%s", q->kind_exec ? "exec" : "stmt");
 				if (!x->key || !x->display)
 					goto nomem;
 			}
 			x = &s->sites[*ix];
-			/* this fingerprint's sample totals in this profile */
-			{
-				sqlite3_stmt *t;
-
-				if (sqlite3_prepare_v2(p->db,
-						       "SELECT SUM(samples), SUM(rows), SUM(vm_steps) FROM"
-						       " stack_samples WHERE fp_id = ? AND kind = ?",
-						       -1, &t, NULL) == SQLITE_OK) {
-					sqlite3_bind_int64(t, 1, fp);
-					sqlite3_bind_text(t, 2, kx ? "exec" : "stmt", -1, SQLITE_STATIC);
-					if (sqlite3_step(t) == SQLITE_ROW) {
-						fs = (uint64_t)sqlite3_column_int64(t, 0);
-						fr = (uint64_t)sqlite3_column_int64(t, 1);
-						fv = (uint64_t)sqlite3_column_int64(t, 2);
-					}
-					sqlite3_finalize(t);
-				}
-			}
-			{
-				double sm = (double)sqlite3_column_int64(st, 4);
-				double rw = (double)sqlite3_column_int64(st, 5);
-				double vm = (double)sqlite3_column_int64(st, 6);
-				double runs = (double)p->runs * (double)s->np;
-				double share = fs ? sm / (double)fs : 0;
-
-				x->samples += sm / (double)s->np;
-				x->est_count += share * (double)r->count / runs;
-				x->est_rows += (fr ? rw / (double)fr : share) * (double)r->rows / runs;
-				x->est_vm_steps +=
-					(fv ? vm / (double)fv : share) * (double)r->vm_steps / runs;
-			}
+			x->samples += (double)q->samples / (double)s->np;
+			x->est_count += q->est_count / runs;
+			x->est_rows += q->est_rows / runs;
+			x->est_vm_steps += q->est_vm_steps / runs;
 		}
-		sqlite3_finalize(st);
 	}
 	hmap_free(&idx);
 	return 0;
 nomem:
 	hmap_free(&idx);
+	return -1;
+}
+
+/* Per-run mean db time per execution of every query of a repeated
+ * profile, in one pass over run_totals (ordered by run within a query). */
+static int load_run_means(struct sp_prof *p)
+{
+	sqlite3_stmt *st;
+	size_t n = 0, cap = 0;
+
+	hmap_init(&p->rt_idx, sizeof(struct qkey), 2 * sizeof(size_t));
+	if (p->runs <= 1 ||
+	    sqlite3_prepare_v2(p->db,
+			       "SELECT fp_id, kind, count, total_ns FROM run_totals WHERE count > 0"
+			       " ORDER BY fp_id, kind, run",
+			       -1, &st, NULL) != SQLITE_OK)
+		return 0;
+	while (sqlite3_step(st) == SQLITE_ROW) {
+		const char *kind = (const char *)sqlite3_column_text(st, 1);
+		struct qkey k = { sqlite3_column_int64(st, 0), kind && !strcmp(kind, "exec") };
+		int created;
+		size_t *v = hmap_get(&p->rt_idx, &k, 1, &created);
+
+		if (!v)
+			goto nomem;
+		if (created)
+			v[0] = n;
+		else if (v[0] + v[1] != n)
+			continue; /* not adjacent: a hostile kind spelling; keep the first run */
+		if (n == cap) {
+			size_t nc = cap ? cap * 2 : 256;
+			double *nm = realloc(p->rt_means, nc * sizeof(*nm));
+
+			if (!nm)
+				goto nomem;
+			p->rt_means = nm;
+			cap = nc;
+		}
+		p->rt_means[n++] = (double)sqlite3_column_int64(st, 3) /
+				   (double)sqlite3_column_int64(st, 2);
+		v[1]++;
+	}
+	sqlite3_finalize(st);
+	return 0;
+nomem:
+	sqlite3_finalize(st);
 	return -1;
 }
 
@@ -431,26 +459,34 @@ int sp_side_load(struct sp_side *s, const char *const *paths, size_t n, const ch
 			goto fail;
 		}
 		if (sp_qset_load(p->db, &p->qs, e, sizeof(e)) < 0) {
-			snprintf(err, errlen, "%s: %s", paths[i], e);
+			/* stopped by the work budget: say so (it names the file) */
+			if (!sp_untrusted_exhausted(err, errlen))
+				snprintf(err, errlen, "%s: %s", paths[i], e);
 			*input_error = strcmp(e, "out of memory") != 0;
 			sqlite3_close(p->db);
 			p->db = NULL;
 			goto fail;
 		}
 		if (sp_attrib_load(p->db, skip, &p->at, e, sizeof(e)) < 0) {
-			snprintf(err, errlen, "%s: %s", paths[i], e);
+			if (!sp_untrusted_exhausted(err, errlen))
+				snprintf(err, errlen, "%s: %s", paths[i], e);
 			*input_error = strcmp(e, "out of memory") != 0;
 			sp_qset_free(&p->qs);
 			sqlite3_close(p->db);
 			p->db = NULL;
 			goto fail;
 		}
-		for (j = 0; j < p->qs.n; j++)
-			sp_attrib_estimate(&p->at, p->qs.rows[j].fp_id,
-					   !strcmp(p->qs.rows[j].kind, "exec"), p->qs.rows[j].count,
-					   p->qs.rows[j].total_ns, p->qs.rows[j].self_ns);
+		for (j = 0; j < p->qs.n; j++) {
+			const struct sp_qrow *r = &p->qs.rows[j];
+			struct sp_est_tot tot = { r->count, r->total_ns, r->self_ns, r->rows,
+						  r->vm_steps };
+
+			sp_attrib_estimate_q(&p->at, r->fp_id, !strcmp(r->kind, "exec"), &tot);
+		}
 		p->runs = meta_runs(p->db);
 		s->total_runs += p->runs;
+		if (index_rows(&p->qidx, &p->qs) < 0 || load_run_means(p) < 0)
+			goto nomem;
 	}
 	if (build_agg(s) < 0 || build_sites(s) < 0)
 		goto nomem;
@@ -471,6 +507,9 @@ void sp_side_free(struct sp_side *s)
 	size_t i;
 
 	for (i = 0; s->p && i < s->np; i++) {
+		hmap_free(&s->p[i].qidx);
+		hmap_free(&s->p[i].rt_idx);
+		free(s->p[i].rt_means);
 		if (s->p[i].db) {
 			sp_qset_free(&s->p[i].qs);
 			sp_attrib_free(&s->p[i].at);
@@ -480,6 +519,7 @@ void sp_side_free(struct sp_side *s)
 	}
 	free(s->p);
 	sp_qset_free(&s->agg);
+	hmap_free(&s->agg_idx);
 	for (i = 0; i < s->nsites; i++) {
 		free(s->sites[i].key);
 		free(s->sites[i].display);
@@ -495,26 +535,15 @@ size_t sp_side_time_samples(const struct sp_side *s, int64_t fp_id, const char *
 
 	for (i = 0; i < s->np && n < max; i++) {
 		const struct sp_prof *p = &s->p[i];
-		const struct sp_qrow *r = find_row(&p->qs, fp_id, !strcmp(kind, "exec"));
-		sqlite3_stmt *st;
+		const struct sp_qrow *r = find_row(&p->qidx, &p->qs, fp_id, !strcmp(kind, "exec"));
+		struct qkey k = { fp_id, !strcmp(kind, "exec") };
+		const size_t *v = p->runs > 1 ? hmap_get((struct hmap *)&p->rt_idx, &k, 0, NULL) : NULL;
 		size_t got = 0;
 
 		if (!r)
 			continue;
-		if (p->runs > 1 &&
-		    sqlite3_prepare_v2(p->db,
-				       "SELECT count, total_ns FROM run_totals WHERE fp_id = ? AND kind = ?"
-				       " AND count > 0 ORDER BY run",
-				       -1, &st, NULL) == SQLITE_OK) {
-			sqlite3_bind_int64(st, 1, fp_id);
-			sqlite3_bind_text(st, 2, kind, -1, SQLITE_STATIC);
-			while (n < max && sqlite3_step(st) == SQLITE_ROW) {
-				out[n++] = (double)sqlite3_column_int64(st, 1) /
-					   (double)sqlite3_column_int64(st, 0);
-				got++;
-			}
-			sqlite3_finalize(st);
-		}
+		for (; v && got < v[1] && n < max; got++)
+			out[n++] = p->rt_means[v[0] + got];
 		if (!got && n < max)
 			out[n++] = r->mean_ns;
 	}
@@ -696,7 +725,7 @@ static int add_sites(const struct sp_side *base, const struct sp_side *cand, str
 			if (!ix)
 				goto nomem;
 			if (created) {
-				const struct sp_qrow *r = find_row(&s->agg, x->fp_id, (int)k.kind_exec);
+				const struct sp_qrow *r = find_row(&s->agg_idx, &s->agg, x->fp_id, (int)k.kind_exec);
 
 				if (d->ns == cap) {
 					size_t nc = cap ? cap * 2 : 64;

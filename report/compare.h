@@ -33,6 +33,9 @@ struct sp_prof {
 	uint64_t runs;         /* meta.runs, 1 when absent */
 	struct sp_qset qs;
 	struct sp_attrib at;
+	struct hmap qidx;      /* {fp_id, kind_exec} -> index in qs */
+	struct hmap rt_idx;    /* {fp_id, kind_exec} -> {first, n} in rt_means (runs > 1) */
+	double *rt_means;      /* per-run mean db time per execution, by query and run */
 };
 
 /* Per (site, fingerprint) estimates of one side, per run. */
@@ -49,6 +52,7 @@ struct sp_side {
 	size_t np;
 	uint64_t total_runs;   /* sum of runs over profiles */
 	struct sp_qset agg;    /* per fingerprint: medians over profiles, per run */
+	struct hmap agg_idx;   /* {fp_id, kind_exec} -> index in agg */
 	struct sp_sitestat *sites;
 	size_t nsites;
 };

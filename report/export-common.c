@@ -206,10 +206,47 @@ const char *sp_export_site_label(struct sp_export *x, int site)
 
 	if (site < 0 || (size_t)site >= x->at.nsites)
 		return "(unattributed)";
+	if (x->site_labels && x->site_labels[site])
+		return x->site_labels[site];
 	st = &x->at.sites[site];
 	f = (struct sp_frame){ (char *)st->module, (char *)st->function, (char *)st->file, st->line,
 				0, 0 };
-	return sp_export_frame_label(x, &f);
+	if (!x->site_labels)
+		return sp_export_frame_label(x, &f);
+	return x->site_labels[site] = sp_export_frame_label(x, &f);
+}
+
+const size_t *sp_export_query_stacks(const struct sp_export *x, const struct sp_qrow *q, size_t *n)
+{
+	size_t i = (size_t)(q - x->qs.rows);
+
+	*n = x->xs_first[i + 1] - x->xs_first[i];
+	return x->xs_of + x->xs_first[i];
+}
+
+/* xs_of / xs_first: a counting sort of xs by query row. */
+static int index_xstacks(struct sp_export *x)
+{
+	size_t i, *pos;
+
+	x->xs_first = calloc(x->qs.n + 2, sizeof(*x->xs_first));
+	x->xs_of = malloc((x->nxs ? x->nxs : 1) * sizeof(*x->xs_of));
+	pos = calloc(x->qs.n + 1, sizeof(*pos));
+	if (!x->xs_first || !x->xs_of || !pos) {
+		free(pos);
+		return -1;
+	}
+	for (i = 0; i < x->nxs; i++)
+		x->xs_first[(size_t)(x->xs[i].q - x->qs.rows) + 1]++;
+	for (i = 0; i < x->qs.n; i++)
+		x->xs_first[i + 1] += x->xs_first[i];
+	for (i = 0; i < x->nxs; i++) {
+		size_t qi = (size_t)(x->xs[i].q - x->qs.rows);
+
+		x->xs_of[x->xs_first[qi] + pos[qi]++] = i;
+	}
+	free(pos);
+	return 0;
 }
 
 uint64_t sp_export_fweight(const struct sp_export *x, const struct sp_fstack *f)
@@ -261,13 +298,20 @@ static int push_xstack(struct sp_export *x, size_t *cap, const struct sp_xstack 
 	return 0;
 }
 
+static struct sp_est_in xstack_in(const struct sp_xstack *s)
+{
+	return (struct sp_est_in){ s->samples, s->sample_ns, s->rows, s->vm_steps,
+				   s->random_samples, s->random_ns };
+}
+
 /* stack_samples grouped per (query, process, stack), then the query's
- * exact totals split in proportion: count by samples, time by sampled
- * time (by samples when no time was sampled), over the randomly drawn
- * samples when the query has any, else over all - as sp_attrib_estimate. */
+ * exact totals shared out among them by sp_estimate, the estimator of
+ * report and diff (its estimates for a site's stacks add up to the
+ * site's). */
 static int load_xstacks(struct sp_export *x, struct hmap *qm, char *err, size_t errlen)
 {
 	sqlite3_stmt *st = NULL;
+	struct sp_est_in *all = NULL; /* per query row */
 	size_t cap = 0, i, j;
 	int rc;
 
@@ -304,53 +348,45 @@ static int load_xstacks(struct sp_export *x, struct hmap *qm, char *err, size_t 
 	sqlite3_finalize(st);
 	st = NULL;
 
+	/* each query's sample totals, then each stack's share of them */
+	all = calloc(x->qs.n + 1, sizeof(*all));
+	if (!all)
+		goto nomem;
+	for (j = 0; j < x->nxs; j++) {
+		struct sp_est_in in = xstack_in(&x->xs[j]);
+
+		sp_est_add(&all[x->xs[j].q - x->qs.rows], &in);
+	}
+	for (j = 0; j < x->nxs; j++) {
+		struct sp_xstack *s = &x->xs[j];
+		const struct sp_qrow *q = s->q;
+		struct sp_est_tot tot = { q->count, q->total_ns, q->self_ns, q->rows, q->vm_steps };
+		struct sp_est_in in = xstack_in(s);
+		struct sp_est e;
+
+		sp_estimate(&in, &all[q - x->qs.rows], &tot, &e);
+		s->est_count = e.count;
+		s->est_total_ns = e.total_ns;
+		s->est_self_ns = e.self_ns;
+	}
 	for (i = 0; i < x->qs.n; i++) {
 		const struct sp_qrow *q = &x->qs.rows[i];
-		uint64_t samples = 0, ns = 0, rsamples = 0, rns = 0;
-		int use_random;
 
-		for (j = 0; j < x->nxs; j++)
-			if (x->xs[j].q == q) {
-				samples += x->xs[j].samples;
-				ns += x->xs[j].sample_ns;
-				rsamples += x->xs[j].random_samples;
-				rns += x->xs[j].random_ns;
-			}
-		use_random = rsamples > 0;
-		if (!samples) {
+		if (!all[i].samples) {
 			struct sp_xstack s = { .q = q, .site = -1, .est_count = (double)q->count,
 					       .est_total_ns = (double)q->total_ns,
 					       .est_self_ns = (double)q->self_ns };
 
 			if (push_xstack(x, &cap, &s) < 0)
 				goto nomem;
-			continue;
-		}
-		for (j = 0; j < x->nxs; j++) {
-			struct sp_xstack *s = &x->xs[j];
-
-			if (s->q != q)
-				continue;
-			double share, tshare;
-
-			if (use_random) {
-				share = (double)s->random_samples / (double)rsamples;
-				tshare = rns ? (double)s->random_ns / (double)rns : share;
-			} else {
-				share = (double)s->samples / (double)samples;
-				tshare = ns ? (double)s->sample_ns / (double)ns : share;
-			}
-			s->est_count = share * (double)q->count;
-			s->est_total_ns = tshare * (double)q->total_ns;
-			s->est_self_ns = q->total_ns ? s->est_total_ns * ((double)q->self_ns /
-									  (double)q->total_ns)
-						     : 0;
 		}
 	}
+	free(all);
 	return 0;
 nomem:
 	snprintf(err, errlen, "out of memory");
 	sqlite3_finalize(st);
+	free(all);
 	return -1;
 sqlerr:
 	snprintf(err, errlen, "corrupt profile: %s", sqlite3_errmsg(x->db));
@@ -405,9 +441,13 @@ static int build_fstacks(struct sp_export *x)
 		leaf = sp_export_query_label(x, s->q, FLAME_SQL_MAX);
 		if (!leaf)
 			goto nomem;
-		lab = realloc(lab, (f->nfr + 1) * sizeof(*lab));
-		if (!lab)
-			return -1;
+		{
+			const char **nl = realloc(lab, (f->nfr + 1) * sizeof(*lab));
+
+			if (!nl) /* lab is still ours to free */
+				goto nomem;
+			lab = nl;
+		}
 		len = strlen(leaf) + 1;
 		for (k = 0; k < f->nfr; k++) {
 			lab[k] = sp_export_frame_label(x, f->fr[k]);
@@ -513,28 +553,46 @@ out:
 	return ret;
 }
 
-static int load_events(struct sp_export *x, struct hmap *qm, char *err, size_t errlen)
+#define EVENTS_SQL                                                                       \
+	"SELECT pid, tid, seq, parent_seq, fp_id, kind, stack_id, start_ns, wall_ns,"      \
+	" db_ns, rows, vm_steps, rc, flags, sql_id FROM events"
+
+typedef int (*event_fn)(struct sp_export *x, const struct sp_xevent *e, void *arg);
+
+/* Every row of the events table, in the order order ("" or an ORDER BY),
+ * as a struct sp_xevent given to fn (valid during the call; its strings
+ * are owned by x: one per distinct SQL text and site). fn returns 0, or
+ * -1 to stop on ENOMEM. */
+static int each_event(struct sp_export *x, struct hmap *qm, const char *order, event_fn fn,
+		      void *arg, char *err, size_t errlen)
 {
 	sqlite3_stmt *st = NULL, *ss = NULL;
 	struct hmap sqls; /* sql_id -> const char * (owned by x) */
 	const char **sitel = NULL;
-	size_t cap = 0, i;
-	int rc;
+	char *sql = NULL;
+	const struct sp_qrow *last_q = NULL;
+	const struct sp_stk *last_sk = NULL;
+	const char *last_sql = NULL;
+	int64_t last_fp = 0, last_sql_id = 0;
+	uint64_t last_pid = 0, last_stack = 0;
+	int rc, last_kx = 0, have_last = 0;
 
 	hmap_init(&sqls, sizeof(int64_t), sizeof(const char *));
 	sitel = calloc(x->at.nsites + 1, sizeof(*sitel));
-	if (!sitel)
+	if (!sitel || asprintf(&sql, "%s %s", EVENTS_SQL, order) < 0) {
+		sql = NULL;
 		goto nomem;
-	if (sqlite3_prepare_v2(x->db,
-			       "SELECT pid, tid, seq, parent_seq, fp_id, kind, stack_id, start_ns, wall_ns,"
-			       " db_ns, rows, vm_steps, rc, flags, sql_id FROM events",
-			       -1, &st, NULL) != SQLITE_OK ||
+	}
+	if (sqlite3_prepare_v2(x->db, sql, -1, &st, NULL) != SQLITE_OK ||
 	    sqlite3_prepare_v2(x->db, "SELECT sql FROM statements WHERE sql_id = ?", -1, &ss, NULL) !=
 		    SQLITE_OK)
 		goto sqlerr;
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 		struct sp_xevent e = { 0 };
-		int64_t sql_id = sqlite3_column_int64(st, 14);
+		int64_t sql_id = sqlite3_column_int64(st, 14), fp = sqlite3_column_int64(st, 4);
+		uint64_t stack_id = (uint64_t)sqlite3_column_int64(st, 6);
+		const unsigned char *kind = sqlite3_column_text(st, 5);
+		int kx = kind && !strcmp((const char *)kind, "exec");
 		const struct sp_stk *sk;
 		const char **sp;
 		int created, site;
@@ -543,9 +601,20 @@ static int load_events(struct sp_export *x, struct hmap *qm, char *err, size_t e
 		e.tid = (uint64_t)sqlite3_column_int64(st, 1);
 		e.seq = u64col(st, 2);
 		e.parent_seq = u64col(st, 3);
-		e.q = find_q(qm, x, sqlite3_column_int64(st, 4), sqlite3_column_text(st, 5));
-		sk = sp_attrib_stack(&x->at, (uint64_t)sqlite3_column_int64(st, 0),
-				     (uint64_t)sqlite3_column_int64(st, 6));
+		/* a loop's events repeat their query, stack and text: the
+		 * last look-ups are kept (a third of the time per event) */
+		if (!have_last || fp != last_fp || kx != last_kx) {
+			last_q = find_q(qm, x, fp, kind);
+			last_fp = fp;
+			last_kx = kx;
+		}
+		e.q = last_q;
+		if (!have_last || e.pid != last_pid || stack_id != last_stack) {
+			last_sk = sp_attrib_stack(&x->at, e.pid, stack_id);
+			last_pid = e.pid;
+			last_stack = stack_id;
+		}
+		sk = last_sk;
 		e.start_ns = u64col(st, 7);
 		e.wall_ns = u64col(st, 8);
 		/* hostile values: keep start + wall representable (and in
@@ -567,10 +636,11 @@ static int load_events(struct sp_export *x, struct hmap *qm, char *err, size_t e
 				goto nomem;
 			e.site = sitel[site];
 		}
-		sp = hmap_get(&sqls, &sql_id, 1, &created);
+		sp = have_last && sql_id == last_sql_id ? &last_sql
+							: hmap_get(&sqls, &sql_id, 1, &created);
 		if (!sp)
 			goto nomem;
-		if (created) {
+		if (sp != &last_sql && created) {
 			const unsigned char *t;
 
 			sqlite3_bind_int64(ss, 1, sql_id);
@@ -582,19 +652,57 @@ static int load_events(struct sp_export *x, struct hmap *qm, char *err, size_t e
 			sqlite3_reset(ss);
 		}
 		e.sql = *sp ? *sp : e.q ? e.q->fingerprint : "<sql text lost>";
-		if (x->nev == cap) {
-			size_t nc = cap ? cap * 2 : 256;
-			struct sp_xevent *n = realloc(x->ev, nc * sizeof(*n));
-
-			if (!n)
-				goto nomem;
-			x->ev = n;
-			cap = nc;
-		}
-		x->ev[x->nev++] = e;
+		last_sql_id = sql_id;
+		last_sql = *sp; /* the text, or NULL when it has none */
+		have_last = 1;
+		if (fn(x, &e, arg) < 0)
+			goto nomem;
 	}
 	if (rc != SQLITE_DONE)
 		goto sqlerr;
+	sqlite3_finalize(st);
+	sqlite3_finalize(ss);
+	hmap_free(&sqls);
+	free(sitel);
+	free(sql);
+	return 0;
+nomem:
+	snprintf(err, errlen, "out of memory");
+	goto fail;
+sqlerr:
+	snprintf(err, errlen, "corrupt profile: %s", sqlite3_errmsg(x->db));
+fail:
+	sqlite3_finalize(st);
+	sqlite3_finalize(ss);
+	hmap_free(&sqls);
+	free(sitel);
+	free(sql);
+	return -1;
+}
+
+static int push_event(struct sp_export *x, const struct sp_xevent *e, void *arg)
+{
+	size_t *cap = arg;
+
+	if (x->nev == *cap) {
+		size_t nc = *cap ? *cap * 2 : 256;
+		struct sp_xevent *n = realloc(x->ev, nc * sizeof(*n));
+
+		if (!n)
+			return -1;
+		x->ev = n;
+		*cap = nc;
+	}
+	x->ev[x->nev++] = *e;
+	return 0;
+}
+
+static int load_events(struct sp_export *x, struct hmap *qm, char *err, size_t errlen)
+{
+	size_t cap = 0, i;
+
+	if (each_event(x, qm, "", push_event, &cap, err, errlen) < 0)
+		return -1;
 	if (x->nev > 1)
 		sp_qsort(x->ev, x->nev, sizeof(*x->ev), cmp_event);
 	for (i = 0; i < x->nev; i++) {
@@ -612,22 +720,95 @@ static int load_events(struct sp_export *x, struct hmap *qm, char *err, size_t e
 	for (i = 0; i < x->nth; i++)
 		if (assign_lanes(x, &x->th[i]) < 0)
 			goto nomem;
-	sqlite3_finalize(st);
-	sqlite3_finalize(ss);
-	hmap_free(&sqls);
-	free(sitel);
 	return 0;
 nomem:
 	snprintf(err, errlen, "out of memory");
-	goto fail;
-sqlerr:
-	snprintf(err, errlen, "corrupt profile: %s", sqlite3_errmsg(x->db));
-fail:
-	sqlite3_finalize(st);
-	sqlite3_finalize(ss);
-	hmap_free(&sqls);
-	free(sitel);
 	return -1;
+}
+
+static int qmap_build(struct sp_export *x, struct hmap *qm)
+{
+	size_t i;
+
+	hmap_init(qm, sizeof(struct qkey), sizeof(size_t));
+	for (i = 0; i < x->qs.n; i++) {
+		const struct sp_qrow *r = &x->qs.rows[i];
+		struct qkey k = { r->fp_id, !strcmp(r->kind, "exec") };
+		size_t *v = hmap_get(qm, &k, 1, NULL);
+
+		if (!v)
+			return -1;
+		*v = i;
+	}
+	return 0;
+}
+
+int sp_export_events_each(struct sp_export *x, int by_time,
+			  int (*fn)(struct sp_export *x, const struct sp_xevent *e, void *arg),
+			  void *arg)
+{
+	struct hmap qm;
+	sqlite3_stmt *st = NULL;
+	char err[256];
+	int ret = -1;
+
+	if (qmap_build(x, &qm) < 0)
+		goto out;
+	if (fn && x->nth) /* the threads are known */
+		goto events;
+	/* the threads first, in order, without their events */
+	free(x->th);
+	x->th = NULL;
+	x->nth = 0;
+	if (sqlite3_prepare_v2(x->db, "SELECT pid, tid FROM events GROUP BY pid, tid ORDER BY pid, tid",
+			       -1, &st, NULL) != SQLITE_OK) {
+		fprintf(stderr, "sqlprof export: %s: corrupt profile: %s\n", x->path,
+			sqlite3_errmsg(x->db));
+		goto out;
+	}
+	while (sqlite3_step(st) == SQLITE_ROW) {
+		struct sp_xthread *n = realloc(x->th, (x->nth + 1) * sizeof(*n));
+
+		if (!n)
+			goto out;
+		x->th = n;
+		x->th[x->nth++] = (struct sp_xthread){ (uint64_t)sqlite3_column_int64(st, 0),
+						       (uint64_t)sqlite3_column_int64(st, 1), 0, 0, 1 };
+	}
+events:
+	if (fn && each_event(x, &qm,
+			     by_time ? "ORDER BY start_ns, wall_ns DESC, seq, pid, tid"
+				     : "ORDER BY pid, tid, start_ns, wall_ns DESC, seq",
+			     fn, arg, err, sizeof(err)) < 0) {
+		fprintf(stderr, "sqlprof export: %s: %s\n", x->path, err);
+		goto out;
+	}
+	ret = 0;
+out:
+	sqlite3_finalize(st);
+	hmap_free(&qm);
+	return ret;
+}
+
+int sp_export_events(struct sp_export *x)
+{
+	struct hmap qm;
+	char err[256];
+	int ret = -1;
+
+	if (x->events_loaded)
+		return 0;
+	if (qmap_build(x, &qm) < 0)
+		goto out;
+	if (load_events(x, &qm, err, sizeof(err)) < 0) {
+		fprintf(stderr, "sqlprof export: %s: %s\n", x->path, err);
+		goto out;
+	}
+	x->events_loaded = 1;
+	ret = 0;
+out:
+	hmap_free(&qm);
+	return ret;
 }
 
 int sp_export_load(struct sp_export *x, const char *path, const char *const *skip, int weight,
@@ -666,10 +847,20 @@ int sp_export_load(struct sp_export *x, const char *path, const char *const *ski
 	}
 	if (load_xstacks(x, &qm, err, errlen) < 0)
 		goto out;
+	x->site_labels = calloc(x->at.nsites + 1, sizeof(*x->site_labels));
+	if (!x->site_labels || index_xstacks(x) < 0)
+		goto nomem;
 	if (build_fstacks(x) < 0)
 		goto nomem;
-	if (load_events(x, &qm, err, errlen) < 0)
+	/* Only the timelines (chrome, perfetto) read the events, through
+	 * sp_export_events; the others never hold them (1 M events took
+	 * hundreds of MB for an SVG of distinct stacks). The table is checked
+	 * here, so that a profile without one is an input error. */
+	if (sqlite3_prepare_v2(x->db, EVENTS_SQL, -1, &st, NULL) != SQLITE_OK) {
+		snprintf(err, errlen, "corrupt profile: %s", sqlite3_errmsg(x->db));
 		goto out;
+	}
+	sqlite3_finalize(st);
 	if (sqlite3_prepare_v2(x->db, "SELECT CAST(value AS INTEGER) FROM meta WHERE key='events_dropped'",
 			       -1, &st, NULL) == SQLITE_OK) {
 		if (sqlite3_step(st) == SQLITE_ROW)
@@ -696,6 +887,9 @@ void sp_export_free(struct sp_export *x)
 	free(x->ev);
 	free(x->th);
 	free(x->qnames);
+	free(x->site_labels);
+	free(x->xs_of);
+	free(x->xs_first);
 	for (i = 0; i < x->nstrs; i++)
 		free(x->strs[i]);
 	free(x->strs);

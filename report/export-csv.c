@@ -51,12 +51,12 @@ int sp_export_csv(FILE *f, struct sp_export *x)
 	for (i = 0; i < x->qs.n; i++) {
 		const struct sp_qrow *q = &x->qs.rows[i];
 		uint64_t srows = 0, ssteps = 0;
+		size_t nx;
+		const size_t *xi = sp_export_query_stacks(x, q, &nx);
 
-		for (n = 0, j = 0; j < x->nxs; j++) {
-			const struct sp_xstack *s = &x->xs[j];
+		for (n = 0, j = 0; j < nx; j++) {
+			const struct sp_xstack *s = &x->xs[xi[j]];
 
-			if (s->q != q)
-				continue;
 			srows += s->rows;
 			ssteps += s->vm_steps;
 			for (k = 0; k < n && cr[k].site != s->site; k++)

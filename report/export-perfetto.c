@@ -162,42 +162,6 @@ static void packet_start(struct pb *p, int *first)
 	}
 }
 
-struct op {
-	uint64_t ts, serial, track, value;
-	size_t ev;
-	int type;
-};
-
-static int cmp_op(const void *pa, const void *pb)
-{
-	const struct op *a = pa, *b = pb;
-
-	if (a->ts != b->ts)
-		return a->ts < b->ts ? -1 : 1;
-	return a->serial < b->serial ? -1 : a->serial > b->serial;
-}
-
-struct ops {
-	struct op *v;
-	size_t n, cap;
-};
-
-static int push_op(struct ops *o, struct op op)
-{
-	if (o->n == o->cap) {
-		size_t nc = o->cap ? o->cap * 2 : 1024;
-		struct op *n = realloc(o->v, nc * sizeof(*n));
-
-		if (!n)
-			return -1;
-		o->v = n;
-		o->cap = nc;
-	}
-	op.serial = o->n;
-	o->v[o->n++] = op;
-	return 0;
-}
-
 static void annot_str(struct pb *p, const char *name, const char *v)
 {
 	begin(p, TE_DEBUG);
@@ -234,157 +198,326 @@ static void track_desc(struct pb *p, int *first, uint64_t uuid, uint64_t parent,
 		f_str(p, TD_NAME, name);
 }
 
-static int cmp_u64(const void *pa, const void *pb)
-{
-	uint64_t a = *(const uint64_t *)pa, b = *(const uint64_t *)pb;
-
-	return a < b ? -1 : a > b;
-}
-
-/* Counter ops of one process (threads first .. end-1 of x->th): sampled
- * executions started in each second, back to 0 after a gap. */
-static int counter_ops(struct sp_export *x, size_t first, size_t endth, uint64_t track,
-		       struct ops *ops)
-{
-	uint64_t *secs = NULL;
-	size_t ne = 0, k, e, j;
-	int ret = -1;
-
-	for (k = first; k < endth; k++)
-		ne += x->th[k].n;
-	secs = malloc((ne ? ne : 1) * sizeof(*secs));
-	if (!secs)
-		return -1;
-	for (ne = 0, k = first; k < endth; k++)
-		for (e = x->th[k].first; e < x->th[k].first + x->th[k].n; e++)
-			secs[ne++] = x->ev[e].start_ns / 1000000000ULL;
-	if (ne > 1)
-		sp_qsort(secs, ne, sizeof(*secs), cmp_u64);
-	for (e = 0; e < ne; e = j) {
-		for (j = e; j < ne && secs[j] == secs[e]; j++)
-			;
-		if (push_op(ops, (struct op){ .ts = secs[e] * 1000000000ULL, .track = track,
-					      .value = j - e, .type = TYPE_COUNTER }) < 0)
-			goto out;
-		if ((j == ne || secs[j] != secs[e] + 1) &&
-		    push_op(ops, (struct op){ .ts = (secs[e] + 1) * 1000000000ULL, .track = track,
-					      .value = 0, .type = TYPE_COUNTER }) < 0)
-			goto out;
-	}
-	ret = 0;
-out:
-	free(secs);
-	return ret;
-}
-
-struct lstack {
-	size_t *ev;
-	size_t n;
+/* A counter value at ts on track (sampled executions/s of a process). */
+struct cop {
+	uint64_t ts, track, value;
 };
 
-/* Begin and end ops of one thread's slices, lane by lane: the same walk
- * as the lane assignment, so every lane nests properly. */
-static int slice_ops(struct sp_export *x, const struct sp_xthread *t, uint64_t base_uuid,
-		     struct ops *ops)
+/* An open execution's end, waiting in a min-heap by (ts, key): key is the
+ * begin's serial inverted, so of ends at the same time the inner (later
+ * begun) one comes first. */
+struct pend {
+	uint64_t ts, key, track;
+};
+
+struct heap {
+	struct pend *v;
+	size_t n, cap;
+};
+
+static int pend_less(const struct pend *a, const struct pend *b)
 {
-	struct lstack *ls = calloc((size_t)t->lanes, sizeof(*ls));
+	return a->ts != b->ts ? a->ts < b->ts : a->key < b->key;
+}
+
+static int heap_push(struct heap *h, struct pend e)
+{
 	size_t i;
-	int l, ret = -1;
 
-	if (!ls)
-		return -1;
-	for (l = 0; l < t->lanes; l++)
-		if (!(ls[l].ev = malloc((t->n ? t->n : 1) * sizeof(size_t))))
-			goto out;
-	for (i = t->first; i < t->first + t->n; i++) {
-		const struct sp_xevent *e = &x->ev[i];
-		struct lstack *s = &ls[e->lane];
+	if (h->n == h->cap) {
+		size_t nc = h->cap ? h->cap * 2 : 64;
+		struct pend *nv = realloc(h->v, nc * sizeof(*nv));
 
-		while (s->n && x->ev[s->ev[s->n - 1]].start_ns + x->ev[s->ev[s->n - 1]].wall_ns <=
-				       e->start_ns) {
-			const struct sp_xevent *d = &x->ev[s->ev[--s->n]];
-
-			if (push_op(ops, (struct op){ .ts = d->start_ns + d->wall_ns,
-						      .track = base_uuid + (uint64_t)d->lane,
-						      .type = TYPE_END }) < 0)
-				goto out;
-		}
-		if (push_op(ops, (struct op){ .ts = e->start_ns, .track = base_uuid + (uint64_t)e->lane,
-					      .ev = i, .type = TYPE_BEGIN }) < 0)
-			goto out;
-		s->ev[s->n++] = i;
+		if (!nv)
+			return -1;
+		h->v = nv;
+		h->cap = nc;
 	}
-	for (l = 0; l < t->lanes; l++)
-		while (ls[l].n) {
-			const struct sp_xevent *d = &x->ev[ls[l].ev[--ls[l].n]];
-
-			if (push_op(ops, (struct op){ .ts = d->start_ns + d->wall_ns,
-						      .track = base_uuid + (uint64_t)l,
-						      .type = TYPE_END }) < 0)
-				goto out;
-		}
-	ret = 0;
-out:
-	for (l = 0; l < t->lanes; l++)
-		free(ls[l].ev);
-	free(ls);
-	return ret;
+	for (i = h->n++; i && pend_less(&e, &h->v[(i - 1) / 2]); i = (i - 1) / 2)
+		h->v[i] = h->v[(i - 1) / 2];
+	h->v[i] = e;
+	return 0;
 }
 
-static void emit_op(struct pb *p, struct sp_export *x, const struct op *op, uint64_t *iid,
-		    uint64_t *next_iid, int *first)
+static struct pend heap_pop(struct heap *h)
 {
-	const struct sp_xevent *e = op->type == TYPE_BEGIN ? &x->ev[op->ev] : NULL;
-	uint64_t name_iid = 0;
+	struct pend top = h->v[0], last = h->v[--h->n];
+	size_t i = 0, c;
 
-	f_varint(p, PK_TIMESTAMP, op->ts);
-	f_varint(p, PK_SEQ_ID, SEQ_ID);
-	f_varint(p, PK_SEQ_FLAGS, *first ? SEQ_CLEARED : SEQ_NEEDS_STATE);
-	*first = 0;
-	if (e) {
-		size_t qi = e->q ? (size_t)(e->q - x->qs.rows) : x->qs.n; /* qs.n: unknown */
-
-		if (!iid[qi]) {
-			iid[qi] = (*next_iid)++;
-			begin(p, PK_INTERNED);
-			begin(p, ID_EVENT_NAMES);
-			f_varint(p, EN_IID, iid[qi]);
-			f_str(p, EN_NAME, sp_export_qname(x, e->q) ? sp_export_qname(x, e->q) : "?");
-			end(p);
-			end(p);
-		}
-		name_iid = iid[qi];
+	while ((c = 2 * i + 1) < h->n) {
+		if (c + 1 < h->n && pend_less(&h->v[c + 1], &h->v[c]))
+			c++;
+		if (!pend_less(&h->v[c], &last))
+			break;
+		h->v[i] = h->v[c];
+		i = c;
 	}
-	begin(p, PK_TRACK_EVENT);
-	f_varint(p, TE_TYPE, (uint64_t)op->type);
-	f_varint(p, TE_TRACK, op->track);
-	if (e) {
-		f_varint(p, TE_NAME_IID, name_iid);
-		f_str(p, TE_CATEGORIES, "sql");
-		if (e->q && !strcmp(e->q->kind, "exec"))
-			f_str(p, TE_CATEGORIES, "exec");
-		annot_str(p, "sql", e->sql);
-		annot_u(p, "rows", e->rows);
-		annot_i(p, "rc", e->rc);
-		annot_u(p, "vm_steps", e->vm_steps);
-		annot_str(p, "site", e->site);
-		annot_u(p, "db_ns", e->db_ns);
-	}
-	if (op->type == TYPE_COUNTER)
-		f_varint(p, TE_COUNTER_VALUE, op->value);
-	end(p);
+	if (h->n)
+		h->v[i] = last;
+	return top;
 }
 
+/* One lane of a thread: the ends of the slices still open on it (a proper
+ * slice stack), and its track. */
+struct lane {
+	uint64_t *ends;
+	size_t n, cap;
+	uint64_t uuid;
+};
+
+struct pthr {
+	uint64_t uuid;
+	char *name;
+	struct lane *ln;
+	size_t nl;
+};
+
+struct pctx {
+	FILE *f;
+	struct pb p, o;
+	int first;
+	uint64_t uuid, serial, *iid, next_iid;
+	struct pthr *th;       /* parallel to x->th */
+	struct hmap thidx;     /* {pid, tid} -> index in th */
+	uint64_t *counter_uuid; /* per x->th index: its process's counter track */
+	struct cop *c;
+	size_t nc, ci;
+	struct heap h;
+};
+
+/* A timed packet: on our sequence, needing its interned state (the very
+ * first packet clears it instead). */
+static void timed_packet(struct pctx *c, uint64_t ts)
+{
+	int first = c->first;
+
+	packet_start(&c->p, &c->first);
+	f_varint(&c->p, PK_TIMESTAMP, ts);
+	if (!first)
+		f_varint(&c->p, PK_SEQ_FLAGS, SEQ_NEEDS_STATE);
+}
+
+static void emit_counter(struct pctx *c, const struct cop *op)
+{
+	timed_packet(c, op->ts);
+	begin(&c->p, PK_TRACK_EVENT);
+	f_varint(&c->p, TE_TYPE, TYPE_COUNTER);
+	f_varint(&c->p, TE_TRACK, op->track);
+	f_varint(&c->p, TE_COUNTER_VALUE, op->value);
+	end(&c->p);
+	flush_packet(c->f, &c->p, &c->o);
+}
+
+static void emit_end(struct pctx *c, const struct pend *e)
+{
+	timed_packet(c, e->ts);
+	begin(&c->p, PK_TRACK_EVENT);
+	f_varint(&c->p, TE_TYPE, TYPE_END);
+	f_varint(&c->p, TE_TRACK, e->track);
+	end(&c->p);
+	flush_packet(c->f, &c->p, &c->o);
+}
+
+/* Everything due by ts (all of it with ts UINT64_MAX): counter values
+ * first, then ends, in time order. */
+static void flush_until(struct pctx *c, uint64_t ts)
+{
+	for (;;) {
+		int have_c = c->ci < c->nc && c->c[c->ci].ts <= ts;
+		int have_e = c->h.n && c->h.v[0].ts <= ts;
+
+		if (have_c && (!have_e || c->c[c->ci].ts <= c->h.v[0].ts))
+			emit_counter(c, &c->c[c->ci++]);
+		else if (have_e) {
+			struct pend e = heap_pop(&c->h);
+
+			emit_end(c, &e);
+		} else
+			return;
+	}
+}
+
+/* The lane of an execution starting at start and ending at stop on thread
+ * t: the first whose open slices it nests in (each lane stays a proper
+ * slice stack; wall times of two interleaved statements overlap without
+ * nesting). A new lane is a child track of the thread, described here. */
+static struct lane *lane_for(struct pctx *c, struct pthr *t, uint64_t start, uint64_t stop)
+{
+	size_t l;
+
+	for (l = 0;; l++) {
+		if (l == t->nl) {
+			struct lane *nl = realloc(t->ln, (t->nl + 1) * sizeof(*nl));
+
+			if (!nl)
+				return NULL;
+			t->ln = nl;
+			t->ln[t->nl] = (struct lane){ .uuid = l ? c->uuid++ : t->uuid };
+			if (l) {
+				char lname[400];
+
+				snprintf(lname, sizeof(lname), "%s: overlapping executions %zu", t->name, l);
+				track_desc(&c->p, &c->first, t->ln[l].uuid, t->uuid, lname);
+				end(&c->p);
+				flush_packet(c->f, &c->p, &c->o);
+			}
+			t->nl++;
+		}
+		while (t->ln[l].n && t->ln[l].ends[t->ln[l].n - 1] <= start)
+			t->ln[l].n--;
+		if (!t->ln[l].n || t->ln[l].ends[t->ln[l].n - 1] >= stop)
+			break;
+	}
+	if (t->ln[l].n == t->ln[l].cap) {
+		size_t nc = t->ln[l].cap ? t->ln[l].cap * 2 : 16;
+		uint64_t *ne = realloc(t->ln[l].ends, nc * sizeof(*ne));
+
+		if (!ne)
+			return NULL;
+		t->ln[l].ends = ne;
+		t->ln[l].cap = nc;
+	}
+	t->ln[l].ends[t->ln[l].n++] = stop;
+	return &t->ln[l];
+}
+
+/* One sampled execution, in start order over every thread: what is due
+ * before it, then its slice begin; its end waits in the heap. */
+static int slice(struct sp_export *x, const struct sp_xevent *e, void *arg)
+{
+	struct pctx *c = arg;
+	uint64_t k[2] = { e->pid, e->tid }, end_ts = e->start_ns + e->wall_ns, name_iid;
+	const size_t *ti = hmap_get(&c->thidx, k, 0, NULL);
+	size_t qi = e->q ? (size_t)(e->q - x->qs.rows) : x->qs.n; /* qs.n: unknown */
+	struct lane *ln;
+
+	if (!ti)
+		return 0; /* cannot happen: the threads came from the same table */
+	flush_until(c, e->start_ns);
+	ln = lane_for(c, &c->th[*ti], e->start_ns, end_ts);
+	if (!ln)
+		return -1;
+	timed_packet(c, e->start_ns);
+	if (!c->iid[qi]) {
+		const char *name = sp_export_qname(x, e->q);
+
+		c->iid[qi] = c->next_iid++;
+		begin(&c->p, PK_INTERNED);
+		begin(&c->p, ID_EVENT_NAMES);
+		f_varint(&c->p, EN_IID, c->iid[qi]);
+		f_str(&c->p, EN_NAME, name ? name : "?");
+		end(&c->p);
+		end(&c->p);
+	}
+	name_iid = c->iid[qi];
+	begin(&c->p, PK_TRACK_EVENT);
+	f_varint(&c->p, TE_TYPE, TYPE_BEGIN);
+	f_varint(&c->p, TE_TRACK, ln->uuid);
+	f_varint(&c->p, TE_NAME_IID, name_iid);
+	f_str(&c->p, TE_CATEGORIES, "sql");
+	if (e->q && !strcmp(e->q->kind, "exec"))
+		f_str(&c->p, TE_CATEGORIES, "exec");
+	annot_str(&c->p, "sql", e->sql);
+	annot_u(&c->p, "rows", e->rows);
+	annot_i(&c->p, "rc", e->rc);
+	annot_u(&c->p, "vm_steps", e->vm_steps);
+	annot_str(&c->p, "site", e->site);
+	annot_u(&c->p, "db_ns", e->db_ns);
+	end(&c->p);
+	flush_packet(c->f, &c->p, &c->o);
+	return heap_push(&c->h, (struct pend){ end_ts, UINT64_MAX - c->serial++, ln->uuid });
+}
+
+static int cmp_cop(const void *pa, const void *pb)
+{
+	const struct cop *a = pa, *b = pb;
+
+	if (a->ts != b->ts)
+		return a->ts < b->ts ? -1 : 1;
+	return a->track < b->track ? -1 : a->track > b->track;
+}
+
+/* Counter values of every process: sampled executions started in each
+ * second, back to 0 after a gap, in one pass over the events grouped by
+ * process and second (times clamped as the events are). */
+static int load_counters(struct sp_export *x, struct pctx *c)
+{
+	sqlite3_stmt *st;
+	size_t cap = 0;
+	uint64_t lastpid = 0, lastsec = 0, track = 0;
+	int have = 0, rc;
+
+	if (sqlite3_prepare_v2(x->db,
+			       "SELECT pid, (CASE WHEN start_ns > 4611686018427387904 THEN"
+			       " 4611686018427387904 WHEN start_ns > 0 THEN start_ns ELSE 0 END)"
+			       " / 1000000000 AS s, COUNT(*) FROM events GROUP BY pid, s ORDER BY pid, s",
+			       -1, &st, NULL) != SQLITE_OK)
+		return -1;
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW || rc == SQLITE_DONE) {
+		uint64_t pid = rc == SQLITE_ROW ? (uint64_t)sqlite3_column_int64(st, 0) : 0;
+		uint64_t sec = rc == SQLITE_ROW ? (uint64_t)sqlite3_column_int64(st, 1) : 0;
+
+		if (c->nc + 2 > cap) {
+			size_t ncap = cap ? cap * 2 : 64;
+			struct cop *n = realloc(c->c, ncap * sizeof(*n));
+
+			if (!n)
+				goto fail;
+			c->c = n;
+			cap = ncap;
+		}
+		/* the previous second's drop to 0, unless the next follows it */
+		if (have && (rc == SQLITE_DONE || pid != lastpid || sec != lastsec + 1))
+			c->c[c->nc++] = (struct cop){ (lastsec + 1) * 1000000000ULL, track, 0 };
+		if (rc == SQLITE_DONE)
+			break;
+		if (!have || pid != lastpid) {
+			size_t i;
+
+			track = 0;
+			for (i = 0; i < x->nth && !track; i++) /* the process's first thread */
+				if (x->th[i].pid == pid)
+					track = c->counter_uuid[i];
+		}
+		c->c[c->nc++] = (struct cop){ sec * 1000000000ULL, track,
+					      (uint64_t)sqlite3_column_int64(st, 2) };
+		have = 1;
+		lastpid = pid;
+		lastsec = sec;
+	}
+	sqlite3_finalize(st);
+	if (rc != SQLITE_DONE)
+		return -1;
+	if (c->nc > 1)
+		sp_qsort(c->c, c->nc, sizeof(*c->c), cmp_cop);
+	return 0;
+fail:
+	sqlite3_finalize(st);
+	return -1;
+}
+
+/*
+ * The trace, streamed: track descriptors of every process (with its
+ * counter track) and thread first; then, in start order over all threads,
+ * each sampled execution's slice begin, with the ends and counter values
+ * due before it. The executions come from the profile one at a time
+ * (SQLite sorts them), so memory holds the open slices, not the events
+ * (1 M events: 268 MB when every event and every begin and end were held
+ * and sorted).
+ */
 int sp_export_perfetto(FILE *f, struct sp_export *x)
 {
-	struct pb p = { 0 }, o = { 0 };
-	struct ops ops = { 0 };
-	uint64_t *iid = NULL, next_iid = 1, uuid = 1;
+	struct pctx c = { .f = f, .first = 1, .uuid = 1, .next_iid = 1 };
 	size_t i, j, k;
-	int first = 1, ret = -1;
+	int ret = -1;
 
-	iid = calloc(x->qs.n + 1, sizeof(*iid));
-	if (!iid)
+	hmap_init(&c.thidx, 2 * sizeof(uint64_t), sizeof(size_t));
+	if (sp_export_events_each(x, 0, NULL, NULL) < 0)
+		goto out;
+	c.iid = calloc(x->qs.n + 1, sizeof(*c.iid));
+	c.th = calloc(x->nth + 1, sizeof(*c.th));
+	c.counter_uuid = calloc(x->nth + 1, sizeof(*c.counter_uuid));
+	if (!c.iid || !c.th || !c.counter_uuid)
 		goto out;
 	for (i = 0; i < x->nth; i = j) {
 		uint64_t pid = x->th[i].pid, proc_uuid, counter_uuid;
@@ -394,64 +527,66 @@ int sp_export_perfetto(FILE *f, struct sp_export *x)
 			;
 		if (!pname)
 			goto out;
-		proc_uuid = uuid++;
-		track_desc(&p, &first, proc_uuid, 0, pname);
-		begin(&p, TD_PROCESS);
-		f_varint(&p, PD_PID, pid);
-		f_str(&p, PD_NAME, pname);
-		end(&p);
-		end(&p);
-		flush_packet(f, &p, &o);
-		counter_uuid = uuid++;
-		track_desc(&p, &first, counter_uuid, proc_uuid, "sampled executions/s");
-		begin(&p, TD_COUNTER);
-		end(&p);
-		end(&p);
-		flush_packet(f, &p, &o);
-		if (counter_ops(x, i, j, counter_uuid, &ops) < 0)
-			goto out;
+		proc_uuid = c.uuid++;
+		track_desc(&c.p, &c.first, proc_uuid, 0, pname);
+		begin(&c.p, TD_PROCESS);
+		f_varint(&c.p, PD_PID, pid);
+		f_str(&c.p, PD_NAME, pname);
+		end(&c.p);
+		end(&c.p);
+		flush_packet(f, &c.p, &c.o);
+		counter_uuid = c.uuid++;
+		track_desc(&c.p, &c.first, counter_uuid, proc_uuid, "sampled executions/s");
+		begin(&c.p, TD_COUNTER);
+		end(&c.p);
+		end(&c.p);
+		flush_packet(f, &c.p, &c.o);
 		for (k = i; k < j; k++) {
 			const struct sp_xthread *t = &x->th[k];
-			uint64_t tu = uuid;
-			char *tname = NULL;
-			int l;
+			uint64_t key[2] = { t->pid, t->tid };
+			size_t *v = hmap_get(&c.thidx, key, 1, NULL);
 
-			uuid += (uint64_t)t->lanes;
-			if (t->tid == t->pid ? !(tname = strdup(pname))
-					     : asprintf(&tname, "thread %llu", (unsigned long long)t->tid) < 0)
+			if (!v)
 				goto out;
-			track_desc(&p, &first, tu, proc_uuid, tname);
-			begin(&p, TD_THREAD);
-			f_varint(&p, THD_PID, t->pid);
-			f_varint(&p, THD_TID, t->tid);
-			f_str(&p, THD_NAME, tname);
-			end(&p);
-			end(&p);
-			flush_packet(f, &p, &o);
-			for (l = 1; l < t->lanes; l++) {
-				char lname[400];
-
-				snprintf(lname, sizeof(lname), "%s: overlapping executions %d", tname, l);
-				track_desc(&p, &first, tu + (uint64_t)l, tu, lname);
-				end(&p);
-				flush_packet(f, &p, &o);
+			*v = k;
+			c.counter_uuid[k] = counter_uuid;
+			c.th[k].uuid = c.uuid++;
+			if (t->tid == t->pid ? !(c.th[k].name = strdup(pname))
+					     : asprintf(&c.th[k].name, "thread %llu",
+							(unsigned long long)t->tid) < 0) {
+				c.th[k].name = NULL;
+				goto out;
 			}
-			free(tname);
-			if (slice_ops(x, t, tu, &ops) < 0)
-				goto out;
+			track_desc(&c.p, &c.first, c.th[k].uuid, proc_uuid, c.th[k].name);
+			begin(&c.p, TD_THREAD);
+			f_varint(&c.p, THD_PID, t->pid);
+			f_varint(&c.p, THD_TID, t->tid);
+			f_str(&c.p, THD_NAME, c.th[k].name);
+			end(&c.p);
+			end(&c.p);
+			flush_packet(f, &c.p, &c.o);
 		}
 	}
-	if (ops.n > 1)
-		sp_qsort(ops.v, ops.n, sizeof(*ops.v), cmp_op);
-	for (i = 0; i < ops.n; i++) {
-		emit_op(&p, x, &ops.v[i], iid, &next_iid, &first);
-		flush_packet(f, &p, &o);
-	}
-	ret = p.oom || o.oom ? -1 : 0;
+	if (load_counters(x, &c) < 0)
+		goto out;
+	if (sp_export_events_each(x, 1, slice, &c) < 0)
+		goto out;
+	flush_until(&c, UINT64_MAX);
+	ret = c.p.oom || c.o.oom ? -1 : 0;
 out:
-	free(iid);
-	free(ops.v);
-	free(p.b);
-	free(o.b);
+	for (i = 0; c.th && i < x->nth; i++) {
+		for (k = 0; k < c.th[i].nl; k++)
+			free(c.th[i].ln[k].ends);
+		free(c.th[i].ln);
+		free(c.th[i].name);
+	}
+	free(c.th);
+	free(c.counter_uuid);
+	free(c.iid);
+	free(c.c);
+	free(c.h.v);
+	hmap_free(&c.thidx);
+	free(c.p.b);
+	free(c.o.b);
 	return ret;
 }

@@ -81,8 +81,12 @@ struct sp_export {
 	size_t nev;
 	struct sp_xthread *th;
 	size_t nth;
+	int events_loaded; /* ev and th are filled (sp_export_events) */
 	uint64_t events_dropped;
 	const char **qnames; /* sp_export_qname cache, one per qs row */
+	const char **site_labels; /* sp_export_site_label cache, one per site */
+	size_t *xs_of;       /* indices into xs grouped by query row, in xs order */
+	size_t *xs_first;    /* query row i's are xs_of[xs_first[i] .. xs_first[i + 1]) */
 	char **strs; /* strings owned by the export */
 	size_t nstrs, strs_cap;
 };
@@ -93,6 +97,20 @@ struct sp_export {
 int sp_export_load(struct sp_export *x, const char *path, const char *const *skip, int weight,
 		   char *err, size_t errlen);
 void sp_export_free(struct sp_export *x);
+/* Load the sampled executions (ev, th) for the timeline printers; the
+ * other formats never need them. 0, or -1 (ENOMEM, or a corrupt events
+ * table, said on stderr). */
+int sp_export_events(struct sp_export *x);
+/* Stream the sampled executions instead: th gets every thread (pid, tid
+ * only), then fn sees each event (valid during the call) ordered by
+ * thread, start and wall time (longest first), as ev would hold them, or
+ * with by_time by start and wall time over all threads (each thread's
+ * events still in its own order); memory stays bounded by distinct texts,
+ * not events. fn may be NULL (threads only). 0, or -1 (fn's -1, ENOMEM, a
+ * corrupt table: said on stderr). */
+int sp_export_events_each(struct sp_export *x, int by_time,
+			  int (*fn)(struct sp_export *x, const struct sp_xevent *e, void *arg),
+			  void *arg);
 
 /* Labels. All return strings owned by x (freed with it), NULL on ENOMEM.
  * Code frame: "function (file:line)", or "function (module)" when the file
@@ -105,7 +123,10 @@ const char *sp_export_query_label(struct sp_export *x, const struct sp_qrow *q, 
 const char *sp_export_qname(struct sp_export *x, const struct sp_qrow *q);
 /* Base name of a process's executable, or "pid N". */
 const char *sp_export_proc_name(struct sp_export *x, uint64_t pid);
-/* Site of an attrib site index, as "function (file:line)" or "(unattributed)". */
+/* The stacks (xs entries) of query row q: *n indices into x->xs. */
+const size_t *sp_export_query_stacks(const struct sp_export *x, const struct sp_qrow *q, size_t *n);
+/* Site of an attrib site index, as "function (file:line)" or "(unattributed)"
+ * (cached per site). */
 const char *sp_export_site_label(struct sp_export *x, int site);
 /* Keep s (malloc'd) until sp_export_free; returns s, or NULL (and frees s)
  * on ENOMEM. */

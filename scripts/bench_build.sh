@@ -38,6 +38,9 @@ for p in fwd_preload timing_preload tracev2_preload rusage_preload; do
 	build "$out/$p.so" "$root/bench/$p.c" -shared -fPIC -fvisibility=hidden -Wl,-z,now -ldl
 done
 cp "$root/bench/workload.py" "$out/workload.py"
+# The scale workloads (issue 12): many fingerprints, many processes.
+build "$out/manyfp" "$root/tests/progs/manyfp.c" -lsqlite3
+cp "$root/bench/procs.sh" "$out/procs.sh"
 
 # speedtest1, SQLite's own benchmark, from outside the repository (never
 # copied into it): built as /work/shared/bench/README.md says, against the

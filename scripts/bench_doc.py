@@ -139,6 +139,12 @@ def render(r):
         elif t["key"] == "speedtest1_default_below_tracev2":
             vs = "%.4f" % v if v is not None else "-"
             ls = "< %.4f (trace_v2)" % t["limit"] if t["limit"] is not None else "< trace_v2"
+        elif t["key"].startswith("scale_") and t["key"].endswith("_s"):
+            vs, ls = (ns(v * 1e9) if v is not None else "-"), "≤ %g s" % t["limit"]
+        elif t["key"].endswith("_mb"):
+            vs, ls = ("%.1f MB" % v if v is not None else "-"), "≤ %g MB" % t["limit"]
+        elif t["key"] == "scale_procs_all":
+            vs, ls = (num(v) if v is not None else "-"), "all %s" % num(t["limit"])
         else:
             vs, ls = ("%.3f" % v if v is not None else "-"), "≤ %.2f" % t["limit"]
         rows.append([t["target"], ls, vs, verdict(t["met"])])
@@ -310,7 +316,46 @@ def render(r):
              "RSS %s." % (num(s["records"]), ns(rep["table"]["time_ns_median"]),
                           kb(rep["table"]["rss_kb"])))
     o += acceptance(r)
+    o += scale(r)
     return "\n".join(o) + "\n"
+
+
+def scale(r):
+    """Issue 12's scale workloads: cost against distinct fingerprints,
+    processes and events, as Markdown lines."""
+    sc = r.get("scale")
+    o = ["\n### Scale: fingerprints, processes, events\n"]
+    if not sc:
+        return o + ["Not in these results."]
+    sec = lambda x: ns(x) if x is not None else "-"
+    o.append("`bench/manyfp N`: N distinct fingerprints, 3 executions each from two sites, "
+             "recorded at the default rate; then each command on the profile (the profile "
+             "against itself for diff and check). Time, and peak RSS in brackets.\n")
+    rows = []
+    for e in sc.get("fingerprints", []):
+        c = lambda k: "%s (%s)" % (sec(e[k]["time_ns"]), kb(e[k]["rss_kb"]))
+        rows.append([num(e["n"]), sec(e["after_exit_ns"]), kb(e["collector_rss_kb"]),
+                     c("report"), c("report_json"), c("diff"), c("check"), c("export_html"),
+                     c("export_svg")])
+    o.append(table(["fingerprints", "record after exit", "collector RSS", "report", "report json",
+                    "diff", "check", "export html", "export svg"], rows))
+    o.append("\n`bench/procs.sh N`: N exec'd processes, the sqlite3 shell and python3 in turn, "
+             "a few queries each, under `sqlprof record` (default rate).\n")
+    rows = [[num(e["n"]), sec(e["after_exit_ns"]), kb(e["collector_rss_kb"]),
+             sec(e.get("collector_cpu_ns")), num(e["processes_with_queries"])]
+            for e in sc.get("processes", [])]
+    o.append(table(["processes", "record after the last exits", "collector RSS", "collector CPU",
+                    "processes with queries in the profile"], rows))
+    o.append("\n`bench/trivial N` at `--rate 1` (every execution an event): each export "
+             "(time, peak RSS).\n")
+    fmts = [f for f in ("folded", "svg", "html", "speedscope", "csv", "chrome", "perfetto")]
+    rows = []
+    for e in sc.get("events", []):
+        rows.append([num(e["n"]), sec(e["after_exit_ns"])] + [
+            "%s (%s)" % (sec(e["exports"][f]["time_ns"]), kb(e["exports"][f]["rss_kb"]))
+            if f in e["exports"] else "-" for f in fmts])
+    o.append(table(["executions", "record after exit"] + fmts, rows))
+    return o
 
 
 def target_of(r, key):

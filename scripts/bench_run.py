@@ -89,6 +89,11 @@ FULL = {
     "dump_rounds": 3,
     "wall_10m_n": 10000000,
     "wall_10m_rounds": 3,
+    # issue 12's scale workloads, each at growing sizes (the last is the
+    # acceptance size)
+    "scale_fps": [2000, 6000, 20000],
+    "scale_procs": [30, 100, 300],
+    "scale_events": [100000, 300000, 1000000],
 }
 SMOKE = {
     "rounds": 1,
@@ -107,6 +112,9 @@ SMOKE = {
     "dump_rounds": 1,
     "wall_10m_n": 10000,
     "wall_10m_rounds": 1,
+    "scale_fps": [100],
+    "scale_procs": [4],
+    "scale_events": [2000],
 }
 
 WORKLOADS = ["trivial", "lookup", "insert", "threads", "python"]
@@ -136,7 +144,18 @@ TARGETS = {
     # run).
     "dump_after_exit_s": 2.0,
     "wall_10m_ratio": 1.2,
+    # issue 12 (scale): at the largest size of each workload
+    "scale_fp_after_exit_s": 2.0,
+    "scale_fp_report_s": 1.0,
+    "scale_fp_diff_check_s": 2.0,
+    "scale_fp_export_s": 3.0,
+    "scale_fp_export_rss_mb": 200,
+    "scale_procs_after_exit_s": 10.0,
+    "scale_procs_collector_rss_mb": 200,
+    "scale_events_export_s": 5.0,
+    "scale_events_export_rss_mb": 100,
 }
+EXPORT_FORMATS = ["folded", "svg", "html", "speedscope", "csv", "chrome", "perfetto"]
 # speedtest1: where bench_build.sh finds the source (never copied into the
 # repository), and the configurations it is measured under.
 SPEEDTEST1_SRC = os.path.join(os.path.dirname(ROOT), "shared", "bench", "speedtest1.c")
@@ -717,6 +736,127 @@ class Bench:
                                        / 1e6))
         return w
 
+    # ---- issue 12: scale -------------------------------------------------------
+
+    def cli_cost(self, args, what, ok=(0,)):
+        """Wall time and peak RSS (rusage_preload.so) of `sqlprof ARGS`."""
+        ru_file = os.path.join(self.tmp, "rusage-cli.txt")
+        if os.path.exists(ru_file):
+            os.unlink(ru_file)
+        env = dict(self.env, LD_PRELOAD=self.bin + "/rusage_preload.so",
+                   BENCH_RUSAGE_FILE=ru_file)
+        t0 = time.monotonic_ns()
+        p = subprocess.run([self.sqlprof] + args, stdout=subprocess.DEVNULL,
+                           stderr=subprocess.PIPE, env=env, text=True, cwd=self.tmp)
+        t = time.monotonic_ns() - t0
+        if p.returncode not in ok:
+            raise BenchError("%s: sqlprof %s exited %d: %s" % (what, " ".join(args), p.returncode,
+                                                               p.stderr.strip()[-2000:]))
+        ru = read_rusage(ru_file)
+        return {"time_ns": t, "rss_kb": ru[-1]["maxrss_kb"] if ru else None}
+
+    def record_after_exit(self, cfg, argv, prof, what):
+        """Run argv under `sqlprof record` (cfg) in `sh -c` with a timestamp
+        written right after it exits: run()'s fields plus after_exit_ns,
+        from that timestamp to record returning (both CLOCK_REALTIME)."""
+        stamp = os.path.join(self.tmp, "exit_time")
+        if os.path.exists(stamp):
+            os.unlink(stamp)
+        script = '"$@"; rc=$?; date +%%s.%%N >%s; exit $rc' % stamp
+        argv, env = self.wrap(cfg, ["sh", "-c", script, "sh"] + argv, prof)
+        d = self.run(argv, env, what, want_bench=False)
+        with open(stamp) as f:
+            sec, _, frac = f.read().strip().partition(".")
+        d["after_exit_ns"] = d["ret_realtime_ns"] - (int(sec) * 1000000000 +
+                                                     int((frac + "000000000")[:9]))
+        return d
+
+    def scale(self, skipped):
+        """Issue 12's three scale workloads, each at growing sizes: N
+        distinct fingerprints (bench/manyfp: 3 executions each from two
+        sites): record after the program's exit, report (table, JSON),
+        diff and check of the profile against itself, export html and svg;
+        N exec'd processes (bench/procs.sh: the sqlite3 shell and python3 in
+        turn): record after the last exits, the collector's peak RSS, the
+        processes in the profile; N executions at --rate 1 (bench/trivial):
+        every export. Times and peak RSS of each command."""
+        res = {"fingerprints": [], "processes": [], "events": []}
+        for n in self.sz["scale_fps"]:
+            prof = os.path.join(self.tmp, "scale-fp.db")
+            d = self.record_after_exit("sqlprof_default", [self.bin + "/manyfp", str(n)], prof,
+                                       "scale fingerprints %d" % n)
+            e = {"n": n, "after_exit_ns": d["after_exit_ns"],
+                 "collector_rss_kb": d.get("collector_rss_kb"),
+                 "queries": self.profile_count_rows(prof, "queries"),
+                 "profile_bytes": os.path.getsize(prof)}
+            if e["queries"] != n:
+                raise BenchError("scale fingerprints %d: the profile has %d queries" %
+                                 (n, e["queries"]))
+            for name, args, ok in (
+                    ("report", ["report", prof], (0,)),
+                    ("report_json", ["report", "--format", "json", prof], (0,)),
+                    ("diff", ["diff", prof, prof], (0,)),
+                    ("check", ["check", "--baseline", prof, prof], (0, 1)),
+                    ("export_html", ["export", "-f", "html", "-o", "/dev/null", prof], (0,)),
+                    ("export_svg", ["export", "-f", "svg", "-o", "/dev/null", prof], (0,))):
+                e[name] = self.cli_cost(args, "scale fingerprints %d" % n, ok)
+            res["fingerprints"].append(e)
+            log("scale fingerprints %6d: record %.2f s after exit; report %.2f s, json %.2f s, "
+                "diff %.2f s, check %.2f s, html %.2f s (%s KB), svg %.2f s (%s KB)" % (
+                    n, e["after_exit_ns"] / 1e9, e["report"]["time_ns"] / 1e9,
+                    e["report_json"]["time_ns"] / 1e9, e["diff"]["time_ns"] / 1e9,
+                    e["check"]["time_ns"] / 1e9, e["export_html"]["time_ns"] / 1e9,
+                    e["export_html"]["rss_kb"], e["export_svg"]["time_ns"] / 1e9,
+                    e["export_svg"]["rss_kb"]))
+            os.unlink(prof)
+        if shutil.which("sqlite3") is None:
+            skipped.append("scale processes: no sqlite3 shell")
+        else:
+            for n in self.sz["scale_procs"]:
+                prof = os.path.join(self.tmp, "scale-procs.db")
+                d = self.record_after_exit("sqlprof_default", ["env", "PYTHON=" + self.python,
+                                                                   self.bin + "/procs.sh", str(n)],
+                                           prof, "scale processes %d" % n)
+                con = sqlite3.connect("file:%s?mode=ro" % prof, uri=True)
+                try:
+                    q = con.execute("SELECT count(*) FROM processes WHERE executions > 0")
+                    querying = q.fetchone()[0]
+                finally:
+                    con.close()
+                e = {"n": n, "after_exit_ns": d["after_exit_ns"],
+                     "collector_rss_kb": d.get("collector_rss_kb"),
+                     "collector_cpu_ns": d.get("collector_cpu_ns"),
+                     "processes_with_queries": querying}
+                res["processes"].append(e)
+                log("scale processes %4d: record %.2f s after the last exits, collector %s KB, "
+                    "%d processes with queries" % (n, e["after_exit_ns"] / 1e9,
+                                                   e["collector_rss_kb"], querying))
+                os.unlink(prof)
+        for n in self.sz["scale_events"]:
+            prof = os.path.join(self.tmp, "scale-events.db")
+            d = self.record_after_exit("sqlprof_r1", [self.bin + "/trivial", str(n)], prof,
+                                       "scale events %d" % n)
+            e = {"n": n, "after_exit_ns": d["after_exit_ns"],
+                 "collector_rss_kb": d.get("collector_rss_kb"),
+                 "events": self.profile_count_rows(prof, "events"),
+                 "profile_bytes": os.path.getsize(prof), "exports": {}}
+            for fmt in EXPORT_FORMATS:
+                e["exports"][fmt] = self.cli_cost(["export", "-f", fmt, "-o", "/dev/null", prof],
+                                                  "scale events %d" % n)
+            res["events"].append(e)
+            log("scale events %8d: %s" % (n, ", ".join(
+                "%s %.2f s %s KB" % (f, x["time_ns"] / 1e9, x["rss_kb"])
+                for f, x in e["exports"].items())))
+            os.unlink(prof)
+        return res
+
+    def profile_count_rows(self, prof, table):
+        con = sqlite3.connect("file:%s?mode=ro" % prof, uri=True)
+        try:
+            return con.execute("SELECT count(*) FROM %s" % table).fetchone()[0]
+        finally:
+            con.close()
+
     # ---- everything ------------------------------------------------------------
 
     def all(self):
@@ -754,6 +894,7 @@ class Bench:
         res["speedtest1"] = self.speedtest1(res["skipped"])
         res["dump"] = self.dump_restore(res["skipped"])
         res["wall_10m"] = self.wall_10m()
+        res["scale"] = self.scale(res["skipped"])
         res["loadavg_end"] = [round(x, 2) for x in os.getloadavg()]
         res["targets"] = targets(res)
         res["skipped"] = sorted(set(res["skipped"]))
@@ -761,8 +902,8 @@ class Bench:
 
 
 def targets(res):
-    """Each target of issue 4 with its measured value and whether it is met
-    (None when it could not be measured)."""
+    """Each target of issues 4 and 12 with its measured value and whether
+    it is met (None when it could not be measured)."""
     t = []
 
     def add(key, text, value, limit, le=True, strict=False):
@@ -815,6 +956,45 @@ def targets(res):
     add("wall_10m_ratio", "trivial loop, %s executions, whole command under record / bare, wall "
         "(median)" % "{:,}".format(sz(res, "wall_10m_n")), w10.get("cmd_ratio"),
         TARGETS["wall_10m_ratio"])
+
+    # Issue 12 (scale), at the largest size of each workload.
+    sc = res.get("scale") or {}
+    fp = (sc.get("fingerprints") or [None])[-1]
+    s = lambda ns: round(ns / 1e9, 3)
+    mb = lambda k: round(k / 1024, 1) if k is not None else None
+    fpn = "{:,}".format(fp["n"]) if fp else "?"
+    add("scale_fp_after_exit_s", "%s fingerprints x 3 executions: record done after the "
+        "program's exit, s" % fpn, s(fp["after_exit_ns"]) if fp else None,
+        TARGETS["scale_fp_after_exit_s"])
+    add("scale_fp_report_s", "%s fingerprints: report, table and JSON, s (slower)" % fpn,
+        s(max(fp["report"]["time_ns"], fp["report_json"]["time_ns"])) if fp else None,
+        TARGETS["scale_fp_report_s"])
+    add("scale_fp_diff_check_s", "%s fingerprints: diff and check against itself, s (slower)" %
+        fpn, s(max(fp["diff"]["time_ns"], fp["check"]["time_ns"])) if fp else None,
+        TARGETS["scale_fp_diff_check_s"])
+    add("scale_fp_export_s", "%s fingerprints: export html and svg, s (slower)" % fpn,
+        s(max(fp["export_html"]["time_ns"], fp["export_svg"]["time_ns"])) if fp else None,
+        TARGETS["scale_fp_export_s"])
+    add("scale_fp_export_rss_mb", "%s fingerprints: export html and svg, peak RSS, MB (larger)" %
+        fpn, mb(max(fp["export_html"]["rss_kb"] or 0, fp["export_svg"]["rss_kb"] or 0))
+        if fp else None, TARGETS["scale_fp_export_rss_mb"])
+    pr = (sc.get("processes") or [None])[-1]
+    prn = "{:,}".format(pr["n"]) if pr else "?"
+    add("scale_procs_after_exit_s", "%s exec'd processes (sqlite3, python3): record done after "
+        "the last exits, s" % prn, s(pr["after_exit_ns"]) if pr else None,
+        TARGETS["scale_procs_after_exit_s"])
+    add("scale_procs_collector_rss_mb", "%s exec'd processes: collector peak RSS, MB" % prn,
+        mb(pr["collector_rss_kb"]) if pr else None, TARGETS["scale_procs_collector_rss_mb"])
+    add("scale_procs_all", "%s exec'd processes: processes with queries in the profile" % prn,
+        pr["processes_with_queries"] if pr else None, pr["n"] if pr else None, le=False)
+    ev = (sc.get("events") or [None])[-1]
+    evn = "{:,}".format(ev["n"]) if ev else "?"
+    add("scale_events_export_s", "%s executions at --rate 1: every export, s (slowest)" % evn,
+        s(max(x["time_ns"] for x in ev["exports"].values())) if ev else None,
+        TARGETS["scale_events_export_s"])
+    add("scale_events_export_rss_mb", "%s executions at --rate 1: every export, peak RSS, MB "
+        "(largest)" % evn, mb(max(x["rss_kb"] or 0 for x in ev["exports"].values()))
+        if ev else None, TARGETS["scale_events_export_rss_mb"])
     return t
 
 

@@ -187,6 +187,8 @@ START_TEST(test_lanes)
 	size_t i;
 
 	load(&x, NULL, SP_XW_TIME);
+	ck_assert_uint_eq(x.nth, 0); /* only the timelines load the events */
+	ck_assert_int_eq(sp_export_events(&x), 0);
 	ck_assert_uint_eq(x.nth, 2);
 	ck_assert_uint_eq(x.th[0].n, 7);
 	ck_assert_int_eq(x.th[0].lanes, 2);

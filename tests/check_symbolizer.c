@@ -647,6 +647,42 @@ START_TEST(test_cache)
 }
 END_TEST
 
+/* One file loaded at different addresses (by different processes): one
+ * open, one DWARF index, and a frame at the same offset symbolized once. */
+START_TEST(test_shared_across_biases)
+{
+	struct run run;
+	run_fixture("symfix", &run);
+	const struct probe *p = find_probe(&run, "direct");
+	const struct sym_result *r1, *r2, *r3, *r4;
+	struct sym_stats st;
+	const uint64_t shift = 0x7f0000000000ULL;
+
+	struct sym_ctx *ctx = sym_open();
+	ck_assert_int_eq(sym_lookup(ctx, p->path, p->bid, p->bidlen, p->bias, p->pc, 1, &r1), 0);
+	ck_assert_int_eq(sym_lookup(ctx, p->path, p->bid, p->bidlen, p->bias + shift, p->pc + shift,
+				    1, &r2),
+			 0);
+	ck_assert_ptr_eq(r1, r2);
+	sym_get_stats(ctx, &st);
+	ck_assert_uint_eq(st.modules_opened, 1);
+	ck_assert_uint_eq(st.address_hits, 1);
+	ck_assert_str_ne(r1->frames[r1->nframes - 1].function, "??");
+	/* Without a build-id the file is told by path, size and mtime: the
+	 * same at both addresses too. */
+	ck_assert_int_eq(sym_lookup(ctx, p->path, NULL, 0, p->bias, p->pc, 1, &r3), 0);
+	ck_assert_int_eq(sym_lookup(ctx, p->path, NULL, 0, p->bias + shift, p->pc + shift, 1, &r4), 0);
+	ck_assert_ptr_eq(r3, r4);
+	ck_assert_str_eq(r3->frames[r3->nframes - 1].function, r1->frames[r1->nframes - 1].function);
+	sym_get_stats(ctx, &st);
+	ck_assert_uint_eq(st.modules_opened, 2);
+	/* A pc below the load bias is outside the module, not a wrap-around. */
+	ck_assert_int_eq(sym_lookup(ctx, p->path, p->bid, p->bidlen, p->bias + shift, p->pc, 1, &r2), 0);
+	ck_assert_str_eq(r2->frames[0].function, "??");
+	sym_close(ctx);
+}
+END_TEST
+
 /* eu-addr2line -f -i -C as an independent oracle for every probe. */
 static int have_addr2line(void)
 {
@@ -801,6 +837,7 @@ static Suite *symbolizer_suite(void)
 
 	tc = tcase_create("cache");
 	tcase_add_test(tc, test_cache);
+	tcase_add_test(tc, test_shared_across_biases);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("oracle");

@@ -5,7 +5,8 @@
 # scripts/bench_run.py --smoke runs every workload without a preload, with
 # the forwarding and trace_v2 preloads and under sqlprof record (the
 # trivial loop under every configuration), plus callgrind, ltrace when
-# installed, the capture program, the stream generator and sqlprof report.
+# installed, the capture program, the stream generator, sqlprof report, and
+# the scale workloads (many fingerprints, exec'd processes, events).
 # It fails when a program exits non-zero, prints no BENCH line, or computes
 # a different result under a preload. No time is asserted.
 . "$(dirname "$0")/lib.sh"
@@ -43,8 +44,15 @@ if r["capture"]["frames"] != 20:
                 % r["capture"]["frames"])
 if not r["collector"]["streamgen"]["records_per_s_cpu"] > 0:
     errs.append("streamgen: no ingest rate")
-if len(r["targets"]) != 10:
-    errs.append("expected 10 targets, got %d" % len(r["targets"]))
+if len(r["targets"]) != 20:
+    errs.append("expected 20 targets, got %d" % len(r["targets"]))
+sc = r.get("scale") or {}
+for k in ("fingerprints", "events"):
+    if not sc.get(k):
+        errs.append("scale: no %s runs" % k)
+for e in sc.get("processes", []):
+    if e["processes_with_queries"] != e["n"]:
+        errs.append("scale: %d of %d processes in the profile" % (e["processes_with_queries"], e["n"]))
 for e in errs:
     print("FAIL:", e, file=sys.stderr)
 sys.exit(1 if errs else 0)
