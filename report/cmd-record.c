@@ -288,6 +288,38 @@ static void status_layout_env(void)
 	setenv(SP_ENV_STATUS_LAYOUT, val, 1);
 }
 
+/* The command killed by a signal, and every process that ended without
+ * exiting (no BYE: a signal or a crash), with what it was running. */
+static void report_deaths(const struct sp_coll *c, int status)
+{
+	char *d = sp_coll_deaths(c), *line, *save = NULL;
+
+	if (WIFSIGNALED(status))
+		fprintf(stderr, "sqlprof: the command was killed by signal %d (%s)%s\n",
+			WTERMSIG(status), strsignal(WTERMSIG(status)),
+			WCOREDUMP(status) ? ", core dumped" : "");
+	for (line = d ? strtok_r(d, "\n", &save) : NULL; line; line = strtok_r(NULL, "\n", &save)) {
+		char *f[4] = { line, NULL, NULL, NULL };
+
+		for (int k = 1; k < 4; k++) {
+			f[k] = f[k - 1] ? strchr(f[k - 1], '\t') : NULL;
+			if (f[k])
+				*f[k]++ = 0;
+		}
+		if (!f[3])
+			continue;
+		fprintf(stderr, "sqlprof: warning: process %s (", f[0]);
+		sp_term_str(stderr, f[1]);
+		fprintf(stderr, ") ended without exiting (a signal or a crash)");
+		if (strtoul(f[2], NULL, 10)) {
+			fprintf(stderr, ", running %s execution%s of: ", f[2], strcmp(f[2], "1") ? "s" : "");
+			sp_term_str(stderr, *f[3] ? f[3] : "<sql text lost>");
+		}
+		fprintf(stderr, "\n");
+	}
+	free(d);
+}
+
 static void explain_empty(const struct sp_coll *c)
 {
 	size_t it = 0, foreign = 0;
@@ -915,6 +947,7 @@ int cmd_record(int argc, char **argv)
 		uint64_t complete, unrep = sp_coll_unreported(&c, &complete);
 
 		explain_empty(&c);
+		report_deaths(&c, status);
 		if (unrep)
 			fprintf(stderr,
 				"sqlprof: warning: %llu process(es) ran SQLite but could not connect to "

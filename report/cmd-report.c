@@ -113,6 +113,8 @@ static void print_table_sites(const struct sp_attrib *a, const struct sp_qrow *r
 	}
 }
 
+static void print_run(const struct sp_qset *qs);
+
 static void print_table(const struct sp_qset *qs, const struct report_opts *o, size_t n,
 			const struct sp_attrib *a)
 {
@@ -138,6 +140,7 @@ static void print_table(const struct sp_qset *qs, const struct report_opts *o, s
 	printf("\n");
 	if (qs->command)
 		printf("# command: %s\n", qs->command);
+	print_run(qs);
 	printf("%10s %10s %10s %10s %10s %10s %10s %10s  %s\n", "COUNT", "TOTAL", "MEAN", "P50", "P95",
 	       "P99", "MAX", "ROWS", "SQL");
 	for (i = 0; i < n; i++) {
@@ -230,17 +233,108 @@ static void print_json_sites(const struct sp_attrib *a, const struct sp_qrow *r)
 	printf("]");
 }
 
+/* One "died" line of the profile: PID, EXE, running count, SQL. */
+struct death {
+	long long pid;
+	char exe[256], sql[256];
+	unsigned running;
+};
+
+static int next_death(const char **p, struct death *d)
+{
+	const char *s = *p, *nl;
+	char line[1024];
+	size_t n;
+	char *f[4], *q;
+	int k = 0;
+
+	if (!s || !*s)
+		return 0;
+	nl = strchr(s, '\n');
+	n = nl ? (size_t)(nl - s) : strlen(s);
+	*p = nl ? nl + 1 : s + n;
+	if (n >= sizeof(line))
+		n = sizeof(line) - 1;
+	memcpy(line, s, n);
+	line[n] = 0;
+	for (q = line, f[k++] = q; *q && k < 4; q++)
+		if (*q == '\t') {
+			*q = 0;
+			f[k++] = q + 1;
+		}
+	if (k < 4)
+		return next_death(p, d); /* damaged: skipped */
+	d->pid = strtoll(f[0], NULL, 10);
+	snprintf(d->exe, sizeof(d->exe), "%s", f[1]);
+	d->running = (unsigned)strtoul(f[2], NULL, 10);
+	snprintf(d->sql, sizeof(d->sql), "%s", f[3]);
+	return 1;
+}
+
+/* The run's outcome under the header: exit status (and the signal that
+ * killed the command), duration, and the processes that died with what
+ * they were running. */
+static void print_run(const struct sp_qset *qs)
+{
+	const char *p = qs->died;
+	struct death d;
+
+	if (qs->exit_status >= 0 || qs->duration_ns >= 0) {
+		printf("# run:");
+		if (qs->exit_status > 128 && qs->exit_status < 128 + 65)
+			printf(" exit status %lld (killed by signal %lld, %s)", (long long)qs->exit_status,
+			       (long long)qs->exit_status - 128, strsignal((int)(qs->exit_status - 128)));
+		else if (qs->exit_status >= 0)
+			printf(" exit status %lld", (long long)qs->exit_status);
+		if (qs->duration_ns >= 0)
+			printf("%s %.2f s", qs->exit_status >= 0 ? "," : "", qs->duration_ns / 1e9);
+		printf("\n");
+	}
+	while (next_death(&p, &d)) {
+		printf("# died: process %lld (%s) ended without exiting (a signal or a crash)", d.pid,
+		       d.exe);
+		if (d.running)
+			printf(", running %u execution%s of: %s", d.running, d.running == 1 ? "" : "s",
+			       d.sql[0] ? d.sql : "<sql text lost>");
+		printf("\n");
+	}
+}
+
+static void print_json_deaths(const struct sp_qset *qs)
+{
+	const char *p = qs->died;
+	struct death d;
+	int first = 1;
+
+	printf(" \"exit_status\": %lld, \"duration_ns\": %lld, \"died\": [",
+	       (long long)qs->exit_status, (long long)qs->duration_ns);
+	while (next_death(&p, &d)) {
+		printf("%s{\"pid\": %lld, \"exe\": ", first ? "" : ", ", d.pid);
+		sp_json_str(stdout, d.exe);
+		printf(", \"running\": %u, \"sql\": ", d.running);
+		if (d.sql[0])
+			sp_json_str(stdout, d.sql);
+		else
+			printf("null");
+		printf("}");
+		first = 0;
+	}
+	printf("],");
+}
+
 static void print_json(const struct sp_qset *qs, size_t n, const struct sp_attrib *a)
 {
 	size_t i;
 
 	printf("{\"lost\": %llu, \"executions\": %llu, \"processes\": %llu, \"untracked\": %llu,"
 	       " \"unreported\": %llu, \"unreported_missing\": %llu,"
-	       " \"unattributed\": %.0f, \"unattributed_samples\": %llu, \"queries\": [",
+	       " \"unattributed\": %.0f, \"unattributed_samples\": %llu,",
 	       (unsigned long long)qs->lost, (unsigned long long)qs->executions,
 	       (unsigned long long)qs->processes, (unsigned long long)qs->untracked,
 	       (unsigned long long)qs->unreported, (unsigned long long)qs->unreported_missing,
 	       a->unattributed_est, (unsigned long long)a->unattributed_samples);
+	print_json_deaths(qs);
+	printf(" \"queries\": [");
 	for (i = 0; i < n; i++) {
 		const struct sp_qrow *r = &qs->rows[i];
 

@@ -61,6 +61,48 @@ struct mkey {
 static void ring_free(struct sp_coll *c, size_t i);
 static void statmap_free(struct sp_statmap *m);
 
+char *sp_coll_deaths(const struct sp_coll *c)
+{
+	size_t it = 0, len = 0, cap = 0;
+	const struct sp_proc *p;
+	char *out = NULL;
+
+	while ((p = hmap_next(&c->procs, &it, NULL))) {
+		char line[512], sql[201] = "";
+		int n;
+
+		if (!p->died || !p->hello)
+			continue;
+		if (p->nrunning) {
+			uint64_t id = p->running[0];
+			const struct sp_sql *s = hmap_get((struct hmap *)&c->sqls, &id, 0, NULL);
+
+			if (s && s->text) {
+				snprintf(sql, sizeof(sql), "%s", s->text);
+				for (char *q = sql; *q; q++)
+					if (*q == '\n' || *q == '\t' || *q == '\r')
+						*q = ' ';
+			}
+		}
+		n = snprintf(line, sizeof(line), "%u\t%s\t%u\t%s\n", p->pid, p->exe ? p->exe : "",
+			     p->nrunning, sql);
+		if (n < 0)
+			continue;
+		if (len + (size_t)n + 1 > cap) {
+			size_t nc = (cap ? cap * 2 : 1024) + (size_t)n;
+			char *no = realloc(out, nc);
+
+			if (!no)
+				break;
+			out = no;
+			cap = nc;
+		}
+		memcpy(out + len, line, (size_t)n + 1);
+		len += (size_t)n;
+	}
+	return out;
+}
+
 int sp_module_changed(const struct sp_module *m)
 {
 	struct stat st;
@@ -541,8 +583,10 @@ static void apply(struct sp_coll *c, struct sp_proc *p, const uint8_t *rec, uint
 
 		if (p->hello && (h->h.flags & SP_HELLO_RECONNECT)) {
 			p->reconnects++;
+			p->died = 0;
 			break; /* same image: nothing else changes */
 		}
+		p->died = 0;
 		p->image++;
 		p->hello = 1;
 		p->ppid = h->ppid;
@@ -1377,9 +1421,11 @@ void sp_coll_stats_merge(struct sp_coll *c, uint32_t pid, const void *mapv, size
 	struct sp_proc conv;
 	struct sp_stats_hdr h;
 	uint32_t *used = NULL, nchunks, ci;
+	struct hmap started; /* sql_id -> executions started - ended (mod 2^32) */
 
 	if (!p || size < SP_STATS_CHUNK)
 		return;
+	hmap_init(&started, sizeof(uint64_t), sizeof(uint32_t));
 	memset(&conv, 0, sizeof(conv));
 	conv.clock = clock;
 	memcpy(&h, map, sizeof(h));
@@ -1443,6 +1489,12 @@ void sp_coll_stats_merge(struct sp_coll *c, uint32_t pid, const void *mapv, size
 				uint32_t b;
 
 				memcpy(&a, cb + off, sizeof(a));
+				if (a.kind == SP_KIND_STMT && a.started != (uint32_t)a.count) {
+					uint32_t *d = hmap_get(&started, &a.sql_id, 1, NULL);
+
+					if (d)
+						*d += a.started - (uint32_t)a.count;
+				}
 				qk.sql_id = a.sql_id;
 				qk.kind = a.kind > SP_KIND_EXEC ? SP_KIND_STMT : a.kind;
 				q = hmap_get(&c->queries, &qk, 1, NULL);
@@ -1598,6 +1650,22 @@ next:
 		}
 	}
 	free(used);
+	/* What the image was running when its statistics were merged: for a
+	 * process that died, the statements it died in */
+	{
+		size_t it = 0;
+		const uint64_t *id;
+		uint32_t *d;
+
+		p->nrunning = 0;
+		while ((d = hmap_next(&started, &it, (const void **)&id)))
+			if (*d && *d < (1u << 31)) {
+				if (p->nrunning < SP_PROC_RUNNING)
+					p->running[p->nrunning] = *id;
+				p->nrunning++;
+			}
+	}
+	hmap_free(&started);
 }
 
 /* Keep the header page of a merged mapping (see hdr_pages). */
@@ -1865,6 +1933,9 @@ int sp_coll_recv(struct sp_coll *c, int sock, uint32_t peer_pid, uint8_t *buf, s
 			sp_coll_stats_retire(c, peer_pid, p->image);
 		} else {
 			sp_coll_rings_drain(c, peer_pid);
+			if (p)
+				p->died = 1; /* unless it reconnects (it closed our
+					      * descriptor): see SP_HELLO_RECONNECT */
 		}
 		return -1;
 	}

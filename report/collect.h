@@ -63,6 +63,13 @@ struct sp_proc {
 	uint64_t unattributed; /* executions counted with no query (no room) */
 	uint64_t stats_bad;   /* statistics records refused (corrupt) */
 	uint32_t foreign_libs; /* other SQLite libraries it called (not profiled) */
+	/* SQL texts (sql_id) of the executions its last merged image was
+	 * running (started, never ended), the first SP_PROC_RUNNING of them;
+	 * nrunning counts all. Only what a process that died was doing. */
+#define SP_PROC_RUNNING 4
+	uint64_t running[SP_PROC_RUNNING];
+	uint32_t nrunning;
+	int died; /* its image's connection ended without BYE */
 	int no_stats;         /* an image came without shared statistics */
 	uint64_t untracked;
 	uint64_t msgs, bad_msgs, gaps;
@@ -351,5 +358,10 @@ ssize_t sp_coll_spill_read(const struct sp_coll *c, uint64_t i, struct sp_event 
 /* Executions so far: merged, plus those in statistics still mapped
  * (read live: may be behind by the executions being added). */
 uint64_t sp_coll_executions(const struct sp_coll *c);
+/* Processes whose connection ended without BYE (killed by a signal, or
+ * crashed), one line each: "PID<TAB>EXE<TAB>N<TAB>SQL" with the number of
+ * executions it was running and the text of the first (up to 200 bytes,
+ * on one line), "" when none. malloc'd, NULL when no process died. */
+char *sp_coll_deaths(const struct sp_coll *c);
 
 #endif

@@ -382,6 +382,21 @@ static int write_all(sqlite3 *db, struct sp_coll *c, const struct sp_meta *m, ch
 		META_INT("unreported", unrep);
 		META_INT("unreported_missing", unrep - complete);
 	}
+	{
+		/* processes that died (no BYE), and what they were running */
+		char *died = sp_coll_deaths(c);
+
+		if (died) {
+			int r;
+
+			sqlite3_bind_text(st, 1, "died", -1, SQLITE_STATIC);
+			sqlite3_bind_text(st, 2, died, -1, SQLITE_TRANSIENT);
+			r = step_done(st);
+			free(died);
+			if (r < 0)
+				goto sqlerr;
+		}
+	}
 	sqlite3_finalize(st);
 
 	/* processes */

@@ -239,6 +239,26 @@ int sp_qset_load(sqlite3 *db, struct sp_qset *qs, char *err, size_t errlen)
 				qs->command = col_dup(cs, 0);
 			sqlite3_finalize(cs);
 		}
+		if (sqlite3_prepare_v2(db, "SELECT value FROM meta WHERE key='died'", -1, &cs, NULL) ==
+		    SQLITE_OK) {
+			if (sqlite3_step(cs) == SQLITE_ROW)
+				qs->died = col_dup(cs, 0);
+			sqlite3_finalize(cs);
+		}
+		qs->exit_status = -1;
+		qs->duration_ns = -1;
+		if (sqlite3_prepare_v2(db,
+				       "SELECT (SELECT CAST(value AS INTEGER) FROM meta WHERE key='exit_status'),"
+				       " (SELECT CAST(value AS INTEGER) FROM meta WHERE key='duration_ns')",
+				       -1, &cs, NULL) == SQLITE_OK) {
+			if (sqlite3_step(cs) == SQLITE_ROW) {
+				if (sqlite3_column_type(cs, 0) != SQLITE_NULL)
+					qs->exit_status = sqlite3_column_int64(cs, 0);
+				if (sqlite3_column_type(cs, 1) != SQLITE_NULL)
+					qs->duration_ns = sqlite3_column_int64(cs, 1);
+			}
+			sqlite3_finalize(cs);
+		}
 	}
 	return 0;
 nomem:
@@ -266,6 +286,7 @@ void sp_qset_free(struct sp_qset *qs)
 	}
 	free(qs->rows);
 	free(qs->command);
+	free(qs->died);
 	memset(qs, 0, sizeof(*qs));
 }
 

@@ -32,6 +32,8 @@ struct sp_qset {
 	 * executions are missing */
 	uint64_t unreported, unreported_missing;
 	char *command;
+	int64_t exit_status, duration_ns; /* of the command (meta); -1: unknown */
+	char *died; /* meta "died": PID\tEXE\tN\tSQL lines (sp_coll_deaths), or NULL */
 };
 
 /* Load every query of a profile. Returns 0, or -1 with err set. */
