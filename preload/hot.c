@@ -212,7 +212,8 @@ static __attribute__((noinline)) int step_general(sqlite3_stmt *st, int drawn)
 	r = &s->run;
 	t0 = sp_now();
 	if (!r->start)
-		t0 = sp_run_begin_slow(t, s, st, drawn, frame);
+		t0 = sp_run_begin_slow(t, s, st, drawn, (uintptr_t)__builtin_return_address(0),
+				       frame);
 	r->db -= t0;
 	outer = t->cur;
 	t->cur = r;
@@ -310,7 +311,9 @@ SP_EXPORT int sqlite3_step(sqlite3_stmt *st)
 		int off = t->status_off;
 		sp_v4u base;
 
-		if (unlikely(s->agg_arena != t->arena_id || off < 0))
+		/* the record is this thread's, for this caller */
+		if (unlikely(s->agg_arena != t->arena_id || off < 0 ||
+			     s->agg_caller != (uintptr_t)__builtin_return_address(0)))
 			return step_general(st, -1);
 		if (unlikely(--t->skip == 0))
 			return step_sampled(st);

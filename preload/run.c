@@ -259,28 +259,35 @@ static void run_clear(struct sp_run *r)
 
 /* ---- statements ---- */
 
-/* Bind s to the calling thread's query record for its text. */
-static void bind_stmt(struct sp_thread *t, struct sp_stmt *s)
+/* Bind s to the calling thread's query record for its text and caller.
+ * Returns 1 when that record is new: the first execution of the text
+ * from this caller on this thread, which takes a stack (so that every
+ * calling site is seen, however few its executions). */
+static int bind_stmt(struct sp_thread *t, struct sp_stmt *s, uintptr_t caller)
 {
 	struct sp_arena *a = sp_arena_get(t);
-	struct sp_agg_query *q = a ? sp_agg_get(a, s->sql_id, SP_KIND_STMT) : NULL;
+	int created = 0;
+	struct sp_agg_query *q = a ? sp_agg_get(a, s->sql_id, SP_KIND_STMT, caller, &created) : NULL;
 
 	if (q) {
 		s->agg = q;
 		s->agg_arena = t->arena_id;
+		s->agg_caller = caller;
 	} else {
 		s->agg = NULL;
 		s->agg_arena = 0; /* every execution comes here: unattributed */
 	}
+	return created;
 }
 
 uint64_t sp_run_begin_slow(struct sp_thread *t, struct sp_stmt *s, sqlite3_stmt *st, int drawn,
-			   uintptr_t frame)
+			   uintptr_t caller, uintptr_t frame)
 {
 	struct sp_run *r = &s->run;
+	int new_site = 0;
 
-	if (s->agg_arena != t->arena_id)
-		bind_stmt(t, s);
+	if (s->agg_arena != t->arena_id || s->agg_caller != caller)
+		new_site = bind_stmt(t, s, caller);
 	if (unlikely(atomic_load_explicit(&sp_sql_pending, memory_order_relaxed)))
 		sp_sql_flush(t);
 	run_clear(r);
@@ -294,6 +301,11 @@ uint64_t sp_run_begin_slow(struct sp_thread *t, struct sp_stmt *s, sqlite3_stmt 
 		drawn = sp_draw(t);
 	if (drawn)
 		r->flags |= SP_EXEC_RANDOM;
+	if (new_site && !(r->flags & SP_EXEC_FIRST) && sp_cfg.rate > 0) {
+		/* a caller not seen on this thread: a forced stack, for its
+		 * site (not a random one: it does not weigh in estimates) */
+		r->flags |= SP_EXEC_FIRST;
+	}
 	if (r->flags & (SP_EXEC_FIRST | SP_EXEC_RANDOM))
 		take_stack(t, r);
 	if ((r->flags & (SP_EXEC_FIRST | SP_EXEC_RANDOM)) == SP_EXEC_FIRST && r->stack_id &&
@@ -342,7 +354,7 @@ static struct sp_agg_query *end_record(struct sp_thread *t, struct sp_stmt *s, i
 		*inherited = 1;
 		return NULL;
 	}
-	bind_stmt(t, s);
+	bind_stmt(t, s, s->agg_caller); /* the caller it started from */
 	return s->agg;
 }
 
@@ -529,7 +541,7 @@ static void exec_account(struct sp_thread *t, struct sp_run *r, sqlite3 *db, int
 			 uint16_t flags)
 {
 	static const sp_v4u zero;
-	struct sp_agg_query *q = sp_agg_get(sp_arena_get(t), r->sql_id, SP_KIND_EXEC);
+	struct sp_agg_query *q = sp_agg_get(sp_arena_get(t), r->sql_id, SP_KIND_EXEC, 0, NULL);
 
 	r->flags |= flags;
 	if (flags & SP_EXEC_ABANDONED)

@@ -172,6 +172,8 @@ struct sp_stmt {
 	uint64_t shape;        /* run key: the text without its literals */
 	uint32_t nexec;        /* executions started (first-exec sampling) */
 	uint32_t pad;
+	uintptr_t agg_caller;  /* the caller agg is the record of: an execution
+				* started from another return address rebinds */
 };
 
 /* ---- stats.c: the shared statistics ---- */
@@ -207,7 +209,9 @@ void sp_stats_fork_child(void);
 struct sp_arena *sp_arena_get(struct sp_thread *t);
 /* The query record of (sql_id, kind) in arena a, made on first use; NULL
  * when there is no room (the execution is counted as unattributed). */
-struct sp_agg_query *sp_agg_get(struct sp_arena *a, uint64_t sql_id, uint32_t kind);
+/* The arena's record of (sql_id, kind, caller), made if new (*created 1). */
+struct sp_agg_query *sp_agg_get(struct sp_arena *a, uint64_t sql_id, uint32_t kind,
+				uint64_t caller, int *created);
 /* Slow halves of the hot path's updates. */
 uint64_t *sp_agg_hist_block(struct sp_agg_query *q, uint32_t block);
 void sp_agg_error(struct sp_agg_query *q, int rc);
@@ -365,6 +369,7 @@ void sp_probe_before_auto_extension(void);
  * program (step_general), 0 when no exec call can be running. Returns the
  * clock value at which the execution starts. */
 uint64_t sp_run_begin_slow(struct sp_thread *t, struct sp_stmt *s, sqlite3_stmt *st, int drawn,
+			   uintptr_t caller,
 			   uintptr_t frame);
 void sp_run_end_slow(struct sp_thread *t, struct sp_stmt *s, sqlite3_stmt *st, int rc, uint64_t end);
 void sp_run_on_row(struct sp_thread *t, struct sp_stmt *s, uint64_t now);

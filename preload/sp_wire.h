@@ -501,6 +501,11 @@ struct sp_agg_query {
 	uint64_t runs_by_len; /* SP_AGG_RUNS address, 0: every run was 1 long */
 	uint64_t errs;        /* SP_AGG_ERRS address, 0: no failure yet */
 	uint64_t hist_lost;   /* values with no room for their block */
+	uint64_t caller;      /* statements: the return address into the code
+			       * that called sqlite3_step for these executions
+			       * (a record per text and calling site: the
+			       * collector keeps exact counts per caller, for
+			       * the sites' figures); 0: prepares, exec calls */
 };
 
 struct sp_agg_hist {

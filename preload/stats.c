@@ -59,12 +59,18 @@ static struct sp_arena *arenas, *idle_arenas;
 static pthread_key_t arena_key;
 static int arena_key_ok;
 
-/* One entry of an arena's private index: (sql_id, kind) -> record. */
+/* One entry of an arena's private index: (sql_id, kind, caller) -> record. */
 struct sp_aslot {
 	uint64_t sql_id;
 	uint32_t kind, used;
+	uint64_t caller;
 	struct sp_agg_query *q;
 };
+
+static inline size_t aslot_hash(uint64_t sql_id, uint32_t kind, uint64_t caller)
+{
+	return (size_t)(sql_id ^ kind ^ (caller * 0x9E3779B97F4A7C15ULL >> 17));
+}
 
 static void *map_private(size_t len)
 {
@@ -230,7 +236,8 @@ static int tab_grow(struct sp_arena *a)
 
 		if (!e->used)
 			continue;
-		for (j = (e->sql_id ^ e->kind) & (cap - 1); nt[j].used; j = (j + 1) & (cap - 1))
+		for (j = aslot_hash(e->sql_id, e->kind, e->caller) & (cap - 1); nt[j].used;
+		     j = (j + 1) & (cap - 1))
 			;
 		nt[j] = *e;
 	}
@@ -241,17 +248,21 @@ static int tab_grow(struct sp_arena *a)
 	return 0;
 }
 
-struct sp_agg_query *sp_agg_get(struct sp_arena *a, uint64_t sql_id, uint32_t kind)
+struct sp_agg_query *sp_agg_get(struct sp_arena *a, uint64_t sql_id, uint32_t kind,
+				uint64_t caller, int *created)
 {
 	struct sp_agg_query *q;
 	size_t j;
 
+	if (created)
+		*created = 0;
 	if (!a)
 		return NULL;
 	if ((a->tab_used + 1) * 2 > a->tab_cap && tab_grow(a) < 0 && !a->tab)
 		return NULL;
-	for (j = (sql_id ^ kind) & (a->tab_cap - 1); a->tab[j].used; j = (j + 1) & (a->tab_cap - 1))
-		if (a->tab[j].sql_id == sql_id && a->tab[j].kind == kind)
+	for (j = aslot_hash(sql_id, kind, caller) & (a->tab_cap - 1); a->tab[j].used;
+	     j = (j + 1) & (a->tab_cap - 1))
+		if (a->tab[j].sql_id == sql_id && a->tab[j].kind == kind && a->tab[j].caller == caller)
 			return a->tab[j].q;
 	if (a->tab_used + 1 >= a->tab_cap)
 		return NULL; /* could not grow, and full */
@@ -262,11 +273,15 @@ struct sp_agg_query *sp_agg_get(struct sp_arena *a, uint64_t sql_id, uint32_t ki
 	q->h.len = sizeof(*q);
 	q->kind = kind;
 	q->sql_id = sql_id;
+	q->caller = caller;
 	q->min = UINT64_MAX;
 	arena_publish(a);
 	a->tab[j].sql_id = sql_id;
 	a->tab[j].kind = kind;
+	a->tab[j].caller = caller;
 	a->tab[j].used = 1;
+	if (created)
+		*created = 1;
 	a->tab[j].q = q;
 	a->tab_used++;
 	return q;

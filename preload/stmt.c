@@ -566,7 +566,7 @@ void sp_stmt_prepared_text(struct sp_thread *t, sqlite3_stmt *st, const char *te
 		return;
 	}
 	stmt_fill(t, s, st, text, len);
-	q = sp_agg_get(sp_arena_get(t), s->sql_id, SP_KIND_STMT);
+	q = sp_agg_get(sp_arena_get(t), s->sql_id, SP_KIND_STMT, 0, NULL);
 	if (q) {
 		q->prepares++;
 		q->prepare_time += t1 - t0;

@@ -130,6 +130,137 @@ struct qkey {
 	int64_t kind_exec;
 };
 
+struct ckey {
+	int64_t fp_id;
+	int64_t kind_exec;
+	uint64_t pid, pc;
+};
+
+/* Load the profile's exact per-caller counts (none in an older profile:
+ * no table), then the samples of the stacks each is the leaf of. */
+static int load_callers(sqlite3 *db, struct sp_attrib *a)
+{
+	sqlite3_stmt *st;
+	int rc;
+
+	if (sqlite3_prepare_v2(db, "SELECT fp_id, kind, pid, pc, count, total_ns FROM callers", -1,
+			       &st, NULL) != SQLITE_OK)
+		return 0; /* an older profile */
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		const char *kind = (const char *)sqlite3_column_text(st, 1);
+		struct ckey k = { sqlite3_column_int64(st, 0), kind && !strcmp(kind, "exec"),
+				  (uint64_t)sqlite3_column_int64(st, 2),
+				  (uint64_t)sqlite3_column_int64(st, 3) };
+		struct sp_acaller *c = hmap_get(&a->callers, &k, 1, NULL);
+
+		if (!c) {
+			sqlite3_finalize(st);
+			return -1;
+		}
+		c->count += (double)sqlite3_column_int64(st, 4);
+		c->ns += (double)sqlite3_column_int64(st, 5);
+	}
+	sqlite3_finalize(st);
+	if (rc != SQLITE_DONE || a->callers.count == 0)
+		return rc == SQLITE_DONE ? 0 : -1;
+	if (sqlite3_prepare_v2(db,
+			       "SELECT fp_id, kind, pid, stack_id, samples, total_ns,"
+			       " COALESCE(random_samples, 0), COALESCE(random_ns, 0) FROM stack_samples",
+			       -1, &st, NULL) != SQLITE_OK)
+		return -1;
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		struct stkey sk = { (uint64_t)sqlite3_column_int64(st, 2),
+				    (uint64_t)sqlite3_column_int64(st, 3) };
+		const struct sp_stk *s = hmap_get(&a->stacks, &sk, 0, NULL);
+		const char *kind = (const char *)sqlite3_column_text(st, 1);
+		struct ckey k;
+		struct sp_acaller *c;
+
+		if (!s)
+			continue;
+		k = (struct ckey){ sqlite3_column_int64(st, 0), kind && !strcmp(kind, "exec"), sk.pid,
+				   s->leaf_pc };
+		c = hmap_get(&a->callers, &k, 0, NULL);
+		if (!c)
+			continue;
+		c->samples += (uint64_t)sqlite3_column_int64(st, 4);
+		c->sample_ns += (uint64_t)sqlite3_column_int64(st, 5);
+		c->random_samples += (uint64_t)sqlite3_column_int64(st, 6);
+		c->random_ns += (uint64_t)sqlite3_column_int64(st, 7);
+	}
+	sqlite3_finalize(st);
+	if (rc != SQLITE_DONE)
+		return -1;
+	/* what each query hands out: callers some stack has as its leaf */
+	{
+		size_t it = 0;
+		const struct ckey *k;
+		struct sp_acaller *c;
+
+		while ((c = hmap_next(&a->callers, &it, (const void **)&k))) {
+			struct qkey qk = { k->fp_id, (int)k->kind_exec };
+			double *q;
+
+			if (!c->samples)
+				continue;
+			q = hmap_get(&a->exact_q, &qk, 1, NULL);
+			if (!q)
+				return -1;
+			q[0] += c->count;
+			q[1] += c->ns;
+		}
+	}
+	return 0;
+}
+
+void sp_attrib_exact_row(const struct sp_attrib *a, int64_t fp_id, int kind_exec, uint64_t pid,
+			 uint64_t stack_id, const struct sp_est_in *row, double *count, double *ns)
+{
+	struct stkey sk = { pid, stack_id };
+	const struct sp_stk *s;
+	const struct sp_acaller *c;
+	struct ckey k;
+	double share, tshare;
+
+	*count = *ns = 0;
+	if (!a->callers.count)
+		return;
+	s = hmap_get((struct hmap *)&a->stacks, &sk, 0, NULL);
+	if (!s)
+		return;
+	k = (struct ckey){ fp_id, kind_exec, pid, s->leaf_pc };
+	c = hmap_get((struct hmap *)&a->callers, &k, 0, NULL);
+	if (!c || !c->samples)
+		return;
+	if (c->random_samples) {
+		share = (double)row->random_samples / (double)c->random_samples;
+		tshare = c->random_ns ? (double)row->random_ns / (double)c->random_ns : share;
+	} else {
+		share = (double)row->samples / (double)c->samples;
+		tshare = c->sample_ns ? (double)row->sample_ns / (double)c->sample_ns : share;
+	}
+	*count = share * c->count;
+	*ns = tshare * c->ns;
+}
+
+int sp_qsite_exact(const struct sp_qsite *q, uint64_t query_count)
+{
+	if (q->samples == query_count)
+		return 1;
+	return q->exact_count > 0 && q->est_count - q->exact_count < 0.5 &&
+	       q->exact_count - q->est_count < 0.5;
+}
+
+void sp_attrib_exact_q(const struct sp_attrib *a, int64_t fp_id, int kind_exec, double *count,
+		       double *ns)
+{
+	struct qkey qk = { fp_id, kind_exec };
+	const double *q = hmap_get((struct hmap *)&a->exact_q, &qk, 0, NULL);
+
+	*count = q ? q[0] : 0;
+	*ns = q ? q[1] : 0;
+}
+
 struct qskey {
 	int64_t fp_id;
 	int64_t kind_exec, site;
@@ -206,6 +337,8 @@ int sp_attrib_load(sqlite3 *db, const char *const *skip, struct sp_attrib *a, ch
 	hmap_init(&a->site_idx, 2 * sizeof(uint64_t), sizeof(int));
 	hmap_init(&a->qidx, sizeof(struct qkey), 2 * sizeof(size_t));
 	hmap_init(&qsi, sizeof(struct qskey), sizeof(size_t));
+	hmap_init(&a->callers, sizeof(struct ckey), sizeof(struct sp_acaller));
+	hmap_init(&a->exact_q, sizeof(struct qkey), 2 * sizeof(double));
 	if (sqlite3_prepare_v2(db,
 			       "SELECT pid, stack_id, module, function, file, line, inlined, pc FROM frames"
 			       " ORDER BY pid, stack_id, idx",
@@ -227,6 +360,8 @@ int sp_attrib_load(sqlite3 *db, const char *const *skip, struct sp_attrib *a, ch
 				goto nomem;
 			s->frames = nf;
 		}
+		if (!s->nframes)
+			s->leaf_pc = (uint64_t)sqlite3_column_int64(st, 7);
 		f = &s->frames[s->nframes++];
 		f->module = col(st, 2);
 		f->function = col(st, 3);
@@ -254,6 +389,8 @@ int sp_attrib_load(sqlite3 *db, const char *const *skip, struct sp_attrib *a, ch
 		}
 	}
 
+	if (load_callers(db, a) < 0)
+		goto sqlerr;
 	if (sqlite3_prepare_v2(db,
 			       "SELECT fp_id, kind, pid, stack_id, samples, total_ns,"
 			       " COALESCE(random_samples, 0), COALESCE(random_ns, 0), rows, vm_steps"
@@ -300,6 +437,17 @@ int sp_attrib_load(sqlite3 *db, const char *const *skip, struct sp_attrib *a, ch
 		a->qs[j].random_ns += (uint64_t)sqlite3_column_int64(st, 7);
 		a->qs[j].sample_rows += (uint64_t)sqlite3_column_int64(st, 8);
 		a->qs[j].sample_vm_steps += (uint64_t)sqlite3_column_int64(st, 9);
+		{
+			struct sp_est_in row = { (uint64_t)sqlite3_column_int64(st, 4),
+						 (uint64_t)sqlite3_column_int64(st, 5), 0, 0,
+						 (uint64_t)sqlite3_column_int64(st, 6),
+						 (uint64_t)sqlite3_column_int64(st, 7) };
+			double ec, en;
+
+			sp_attrib_exact_row(a, fp, kx, k.pid, k.stack_id, &row, &ec, &en);
+			a->qs[j].exact_count += ec;
+			a->qs[j].exact_ns += en;
+		}
 		if (site < 0)
 			a->unattributed_samples += (uint64_t)sqlite3_column_int64(st, 4);
 	}
@@ -369,7 +517,16 @@ void sp_attrib_estimate_q(struct sp_attrib *a, int64_t fp_id, int kind_exec,
 	struct sp_est_in all = { 0 };
 	size_t n, j;
 	const size_t *ix = sp_attrib_query_sites(a, fp_id, kind_exec, &n);
+	struct sp_est_tot rest = *tot;
+	double xc, xn;
 
+	/* the exact per-caller part first; the rest by the samples */
+	sp_attrib_exact_q(a, fp_id, kind_exec, &xc, &xn);
+	rest.count = xc < (double)tot->count ? tot->count - (uint64_t)(xc + 0.5) : 0;
+	rest.total_ns = xn < (double)tot->total_ns ? tot->total_ns - (uint64_t)(xn + 0.5) : 0;
+	rest.self_ns = tot->total_ns ? (uint64_t)((double)rest.total_ns * (double)tot->self_ns /
+						  (double)tot->total_ns)
+				     : 0;
 	for (j = 0; j < n; j++) {
 		struct sp_est_in in = qsite_in(&a->qs[ix[j]]);
 
@@ -380,10 +537,12 @@ void sp_attrib_estimate_q(struct sp_attrib *a, int64_t fp_id, int kind_exec,
 		struct sp_est_in in = qsite_in(q);
 		struct sp_est e;
 
-		sp_estimate(&in, &all, tot, &e);
-		q->est_count = e.count;
-		q->est_total_ns = e.total_ns;
-		q->est_self_ns = e.self_ns;
+		sp_estimate(&in, &all, &rest, &e);
+		q->est_count = e.count + q->exact_count;
+		q->est_total_ns = e.total_ns + q->exact_ns;
+		q->est_self_ns = tot->total_ns ? q->est_total_ns * ((double)tot->self_ns /
+								   (double)tot->total_ns)
+					       : 0;
 		q->est_rows = e.rows;
 		q->est_vm_steps = e.vm_steps;
 		if (q->site < 0)
@@ -422,6 +581,8 @@ void sp_attrib_free(struct sp_attrib *a)
 	hmap_free(&a->stacks);
 	hmap_free(&a->site_idx);
 	hmap_free(&a->qidx);
+	hmap_free(&a->callers);
+	hmap_free(&a->exact_q);
 	free(a->qord);
 	free(a->sites);
 	free(a->qs);

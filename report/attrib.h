@@ -33,6 +33,8 @@ struct sp_stk {
 	uint32_t nframes;
 	struct sp_frame *frames; /* leaf first */
 	int site;                /* index into sites, -1: unattributed */
+	uint64_t leaf_pc;        /* its first pc: the return address into the
+				  * caller of the SQLite API */
 };
 
 /* Sample totals of a part of a query's samples (a site, a stack), the
@@ -79,6 +81,8 @@ struct sp_qsite {
 	uint64_t random_samples, random_ns; /* randomly drawn samples only */
 	uint64_t sample_rows, sample_vm_steps;
 	uint64_t pid, stack_id; /* one example stack */
+	double exact_count, exact_ns; /* the part known from exact per-caller
+				       * counts (sp_attrib_exact_row) */
 	double est_count, est_total_ns;
 	double est_self_ns; /* est_total_ns less nested executions' time */
 	double est_rows, est_vm_steps;
@@ -97,7 +101,33 @@ struct sp_attrib {
 	struct hmap qidx;
 	size_t *qord;
 	struct hmap site_idx; /* site label hash -> site index (loading) */
+	/* Exact executions per calling return address (profile table
+	 * callers, format 3+): {fp_id, kind_exec, pid, pc} -> struct
+	 * sp_acaller, and per query what they hand out: {fp_id, kind_exec}
+	 * -> double[2] (count, ns). Empty for older profiles. */
+	struct hmap callers, exact_q;
 };
+
+/* One calling pc's exact totals, and the samples of the stacks whose
+ * leaf it is (shared among them in proportion: random samples when it
+ * has any, else every sample). */
+struct sp_acaller {
+	double count, ns;
+	uint64_t samples, sample_ns, random_samples, random_ns;
+};
+/* The exact part of one stack_samples row of (fp_id, kind_exec, pid,
+ * stack_id) with those samples: its share of its leaf caller's exact
+ * count and time; 0 when the query has no exact counts or the row's
+ * caller has none. */
+void sp_attrib_exact_row(const struct sp_attrib *a, int64_t fp_id, int kind_exec, uint64_t pid,
+			 uint64_t stack_id, const struct sp_est_in *row, double *count, double *ns);
+/* 1 when a site's estimated count is known exactly: every execution of
+ * the query was sampled there, or all of its count came from exact
+ * per-caller counts. */
+int sp_qsite_exact(const struct sp_qsite *q, uint64_t query_count);
+/* What sp_attrib_exact_row hands out over all of a query's rows. */
+void sp_attrib_exact_q(const struct sp_attrib *a, int64_t fp_id, int kind_exec, double *count,
+		       double *ns);
 
 /* Load and attribute. skip: NULL-terminated fnmatch patterns matched
  * against function names, module paths and module base names. */

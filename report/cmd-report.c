@@ -104,7 +104,7 @@ static void print_table_sites(const struct sp_attrib *a, const struct sp_qrow *r
 		char b[32];
 
 		printf("%10s -> ~%.0f%s execs, ~%s at ", "",
-		       q->est_count, q->samples == r->count ? "" : " (est.)",
+		       q->est_count, sp_qsite_exact(q, r->count) ? "" : " (est.)",
 		       sp_fmt_ns(b, sizeof(b), q->est_total_ns));
 		print_site_name(a, q->site);
 		printf(" [%llu samples]\n", (unsigned long long)q->samples);

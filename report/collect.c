@@ -134,6 +134,7 @@ void sp_coll_init(struct sp_coll *c)
 	hmap_init(&c->modules, sizeof(struct mkey), sizeof(struct sp_module));
 	hmap_init(&c->plans, 2 * sizeof(uint64_t), sizeof(struct sp_plan));
 	hmap_init(&c->pycodes, 2 * sizeof(uint64_t), sizeof(struct sp_pycode));
+	hmap_init(&c->callers, 4 * sizeof(uint64_t), sizeof(struct sp_caller));
 	c->events_max = 200000;
 	c->ns_per_tick = 1.0;
 }
@@ -169,6 +170,7 @@ void sp_coll_free(struct sp_coll *c)
 		free(pc->table);
 	}
 	hmap_free(&c->pycodes);
+	hmap_free(&c->callers);
 	hmap_free(&c->procs);
 	hmap_free(&c->sqls);
 	hmap_free(&c->queries);
@@ -1502,6 +1504,15 @@ void sp_coll_stats_merge(struct sp_coll *c, uint32_t pid, const void *mapv, size
 					goto next;
 				db_ns = to_ns(c, &conv, a.db);
 				p->execs += a.count;
+				if (a.caller && a.count && a.kind == SP_KIND_STMT) {
+					uint64_t ck[4] = { a.sql_id, SP_KIND_STMT, pid, a.caller };
+					struct sp_caller *cr = hmap_get(&c->callers, ck, 1, NULL);
+
+					if (cr) {
+						cr->count = sat_add(cr->count, a.count);
+						cr->total_ns = sat_add(cr->total_ns, db_ns);
+					}
+				}
 				if (a.count && (!q->count || to_ns(c, &conv, a.min) < q->min_ns))
 					q->min_ns = to_ns(c, &conv, a.min);
 				if (a.count && to_ns(c, &conv, a.max) > q->max_ns)

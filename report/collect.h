@@ -177,6 +177,11 @@ struct sp_event {
 	uint16_t kind;
 };
 
+/* Exact totals of a text's executions from one calling return address. */
+struct sp_caller {
+	uint64_t count, total_ns;
+};
+
 /* A Python code object (SP_REC_PYCODE), for its frames' names and lines. */
 struct sp_pycode {
 	char *name, *qualname, *file; /* qualname NULL before 3.11 */
@@ -202,6 +207,8 @@ struct sp_coll {
 	struct hmap modules; /* {pid, generation, lo} -> struct sp_module */
 	struct hmap plans;   /* {sql_id, plan hash} -> struct sp_plan */
 	struct hmap pycodes; /* {pid, code number} -> struct sp_pycode */
+	struct hmap callers; /* {sql_id, kind, pid, caller pc} -> struct sp_caller:
+			      * exact executions per calling return address */
 	uint32_t py_unsupported; /* processes whose CPython had no layout */
 	uint32_t py_unreadable;  /* processes whose memory could not be read */
 	char py_version[64];     /* the first unsupported version, for the warning */

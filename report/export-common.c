@@ -363,11 +363,21 @@ static int load_xstacks(struct sp_export *x, struct hmap *qm, char *err, size_t 
 		struct sp_est_tot tot = { q->count, q->total_ns, q->self_ns, q->rows, q->vm_steps };
 		struct sp_est_in in = xstack_in(s);
 		struct sp_est e;
+		int kx = !strcmp(q->kind, "exec");
+		double xc, xn, ec, en;
 
+		/* the exact per-caller part (as report's: sp_attrib_estimate_q),
+		 * the rest shared by the samples */
+		sp_attrib_exact_q(&x->at, q->fp_id, kx, &xc, &xn);
+		tot.count = xc < (double)q->count ? q->count - (uint64_t)(xc + 0.5) : 0;
+		tot.total_ns = xn < (double)q->total_ns ? q->total_ns - (uint64_t)(xn + 0.5) : 0;
+		sp_attrib_exact_row(&x->at, q->fp_id, kx, s->pid, s->stack_id, &in, &ec, &en);
 		sp_estimate(&in, &all[q - x->qs.rows], &tot, &e);
-		s->est_count = e.count;
-		s->est_total_ns = e.total_ns;
-		s->est_self_ns = e.self_ns;
+		s->est_count = e.count + ec;
+		s->est_total_ns = e.total_ns + en;
+		s->est_self_ns = q->total_ns ? s->est_total_ns * ((double)q->self_ns /
+								  (double)q->total_ns)
+					     : 0;
 	}
 	for (i = 0; i < x->qs.n; i++) {
 		const struct sp_qrow *q = &x->qs.rows[i];

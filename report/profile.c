@@ -42,6 +42,8 @@ static const char schema[] =
 	"CREATE TABLE stack_samples(fp_id INTEGER, kind TEXT, pid INTEGER, stack_id INTEGER,"
 	" samples INTEGER, total_ns INTEGER, rows INTEGER, vm_steps INTEGER,"
 	" random_samples INTEGER, random_ns INTEGER);"
+	"CREATE TABLE callers(fp_id INTEGER, kind TEXT, pid INTEGER, pc INTEGER, count INTEGER,"
+	" total_ns INTEGER);"
 	"CREATE TABLE frames(pid INTEGER, stack_id INTEGER, idx INTEGER, pc INTEGER,"
 	" module TEXT, function TEXT, file TEXT, line INTEGER, inlined INTEGER,"
 	" PRIMARY KEY(pid, stack_id, idx));"
@@ -63,6 +65,7 @@ static const char indexes[] =
 	"CREATE INDEX plans_fp ON plans(fp_id);"
 	"CREATE INDEX statements_fp ON statements(fp_id);"
 	"CREATE INDEX stack_samples_query ON stack_samples(fp_id, kind);"
+	"CREATE INDEX callers_query ON callers(fp_id, kind);"
 	"CREATE INDEX errors_fp ON errors(fp_id);"
 	"CREATE INDEX modules_pid ON modules(pid);"
 	/* the timelines read events in thread order (chrome) and in start
@@ -635,6 +638,27 @@ static int write_all(sqlite3 *db, struct sp_coll *c, const struct sp_meta *m, ch
 		sqlite3_bind_int64(st, 8, (sqlite3_int64)s->vm_steps);
 		sqlite3_bind_int64(st, 9, (sqlite3_int64)s->random_samples);
 		sqlite3_bind_int64(st, 10, (sqlite3_int64)s->random_ns);
+		if (step_done(st) < 0)
+			goto sqlerr;
+	}
+	sqlite3_finalize(st);
+
+	/* exact executions per (text's fingerprint, process, calling pc) */
+	st = prep(db, "INSERT INTO callers VALUES(?,?,?,?,?,?)");
+	if (!st)
+		goto sqlerr;
+	it = 0;
+	while ((v = hmap_next(&c->callers, &it, &k))) {
+		const uint64_t *ck = k; /* sql_id, kind, pid, caller */
+		const struct sp_caller *cr = v;
+		const struct fpinfo *fi = hmap_get(&fps, &ck[0], 0, NULL);
+
+		sqlite3_bind_int64(st, 1, (sqlite3_int64)(fi ? fi->fp_id : 0));
+		sqlite3_bind_text(st, 2, kind_name(ck[1]), -1, SQLITE_STATIC);
+		sqlite3_bind_int64(st, 3, (sqlite3_int64)ck[2]);
+		sqlite3_bind_int64(st, 4, (sqlite3_int64)ck[3]);
+		sqlite3_bind_int64(st, 5, (sqlite3_int64)cr->count);
+		sqlite3_bind_int64(st, 6, (sqlite3_int64)cr->total_ns);
 		if (step_done(st) < 0)
 			goto sqlerr;
 	}
