@@ -450,6 +450,20 @@ static Dwarf_Die *split_unit(Dwarf_Die *cudie, Dwarf_Die *out)
 	return out;
 }
 
+/* 1 for a skeleton unit whose split unit cannot be read (the .dwo is
+ * gone, or in a .dwp, which libdw reads from 0.191 on): its DIEs, so
+ * which function a pc's code was inlined from, are unknown. */
+static int split_missing(Dwarf_Die *cudie)
+{
+	Dwarf_Half version;
+	uint8_t type, asz, osz;
+	uint64_t id;
+	Dwarf_Die cu, sub;
+
+	return dwarf_cu_info(cudie->cu, &version, &type, &cu, &sub, &id, &asz, &osz) == 0 &&
+	       type == DW_UT_skeleton && dwarf_tag(&sub) != DW_TAG_compile_unit;
+}
+
 static int dwarf_frames(struct sym_ctx *ctx, Dwarf_Die *cudie, Dwarf_Addr addr)
 {
 	Dwarf_Die *scopes = NULL, *chain = NULL, walked[WALK_DEPTH], split;
@@ -567,8 +581,16 @@ static int symbolize(struct sym_ctx *ctx, const struct module *m, uint64_t addr)
 			f0->column = col;
 	}
 
-	/* The out-of-line function: from the symbol table if DWARF had none. */
+	/* The out-of-line function: from the symbol table if DWARF had none,
+	 * unless the unit's DIEs are in a split unit we cannot read: the pc
+	 * may be in code inlined from another function, and the line is that
+	 * function's, so the symbol's name could be wrong (honest: "??"). */
 	struct sym_frame *last = &ctx->scratch[ctx->scratch_len - 1];
+	if (cudie != NULL && ctx->scratch_len == 1 && split_missing(cudie)) {
+		set_error(ctx, "%s: split DWARF unit not found (its .dwo is missing, or in a .dwp,"
+			  " which elfutils reads from 0.191): inlined functions unknown", m->path);
+		return 0;
+	}
 	if (strcmp(last->function, UNKNOWN) == 0 &&
 	    (last->function = symtab_name(ctx, mod, addr)) == NULL)
 		return -1;
