@@ -178,6 +178,30 @@ static double calibrate_tsc(void)
 	return (double)(m1 - m0) / (double)(c1 - c0);
 }
 
+/*
+ * A program built with -fsanitize=address checks at start-up that its
+ * runtime comes first among the loaded libraries, and aborts when a
+ * preload is first: libsqlprof.so defines none of the functions ASan
+ * intercepts (malloc and the like), so the order does not matter to it,
+ * and verify_asan_link_order=0 (added to ASAN_OPTIONS, whatever else they
+ * say) lets such a program run under record. Only ASan reads it.
+ */
+static void asan_link_order_env(void)
+{
+	const char *old = getenv("ASAN_OPTIONS");
+	char buf[4096];
+
+	if (old && strstr(old, "verify_asan_link_order"))
+		return; /* the user's own choice */
+	if (old && *old) {
+		if (snprintf(buf, sizeof(buf), "%s:verify_asan_link_order=0", old) >= (int)sizeof(buf))
+			return;
+		setenv("ASAN_OPTIONS", buf, 1);
+	} else {
+		setenv("ASAN_OPTIONS", "verify_asan_link_order=0", 1);
+	}
+}
+
 static int setenv_prepend(const char *var, const char *val, char sep)
 {
 	const char *old = getenv(var);
@@ -709,6 +733,7 @@ int cmd_record(int argc, char **argv)
 	if (pid == 0) {
 		sp_sup_child();
 		setenv_prepend("LD_PRELOAD", lib, ':');
+		asan_link_order_env();
 		setenv(SP_ENV_SOCK, sockpath, 1);
 		if (o.rate)
 			setenv("SQLPROF_RATE", o.rate, 1);
