@@ -936,7 +936,8 @@ static int module_cb(struct dl_phdr_info *info, size_t info_size, void *arg)
 	r->generation = mb->gen;
 	r->build_id_len = (uint16_t)bid_len;
 	r->path_len = (uint16_t)plen;
-	memcpy(r + 1, bid, bid_len);
+	if (bid_len)
+		memcpy(r + 1, bid, bid_len); /* bid is NULL without a build-id */
 	memcpy((uint8_t *)(r + 1) + bid_len, path, plen);
 	mb->len += rl;
 	return 0;

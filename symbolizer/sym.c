@@ -469,19 +469,16 @@ static int dwarf_frames(struct sym_ctx *ctx, Dwarf_Die *cudie, Dwarf_Addr addr)
 	Dwarf_Die *scopes = NULL, *chain = NULL, walked[WALK_DEPTH], split;
 	int ret = 0, nchain;
 	Dwarf_Die *cu = split_unit(cudie, &split) ? &split : cudie;
-	int nscopes = dwarf_getscopes(cu, addr, &scopes);
 
-	if (nscopes > 0) {
-		nchain = dwarf_getscopes_die(&scopes[0], &chain);
-	} else {
-		/* none: walk the tree (LTO units), from the innermost scope
-		 * out, which is the order dwarf_getscopes_die gives */
-		nchain = walk_scopes(cu, addr, walked, WALK_DEPTH);
-		chain = NULL;
-	}
+	/* The concrete scopes holding addr, innermost first, by a walk of the
+	 * unit's DIE tree: what dwarf_getscopes + dwarf_getscopes_die give,
+	 * also for the units where libdw 0.188 gives nothing (gcc -flto,
+	 * whose concrete DIEs refer to other units; dwarf_getscopes also
+	 * leaks there). */
+	nchain = walk_scopes(cu, addr, walked, WALK_DEPTH);
 	if (nchain <= 0)
 		goto cleanup;
-	Dwarf_Die *list = chain ? chain : walked;
+	Dwarf_Die *list = walked;
 
 	Dwarf_Die *callee = NULL; /* previous frame's inlined_subroutine DIE */
 	for (int i = 0; i < nchain; i++) {
