@@ -28,7 +28,7 @@
  * program symfix, -O2, Debian 12, elfutils 0.188, 3 runs):
  *   - first lookup in a module (dwfl_begin, dwfl_report_elf, reading the
  *     ELF, its CU aranges and line table):        150-400 us;
- *   - a new pc in an already open module (dwarf_getscopes walks the CU's
+ *   - a new pc in an already open module (walk_scopes walks the CU's
  *     DIE tree, the line table is searched):       8-16 us;
  *   - a repeated pc from the address cache:        0.08-0.10 us.
  * (Under valgrind: 3250 us, 470 us, 2.5 us.)  Profiles repeat a few
@@ -376,8 +376,8 @@ static const char *symtab_name(struct sym_ctx *ctx, Dwfl_Module *mod, uint64_t a
 
 /*
  * Pushes one frame per function scope containing `addr` (CU-relative),
- * innermost first: the DIE chain from dwarf_getscopes_die follows the
- * concrete tree, so each DW_TAG_inlined_subroutine is followed by the
+ * innermost first: the chain walk_scopes finds follows the concrete
+ * tree, so each DW_TAG_inlined_subroutine is followed by the
  * function it was inlined into, up to the out-of-line subprogram.  Frame 0
  * gets no file:line here (the caller takes it from the line table); frame
  * k > 0 gets the call site of frame k-1.  Pushes nothing when no scope
