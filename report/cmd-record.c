@@ -973,6 +973,16 @@ int cmd_record(int argc, char **argv)
 
 		explain_empty(&c);
 		report_deaths(&c, status);
+		if (c.sym_notes) {
+			char *save = NULL, *line;
+
+			for (line = strtok_r(c.sym_notes, "\n", &save); line;
+			     line = strtok_r(NULL, "\n", &save)) {
+				fprintf(stderr, "sqlprof: warning: ");
+				sp_term_str(stderr, line);
+				fprintf(stderr, "\n");
+			}
+		}
 		if (unrep)
 			fprintf(stderr,
 				"sqlprof: warning: %llu process(es) ran SQLite but could not connect to "

@@ -171,6 +171,7 @@ void sp_coll_free(struct sp_coll *c)
 	}
 	hmap_free(&c->pycodes);
 	hmap_free(&c->callers);
+	free(c->sym_notes);
 	hmap_free(&c->procs);
 	hmap_free(&c->sqls);
 	hmap_free(&c->queries);

@@ -212,6 +212,7 @@ struct sp_coll {
 	uint32_t py_unsupported; /* processes whose CPython had no layout */
 	uint32_t py_unreadable;  /* processes whose memory could not be read */
 	char py_version[64];     /* the first unsupported version, for the warning */
+	char *sym_notes;         /* the symbolizer's notes, a line each (write_frames) */
 	struct sp_event *events;
 	size_t nevents, events_cap, events_max;
 	uint64_t events_dropped;

@@ -318,6 +318,23 @@ static int write_frames(sqlite3 *db, struct sp_coll *c, const struct sp_meta *m)
 			}
 		}
 	}
+	{
+		/* why frames lost names or lines, once per module: record
+		 * says it, and the profile keeps it (meta symbolizer_notes) */
+		const char *const *notes;
+		size_t nn = sym_notes(sym, &notes), len = 0;
+
+		free(c->sym_notes);
+		c->sym_notes = NULL;
+		for (size_t i = 0; i < nn; i++)
+			len += strlen(notes[i]) + 1;
+		if (nn && (c->sym_notes = malloc(len + 1)) != NULL) {
+			char *p = c->sym_notes;
+
+			for (size_t i = 0; i < nn; i++)
+				p += sprintf(p, "%s\n", notes[i]);
+		}
+	}
 	sqlite3_finalize(st);
 	sym_close(sym);
 	free(mi.v);
@@ -825,6 +842,16 @@ static int write_all(sqlite3 *db, struct sp_coll *c, const struct sp_meta *m, ch
 
 	if (write_frames(db, c, m) < 0)
 		goto sqlerr;
+	if (c->sym_notes) {
+		st = prep(db, "INSERT INTO meta VALUES('symbolizer_notes', ?)");
+		if (!st)
+			goto sqlerr;
+		sqlite3_bind_text(st, 1, c->sym_notes, -1, SQLITE_STATIC);
+		if (step_done(st) < 0)
+			goto sqlerr;
+		sqlite3_finalize(st);
+		st = NULL;
+	}
 	if (exec_sql(db, indexes, err, errlen) < 0 || exec_sql(db, "COMMIT", err, errlen) < 0)
 		goto out;
 	rc = 0;

@@ -93,6 +93,8 @@ struct module {
 	Dwfl *dwfl;        /* NULL when the module is unusable */
 	Dwfl_Module *mod;  /* NULL when the module is unusable */
 	const char *error; /* interned reason when unusable, else NULL */
+	const char *note;  /* interned: why its frames lose names or lines
+			    * (said once: sym_notes), or NULL */
 	char *debuginfo_path;
 	Dwfl_Callbacks callbacks;
 };
@@ -119,7 +121,40 @@ struct sym_ctx {
 	size_t scratch_len, scratch_cap;
 	struct sym_stats stats;
 	char error[512];
+	const char **notes; /* every module's note, once each */
+	size_t nnotes, notes_cap;
 };
+
+static const char *intern(struct sym_ctx *ctx, const char *s);
+
+/* Keep m's note (interned) for sym_notes, once per module. */
+static void module_note(struct sym_ctx *ctx, struct module *m, const char *text)
+{
+	const char *s;
+
+	if (m->note)
+		return;
+	s = intern(ctx, text);
+	if (!s)
+		return;
+	m->note = s;
+	if (ctx->nnotes == ctx->notes_cap) {
+		size_t nc = ctx->notes_cap ? ctx->notes_cap * 2 : 8;
+		const char **nn = realloc(ctx->notes, nc * sizeof(*nn));
+
+		if (!nn)
+			return;
+		ctx->notes = nn;
+		ctx->notes_cap = nc;
+	}
+	ctx->notes[ctx->nnotes++] = s;
+}
+
+size_t sym_notes(const struct sym_ctx *ctx, const char *const **notes)
+{
+	*notes = ctx->notes;
+	return ctx->nnotes;
+}
 
 /* ---- hashing and tables ------------------------------------------------ */
 
@@ -584,8 +619,14 @@ static int symbolize(struct sym_ctx *ctx, const struct module *m, uint64_t addr)
 	 * function's, so the symbol's name could be wrong (honest: "??"). */
 	struct sym_frame *last = &ctx->scratch[ctx->scratch_len - 1];
 	if (cudie != NULL && ctx->scratch_len == 1 && split_missing(cudie)) {
-		set_error(ctx, "%s: split DWARF unit not found (its .dwo is missing, or in a .dwp,"
-			  " which elfutils reads from 0.191): inlined functions unknown", m->path);
+		char note[640];
+
+		snprintf(note, sizeof(note),
+			 "%s: split DWARF unit not found (its .dwo is missing, or in a .dwp, which"
+			 " elfutils reads from 0.191 on): its functions are ?? where code may be"
+			 " inlined", m->path);
+		set_error(ctx, "%s", note);
+		module_note(ctx, (struct module *)m, note);
 		return 0;
 	}
 	if (strcmp(last->function, UNKNOWN) == 0 &&
@@ -609,6 +650,74 @@ static void hex(char *out, size_t outsz, const unsigned char *b, size_t n)
  * or garbage file, build-id mismatch) the module stays unusable, with
  * m->error saying why.  Returns 0, -1 on ENOMEM.
  */
+/* A module whose DWARF libdw cannot read because its debug sections are
+ * compressed with zstd (libdw reads zstd from elfutils 0.189): said once,
+ * since its frames then have no lines. */
+static void zstd_check(struct sym_ctx *ctx, struct module *m)
+{
+	Dwarf_Addr bias;
+	GElf_Addr b;
+	Elf *elf;
+	Elf_Scn *scn = NULL;
+	size_t shstrndx;
+
+	if (dwfl_module_getdwarf(m->mod, &bias) != NULL)
+		return;
+	elf = dwfl_module_getelf(m->mod, &b);
+	if (!elf || elf_getshdrstrndx(elf, &shstrndx) != 0)
+		return;
+	while ((scn = elf_nextscn(elf, scn)) != NULL) {
+		GElf_Shdr sh;
+		GElf_Chdr ch;
+		const char *name;
+
+		if (!gelf_getshdr(scn, &sh))
+			continue;
+		name = elf_strptr(elf, shstrndx, sh.sh_name);
+		if (name && !strcmp(name, ".gnu_debuglink")) {
+			/* the separate debug file it names is there (next to it,
+			 * in .debug/, or under /usr/lib/debug) but libdw refused
+			 * it: its build-id or CRC is another build's. (Not there
+			 * at all is the usual state of a system library without
+			 * its -dbg package: nothing to say.) */
+			Elf_Data *d = elf_getdata(scn, NULL);
+			const char *slash = strrchr(m->path, '/');
+			int dl = slash ? (int)(slash - m->path) : 1;
+			const char *dir = slash ? m->path : ".";
+			char note[900], f[3][1200];
+			struct stat sb;
+
+			if (!d || !d->d_size || !memchr(d->d_buf, 0, d->d_size))
+				return;
+			snprintf(f[0], sizeof(f[0]), "%.*s/%s", dl, dir, (const char *)d->d_buf);
+			snprintf(f[1], sizeof(f[1]), "%.*s/.debug/%s", dl, dir, (const char *)d->d_buf);
+			snprintf(f[2], sizeof(f[2]), "/usr/lib/debug%.*s/%s", dl, dir,
+				 (const char *)d->d_buf);
+			for (int k = 0; k < 3; k++)
+				if (stat(f[k], &sb) == 0 && S_ISREG(sb.st_mode)) {
+					snprintf(note, sizeof(note),
+						 "%s: its debug file %.300s is another build's (build-id"
+						 " or CRC): its frames have no lines", m->path, f[k]);
+					module_note(ctx, m, note);
+					break;
+				}
+			return;
+		}
+		if (!(sh.sh_flags & SHF_COMPRESSED))
+			continue;
+		if (name && !strncmp(name, ".debug_", 7) && gelf_getchdr(scn, &ch) != NULL &&
+		    ch.ch_type == 2 /* ELFCOMPRESS_ZSTD */) {
+			char note[640];
+
+			snprintf(note, sizeof(note),
+				 "%s: debug sections compressed with zstd, which this libdw cannot"
+				 " read (elfutils 0.189 can): its frames have no lines", m->path);
+			module_note(ctx, m, note);
+			return;
+		}
+	}
+}
+
 static int module_open(struct sym_ctx *ctx, struct module *m)
 {
 	char msg[sizeof(ctx->error)];
@@ -641,15 +750,21 @@ static int module_open(struct sym_ctx *ctx, struct module *m)
 		GElf_Addr vaddr;
 		int n = dwfl_module_build_id(m->mod, &bits, &vaddr);
 		if (n != (int)m->build_id_len || memcmp(bits, m->build_id, m->build_id_len) != 0) {
-			char want[130], have[130];
+			char want[130], have[130], note[640];
 			hex(want, sizeof(want), m->build_id, m->build_id_len);
 			hex(have, sizeof(have), bits, n > 0 ? (size_t)n : 0);
 			snprintf(msg, sizeof(msg), "build-id mismatch: %s has %s, expected %s",
 				 m->path, n > 0 ? have : "none", want);
+			snprintf(note, sizeof(note),
+				 "%s is not the file that ran (build-id %s, expected %s; rebuilt or"
+				 " replaced since): its frames are ??",
+				 m->path, n > 0 ? have : "none", want);
+			module_note(ctx, m, note);
 			goto fail;
 		}
 	}
 	ctx->stats.modules_opened++;
+	zstd_check(ctx, m);
 	return 0;
 fail:
 	if (m->dwfl != NULL)
@@ -725,6 +840,7 @@ void sym_close(struct sym_ctx *ctx)
 	htab_destroy(&ctx->modules, free_module);
 	htab_destroy(&ctx->strings, free_node);
 	free(ctx->scratch);
+	free(ctx->notes);
 	free(ctx->debug_path);
 	if (ctx->libstdcxx != NULL)
 		dlclose(ctx->libstdcxx);

@@ -74,6 +74,11 @@ int sym_lookup(struct sym_ctx *ctx, const char *path, const unsigned char *build
  * "" if none.  Owned by ctx, valid until the next call on ctx. */
 const char *sym_last_error(const struct sym_ctx *ctx);
 
+/* Why some modules' frames lose names or lines (a build-id that does not
+ * match, zstd-compressed debug sections, a split DWARF unit not found),
+ * one line per module, each once: *notes holds them (owned by ctx). */
+size_t sym_notes(const struct sym_ctx *ctx, const char *const **notes);
+
 /* Counters for tests and diagnostics. */
 struct sym_stats {
 	unsigned long modules_opened;  /* module cache misses (Dwfl created) */
