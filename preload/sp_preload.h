@@ -20,6 +20,7 @@
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <link.h>
 #include <pthread.h>
 #include <emmintrin.h>
 #include <sqlite3.h>
@@ -718,5 +719,26 @@ extern __thread int sp_plan_quiet;
  * modules are registered unseen), or the program's log callback is
  * installed without our filter. */
 int sp_plan_blocked(void);
+
+/* ---- a loaded object's dynamic section (elfdyn.c) ---- */
+
+struct dl_phdr_info;
+struct sp_dyn {
+	uintptr_t base;                  /* load bias */
+	const ElfW(Sym) *sym;            /* dynamic symbols */
+	size_t nsym;
+	const char *str;                 /* their names */
+	size_t strsz;
+	const ElfW(Rela) *rela, *jmprel; /* DT_RELA, DT_JMPREL */
+	size_t relasz, jmprelsz;         /* in entries */
+	uintptr_t relro_lo, relro_hi;    /* PT_GNU_RELRO, 0 0 when none */
+};
+/* Fill d from the object's PT_DYNAMIC; -1 when it has none (or no
+ * symbols). */
+int sp_dyn_read(const struct dl_phdr_info *info, struct sp_dyn *d);
+/* Name of dynamic symbol i ("" when out of range). */
+const char *sp_dyn_name(const struct sp_dyn *d, uint32_t i);
+/* SP_MODULE_SQLITE, SP_MODULE_SQLITE_MIXED or 0 (sp_wire.h). */
+int sp_dyn_sqlite_kind(const struct dl_phdr_info *info);
 
 #endif /* SP_PRELOAD_H */

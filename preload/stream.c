@@ -905,6 +905,8 @@ static int module_cb(struct dl_phdr_info *info, size_t info_size, void *arg)
 			flags = SP_MODULE_REPLACED;
 		}
 	}
+	if (!((uintptr_t)module_cb >= lo && (uintptr_t)module_cb < hi)) /* not libsqlprof.so */
+		flags |= (uint16_t)sp_dyn_sqlite_kind(info);
 	bid = find_build_id(info, &bid_len);
 	if (bid_len > 64)
 		bid_len = 64;

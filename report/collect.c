@@ -676,6 +676,9 @@ static void apply(struct sp_coll *c, struct sp_proc *p, const uint8_t *rec, uint
 			m->mtime_ns = r->mtime_ns;
 			m->found = r->ino != 0;
 			m->replaced = (r->h.flags & SP_MODULE_REPLACED) != 0;
+			m->sqlite = (r->h.flags & SP_MODULE_SQLITE)         ? 1
+				    : (r->h.flags & SP_MODULE_SQLITE_MIXED) ? 2
+									    : 0;
 		}
 		break;
 	}

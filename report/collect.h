@@ -36,6 +36,7 @@ struct sp_module {
 	uint64_t dev, ino, size;
 	int64_t mtime_ns;
 	int found, replaced;
+	int sqlite;  /* 1: a SQLite library, 2: SQLite compiled into it, 0 (SP_MODULE_SQLITE*) */
 	int changed; /* sp_module_changed, worked out once by write_frames */
 };
 
