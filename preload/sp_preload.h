@@ -712,6 +712,29 @@ void sp_stats_note_foreign_lib(void); /* stats.c: counted for the collector */
 			 !((st) && sp_stmts && sp_stmt_find_hot(st))                     \
 		 ? sp_lib_of(ra)                                                          \
 		 : NULL)
+/* The link map of the object holding addr (NULL: none); the primary's. */
+const void *sp_lm_of(const void *addr);
+const void *sp_primary_lm(void);
+/* Calls from the object lm go to the primary (deepbind.c patched it). */
+void sp_lib_note_primary_caller(const void *lm);
+
+/* ---- RTLD_DEEPBIND (deepbind.c) ---- */
+
+/* The original dlopen; the stub jumps to it. */
+extern void *(*sp_dlopen_real)(const char *, int);
+/* 1 when a RTLD_DEEPBIND'd library was loaded that could not be patched
+ * at once: the next shim to see it patches. */
+extern atomic_int sp_deepbind_pending;
+unsigned sp_deepbind_patch(void);
+#define SP_DEEPBIND_CATCH_UP()                                                        \
+	do {                                                                          \
+		if (unlikely(atomic_load_explicit(&sp_deepbind_pending,               \
+						  memory_order_relaxed)))             \
+			sp_deepbind_patch();                                          \
+	} while (0)
+#define SP_STR2(x) #x
+#define SP_STR(x) SP_STR2(x)
+
 /* > 0 while this thread is inside plan capture: what SQLite logs then is
  * not passed to the program's SQLITE_CONFIG_LOG callback. */
 extern __thread int sp_plan_quiet;

@@ -1025,6 +1025,7 @@ void sp_modules_changed(void)
 		atomic_store_explicit(&seen_subs, c[1], memory_order_relaxed);
 		atomic_store(&modules_pending, 1);
 	}
+	SP_DEEPBIND_CATCH_UP();
 	sp_modules_maybe_send();
 }
 
