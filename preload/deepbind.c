@@ -139,8 +139,10 @@ __attribute__((used)) int sp_dlopen_route(const char *file, int mode, const void
 	if ((mode & RTLD_DEEPBIND) && sp_cfg.enabled) {
 		if (same_load(file, ra))
 			r = 1;
-		else
+		else {
 			atomic_store(&sp_deepbind_pending, 1);
+			sp_stats_note_deepbind_late();
+		}
 	}
 	errno = saved;
 	return r;
@@ -212,6 +214,7 @@ static int self_cb(struct dl_phdr_info *info, size_t size, void *arg)
 	(void)size;
 	if (!in_self(info) || sp_dyn_read(info, &d) < 0)
 		return 0;
+	sp_dyn_count(&d);
 	for (size_t i = 1; i < d.nsym; i++) {
 		int k = d.sym[i].st_shndx != SHN_UNDEF ? name_index(sp_dyn_name(&d, (uint32_t)i)) : -1;
 
@@ -269,6 +272,7 @@ static int patch_cb(struct dl_phdr_info *info, size_t size, void *arg)
 	(void)size;
 	if (in_self(info) || sp_dyn_read(info, &d) < 0)
 		return 0;
+	sp_dyn_count(&d);
 	patch_relocs(p, &d, d.jmprel, d.jmprelsz);
 	patch_relocs(p, &d, d.rela, d.relasz);
 	return 0;

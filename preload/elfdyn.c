@@ -41,6 +41,48 @@ static size_t gnu_hash_nsyms(const uint32_t *h)
 	return (size_t)last + 1;
 }
 
+static uint32_t gnu_hash(const char *s)
+{
+	uint32_t h = 5381;
+
+	for (; *s; s++)
+		h = h * 33 + (unsigned char)*s;
+	return h;
+}
+
+/* Does the object define name? Through its DT_GNU_HASH table when it has
+ * one (a scan of every dynamic symbol of every module, libc's 3,000
+ * among them, cost 2.4 M instructions at each module map); else by a
+ * scan. */
+static int defines(const struct sp_dyn *d, const char *name)
+{
+	if (d->gnu) {
+		const uint32_t *h = d->gnu;
+		uint32_t nbuckets = h[0], symoffset = h[1], bloom = h[2], hv = gnu_hash(name), i;
+		const uint32_t *buckets = h + 4 + bloom * (sizeof(ElfW(Addr)) / 4);
+		const uint32_t *chain = buckets + nbuckets;
+
+		if (!nbuckets)
+			return 0;
+		i = buckets[hv % nbuckets];
+		if (i < symoffset)
+			return 0;
+		for (;; i++) {
+			uint32_t c = chain[i - symoffset];
+
+			if ((c | 1) == (hv | 1) && d->sym[i].st_shndx != SHN_UNDEF &&
+			    !strcmp(sp_dyn_name(d, i), name))
+				return 1;
+			if (c & 1)
+				return 0;
+		}
+	}
+	for (size_t i = 1; i < d->nsym; i++)
+		if (d->sym[i].st_shndx != SHN_UNDEF && !strcmp(sp_dyn_name(d, (uint32_t)i), name))
+			return 1;
+	return 0;
+}
+
 int sp_dyn_read(const struct dl_phdr_info *info, struct sp_dyn *d)
 {
 	const ElfW(Dyn) *dyn = NULL;
@@ -96,9 +138,16 @@ int sp_dyn_read(const struct dl_phdr_info *info, struct sp_dyn *d)
 	}
 	if (!d->sym || !d->str)
 		return -1;
-	d->nsym = hash ? hash[1] : gnu ? gnu_hash_nsyms(gnu) : 0;
+	d->nsym = hash ? hash[1] : 0; /* DT_GNU_HASH: sp_dyn_count, when needed */
+	d->gnu = gnu;
 	d->base = info->dlpi_addr;
 	return 0;
+}
+
+void sp_dyn_count(struct sp_dyn *d)
+{
+	if (!d->nsym && d->gnu)
+		d->nsym = gnu_hash_nsyms(d->gnu);
 }
 
 const char *sp_dyn_name(const struct sp_dyn *d, uint32_t i)
@@ -119,13 +168,21 @@ const char *sp_dyn_name(const struct sp_dyn *d, uint32_t i)
  * (SQLite compiled into a plugin or a program: only SQLite's own frames
  * are passed over), 0 otherwise.
  */
+static int prefixed(const char *n, const char *pre)
+{
+	while (*pre && *n == *pre)
+		n++, pre++;
+	return !*pre;
+}
+
 int sp_dyn_sqlite_kind(const struct dl_phdr_info *info)
 {
 	struct sp_dyn d;
-	int have = 0, other = 0;
 
-	if (sp_dyn_read(info, &d) < 0)
+	if (sp_dyn_read(info, &d) < 0 || !defines(&d, "sqlite3_step") ||
+	    !defines(&d, "sqlite3_prepare_v2") || !defines(&d, "sqlite3_exec"))
 		return 0;
+	sp_dyn_count(&d);
 	for (size_t i = 1; i < d.nsym; i++) {
 		const ElfW(Sym) *s = &d.sym[i];
 		int type = ELF64_ST_TYPE(s->st_info), bind = ELF64_ST_BIND(s->st_info);
@@ -135,17 +192,9 @@ int sp_dyn_sqlite_kind(const struct dl_phdr_info *info)
 		    (bind != STB_GLOBAL && bind != STB_WEAK))
 			continue;
 		n = sp_dyn_name(&d, (uint32_t)i);
-		if (!strcmp(n, "sqlite3_step"))
-			have |= 1;
-		else if (!strcmp(n, "sqlite3_prepare_v2"))
-			have |= 2;
-		else if (!strcmp(n, "sqlite3_exec"))
-			have |= 4;
-		if (strncmp(n, "sqlite3", 7) && strncmp(n, "sqlcipher", 9) &&
-		    strncmp(n, "_init", 5) && strncmp(n, "_fini", 5))
-			other = 1;
+		if (!prefixed(n, "sqlite3") && !prefixed(n, "sqlcipher") && !prefixed(n, "_init") &&
+		    !prefixed(n, "_fini"))
+			return SP_MODULE_SQLITE_MIXED;
 	}
-	if (have != 7)
-		return 0;
-	return other ? SP_MODULE_SQLITE_MIXED : SP_MODULE_SQLITE;
+	return SP_MODULE_SQLITE;
 }

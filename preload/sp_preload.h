@@ -726,6 +726,7 @@ extern void *(*sp_dlopen_real)(const char *, int);
  * at once: the next shim to see it patches. */
 extern atomic_int sp_deepbind_pending;
 unsigned sp_deepbind_patch(void);
+void sp_stats_note_deepbind_late(void); /* stats.c: counted for the collector */
 #define SP_DEEPBIND_CATCH_UP()                                                        \
 	do {                                                                          \
 		if (unlikely(atomic_load_explicit(&sp_deepbind_pending,               \
@@ -755,10 +756,14 @@ struct sp_dyn {
 	const ElfW(Rela) *rela, *jmprel; /* DT_RELA, DT_JMPREL */
 	size_t relasz, jmprelsz;         /* in entries */
 	uintptr_t relro_lo, relro_hi;    /* PT_GNU_RELRO, 0 0 when none */
+	const uint32_t *gnu;             /* DT_GNU_HASH, NULL when none */
 };
 /* Fill d from the object's PT_DYNAMIC; -1 when it has none (or no
  * symbols). */
 int sp_dyn_read(const struct dl_phdr_info *info, struct sp_dyn *d);
+/* Count the dynamic symbols (nsym) of an object with DT_GNU_HASH only:
+ * sp_dyn_read leaves nsym 0 for it, since walking the table costs. */
+void sp_dyn_count(struct sp_dyn *d);
 /* Name of dynamic symbol i ("" when out of range). */
 const char *sp_dyn_name(const struct sp_dyn *d, uint32_t i);
 /* SP_MODULE_SQLITE, SP_MODULE_SQLITE_MIXED or 0 (sp_wire.h). */

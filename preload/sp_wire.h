@@ -426,7 +426,11 @@ struct sp_stats_hdr {
 				* mapping of this header (see forked) */
 	uint32_t foreign_libs; /* other SQLite libraries the process called:
 				* passed through, not profiled */
-	uint32_t pad;
+	uint32_t deepbind_late; /* libraries loaded with RTLD_DEEPBIND that
+				 * could not be patched at once (deepbind.c):
+				 * their calls until the next shim call were
+				 * not seen (was padding: 0 from older
+				 * preloads) */
 };
 
 struct sp_stats_chunk {

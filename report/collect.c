@@ -1440,6 +1440,8 @@ void sp_coll_stats_merge(struct sp_coll *c, uint32_t pid, const void *mapv, size
 	p->unattributed += h.unattributed;
 	if (h.foreign_libs > p->foreign_libs)
 		p->foreign_libs = h.foreign_libs;
+	if (h.deepbind_late > p->deepbind_late)
+		p->deepbind_late = h.deepbind_late;
 	p->execs += h.unattributed;
 	if (h.unattributed) {
 		/* counted, under a query of their own: the totals add up */
