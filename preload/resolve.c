@@ -267,6 +267,22 @@ static int lib_lookup(const void *lm)
 	return lib;
 }
 
+const void *sp_lm_of(const void *addr)
+{
+	find_tools();
+	return lm_of(addr);
+}
+
+const void *sp_primary_lm(void)
+{
+	return atomic_load(&primary_lm);
+}
+
+void sp_lib_note_primary_caller(const void *lm)
+{
+	caller_note(lm, 0);
+}
+
 const struct sp_lib *sp_lib_of(const void *ra)
 {
 	const void *lm;

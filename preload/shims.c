@@ -27,6 +27,7 @@ SP_EXPORT int sqlite3_open(const char *f, sqlite3 **db)
 	const struct sp_lib *L;
 
 	NEED();
+	SP_DEEPBIND_CATCH_UP();
 	if (unlikely((L = SP_FOREIGN()) != NULL))
 		return L->fn.open ? L->fn.open(f, db) : MISSING;
 	return sp_real.open ? sp_real.open(f, db) : MISSING;
@@ -37,6 +38,7 @@ SP_EXPORT int sqlite3_open_v2(const char *f, sqlite3 **db, int flags, const char
 	const struct sp_lib *L;
 
 	NEED();
+	SP_DEEPBIND_CATCH_UP();
 	if (unlikely((L = SP_FOREIGN()) != NULL))
 		return L->fn.open_v2 ? L->fn.open_v2(f, db, flags, vfs) : MISSING;
 	return sp_real.open_v2 ? sp_real.open_v2(f, db, flags, vfs) : MISSING;
@@ -47,6 +49,7 @@ SP_EXPORT int sqlite3_open16(const void *f, sqlite3 **db)
 	const struct sp_lib *L;
 
 	NEED();
+	SP_DEEPBIND_CATCH_UP();
 	if (unlikely((L = SP_FOREIGN()) != NULL))
 		return L->fn.open16 ? L->fn.open16(f, db) : MISSING;
 	return sp_real.open16 ? sp_real.open16(f, db) : MISSING;
@@ -330,8 +333,8 @@ SP_EXPORT void sqlite3_progress_handler(sqlite3 *db, int n, int (*cb)(void *), v
 /* ---- dlclose: a library unloaded leaves its addresses to the next one
  * loaded. Counted (sp_unloads) so that stacks taken after it are new
  * stacks with the module map current then (and the map is looked at
- * again). dlopen is not interposed: the caller's RUNPATH and $ORIGIN are
- * the loader's to find from its return address. ---- */
+ * again). dlopen is deepbind.c's stub: the caller's RUNPATH and $ORIGIN
+ * are the loader's to find from its return address. ---- */
 
 SP_EXPORT int dlclose(void *handle)
 {
@@ -342,6 +345,7 @@ SP_EXPORT int dlclose(void *handle)
 		*(void **)&real_dlclose = dlsym(RTLD_NEXT, "dlclose");
 	rc = real_dlclose ? real_dlclose(handle) : -1;
 	atomic_fetch_add_explicit(&sp_unloads, 1, memory_order_relaxed);
+	SP_DEEPBIND_CATCH_UP();
 	return rc;
 }
 

@@ -20,6 +20,7 @@
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <link.h>
 #include <pthread.h>
 #include <emmintrin.h>
 #include <sqlite3.h>
@@ -716,6 +717,30 @@ void sp_stats_note_foreign_lib(void); /* stats.c: counted for the collector */
 			 !((st) && sp_stmts && sp_stmt_find_hot(st))                     \
 		 ? sp_lib_of(ra)                                                          \
 		 : NULL)
+/* The link map of the object holding addr (NULL: none); the primary's. */
+const void *sp_lm_of(const void *addr);
+const void *sp_primary_lm(void);
+/* Calls from the object lm go to the primary (deepbind.c patched it). */
+void sp_lib_note_primary_caller(const void *lm);
+
+/* ---- RTLD_DEEPBIND (deepbind.c) ---- */
+
+/* The original dlopen; the stub jumps to it. */
+extern void *(*sp_dlopen_real)(const char *, int);
+/* 1 when a RTLD_DEEPBIND'd library was loaded that could not be patched
+ * at once: the next shim to see it patches. */
+extern atomic_int sp_deepbind_pending;
+unsigned sp_deepbind_patch(void);
+void sp_stats_note_deepbind_late(void); /* stats.c: counted for the collector */
+#define SP_DEEPBIND_CATCH_UP()                                                        \
+	do {                                                                          \
+		if (unlikely(atomic_load_explicit(&sp_deepbind_pending,               \
+						  memory_order_relaxed)))             \
+			sp_deepbind_patch();                                          \
+	} while (0)
+#define SP_STR2(x) #x
+#define SP_STR(x) SP_STR2(x)
+
 /* > 0 while this thread is inside plan capture: what SQLite logs then is
  * not passed to the program's SQLITE_CONFIG_LOG callback. */
 extern __thread int sp_plan_quiet;
@@ -723,5 +748,30 @@ extern __thread int sp_plan_quiet;
  * modules are registered unseen), or the program's log callback is
  * installed without our filter. */
 int sp_plan_blocked(void);
+
+/* ---- a loaded object's dynamic section (elfdyn.c) ---- */
+
+struct dl_phdr_info;
+struct sp_dyn {
+	uintptr_t base;                  /* load bias */
+	const ElfW(Sym) *sym;            /* dynamic symbols */
+	size_t nsym;
+	const char *str;                 /* their names */
+	size_t strsz;
+	const ElfW(Rela) *rela, *jmprel; /* DT_RELA, DT_JMPREL */
+	size_t relasz, jmprelsz;         /* in entries */
+	uintptr_t relro_lo, relro_hi;    /* PT_GNU_RELRO, 0 0 when none */
+	const uint32_t *gnu;             /* DT_GNU_HASH, NULL when none */
+};
+/* Fill d from the object's PT_DYNAMIC; -1 when it has none (or no
+ * symbols). */
+int sp_dyn_read(const struct dl_phdr_info *info, struct sp_dyn *d);
+/* Count the dynamic symbols (nsym) of an object with DT_GNU_HASH only:
+ * sp_dyn_read leaves nsym 0 for it, since walking the table costs. */
+void sp_dyn_count(struct sp_dyn *d);
+/* Name of dynamic symbol i ("" when out of range). */
+const char *sp_dyn_name(const struct sp_dyn *d, uint32_t i);
+/* SP_MODULE_SQLITE, SP_MODULE_SQLITE_MIXED or 0 (sp_wire.h). */
+int sp_dyn_sqlite_kind(const struct dl_phdr_info *info);
 
 #endif /* SP_PRELOAD_H */

@@ -256,6 +256,14 @@ struct sp_rec_module {
 	/* uint8_t build_id[build_id_len]; char path[path_len]; padded to 8 */
 };
 #define SP_MODULE_REPLACED 1 /* h.flags: path was another file at map time */
+/* h.flags: the object provides the sqlite3 API (it defines sqlite3_step,
+ * sqlite3_prepare_v2 and sqlite3_exec, whatever its name: libsqlite3,
+ * libsqlcipher, a renamed copy). SQLITE: it exports nothing else (a SQLite
+ * library: no frame in it is a call site); SQLITE_MIXED: it exports other
+ * functions too (SQLite compiled into a plugin or a program: only frames
+ * of SQLite's own code are passed over). libsqlprof.so is neither. */
+#define SP_MODULE_SQLITE 2
+#define SP_MODULE_SQLITE_MIXED 4
 
 struct sp_rec_error {
 	struct sp_rec_hdr h;
@@ -418,7 +426,11 @@ struct sp_stats_hdr {
 				* mapping of this header (see forked) */
 	uint32_t foreign_libs; /* other SQLite libraries the process called:
 				* passed through, not profiled */
-	uint32_t pad;
+	uint32_t deepbind_late; /* libraries loaded with RTLD_DEEPBIND that
+				 * could not be patched at once (deepbind.c):
+				 * their calls until the next shim call were
+				 * not seen (was padding: 0 from older
+				 * preloads) */
 };
 
 struct sp_stats_chunk {

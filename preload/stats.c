@@ -478,6 +478,12 @@ void sp_stats_unattributed(void)
 		__atomic_fetch_add(&sp_stats->unattributed, 1, __ATOMIC_RELAXED);
 }
 
+void sp_stats_note_deepbind_late(void)
+{
+	if (sp_stats)
+		__atomic_fetch_add(&sp_stats->deepbind_late, 1, __ATOMIC_RELAXED);
+}
+
 void sp_stats_note_foreign_lib(void)
 {
 	if (sp_stats)

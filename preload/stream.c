@@ -863,6 +863,37 @@ next:
 	return -1;
 }
 
+/* Which objects provide the sqlite3 API (sp_dyn_sqlite_kind), worked
+ * out once per mapped file and address: the scan of libsqlite3's symbols
+ * at every module map cost 2 instructions an execution over the
+ * 100,000-execution loop. Read and written only in module_cb, which
+ * dl_iterate_phdr runs under the loader's lock. */
+#define KIND_CACHE 64
+static struct {
+	uint64_t lo, dev, ino;
+	int kind;
+} kind_cache[KIND_CACHE];
+static unsigned kind_cached;
+
+static int module_kind(struct dl_phdr_info *info, uint64_t lo, uint64_t dev, uint64_t ino)
+{
+	unsigned n = kind_cached < KIND_CACHE ? kind_cached : KIND_CACHE, i;
+	int kind;
+
+	for (i = 0; i < n; i++)
+		if (kind_cache[i].lo == lo && kind_cache[i].dev == dev && kind_cache[i].ino == ino)
+			return kind_cache[i].kind;
+	kind = sp_dyn_sqlite_kind(info);
+	if (ino) { /* a file we know: the same file at the same address */
+		i = kind_cached++ % KIND_CACHE;
+		kind_cache[i].lo = lo;
+		kind_cache[i].dev = dev;
+		kind_cache[i].ino = ino;
+		kind_cache[i].kind = kind;
+	}
+	return kind;
+}
+
 static int module_cb(struct dl_phdr_info *info, size_t info_size, void *arg)
 {
 	struct modbuf *mb = arg;
@@ -905,6 +936,8 @@ static int module_cb(struct dl_phdr_info *info, size_t info_size, void *arg)
 			flags = SP_MODULE_REPLACED;
 		}
 	}
+	if (!((uintptr_t)module_cb >= lo && (uintptr_t)module_cb < hi)) /* not libsqlprof.so */
+		flags |= (uint16_t)module_kind(info, lo, dev, ino);
 	bid = find_build_id(info, &bid_len);
 	if (bid_len > 64)
 		bid_len = 64;
@@ -1024,6 +1057,7 @@ void sp_modules_changed(void)
 		atomic_store_explicit(&seen_subs, c[1], memory_order_relaxed);
 		atomic_store(&modules_pending, 1);
 	}
+	SP_DEEPBIND_CATCH_UP();
 	sp_modules_maybe_send();
 }
 

@@ -19,12 +19,52 @@ static const char *base_name(const char *p)
 	return s ? s + 1 : p;
 }
 
-/* Frames of the profiler and of SQLite itself are never the origin. */
-static int builtin_skip(const struct sp_frame *f)
+/* The modules that provide the sqlite3 API, as the preload recognised
+ * them by the symbols they define (modules.sqlite: 1 a SQLite library
+ * such as libsqlcipher, 2 SQLite compiled into a plugin or program), read
+ * once by sp_attrib_load. A profile older than the column has none: the
+ * file name rule below still holds for libsqlite3. */
+struct sqlite_mods {
+	char **path;
+	int *kind;
+	size_t n;
+};
+
+static int sqlite_kind(const struct sqlite_mods *m, const char *module)
+{
+	for (size_t i = 0; m && i < m->n; i++)
+		if (!strcmp(m->path[i], module))
+			return m->kind[i];
+	return 0;
+}
+
+static void mods_free(struct sqlite_mods *m)
+{
+	for (size_t i = 0; i < m->n; i++)
+		free(m->path[i]);
+	free(m->path);
+	free(m->kind);
+	memset(m, 0, sizeof(*m));
+}
+
+/* Frames of the profiler and of SQLite itself are never the origin:
+ * libsqlite3 and libsqlprof by name, any SQLite library by its flag, and
+ * in a module with SQLite compiled in, SQLite's own code (its sqlite3.c,
+ * or a sqlite3* / sqlcipher* function when there are no lines). */
+static int builtin_skip(const struct sp_frame *f, const struct sqlite_mods *m)
 {
 	const char *b = base_name(f->module);
 
-	return !strncmp(b, "libsqlite3.so", 13) || !strncmp(b, "libsqlprof.so", 13);
+	if (!strncmp(b, "libsqlite3.so", 13) || !strncmp(b, "libsqlprof.so", 13))
+		return 1;
+	switch (sqlite_kind(m, f->module)) {
+	case 1:
+		return 1;
+	case 2:
+		return !strcmp(base_name(f->file), "sqlite3.c") ||
+		       !strncmp(f->function, "sqlite3", 7) || !strncmp(f->function, "sqlcipher", 9);
+	}
+	return 0;
 }
 
 static int user_skip(const struct sp_frame *f, const char *const *skip)
@@ -52,7 +92,8 @@ static int py_skip(const struct sp_frame *f)
  * --skip (which match Python functions and file paths too): the line of
  * the program, not the interpreter's C code; when there is none, the
  * native rule. -1: none. */
-static int stack_site(const struct sp_stk *s, const char *const *skip)
+static int stack_site(const struct sp_stk *s, const char *const *skip,
+		      const struct sqlite_mods *m)
 {
 	uint32_t i;
 
@@ -65,7 +106,7 @@ static int stack_site(const struct sp_stk *s, const char *const *skip)
 	for (i = 0; i < s->nframes; i++) {
 		const struct sp_frame *f = &s->frames[i];
 
-		if (f->py || builtin_skip(f) || user_skip(f, skip) || unknown(f))
+		if (f->py || builtin_skip(f, m) || user_skip(f, skip) || unknown(f))
 			continue;
 		return (int)i;
 	}
@@ -328,6 +369,7 @@ int sp_attrib_load(sqlite3 *db, const char *const *skip, struct sp_attrib *a, ch
 {
 	sqlite3_stmt *st = NULL;
 	struct hmap qsi; /* {fp_id, kind_exec, site} -> index in qs */
+	struct sqlite_mods mods = { 0 };
 	size_t it;
 	struct sp_stk *s;
 	int rc;
@@ -377,9 +419,35 @@ int sp_attrib_load(sqlite3 *db, const char *const *skip, struct sp_attrib *a, ch
 	sqlite3_finalize(st);
 	st = NULL;
 
+	/* The SQLite modules (a profile without the column has none). */
+	if (sqlite3_prepare_v2(db,
+			       "SELECT path, max(sqlite) FROM modules WHERE sqlite IN (1, 2)"
+			       " AND path IS NOT NULL GROUP BY path",
+			       -1, &st, NULL) == SQLITE_OK) {
+		while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+			char **np = realloc(mods.path, (mods.n + 1) * sizeof(*np));
+			int *nk;
+
+			if (np)
+				mods.path = np;
+			nk = np ? realloc(mods.kind, (mods.n + 1) * sizeof(*nk)) : NULL;
+			if (!nk)
+				goto nomem;
+			mods.kind = nk;
+			mods.path[mods.n] = col(st, 0);
+			if (!mods.path[mods.n])
+				goto nomem;
+			mods.kind[mods.n++] = sqlite3_column_int(st, 1);
+		}
+		if (rc != SQLITE_DONE)
+			goto sqlerr;
+	}
+	sqlite3_finalize(st);
+	st = NULL;
+
 	/* Attribute every stack once. */
 	for (it = 0; (s = hmap_next(&a->stacks, &it, NULL));) {
-		int at = stack_site(s, skip);
+		int at = stack_site(s, skip, &mods);
 
 		s->site = -1;
 		if (at >= 0) {
@@ -456,6 +524,7 @@ int sp_attrib_load(sqlite3 *db, const char *const *skip, struct sp_attrib *a, ch
 		goto sqlerr;
 	sqlite3_finalize(st);
 	hmap_free(&a->site_idx);
+	mods_free(&mods);
 	if (sp_attrib_index(a) < 0) {
 		st = NULL;
 		goto nomem;
@@ -469,6 +538,7 @@ sqlerr:
 fail:
 	sqlite3_finalize(st);
 	hmap_free(&qsi);
+	mods_free(&mods);
 	sp_attrib_free(a);
 	return -1;
 }

@@ -346,12 +346,21 @@ static void report_deaths(const struct sp_coll *c, int status)
 
 static void explain_empty(const struct sp_coll *c)
 {
-	size_t it = 0, foreign = 0;
+	size_t it = 0, foreign = 0, deep = 0;
 	const struct sp_proc *p;
 	int any_sqlite = 0;
 
-	while ((p = hmap_next(&c->procs, &it, NULL)))
+	while ((p = hmap_next(&c->procs, &it, NULL))) {
 		foreign += p->foreign_libs > 0;
+		deep += p->deepbind_late > 0;
+	}
+	if (deep)
+		fprintf(stderr,
+			"sqlprof: warning: %zu process(es) loaded a library with RTLD_DEEPBIND from "
+			"an object with its own search path (RUNPATH, RPATH or a later dlopen'd "
+			"library): its SQLite calls bind past the profiler until the next call that "
+			"reaches it (open, exec, dlopen, dlclose), and were not seen before\n",
+			deep);
 	if (foreign)
 		fprintf(stderr,
 			"sqlprof: warning: %zu process(es) called a second SQLite library, not "
@@ -389,7 +398,7 @@ static void explain_empty(const struct sp_coll *c)
 			"sqlprof: warning: %zu process(es) ran with the profiler but no SQLite "
 			"execution reached it%s\n",
 			c->procs.count,
-			any_sqlite || foreign ? ""
+			any_sqlite || foreign || deep ? ""
 					      : " (no dynamic libsqlite3 was used: SQLite may be statically "
 				     "linked into the program)");
 }

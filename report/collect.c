@@ -679,6 +679,9 @@ static void apply(struct sp_coll *c, struct sp_proc *p, const uint8_t *rec, uint
 			m->mtime_ns = r->mtime_ns;
 			m->found = r->ino != 0;
 			m->replaced = (r->h.flags & SP_MODULE_REPLACED) != 0;
+			m->sqlite = (r->h.flags & SP_MODULE_SQLITE)         ? 1
+				    : (r->h.flags & SP_MODULE_SQLITE_MIXED) ? 2
+									    : 0;
 		}
 		break;
 	}
@@ -1440,6 +1443,8 @@ void sp_coll_stats_merge(struct sp_coll *c, uint32_t pid, const void *mapv, size
 	p->unattributed += h.unattributed;
 	if (h.foreign_libs > p->foreign_libs)
 		p->foreign_libs = h.foreign_libs;
+	if (h.deepbind_late > p->deepbind_late)
+		p->deepbind_late = h.deepbind_late;
 	p->execs += h.unattributed;
 	if (h.unattributed) {
 		/* counted, under a query of their own: the totals add up */

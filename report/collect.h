@@ -36,6 +36,7 @@ struct sp_module {
 	uint64_t dev, ino, size;
 	int64_t mtime_ns;
 	int found, replaced;
+	int sqlite;  /* 1: a SQLite library, 2: SQLite compiled into it, 0 (SP_MODULE_SQLITE*) */
 	int changed; /* sp_module_changed, worked out once by write_frames */
 };
 
@@ -63,6 +64,7 @@ struct sp_proc {
 	uint64_t unattributed; /* executions counted with no query (no room) */
 	uint64_t stats_bad;   /* statistics records refused (corrupt) */
 	uint32_t foreign_libs; /* other SQLite libraries it called (not profiled) */
+	uint32_t deepbind_late; /* RTLD_DEEPBIND loads not patched at once */
 	/* SQL texts (sql_id) of the executions its last merged image was
 	 * running (started, never ended), the first SP_PROC_RUNNING of them;
 	 * nrunning counts all. Only what a process that died was doing. */

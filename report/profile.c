@@ -54,7 +54,7 @@ static const char schema[] =
 	" wall_ns INTEGER, db_ns INTEGER, self_ns INTEGER, rows INTEGER, vm_steps INTEGER,"
 	" rc INTEGER, flags INTEGER);"
 	"CREATE TABLE modules(pid INTEGER, generation INTEGER, path TEXT, build_id TEXT,"
-	" bias INTEGER, lo INTEGER, hi INTEGER);";
+	" bias INTEGER, lo INTEGER, hi INTEGER, sqlite INTEGER);";
 
 /* Made after the rows are in (cheaper than keeping them up to date):
  * what the readers look queries up by (format 3). */
@@ -818,7 +818,7 @@ static int write_all(sqlite3 *db, struct sp_coll *c, const struct sp_meta *m, ch
 	sqlite3_finalize(st);
 
 	/* modules */
-	st = prep(db, "INSERT INTO modules VALUES(?,?,?,?,?,?,?)");
+	st = prep(db, "INSERT INTO modules VALUES(?,?,?,?,?,?,?,?)");
 	if (!st)
 		goto sqlerr;
 	it = 0;
@@ -834,6 +834,7 @@ static int write_all(sqlite3 *db, struct sp_coll *c, const struct sp_meta *m, ch
 		sqlite3_bind_int64(st, 5, (sqlite3_int64)md->bias);
 		sqlite3_bind_int64(st, 6, (sqlite3_int64)md->lo);
 		sqlite3_bind_int64(st, 7, (sqlite3_int64)md->hi);
+		sqlite3_bind_int(st, 8, md->sqlite);
 		if (step_done(st) < 0)
 			goto sqlerr;
 	}

@@ -13,7 +13,10 @@ set -euo pipefail
 # Chromium (the HTML export's browser test); both are Debian packages.
 # Perl's DBD::SQLite runs a real Perl client (t_exact_fork).
 # tmux is the terminal of t_record_tty; procps gives pgrep.
+# SQLCipher is SQLite under another name (t_sqlcipher); PHP loads its SQLite
+# extensions with RTLD_DEEPBIND (t_deepbind).
 required=(build-essential pkg-config libsqlite3-dev sqlite3 libdw-dev libelf-dev
+          libsqlcipher-dev libsqlcipher0 php-cli php-sqlite3
           protobuf-compiler chromium
           check elfutils python3 binutils valgrind libdbd-sqlite3-perl tmux procps)
 optional=(ltrace clang libclang-rt-14-dev protobuf-compiler)
