@@ -19,6 +19,11 @@ static const char *base_name(const char *p)
 	return s ? s + 1 : p;
 }
 
+int sp_is_profiler_module(const char *module)
+{
+	return !strncmp(base_name(module), "libsqlprof.so", 13);
+}
+
 /* Frames of the profiler and of SQLite itself are never the origin. */
 static int builtin_skip(const struct sp_frame *f)
 {

@@ -116,6 +116,9 @@ const size_t *sp_attrib_query_sites(const struct sp_attrib *a, int64_t fp_id, in
 				    size_t *n);
 /* (Re)build the per-query index after a->qs was reordered. 0, or -1 on ENOMEM. */
 int sp_attrib_index(struct sp_attrib *a);
+/* 1 if module (a path) is libsqlprof.so: its frames (the shims) are left
+ * out of every printed stack. */
+int sp_is_profiler_module(const char *module);
 const struct sp_stk *sp_attrib_stack(const struct sp_attrib *a, uint64_t pid, uint64_t stack_id);
 void sp_attrib_free(struct sp_attrib *a);
 
