@@ -754,7 +754,7 @@ int cmd_report(int argc, char **argv)
 			o.width = (size_t)u;
 			break;
 		case 'h': usage(stdout); return SP_EXIT_OK;
-		default: usage(stderr); return SP_EXIT_USAGE;
+		default: sp_usage_hint("report"); return SP_EXIT_USAGE;
 		}
 	}
 	if (strcmp(o.format, "table") && strcmp(o.format, "csv") && strcmp(o.format, "json")) {
