@@ -550,7 +550,67 @@ static int cmp_group(const void *pa, const void *pb)
 	return a->est_total_ns < b->est_total_ns ? 1 : a->est_total_ns > b->est_total_ns ? -1 : 0;
 }
 
-/* --by function / --by site: estimates summed over queries. */
+#define GROUP_QUERIES_MAX 10 /* queries listed under a --by row in the table */
+
+/* One query of a --by group: its row in the report and its estimates there. */
+struct gqe {
+	size_t row;
+	double count, self_ns;
+};
+
+static int cmp_gqe_row(const void *pa, const void *pb)
+{
+	const struct gqe *a = pa, *b = pb;
+
+	return a->row < b->row ? -1 : a->row > b->row;
+}
+
+static int cmp_gqe_self(const void *pa, const void *pb)
+{
+	const struct gqe *a = pa, *b = pb;
+
+	if (a->self_ns != b->self_ns)
+		return a->self_ns < b->self_ns ? 1 : -1;
+	return cmp_gqe_row(pa, pb);
+}
+
+/* The group key of a->qs[j]: its site, or its function's first site. */
+static int group_key(const struct sp_attrib *a, const int *fnkey, int by_fn, size_t j)
+{
+	int key = a->qs[j].site;
+
+	return by_fn && key >= 0 ? fnkey[key] : key;
+}
+
+/* Under a --by site / function row: the queries run there, each with its
+ * estimated count and self time there, costliest first, shortened to
+ * --width; at most GROUP_QUERIES_MAX, then how many more. */
+static void print_group_queries(const struct sp_qset *qs, const struct report_opts *o,
+				const struct gqe *q, size_t n)
+{
+	size_t k;
+
+	for (k = 0; k < n; k++, q++) {
+		if (k == GROUP_QUERIES_MAX && n > k + 1) {
+			printf("%12s %10s %8s %8s    <- ... %zu more queries\n", "", "", "", "", n - k);
+			break;
+		}
+		const struct sp_qrow *r = &qs->rows[q->row];
+		char *sql = o->width ? sp_shorten(r->fingerprint, o->width) : strdup(r->fingerprint);
+		char b[32];
+
+		if (!sql)
+			continue;
+		sp_term_clean(sql);
+		printf("%12.0f %10s %8s %8s    <- %s%s\n", q->count,
+		       sp_fmt_ns(b, sizeof(b), q->self_ns), "", "",
+		       strcmp(r->kind, "exec") ? "" : "[exec] ", sql);
+		free(sql);
+	}
+}
+
+/* --by function / --by site: estimates summed over queries, each group
+ * followed by the queries run there. */
 static void print_grouped(const struct sp_attrib *a, const struct sp_qset *qs,
 			  const struct report_opts *o)
 {
@@ -560,11 +620,32 @@ static void print_grouped(const struct sp_attrib *a, const struct sp_qset *qs,
 	size_t *gof = calloc(a->nsites + 1, sizeof(*gof));
 	int *fnkey = by_fn ? malloc((a->nsites + 1) * sizeof(*fnkey)) : NULL;
 	struct hmap fns; /* {function hash, module hash, n} -> first site of that function */
+	struct hmap rowof; /* {fp_id, kind_exec} -> row index + 1 in qs */
+	size_t *qrow = calloc(a->nqs + 1, sizeof(*qrow)); /* each qs entry's row + 1, 0: none */
+	/* group i's queries: gq[gfirst[i] .. gfirst[i] + gn[i]) */
+	size_t *gfirst = NULL, *gn = NULL;
+	struct gqe *gq = NULL;
 	size_t ng = 0, i, j, n;
 
 	hmap_init(&fns, 3 * sizeof(uint64_t), sizeof(int));
-	if (!g || !gof || (by_fn && !fnkey))
+	hmap_init(&rowof, 2 * sizeof(int64_t), sizeof(size_t));
+	if (!g || !gof || !qrow || (by_fn && !fnkey))
 		goto out;
+	/* the queries of the report (a statement folded into its exec is not one) */
+	for (i = 0; i < qs->n; i++) {
+		int64_t k[2] = { qs->rows[i].fp_id, !strcmp(qs->rows[i].kind, "exec") };
+		size_t *v = hmap_get(&rowof, k, 1, NULL);
+
+		if (!v)
+			goto out;
+		*v = i + 1;
+	}
+	for (j = 0; j < a->nqs; j++) {
+		int64_t k[2] = { a->qs[j].fp_id, a->qs[j].kind_exec };
+		size_t *v = hmap_get(&rowof, k, 0, NULL);
+
+		qrow[j] = v ? *v : 0;
+	}
 	/* group sites by function + module: each site's first site of its
 	 * function, through a hash (the next key on a collision) */
 	for (i = 0; by_fn && i < a->nsites; i++) {
@@ -590,6 +671,8 @@ static void print_grouped(const struct sp_attrib *a, const struct sp_qset *qs,
 		const struct sp_qsite *q = &a->qs[j];
 		int key = q->site;
 
+		if (!qrow[j])
+			continue;
 		if (by_fn && key >= 0)
 			key = fnkey[key];
 		if (!gof[key + 1]) {
@@ -606,6 +689,51 @@ static void print_grouped(const struct sp_attrib *a, const struct sp_qset *qs,
 	}
 	sp_qsort(g, ng, sizeof(*g), cmp_group);
 	n = o->top && o->top < ng ? (size_t)o->top : ng;
+	/* each group's queries, in a->qs's order (by estimated count) */
+	gfirst = calloc(ng + 2, sizeof(*gfirst));
+	gn = calloc(ng + 1, sizeof(*gn));
+	gq = malloc((a->nqs + 1) * sizeof(*gq));
+	if (!gfirst || !gn || !gq)
+		goto out;
+	for (i = 0; i < ng; i++)
+		gof[g[i].key + 1] = i + 1;
+	for (j = 0; j < a->nqs; j++)
+		if (qrow[j])
+			gfirst[gof[group_key(a, fnkey, by_fn, j) + 1]]++; /* group i counts at i + 1 */
+	for (i = 1; i <= ng + 1; i++)
+		gfirst[i] += gfirst[i - 1];
+	{
+		size_t *fill = calloc(ng + 1, sizeof(*fill));
+
+		if (!fill)
+			goto out;
+		for (j = 0; j < a->nqs; j++)
+			if (qrow[j]) {
+				size_t gi = gof[group_key(a, fnkey, by_fn, j) + 1] - 1;
+
+				gq[gfirst[gi] + fill[gi]++] =
+					(struct gqe){ qrow[j] - 1, a->qs[j].est_count, a->qs[j].est_self_ns };
+			}
+		free(fill);
+	}
+	/* a query's stacks at one site are one query there; costliest first */
+	for (i = 0; i < ng; i++) {
+		struct gqe *v = gq + gfirst[i];
+		size_t m = gfirst[i + 1] - gfirst[i], k, w = 0;
+
+		qsort(v, m, sizeof(*v), cmp_gqe_row);
+		for (k = 0; k < m; k++) {
+			if (w && v[w - 1].row == v[k].row) {
+				v[w - 1].count += v[k].count;
+				v[w - 1].self_ns += v[k].self_ns;
+			} else {
+				v[w++] = v[k];
+			}
+		}
+		qsort(v, w, sizeof(*v), cmp_gqe_self);
+		gn[i] = w;
+		g[i].queries = w;
+	}
 	if (!strcmp(o->format, "json")) {
 		printf("{\"lost\": %llu, \"unattributed\": %.0f, \"by\": \"%s\", \"groups\": [",
 		       (unsigned long long)qs->lost, a->unattributed_est, o->by);
@@ -622,9 +750,20 @@ static void print_grouped(const struct sp_attrib *a, const struct sp_qset *qs,
 			printf(", \"module\": ");
 			sp_json_str(stdout, st ? st->module : "");
 			printf(", \"queries\": %llu, \"samples\": %llu, \"est_count\": %.0f,"
-			       " \"est_self_ns\": %.0f}",
+			       " \"est_self_ns\": %.0f, \"fingerprints\": [",
 			       (unsigned long long)g[i].queries, (unsigned long long)g[i].samples,
 			       g[i].est_count, g[i].est_total_ns);
+			for (j = gfirst[i]; j < gfirst[i] + gn[i]; j++) {
+				const struct gqe *q = &gq[j];
+				const struct sp_qrow *r = &qs->rows[q->row];
+
+				printf("%s{\"fingerprint_id\": \"%016llx\", \"kind\": \"%s\", \"fingerprint\": ",
+				       j > gfirst[i] ? ", " : "", (unsigned long long)r->fp_id, r->kind);
+				sp_json_str(stdout, r->fingerprint);
+				printf(", \"est_count\": %.0f, \"est_self_ns\": %.0f}", q->count,
+				       q->self_ns);
+			}
+			printf("]}");
 		}
 		printf("\n]}\n");
 	} else if (!strcmp(o->format, "csv")) {
@@ -662,9 +801,15 @@ static void print_grouped(const struct sp_attrib *a, const struct sp_qset *qs,
 				print_site_name(a, g[i].key);
 				putchar('\n');
 			}
+			print_group_queries(qs, o, gq + gfirst[i], gn[i]);
 		}
 	}
 out:
+	free(qrow);
+	free(gfirst);
+	free(gn);
+	free(gq);
+	hmap_free(&rowof);
 	hmap_free(&fns);
 	free(fnkey);
 	free(gof);
