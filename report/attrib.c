@@ -32,10 +32,53 @@ static int builtin_skip(const struct sp_frame *f)
 	return !strncmp(b, "libsqlite3.so", 13) || !strncmp(b, "libsqlprof.so", 13);
 }
 
+/*
+ * A demangled C++ name without its return type and parameter list, so that
+ * --skip 'shop::Db::*' and 'shop::Db::query' match
+ * "std::string shop::Db::get<std::string>(char const*) const": the text
+ * between the last space outside <> and () before the first '(' outside <>
+ * ("(anonymous namespace)" is part of the name) and that '('. Writes into
+ * out (len bytes); returns out, or NULL when the name has no parameter list
+ * (a C name: match it as it is).
+ */
+static const char *cxx_short(const char *fn, char *out, size_t len)
+{
+	const char *start = fn, *p;
+	int angle = 0;
+	size_t n;
+
+	for (p = fn; *p; p++) {
+		if (!strncmp(p, "(anonymous namespace)", 21)) {
+			p += 20;
+			continue;
+		}
+		if (*p == '<')
+			angle++;
+		else if (*p == '>' && angle > 0)
+			angle--;
+		else if (*p == ' ' && !angle && strncmp(p + 1, "const", 5) && p[1] != '*' && p[1] != '&')
+			start = p + 1;
+		else if (*p == '(' && !angle)
+			break;
+	}
+	if (!*p || p == start)
+		return NULL;
+	n = (size_t)(p - start);
+	if (n >= len)
+		return NULL;
+	memcpy(out, start, n);
+	out[n] = 0;
+	return out;
+}
+
 static int user_skip(const struct sp_frame *f, const char *const *skip)
 {
+	char buf[512];
+	const char *cxx = cxx_short(f->function, buf, sizeof(buf));
+
 	for (; skip && *skip; skip++)
-		if (!fnmatch(*skip, f->function, 0) || !fnmatch(*skip, f->module, 0) ||
+		if (!fnmatch(*skip, f->function, 0) || (cxx && !fnmatch(*skip, cxx, 0)) ||
+		    !fnmatch(*skip, f->module, 0) ||
 		    !fnmatch(*skip, base_name(f->module), 0) ||
 		    (f->py && (!fnmatch(*skip, f->file, 0) || !fnmatch(*skip, base_name(f->file), 0))))
 			return 1;
