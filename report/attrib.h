@@ -21,6 +21,7 @@ struct sp_frame {
 	char *module, *function, *file;
 	int line, inlined;
 	int py; /* a Python frame (its pc has SP_PYFRAME_BIT) */
+	uint64_t pc; /* the frames table's pc */
 };
 
 struct sp_site {
@@ -99,6 +100,12 @@ struct sp_attrib {
 	struct hmap site_idx; /* site label hash -> site index (loading) */
 };
 
+/* Symbolize at report time too (report/export --debug-dir): frames the
+ * profile left unknown ("??" in a known module) are looked up again by
+ * sp_attrib_load with the module's path, build-id and bias from the
+ * profile's modules table, searching DIRS (colon-separated, as record's
+ * --debug-dir) for the debug files. NULL: never (the default). */
+void sp_attrib_set_debug_dir(const char *dirs);
 /* Load and attribute. skip: NULL-terminated fnmatch patterns matched
  * against function names, module paths and module base names. */
 int sp_attrib_load(sqlite3 *db, const char *const *skip, struct sp_attrib *a, char *err,

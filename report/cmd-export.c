@@ -14,6 +14,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include "attrib.h"
 #include "cmds.h"
 #include "export.h"
 #include "outfile.h"
@@ -89,6 +90,8 @@ static void usage(FILE *f)
 		   "                       Python frame's file) matches PATTERN (fnmatch;\n"
 		   "                       repeatable): sites in csv, perfetto,\n"
 		   "                       chrome and html\n"
+		   "      --debug-dir DIRS symbolize the frames the profile left unknown again,\n"
+		   "                       with debug files from DIRS (colon-separated)\n"
 		   "  -h, --help           this text\n"
 		   "\n"
 		   "exit status: 0 ok, 2 usage (also: FILE is a SQLite database), 3 bad profile,\n"
@@ -128,6 +131,7 @@ int cmd_export(int argc, char **argv)
 		{ "output", required_argument, NULL, 'o' },
 		{ "weight", required_argument, NULL, 1 },
 		{ "skip", required_argument, NULL, 2 },
+		{ "debug-dir", required_argument, NULL, 3 },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -162,6 +166,7 @@ int cmd_export(int argc, char **argv)
 			}
 			skip[nskip++] = optarg;
 			break;
+		case 3: sp_attrib_set_debug_dir(optarg); break;
 		case 'h': usage(stdout); return SP_EXIT_OK;
 		default: sp_usage_hint("export"); return SP_EXIT_USAGE;
 		}

@@ -49,6 +49,9 @@ static void usage(FILE *f)
 		"                       Python frame's file) matches PATTERN (fnmatch;\n"
 		"                       repeatable), e.g. your database wrapper\n"
 		"      --stacks         print the full symbolized stack of every site\n"
+		"      --debug-dir DIRS symbolize the frames the profile left unknown again,\n"
+		"                       with debug files from DIRS (colon-separated; each\n"
+		"                       DIR/.build-id/xx/yyyy.debug or .gnu_debuglink name)\n"
 		"      --plans          print each query's plan (EXPLAIN QUERY PLAN)\n"
 		"      --no-doctor      leave out the query doctor's findings (N+1, re-prepares,\n"
 		"                       full scans, temp B-trees, automatic indexes)\n"
@@ -851,6 +854,7 @@ int cmd_report(int argc, char **argv)
 		{ "no-doctor", no_argument, NULL, 4 },
 		{ "findings", no_argument, NULL, 5 },
 		{ "failures", no_argument, NULL, 6 },
+		{ "debug-dir", required_argument, NULL, 7 },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -883,6 +887,7 @@ int cmd_report(int argc, char **argv)
 		case 4: o.no_doctor = 1; break;
 		case 5: o.csv_table = 1; break;
 		case 6: o.csv_table = 2; break;
+		case 7: sp_attrib_set_debug_dir(optarg); break;
 		case 's': o.sort = optarg; break;
 		case 'f': o.format = optarg; break;
 		case 'n':
