@@ -343,7 +343,9 @@ static int load_errors(struct sp_export *x, struct hmap *m)
 				* (as sp_failures_load lists them) */
 			       " WHERE NOT (COALESCE(e.kind, 'stmt') <> 'exec' AND EXISTS (SELECT 1 FROM"
 			       "  errors x WHERE x.kind = 'exec' AND x.pid = e.pid AND x.rc = e.rc"
-			       "  AND x.message IS e.message))"
+			       "  AND x.message IS e.message) AND EXISTS (SELECT 1 FROM frames f"
+			       "  WHERE f.pid = e.pid AND f.stack_id = e.stack_id"
+			       "  AND f.function = 'sqlite3_exec'))"
 			       " GROUP BY fp_id, rc, message, pid, stack_id"
 			       " ORDER BY fp_id, SUM(count) DESC, rc, message, pid, stack_id",
 			       -1, &st, NULL) != SQLITE_OK)

@@ -521,7 +521,8 @@ int sp_failures_load(sqlite3 *db, struct sp_failures *out)
 			       " FROM errors e"
 			       " WHERE NOT (COALESCE(e.kind, 'stmt') <> 'exec' AND EXISTS (SELECT 1 FROM errors x"
 			       "  WHERE x.kind = 'exec' AND x.pid = e.pid AND x.rc = e.rc"
-			       "  AND x.message IS e.message))"
+			       "  AND x.message IS e.message) AND EXISTS (SELECT 1 FROM frames f"
+			       "  WHERE f.pid = e.pid AND f.stack_id = e.stack_id AND f.function = 'sqlite3_exec'))"
 			       " GROUP BY e.fp_id, e.kind, e.rc, e.message, e.pid, e.stack_id"
 			       " ORDER BY SUM(e.count) DESC, e.fp_id, e.rc",
 			       -1, &st, NULL) != SQLITE_OK)

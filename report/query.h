@@ -71,8 +71,9 @@ char *sp_plan_tree(const char *plan);
 
 /* Failed executions of a profile, grouped by query, kind, code, message,
  * process and stack, most frequent first. A statement's failure that is
- * also an sqlite3_exec's (same process, code and message: the statement
- * the exec ran) is listed once, as the exec's. */
+ * also an sqlite3_exec's (same process, code and message, and a stack
+ * through sqlite3_exec: the statement the exec ran) is listed once, as the
+ * exec's. */
 struct sp_failure {
 	int64_t fp_id;
 	char kind[8];

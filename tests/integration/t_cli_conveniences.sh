@@ -73,13 +73,13 @@ done
 
 # --by site lists the queries of each site
 "$SQLPROF" report --by site f.db >s.txt || fail "report --by site"
-grep -A1 'formats_app.c:77)$' s.txt | grep -q '<- SELECT name FROM owner WHERE id = ?$' ||
+grep -A1 'formats_app.c:82)$' s.txt | grep -q '<- SELECT name FROM owner WHERE id = ?$' ||
 	{ cat s.txt >&2; fail "--by site: no query under the N+1 loop's site"; }
 "$SQLPROF" report --by site -f json f.db >s.json || fail "report --by site -f json"
 "$PYTHON" - s.json <<'PY' || fail "--by site JSON"
 import json, sys
 d = json.load(open(sys.argv[1]))
-g = [g for g in d["groups"] if g["line"] == 77]
+g = [g for g in d["groups"] if g["line"] == 82]
 assert g and [f["fingerprint"] for f in g[0]["fingerprints"]] == ["SELECT name FROM owner WHERE id = ?"], g
 assert all(len(g["fingerprints"]) == g["queries"] for g in d["groups"]), d["groups"]
 PY

@@ -34,7 +34,7 @@ done
 for k in n-plus-one full-scan temp-btree reprepare; do
 	grep -q "<dl class=\"finding\" data-kind=\"$k\"" a.dom || fail "no $k finding in the HTML"
 done
-grep -q '<div id="failures" data-n="2">' a.dom || fail "failures: $(grep -o '<div id="failures"[^>]*>' a.dom)"
+grep -q '<div id="failures" data-n="3">' a.dom || fail "failures: $(grep -o '<div id="failures"[^>]*>' a.dom)"
 # once in the failures section, once in its query's details
 [ "$(grep -c 'no transaction is active' a.dom)" = 2 ] || fail "the failed COMMIT is not listed exactly twice"
 grep -q 'libsqlprof' a.dom && fail "a libsqlprof frame in the HTML"

@@ -4,7 +4,7 @@
  * (t_report_formats, t_export_html_findings): single-statement
  * sqlite3_exec calls (BEGIN, COMMIT, 5 times each), one failing
  * single-statement exec, a failing prepared statement, an N+1 loop (50
- * executions), a full scan of 2000 rows with a sort (temp B-tree), and
+ * executions), another failing exec, a full scan of 2000 rows with a sort (temp B-tree), and
  * a join with a two-level plan.
  */
 #include <sqlite3.h>
@@ -62,6 +62,11 @@ int main(void)
 	/* a failing single-statement exec (no transaction to commit) */
 	if (sqlite3_exec(db, "COMMIT", NULL, NULL, NULL) == SQLITE_OK)
 		die("expected COMMIT to fail");
+	/* a failing single-statement exec with the same error as the
+	 * prepared statement below: two failures, each listed */
+	if (sqlite3_exec(db, "INSERT INTO owner(id, name) VALUES(2, 'dup')", NULL, NULL, NULL) ==
+	    SQLITE_OK)
+		die("expected a constraint error");
 	/* a failing prepared statement */
 	if (sqlite3_prepare_v2(db, "INSERT INTO owner(id, name) VALUES(1, 'dup')", -1, &st, NULL) !=
 	    SQLITE_OK)
