@@ -163,6 +163,7 @@ static void write_error(struct sp_thread *t, struct sp_run *run, uint64_t sql_id
 		return;
 	memset(r, 0, rl);
 	r->h.type = SP_REC_ERROR;
+	r->h.flags = run->kind == SP_KIND_EXEC ? SP_ERROR_EXEC : 0;
 	r->h.len = rl;
 	r->pid = t->pid;
 	r->tid = t->tid;

@@ -266,7 +266,7 @@ struct sp_rec_module {
 #define SP_MODULE_SQLITE_MIXED 4
 
 struct sp_rec_error {
-	struct sp_rec_hdr h;
+	struct sp_rec_hdr h; /* flags: SP_ERROR_EXEC */
 	uint32_t pid, tid;
 	uint64_t exec_seq; /* EXEC record this error belongs to (same tid) */
 	uint64_t sql_id;
@@ -275,6 +275,7 @@ struct sp_rec_error {
 	uint32_t msg_len;
 	/* char msg[msg_len], padded to 8 */
 };
+#define SP_ERROR_EXEC 1 /* h.flags: the failed execution is an sqlite3_exec call */
 
 struct sp_rec_plan {
 	struct sp_rec_hdr h;

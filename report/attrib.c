@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "attrib.h"
+#include "sym.h"
 
 struct stkey {
 	uint64_t pid, stack_id;
@@ -47,6 +48,11 @@ static void mods_free(struct sqlite_mods *m)
 	memset(m, 0, sizeof(*m));
 }
 
+int sp_is_profiler_module(const char *module)
+{
+	return !strncmp(base_name(module), "libsqlprof.so", 13);
+}
+
 /* Frames of the profiler and of SQLite itself are never the origin:
  * libsqlite3 and libsqlprof by name, any SQLite library by its flag, and
  * in a module with SQLite compiled in, SQLite's own code (its sqlite3.c,
@@ -67,10 +73,53 @@ static int builtin_skip(const struct sp_frame *f, const struct sqlite_mods *m)
 	return 0;
 }
 
+/*
+ * A demangled C++ name without its return type and parameter list, so that
+ * --skip 'shop::Db::*' and 'shop::Db::query' match
+ * "std::string shop::Db::get<std::string>(char const*) const": the text
+ * between the last space outside <> and () before the first '(' outside <>
+ * ("(anonymous namespace)" is part of the name) and that '('. Writes into
+ * out (len bytes); returns out, or NULL when the name has no parameter list
+ * (a C name: match it as it is).
+ */
+static const char *cxx_short(const char *fn, char *out, size_t len)
+{
+	const char *start = fn, *p;
+	int angle = 0;
+	size_t n;
+
+	for (p = fn; *p; p++) {
+		if (!strncmp(p, "(anonymous namespace)", 21)) {
+			p += 20;
+			continue;
+		}
+		if (*p == '<')
+			angle++;
+		else if (*p == '>' && angle > 0)
+			angle--;
+		else if (*p == ' ' && !angle && strncmp(p + 1, "const", 5) && p[1] != '*' && p[1] != '&')
+			start = p + 1;
+		else if (*p == '(' && !angle)
+			break;
+	}
+	if (!*p || p == start)
+		return NULL;
+	n = (size_t)(p - start);
+	if (n >= len)
+		return NULL;
+	memcpy(out, start, n);
+	out[n] = 0;
+	return out;
+}
+
 static int user_skip(const struct sp_frame *f, const char *const *skip)
 {
+	char buf[512];
+	const char *cxx = cxx_short(f->function, buf, sizeof(buf));
+
 	for (; skip && *skip; skip++)
-		if (!fnmatch(*skip, f->function, 0) || !fnmatch(*skip, f->module, 0) ||
+		if (!fnmatch(*skip, f->function, 0) || (cxx && !fnmatch(*skip, cxx, 0)) ||
+		    !fnmatch(*skip, f->module, 0) ||
 		    !fnmatch(*skip, base_name(f->module), 0) ||
 		    (f->py && (!fnmatch(*skip, f->file, 0) || !fnmatch(*skip, base_name(f->file), 0))))
 			return 1;
@@ -364,6 +413,125 @@ static char *col(sqlite3_stmt *st, int i)
 	return strdup(t ? (const char *)t : "??");
 }
 
+static const char *debug_dirs;
+
+void sp_attrib_set_debug_dir(const char *dirs)
+{
+	debug_dirs = dirs && *dirs ? dirs : NULL;
+}
+
+static int hexval(int c)
+{
+	return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 :
+	       c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+}
+
+/*
+ * --debug-dir: replace each unknown native frame of a known module by what
+ * the symbolizer finds now (its inline chain: several frames). The module's
+ * build-id and bias come from the newest modules row of the process whose
+ * range holds the pc; a build-id that does not match the file found is
+ * never used (sym_lookup). Returns 0, or -1 on ENOMEM.
+ */
+static int resymbolize(sqlite3 *db, struct sp_attrib *a)
+{
+	struct sym_ctx *sym;
+	sqlite3_stmt *st = NULL;
+	size_t it;
+	struct sp_stk *s;
+	const struct stkey *k;
+	int ret = 0;
+
+	if (!debug_dirs)
+		return 0;
+	if (!(sym = sym_open()))
+		return -1;
+	sym_set_debug_path(sym, debug_dirs);
+	if (sqlite3_prepare_v2(db,
+			       "SELECT build_id, bias FROM modules WHERE pid = ?1 AND path = ?2"
+			       " AND lo <= ?3 AND ?3 < hi ORDER BY generation DESC LIMIT 1",
+			       -1, &st, NULL) != SQLITE_OK) {
+		sym_close(sym);
+		return 0; /* no modules table: nothing to look up */
+	}
+	for (it = 0; (s = hmap_next(&a->stacks, &it, (const void **)&k));) {
+		for (uint32_t i = 0; i < s->nframes; i++) {
+			struct sp_frame *f = &s->frames[i];
+			const struct sym_result *res = NULL;
+			unsigned char bid[64];
+			size_t nbid = 0;
+			uint64_t bias = 0;
+			int found = 0;
+
+			if (f->py || strcmp(f->function, "??") || !strcmp(f->module, "??"))
+				continue;
+			sqlite3_reset(st);
+			sqlite3_bind_int64(st, 1, (sqlite3_int64)k->pid);
+			sqlite3_bind_text(st, 2, f->module, -1, SQLITE_STATIC);
+			sqlite3_bind_int64(st, 3, (sqlite3_int64)f->pc);
+			if (sqlite3_step(st) == SQLITE_ROW) {
+				const unsigned char *h = sqlite3_column_text(st, 0);
+
+				for (; h && h[0] && h[1] && nbid < sizeof(bid); h += 2) {
+					int hi = hexval(h[0]), lo = hexval(h[1]);
+
+					if (hi < 0 || lo < 0)
+						break;
+					bid[nbid++] = (unsigned char)(hi << 4 | lo);
+				}
+				bias = (uint64_t)sqlite3_column_int64(st, 1);
+				found = 1;
+			}
+			if (!found)
+				continue;
+			if (sym_lookup(sym, f->module, nbid ? bid : NULL, nbid, bias, f->pc, 1, &res) < 0) {
+				ret = -1;
+				break;
+			}
+			if (!res || res->nframes < 1 || !strcmp(res->frames[0].function, "??"))
+				continue;
+			/* make room for the inline chain: nframes - 1 more */
+			if (res->nframes > 1) {
+				uint32_t add = (uint32_t)res->nframes - 1;
+				struct sp_frame *nf = realloc(s->frames, (s->nframes + add) * sizeof(*nf));
+
+				if (!nf) {
+					ret = -1;
+					break;
+				}
+				s->frames = nf;
+				f = &s->frames[i];
+				memmove(f + res->nframes, f + 1, (s->nframes - i - 1) * sizeof(*f));
+				for (uint32_t j = 1; j <= add; j++) {
+					f[j] = f[0];
+					f[j].module = strdup(f[0].module);
+					f[j].function = NULL;
+					f[j].file = NULL;
+				}
+				s->nframes += add;
+			}
+			for (int j = 0; j < res->nframes; j++) {
+				free(f[j].function);
+				free(f[j].file);
+				f[j].function = strdup(res->frames[j].function);
+				f[j].file = strdup(res->frames[j].file);
+				f[j].line = res->frames[j].line;
+				f[j].inlined = res->frames[j].inlined;
+				if (!f[j].module || !f[j].function || !f[j].file)
+					ret = -1;
+			}
+			if (ret < 0)
+				break;
+			i += (uint32_t)res->nframes - 1;
+		}
+		if (ret < 0)
+			break;
+	}
+	sqlite3_finalize(st);
+	sym_close(sym);
+	return ret;
+}
+
 int sp_attrib_load(sqlite3 *db, const char *const *skip, struct sp_attrib *a, char *err,
 		   size_t errlen)
 {
@@ -411,6 +579,7 @@ int sp_attrib_load(sqlite3 *db, const char *const *skip, struct sp_attrib *a, ch
 		f->line = sqlite3_column_int(st, 5);
 		f->inlined = sqlite3_column_int(st, 6);
 		f->py = sqlite3_column_int64(st, 7) < 0;
+		f->pc = (uint64_t)sqlite3_column_int64(st, 7);
 		if (!f->module || !f->function || !f->file)
 			goto nomem;
 	}
@@ -418,6 +587,8 @@ int sp_attrib_load(sqlite3 *db, const char *const *skip, struct sp_attrib *a, ch
 		goto sqlerr;
 	sqlite3_finalize(st);
 	st = NULL;
+	if (resymbolize(db, a) < 0)
+		goto nomem;
 
 	/* The SQLite modules (a profile without the column has none). */
 	if (sqlite3_prepare_v2(db,

@@ -21,6 +21,7 @@ struct sp_frame {
 	char *module, *function, *file;
 	int line, inlined;
 	int py; /* a Python frame (its pc has SP_PYFRAME_BIT) */
+	uint64_t pc; /* the frames table's pc */
 };
 
 struct sp_site {
@@ -129,6 +130,12 @@ int sp_qsite_exact(const struct sp_qsite *q, uint64_t query_count);
 void sp_attrib_exact_q(const struct sp_attrib *a, int64_t fp_id, int kind_exec, double *count,
 		       double *ns);
 
+/* Symbolize at report time too (report/export --debug-dir): frames the
+ * profile left unknown ("??" in a known module) are looked up again by
+ * sp_attrib_load with the module's path, build-id and bias from the
+ * profile's modules table, searching DIRS (colon-separated, as record's
+ * --debug-dir) for the debug files. NULL: never (the default). */
+void sp_attrib_set_debug_dir(const char *dirs);
 /* Load and attribute. skip: NULL-terminated fnmatch patterns matched
  * against function names, module paths and module base names. */
 int sp_attrib_load(sqlite3 *db, const char *const *skip, struct sp_attrib *a, char *err,
@@ -146,6 +153,9 @@ const size_t *sp_attrib_query_sites(const struct sp_attrib *a, int64_t fp_id, in
 				    size_t *n);
 /* (Re)build the per-query index after a->qs was reordered. 0, or -1 on ENOMEM. */
 int sp_attrib_index(struct sp_attrib *a);
+/* 1 if module (a path) is libsqlprof.so: its frames (the shims) are left
+ * out of every printed stack. */
+int sp_is_profiler_module(const char *module);
 const struct sp_stk *sp_attrib_stack(const struct sp_attrib *a, uint64_t pid, uint64_t stack_id);
 void sp_attrib_free(struct sp_attrib *a);
 

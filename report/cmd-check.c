@@ -657,7 +657,7 @@ int cmd_check(int argc, char **argv)
 			break;
 		case 'f': o.format = optarg; break;
 		case 'h': usage(stdout); return SP_EXIT_OK;
-		default: usage(stderr); return SP_EXIT_USAGE;
+		default: sp_usage_hint("check"); return SP_EXIT_USAGE;
 		}
 	}
 	if (strcmp(o.format, "text") && strcmp(o.format, "json") && strcmp(o.format, "markdown")) {
@@ -666,12 +666,12 @@ int cmd_check(int argc, char **argv)
 	}
 	if (!o.nbase) {
 		fprintf(stderr, "sqlprof check: --baseline BASE is required\n");
-		usage(stderr);
+		sp_usage_hint("check");
 		return SP_EXIT_USAGE;
 	}
 	if (optind == argc) {
 		fprintf(stderr, "sqlprof check: want at least one candidate profile NEW\n");
-		usage(stderr);
+		sp_usage_hint("check");
 		return SP_EXIT_USAGE;
 	}
 	if ((size_t)(argc - optind) > MAX_PROFILES) {

@@ -532,7 +532,7 @@ int cmd_diff(int argc, char **argv)
 			skip[nskip++] = optarg;
 			break;
 		case 'h': usage(stdout); return SP_EXIT_OK;
-		default: usage(stderr); return SP_EXIT_USAGE;
+		default: sp_usage_hint("diff"); return SP_EXIT_USAGE;
 		}
 	}
 	if (strcmp(format, "text") && strcmp(format, "json") && strcmp(format, "markdown")) {
@@ -541,7 +541,7 @@ int cmd_diff(int argc, char **argv)
 	}
 	if (argc - optind != 2) {
 		fprintf(stderr, "sqlprof diff: want two profiles, BASE and NEW\n");
-		usage(stderr);
+		sp_usage_hint("diff");
 		return SP_EXIT_USAGE;
 	}
 	if (sp_side_load(&base, (const char *const *)&argv[optind], 1, skip, err, sizeof(err),

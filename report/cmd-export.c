@@ -9,7 +9,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <fcntl.h>
+#include <unistd.h>
 
+#include "attrib.h"
 #include "cmds.h"
 #include "export.h"
 #include "outfile.h"
@@ -23,45 +28,100 @@ static const struct {
 	const char *name;
 	int (*print)(FILE *, struct sp_export *);
 	const char *what;
+	int binary; /* never written to a terminal */
 } formats[] = {
-	{ "folded", sp_export_folded, "folded stacks (flamegraph.pl, inferno, speedscope)" },
-	{ "svg", sp_export_svg_file, "flamegraph SVG" },
-	{ "perfetto", sp_export_perfetto, "Perfetto protobuf trace (ui.perfetto.dev)" },
-	{ "chrome", sp_export_chrome, "Chrome trace-event JSON (chrome://tracing)" },
-	{ "speedscope", sp_export_speedscope, "speedscope JSON (speedscope.app)" },
-	{ "csv", sp_export_csv, "one row per fingerprint x site" },
-	{ "html", sp_export_html, "self-contained HTML report" },
+	{ "folded", sp_export_folded, "folded stacks (flamegraph.pl, inferno, speedscope)", 0 },
+	{ "svg", sp_export_svg_file, "flamegraph SVG", 0 },
+	{ "perfetto", sp_export_perfetto, "Perfetto protobuf trace (ui.perfetto.dev)", 1 },
+	{ "chrome", sp_export_chrome, "Chrome trace-event JSON (chrome://tracing)", 0 },
+	{ "speedscope", sp_export_speedscope, "speedscope JSON (speedscope.app)", 0 },
+	{ "csv", sp_export_csv, "one row per fingerprint x site", 0 },
+	{ "html", sp_export_html, "self-contained HTML report", 0 },
 };
+
+/* The format an -o file name's extension names, or NULL. Longest suffix
+ * first: x.speedscope.json is speedscope, another .json is chrome. */
+static const struct {
+	const char *suffix, *format;
+} extensions[] = {
+	{ ".speedscope.json", "speedscope" },
+	{ ".perfetto-trace", "perfetto" },
+	{ ".pftrace", "perfetto" },
+	{ ".folded", "folded" },
+	{ ".html", "html" },
+	{ ".json", "chrome" },
+	{ ".htm", "html" },
+	{ ".svg", "svg" },
+	{ ".csv", "csv" },
+};
+
+static const char *format_of(const char *out)
+{
+	size_t n = out ? strlen(out) : 0, i;
+
+	for (i = 0; i < sizeof(extensions) / sizeof(extensions[0]); i++) {
+		size_t k = strlen(extensions[i].suffix);
+
+		if (n > k && !strcasecmp(out + n - k, extensions[i].suffix))
+			return extensions[i].format;
+	}
+	return NULL;
+}
 
 static void usage(FILE *f)
 {
 	size_t i;
 
-	fprintf(f, "usage: sqlprof export --format FORMAT [OPTIONS] [PROFILE]\n"
+	fprintf(f, "usage: sqlprof export [--format FORMAT] [-o FILE] [OPTIONS] [PROFILE]\n"
 		   "\n"
 		   "Write PROFILE (default " SP_PROFILE_DEFAULT ") in another tool's format.\n"
 		   "\n"
-		   "  -f, --format FORMAT  one of:\n");
+		   "  -f, --format FORMAT  one of (without -f, taken from -o's extension: .folded,\n"
+		   "                       .svg, .pftrace, .perfetto-trace, .json (chrome),\n"
+		   "                       .speedscope.json, .csv, .html):\n");
 	for (i = 0; i < sizeof(formats) / sizeof(formats[0]); i++)
 		fprintf(f, "                         %-10s %s\n", formats[i].name, formats[i].what);
 	fprintf(f, "  -o, --output FILE    write to FILE (mode 0600) instead of standard output;\n"
-		   "                       never over a SQLite database\n"
+		   "                       never over a SQLite database; a binary format\n"
+		   "                       (perfetto) is never written to a terminal\n"
 		   "      --weight WHAT    flame weights (folded, svg, speedscope, html):\n"
 		   "                       time (estimated self ns, default) or count\n"
 		   "      --skip PATTERN   never attribute to frames whose function or module (or a\n"
 		   "                       Python frame's file) matches PATTERN (fnmatch;\n"
 		   "                       repeatable): sites in csv, perfetto,\n"
 		   "                       chrome and html\n"
+		   "      --debug-dir DIRS symbolize the frames the profile left unknown again,\n"
+		   "                       with debug files from DIRS (colon-separated)\n"
 		   "  -h, --help           this text\n"
 		   "\n"
 		   "exit status: 0 ok, 2 usage (also: FILE is a SQLite database), 3 bad profile,\n"
 		   "4 output error\n"
 		   "\n"
 		   "examples:\n"
-		   "  sqlprof export -f svg -o flame.svg\n"
+		   "  sqlprof export -o flame.svg\n"
 		   "  sqlprof export -f folded --weight count run1.db | flamegraph.pl > count.svg\n"
 		   "  sqlprof export -f perfetto -o trace.pftrace && xdg-open https://ui.perfetto.dev\n"
 		   "  sqlprof export -f html -o report.html --skip 'db_*'\n");
+}
+
+/* 1 if the output (standard output without -o) is a terminal. */
+static int to_terminal(const char *out)
+{
+	struct stat sb;
+	int fd, tty;
+
+	if (!out)
+		return isatty(STDOUT_FILENO);
+	/* only a character device can be one: a FIFO is not opened (its
+	 * reader would see our close as the end) */
+	if (stat(out, &sb) < 0 || !S_ISCHR(sb.st_mode))
+		return 0;
+	fd = open(out, O_WRONLY | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0)
+		return 0; /* a new file, or one the output code reports on */
+	tty = isatty(fd);
+	close(fd);
+	return tty;
 }
 
 int cmd_export(int argc, char **argv)
@@ -71,6 +131,7 @@ int cmd_export(int argc, char **argv)
 		{ "output", required_argument, NULL, 'o' },
 		{ "weight", required_argument, NULL, 1 },
 		{ "skip", required_argument, NULL, 2 },
+		{ "debug-dir", required_argument, NULL, 3 },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -105,13 +166,19 @@ int cmd_export(int argc, char **argv)
 			}
 			skip[nskip++] = optarg;
 			break;
+		case 3: sp_attrib_set_debug_dir(optarg); break;
 		case 'h': usage(stdout); return SP_EXIT_OK;
-		default: usage(stderr); return SP_EXIT_USAGE;
+		default: sp_usage_hint("export"); return SP_EXIT_USAGE;
 		}
 	}
-	if (!format) {
-		fprintf(stderr, "sqlprof export: --format is required\n");
-		usage(stderr);
+	if (!format && !(format = format_of(out))) {
+		if (out)
+			fprintf(stderr, "sqlprof export: cannot tell the format from '%s': give --format\n",
+				out);
+		else
+			fprintf(stderr, "sqlprof export: --format is required (or -o FILE with a"
+					" format's extension)\n");
+		sp_usage_hint("export");
 		return SP_EXIT_USAGE;
 	}
 	for (i = 0; i < sizeof(formats) / sizeof(formats[0]); i++)
@@ -130,6 +197,12 @@ int cmd_export(int argc, char **argv)
 		path = argv[optind++];
 	if (optind < argc) {
 		fprintf(stderr, "sqlprof export: one profile at a time\n");
+		return SP_EXIT_USAGE;
+	}
+	if (formats[fi].binary && to_terminal(out)) {
+		fprintf(stderr, "sqlprof export: %s is a binary format: not writing it to a terminal\n",
+			formats[fi].name);
+		fprintf(stderr, "Try -o FILE (e.g. -o trace.pftrace), or a pipe.\n");
 		return SP_EXIT_USAGE;
 	}
 	if (sp_export_load(&x, path, skip, weight, err, sizeof(err)) < 0) {

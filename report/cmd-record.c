@@ -644,12 +644,12 @@ int cmd_record(int argc, char **argv)
 			break;
 		case 'q': o.quiet = 1; break;
 		case 'h': usage(stdout); return SP_EXIT_OK;
-		default: usage(stderr); return SP_EXIT_USAGE;
+		default: sp_usage_hint("record"); return SP_EXIT_USAGE;
 		}
 	}
 	if (optind >= argc) {
 		fprintf(stderr, "sqlprof record: no command given\n");
-		usage(stderr);
+		sp_usage_hint("record");
 		return SP_EXIT_USAGE;
 	}
 	if (find_lib(lib, sizeof(lib)) < 0)

@@ -27,6 +27,7 @@ struct report_opts {
 	int stacks;
 	int plans;
 	int no_doctor;
+	int csv_table; /* --format csv prints: 0 queries, 1 --findings, 2 --failures */
 	const char *skip[MAX_SKIP + 1];
 	int nskip;
 };
@@ -48,9 +49,16 @@ static void usage(FILE *f)
 		"                       Python frame's file) matches PATTERN (fnmatch;\n"
 		"                       repeatable), e.g. your database wrapper\n"
 		"      --stacks         print the full symbolized stack of every site\n"
+		"      --debug-dir DIRS symbolize the frames the profile left unknown again,\n"
+		"                       with debug files from DIRS (colon-separated; each\n"
+		"                       DIR/.build-id/xx/yyyy.debug or .gnu_debuglink name)\n"
 		"      --plans          print each query's plan (EXPLAIN QUERY PLAN)\n"
 		"      --no-doctor      leave out the query doctor's findings (N+1, re-prepares,\n"
 		"                       full scans, temp B-trees, automatic indexes)\n"
+		"      --findings       with --format csv: print the doctor's findings instead\n"
+		"                       of the queries (JSON always has \"findings\")\n"
+		"      --failures       with --format csv: print the failed executions instead\n"
+		"                       of the queries (JSON always has \"failures\")\n"
 		"  -h, --help           this text\n"
 		"\n"
 		"examples:\n"
@@ -70,17 +78,19 @@ static void print_stack(const struct sp_attrib *a, uint64_t pid, uint64_t stack_
 			const char *indent)
 {
 	const struct sp_stk *sk = sp_attrib_stack(a, pid, stack_id);
-	uint32_t i;
+	uint32_t i, k;
 
 	if (!sk) {
 		printf("%s(stack not recorded)\n", indent);
 		return;
 	}
-	for (i = 0; i < sk->nframes; i++) {
+	for (i = 0, k = 0; i < sk->nframes; i++) {
 		const struct sp_frame *f = &sk->frames[i];
 		const char *b = strrchr(f->module, '/');
 
-		printf("%s#%-2u %s%s (%s:%d) [%s]\n", indent, i, f->inlined ? "(inlined) " : "",
+		if (sp_is_profiler_module(f->module))
+			continue; /* our shims: never a frame of the program */
+		printf("%s#%-2u %s%s (%s:%d) [%s]\n", indent, k++, f->inlined ? "(inlined) " : "",
 		       f->function, f->file, f->line, b ? b + 1 : f->module);
 	}
 }
@@ -114,6 +124,23 @@ static void print_table_sites(const struct sp_attrib *a, const struct sp_qrow *r
 }
 
 static void print_run(const struct sp_qset *qs);
+
+/* --plans: the query's plan as a tree, as the sqlite3 shell draws it. */
+static void print_plan(const struct sp_qrow *r)
+{
+	char *tree = sp_plan_tree(r->plan), *line, *nl;
+
+	printf("%10s plan%s:\n", "", r->nplans > 1 ? " (changed during the run)" : "");
+	for (line = tree; line && *line; line = nl + 1) {
+		nl = strchr(line, '\n');
+		if (!nl)
+			break;
+		*nl = 0;
+		sp_term_clean(line);
+		printf("%14s%s\n", "", line);
+	}
+	free(tree);
+}
 
 static void print_table(const struct sp_qset *qs, const struct report_opts *o, size_t n,
 			const struct sp_attrib *a)
@@ -158,22 +185,8 @@ static void print_table(const struct sp_qset *qs, const struct report_opts *o, s
 		       strcmp(r->kind, "exec") ? "" : "[exec] ", sql);
 		free(sql);
 		print_table_sites(a, r, o->stacks);
-		if (o->plans && r->plan) {
-			char *line = r->plan, *nl;
-
-			printf("%10s plan%s:\n", "", r->nplans > 1 ? " (changed during the run)" : "");
-			for (; *line; line = nl + 1) {
-				int id, parent, off = 0;
-
-				nl = strchr(line, '\n');
-				if (!nl)
-					nl = line + strlen(line) - 1;
-				if (sscanf(line, "%d|%d|%n", &id, &parent, &off) >= 2 && off > 0)
-					printf("%14s%.*s\n", "", (int)(nl - line - off), line + off);
-				if (!nl[0] || !nl[1])
-					break;
-			}
-		}
+		if (o->plans && r->plan)
+			print_plan(r);
 	}
 	if (n < qs->n)
 		printf("# ... %zu more queries (--top)\n", qs->n - n);
@@ -322,7 +335,105 @@ static void print_json_deaths(const struct sp_qset *qs)
 	printf("],");
 }
 
-static void print_json(const struct sp_qset *qs, size_t n, const struct sp_attrib *a)
+/* A stack as a JSON list of frames, leaf first, libsqlprof's left out. */
+static void print_json_stack(const struct sp_attrib *a, uint64_t pid, uint64_t stack_id)
+{
+	const struct sp_stk *sk = stack_id ? sp_attrib_stack(a, pid, stack_id) : NULL;
+	uint32_t i;
+	int first = 1;
+
+	printf("[");
+	for (i = 0; sk && i < sk->nframes; i++) {
+		const struct sp_frame *f = &sk->frames[i];
+
+		if (sp_is_profiler_module(f->module))
+			continue;
+		printf("%s{\"function\": ", first ? "" : ", ");
+		first = 0;
+		sp_json_str(stdout, f->function);
+		printf(", \"file\": ");
+		sp_json_str(stdout, f->file);
+		printf(", \"line\": %d, \"module\": ", f->line);
+		sp_json_str(stdout, f->module);
+		printf(", \"inlined\": %s}", f->inlined ? "true" : "false");
+	}
+	printf("]");
+}
+
+/* The plan's rows as nodes {id, parent, detail}, in the plan's order. */
+static void print_json_plan_nodes(const char *plan)
+{
+	struct sp_plan_node *v = NULL;
+	int n = plan ? sp_plan_nodes(plan, &v) : 0, i;
+
+	printf(", \"plan_nodes\": ");
+	if (!plan || n < 0) {
+		printf("null");
+		return;
+	}
+	printf("[");
+	for (i = 0; i < n; i++) {
+		char *d = strndup(v[i].detail, (size_t)v[i].detail_len);
+
+		printf("%s{\"id\": %d, \"parent\": %d, \"detail\": ", i ? ", " : "", v[i].id,
+		       v[i].parent);
+		sp_json_str(stdout, d ? d : "");
+		printf("}");
+		free(d);
+	}
+	printf("]");
+	free(v);
+}
+
+static void print_json_findings(const struct sp_findings *fs)
+{
+	size_t i;
+
+	printf(", \"findings\": [");
+	for (i = 0; fs && i < fs->n; i++) {
+		const struct sp_finding *x = &fs->f[i];
+
+		printf("%s\n  {\"kind\": ", i ? "," : "");
+		sp_json_str(stdout, sp_rule_name(x->rule));
+		printf(", \"fingerprint_id\": \"%016llx\", \"query_kind\": \"%s\", \"fingerprint\": ",
+		       (unsigned long long)x->q->fp_id, x->q->kind);
+		sp_json_str(stdout, x->q->fingerprint);
+		printf(", \"sql\": ");
+		sp_json_str(stdout, x->q->sql);
+		printf(", \"site\": ");
+		sp_json_str(stdout, x->site);
+		printf(", \"evidence\": ");
+		sp_json_str(stdout, x->evidence);
+		printf(", \"suggestion\": ");
+		sp_json_str(stdout, x->suggestion);
+		printf("}");
+	}
+	printf("%s]", fs && fs->n ? "\n" : "");
+}
+
+static void print_json_failures(const struct sp_failures *fs, const struct sp_attrib *a)
+{
+	size_t i;
+
+	printf(", \"failures\": [");
+	for (i = 0; i < fs->n; i++) {
+		const struct sp_failure *x = &fs->f[i];
+
+		printf("%s\n  {\"fingerprint_id\": \"%016llx\", \"kind\": \"%s\", \"fingerprint\": ",
+		       i ? "," : "", (unsigned long long)x->fp_id, x->kind);
+		sp_json_str(stdout, x->fingerprint);
+		printf(", \"code\": %d, \"message\": ", x->rc);
+		sp_json_str(stdout, x->message);
+		printf(", \"count\": %llu, \"pid\": %llu, \"stack\": ", (unsigned long long)x->count,
+		       (unsigned long long)x->pid);
+		print_json_stack(a, x->pid, x->stack_id);
+		printf("}");
+	}
+	printf("%s]", fs->n ? "\n" : "");
+}
+
+static void print_json(const struct sp_qset *qs, size_t n, const struct sp_attrib *a,
+		       const struct sp_findings *finds, const struct sp_failures *fails)
 {
 	size_t i;
 
@@ -334,6 +445,17 @@ static void print_json(const struct sp_qset *qs, size_t n, const struct sp_attri
 	       (unsigned long long)qs->unreported, (unsigned long long)qs->unreported_missing,
 	       a->unattributed_est, (unsigned long long)a->unattributed_samples);
 	print_json_deaths(qs);
+	printf(" \"command\": ");
+	if (qs->command)
+		sp_json_str(stdout, qs->command);
+	else
+		printf("null");
+	if (qs->rate >= 0 && qs->rate <= 1)
+		printf(", \"rate\": %.17g", qs->rate);
+	else
+		printf(", \"rate\": null");
+	printf(", \"runs\": %lld, \"events_dropped\": %llu,", (long long)qs->runs,
+	       (unsigned long long)qs->events_dropped);
 	printf(" \"queries\": [");
 	for (i = 0; i < n; i++) {
 		const struct sp_qrow *r = &qs->rows[i];
@@ -363,10 +485,59 @@ static void print_json(const struct sp_qset *qs, size_t n, const struct sp_attri
 			sp_json_str(stdout, r->plan);
 		else
 			printf("null");
+		print_json_plan_nodes(r->plan);
+		printf(", \"folded\": %s", r->folded ? "true" : "false");
 		print_json_sites(a, r);
 		printf("}");
 	}
-	printf("\n]}\n");
+	printf("\n]");
+	print_json_findings(finds);
+	print_json_failures(fails, a);
+	printf("}\n");
+}
+
+static void print_csv_findings(const struct sp_findings *fs)
+{
+	size_t i;
+
+	printf("kind,fingerprint_id,query_kind,fingerprint,site,evidence,suggestion\n");
+	for (i = 0; i < fs->n; i++) {
+		const struct sp_finding *x = &fs->f[i];
+
+		printf("%s,%016llx,%s,", sp_rule_name(x->rule), (unsigned long long)x->q->fp_id,
+		       x->q->kind);
+		sp_csv_str(stdout, x->q->fingerprint);
+		putchar(',');
+		sp_csv_str(stdout, x->site);
+		putchar(',');
+		sp_csv_str(stdout, x->evidence);
+		putchar(',');
+		sp_csv_str(stdout, x->suggestion);
+		putchar('\n');
+	}
+}
+
+static void print_csv_failures(const struct sp_failures *fs, const struct sp_attrib *a)
+{
+	size_t i;
+
+	printf("fingerprint_id,kind,fingerprint,code,message,count,pid,site\n");
+	for (i = 0; i < fs->n; i++) {
+		const struct sp_failure *x = &fs->f[i];
+		const struct sp_stk *sk = x->stack_id ? sp_attrib_stack(a, x->pid, x->stack_id) : NULL;
+		char site[512] = "";
+
+		if (sk && sk->site >= 0)
+			snprintf(site, sizeof(site), "%s (%s:%d)", a->sites[sk->site].function,
+				 a->sites[sk->site].file, a->sites[sk->site].line);
+		printf("%016llx,%s,", (unsigned long long)x->fp_id, x->kind);
+		sp_csv_str(stdout, x->fingerprint);
+		printf(",%d,", x->rc);
+		sp_csv_str(stdout, x->message);
+		printf(",%llu,%llu,", (unsigned long long)x->count, (unsigned long long)x->pid);
+		sp_csv_str(stdout, site);
+		putchar('\n');
+	}
 }
 
 struct group {
@@ -382,7 +553,67 @@ static int cmp_group(const void *pa, const void *pb)
 	return a->est_total_ns < b->est_total_ns ? 1 : a->est_total_ns > b->est_total_ns ? -1 : 0;
 }
 
-/* --by function / --by site: estimates summed over queries. */
+#define GROUP_QUERIES_MAX 10 /* queries listed under a --by row in the table */
+
+/* One query of a --by group: its row in the report and its estimates there. */
+struct gqe {
+	size_t row;
+	double count, self_ns;
+};
+
+static int cmp_gqe_row(const void *pa, const void *pb)
+{
+	const struct gqe *a = pa, *b = pb;
+
+	return a->row < b->row ? -1 : a->row > b->row;
+}
+
+static int cmp_gqe_self(const void *pa, const void *pb)
+{
+	const struct gqe *a = pa, *b = pb;
+
+	if (a->self_ns != b->self_ns)
+		return a->self_ns < b->self_ns ? 1 : -1;
+	return cmp_gqe_row(pa, pb);
+}
+
+/* The group key of a->qs[j]: its site, or its function's first site. */
+static int group_key(const struct sp_attrib *a, const int *fnkey, int by_fn, size_t j)
+{
+	int key = a->qs[j].site;
+
+	return by_fn && key >= 0 ? fnkey[key] : key;
+}
+
+/* Under a --by site / function row: the queries run there, each with its
+ * estimated count and self time there, costliest first, shortened to
+ * --width; at most GROUP_QUERIES_MAX, then how many more. */
+static void print_group_queries(const struct sp_qset *qs, const struct report_opts *o,
+				const struct gqe *q, size_t n)
+{
+	size_t k;
+
+	for (k = 0; k < n; k++, q++) {
+		if (k == GROUP_QUERIES_MAX && n > k + 1) {
+			printf("%12s %10s %8s %8s    <- ... %zu more queries\n", "", "", "", "", n - k);
+			break;
+		}
+		const struct sp_qrow *r = &qs->rows[q->row];
+		char *sql = o->width ? sp_shorten(r->fingerprint, o->width) : strdup(r->fingerprint);
+		char b[32];
+
+		if (!sql)
+			continue;
+		sp_term_clean(sql);
+		printf("%12.0f %10s %8s %8s    <- %s%s\n", q->count,
+		       sp_fmt_ns(b, sizeof(b), q->self_ns), "", "",
+		       strcmp(r->kind, "exec") ? "" : "[exec] ", sql);
+		free(sql);
+	}
+}
+
+/* --by function / --by site: estimates summed over queries, each group
+ * followed by the queries run there. */
 static void print_grouped(const struct sp_attrib *a, const struct sp_qset *qs,
 			  const struct report_opts *o)
 {
@@ -392,11 +623,32 @@ static void print_grouped(const struct sp_attrib *a, const struct sp_qset *qs,
 	size_t *gof = calloc(a->nsites + 1, sizeof(*gof));
 	int *fnkey = by_fn ? malloc((a->nsites + 1) * sizeof(*fnkey)) : NULL;
 	struct hmap fns; /* {function hash, module hash, n} -> first site of that function */
+	struct hmap rowof; /* {fp_id, kind_exec} -> row index + 1 in qs */
+	size_t *qrow = calloc(a->nqs + 1, sizeof(*qrow)); /* each qs entry's row + 1, 0: none */
+	/* group i's queries: gq[gfirst[i] .. gfirst[i] + gn[i]) */
+	size_t *gfirst = NULL, *gn = NULL;
+	struct gqe *gq = NULL;
 	size_t ng = 0, i, j, n;
 
 	hmap_init(&fns, 3 * sizeof(uint64_t), sizeof(int));
-	if (!g || !gof || (by_fn && !fnkey))
+	hmap_init(&rowof, 2 * sizeof(int64_t), sizeof(size_t));
+	if (!g || !gof || !qrow || (by_fn && !fnkey))
 		goto out;
+	/* the queries of the report (a statement folded into its exec is not one) */
+	for (i = 0; i < qs->n; i++) {
+		int64_t k[2] = { qs->rows[i].fp_id, !strcmp(qs->rows[i].kind, "exec") };
+		size_t *v = hmap_get(&rowof, k, 1, NULL);
+
+		if (!v)
+			goto out;
+		*v = i + 1;
+	}
+	for (j = 0; j < a->nqs; j++) {
+		int64_t k[2] = { a->qs[j].fp_id, a->qs[j].kind_exec };
+		size_t *v = hmap_get(&rowof, k, 0, NULL);
+
+		qrow[j] = v ? *v : 0;
+	}
 	/* group sites by function + module: each site's first site of its
 	 * function, through a hash (the next key on a collision) */
 	for (i = 0; by_fn && i < a->nsites; i++) {
@@ -422,6 +674,8 @@ static void print_grouped(const struct sp_attrib *a, const struct sp_qset *qs,
 		const struct sp_qsite *q = &a->qs[j];
 		int key = q->site;
 
+		if (!qrow[j])
+			continue;
 		if (by_fn && key >= 0)
 			key = fnkey[key];
 		if (!gof[key + 1]) {
@@ -438,6 +692,51 @@ static void print_grouped(const struct sp_attrib *a, const struct sp_qset *qs,
 	}
 	sp_qsort(g, ng, sizeof(*g), cmp_group);
 	n = o->top && o->top < ng ? (size_t)o->top : ng;
+	/* each group's queries, in a->qs's order (by estimated count) */
+	gfirst = calloc(ng + 2, sizeof(*gfirst));
+	gn = calloc(ng + 1, sizeof(*gn));
+	gq = malloc((a->nqs + 1) * sizeof(*gq));
+	if (!gfirst || !gn || !gq)
+		goto out;
+	for (i = 0; i < ng; i++)
+		gof[g[i].key + 1] = i + 1;
+	for (j = 0; j < a->nqs; j++)
+		if (qrow[j])
+			gfirst[gof[group_key(a, fnkey, by_fn, j) + 1]]++; /* group i counts at i + 1 */
+	for (i = 1; i <= ng + 1; i++)
+		gfirst[i] += gfirst[i - 1];
+	{
+		size_t *fill = calloc(ng + 1, sizeof(*fill));
+
+		if (!fill)
+			goto out;
+		for (j = 0; j < a->nqs; j++)
+			if (qrow[j]) {
+				size_t gi = gof[group_key(a, fnkey, by_fn, j) + 1] - 1;
+
+				gq[gfirst[gi] + fill[gi]++] =
+					(struct gqe){ qrow[j] - 1, a->qs[j].est_count, a->qs[j].est_self_ns };
+			}
+		free(fill);
+	}
+	/* a query's stacks at one site are one query there; costliest first */
+	for (i = 0; i < ng; i++) {
+		struct gqe *v = gq + gfirst[i];
+		size_t m = gfirst[i + 1] - gfirst[i], k, w = 0;
+
+		qsort(v, m, sizeof(*v), cmp_gqe_row);
+		for (k = 0; k < m; k++) {
+			if (w && v[w - 1].row == v[k].row) {
+				v[w - 1].count += v[k].count;
+				v[w - 1].self_ns += v[k].self_ns;
+			} else {
+				v[w++] = v[k];
+			}
+		}
+		qsort(v, w, sizeof(*v), cmp_gqe_self);
+		gn[i] = w;
+		g[i].queries = w;
+	}
 	if (!strcmp(o->format, "json")) {
 		printf("{\"lost\": %llu, \"unattributed\": %.0f, \"by\": \"%s\", \"groups\": [",
 		       (unsigned long long)qs->lost, a->unattributed_est, o->by);
@@ -454,9 +753,20 @@ static void print_grouped(const struct sp_attrib *a, const struct sp_qset *qs,
 			printf(", \"module\": ");
 			sp_json_str(stdout, st ? st->module : "");
 			printf(", \"queries\": %llu, \"samples\": %llu, \"est_count\": %.0f,"
-			       " \"est_self_ns\": %.0f}",
+			       " \"est_self_ns\": %.0f, \"fingerprints\": [",
 			       (unsigned long long)g[i].queries, (unsigned long long)g[i].samples,
 			       g[i].est_count, g[i].est_total_ns);
+			for (j = gfirst[i]; j < gfirst[i] + gn[i]; j++) {
+				const struct gqe *q = &gq[j];
+				const struct sp_qrow *r = &qs->rows[q->row];
+
+				printf("%s{\"fingerprint_id\": \"%016llx\", \"kind\": \"%s\", \"fingerprint\": ",
+				       j > gfirst[i] ? ", " : "", (unsigned long long)r->fp_id, r->kind);
+				sp_json_str(stdout, r->fingerprint);
+				printf(", \"est_count\": %.0f, \"est_self_ns\": %.0f}", q->count,
+				       q->self_ns);
+			}
+			printf("]}");
 		}
 		printf("\n]}\n");
 	} else if (!strcmp(o->format, "csv")) {
@@ -494,9 +804,15 @@ static void print_grouped(const struct sp_attrib *a, const struct sp_qset *qs,
 				print_site_name(a, g[i].key);
 				putchar('\n');
 			}
+			print_group_queries(qs, o, gq + gfirst[i], gn[i]);
 		}
 	}
 out:
+	free(qrow);
+	free(gfirst);
+	free(gn);
+	free(gq);
+	hmap_free(&rowof);
 	hmap_free(&fns);
 	free(fnkey);
 	free(gof);
@@ -504,36 +820,24 @@ out:
 }
 
 /* Failed executions, with their error text and the stack at the failure. */
-static void print_errors(sqlite3 *db, const struct sp_attrib *a)
+static void print_errors(const struct sp_failures *fs, const struct sp_attrib *a)
 {
-	sqlite3_stmt *st;
-	int any = 0;
+	size_t i;
 
-	if (sqlite3_prepare_v2(db,
-			       "SELECT (SELECT fingerprint FROM queries q WHERE q.fp_id = e.fp_id LIMIT 1),"
-			       " rc, message, SUM(count), pid, stack_id FROM errors e"
-			       " GROUP BY fp_id, rc, message, stack_id ORDER BY SUM(count) DESC",
-			       -1, &st, NULL) != SQLITE_OK)
-		return;
-	while (sqlite3_step(st) == SQLITE_ROW) {
-		const unsigned char *fp = sqlite3_column_text(st, 0);
-		const unsigned char *msg = sqlite3_column_text(st, 2);
-		char *sql = sp_shorten(fp ? (const char *)fp : "?", 100);
+	for (i = 0; i < fs->n; i++) {
+		const struct sp_failure *x = &fs->f[i];
+		char *sql = sp_shorten(x->fingerprint, 100);
 
-		if (!any)
+		if (!i)
 			printf("\n# failed executions\n");
-		any = 1;
 		if (sql)
 			sp_term_clean(sql);
-		printf("%10lld x rc=%d %s: %s\n", (long long)sqlite3_column_int64(st, 3),
-		       sqlite3_column_int(st, 1), msg ? (const char *)msg : "",
-		       sql ? sql : "?");
+		printf("%10llu x rc=%d %s: %s%s\n", (unsigned long long)x->count, x->rc, x->message,
+		       strcmp(x->kind, "exec") ? "" : "[exec] ", sql ? sql : "?");
 		free(sql);
-		if (sqlite3_column_int64(st, 5))
-			print_stack(a, (uint64_t)sqlite3_column_int64(st, 4),
-				    (uint64_t)sqlite3_column_int64(st, 5), "             ");
+		if (x->stack_id)
+			print_stack(a, x->pid, x->stack_id, "             ");
 	}
-	sqlite3_finalize(st);
 }
 
 int cmd_report(int argc, char **argv)
@@ -548,6 +852,9 @@ int cmd_report(int argc, char **argv)
 		{ "stacks", no_argument, NULL, 2 },
 		{ "plans", no_argument, NULL, 3 },
 		{ "no-doctor", no_argument, NULL, 4 },
+		{ "findings", no_argument, NULL, 5 },
+		{ "failures", no_argument, NULL, 6 },
+		{ "debug-dir", required_argument, NULL, 7 },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -555,6 +862,8 @@ int cmd_report(int argc, char **argv)
 	struct sp_attrib at;
 	const char *path = SP_PROFILE_DEFAULT;
 	struct sp_qset qs;
+	struct sp_findings finds = { 0 };
+	struct sp_failures fails = { 0 };
 	sqlite3 *db;
 	FILE *real = NULL;
 	char err[512];
@@ -576,6 +885,9 @@ int cmd_report(int argc, char **argv)
 		case 2: o.stacks = 1; break;
 		case 3: o.plans = 1; break;
 		case 4: o.no_doctor = 1; break;
+		case 5: o.csv_table = 1; break;
+		case 6: o.csv_table = 2; break;
+		case 7: sp_attrib_set_debug_dir(optarg); break;
 		case 's': o.sort = optarg; break;
 		case 'f': o.format = optarg; break;
 		case 'n':
@@ -592,7 +904,7 @@ int cmd_report(int argc, char **argv)
 			o.width = (size_t)u;
 			break;
 		case 'h': usage(stdout); return SP_EXIT_OK;
-		default: usage(stderr); return SP_EXIT_USAGE;
+		default: sp_usage_hint("report"); return SP_EXIT_USAGE;
 		}
 	}
 	if (strcmp(o.format, "table") && strcmp(o.format, "csv") && strcmp(o.format, "json")) {
@@ -650,21 +962,36 @@ int cmd_report(int argc, char **argv)
 		return SP_EXIT_USAGE;
 	}
 	n = o.top && o.top < qs.n ? (size_t)o.top : qs.n;
+	if (sp_failures_load(db, &fails) < 0 ||
+	    (!strcmp(o.format, "table") ? 0 : !o.no_doctor && sp_doctor_find(db, &qs, &at, &(struct sp_doctor_opts)SP_DOCTOR_DEFAULTS, &finds) < 0)) {
+		fprintf(stderr, "sqlprof report: out of memory\n");
+		sp_failures_free(&fails);
+		sp_qset_free(&qs);
+		sp_attrib_free(&at);
+		sqlite3_close(db);
+		return SP_EXIT_INTERNAL;
+	}
 	if (!strcmp(o.format, "table")) /* for a terminal: no escape sequences */
 		real = sp_term_begin(&stdout);
 	if (strcmp(o.by, "sql"))
 		print_grouped(&at, &qs, &o);
 	else if (!strcmp(o.format, "json"))
-		print_json(&qs, n, &at);
+		print_json(&qs, n, &at, &finds, &fails);
+	else if (!strcmp(o.format, "csv") && o.csv_table == 1)
+		print_csv_findings(&finds);
+	else if (!strcmp(o.format, "csv") && o.csv_table == 2)
+		print_csv_failures(&fails, &at);
 	else if (!strcmp(o.format, "csv"))
 		print_csv(&qs, n);
 	else {
 		print_table(&qs, &o, n, &at);
-		print_errors(db, &at);
+		print_errors(&fails, &at);
 		if (!o.no_doctor)
 			sp_doctor_print(db, &qs, &at, stdout);
 	}
 	werr = real && sp_term_end(&stdout, real) < 0;
+	sp_findings_free(&finds);
+	sp_failures_free(&fails);
 	sp_qset_free(&qs);
 	sp_attrib_free(&at);
 	sqlite3_close(db);

@@ -50,6 +50,7 @@ struct stkey {
 };
 struct ekey {
 	uint64_t sql_id, rc, pid, stack_id, msg_hash;
+	uint64_t kind; /* enum sp_exec_kind */
 };
 struct mkey {
 	uint64_t pid, image, generation, lo;
@@ -129,7 +130,7 @@ void sp_coll_init(struct sp_coll *c)
 	hmap_init(&c->sites, sizeof(struct skey), sizeof(struct sp_sagg));
 	hmap_init(&c->stacks, sizeof(struct stkey), sizeof(struct sp_stack));
 	hmap_init(&c->errors, sizeof(struct ekey), sizeof(struct sp_err));
-	hmap_init(&c->errcodes, 3 * sizeof(uint64_t), sizeof(uint64_t));
+	hmap_init(&c->errcodes, 4 * sizeof(uint64_t), sizeof(uint64_t));
 	hmap_init(&c->fphists, 2 * sizeof(uint64_t), sizeof(struct sp_fphist));
 	hmap_init(&c->modules, sizeof(struct mkey), sizeof(struct sp_module));
 	hmap_init(&c->plans, 2 * sizeof(uint64_t), sizeof(struct sp_plan));
@@ -689,7 +690,8 @@ static void apply(struct sp_coll *c, struct sp_proc *p, const uint8_t *rec, uint
 		const struct sp_rec_error *r = (const void *)rec;
 		const uint8_t *msg = rec + sizeof(*r);
 		struct ekey k = { r->sql_id, (uint64_t)(int64_t)r->rc, p->pid, r->stack_id,
-				  sp_hash_bytes(msg, r->msg_len) };
+				  sp_hash_bytes(msg, r->msg_len),
+				  r->h.flags & SP_ERROR_EXEC ? SP_KIND_EXEC : SP_KIND_STMT };
 		int created;
 		struct sp_err *e = hmap_get(&c->errors, &k, 1, &created);
 
@@ -1567,7 +1569,8 @@ void sp_coll_stats_merge(struct sp_coll *c, uint32_t pid, const void *mapv, size
 					if (stats_get(map, stats_ref(a.errs, h.base, used, nchunks, sizeof(er)),
 						      SP_AGG_ERRS, &er, sizeof(er)) == 0) {
 						for (b = 0; b < SP_AGG_ERR_CODES; b++) {
-							uint64_t ek[3] = { a.sql_id, (uint64_t)(int64_t)er.code[b].rc, pid };
+							uint64_t ek[4] = { a.sql_id, (uint64_t)(int64_t)er.code[b].rc, pid,
+									   a.kind == SP_KIND_EXEC ? SP_KIND_EXEC : SP_KIND_STMT };
 							uint64_t *n;
 
 							if (!er.code[b].count)
@@ -1751,9 +1754,9 @@ static void errors_reconcile(struct sp_coll *c)
 	if (!c->errcodes.count)
 		return;
 	/* what arrived as records, per (text, code, process): one pass */
-	hmap_init(&got, 3 * sizeof(uint64_t), sizeof(uint64_t));
+	hmap_init(&got, 4 * sizeof(uint64_t), sizeof(uint64_t));
 	while ((e = hmap_next(&c->errors, &it, (const void **)&k))) {
-		uint64_t gk[3] = { k->sql_id, k->rc, k->pid }, *g = hmap_get(&got, gk, 1, NULL);
+		uint64_t gk[4] = { k->sql_id, k->rc, k->pid, k->kind }, *g = hmap_get(&got, gk, 1, NULL);
 
 		if (g)
 			*g += e->count;
@@ -1764,7 +1767,7 @@ static void errors_reconcile(struct sp_coll *c)
 
 		if (have < *n) {
 			struct ekey nk = { ek[0], ek[1], ek[2], 0,
-					   sp_hash_bytes((const uint8_t *)lost, sizeof(lost) - 1) };
+					   sp_hash_bytes((const uint8_t *)lost, sizeof(lost) - 1), ek[3] };
 			int created;
 
 			e = hmap_get(&c->errors, &nk, 1, &created);

@@ -18,22 +18,25 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "doctor.h"
 #include "export.h"
 
 static const char css[] =
-	"body{font:14px sans-serif;margin:1em 2em;color:#222}"
+	"body{font:14px sans-serif;margin:1em 2em;color:#222;overflow-wrap:anywhere}"
 	"h1{font-size:20px}h2{font-size:17px;margin-top:1.5em}"
 	"table{border-collapse:collapse}td,th{padding:2px 8px;border-bottom:1px solid #ddd}"
 	"th{cursor:pointer;background:#eee;text-align:right;user-select:none}"
 	"th.s,td.s{text-align:left}td{text-align:right;white-space:nowrap;font-variant-numeric:tabular-nums}"
-	"td.s{font-family:monospace;max-width:60em;overflow:hidden;text-overflow:ellipsis;"
-	"white-space:nowrap}"
+	"td.s{font-family:monospace;max-width:40em;white-space:normal;overflow-wrap:anywhere}"
 	"th.asc::after{content:' \\25B2'}th.desc::after{content:' \\25BC'}"
 	"ul.sum{list-style:none;padding:0;display:flex;flex-wrap:wrap;gap:0 2em}"
 	".warn{color:#b00;font-weight:bold}pre{background:#f6f6f6;padding:6px;overflow:auto;"
 	"white-space:pre-wrap}details{margin:.4em 0;border-left:3px solid #9bd;padding-left:8px}"
 	"summary{cursor:pointer;font-family:monospace}.site{font-weight:bold}"
-	"svg.sqlprof-flame{max-width:100%;height:auto}";
+	"svg.sqlprof-flame{max-width:100%;height:auto}"
+	"pre.plan{white-space:pre;overflow-wrap:normal;overflow-x:auto}"
+	"dl.finding{margin:.6em 0;border-left:3px solid #d96;padding-left:8px}"
+	"dl.finding dt{font-family:monospace;font-weight:bold}dl.finding dd{margin-left:1.5em}";
 
 static const char sort_js[] =
 	"function sqlprofTable(t) {\n"
@@ -138,6 +141,69 @@ static void query_table(FILE *f, struct sp_export *x)
 	fputs("</tbody></table>\n", f);
 }
 
+/* The query doctor's findings, as report prints them after its table. */
+static int findings(FILE *f, struct sp_export *x)
+{
+	struct sp_doctor_opts o = SP_DOCTOR_DEFAULTS;
+	struct sp_findings fs;
+	size_t i;
+
+	if (sp_doctor_find(x->db, &x->qs, &x->at, &o, &fs) < 0)
+		return -1;
+	fprintf(f, "<h2>Query doctor</h2>\n<div id=\"findings\" data-n=\"%zu\">\n", fs.n);
+	if (!fs.n)
+		fputs("<p>No findings.</p>\n", f);
+	for (i = 0; i < fs.n; i++) {
+		const struct sp_finding *d = &fs.f[i];
+
+		fprintf(f, "<dl class=\"finding\" data-kind=\"%s\"><dt>%s: ", sp_rule_name(d->rule),
+			sp_rule_name(d->rule));
+		if (!strcmp(d->q->kind, "exec"))
+			fputs("[exec] ", f);
+		sp_xml_str(f, d->q->fingerprint);
+		fputs("</dt>\n<dd>at <span class=\"site\">", f);
+		sp_xml_str(f, d->site);
+		fputs("</span></dd>\n<dd>evidence: ", f);
+		sp_xml_str(f, d->evidence);
+		fputs("</dd>\n<dd>suggestion: <code>", f);
+		sp_xml_str(f, d->suggestion);
+		fputs("</code></dd></dl>\n", f);
+	}
+	fputs("</div>\n", f);
+	sp_findings_free(&fs);
+	return 0;
+}
+
+static void print_stack(FILE *f, const struct sp_export *x, const struct sp_stk *sk);
+
+/* Every failed execution, most frequent first, with its stack. */
+static int failures(FILE *f, struct sp_export *x)
+{
+	struct sp_failures fs;
+	size_t i;
+
+	if (sp_failures_load(x->db, &fs) < 0)
+		return -1;
+	fprintf(f, "<h2>Failed executions</h2>\n<div id=\"failures\" data-n=\"%zu\">\n", fs.n);
+	if (!fs.n)
+		fputs("<p>None.</p>\n", f);
+	for (i = 0; i < fs.n; i++) {
+		const struct sp_failure *e = &fs.f[i];
+
+		fprintf(f, "<p class=\"failure\">%" PRIu64 " &#215; rc=%d ", e->count, e->rc);
+		sp_xml_str(f, e->message);
+		fputs(": <code>", f);
+		if (!strcmp(e->kind, "exec"))
+			fputs("[exec] ", f);
+		sp_xml_str(f, e->fingerprint);
+		fputs("</code></p>\n", f);
+		print_stack(f, x, e->stack_id ? sp_attrib_stack(&x->at, e->pid, e->stack_id) : NULL);
+	}
+	fputs("</div>\n", f);
+	sp_failures_free(&fs);
+	return 0;
+}
+
 static int is_site(const struct sp_export *x, int site, const struct sp_frame *fr)
 {
 	const struct sp_site *s;
@@ -151,7 +217,7 @@ static int is_site(const struct sp_export *x, int site, const struct sp_frame *f
 
 static void print_stack(FILE *f, const struct sp_export *x, const struct sp_stk *sk)
 {
-	uint32_t i;
+	uint32_t i, k;
 	int marked = 0;
 
 	if (!sk) {
@@ -159,14 +225,16 @@ static void print_stack(FILE *f, const struct sp_export *x, const struct sp_stk 
 		return;
 	}
 	fputs("<pre>", f);
-	for (i = 0; i < sk->nframes; i++) {
+	for (i = 0, k = 0; i < sk->nframes; i++) {
 		const struct sp_frame *fr = &sk->frames[i];
 		const char *b = strrchr(fr->module, '/');
 		int site = !marked && is_site(x, sk->site, fr);
 		char line[32];
 
+		if (sp_is_profiler_module(fr->module))
+			continue; /* our shims are no frame of the program */
 		marked |= site;
-		fprintf(f, "%s#%-2u %s", site ? "<span class=\"site\">" : "", i,
+		fprintf(f, "%s#%-2u %s", site ? "<span class=\"site\">" : "", k++,
 			fr->inlined ? "(inlined) " : "");
 		sp_xml_str(f, fr->function);
 		fputs(" (", f);
@@ -194,7 +262,7 @@ static int load_plans(struct sp_export *x, struct hmap *m)
 	sqlite3_stmt *st;
 	int64_t cur = 0;
 	int fpcol = -1;
-	char *buf = NULL;
+	char *buf = NULL, *tree;
 	size_t len = 0;
 	FILE *f = NULL;
 
@@ -227,20 +295,29 @@ static int load_plans(struct sp_export *x, struct hmap *m)
 		if (!f) {
 			if (!(f = open_memstream(&buf, &len)))
 				goto fail;
-			fputs("<h4>Plan</h4>\n<pre>", f);
+			fputs("<h4>Plan</h4>\n<pre class=\"plan\">", f);
 			cur = fp;
 		}
+		tree = NULL;
 		for (int c = 0, n = sqlite3_column_count(st); c < n; c++) {
 			const char *name = sqlite3_column_name(st, c);
 			const unsigned char *v = sqlite3_column_text(st, c);
 
 			if (c == fpcol)
 				continue;
+			if (name && !strcmp(name, "plan") && v && !tree &&
+			    (tree = sp_plan_tree((const char *)v)) && *tree)
+				continue; /* drawn below, as the sqlite3 shell does */
 			sp_xml_str(f, name ? name : "?");
 			fputs(": ", f);
 			sp_xml_str(f, v ? (const char *)v : "");
 			fputs(c + 1 < n ? "  " : "\n", f);
 		}
+		if (tree && *tree) {
+			fputs("\nQUERY PLAN\n", f);
+			sp_xml_str(f, tree);
+		}
+		free(tree);
 	}
 	sqlite3_finalize(st);
 	return 0;
@@ -261,7 +338,14 @@ static int load_errors(struct sp_export *x, struct hmap *m)
 	FILE *f = NULL;
 
 	if (sqlite3_prepare_v2(x->db,
-			       "SELECT fp_id, rc, message, SUM(count), pid, stack_id FROM errors"
+			       "SELECT fp_id, rc, message, SUM(count), pid, stack_id FROM errors e"
+			       /* a statement's failure that is also its exec's: once
+				* (as sp_failures_load lists them) */
+			       " WHERE NOT (COALESCE(e.kind, 'stmt') <> 'exec' AND EXISTS (SELECT 1 FROM"
+			       "  errors x WHERE x.kind = 'exec' AND x.pid = e.pid AND x.rc = e.rc"
+			       "  AND x.message IS e.message) AND EXISTS (SELECT 1 FROM frames f"
+			       "  WHERE f.pid = e.pid AND f.stack_id = e.stack_id"
+			       "  AND f.function = 'sqlite3_exec'))"
 			       " GROUP BY fp_id, rc, message, pid, stack_id"
 			       " ORDER BY fp_id, SUM(count) DESC, rc, message, pid, stack_id",
 			       -1, &st, NULL) != SQLITE_OK)
@@ -400,6 +484,8 @@ int sp_export_html(FILE *f, struct sp_export *x)
 	      "</script>\n", f);
 	header(f, x);
 	query_table(f, x);
+	if (findings(f, x) < 0 || failures(f, x) < 0)
+		return -1;
 	fputs("<h2>Flamegraph</h2>\n", f);
 	if (sp_export_svg(f, x, 0) < 0)
 		return -1;
@@ -411,6 +497,8 @@ int sp_export_html(FILE *f, struct sp_export *x)
 	      "  var n = sqlprofTable(document.getElementById('queries'));\n"
 	      "  var svg = document.querySelector('svg.sqlprof-flame');\n"
 	      "  if (svg) sqlprofFlame(svg);\n"
+	      "  var de = document.documentElement;\n"
+	      "  document.body.setAttribute('data-overflow', String(de.scrollWidth - de.clientWidth));\n"
 	      "  document.body.setAttribute('data-ok', String(n));\n"
 	      "})();\n</script>\n</body></html>\n", f);
 	return 0;

@@ -687,12 +687,12 @@ static int write_all(sqlite3 *db, struct sp_coll *c, const struct sp_meta *m, ch
 		goto sqlerr;
 	it = 0;
 	while ((v = hmap_next(&c->errors, &it, &k))) {
-		const uint64_t *ek = k; /* sql_id, rc, pid, stack_id, hash */
+		const uint64_t *ek = k; /* sql_id, rc, pid, stack_id, hash, kind */
 		const struct sp_err *e = v;
 		const struct fpinfo *fi = hmap_get(&fps, &ek[0], 0, NULL);
 
 		sqlite3_bind_int64(st, 1, (sqlite3_int64)(fi ? fi->fp_id : 0));
-		sqlite3_bind_text(st, 2, "stmt", -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, 2, kind_name(ek[5]), -1, SQLITE_STATIC);
 		sqlite3_bind_int64(st, 3, (sqlite3_int64)ek[1]);
 		sqlite3_bind_text(st, 4, e->msg ? e->msg : "", -1, SQLITE_STATIC);
 		sqlite3_bind_int64(st, 5, (sqlite3_int64)ek[2]);

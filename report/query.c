@@ -221,6 +221,49 @@ int sp_qset_load(sqlite3 *db, struct sp_qset *qs, char *err, size_t errlen)
 		sqlite3_finalize(st);
 		st = NULL;
 	}
+	/* fold an exec's one statement into the exec's row */
+	for (size_t i = 0; i < qs->n; i++) {
+		struct sp_qrow *e = &qs->rows[i], *t;
+		struct qkey k = { e->fp_id, 0 };
+		size_t *ix;
+
+		if (strcmp(e->kind, "exec") || !(ix = hmap_get(&idx, &k, 0, NULL)))
+			continue;
+		t = &qs->rows[*ix - 1];
+		if (t->count != t->nested || t->count > e->count || strcmp(t->kind, "stmt"))
+			continue;
+		e->rows += t->rows;
+		e->vm_steps += t->vm_steps;
+		e->fullscan_steps += t->fullscan_steps;
+		e->sorts += t->sorts;
+		e->autoindex += t->autoindex;
+		e->prepares += t->prepares;
+		e->prepare_ns += t->prepare_ns;
+		e->self_ns += t->self_ns;
+		if (t->errors > e->errors)
+			e->errors = t->errors;
+		if (!e->plan) {
+			e->plan = t->plan;
+			t->plan = NULL;
+			e->nplans = t->nplans;
+		}
+		e->folded = 1;
+		t->count = 0; /* removed below */
+	}
+	{
+		size_t j = 0;
+
+		for (size_t i = 0; i < qs->n; i++) {
+			if (!qs->rows[i].count) {
+				free(qs->rows[i].fingerprint);
+				free(qs->rows[i].sql);
+				free(qs->rows[i].plan);
+				continue;
+			}
+			qs->rows[j++] = qs->rows[i];
+		}
+		qs->n = j;
+	}
 	hmap_free(&idx);
 	qs->lost = scalar(db, "SELECT COALESCE(SUM(lost),0) FROM processes");
 	qs->executions = scalar(db, "SELECT COALESCE(SUM(count),0) FROM queries");
@@ -247,6 +290,22 @@ int sp_qset_load(sqlite3 *db, struct sp_qset *qs, char *err, size_t errlen)
 		}
 		qs->exit_status = -1;
 		qs->duration_ns = -1;
+		qs->rate = -1;
+		qs->runs = -1;
+		qs->events_dropped =
+			scalar(db, "SELECT CAST(value AS INTEGER) FROM meta WHERE key='events_dropped'");
+		if (sqlite3_prepare_v2(db,
+				       "SELECT (SELECT CAST(value AS REAL) FROM meta WHERE key='rate'),"
+				       " (SELECT CAST(value AS INTEGER) FROM meta WHERE key='runs')",
+				       -1, &cs, NULL) == SQLITE_OK) {
+			if (sqlite3_step(cs) == SQLITE_ROW) {
+				if (sqlite3_column_type(cs, 0) != SQLITE_NULL)
+					qs->rate = sqlite3_column_double(cs, 0);
+				if (sqlite3_column_type(cs, 1) != SQLITE_NULL)
+					qs->runs = sqlite3_column_int64(cs, 1);
+			}
+			sqlite3_finalize(cs);
+		}
 		if (sqlite3_prepare_v2(db,
 				       "SELECT (SELECT CAST(value AS INTEGER) FROM meta WHERE key='exit_status'),"
 				       " (SELECT CAST(value AS INTEGER) FROM meta WHERE key='duration_ns')",
@@ -338,5 +397,168 @@ int sp_qset_sort(struct sp_qset *qs, const char *key)
 				sp_qsort(qs->rows, qs->n, sizeof(*qs->rows), cmp_rows);
 			return 0;
 		}
+	return -1;
+}
+
+int sp_plan_nodes(const char *plan, struct sp_plan_node **out)
+{
+	const char *line = plan;
+	int n = 0, cap = 0;
+
+	*out = NULL;
+	while (line && *line) {
+		const char *nl = strchr(line, '\n');
+		const char *end = nl ? nl : line + strlen(line);
+		int id, parent, off = 0;
+
+		if (sscanf(line, "%d|%d|%n", &id, &parent, &off) >= 2 && off > 0 &&
+		    line + off <= end) {
+			if (n == cap) {
+				int nc = cap ? cap * 2 : 16;
+				struct sp_plan_node *nn = realloc(*out, (size_t)nc * sizeof(*nn));
+
+				if (!nn) {
+					free(*out);
+					*out = NULL;
+					return -1;
+				}
+				*out = nn;
+				cap = nc;
+			}
+			(*out)[n].id = id;
+			(*out)[n].parent = parent;
+			(*out)[n].detail = line + off;
+			(*out)[n].detail_len = (int)(end - line - off);
+			n++;
+		}
+		line = nl ? nl + 1 : end;
+	}
+	return n;
+}
+
+/* index of node i's parent among the nodes before it, -1 for a root */
+static int plan_parent(const struct sp_plan_node *v, int i)
+{
+	for (int j = i - 1; j >= 0; j--)
+		if (v[j].id == v[i].parent)
+			return j;
+	return -1;
+}
+
+/* 1 if a node after i has the same parent (index p) */
+static int plan_later_sibling(const struct sp_plan_node *v, const int *par, int n, int i)
+{
+	for (int j = i + 1; j < n; j++)
+		if (par[j] == par[i])
+			return 1;
+	return 0;
+}
+
+char *sp_plan_tree(const char *plan)
+{
+	struct sp_plan_node *v;
+	int n = sp_plan_nodes(plan, &v), *par = NULL, *chain = NULL;
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f;
+
+	if (n < 0)
+		return NULL;
+	f = open_memstream(&buf, &len);
+	if (!f || (n && (!(par = malloc((size_t)n * sizeof(*par))) ||
+			 !(chain = malloc((size_t)n * sizeof(*chain)))))) {
+		if (f)
+			fclose(f);
+		free(buf);
+		free(v);
+		free(par);
+		return NULL;
+	}
+	for (int i = 0; i < n; i++)
+		par[i] = plan_parent(v, i);
+	for (int i = 0; i < n; i++) {
+		int depth = 0;
+
+		/* ancestors, outermost first */
+		for (int a = par[i]; a >= 0 && depth < n; a = par[a])
+			chain[depth++] = a;
+		while (depth-- > 0)
+			fputs(plan_later_sibling(v, par, n, chain[depth]) ? "|  " : "   ", f);
+		fprintf(f, "%s%.*s\n", plan_later_sibling(v, par, n, i) ? "|--" : "`--",
+			v[i].detail_len, v[i].detail);
+	}
+	free(par);
+	free(chain);
+	free(v);
+	if (fclose(f) != 0) {
+		free(buf);
+		return NULL;
+	}
+	return buf;
+}
+
+void sp_failures_free(struct sp_failures *fs)
+{
+	for (size_t i = 0; i < fs->n; i++) {
+		free(fs->f[i].message);
+		free(fs->f[i].fingerprint);
+	}
+	free(fs->f);
+	memset(fs, 0, sizeof(*fs));
+}
+
+int sp_failures_load(sqlite3 *db, struct sp_failures *out)
+{
+	sqlite3_stmt *st;
+	size_t cap = 0;
+
+	memset(out, 0, sizeof(*out));
+	/* kind is absent from old profiles' rows only as a value: the
+	 * column has always existed */
+	if (sqlite3_prepare_v2(db,
+			       "SELECT e.fp_id, e.kind, e.rc, e.message, SUM(e.count), e.pid, e.stack_id,"
+			       " (SELECT fingerprint FROM queries q WHERE q.fp_id = e.fp_id LIMIT 1)"
+			       " FROM errors e"
+			       " WHERE NOT (COALESCE(e.kind, 'stmt') <> 'exec' AND EXISTS (SELECT 1 FROM errors x"
+			       "  WHERE x.kind = 'exec' AND x.pid = e.pid AND x.rc = e.rc"
+			       "  AND x.message IS e.message) AND EXISTS (SELECT 1 FROM frames f"
+			       "  WHERE f.pid = e.pid AND f.stack_id = e.stack_id AND f.function = 'sqlite3_exec'))"
+			       " GROUP BY e.fp_id, e.kind, e.rc, e.message, e.pid, e.stack_id"
+			       " ORDER BY SUM(e.count) DESC, e.fp_id, e.rc",
+			       -1, &st, NULL) != SQLITE_OK)
+		return 0; /* no errors table: nothing failed */
+	while (sqlite3_step(st) == SQLITE_ROW) {
+		struct sp_failure *x;
+		const char *kind = (const char *)sqlite3_column_text(st, 1);
+
+		if (out->n == cap) {
+			size_t nc = cap ? cap * 2 : 16;
+			struct sp_failure *nf = realloc(out->f, nc * sizeof(*nf));
+
+			if (!nf)
+				goto nomem;
+			out->f = nf;
+			cap = nc;
+		}
+		x = &out->f[out->n];
+		memset(x, 0, sizeof(*x));
+		x->fp_id = sqlite3_column_int64(st, 0);
+		snprintf(x->kind, sizeof(x->kind), "%s", kind && !strcmp(kind, "exec") ? "exec" : "stmt");
+		x->rc = sqlite3_column_int(st, 2);
+		x->message = col_dup(st, 3);
+		x->count = col_u64(st, 4);
+		x->pid = col_u64(st, 5);
+		x->stack_id = (uint64_t)sqlite3_column_int64(st, 6);
+		x->fingerprint = sqlite3_column_type(st, 7) == SQLITE_NULL ? strdup("<sql text lost>") :
+									    col_dup(st, 7);
+		out->n++;
+		if (!x->message || !x->fingerprint)
+			goto nomem;
+	}
+	sqlite3_finalize(st);
+	return 0;
+nomem:
+	sqlite3_finalize(st);
+	sp_failures_free(out);
 	return -1;
 }

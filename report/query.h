@@ -22,6 +22,7 @@ struct sp_qrow {
 	double mean_ns;
 	char *plan;               /* EXPLAIN QUERY PLAN lines, NULL if none */
 	int nplans;               /* distinct plans seen (>1: it changed) */
+	int folded;               /* an exec row that took in its one statement's row */
 };
 
 struct sp_qset {
@@ -34,13 +35,57 @@ struct sp_qset {
 	char *command;
 	int64_t exit_status, duration_ns; /* of the command (meta); -1: unknown */
 	char *died; /* meta "died": PID\tEXE\tN\tSQL lines (sp_coll_deaths), or NULL */
+	double rate;  /* meta "rate": the sampling rate; -1: unknown */
+	int64_t runs; /* meta "runs" (record --repeat); -1: unknown */
+	uint64_t events_dropped; /* meta "events_dropped" */
 };
 
-/* Load every query of a profile. Returns 0, or -1 with err set. */
+/* Load every query of a profile. Returns 0, or -1 with err set.
+ * An sqlite3_exec that ran one statement, its own text, is one row: when a
+ * fingerprint's statement row ran only nested (count == nested) and no
+ * more often than its exec row, the statement row is folded into the exec
+ * row (which takes its rows, counters, prepares and plan, and their self
+ * time; folded set) instead of being listed as a second query. */
 int sp_qset_load(sqlite3 *db, struct sp_qset *qs, char *err, size_t errlen);
 void sp_qset_free(struct sp_qset *qs);
 /* Sort by a key: total, count, mean, p50, p95, p99, max, rows, self, errors.
  * Returns -1 for an unknown key. */
 int sp_qset_sort(struct sp_qset *qs, const char *key);
+
+/* One plan row of EXPLAIN QUERY PLAN. */
+struct sp_plan_node {
+	int id, parent;
+	const char *detail; /* points into the plan text; detail_len bytes */
+	int detail_len;
+};
+
+/* Parse plan text ("id|parent|detail" lines) into *out (malloc'd, or NULL
+ * when there are none). Returns the number of nodes, -1 on ENOMEM. */
+int sp_plan_nodes(const char *plan, struct sp_plan_node **out);
+
+/* The plan as the sqlite3 shell draws it: one line per node, "|--" or
+ * "`--" after its ancestors' "|  " / "   ", ending in a newline. A node
+ * whose parent is not an earlier node is a root. Returns a malloc'd
+ * string ("" for no plan), or NULL on ENOMEM. */
+char *sp_plan_tree(const char *plan);
+
+/* Failed executions of a profile, grouped by query, kind, code, message,
+ * process and stack, most frequent first. A statement's failure that is
+ * also an sqlite3_exec's (same process, code and message, and a stack
+ * through sqlite3_exec: the statement the exec ran) is listed once, as the
+ * exec's. */
+struct sp_failure {
+	int64_t fp_id;
+	char kind[8];
+	int rc;
+	char *message, *fingerprint;
+	uint64_t count, pid, stack_id;
+};
+struct sp_failures {
+	struct sp_failure *f;
+	size_t n;
+};
+int sp_failures_load(sqlite3 *db, struct sp_failures *out);
+void sp_failures_free(struct sp_failures *fs);
 
 #endif

@@ -415,3 +415,8 @@ int sp_parse_double(const char *s, double lo, double hi, double *out)
 	*out = d;
 	return 0;
 }
+
+void sp_usage_hint(const char *cmd)
+{
+	fprintf(stderr, "Try 'sqlprof help %s' for the options.\n", cmd);
+}

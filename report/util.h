@@ -81,6 +81,9 @@ static inline void sp_qsort(void *base, size_t n, size_t size, int (*cmp)(const 
 }
 
 int sp_parse_u64(const char *s, uint64_t *out);
+/* The second line of a usage error, after its one-line message:
+ * "Try 'sqlprof help CMD' for the options." on stderr. */
+void sp_usage_hint(const char *cmd);
 int sp_parse_double(const char *s, double lo, double hi, double *out);
 
 #endif

@@ -24,7 +24,10 @@ for rate in 0 1; do
 	[ "$vm" -gt 0 ] && [ $((vm % 1000)) = 0 ] ||
 		fail "rate $rate: $vm VM steps, expected the same non-zero number for each of the 1000"
 	report_json "$TMP/p$rate.db" "$TMP/r.json"
-	expect "$TMP/r.json" -t lost=0 -q exec "SELECT a FROM t" count=1000 \
-		-q stmt "SELECT a FROM t WHERE a > ?" count=10 rows=30
+	# the report folds each single-statement exec and its statement into
+	# one row (the exec's, with the statement's rows and steps)
+	expect "$TMP/r.json" -t lost=0 -q exec "SELECT a FROM t" count=1000 rows=1000 folded=True \
+		-q exec "SELECT a FROM t WHERE a > ?" count=10 rows=30 folded=True \
+		-a stmt "SELECT a FROM t" -a stmt "SELECT a FROM t WHERE a > ?"
 done
 exit 0
