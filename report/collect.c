@@ -1437,6 +1437,7 @@ void sp_coll_stats_merge(struct sp_coll *c, uint32_t pid, const void *mapv, size
 	p->unattributed += h.unattributed;
 	if (h.foreign_libs > p->foreign_libs)
 		p->foreign_libs = h.foreign_libs;
+	p->seen |= h.seen;
 	p->execs += h.unattributed;
 	if (h.unattributed) {
 		/* counted, under a query of their own: the totals add up */
