@@ -41,9 +41,20 @@ uint64_t sp_mono_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+int sp_env_bad;
+
+/* A bad SQLPROF_* value: the default is used, and the statistics say so
+ * (SP_SEEN_BAD_ENV). Nothing is written to the program's stderr: its
+ * output is its own, and one warning per process was 35 lines for one
+ * pyenv Python run. sqlprof record checks the same variables itself and
+ * warns once per run (unless -q). */
 void sp_warn_bad(const char *var, const char *val, const char *why)
 {
-	fprintf(stderr, "sqlprof: ignoring %s=%s (%s); using the default\n", var, val, why);
+	(void)var;
+	(void)val;
+	(void)why;
+	sp_env_bad = 1;
+	sp_stats_note_seen(SP_SEEN_BAD_ENV);
 }
 
 static int env_double(const char *var, double lo, double hi, double *out)

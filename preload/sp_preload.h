@@ -103,6 +103,7 @@ struct sp_config {
 extern struct sp_config sp_cfg __attribute__((visibility("hidden")));
 void sp_read_config(void);
 void sp_warn_bad(const char *var, const char *val, const char *why);
+extern int sp_env_bad; /* sp_warn_bad was called (before the statistics existed) */
 
 /* Clock: TSC when the kernel itself uses it as clocksource, else
  * CLOCK_MONOTONIC. Units are opaque to the preload; HELLO says which. */
@@ -707,6 +708,7 @@ extern atomic_int sp_libs_foreign;
  * for the primary. Keeps errno. */
 const struct sp_lib *sp_lib_of(const void *ra);
 void sp_stats_note_foreign_lib(void); /* stats.c: counted for the collector */
+void sp_stats_note_seen(uint32_t bits); /* stats.c: enum sp_seen bits into the header */
 /* In an exported shim, after NEED(): its caller's foreign library, or
  * NULL when the call is the primary's. */
 #define SP_FOREIGN() sp_lib_of(__builtin_return_address(0))

@@ -432,6 +432,24 @@ struct sp_stats_hdr {
 				 * their calls until the next shim call were
 				 * not seen (was padding: 0 from older
 				 * preloads) */
+	uint32_t seen;         /* enum sp_seen: what the image saw that the
+				* collector cannot (0 in older writers) */
+	uint32_t pad2;
+};
+
+/* Bits of sp_stats_hdr.seen, set by the image for record's warnings:
+ * record names the cause it saw instead of guessing. */
+enum sp_seen {
+	/* a SQLPROF_* variable had a bad value and was ignored (record
+	 * warns once per run; the preload never writes to the program's
+	 * stderr) */
+	SP_SEEN_BAD_ENV = 1 << 0,
+	/* at exit, with no execution counted, libsqlite3 was mapped: it
+	 * was loaded but no call reached the shims (RTLD_DEEPBIND, or calls
+	 * through dlsym on its own handle) */
+	SP_SEEN_SQLITE_MAPPED = 1 << 1,
+	/* at exit, with no execution counted, no libsqlite3 was mapped */
+	SP_SEEN_NO_SQLITE = 1 << 2,
 };
 
 struct sp_stats_chunk {

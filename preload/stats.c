@@ -163,6 +163,7 @@ int sp_stats_init(void)
 	sp_stats->chunk_size = CHUNK;
 	sp_stats->size = size;
 	sp_stats->base = (uint64_t)(uintptr_t)m;
+	sp_stats->seen = sp_env_bad ? SP_SEEN_BAD_ENV : 0;
 	__atomic_store_n(&sp_stats->nchunks, 1, __ATOMIC_RELEASE);
 	return 0;
 }
@@ -488,6 +489,12 @@ void sp_stats_note_foreign_lib(void)
 {
 	if (sp_stats)
 		__atomic_fetch_add(&sp_stats->foreign_libs, 1, __ATOMIC_RELAXED);
+}
+
+void sp_stats_note_seen(uint32_t bits)
+{
+	if (sp_stats)
+		__atomic_fetch_or(&sp_stats->seen, bits, __ATOMIC_RELAXED);
 }
 
 /* Executions counted so far, for BYE: every arena's records. */

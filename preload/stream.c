@@ -1365,6 +1365,28 @@ static int stats_copy_to(int file_fd)
 	return 0;
 }
 
+static int sqlite_mapped_cb(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	const char *n = info->dlpi_name, *b = n ? strrchr(n, '/') : NULL;
+
+	(void)size;
+	(void)arg;
+	b = b ? b + 1 : n;
+	return b && !strncmp(b, "libsqlite3.so", 13);
+}
+
+/* For record's warnings, in an image that counted no execution: was a
+ * libsqlite3 mapped (loaded, but no call reached us: RTLD_DEEPBIND) or
+ * not at all? dl_iterate_phdr holds the loader's lock only; none of ours
+ * is held here. */
+static void note_sqlite_seen(uint64_t executions)
+{
+	if (executions || !sp_stats)
+		return;
+	sp_stats_note_seen(dl_iterate_phdr(sqlite_mapped_cb, NULL) ? SP_SEEN_SQLITE_MAPPED
+								   : SP_SEEN_NO_SQLITE);
+}
+
 void sp_stream_exit(void)
 {
 	struct sp_rec_bye b;
@@ -1382,6 +1404,7 @@ void sp_stream_exit(void)
 		return;
 	}
 	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel);
+	note_sqlite_seen(sp_stats_executions()); /* before the copies, if any */
 	if (!stats_shared && sp_stats && sock_fd >= 0 && !stream_dead())
 		stats_copy();
 	b.h.type = SP_REC_BYE;

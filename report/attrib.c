@@ -173,14 +173,16 @@ static int unknown(const struct sp_frame *f)
 
 static uint64_t site_hash(const struct sp_frame *f)
 {
-	uint64_t h[4] = { sp_hash_bytes(f->function, strlen(f->function)),
+	uint64_t h[5] = { sp_hash_bytes(f->function, strlen(f->function)),
 			  sp_hash_bytes(f->file, strlen(f->file)),
-			  sp_hash_bytes(f->module, strlen(f->module)), (uint64_t)(int64_t)f->line };
+			  sp_hash_bytes(f->module, strlen(f->module)), (uint64_t)(int64_t)f->line,
+			  f->offset };
 
 	return sp_hash_bytes(h, sizeof(h));
 }
 
-/* The site of frame f: found through a hash of its four parts, the next
+/* The site of frame f: found through a hash of its five parts (a frame
+ * without symbols is told apart by its offset in its module), the next
  * key tried on a collision (a linear search over the sites made 40,000
  * sites cost 0.8 G string compares). */
 static int site_intern(struct sp_attrib *a, const struct sp_frame *f)
@@ -198,7 +200,8 @@ static int site_intern(struct sp_attrib *a, const struct sp_frame *f)
 			break;
 		s = &a->sites[*ix];
 		if (s->line == f->line && !strcmp(s->function, f->function) &&
-		    !strcmp(s->file, f->file) && !strcmp(s->module, f->module))
+		    s->offset == f->offset && !strcmp(s->file, f->file) &&
+		    !strcmp(s->module, f->module))
 			return *ix;
 	}
 	if (a->nsites == a->sites_cap) {
@@ -210,7 +213,7 @@ static int site_intern(struct sp_attrib *a, const struct sp_frame *f)
 		a->sites = ns;
 		a->sites_cap = nc;
 	}
-	a->sites[a->nsites] = (struct sp_site){ f->function, f->file, f->module, f->line };
+	a->sites[a->nsites] = (struct sp_site){ f->function, f->file, f->module, f->line, f->offset };
 	*ix = (int)a->nsites;
 	return (int)a->nsites++;
 }
@@ -535,7 +538,7 @@ static int resymbolize(sqlite3 *db, struct sp_attrib *a)
 int sp_attrib_load(sqlite3 *db, const char *const *skip, struct sp_attrib *a, char *err,
 		   size_t errlen)
 {
-	sqlite3_stmt *st = NULL;
+	sqlite3_stmt *st = NULL, *ms = NULL;
 	struct hmap qsi; /* {fp_id, kind_exec, site} -> index in qs */
 	struct sqlite_mods mods = { 0 };
 	size_t it;
@@ -582,7 +585,29 @@ int sp_attrib_load(sqlite3 *db, const char *const *skip, struct sp_attrib *a, ch
 		f->pc = (uint64_t)sqlite3_column_int64(st, 7);
 		if (!f->module || !f->function || !f->file)
 			goto nomem;
+		f->offset = 0;
+		if (!f->py && !strcmp(f->function, "??") && !strcmp(f->file, "??") && !unknown(f)) {
+			/* where in the module: its bias from the module map (the
+			 * newest generation holding the pc) */
+			if (!ms && sqlite3_prepare_v2(db,
+						      "SELECT bias FROM modules WHERE pid = ?1 AND path = ?2"
+						      " AND lo <= ?3 AND ?3 < hi ORDER BY generation DESC"
+						      " LIMIT 1",
+						      -1, &ms, NULL) != SQLITE_OK)
+				ms = NULL;
+			if (ms) {
+				sqlite3_bind_int64(ms, 1, sqlite3_column_int64(st, 0));
+				sqlite3_bind_text(ms, 2, f->module, -1, SQLITE_STATIC);
+				sqlite3_bind_int64(ms, 3, sqlite3_column_int64(st, 7));
+				if (sqlite3_step(ms) == SQLITE_ROW)
+					f->offset = (uint64_t)sqlite3_column_int64(st, 7) -
+						    (uint64_t)sqlite3_column_int64(ms, 0);
+				sqlite3_reset(ms);
+			}
+		}
 	}
+	sqlite3_finalize(ms);
+	ms = NULL;
 	if (rc != SQLITE_DONE)
 		goto sqlerr;
 	sqlite3_finalize(st);
@@ -708,6 +733,7 @@ sqlerr:
 	snprintf(err, errlen, "corrupt profile: %s", sqlite3_errmsg(db));
 fail:
 	sqlite3_finalize(st);
+	sqlite3_finalize(ms);
 	hmap_free(&qsi);
 	mods_free(&mods);
 	sp_attrib_free(a);

@@ -22,11 +22,14 @@ struct sp_frame {
 	int line, inlined;
 	int py; /* a Python frame (its pc has SP_PYFRAME_BIT) */
 	uint64_t pc; /* the frames table's pc */
+	uint64_t offset; /* a native frame without symbols in a known module:
+			  * its pc's offset in the file (pc - bias); else 0 */
 };
 
 struct sp_site {
 	const char *function, *file, *module; /* point into a frame */
 	int line;
+	uint64_t offset; /* "??" in a module: the pc's offset in its file */
 };
 
 /* One symbolized stack of one process. */

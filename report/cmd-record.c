@@ -37,6 +37,7 @@
 #include "outfile.h"
 #include "profile.h"
 #include "supervise.h"
+#include "why.h"
 #include "sp_probe.h"
 
 struct record_opts {
@@ -344,63 +345,105 @@ static void report_deaths(const struct sp_coll *c, int status)
 	free(d);
 }
 
-static void explain_empty(const struct sp_coll *c)
+/* "1 process" / "2 processes" */
+static const char *procs(size_t n)
 {
-	size_t it = 0, foreign = 0, deep = 0;
+	return n == 1 ? "process" : "processes";
+}
+
+/* Why the profile holds less than it should, with the cause seen: what
+ * the processes saw (enum sp_seen), --no-follow, the command's exit
+ * status, the command's binary. */
+static void explain_empty(const struct sp_coll *c, int follow, int status, const char *cmd)
+{
+	size_t it = 0, foreign = 0, mapped = 0, nosqlite = 0, badenv = 0, deep = 0;
 	const struct sp_proc *p;
-	int any_sqlite = 0;
+	char why[PATH_MAX + 160];
 
 	while ((p = hmap_next(&c->procs, &it, NULL))) {
 		foreign += p->foreign_libs > 0;
 		deep += p->deepbind_late > 0;
+		badenv += (p->seen & SP_SEEN_BAD_ENV) != 0;
+		if (p->execs)
+			continue;
+		mapped += (p->seen & SP_SEEN_SQLITE_MAPPED) != 0;
+		nosqlite += (p->seen & SP_SEEN_NO_SQLITE) && !(p->seen & SP_SEEN_SQLITE_MAPPED);
 	}
+	if (badenv && !sp_why_env(NULL, NULL))
+		fprintf(stderr,
+			"sqlprof: warning: %zu %s ignored a bad SQLPROF_* value the program set "
+			"(the defaults were used)\n",
+			badenv, procs(badenv));
 	if (deep)
 		fprintf(stderr,
-			"sqlprof: warning: %zu process(es) loaded a library with RTLD_DEEPBIND from "
+			"sqlprof: warning: %zu %s loaded a library with RTLD_DEEPBIND from "
 			"an object with its own search path (RUNPATH, RPATH or a later dlopen'd "
 			"library): its SQLite calls bind past the profiler until the next call that "
 			"reaches it (open, exec, dlopen, dlclose), and were not seen before\n",
-			deep);
+			deep, procs(deep));
 	if (foreign)
 		fprintf(stderr,
-			"sqlprof: warning: %zu process(es) called a second SQLite library, not "
+			"sqlprof: warning: %zu %s called a second SQLite library, not "
 			"profiled: its calls were passed through untouched (only the first SQLite "
 			"a process uses is profiled)\n",
-			foreign);
+			foreign, procs(foreign));
 	if (c->py_unsupported)
 		fprintf(stderr,
-			"sqlprof: warning: %u process(es) run a CPython whose frames sqlprof cannot "
+			"sqlprof: warning: %u %s run a CPython whose frames sqlprof cannot "
 			"read (%s): their queries are attributed to native frames\n",
-			c->py_unsupported, c->py_version);
+			c->py_unsupported, procs(c->py_unsupported), c->py_version);
 	if (c->py_unreadable)
 		fprintf(stderr,
-			"sqlprof: warning: %u Python process(es) could not read their interpreter's "
+			"sqlprof: warning: %u Python %s could not read their interpreter's "
 			"frames (process_vm_readv refused, or the frames did not check out): their "
 			"queries are attributed to native frames\n",
-			c->py_unreadable);
-	it = 0;
-	if (c->procs.count == 0) {
+			c->py_unreadable, procs(c->py_unreadable));
+	if (mapped)
 		fprintf(stderr,
-			"sqlprof: warning: no process connected: libsqlprof.so was not loaded "
-			"(a static or setuid binary, or LD_PRELOAD was cleared)\n");
+			"sqlprof: warning: %zu %s loaded libsqlite3 but no call reached the "
+			"profiler: the library (or the module calling it) was probably loaded with "
+			"RTLD_DEEPBIND, which binds its calls past LD_PRELOAD (PHP's sqlite3 and "
+			"pdo_sqlite do), or called through dlsym on its own handle\n",
+			mapped, procs(mapped));
+	if (c->procs.count == 0) {
+		fprintf(stderr, "sqlprof: warning: no process connected: libsqlprof.so was not loaded (%s)\n",
+			sp_why_not_loaded(cmd, why, sizeof(why)));
 		return;
 	}
-	while ((p = hmap_next(&c->procs, &it, NULL)))
-		any_sqlite |= p->execs > 0 || p->sqlite_found;
 	if (sp_coll_executions(c) == 0 && sp_coll_lost(c) > 0)
 		fprintf(stderr,
-			"sqlprof: warning: every record of %zu process(es) was lost (%llu): the "
+			"sqlprof: warning: every record of %zu %s was lost (%llu): the "
 			"profiler could not share its buffers with this collector (memfd_create "
 			"refused, e.g. by a seccomp filter) or the collector fell behind\n",
-			c->procs.count, (unsigned long long)sp_coll_lost(c));
-	else if (sp_coll_executions(c) == 0)
-		fprintf(stderr,
-			"sqlprof: warning: %zu process(es) ran with the profiler but no SQLite "
-			"execution reached it%s\n",
-			c->procs.count,
-			any_sqlite || foreign || deep ? ""
-					      : " (no dynamic libsqlite3 was used: SQLite may be statically "
-				     "linked into the program)");
+			c->procs.count, procs(c->procs.count), (unsigned long long)sp_coll_lost(c));
+	else if (sp_coll_executions(c) == 0 && !mapped) {
+		const char *cause;
+
+		if (deep)
+			cause = "a library loaded with RTLD_DEEPBIND bound its SQLite calls past "
+				"the profiler";
+		else if (!follow)
+			cause = "--no-follow: only the command itself was profiled, not the "
+				"programs it ran";
+		else if (WIFEXITED(status) && WEXITSTATUS(status) == 127)
+			cause = "the command exited 127: a program it tried to run was not found";
+		else if (WIFEXITED(status) && WEXITSTATUS(status) == 126)
+			cause = "the command exited 126: a program it tried to run could not be "
+				"executed";
+		else if (nosqlite == c->procs.count)
+			cause = c->procs.count == 1
+					? "it never loaded libsqlite3 (SQLite compiled or statically "
+					  "linked into a program is invisible, and so is a program it "
+					  "started without LD_PRELOAD)"
+					: "none of them loaded libsqlite3 (SQLite compiled or statically "
+					  "linked into a program is invisible, and so is a program "
+					  "started without LD_PRELOAD)";
+		else
+			cause = NULL;
+		fprintf(stderr, "sqlprof: warning: %zu %s ran with the profiler but no SQLite "
+			"execution reached it%s%s\n",
+			c->procs.count, procs(c->procs.count), cause ? ": " : "", cause ? cause : "");
+	}
 }
 
 /* Processes still connected when recording stops: whatever they run
@@ -442,9 +485,9 @@ static void report_stragglers(const struct sp_coll *c, const struct client *cl, 
 	}
 	if (n)
 		fprintf(stderr,
-			"%ssqlprof: warning: %zu process(es) still running and connected when "
-			"recording stopped, %s: pid %s; their later queries were not collected\n",
-			"", n, why, pids);
+			"%ssqlprof: warning: %zu %s still running and connected when "
+			"recording stopped, %s: pid %s; %s later queries were not collected\n",
+			"", n, n == 1 ? "process" : "processes", why, pids, n == 1 ? "its" : "their");
 }
 
 /* 1 when the environment of process pid holds want (a whole "NAME=value"
@@ -538,9 +581,9 @@ static void report_unconnected(const char *sockpath, const struct client *cl, si
 	free(env);
 	if (n)
 		fprintf(stderr,
-			"%ssqlprof: warning: %zu more process(es) of the command still running, not "
-			"connected: pid %s; any query they make from now on is not collected\n",
-			"", n, pids);
+			"%ssqlprof: warning: %zu more %s of the command still running, not "
+			"connected: pid %s; any query %s makes from now on is not collected\n",
+			"", n, n == 1 ? "process" : "processes", pids, n == 1 ? "it" : "each");
 }
 
 int cmd_record(int argc, char **argv)
@@ -671,6 +714,13 @@ int cmd_record(int argc, char **argv)
 		return SP_EXIT_USAGE;
 	}
 
+	if (!o.quiet) { /* once per run, here: the preload never writes to the program's stderr */
+		const char *set[] = { o.rate ? "SQLPROF_RATE" : "", o.seed ? "SQLPROF_SEED" : "",
+				      o.slow_ms ? "SQLPROF_SLOW_MS" : "", o.depth ? "SQLPROF_DEPTH" : "",
+				      o.follow ? "" : "SQLPROF_FOLLOW", NULL };
+
+		sp_why_env(stderr, set);
+	}
 	sp_coll_init(&c);
 	c.diag = stderr; /* broken rings */
 	buf = malloc(SP_MSG_MAX + 64);
@@ -980,7 +1030,7 @@ int cmd_record(int argc, char **argv)
 	if (!o.quiet) {
 		uint64_t complete, unrep = sp_coll_unreported(&c, &complete);
 
-		explain_empty(&c);
+		explain_empty(&c, o.follow, status, argv[optind]);
 		report_deaths(&c, status);
 		if (c.sym_notes) {
 			char *save = NULL, *line;
@@ -994,21 +1044,43 @@ int cmd_record(int argc, char **argv)
 		}
 		if (unrep)
 			fprintf(stderr,
-				"sqlprof: warning: %llu process(es) ran SQLite but could not connect to "
+				"sqlprof: warning: %llu %s ran SQLite but could not connect to "
 				"the collector (a seccomp filter, another uid, no descriptor left): "
 				"%llu left their totals in files, which are in the profile; %llu "
 				"could not, and their executions are missing\n",
-				(unsigned long long)unrep, (unsigned long long)complete,
+				(unsigned long long)unrep, procs(unrep), (unsigned long long)complete,
 				(unsigned long long)(unrep - complete));
 		if (c.spill_failed)
 			fprintf(stderr,
-				"sqlprof: warning: %llu sampled executions dropped from the timeline "
+				"sqlprof: warning: %llu sampled execution%s dropped from the timeline "
 				"(meta.events_dropped; totals are exact): cannot write them in %s: %s\n",
-				(unsigned long long)c.spill_failed, tmp && *tmp ? tmp : "/tmp",
-				strerror(c.spill_errno));
-		fprintf(stderr, "sqlprof: %llu executions from %zu process(es), %llu events lost; profile in %s\n",
-			(unsigned long long)sp_coll_executions(&c), c.procs.count,
-			(unsigned long long)sp_coll_lost(&c), wrote ? saved : o.output);
+				(unsigned long long)c.spill_failed, c.spill_failed == 1 ? "" : "s",
+				tmp && *tmp ? tmp : "/tmp", strerror(c.spill_errno));
+		if (c.events_dropped > c.spill_failed)
+			fprintf(stderr,
+				"sqlprof: warning: %llu sampled execution%s beyond --max-events %llu "
+				"left out of the timeline (meta.events_dropped; totals are exact)\n",
+				(unsigned long long)(c.events_dropped - c.spill_failed),
+				c.events_dropped - c.spill_failed == 1 ? "" : "s",
+				(unsigned long long)o.max_events);
+		{
+			size_t it = 0, used = 0;
+			const struct sp_proc *p;
+			uint64_t ex = sp_coll_executions(&c), lost = sp_coll_lost(&c);
+
+			/* processes that used SQLite; exec'd helpers (pyenv's
+			 * shims) connect too */
+			while ((p = hmap_next(&c.procs, &it, NULL)))
+				used += p->execs > 0;
+			if (!used) /* then say how many ran at all */
+				used = c.procs.count;
+			fprintf(stderr, "sqlprof: %llu execution%s from %zu %s", (unsigned long long)ex,
+				ex == 1 ? "" : "s", used, procs(used));
+			if (c.procs.count > used)
+				fprintf(stderr, " (and %zu that ran no SQLite)", c.procs.count - used);
+			fprintf(stderr, ", %llu event%s lost; profile in %s\n", (unsigned long long)lost,
+				lost == 1 ? "" : "s", wrote ? saved : o.output);
+		}
 	}
 	rc = wrote ? SP_EXIT_INTERNAL : meta.exit_status;
 out:

@@ -11,6 +11,7 @@
 #include "attrib.h"
 #include "cmds.h"
 #include "doctor.h"
+#include "fit.h"
 #include "profile.h"
 #include "query.h"
 #include "untrusted.h"
@@ -28,6 +29,10 @@ struct report_opts {
 	int plans;
 	int no_doctor;
 	int csv_table; /* --format csv prints: 0 queries, 1 --findings, 2 --failures */
+	int width_set;        /* -w given */
+	int full_paths;       /* --full-paths */
+	size_t fit;           /* columns to fit the table in; 0: no limit */
+	const char *root;     /* common directory stripped from source paths */
 	const char *skip[MAX_SKIP + 1];
 	int nskip;
 };
@@ -43,7 +48,11 @@ static void usage(FILE *f)
 		"                       self, errors, vm\n"
 		"  -n, --top N          only the first N rows\n"
 		"  -f, --format FMT     table (default), csv, json\n"
-		"  -w, --width N        shorten SQL to N bytes in the table (default 80, 0 = full)\n"
+		"  -w, --width N        shorten SQL to N bytes in the table (default 80, 0 = full);\n"
+		"                       on a terminal (or with COLUMNS set) the table is also\n"
+		"                       fitted to its width: SQL first, then columns left out\n"
+		"      --full-paths     source paths as recorded, not relative to their common\n"
+		"                       directory\n"
 		"  -b, --by WHAT        sql (default), function or site (function + file:line)\n"
 		"      --skip PATTERN   never attribute to frames whose function or module (or a\n"
 		"                       Python frame's file) matches PATTERN (fnmatch;\n"
@@ -67,12 +76,20 @@ static void usage(FILE *f)
 		"  sqlprof report --by site --skip 'db_*' --skip libmywrapper.so\n");
 }
 
+/* "s" unless n is 1: "1 sample", "2 samples" */
+static const char *pl(double n)
+{
+	return n >= 0.5 && n < 1.5 ? "" : "s";
+}
+
 static int cmp_qsite(const void *pa, const void *pb)
 {
 	const struct sp_qsite *a = pa, *b = pb;
 
 	return a->est_count < b->est_count ? 1 : a->est_count > b->est_count ? -1 : 0;
 }
+
+static const char *root_; /* the report's common source root (--full-paths: NULL) */
 
 static void print_stack(const struct sp_attrib *a, uint64_t pid, uint64_t stack_id,
 			const char *indent)
@@ -91,33 +108,59 @@ static void print_stack(const struct sp_attrib *a, uint64_t pid, uint64_t stack_
 		if (sp_is_profiler_module(f->module))
 			continue; /* our shims: never a frame of the program */
 		printf("%s#%-2u %s%s (%s:%d) [%s]\n", indent, k++, f->inlined ? "(inlined) " : "",
-		       f->function, f->file, f->line, b ? b + 1 : f->module);
+		       f->function, sp_path_rel(f->file, root_), f->line, b ? b + 1 : f->module);
 	}
 }
 
 static void print_site_name(const struct sp_attrib *a, int site)
 {
-	if (site < 0)
+	const struct sp_site *st = site >= 0 ? &a->sites[site] : NULL;
+
+	if (!st)
 		printf("(unattributed)");
-	else
-		printf("%s (%s:%d)", a->sites[site].function, a->sites[site].file,
-		       a->sites[site].line);
+	else if (st->offset && !strcmp(st->file, "??")) {
+		/* no symbols: where in which module */
+		const char *b = strrchr(st->module, '/');
+
+		printf("%s (%s+0x%llx)", st->function, b ? b + 1 : st->module,
+		       (unsigned long long)st->offset);
+	} else
+		printf("%s (%s:%d)", st->function, sp_path_rel(st->file, root_), st->line);
+}
+
+/* 1 when every execution of query r has its stack: the site figures are
+ * counts, not estimates (--rate 1 with nothing lost). */
+static int sites_exact(const struct sp_attrib *a, const struct sp_qrow *r)
+{
+	size_t j, n;
+	const size_t *ix = sp_attrib_query_sites(a, r->fp_id, !strcmp(r->kind, "exec"), &n);
+	uint64_t samples = 0;
+
+	for (j = 0; j < n; j++)
+		samples += a->qs[ix[j]].samples;
+	return n && samples == r->count;
 }
 
 static void print_table_sites(const struct sp_attrib *a, const struct sp_qrow *r, int stacks)
 {
 	size_t j, n;
 	const size_t *ix = sp_attrib_query_sites(a, r->fp_id, !strcmp(r->kind, "exec"), &n);
+	int exact = sites_exact(a, r);
 
 	for (j = 0; j < n; j++) {
 		const struct sp_qsite *q = &a->qs[ix[j]];
 		char b[32];
 
-		printf("%10s -> ~%.0f%s execs, ~%s at ", "",
-		       q->est_count, sp_qsite_exact(q, r->count) ? "" : " (est.)",
-		       sp_fmt_ns(b, sizeof(b), q->est_total_ns));
+		/* exact: every execution sampled (sites_exact), or this site's
+		 * count came whole from its callers' exact counts */
+		if (exact || sp_qsite_exact(q, r->count))
+			printf("%10s -> %.0f exec%s, %s at ", "", q->est_count, pl(q->est_count),
+			       sp_fmt_ns(b, sizeof(b), q->est_total_ns));
+		else
+			printf("%10s -> ~%.0f (est.) exec%s, ~%s at ", "", q->est_count,
+			       pl(q->est_count), sp_fmt_ns(b, sizeof(b), q->est_total_ns));
 		print_site_name(a, q->site);
-		printf(" [%llu samples]\n", (unsigned long long)q->samples);
+		printf(" [%llu sample%s]\n", (unsigned long long)q->samples, pl((double)q->samples));
 		if (stacks)
 			print_stack(a, q->pid, q->stack_id, "                 ");
 	}
@@ -142,54 +185,164 @@ static void print_plan(const struct sp_qrow *r)
 	free(tree);
 }
 
+/* SQL shortened to at most cols columns, "... (N more bytes)" included
+ * when it fits (else "..."). Malloc'd; NULL on ENOMEM. */
+static char *shorten_cols(const char *sql, size_t cols)
+{
+	size_t n = strlen(sql), keep, i, w = 0;
+	char tail[48], *out;
+
+	if (sp_fit_cols(sql, n) <= cols)
+		return strdup(sql);
+	snprintf(tail, sizeof(tail), "... (%zu more bytes)", n);
+	if (3 * strlen(tail) > cols) /* the count would take the room */
+		snprintf(tail, sizeof(tail), "...");
+	keep = cols > strlen(tail) ? cols - strlen(tail) : 0;
+	for (i = 0; i < n && w < keep; w++) /* keep columns, on UTF-8 boundaries */
+		for (i++; i < n && ((unsigned char)sql[i] & 0xc0) == 0x80; i++)
+			;
+	if (strcmp(tail, "..."))
+		snprintf(tail, sizeof(tail), "... (%zu more bytes)", n - i);
+	out = malloc(i + sizeof(tail));
+	if (!out)
+		return NULL;
+	memcpy(out, sql, i);
+	strcpy(out + i, tail);
+	return out;
+}
+
+enum { C_COUNT, C_TOTAL, C_MEAN, C_P50, C_P95, C_P99, C_MAX, C_ROWS, NCOL };
+
 static void print_table(const struct sp_qset *qs, const struct report_opts *o, size_t n,
 			const struct sp_attrib *a)
 {
-	char b[7][32];
-	size_t i;
-	uint64_t total = 0;
+	static const char *const head[NCOL] = { "COUNT", "TOTAL", "MEAN", "P50",
+						"P95",   "P99",   "MAX",  "ROWS" };
+	/* what goes first when the terminal is narrow */
+	static const int drop_order[] = { C_P50, C_P95, C_MEAN, C_MAX, C_ROWS };
+	char b[NCOL][32];
+	size_t i, c, w[NCOL], sqlw = 0, room = 0, ndrop = 0;
+	int shown[NCOL];
+	uint64_t total = 0, others = qs->processes - qs->sqlite_processes;
 
 	for (i = 0; i < qs->n; i++)
 		total += qs->rows[i].self_ns;
-	printf("# %llu executions of %zu queries in %llu process(es); db time %s (self)",
-	       (unsigned long long)qs->executions, qs->n, (unsigned long long)qs->processes,
-	       sp_fmt_ns(b[0], sizeof(b[0]), (double)total));
+	printf("# %llu execution%s of %zu quer%s in %llu process%s", (unsigned long long)qs->executions,
+	       pl((double)qs->executions), qs->n, qs->n == 1 ? "y" : "ies",
+	       (unsigned long long)qs->sqlite_processes, qs->sqlite_processes == 1 ? "" : "es");
+	if (qs->processes > qs->sqlite_processes)
+		printf(" (and %llu that ran no SQLite)", (unsigned long long)others);
+	printf("; db time %s (self)\n", sp_fmt_ns(b[0], sizeof(b[0]), (double)total));
 	/* totals are exact whatever was lost: only sampled events travel */
-	printf("; events lost %llu; unattributed ~%.0f (%llu samples)", (unsigned long long)qs->lost,
-	       a->unattributed_est, (unsigned long long)a->unattributed_samples);
+	printf("# events lost %llu; unattributed ~%.0f (%llu sample%s)", (unsigned long long)qs->lost,
+	       a->unattributed_est, (unsigned long long)a->unattributed_samples,
+	       pl((double)a->unattributed_samples));
+	if (qs->events_dropped)
+		printf("; %llu sampled execution%s left out of the timeline (--max-events)",
+		       (unsigned long long)qs->events_dropped, pl((double)qs->events_dropped));
 	if (qs->untracked)
 		printf("; untracked %llu", (unsigned long long)qs->untracked);
 	if (qs->bad_messages)
 		printf("; bad messages %llu", (unsigned long long)qs->bad_messages);
 	if (qs->unreported)
-		printf("; %llu process(es) could not connect (%llu missing)",
-		       (unsigned long long)qs->unreported, (unsigned long long)qs->unreported_missing);
+		printf("; %llu process%s could not connect (%llu missing)",
+		       (unsigned long long)qs->unreported, qs->unreported == 1 ? "" : "es",
+		       (unsigned long long)qs->unreported_missing);
 	printf("\n");
 	if (qs->command)
 		printf("# command: %s\n", qs->command);
 	print_run(qs);
-	printf("%10s %10s %10s %10s %10s %10s %10s %10s  %s\n", "COUNT", "TOTAL", "MEAN", "P50", "P95",
-	       "P99", "MAX", "ROWS", "SQL");
+	if (o->root)
+		printf("# paths relative to %s (--full-paths)\n", o->root);
+
+	/* Column widths: fixed, or fitted to the terminal from the rows
+	 * shown, with columns left out when the SQL would get fewer than
+	 * 32 columns (or its own length, if shorter). */
+	for (c = 0; c < NCOL; c++) {
+		w[c] = 10;
+		shown[c] = 1;
+	}
+	if (o->fit) {
+		size_t longest = 0, used;
+
+		for (c = 0; c < NCOL; c++)
+			w[c] = strlen(head[c]);
+		for (i = 0; i < n; i++) {
+			const struct sp_qrow *r = &qs->rows[i];
+			size_t l[NCOL];
+			char num[32];
+
+			l[C_COUNT] = (size_t)snprintf(num, sizeof(num), "%llu", (unsigned long long)r->count);
+			l[C_TOTAL] = strlen(sp_fmt_ns(num, 32, (double)r->total_ns));
+			l[C_MEAN] = strlen(sp_fmt_ns(num, 32, r->mean_ns));
+			l[C_P50] = strlen(sp_fmt_ns(num, 32, (double)r->p50_ns));
+			l[C_P95] = strlen(sp_fmt_ns(num, 32, (double)r->p95_ns));
+			l[C_P99] = strlen(sp_fmt_ns(num, 32, (double)r->p99_ns));
+			l[C_MAX] = strlen(sp_fmt_ns(num, 32, (double)r->max_ns));
+			l[C_ROWS] = (size_t)snprintf(num, sizeof(num), "%llu", (unsigned long long)r->rows);
+			for (c = 0; c < NCOL; c++)
+				if (l[c] > w[c])
+					w[c] = l[c];
+			l[0] = sp_fit_cols(r->fingerprint, strlen(r->fingerprint)) +
+			       (strcmp(r->kind, "exec") ? 0 : 7);
+			if (l[0] > longest)
+				longest = l[0];
+		}
+		for (;;) {
+			used = 2; /* before SQL */
+			for (c = 0; c < NCOL; c++)
+				used += shown[c] ? w[c] + 1 : 0;
+			room = o->fit > used ? o->fit - used : 0;
+			if (room >= (longest < 32 ? longest : 32) ||
+			    ndrop == sizeof(drop_order) / sizeof(drop_order[0]))
+				break;
+			shown[drop_order[ndrop++]] = 0;
+		}
+		if (room < 8)
+			room = 8; /* the wrap stream takes over */
+		if (ndrop) {
+			printf("# left out to fit %zu columns:", o->fit);
+			for (i = 0; i < ndrop; i++)
+				printf(" %s", head[drop_order[i]]);
+			printf(" (--format json has them)\n");
+		}
+	}
+	for (c = 0; c < NCOL; c++)
+		if (shown[c])
+			printf("%s%*s", c ? " " : "", (int)w[c], head[c]);
+	printf("  SQL\n");
 	for (i = 0; i < n; i++) {
 		const struct sp_qrow *r = &qs->rows[i];
-		char *sql = o->width ? sp_shorten(r->fingerprint, o->width) : strdup(r->fingerprint);
+		int exec = !strcmp(r->kind, "exec");
+		char *sql;
 
+		sqlw = o->width;
+		if (o->fit && (!sqlw || sqlw > room - (exec ? 7 : 0)))
+			sqlw = room > (exec ? 15u : 8u) ? room - (exec ? 7 : 0) : 8;
+		sql = !sqlw ? strdup(r->fingerprint) :
+		      o->fit ? shorten_cols(r->fingerprint, sqlw) : sp_shorten(r->fingerprint, sqlw);
 		if (!sql)
 			continue;
 		sp_term_clean(sql);
-		printf("%10llu %10s %10s %10s %10s %10s %10s %10llu  %s%s\n",
-		       (unsigned long long)r->count, sp_fmt_ns(b[0], 32, (double)r->total_ns),
-		       sp_fmt_ns(b[1], 32, r->mean_ns), sp_fmt_ns(b[2], 32, (double)r->p50_ns),
-		       sp_fmt_ns(b[3], 32, (double)r->p95_ns), sp_fmt_ns(b[4], 32, (double)r->p99_ns),
-		       sp_fmt_ns(b[5], 32, (double)r->max_ns), (unsigned long long)r->rows,
-		       strcmp(r->kind, "exec") ? "" : "[exec] ", sql);
+		sp_fmt_ns(b[C_TOTAL], 32, (double)r->total_ns);
+		sp_fmt_ns(b[C_MEAN], 32, r->mean_ns);
+		sp_fmt_ns(b[C_P50], 32, (double)r->p50_ns);
+		sp_fmt_ns(b[C_P95], 32, (double)r->p95_ns);
+		sp_fmt_ns(b[C_P99], 32, (double)r->p99_ns);
+		sp_fmt_ns(b[C_MAX], 32, (double)r->max_ns);
+		snprintf(b[C_COUNT], 32, "%llu", (unsigned long long)r->count);
+		snprintf(b[C_ROWS], 32, "%llu", (unsigned long long)r->rows);
+		for (c = 0; c < NCOL; c++)
+			if (shown[c])
+				printf("%s%*s", c ? " " : "", (int)w[c], b[c]);
+		printf("  %s%s\n", exec ? "[exec] " : "", sql);
 		free(sql);
 		print_table_sites(a, r, o->stacks);
 		if (o->plans && r->plan)
 			print_plan(r);
 	}
 	if (n < qs->n)
-		printf("# ... %zu more queries (--top)\n", qs->n - n);
+		printf("# ... %zu more quer%s (--top)\n", qs->n - n, qs->n - n == 1 ? "y" : "ies");
 }
 
 static void print_csv(const struct sp_qset *qs, size_t n)
@@ -239,6 +392,8 @@ static void print_json_sites(const struct sp_attrib *a, const struct sp_qrow *r)
 			sp_json_str(stdout, st->file);
 			printf(", \"line\": %d, \"module\": ", st->line);
 			sp_json_str(stdout, st->module);
+			if (st->offset) /* no symbols: the pc's offset in the module's file */
+				printf(", \"offset\": %llu", (unsigned long long)st->offset);
 		}
 		printf(", \"samples\": %llu, \"est_count\": %.0f, \"est_total_ns\": %.0f}",
 		       (unsigned long long)q->samples, q->est_count, q->est_total_ns);
@@ -294,6 +449,8 @@ static void print_run(const struct sp_qset *qs)
 
 	if (qs->exit_status >= 0 || qs->duration_ns >= 0) {
 		printf("# run:");
+		if (qs->runs > 1) /* record --repeat: the last run's status, all runs' time */
+			printf(" %llu runs (--repeat), the last:", (unsigned long long)qs->runs);
 		if (qs->exit_status > 128 && qs->exit_status < 128 + 65)
 			printf(" exit status %lld (killed by signal %lld, %s)", (long long)qs->exit_status,
 			       (long long)qs->exit_status - 128, strsignal((int)(qs->exit_status - 128)));
@@ -437,11 +594,13 @@ static void print_json(const struct sp_qset *qs, size_t n, const struct sp_attri
 {
 	size_t i;
 
-	printf("{\"lost\": %llu, \"executions\": %llu, \"processes\": %llu, \"untracked\": %llu,"
+	printf("{\"lost\": %llu, \"executions\": %llu, \"processes\": %llu,"
+	       " \"sqlite_processes\": %llu, \"untracked\": %llu,"
 	       " \"unreported\": %llu, \"unreported_missing\": %llu,"
 	       " \"unattributed\": %.0f, \"unattributed_samples\": %llu,",
 	       (unsigned long long)qs->lost, (unsigned long long)qs->executions,
-	       (unsigned long long)qs->processes, (unsigned long long)qs->untracked,
+	       (unsigned long long)qs->processes, (unsigned long long)qs->sqlite_processes,
+	       (unsigned long long)qs->untracked,
 	       (unsigned long long)qs->unreported, (unsigned long long)qs->unreported_missing,
 	       a->unattributed_est, (unsigned long long)a->unattributed_samples);
 	print_json_deaths(qs);
@@ -785,8 +944,20 @@ static void print_grouped(const struct sp_attrib *a, const struct sp_qset *qs,
 	} else {
 		char b[32];
 
-		printf("# by %s; counts and times are estimates from %s samples; unattributed ~%.0f\n",
-		       o->by, "stack", a->unattributed_est);
+		int exact = 1;
+
+		for (i = 0; i < qs->n; i++)
+			exact &= sites_exact(a, &qs->rows[i]);
+		if (exact) /* --rate 1, nothing lost: every execution's stack */
+			printf("# by %s; counts and times are exact (every execution's stack was "
+			       "taken); unattributed %.0f\n",
+			       o->by, a->unattributed_est);
+		else
+			printf("# by %s; counts and times are estimates from %s samples; "
+			       "unattributed ~%.0f\n",
+			       o->by, "stack", a->unattributed_est);
+		if (o->root)
+			printf("# paths relative to %s (--full-paths)\n", o->root);
 		printf("%12s %10s %8s %8s  %s\n", "EST_COUNT", "EST_SELF", "QUERIES", "SAMPLES",
 		       by_fn ? "FUNCTION" : "SITE");
 		for (i = 0; i < n; i++) {
@@ -855,6 +1026,7 @@ int cmd_report(int argc, char **argv)
 		{ "findings", no_argument, NULL, 5 },
 		{ "failures", no_argument, NULL, 6 },
 		{ "debug-dir", required_argument, NULL, 7 },
+		{ "full-paths", no_argument, NULL, 8 },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -865,11 +1037,11 @@ int cmd_report(int argc, char **argv)
 	struct sp_findings finds = { 0 };
 	struct sp_failures fails = { 0 };
 	sqlite3 *db;
-	FILE *real = NULL;
+	FILE *real = NULL, *fitted = NULL, *termed = NULL;
 	char err[512];
 	uint64_t u;
 	size_t n;
-	int opt, werr;
+	int opt, werr = 0;
 
 	optind = 1;
 	while ((opt = getopt_long(argc, argv, "s:n:f:w:b:h", longopts, NULL)) != -1) {
@@ -888,6 +1060,7 @@ int cmd_report(int argc, char **argv)
 		case 5: o.csv_table = 1; break;
 		case 6: o.csv_table = 2; break;
 		case 7: sp_attrib_set_debug_dir(optarg); break;
+		case 8: o.full_paths = 1; break;
 		case 's': o.sort = optarg; break;
 		case 'f': o.format = optarg; break;
 		case 'n':
@@ -902,6 +1075,7 @@ int cmd_report(int argc, char **argv)
 				return SP_EXIT_USAGE;
 			}
 			o.width = (size_t)u;
+			o.width_set = 1;
 			break;
 		case 'h': usage(stdout); return SP_EXIT_OK;
 		default: sp_usage_hint("report"); return SP_EXIT_USAGE;
@@ -971,8 +1145,24 @@ int cmd_report(int argc, char **argv)
 		sqlite3_close(db);
 		return SP_EXIT_INTERNAL;
 	}
-	if (!strcmp(o.format, "table")) /* for a terminal: no escape sequences */
-		real = sp_term_begin(&stdout);
+	if (!strcmp(o.format, "table")) {
+		struct sp_path_root pr = { .n = 0 };
+
+		/* source paths relative to the sites' common directory */
+		for (size_t k = 0; !o.full_paths && k < at.nsites; k++)
+			if (strcmp(at.sites[k].file, "??"))
+				sp_path_root_add(&pr, at.sites[k].file);
+		o.root = o.full_paths ? NULL : sp_path_root_get(&pr);
+		if (o.root && !(o.root = strdup(o.root)))
+			o.full_paths = 1;
+		root_ = o.root;
+		o.fit = sp_fit_width(1);
+		real = sp_term_begin(&stdout); /* for a terminal: no escape sequences */
+		if (o.fit && (fitted = sp_fit_stream(stdout, o.fit))) {
+			termed = stdout;
+			stdout = fitted; /* the last resort: lines still too wide wrap */
+		}
+	}
 	if (strcmp(o.by, "sql"))
 		print_grouped(&at, &qs, &o);
 	else if (!strcmp(o.format, "json"))
@@ -989,7 +1179,13 @@ int cmd_report(int argc, char **argv)
 		if (!o.no_doctor)
 			sp_doctor_print(db, &qs, &at, stdout);
 	}
-	werr = real && sp_term_end(&stdout, real) < 0;
+	if (fitted) {
+		werr = fclose(fitted) != 0;
+		stdout = termed;
+	}
+	werr |= real && sp_term_end(&stdout, real) < 0;
+	free((char *)o.root);
+	root_ = NULL;
 	sp_findings_free(&finds);
 	sp_failures_free(&fails);
 	sp_qset_free(&qs);

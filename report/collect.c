@@ -1447,6 +1447,7 @@ void sp_coll_stats_merge(struct sp_coll *c, uint32_t pid, const void *mapv, size
 		p->foreign_libs = h.foreign_libs;
 	if (h.deepbind_late > p->deepbind_late)
 		p->deepbind_late = h.deepbind_late;
+	p->seen |= h.seen;
 	p->execs += h.unattributed;
 	if (h.unattributed) {
 		/* counted, under a query of their own: the totals add up */

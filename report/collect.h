@@ -65,6 +65,7 @@ struct sp_proc {
 	uint64_t stats_bad;   /* statistics records refused (corrupt) */
 	uint32_t foreign_libs; /* other SQLite libraries it called (not profiled) */
 	uint32_t deepbind_late; /* RTLD_DEEPBIND loads not patched at once */
+	uint32_t seen;        /* enum sp_seen bits of its images' statistics */
 	/* SQL texts (sql_id) of the executions its last merged image was
 	 * running (started, never ended), the first SP_PROC_RUNNING of them;
 	 * nrunning counts all. Only what a process that died was doing. */

@@ -210,7 +210,7 @@ const char *sp_export_site_label(struct sp_export *x, int site)
 		return x->site_labels[site];
 	st = &x->at.sites[site];
 	f = (struct sp_frame){ (char *)st->module, (char *)st->function, (char *)st->file, st->line,
-				0, 0, 0 };
+				0, 0, 0, 0 };
 	if (!x->site_labels)
 		return sp_export_frame_label(x, &f);
 	return x->site_labels[site] = sp_export_frame_label(x, &f);

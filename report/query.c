@@ -268,6 +268,9 @@ int sp_qset_load(sqlite3 *db, struct sp_qset *qs, char *err, size_t errlen)
 	qs->lost = scalar(db, "SELECT COALESCE(SUM(lost),0) FROM processes");
 	qs->executions = scalar(db, "SELECT COALESCE(SUM(count),0) FROM queries");
 	qs->processes = scalar(db, "SELECT COUNT(*) FROM processes");
+	/* the ones that used SQLite: exec'd helpers (pyenv's shims, env,
+	 * readlink) connect too, and stay in the profile */
+	qs->sqlite_processes = scalar(db, "SELECT COUNT(*) FROM processes WHERE executions > 0");
 	qs->untracked = scalar(db, "SELECT COALESCE(SUM(untracked),0) FROM processes");
 	qs->bad_messages = scalar(db, "SELECT CAST(value AS INTEGER) FROM meta WHERE key='bad_messages'");
 	qs->unreported = scalar(db, "SELECT CAST(value AS INTEGER) FROM meta WHERE key='unreported'");

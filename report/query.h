@@ -29,6 +29,7 @@ struct sp_qset {
 	struct sp_qrow *rows;
 	size_t n;
 	uint64_t lost, executions, processes, bad_messages, untracked;
+	uint64_t sqlite_processes; /* processes with executions (the rest ran no SQLite) */
 	/* processes that could not connect (meta), and of them those whose
 	 * executions are missing */
 	uint64_t unreported, unreported_missing;

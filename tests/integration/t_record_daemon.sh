@@ -52,7 +52,7 @@ finish() {
 	[ "$rc" = 0 ] || fail "$name: record exited $rc: $(cat "$name.err")"
 	dpid=$(cat "$name.pid")
 	kill -0 "$dpid" 2>/dev/null || fail "$name: the daemon is gone already"
-	grep -E "^sqlprof: warning: 1 process\(es\) still running and connected when recording stopped, $3: pid $dpid \(ticker\); their later queries were not collected$" \
+	grep -E "^sqlprof: warning: 1 process still running and connected when recording stopped, $3: pid $dpid \(ticker\); its later queries were not collected$" \
 		"$name.err" >/dev/null || fail "$name: no warning naming the daemon ($3): $(cat "$name.err")"
 	report_json "$name.db" "$name.json"
 	"$PYTHON" - "$name.json" "$took" <<'PY' || fail "$name: profile"

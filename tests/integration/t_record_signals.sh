@@ -115,7 +115,7 @@ done
 kill -0 "$pid" 2>/dev/null && fail "late: record still running: $(cat late.err)"
 wait "$pid" || fail "late: record exited $?: $(cat late.err)"
 pid=
-grep -q "1 process(es) still running and connected" late.err ||
+grep -q "1 process still running and connected" late.err ||
 	fail "late: no warning about the process still connected: $(cat late.err)"
 kill "$(cat bg.pid)" 2>/dev/null
 report_json late.db late.json

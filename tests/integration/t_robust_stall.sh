@@ -47,7 +47,7 @@ report_json "$TMP/p.db" "$TMP/r.json"
 "$PYTHON" - "$TMP/r.json" "$TMP/table" $T $N <<'EOF_PY' || exit 1
 import json, re, sys
 doc = json.load(open(sys.argv[1]))
-head = open(sys.argv[2]).readline()
+head = "".join(open(sys.argv[2]).readlines()[:2])  # the header's two lines
 T, N = int(sys.argv[3]), int(sys.argv[4])
 lost = doc["lost"]
 # Executions whose SQL record was lost count under "<sql text lost>": they
@@ -62,7 +62,7 @@ print("counted %d of %d executions, missing %d, reported lost %d" % (total, T * 
 if textless:
     print("NOTE: %d executions counted under '<sql text lost>': the SQL record of their "
           "statement was in a dropped message and never sent again" % textless)
-print("table header: " + head.strip())
+print("table header: " + head.strip().replace("\n", " / "))
 bad = []
 if missing < 0:
     bad.append("%d executions counted, more than the %d that ran" % (total, T * N))
