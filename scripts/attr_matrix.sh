@@ -41,11 +41,14 @@ build_one() { # OUTDIR CC CXX OPT...
 	local o=$1 cc=$2 cxx=$3
 	shift 3
 	mkdir -p "$o/obj"
-	"$cc" -std=gnu11 "$@" -fPIC -shared -o "$o/libattr_lib.so" "$src/attr_lib.c" -lsqlite3 &&
-		"$cc" -std=gnu11 "$@" -fPIC -shared -o "$o/attr_mod.so" "$src/attr_mod.c" -lsqlite3 &&
-		"$cc" -std=gnu11 "$@" -c -o "$o/obj/attr_main.o" "$src/attr_main.c" &&
-		"$cxx" "$@" -c -o "$o/obj/attr_cxx.o" "$src/attr_cxx.cc" &&
-		(cd "$o" && "$cxx" "$@" -o attr_main obj/attr_main.o obj/attr_cxx.o -L. -lattr_lib \
+	# in OUTDIR: -gsplit-dwarf writes the .dwo files of one-step builds
+	# into the current directory
+	(cd "$o" &&
+		"$cc" -std=gnu11 "$@" -fPIC -shared -o libattr_lib.so "$src/attr_lib.c" -lsqlite3 &&
+		"$cc" -std=gnu11 "$@" -fPIC -shared -o attr_mod.so "$src/attr_mod.c" -lsqlite3 &&
+		"$cc" -std=gnu11 "$@" -c -o obj/attr_main.o "$src/attr_main.c" &&
+		"$cxx" "$@" -c -o obj/attr_cxx.o "$src/attr_cxx.cc" &&
+		"$cxx" "$@" -o attr_main obj/attr_main.o obj/attr_cxx.o -L. -lattr_lib \
 			-Wl,-rpath,'$ORIGIN' -lsqlite3 -lpthread -ldl)
 }
 
