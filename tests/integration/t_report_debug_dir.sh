@@ -25,7 +25,8 @@ mkdir -p "dd/.build-id/${bid:0:2}" && mv counts.debug "dd/.build-id/${bid:0:2}/$
 import csv, json, sys
 a = json.load(open(sys.argv[1]))["groups"]
 b = json.load(open(sys.argv[2]))["groups"]
-assert [g["function"] for g in a] == ["??"], [g["function"] for g in a]
+# without symbols: ?? sites only (one per offset in the file)
+assert {g["function"] for g in a} == {"??"}, [g["function"] for g in a]
 top = [g for g in b if g["line"] == 40]
 assert top and top[0]["function"] == "main" and top[0]["file"].endswith("counts.c") \
     and top[0]["est_count"] == 1000, b
