@@ -681,6 +681,9 @@ struct sp_plan_real {
 	sqlite3_mutex *(*db_mutex)(sqlite3 *);
 	void (*mutex_enter)(sqlite3_mutex *);
 	void (*mutex_leave)(sqlite3_mutex *);
+	/* optional: the schema a plan is taken under (plan.c) */
+	const char *(*db_filename)(sqlite3 *, const char *);
+	int (*txn_state)(sqlite3 *, const char *);
 };
 extern struct sp_plan_real sp_plan_real;
 int sp_plan_resolve(void);

@@ -102,6 +102,9 @@ enum sp_rec_type {
 	 * are read (a version without a layout, or memory that cannot be
 	 * read, is said once). */
 	SP_REC_PYINFO = 15,
+	/* The schema a plan was taken under (sp_rec_schema), once per
+	 * connection and content; a PLAN record names it by schema_id. */
+	SP_REC_SCHEMA = 16,
 	/* Filler at the end of a writer's ring; readers skip it. */
 	SP_REC_PAD = 0xffff,
 };
@@ -274,6 +277,24 @@ struct sp_rec_plan {
 	uint64_t sql_id;
 	uint64_t db;
 	uint32_t text_len; /* plan lines, "id|parent|detail\n" each */
+	uint32_t pad;
+	uint64_t schema_id; /* SP_REC_SCHEMA of the connection when planned, 0: none */
+	/* char text[text_len], padded to 8 */
+};
+
+/* What the doctor needs to check an index suggestion: the CREATE TABLE,
+ * INDEX and VIEW statements of the connection's main database, read by the
+ * preload where that takes no lock (an in-memory or temporary database, or
+ * a read transaction already open), each ending in ";\n"; or, with
+ * SP_SCHEMA_FILE, the database file's path, for the collector to read at
+ * the end. */
+#define SP_SCHEMA_FILE 1 /* h.flags: text is a path */
+#define SP_SCHEMA_MAX (32 * 1024)
+struct sp_rec_schema {
+	struct sp_rec_hdr h;
+	uint32_t pid, tid;
+	uint64_t schema_id; /* hash of flags and text */
+	uint32_t text_len;
 	uint32_t pad;
 	/* char text[text_len], padded to 8 */
 };

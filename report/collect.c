@@ -133,6 +133,7 @@ void sp_coll_init(struct sp_coll *c)
 	hmap_init(&c->fphists, 2 * sizeof(uint64_t), sizeof(struct sp_fphist));
 	hmap_init(&c->modules, sizeof(struct mkey), sizeof(struct sp_module));
 	hmap_init(&c->plans, 2 * sizeof(uint64_t), sizeof(struct sp_plan));
+	hmap_init(&c->schemas, sizeof(uint64_t), sizeof(struct sp_schema));
 	hmap_init(&c->pycodes, 2 * sizeof(uint64_t), sizeof(struct sp_pycode));
 	c->events_max = 200000;
 	c->ns_per_tick = 1.0;
@@ -160,6 +161,9 @@ void sp_coll_free(struct sp_coll *c)
 	for (it = 0; (v = hmap_next(&c->plans, &it, NULL));)
 		free(((struct sp_plan *)v)->text);
 	hmap_free(&c->plans);
+	for (it = 0; (v = hmap_next(&c->schemas, &it, NULL));)
+		free(((struct sp_schema *)v)->text);
+	hmap_free(&c->schemas);
 	for (it = 0; (v = hmap_next(&c->pycodes, &it, NULL));) {
 		struct sp_pycode *pc = v;
 
@@ -222,6 +226,7 @@ static size_t fixed_len(uint16_t type)
 	case SP_REC_STATS_COPY: return sizeof(struct sp_rec_stats_copy);
 	case SP_REC_PYCODE: return sizeof(struct sp_rec_pycode);
 	case SP_REC_PYINFO: return sizeof(struct sp_rec_pyinfo);
+	case SP_REC_SCHEMA: return sizeof(struct sp_rec_schema);
 	default: return 0;
 	}
 }
@@ -283,6 +288,12 @@ static size_t var_len(uint16_t type, const uint8_t *p)
 
 		memcpy(&r, p, sizeof(r));
 		return r.text_len;
+	}
+	case SP_REC_SCHEMA: {
+		struct sp_rec_schema r;
+
+		memcpy(&r, p, sizeof(r));
+		return r.text_len > SP_SCHEMA_MAX ? SIZE_MAX : r.text_len;
 	}
 	default:
 		return 0;
@@ -718,7 +729,20 @@ static void apply(struct sp_coll *c, struct sp_proc *p, const uint8_t *rec, uint
 		if (pl) {
 			if (created)
 				pl->text = dup_n(text, r->text_len);
+			if (!pl->schema_id)
+				pl->schema_id = r->schema_id;
 			pl->connections++;
+		}
+		break;
+	}
+	case SP_REC_SCHEMA: {
+		const struct sp_rec_schema *r = (const void *)rec;
+		int created;
+		struct sp_schema *sc = r->schema_id ? hmap_get(&c->schemas, &r->schema_id, 1, &created) : NULL;
+
+		if (sc && created) {
+			sc->file = (r->h.flags & SP_SCHEMA_FILE) != 0;
+			sc->text = dup_n(rec + sizeof(*r), r->text_len);
 		}
 		break;
 	}

@@ -157,6 +157,14 @@ struct sp_stack {
 struct sp_plan {
 	uint64_t connections; /* how many connections reported this plan */
 	char *text;           /* "id|parent|detail" lines */
+	uint64_t schema_id;   /* the first schema it was reported under, 0: none */
+};
+
+/* A schema plans were taken under (SP_REC_SCHEMA): CREATE statements, or
+ * (file) the database file's path, read when the profile is written. */
+struct sp_schema {
+	int file;
+	char *text;
 };
 
 void sp_run_bucket_bounds(int b, uint64_t *lo, uint64_t *hi);
@@ -201,6 +209,7 @@ struct sp_coll {
 			       * whose ERROR record was lost */
 	struct hmap modules; /* {pid, generation, lo} -> struct sp_module */
 	struct hmap plans;   /* {sql_id, plan hash} -> struct sp_plan */
+	struct hmap schemas; /* schema_id -> struct sp_schema */
 	struct hmap pycodes; /* {pid, code number} -> struct sp_pycode */
 	uint32_t py_unsupported; /* processes whose CPython had no layout */
 	uint32_t py_unreadable;  /* processes whose memory could not be read */

@@ -18,7 +18,8 @@
 
 const char *const sp_profile_tables[] = {
 	"meta",       "processes",     "queries", "runs",   "run_totals", "plans",   "histograms",
-	"statements", "stack_samples", "frames",  "errors", "events",     "modules", NULL,
+	"statements", "stack_samples", "frames",  "errors", "events",     "modules", "schemas",
+	NULL,
 };
 
 /* The work budget of one connection, in progress-handler calls. Owned by
