@@ -136,5 +136,6 @@ void sp_read_config(void)
 		sp_clock_tsc = kernel_clock_is_tsc();
 	sp_cfg.slow_ticks = (uint64_t)(slow_ms * 1e6); /* ns; to ticks in sp_init */
 	sp_cfg.slow_span = sp_cfg.slow_ticks ? sp_cfg.slow_ticks : (uint64_t)1 << 63;
+	sp_cfg.run_gap = SP_RUN_GAP_NS; /* ns; to ticks in sp_init */
 }
 

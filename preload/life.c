@@ -219,6 +219,8 @@ static void init(void)
 			sp_cfg.slow_ticks = 1;
 		sp_cfg.slow_span = sp_cfg.slow_ticks;
 	}
+	if (sp_clock_tsc)
+		sp_cfg.run_gap = (uint64_t)((double)SP_RUN_GAP_NS * sp_tsc_per_ns()) + 1;
 	sp_proc_pid = (uint32_t)getpid();
 	sp_image_salt = mix64(sp_rdtsc() ^ (uint64_t)sp_proc_pid << 32) & ~1ULL;
 	alive_init();

@@ -402,7 +402,7 @@ void sp_run_end_slow(struct sp_thread *t, struct sp_stmt *s, sqlite3_stmt *st, i
 		sp_agg_add(q, r, end, delta);
 		agg_extra(q, r, rc);
 		if (!(r->flags & SP_EXEC_NESTED))
-			sp_run_note(t, q, s->shape);
+			sp_run_note(t, q, s->shape, r->start, end);
 	} else {
 		sp_stats_unattributed();
 	}
@@ -421,6 +421,7 @@ void sp_run_end_sampled(struct sp_thread *t, struct sp_stmt *s, sqlite3_stmt *st
 	struct sp_run *r = &s->run;
 	struct sp_agg_query *q = s->agg;
 	sp_v4u delta = sp_status_delta(r, st);
+	uint64_t start = r->start;
 
 	sp_agg_add(q, r, end, delta);
 	if (r->stack_id) {
@@ -431,7 +432,7 @@ void sp_run_end_sampled(struct sp_thread *t, struct sp_stmt *s, sqlite3_stmt *st
 	r->flags = 0;
 	r->seq = 0;
 	r->stack_id = 0;
-	sp_run_note(t, q, s->shape);
+	sp_run_note(t, q, s->shape, start, end);
 }
 
 /* An execution whose statement SQLite freed without our finalize shim
@@ -538,7 +539,7 @@ static void exec_account(struct sp_thread *t, struct sp_run *r, sqlite3 *db, int
 		sp_agg_add(q, r, end, zero);
 		agg_extra(q, r, rc);
 		if (!(r->flags & SP_EXEC_NESTED))
-			sp_run_note(t, q, r->shape ^ 0x9E3779B97F4A7C15ULL);
+			sp_run_note(t, q, r->shape ^ 0x9E3779B97F4A7C15ULL, r->start, end);
 	} else {
 		sp_stats_unattributed();
 	}

@@ -94,6 +94,9 @@ struct sp_config {
 	uint64_t seed;
 	uint64_t slow_ticks;    /* SQLPROF_SLOW_MS in clock units, 0 = off */
 	uint64_t slow_span;     /* slow_ticks, or 2^63 when off: run.slow_at */
+	uint64_t run_gap;       /* SP_RUN_GAP_NS in clock units: an N+1 run
+				 * goes on only with an execution starting
+				 * less than this after the last one ended */
 	int depth;              /* stack depth limit */
 	int send_timeout_ms;
 	int follow;
@@ -211,7 +214,11 @@ struct sp_agg_query *sp_agg_get(struct sp_arena *a, uint64_t sql_id, uint32_t ki
 /* Slow halves of the hot path's updates. */
 uint64_t *sp_agg_hist_block(struct sp_agg_query *q, uint32_t block);
 void sp_agg_error(struct sp_agg_query *q, int rc);
-void sp_run_switch(struct sp_thread *t, struct sp_agg_query *q, uint64_t shape);
+void sp_run_switch(struct sp_thread *t, struct sp_agg_query *q, uint64_t shape, uint64_t start);
+/* The longest pause between two executions of one N+1 run: a caller's
+ * loop issues its queries back to back, a service loop waits for its
+ * requests (10 ms apart in issue 13's case). */
+#define SP_RUN_GAP_NS 1000000
 void sp_run_close(struct sp_thread *t);
 uint64_t sp_stats_executions(void); /* executions counted so far (BYE) */
 void sp_stats_unattributed(void);
@@ -240,6 +247,9 @@ struct sp_thread {
 	 * none), and its length (in the arena's shared record) */
 	struct sp_agg_query *run_q;
 	uint64_t *run_len;
+	/* the open run goes on only with an execution that starts before
+	 * this: the last one's end + sp_cfg.run_gap */
+	uint64_t run_until;
 	struct sp_stmt *last_stmt; /* the statement this thread looked up last;
 				    * valid while its slot's key is still that
 				    * statement (never NULL once set up) */
@@ -480,14 +490,17 @@ SP_INLINE void sp_agg_add(struct sp_agg_query *q, const struct sp_run *r, uint64
 		q->hist_lost++;
 }
 
-/* A top-level execution of q ended: its thread's N+1 run goes on or
+/* A top-level execution of q, from start to end, ended: its thread's N+1
+ * run goes on (the same query, started within run_gap of the last end) or
  * switches to q. */
-SP_INLINE void sp_run_note(struct sp_thread *t, struct sp_agg_query *q, uint64_t shape)
+SP_INLINE void sp_run_note(struct sp_thread *t, struct sp_agg_query *q, uint64_t shape,
+			   uint64_t start, uint64_t end)
 {
-	if (likely(t->run_q == q))
+	if (likely(t->run_q == q && start < t->run_until))
 		++*t->run_len;
 	else
-		sp_run_switch(t, q, shape);
+		sp_run_switch(t, q, shape, start);
+	t->run_until = end + sp_cfg.run_gap;
 }
 
 SP_INLINE uint64_t sp_rng_next(struct sp_thread *t)

@@ -348,17 +348,18 @@ static void run_credit(struct sp_agg_query *q, uint64_t len)
 
 /*
  * A top-level execution of q (whose text has shape shape) ended and q is
- * not the open run's record: the same shape (the same SQL but for its
- * literals) goes on with the run, now credited to q; anything else closes
+ * not the open run's record (or started too long after the run's last
+ * execution ended): the same shape (the same SQL but for its literals),
+ * started within sp_cfg.run_gap, goes on with the run, now credited to q; anything else closes
  * the run and opens one of q.
  */
-void sp_run_switch(struct sp_thread *t, struct sp_agg_query *q, uint64_t shape)
+void sp_run_switch(struct sp_thread *t, struct sp_agg_query *q, uint64_t shape, uint64_t start)
 {
 	struct sp_arena *a = t->arena;
 
 	if (!a)
 		return;
-	if (t->run_q != &sp_no_run && a->run_shape == shape) {
+	if (t->run_q != &sp_no_run && a->run_shape == shape && start < t->run_until) {
 		t->run_q = q;
 		a->sh->run_query = (uint64_t)(uintptr_t)q;
 		++*t->run_len;

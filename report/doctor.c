@@ -579,6 +579,28 @@ static int is_select(const char *fp)
 	return !strncmp(fp, "SELECT", 6) || !strncmp(fp, "WITH", 4) || !strncmp(fp, "VALUES", 6);
 }
 
+static void table_cb(const char *detail, void *arg)
+{
+	struct sp_plan_access a;
+
+	if (sp_plan_access(detail, &a))
+		*(int *)arg = 1;
+}
+
+/* 1 if the query reads a table: its plan has a SCAN or SEARCH of one (not
+ * "SCAN CONSTANT ROW"); without a plan, its fingerprint has a FROM. A
+ * query that reads none (SELECT ? * 2) costs no round trip to any data,
+ * however often a loop runs it. */
+static int reads_table(const struct sp_qrow *q)
+{
+	int found = 0;
+
+	if (!q->plan)
+		return strstr(q->fingerprint, " FROM ") != NULL;
+	sp_plan_foreach(q->plan, table_cb, &found);
+	return found;
+}
+
 /* What the rules look up per query, read in one pass per table when
  * first needed (a statement per finding took 25 s for 20,000 findings on a
  * profile without indexes). */
@@ -1009,7 +1031,7 @@ int sp_doctor_find(sqlite3 *db, const struct sp_qset *qs, const struct sp_attrib
 			continue;
 		/* N+1 */
 		if (stmt && q->max_run >= o->nplus1_min_run && q->mean_ns < o->nplus1_max_mean_ns &&
-		    is_select(q->fingerprint)) {
+		    is_select(q->fingerprint) && reads_table(q)) {
 			int exact;
 			uint64_t nr = runs_at_least(&dc, q->fp_id, o->nplus1_min_run, &exact);
 
