@@ -58,6 +58,8 @@ struct sp_real {
 	int (*stmt_isexplain)(sqlite3_stmt *);
 	const unsigned char *(*column_text)(sqlite3_stmt *, int);
 	int (*column_int)(sqlite3_stmt *, int);
+	char *(*expanded_sql)(sqlite3_stmt *); /* the duplicate rule (run.c) */
+	void (*free)(void *);
 	/* callback registrations, interposed only to note them (plan.c) */
 	int (*trace_v2)(sqlite3 *, unsigned, int (*)(unsigned, void *, void *, void *), void *);
 	void *(*trace)(sqlite3 *, void (*)(void *, const char *), void *);
@@ -590,7 +592,10 @@ SP_INLINE uint64_t sp_stack_capture_inline(struct sp_thread *t)
 }
 uint64_t sp_stack_capture(struct sp_thread *t);
 void sp_emit_exec(struct sp_thread *t, struct sp_run *r, uint64_t sql_id, uint64_t db, int rc,
-		  uint64_t end, sp_v4u delta);
+		  uint64_t end, sp_v4u delta, uint64_t params);
+/* The key of the bound values' hashes (sp_rec_exec.params): drawn at
+ * start-up, never sent. */
+extern uint64_t sp_params_key[2];
 void sp_run_end_sampled(struct sp_thread *t, struct sp_stmt *s, sqlite3_stmt *st, uint64_t end);
 void sp_stack_sets_reset(void); /* fork child: stacks are resent per pid */
 int sp_unwind_init(void);       /* unwind.c: cached CFI unwinder; -1: backtrace() */

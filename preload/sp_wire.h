@@ -188,6 +188,12 @@ struct sp_rec_exec {
 	int32_t rc;          /* final result code (extended) */
 	uint16_t kind;       /* enum sp_exec_kind */
 	uint16_t pad;
+	uint64_t params;     /* a randomly drawn statement execution's bound
+			      * values: a keyed hash (SipHash-2-4) of its
+			      * sqlite3_expanded_sql text under a key the
+			      * process draws and never sends, so equal values
+			      * give equal hashes within a process and the
+			      * values cannot be recovered; 0: not taken */
 };
 
 struct sp_rec_stack {

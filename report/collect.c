@@ -134,6 +134,8 @@ void sp_coll_init(struct sp_coll *c)
 	hmap_init(&c->modules, sizeof(struct mkey), sizeof(struct sp_module));
 	hmap_init(&c->plans, 2 * sizeof(uint64_t), sizeof(struct sp_plan));
 	hmap_init(&c->schemas, sizeof(uint64_t), sizeof(struct sp_schema));
+	hmap_init(&c->dupvals, 3 * sizeof(uint64_t), sizeof(uint64_t));
+	hmap_init(&c->dups, sizeof(uint64_t), sizeof(struct sp_dup));
 	hmap_init(&c->pycodes, 2 * sizeof(uint64_t), sizeof(struct sp_pycode));
 	c->events_max = 200000;
 	c->ns_per_tick = 1.0;
@@ -164,6 +166,8 @@ void sp_coll_free(struct sp_coll *c)
 	for (it = 0; (v = hmap_next(&c->schemas, &it, NULL));)
 		free(((struct sp_schema *)v)->text);
 	hmap_free(&c->schemas);
+	hmap_free(&c->dupvals);
+	hmap_free(&c->dups);
 	for (it = 0; (v = hmap_next(&c->pycodes, &it, NULL));) {
 		struct sp_pycode *pc = v;
 
@@ -469,6 +473,19 @@ static void apply_exec(struct sp_coll *c, struct sp_proc *p, const struct sp_rec
 	struct sp_event ev;
 
 	p->events++;
+	if (x->params && (x->h.flags & SP_EXEC_RANDOM) && x->kind == SP_KIND_STMT) {
+		uint64_t k[3] = { x->sql_id, p->pid, x->params };
+		uint64_t *n = hmap_get(&c->dupvals, k, c->dupvals.count < SP_DUPVALS_MAX, NULL);
+		struct sp_dup *d = hmap_get(&c->dups, &x->sql_id, 1, NULL);
+
+		if (d) {
+			d->samples++;
+			if (n && (*n)++)
+				d->repeats++;
+			if (n && *n > d->top)
+				d->top = *n;
+		}
+	}
 	if (!x->stack_id)
 		return;
 	{

@@ -38,7 +38,7 @@
 static const char *const rule_names[SP_RULE_NDOCTOR] = {
 	[SP_RULE_NPLUS1] = "n-plus-one",   [SP_RULE_REPREPARE] = "reprepare",
 	[SP_RULE_FULLSCAN] = "full-scan",  [SP_RULE_TEMPBTREE] = "temp-btree",
-	[SP_RULE_AUTOINDEX] = "auto-index",
+	[SP_RULE_AUTOINDEX] = "auto-index", [SP_RULE_DUPLICATE] = "duplicate",
 };
 
 #define TEMPBTREE_MIN_ROWS 100
@@ -619,6 +619,8 @@ struct dcache {
 	sqlite3 *priv;        /* the private database, holding priv_schema's */
 	int64_t priv_schema;
 	int priv_ok;
+	int dups_loaded;
+	struct hmap dups; /* fp_id of a stmt query -> {samples, repeats, top} */
 };
 
 static void dcache_load_runs(struct dcache *c)
@@ -959,6 +961,36 @@ static void suggest(struct dcache *c, const struct sp_qrow *q, const struct sp_p
 		verify_index(c, q, a->name, buf, len);
 }
 
+/* The duplicates row of a stmt query ({samples, repeats, top}), NULL if
+ * none (or a profile from before the rule). */
+static const uint64_t *dups_of(struct dcache *c, int64_t fp_id)
+{
+	if (!c->dups_loaded) {
+		sqlite3_stmt *st;
+
+		c->dups_loaded = 1;
+		if (c->db && sqlite3_prepare_v2(c->db,
+						"SELECT fp_id, samples, repeats, top FROM duplicates"
+						" WHERE kind = 'stmt'",
+						-1, &st, NULL) == SQLITE_OK) {
+			while (sqlite3_step(st) == SQLITE_ROW) {
+				int64_t fp = sqlite3_column_int64(st, 0);
+				uint64_t *v = hmap_get(&c->dups, &fp, 1, NULL);
+
+				if (!v)
+					break;
+				for (int i = 0; i < 3; i++) {
+					int64_t x = sqlite3_column_int64(st, i + 1);
+
+					v[i] = x > 0 ? (uint64_t)x : 0;
+				}
+			}
+			sqlite3_finalize(st);
+		}
+	}
+	return hmap_get(&c->dups, &fp_id, 0, NULL);
+}
+
 struct scan_ctx {
 	const struct sp_qrow *q;
 	struct sp_plan_access first_scan, first_auto;
@@ -1002,6 +1034,7 @@ static void dcache_free(struct dcache *c)
 	hmap_free(&c->runs);
 	hmap_free(&c->texts);
 	hmap_free(&c->fpschema);
+	hmap_free(&c->dups);
 	free(c->rl);
 	for (i = 0; i < c->nptexts; i++)
 		free(c->ptexts[i]);
@@ -1020,6 +1053,7 @@ int sp_doctor_find(sqlite3 *db, const struct sp_qset *qs, const struct sp_attrib
 	hmap_init(&dc.runs, sizeof(int64_t), 2 * sizeof(size_t));
 	hmap_init(&dc.texts, sizeof(int64_t), sizeof(uint64_t));
 	hmap_init(&dc.fpschema, sizeof(int64_t), 2 * sizeof(int64_t));
+	hmap_init(&dc.dups, sizeof(int64_t), 3 * sizeof(uint64_t));
 	memset(out, 0, sizeof(*out));
 	for (i = 0; i < qs->n; i++) {
 		const struct sp_qrow *q = &qs->rows[i];
@@ -1079,6 +1113,28 @@ int sp_doctor_find(sqlite3 *db, const struct sp_qset *qs, const struct sp_attrib
 					 "keep the prepared statement and reuse it (sqlite3_reset +"
 					 " sqlite3_bind_* instead of finalize + prepare), or use a"
 					 " statement cache");
+		}
+		/* the same SQL with the same values */
+		if (stmt) {
+			const uint64_t *d = dups_of(&dc, q->fp_id);
+
+			if (d && d[0] >= o->duplicate_min_samples && d[1] <= d[0] &&
+			    (double)d[1] >= o->duplicate_min_share * (double)d[0]) {
+				double share = (double)d[1] / (double)d[0];
+
+				if (!(f = add(out, SP_RULE_DUPLICATE, q, at)))
+					goto nomem;
+				snprintf(f->evidence, sizeof(f->evidence),
+					 "%llu of %llu drawn executions had the bound values of an"
+					 " earlier one (one set of values: %llu); ~%.0f of %llu"
+					 " executions (est.) repeat a query already run",
+					 (unsigned long long)d[1], (unsigned long long)d[0],
+					 (unsigned long long)d[2], share * (double)q->count,
+					 (unsigned long long)q->count);
+				snprintf(f->suggestion, sizeof(f->suggestion),
+					 "the same query with the same values: keep its result (run it"
+					 " once before the loop, or cache it) instead of asking again");
+			}
 		}
 		if (!q->plan && !q->autoindex)
 			continue;

@@ -108,6 +108,8 @@ static const char schema[] =
 	"CREATE TABLE plans(fp_id INTEGER, sql_id INTEGER, plan TEXT, connections INTEGER,"
 	" schema_id INTEGER);"
 	"CREATE TABLE schemas(schema_id INTEGER PRIMARY KEY, sql TEXT);"
+	"CREATE TABLE duplicates(fp_id INTEGER, kind TEXT, samples INTEGER, repeats INTEGER,"
+	" top INTEGER, PRIMARY KEY(fp_id, kind));"
 	"CREATE TABLE histograms(fp_id INTEGER, kind TEXT, bucket_ns INTEGER, count INTEGER);"
 	"CREATE TABLE statements(sql_id INTEGER PRIMARY KEY, fp_id INTEGER, sql TEXT,"
 	" full_len INTEGER, truncated INTEGER);"
@@ -851,6 +853,43 @@ static int write_all(sqlite3 *db, struct sp_coll *c, const struct sp_meta *m, ch
 			goto sqlerr;
 	}
 	sqlite3_finalize(st);
+
+	/* duplicates, per fingerprint */
+	{
+		struct hmap per_fp;
+		struct sp_dup *d, *f;
+
+		hmap_init(&per_fp, sizeof(uint64_t), sizeof(struct sp_dup));
+		it = 0;
+		while ((d = hmap_next(&c->dups, &it, &k))) {
+			const struct fpinfo *fi = hmap_get(&fps, k, 0, NULL);
+
+			if (!fi || !(f = hmap_get(&per_fp, &fi->fp_id, 1, NULL)))
+				continue;
+			f->samples += d->samples;
+			f->repeats += d->repeats;
+			if (d->top > f->top)
+				f->top = d->top;
+		}
+		st = prep(db, "INSERT INTO duplicates VALUES(?, 'stmt', ?, ?, ?)");
+		if (!st) {
+			hmap_free(&per_fp);
+			goto sqlerr;
+		}
+		it = 0;
+		while ((f = hmap_next(&per_fp, &it, &k))) {
+			sqlite3_bind_int64(st, 1, (sqlite3_int64) * (const uint64_t *)k);
+			sqlite3_bind_int64(st, 2, (sqlite3_int64)f->samples);
+			sqlite3_bind_int64(st, 3, (sqlite3_int64)f->repeats);
+			sqlite3_bind_int64(st, 4, (sqlite3_int64)f->top);
+			if (step_done(st) < 0) {
+				hmap_free(&per_fp);
+				goto sqlerr;
+			}
+		}
+		sqlite3_finalize(st);
+		hmap_free(&per_fp);
+	}
 
 	/* schemas: a file's is read now */
 	st = prep(db, "INSERT INTO schemas VALUES(?,?)");
