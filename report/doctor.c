@@ -2,9 +2,11 @@
 /*
  * doctor.c - see doctor.h. The rules, with their defaults and why:
  *
- *  n-plus-one  a SELECT (or WITH) fingerprint executed K >= 10 times in a
- *              row on one thread (queries.max_run; runs table for how many
- *              runs reached K), with a mean db time under 1 ms. Sentry
+ *  n-plus-one  a SELECT (or WITH) fingerprint that reads a table (its plan
+ *              scans or searches one), executed K >= 10 times in a row on
+ *              one thread, each starting within 1 ms of the previous end
+ *              (the preload's runs: queries.max_run; runs table for how
+ *              many runs reached K), with a mean db time under 1 ms. Sentry
  *              flags >= 5 sequential similar queries, but counts spans of
  *              any similar query; ours are runs of one fingerprint with
  *              nothing in between, which a short helper loop (a handful of
@@ -20,12 +22,18 @@
  *              DISTINCT) and each execution reads >= 100 rows.
  *  auto-index  SQLite built an automatic index (autoindex > 0 or a plan
  *              line with AUTOMATIC): it does that on every execution.
+ *  duplicate   >= 10 randomly drawn executions with a hash of their bound
+ *              values (duplicates table), at least half of them with the
+ *              values of an earlier one: the same query asked again.
  *
  * Index suggestions are derived only when they are unambiguous: a query
  * on one table (no join, subquery in FROM or compound), its WHERE equality
  * columns, then one range column or the ORDER BY / GROUP BY columns; or
  * the columns SQLite itself chose for an automatic index. Anything else
- * says "no suggestion" rather than guess.
+ * says "no suggestion" rather than guess. A derived index is then checked
+ * (verify_index): built with the schema the profile recorded in a private
+ * in-memory database, it must leave a plan that neither scans the table
+ * nor sorts; otherwise it is not printed.
  */
 #include <ctype.h>
 #include <stdlib.h>
