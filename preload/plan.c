@@ -98,6 +98,15 @@ static void restore_ok(sqlite3 *conn)
 		sp_real.finalize(none);
 }
 
+/* 1 for INSERT and REPLACE texts without a SELECT in them. */
+static int insert_text(const char *sql)
+{
+	while (*sql == ' ' || *sql == '\t' || *sql == '\n' || *sql == '\r')
+		sql++;
+	return (!strncasecmp(sql, "INSERT", 6) || !strncasecmp(sql, "REPLACE", 7)) &&
+	       !strcasestr(sql, "SELECT");
+}
+
 static uint64_t fnv1a(uint64_t h, const void *p, size_t n)
 {
 	const unsigned char *b = p;
@@ -250,7 +259,10 @@ void sp_plan_capture(struct sp_thread *t, sqlite3_stmt *st, uint64_t sql_id, uin
 		n = 0; /* a failed step: no plan rather than part of one */
 		restore_ok(conn);
 	}
-	if (n && sp_real.extended_errcode(conn) == SQLITE_OK && (schema = malloc(SP_SCHEMA_MAX)))
+	/* an INSERT's plan is never a finding's: a dump restore's 100,000
+	 * distinct texts read no schema */
+	if (n && !insert_text(sql) && sp_real.extended_errcode(conn) == SQLITE_OK &&
+	    (schema = malloc(SP_SCHEMA_MAX)))
 		sn = schema_capture(conn, schema, SP_SCHEMA_MAX, &sflags);
 	if (sp_real.extended_errcode(conn) != SQLITE_OK) {
 		sn = 0; /* the schema read failed (busy, locked...) */
