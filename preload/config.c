@@ -27,6 +27,7 @@ struct sp_config sp_cfg = {
 	.send_timeout_ms = 100,
 	.follow = 1,
 	.plans = 1,
+	.params = 1,
 };
 int sp_clock_tsc;
 
@@ -123,6 +124,8 @@ void sp_read_config(void)
 		sp_cfg.send_timeout_ms = (int)l;
 	if (env_long("SQLPROF_FOLLOW", 0, 1, &l))
 		sp_cfg.follow = (int)l;
+	if (env_long("SQLPROF_PARAMS", 0, 1, &l))
+		sp_cfg.params = (int)l;
 	if (env_long("SQLPROF_PLANS", 0, 1, &l))
 		sp_cfg.plans = (int)l;
 

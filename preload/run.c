@@ -209,16 +209,21 @@ static uint64_t siphash24(const uint64_t k[2], const unsigned char *p, size_t n)
 
 /* The keyed hash of st's SQL with its bound values in it (never 0), or 0
  * when it cannot be had. Only for randomly drawn executions of statements
- * (sqlite3_expanded_sql formats and allocates). Keeps errno. */
-static uint64_t params_hash(struct sp_thread *t, const struct sp_run *r, sqlite3_stmt *st)
+ * (sqlite3_expanded_sql formats and allocates: some 2,200 instructions for
+ * `SELECT ?1+1`); a statement without parameters is its text (sql_id).
+ * SQLPROF_PARAMS=0 turns it off. Keeps errno. */
+static uint64_t params_hash(struct sp_thread *t, const struct sp_run *r, sqlite3_stmt *st,
+			    uint64_t sql_id)
 {
 	uint64_t h = 0;
 	char *x;
 	int saved = errno;
 
-	if (!(r->flags & SP_EXEC_RANDOM) || r->kind != SP_KIND_STMT || !st ||
+	if (!(r->flags & SP_EXEC_RANDOM) || r->kind != SP_KIND_STMT || !st || !sp_cfg.params ||
 	    !sp_real.expanded_sql || !sp_real.free)
 		return 0;
+	if (sp_real.bind_parameter_count && sp_real.bind_parameter_count(st) == 0)
+		return siphash24(sp_params_key, (const unsigned char *)&sql_id, sizeof(sql_id)) | 1;
 	sp_guard_in(t);
 	x = sp_real.expanded_sql(st);
 	if (x) {
@@ -487,7 +492,7 @@ void sp_run_end_slow(struct sp_thread *t, struct sp_stmt *s, sqlite3_stmt *st, i
 		sp_stats_unattributed();
 	}
 	if (r->stack_id)
-		emit_exec(t, r, s->sql_id, s->db, rc, end, delta, params_hash(t, r, st));
+		emit_exec(t, r, s->sql_id, s->db, rc, end, delta, params_hash(t, r, st, s->sql_id));
 	run_unlink(t, r);
 	run_clear(r);
 	errno = saved;
@@ -506,7 +511,7 @@ void sp_run_end_sampled(struct sp_thread *t, struct sp_stmt *s, sqlite3_stmt *st
 	sp_agg_add(q, r, end, delta);
 	if (r->stack_id) {
 		q->samples++;
-		emit_exec(t, r, s->sql_id, s->db, SQLITE_OK, end, delta, params_hash(t, r, st));
+		emit_exec(t, r, s->sql_id, s->db, SQLITE_OK, end, delta, params_hash(t, r, st, s->sql_id));
 	}
 	r->start = 0;
 	r->flags = 0;

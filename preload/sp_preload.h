@@ -59,6 +59,7 @@ struct sp_real {
 	const unsigned char *(*column_text)(sqlite3_stmt *, int);
 	int (*column_int)(sqlite3_stmt *, int);
 	char *(*expanded_sql)(sqlite3_stmt *); /* the duplicate rule (run.c) */
+	int (*bind_parameter_count)(sqlite3_stmt *);
 	void (*free)(void *);
 	/* callback registrations, interposed only to note them (plan.c) */
 	int (*trace_v2)(sqlite3 *, unsigned, int (*)(unsigned, void *, void *, void *), void *);
@@ -103,6 +104,7 @@ struct sp_config {
 	int send_timeout_ms;
 	int follow;
 	int plans;               /* SQLPROF_PLANS: capture query plans */
+	int params;              /* SQLPROF_PARAMS: hash drawn executions' values */
 };
 extern struct sp_config sp_cfg __attribute__((visibility("hidden")));
 void sp_read_config(void);
