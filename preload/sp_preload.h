@@ -254,6 +254,7 @@ struct sp_thread {
 	/* the open run goes on only with an execution that starts before
 	 * this: the last one's end + sp_cfg.run_gap */
 	uint64_t run_until;
+	uint64_t run_pauses;   /* longer pauses the open run went on across */
 	struct sp_stmt *last_stmt; /* the statement this thread looked up last;
 				    * valid while its slot's key is still that
 				    * statement (never NULL once set up) */
