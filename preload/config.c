@@ -27,6 +27,7 @@ struct sp_config sp_cfg = {
 	.send_timeout_ms = 100,
 	.follow = 1,
 	.plans = 1,
+	.params = 1,
 };
 int sp_clock_tsc;
 
@@ -134,6 +135,10 @@ void sp_read_config(void)
 		sp_cfg.send_timeout_ms = (int)l;
 	if (env_long("SQLPROF_FOLLOW", 0, 1, &l))
 		sp_cfg.follow = (int)l;
+	if (env_long("SQLPROF_PARAMS", 0, 1, &l))
+		sp_cfg.params = (int)l;
+	/* about 1 % of all executions hashed at most, whatever the rate */
+	sp_cfg.params_keep = rate > 0.01 ? (uint64_t)(0.01 / rate * 18446744073709551615.0) : UINT64_MAX;
 	if (env_long("SQLPROF_PLANS", 0, 1, &l))
 		sp_cfg.plans = (int)l;
 
@@ -147,5 +152,6 @@ void sp_read_config(void)
 		sp_clock_tsc = kernel_clock_is_tsc();
 	sp_cfg.slow_ticks = (uint64_t)(slow_ms * 1e6); /* ns; to ticks in sp_init */
 	sp_cfg.slow_span = sp_cfg.slow_ticks ? sp_cfg.slow_ticks : (uint64_t)1 << 63;
+	sp_cfg.run_gap = SP_RUN_GAP_NS; /* ns; to ticks in sp_init */
 }
 

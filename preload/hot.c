@@ -77,10 +77,11 @@ static __attribute__((noinline)) int end_other(struct sp_thread *t, struct sp_ru
 		/* plain, but a first value in its histogram block, a run that
 		 * switches, or SQLite's counters through the API */
 		struct sp_agg_query *q = s->agg;
+		uint64_t start = r->start;
 
 		sp_agg_add(q, r, end, sp_status_delta(r, st));
 		r->start = 0;
-		sp_run_note(t, q, s->shape);
+		sp_run_note(t, q, s->shape, start, end);
 		return rc;
 	}
 	if (abandoned)
@@ -111,7 +112,8 @@ SP_INLINE int end_plain(struct sp_thread *t, struct sp_run *r, int rc, uint64_t 
 
 	/* the run test first: it also fails for a statement with no record
 	 * (agg NULL), before anything is read through it */
-	if (unlikely(r->flags != 0 || end >= r->slow_at || t->run_q != q))
+	if (unlikely(r->flags != 0 || end >= r->slow_at || t->run_q != q ||
+		     r->start >= t->run_until))
 		return end_other(t, r, rc, end, abandoned);
 	i = sp_hist_index(db);
 	blk = q->hist[i / SP_HIST_PER_BLOCK];
@@ -122,6 +124,7 @@ SP_INLINE int end_plain(struct sp_thread *t, struct sp_run *r, int rc, uint64_t 
 	sp_agg_add_in(q, r, end, _mm_sub_epi32(now, _mm_load_si128((const __m128i *)r->base)),
 		      &((struct sp_agg_hist *)(uintptr_t)blk)->bucket[i % SP_HIST_PER_BLOCK]);
 	++*t->run_len;
+	t->run_until = end + sp_cfg.run_gap;
 	r->start = 0;
 	return rc;
 }

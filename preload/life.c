@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/random.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -219,8 +220,16 @@ static void init(void)
 			sp_cfg.slow_ticks = 1;
 		sp_cfg.slow_span = sp_cfg.slow_ticks;
 	}
+	if (sp_clock_tsc)
+		sp_cfg.run_gap = (uint64_t)((double)SP_RUN_GAP_NS * sp_tsc_per_ns()) + 1;
 	sp_proc_pid = (uint32_t)getpid();
 	sp_image_salt = mix64(sp_rdtsc() ^ (uint64_t)sp_proc_pid << 32) & ~1ULL;
+	/* the bound values' key (run.c, params_hash): from the kernel, never
+	 * sent; errno is restored by sp_init */
+	if (getrandom(sp_params_key, sizeof(sp_params_key), GRND_NONBLOCK) != sizeof(sp_params_key)) {
+		sp_params_key[0] = mix64(sp_rdtsc() ^ (uintptr_t)&init);
+		sp_params_key[1] = mix64(sp_params_key[0] ^ sp_rdtsc() ^ sp_proc_pid);
+	}
 	alive_init();
 	pthread_atfork(NULL, on_fork_parent, on_fork_child);
 	sp_resolve();

@@ -28,6 +28,17 @@
  *  - it is skipped for statements with nothing to plan (DDL, PRAGMA,
  *    transaction control, EXPLAIN itself).
  * SQLPROF_PLANS=0 turns it off.
+ *
+ * With the plan goes the schema it was taken under (a SCHEMA record, once
+ * per connection and content), which the doctor needs to check an index
+ * before suggesting it. Reading sqlite_schema is a read of the database,
+ * so it is done only where it can take no lock, hence never wait, call a
+ * busy handler or hold up another connection: an in-memory or temporary
+ * database (sqlite3_db_filename gives ""), or one on which the program's
+ * connection already holds a read transaction (sqlite3_txn_state). For
+ * any other database file only its path is sent, and `sqlprof record`
+ * reads the schema from the file itself at the end, without locking
+ * (immutable), after the program is done with it.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -87,6 +98,97 @@ static void restore_ok(sqlite3 *conn)
 		sp_real.finalize(none);
 }
 
+/* 1 for INSERT and REPLACE texts without a SELECT in them. */
+static int insert_text(const char *sql)
+{
+	while (*sql == ' ' || *sql == '\t' || *sql == '\n' || *sql == '\r')
+		sql++;
+	return (!strncasecmp(sql, "INSERT", 6) || !strncasecmp(sql, "REPLACE", 7)) &&
+	       !strcasestr(sql, "SELECT");
+}
+
+static uint64_t fnv1a(uint64_t h, const void *p, size_t n)
+{
+	const unsigned char *b = p;
+
+	while (n--)
+		h = (h ^ *b++) * 0x100000001b3ULL;
+	return h;
+}
+
+/*
+ * The schema of conn's main database into buf (cap bytes): its CREATE
+ * statements, or (*flags = SP_SCHEMA_FILE) the file's path when reading
+ * them could take a lock (the file's heading). Called with the
+ * connection's mutex held, inside plan capture (sp_plan_quiet, the guard).
+ * Returns the length, 0 for none; on a failure of ours the caller finds
+ * the error state set and restores it.
+ */
+static size_t schema_capture(sqlite3 *conn, char *buf, size_t cap, uint16_t *flags)
+{
+	static const char q[] = "SELECT sql FROM main.sqlite_schema WHERE sql NOT NULL"
+				" AND type IN ('table', 'index', 'view') ORDER BY rowid";
+	const char *fn;
+	sqlite3_stmt *st = NULL;
+	size_t n = 0;
+	int rc;
+
+	*flags = 0;
+	if (!sp_plan_real.db_filename || !sp_plan_real.txn_state)
+		return 0;
+	fn = sp_plan_real.db_filename(conn, "main");
+	if (fn && *fn && sp_plan_real.txn_state(conn, "main") < SQLITE_TXN_READ) {
+		n = strlen(fn);
+		if (n >= cap)
+			return 0;
+		memcpy(buf, fn, n);
+		*flags = SP_SCHEMA_FILE;
+		return n;
+	}
+	if (sp_real.prepare_v2(conn, q, (int)sizeof(q) - 1, &st, NULL) != SQLITE_OK || !st)
+		return 0;
+	while ((rc = sp_real.step(st)) == SQLITE_ROW) {
+		const char *sql = (const char *)sp_real.column_text(st, 0);
+		size_t l = sql ? strlen(sql) : 0;
+
+		if (n + l + 2 >= cap) {
+			n = 0; /* all or nothing */
+			break;
+		}
+		memcpy(buf + n, sql, l);
+		memcpy(buf + n + l, ";\n", 2);
+		n += l + 2;
+	}
+	if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+		n = 0;
+	sp_real.finalize(st);
+	return n;
+}
+
+/* Send the SCHEMA record of id unless this connection sent it already. */
+static void schema_send(struct sp_thread *t, uint64_t db, uint64_t id, uint16_t flags,
+			const char *text, size_t n)
+{
+	uint32_t rl = SP_ALIGN8(sizeof(struct sp_rec_schema) + n);
+	struct sp_rec_schema *r;
+
+	if (!sp_plan_once(db, id ^ 0x5c4e3a0000000001ULL))
+		return;
+	r = sp_rec_reserve(t, rl);
+	if (!r)
+		return;
+	memset(r, 0, rl);
+	r->h.type = SP_REC_SCHEMA;
+	r->h.len = rl;
+	r->h.flags = flags;
+	r->pid = (uint32_t)getpid();
+	r->tid = t->tid;
+	r->schema_id = id;
+	r->text_len = (uint32_t)n;
+	memcpy(r + 1, text, n);
+	sp_rec_commit(t, rl);
+}
+
 /*
  * Take the plan of st (just prepared by the program, successfully, on
  * connection db, outside any execution of this thread) and send it as a
@@ -98,9 +200,11 @@ void sp_plan_capture(struct sp_thread *t, sqlite3_stmt *st, uint64_t sql_id, uin
 	sqlite3 *conn = (sqlite3 *)(uintptr_t)db;
 	sqlite3_mutex *mx;
 	const char *sql;
-	char *q = NULL, text[PLAN_MAX];
+	char *q = NULL, text[PLAN_MAX], *schema = NULL;
 	sqlite3_stmt *ex = NULL;
-	size_t n = 0, len;
+	size_t n = 0, len, sn = 0;
+	uint64_t schema_id = 0;
+	uint16_t sflags = 0;
 	int saved = errno, rc;
 
 	if (!sp_cfg.plans || !conn || t->cur || !sp_real.stmt_isexplain || !sp_real.column_text ||
@@ -155,10 +259,24 @@ void sp_plan_capture(struct sp_thread *t, sqlite3_stmt *st, uint64_t sql_id, uin
 		n = 0; /* a failed step: no plan rather than part of one */
 		restore_ok(conn);
 	}
+	/* an INSERT's plan is never a finding's: a dump restore's 100,000
+	 * distinct texts read no schema */
+	if (n && !insert_text(sql) && sp_real.extended_errcode(conn) == SQLITE_OK &&
+	    (schema = malloc(SP_SCHEMA_MAX)))
+		sn = schema_capture(conn, schema, SP_SCHEMA_MAX, &sflags);
+	if (sp_real.extended_errcode(conn) != SQLITE_OK) {
+		sn = 0; /* the schema read failed (busy, locked...) */
+		restore_ok(conn);
+	}
 	sp_plan_quiet--;
 unlock:
 	sp_plan_real.mutex_leave(mx);
 	sp_guard_out(t);
+	if (n && sn) {
+		schema_id = fnv1a(fnv1a(0xcbf29ce484222325ULL, &sflags, sizeof(sflags)), schema, sn);
+		schema_id += !schema_id;
+		schema_send(t, db, schema_id, sflags, schema, sn);
+	}
 	if (n) {
 		uint32_t rl = SP_ALIGN8(sizeof(struct sp_rec_plan) + n);
 		struct sp_rec_plan *r = sp_rec_reserve(t, rl);
@@ -172,11 +290,13 @@ unlock:
 			r->sql_id = sql_id;
 			r->db = db;
 			r->text_len = (uint32_t)n;
+			r->schema_id = schema_id;
 			memcpy(r + 1, text, n);
 			sp_rec_commit(t, rl);
 		}
 	}
 out:
 	free(q);
+	free(schema);
 	errno = saved;
 }

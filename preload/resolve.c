@@ -87,6 +87,9 @@ static void resolve_from(void *h, struct sp_real *r)
 	RESOLVE(h, r, stmt_isexplain, "sqlite3_stmt_isexplain");  /* optional: 3.28+ */
 	RESOLVE(h, r, column_text, "sqlite3_column_text");
 	RESOLVE(h, r, column_int, "sqlite3_column_int");
+	RESOLVE(h, r, expanded_sql, "sqlite3_expanded_sql");
+	RESOLVE(h, r, free, "sqlite3_free");
+	RESOLVE(h, r, bind_parameter_count, "sqlite3_bind_parameter_count");
 	RESOLVE(h, r, trace_v2, "sqlite3_trace_v2");
 	RESOLVE(h, r, trace, "sqlite3_trace");
 	RESOLVE(h, r, profile, "sqlite3_profile");

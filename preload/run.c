@@ -121,7 +121,7 @@ static inline uint64_t run_seq(struct sp_thread *t, struct sp_run *r)
 /* The EXEC event of a sampled execution that ended at end: every field
  * stored once (no clearing first), header and ids in one store each. */
 void sp_emit_exec(struct sp_thread *t, struct sp_run *r, uint64_t sql_id, uint64_t db, int rc,
-		  uint64_t end, sp_v4u delta)
+		  uint64_t end, sp_v4u delta, uint64_t params)
 {
 	struct sp_rec_exec *x = sp_rec_reserve(t, sizeof(*x));
 	uint64_t w;
@@ -146,10 +146,107 @@ void sp_emit_exec(struct sp_thread *t, struct sp_run *r, uint64_t sql_id, uint64
 	x->rc = rc;
 	x->kind = r->kind;
 	x->pad = 0;
+	x->params = params;
 	sp_rec_commit(t, sizeof(*x));
 }
 
 #define emit_exec sp_emit_exec
+
+/* ---- the bound values of a drawn execution (the duplicate rule) ---- */
+
+uint64_t sp_params_key[2];
+
+#define ROTL(x, b) (uint64_t)(((x) << (b)) | ((x) >> (64 - (b))))
+#define SIPROUND                                                                                   \
+	do {                                                                                       \
+		v0 += v1;                                                                          \
+		v1 = ROTL(v1, 13);                                                                 \
+		v1 ^= v0;                                                                          \
+		v0 = ROTL(v0, 32);                                                                 \
+		v2 += v3;                                                                          \
+		v3 = ROTL(v3, 16);                                                                 \
+		v3 ^= v2;                                                                          \
+		v0 += v3;                                                                          \
+		v3 = ROTL(v3, 21);                                                                 \
+		v3 ^= v0;                                                                          \
+		v2 += v1;                                                                          \
+		v1 = ROTL(v1, 17);                                                                 \
+		v1 ^= v2;                                                                          \
+		v2 = ROTL(v2, 32);                                                                 \
+	} while (0)
+
+/* SipHash-2-4 of p[0..n) under k: a keyed hash, so that a profile holding
+ * the hash of a low-entropy value (a small id, a PIN) does not give the
+ * value away to someone trying every candidate. */
+static uint64_t siphash24(const uint64_t k[2], const unsigned char *p, size_t n)
+{
+	uint64_t v0 = 0x736f6d6570736575ULL ^ k[0], v1 = 0x646f72616e646f6dULL ^ k[1];
+	uint64_t v2 = 0x6c7967656e657261ULL ^ k[0], v3 = 0x7465646279746573ULL ^ k[1];
+	uint64_t b = (uint64_t)n << 56, m;
+	size_t i, left = n & 7;
+
+	for (i = 0; i + 8 <= n; i += 8) {
+		memcpy(&m, p + i, 8);
+		v3 ^= m;
+		SIPROUND;
+		SIPROUND;
+		v0 ^= m;
+	}
+	for (m = 0; left; left--)
+		m |= (uint64_t)p[i + left - 1] << (8 * (left - 1));
+	b |= m;
+	v3 ^= b;
+	SIPROUND;
+	SIPROUND;
+	v0 ^= b;
+	v2 ^= 0xff;
+	SIPROUND;
+	SIPROUND;
+	SIPROUND;
+	SIPROUND;
+	return v0 ^ v1 ^ v2 ^ v3;
+}
+
+/* The keyed hash of st's SQL with its bound values in it (never 0), or 0
+ * when it cannot be had. Only for randomly drawn executions of statements
+ * (sqlite3_expanded_sql formats and allocates: some 2,200 instructions for
+ * `SELECT ?1+1`); a statement without parameters is its text (sql_id).
+ * SQLPROF_PARAMS=0 turns it off. Keeps errno. */
+static uint64_t params_hash(struct sp_thread *t, const struct sp_run *r, sqlite3_stmt *st,
+			    uint64_t sql_id, uint32_t nexec /* of its query record */)
+{
+	uint64_t h = 0;
+	char *x;
+	int saved = errno;
+
+	if (!(r->flags & SP_EXEC_RANDOM) || r->kind != SP_KIND_STMT || !st || !sp_cfg.params ||
+	    !sp_real.expanded_sql || !sp_real.free)
+		return 0;
+	if (sp_cfg.params_keep != UINT64_MAX && nexec > 64) {
+		/* above rate 0.01, past a statement's first 64 executions, a
+		 * drawn execution is hashed with probability 0.01 / rate, so
+		 * about 1 % of all executions are (hashing them all made the
+		 * trivial loop 2.78 times slower at rate 1 instead of 1.38);
+		 * the duplicate rule counts hashed executions only */
+		t->rng ^= t->rng << 13;
+		t->rng ^= t->rng >> 7;
+		t->rng ^= t->rng << 17;
+		if (t->rng >= sp_cfg.params_keep)
+			return 0;
+	}
+	if (sp_real.bind_parameter_count && sp_real.bind_parameter_count(st) == 0)
+		return siphash24(sp_params_key, (const unsigned char *)&sql_id, sizeof(sql_id)) | 1;
+	sp_guard_in(t);
+	x = sp_real.expanded_sql(st);
+	if (x) {
+		h = siphash24(sp_params_key, (const unsigned char *)x, strlen(x));
+		h += !h;
+		sp_real.free(x);
+	}
+	sp_guard_out(t);
+	errno = saved;
+	return h;
+}
 
 static void write_error(struct sp_thread *t, struct sp_run *run, uint64_t sql_id, sqlite3 *db,
 			int rc)
@@ -415,12 +512,12 @@ void sp_run_end_slow(struct sp_thread *t, struct sp_stmt *s, sqlite3_stmt *st, i
 		sp_agg_add(q, r, end, delta);
 		agg_extra(q, r, rc);
 		if (!(r->flags & SP_EXEC_NESTED))
-			sp_run_note(t, q, s->shape);
+			sp_run_note(t, q, s->shape, r->start, end);
 	} else {
 		sp_stats_unattributed();
 	}
 	if (r->stack_id)
-		emit_exec(t, r, s->sql_id, s->db, rc, end, delta);
+		emit_exec(t, r, s->sql_id, s->db, rc, end, delta, params_hash(t, r, st, s->sql_id, s->agg ? (uint32_t)s->agg->count : 0));
 	run_unlink(t, r);
 	run_clear(r);
 	errno = saved;
@@ -434,17 +531,18 @@ void sp_run_end_sampled(struct sp_thread *t, struct sp_stmt *s, sqlite3_stmt *st
 	struct sp_run *r = &s->run;
 	struct sp_agg_query *q = s->agg;
 	sp_v4u delta = sp_status_delta(r, st);
+	uint64_t start = r->start;
 
 	sp_agg_add(q, r, end, delta);
 	if (r->stack_id) {
 		q->samples++;
-		emit_exec(t, r, s->sql_id, s->db, SQLITE_OK, end, delta);
+		emit_exec(t, r, s->sql_id, s->db, SQLITE_OK, end, delta, params_hash(t, r, st, s->sql_id, s->agg ? (uint32_t)s->agg->count : 0));
 	}
 	r->start = 0;
 	r->flags = 0;
 	r->seq = 0;
 	r->stack_id = 0;
-	sp_run_note(t, q, s->shape);
+	sp_run_note(t, q, s->shape, start, end);
 }
 
 /* An execution whose statement SQLite freed without our finalize shim
@@ -469,7 +567,7 @@ void sp_run_stale(struct sp_thread *t, struct sp_stmt *s)
 			sp_stats_unattributed();
 		}
 		if (r->stack_id)
-			emit_exec(t, r, s->sql_id, s->db, SQLITE_OK, r->start + r->db, zero);
+			emit_exec(t, r, s->sql_id, s->db, SQLITE_OK, r->start + r->db, zero, 0);
 	}
 	run_clear(r);
 }
@@ -551,12 +649,12 @@ static void exec_account(struct sp_thread *t, struct sp_run *r, sqlite3 *db, int
 		sp_agg_add(q, r, end, zero);
 		agg_extra(q, r, rc);
 		if (!(r->flags & SP_EXEC_NESTED))
-			sp_run_note(t, q, r->shape ^ 0x9E3779B97F4A7C15ULL);
+			sp_run_note(t, q, r->shape ^ 0x9E3779B97F4A7C15ULL, r->start, end);
 	} else {
 		sp_stats_unattributed();
 	}
 	if (r->stack_id)
-		emit_exec(t, r, r->sql_id, (uint64_t)(uintptr_t)db, rc, end, zero);
+		emit_exec(t, r, r->sql_id, (uint64_t)(uintptr_t)db, rc, end, zero, 0);
 	run_unlink(t, r);
 	run_clear(r);
 }

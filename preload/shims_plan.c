@@ -55,6 +55,8 @@ void sp_plan_resolve_from(void *h, struct sp_plan_real *p)
 	PLAN_RESOLVE(h, db_mutex, "sqlite3_db_mutex");
 	PLAN_RESOLVE(h, mutex_enter, "sqlite3_mutex_enter");
 	PLAN_RESOLVE(h, mutex_leave, "sqlite3_mutex_leave");
+	PLAN_RESOLVE(h, db_filename, "sqlite3_db_filename");
+	PLAN_RESOLVE(h, txn_state, "sqlite3_txn_state");
 }
 
 /*

@@ -59,6 +59,9 @@ struct sp_real {
 	int (*stmt_isexplain)(sqlite3_stmt *);
 	const unsigned char *(*column_text)(sqlite3_stmt *, int);
 	int (*column_int)(sqlite3_stmt *, int);
+	char *(*expanded_sql)(sqlite3_stmt *); /* the duplicate rule (run.c) */
+	int (*bind_parameter_count)(sqlite3_stmt *);
+	void (*free)(void *);
 	/* callback registrations, interposed only to note them (plan.c) */
 	int (*trace_v2)(sqlite3 *, unsigned, int (*)(unsigned, void *, void *, void *), void *);
 	void *(*trace)(sqlite3 *, void (*)(void *, const char *), void *);
@@ -95,10 +98,17 @@ struct sp_config {
 	uint64_t seed;
 	uint64_t slow_ticks;    /* SQLPROF_SLOW_MS in clock units, 0 = off */
 	uint64_t slow_span;     /* slow_ticks, or 2^63 when off: run.slow_at */
+	uint64_t run_gap;       /* SP_RUN_GAP_NS in clock units: an N+1 run
+				 * goes on only with an execution starting
+				 * less than this after the last one ended */
 	int depth;              /* stack depth limit */
 	int send_timeout_ms;
 	int follow;
 	int plans;               /* SQLPROF_PLANS: capture query plans */
+	int params;              /* SQLPROF_PARAMS: hash drawn executions' values */
+	uint64_t params_keep;    /* a drawn execution is hashed when a draw of
+				  * 64 random bits is below this: 0.01 / rate of
+				  * them above rate 0.01, all below */
 };
 extern struct sp_config sp_cfg __attribute__((visibility("hidden")));
 void sp_read_config(void);
@@ -217,7 +227,11 @@ struct sp_agg_query *sp_agg_get(struct sp_arena *a, uint64_t sql_id, uint32_t ki
 /* Slow halves of the hot path's updates. */
 uint64_t *sp_agg_hist_block(struct sp_agg_query *q, uint32_t block);
 void sp_agg_error(struct sp_agg_query *q, int rc);
-void sp_run_switch(struct sp_thread *t, struct sp_agg_query *q, uint64_t shape);
+void sp_run_switch(struct sp_thread *t, struct sp_agg_query *q, uint64_t shape, uint64_t start);
+/* The longest pause between two executions of one N+1 run: a caller's
+ * loop issues its queries back to back, a service loop waits for its
+ * requests (10 ms apart in issue 13's case). */
+#define SP_RUN_GAP_NS 1000000
 void sp_run_close(struct sp_thread *t);
 uint64_t sp_stats_executions(void); /* executions counted so far (BYE) */
 void sp_stats_unattributed(void);
@@ -246,6 +260,10 @@ struct sp_thread {
 	 * none), and its length (in the arena's shared record) */
 	struct sp_agg_query *run_q;
 	uint64_t *run_len;
+	/* the open run goes on only with an execution that starts before
+	 * this: the last one's end + sp_cfg.run_gap */
+	uint64_t run_until;
+	uint64_t run_pauses;   /* longer pauses the open run went on across */
 	struct sp_stmt *last_stmt; /* the statement this thread looked up last;
 				    * valid while its slot's key is still that
 				    * statement (never NULL once set up) */
@@ -487,14 +505,17 @@ SP_INLINE void sp_agg_add(struct sp_agg_query *q, const struct sp_run *r, uint64
 		q->hist_lost++;
 }
 
-/* A top-level execution of q ended: its thread's N+1 run goes on or
+/* A top-level execution of q, from start to end, ended: its thread's N+1
+ * run goes on (the same query, started within run_gap of the last end) or
  * switches to q. */
-SP_INLINE void sp_run_note(struct sp_thread *t, struct sp_agg_query *q, uint64_t shape)
+SP_INLINE void sp_run_note(struct sp_thread *t, struct sp_agg_query *q, uint64_t shape,
+			   uint64_t start, uint64_t end)
 {
-	if (likely(t->run_q == q))
+	if (likely(t->run_q == q && start < t->run_until))
 		++*t->run_len;
 	else
-		sp_run_switch(t, q, shape);
+		sp_run_switch(t, q, shape, start);
+	t->run_until = end + sp_cfg.run_gap;
 }
 
 SP_INLINE uint64_t sp_rng_next(struct sp_thread *t)
@@ -584,7 +605,10 @@ SP_INLINE uint64_t sp_stack_capture_inline(struct sp_thread *t)
 }
 uint64_t sp_stack_capture(struct sp_thread *t);
 void sp_emit_exec(struct sp_thread *t, struct sp_run *r, uint64_t sql_id, uint64_t db, int rc,
-		  uint64_t end, sp_v4u delta);
+		  uint64_t end, sp_v4u delta, uint64_t params);
+/* The key of the bound values' hashes (sp_rec_exec.params): drawn at
+ * start-up, never sent. */
+extern uint64_t sp_params_key[2];
 void sp_run_end_sampled(struct sp_thread *t, struct sp_stmt *s, sqlite3_stmt *st, uint64_t end);
 void sp_stack_sets_reset(void); /* fork child: stacks are resent per pid */
 int sp_unwind_init(void);       /* unwind.c: cached CFI unwinder; -1: backtrace() */
@@ -688,6 +712,9 @@ struct sp_plan_real {
 	sqlite3_mutex *(*db_mutex)(sqlite3 *);
 	void (*mutex_enter)(sqlite3_mutex *);
 	void (*mutex_leave)(sqlite3_mutex *);
+	/* optional: the schema a plan is taken under (plan.c) */
+	const char *(*db_filename)(sqlite3 *, const char *);
+	int (*txn_state)(sqlite3 *, const char *);
 };
 extern struct sp_plan_real sp_plan_real;
 int sp_plan_resolve(void);

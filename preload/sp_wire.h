@@ -26,11 +26,12 @@
 #include <stdint.h>
 
 #define SP_WIRE_MAGIC 0x46525053u /* "SPRF" little-endian */
-#define SP_WIRE_VERSION 4
-#define SP_WIRE_MIN_VERSION 4 /* oldest version this reader accepts (3: totals in
+#define SP_WIRE_VERSION 5
+#define SP_WIRE_MIN_VERSION 5 /* oldest version this reader accepts (3: totals in
                                * shared statistics, EXEC records are events;
                                * 4: MODULE records name the mapped file, STACK
-                               * records their map) */
+                               * records their map; 5: EXEC records carry
+                               * params, PLAN records schema_id) */
 
 /* Largest message a writer may send and a reader must accept. */
 #define SP_MSG_MAX (256 * 1024)
@@ -102,6 +103,9 @@ enum sp_rec_type {
 	 * are read (a version without a layout, or memory that cannot be
 	 * read, is said once). */
 	SP_REC_PYINFO = 15,
+	/* The schema a plan was taken under (sp_rec_schema), once per
+	 * connection and content; a PLAN record names it by schema_id. */
+	SP_REC_SCHEMA = 16,
 	/* Filler at the end of a writer's ring; readers skip it. */
 	SP_REC_PAD = 0xffff,
 };
@@ -185,6 +189,12 @@ struct sp_rec_exec {
 	int32_t rc;          /* final result code (extended) */
 	uint16_t kind;       /* enum sp_exec_kind */
 	uint16_t pad;
+	uint64_t params;     /* a randomly drawn statement execution's bound
+			      * values: a keyed hash (SipHash-2-4) of its
+			      * sqlite3_expanded_sql text under a key the
+			      * process draws and never sends, so equal values
+			      * give equal hashes within a process and the
+			      * values cannot be recovered; 0: not taken */
 };
 
 struct sp_rec_stack {
@@ -283,6 +293,24 @@ struct sp_rec_plan {
 	uint64_t sql_id;
 	uint64_t db;
 	uint32_t text_len; /* plan lines, "id|parent|detail\n" each */
+	uint32_t pad;
+	uint64_t schema_id; /* SP_REC_SCHEMA of the connection when planned, 0: none */
+	/* char text[text_len], padded to 8 */
+};
+
+/* What the doctor needs to check an index suggestion: the CREATE TABLE,
+ * INDEX and VIEW statements of the connection's main database, read by the
+ * preload where that takes no lock (an in-memory or temporary database, or
+ * a read transaction already open), each ending in ";\n"; or, with
+ * SP_SCHEMA_FILE, the database file's path, for the collector to read at
+ * the end. */
+#define SP_SCHEMA_FILE 1 /* h.flags: text is a path */
+#define SP_SCHEMA_MAX (32 * 1024)
+struct sp_rec_schema {
+	struct sp_rec_hdr h;
+	uint32_t pid, tid;
+	uint64_t schema_id; /* hash of flags and text */
+	uint32_t text_len;
 	uint32_t pad;
 	/* char text[text_len], padded to 8 */
 };

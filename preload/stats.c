@@ -364,17 +364,26 @@ static void run_credit(struct sp_agg_query *q, uint64_t len)
 
 /*
  * A top-level execution of q (whose text has shape shape) ended and q is
- * not the open run's record: the same shape (the same SQL but for its
- * literals) goes on with the run, now credited to q; anything else closes
+ * not the open run's record (or started too long after the run's last
+ * execution ended): the same shape (the same SQL but for its literals),
+ * started within sp_cfg.run_gap, goes on with the run, now credited to q; anything else closes
  * the run and opens one of q.
  */
-void sp_run_switch(struct sp_thread *t, struct sp_agg_query *q, uint64_t shape)
+void sp_run_switch(struct sp_thread *t, struct sp_agg_query *q, uint64_t shape, uint64_t start)
 {
 	struct sp_arena *a = t->arena;
 
 	if (!a)
 		return;
-	if (t->run_q != &sp_no_run && a->run_shape == shape) {
+	/* A pause longer than run_gap ends the run, unless the run has
+	 * pauses to spare: one, and one more per 16 executions. A thread
+	 * preempted inside a caller's loop (a loaded machine: make check)
+	 * keeps its run; a service loop, every execution after a pause,
+	 * makes runs of 2 at most. */
+	if (t->run_q != &sp_no_run && a->run_shape == shape &&
+	    (start < t->run_until || t->run_pauses < 1 + *t->run_len / 16)) {
+		if (start >= t->run_until)
+			t->run_pauses++;
 		t->run_q = q;
 		a->sh->run_query = (uint64_t)(uintptr_t)q;
 		++*t->run_len;
@@ -383,6 +392,7 @@ void sp_run_switch(struct sp_thread *t, struct sp_agg_query *q, uint64_t shape)
 	if (t->run_q != &sp_no_run)
 		run_credit(t->run_q, *t->run_len);
 	a->run_shape = shape;
+	t->run_pauses = 0;
 	a->sh->run_len = 1;
 	a->sh->run_query = (uint64_t)(uintptr_t)q;
 	t->run_q = q;

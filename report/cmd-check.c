@@ -46,6 +46,7 @@ enum {
 	R_TEMPBTREE,
 	R_AUTOINDEX,
 	R_FULLSCAN,
+	R_DUPLICATE,
 	R_COUNT,
 	R_VM,
 	R_TIME,
@@ -55,7 +56,8 @@ enum {
 static const char *const rname[R_N] = {
 	[R_NEW_QUERY] = "new-query",   [R_PLAN_CHANGE] = "plan-change", [R_NEW_FULLSCAN] = "new-fullscan",
 	[R_NPLUS1] = "n-plus-one",     [R_REPREPARE] = "reprepare",     [R_TEMPBTREE] = "temp-btree",
-	[R_AUTOINDEX] = "auto-index",  [R_FULLSCAN] = "full-scan",      [R_COUNT] = "count-increase",
+	[R_AUTOINDEX] = "auto-index",  [R_FULLSCAN] = "full-scan",      [R_DUPLICATE] = "duplicate",
+	[R_COUNT] = "count-increase",
 	[R_VM] = "vm-steps-increase",  [R_TIME] = "time-increase",
 };
 
@@ -68,6 +70,7 @@ static int doctor_rule(int r)
 	case R_TEMPBTREE: return SP_RULE_TEMPBTREE;
 	case R_AUTOINDEX: return SP_RULE_AUTOINDEX;
 	case R_FULLSCAN: return SP_RULE_FULLSCAN;
+	case R_DUPLICATE: return SP_RULE_DUPLICATE;
 	default: return -1;
 	}
 }
@@ -122,7 +125,9 @@ static void usage(FILE *f)
 		"                               >= P%% of the baseline's db time per run (default 1)\n"
 		"      --fail-on RULES          comma-separated, default new-query,plan-change,\n"
 		"                               new-fullscan,n-plus-one,reprepare,temp-btree,auto-index;\n"
-		"                               also full-scan (doctor: big-table scans), all, none\n"
+		"                               also full-scan (doctor: big-table scans), duplicate\n"
+		"                               (doctor: the same values again; needs --rate 1 or a\n"
+		"                               fixed --seed on both sides), all, none\n"
 		"      --junit FILE             write JUnit XML, one test case per query\n"
 		"  -f, --format FMT             text (default), json, markdown\n"
 		"      --skip PATTERN           never attribute to frames matching PATTERN (repeatable)\n"
@@ -132,7 +137,7 @@ static void usage(FILE *f)
 		"through an index is now scanned, or a temp B-tree / automatic index appeared),\n"
 		"new-fullscan (full-scan steps from 0 to > 0, or a new query scanning), and the query\n"
 		"doctor's findings that the baseline does not have: n-plus-one, reprepare,\n"
-		"temp-btree, auto-index, full-scan.\n"
+		"temp-btree, auto-index, full-scan, duplicate.\n"
 		"\n"
 		"Exit status: 0 within bounds, 1 regression, 2 usage, 3 unreadable profile, 4 internal.\n"
 		"\n"

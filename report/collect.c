@@ -134,6 +134,9 @@ void sp_coll_init(struct sp_coll *c)
 	hmap_init(&c->fphists, 2 * sizeof(uint64_t), sizeof(struct sp_fphist));
 	hmap_init(&c->modules, sizeof(struct mkey), sizeof(struct sp_module));
 	hmap_init(&c->plans, 2 * sizeof(uint64_t), sizeof(struct sp_plan));
+	hmap_init(&c->schemas, sizeof(uint64_t), sizeof(struct sp_schema));
+	hmap_init(&c->dupvals, 3 * sizeof(uint64_t), sizeof(uint64_t));
+	hmap_init(&c->dups, sizeof(uint64_t), sizeof(struct sp_dup));
 	hmap_init(&c->pycodes, 2 * sizeof(uint64_t), sizeof(struct sp_pycode));
 	hmap_init(&c->callers, 4 * sizeof(uint64_t), sizeof(struct sp_caller));
 	c->events_max = 200000;
@@ -162,6 +165,11 @@ void sp_coll_free(struct sp_coll *c)
 	for (it = 0; (v = hmap_next(&c->plans, &it, NULL));)
 		free(((struct sp_plan *)v)->text);
 	hmap_free(&c->plans);
+	for (it = 0; (v = hmap_next(&c->schemas, &it, NULL));)
+		free(((struct sp_schema *)v)->text);
+	hmap_free(&c->schemas);
+	hmap_free(&c->dupvals);
+	hmap_free(&c->dups);
 	for (it = 0; (v = hmap_next(&c->pycodes, &it, NULL));) {
 		struct sp_pycode *pc = v;
 
@@ -226,6 +234,7 @@ static size_t fixed_len(uint16_t type)
 	case SP_REC_STATS_COPY: return sizeof(struct sp_rec_stats_copy);
 	case SP_REC_PYCODE: return sizeof(struct sp_rec_pycode);
 	case SP_REC_PYINFO: return sizeof(struct sp_rec_pyinfo);
+	case SP_REC_SCHEMA: return sizeof(struct sp_rec_schema);
 	default: return 0;
 	}
 }
@@ -287,6 +296,12 @@ static size_t var_len(uint16_t type, const uint8_t *p)
 
 		memcpy(&r, p, sizeof(r));
 		return r.text_len;
+	}
+	case SP_REC_SCHEMA: {
+		struct sp_rec_schema r;
+
+		memcpy(&r, p, sizeof(r));
+		return r.text_len > SP_SCHEMA_MAX ? SIZE_MAX : r.text_len;
 	}
 	default:
 		return 0;
@@ -462,6 +477,19 @@ static void apply_exec(struct sp_coll *c, struct sp_proc *p, const struct sp_rec
 	struct sp_event ev;
 
 	p->events++;
+	if (x->params && (x->h.flags & SP_EXEC_RANDOM) && x->kind == SP_KIND_STMT) {
+		uint64_t k[3] = { x->sql_id, p->pid, x->params };
+		uint64_t *n = hmap_get(&c->dupvals, k, c->dupvals.count < SP_DUPVALS_MAX, NULL);
+		struct sp_dup *d = hmap_get(&c->dups, &x->sql_id, 1, NULL);
+
+		if (d) {
+			d->samples++;
+			if (n && (*n)++)
+				d->repeats++;
+			if (n && *n > d->top)
+				d->top = *n;
+		}
+	}
 	if (!x->stack_id)
 		return;
 	{
@@ -726,7 +754,20 @@ static void apply(struct sp_coll *c, struct sp_proc *p, const uint8_t *rec, uint
 		if (pl) {
 			if (created)
 				pl->text = dup_n(text, r->text_len);
+			if (!pl->schema_id)
+				pl->schema_id = r->schema_id;
 			pl->connections++;
+		}
+		break;
+	}
+	case SP_REC_SCHEMA: {
+		const struct sp_rec_schema *r = (const void *)rec;
+		int created;
+		struct sp_schema *sc = r->schema_id ? hmap_get(&c->schemas, &r->schema_id, 1, &created) : NULL;
+
+		if (sc && created) {
+			sc->file = (r->h.flags & SP_SCHEMA_FILE) != 0;
+			sc->text = dup_n(rec + sizeof(*r), r->text_len);
 		}
 		break;
 	}

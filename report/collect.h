@@ -160,6 +160,22 @@ struct sp_stack {
 struct sp_plan {
 	uint64_t connections; /* how many connections reported this plan */
 	char *text;           /* "id|parent|detail" lines */
+	uint64_t schema_id;   /* the first schema it was reported under, 0: none */
+};
+
+/* Per SQL text: its randomly drawn statement executions with a hash of
+ * their bound values, how many of them had the values of an earlier one
+ * of the same process, and the most executions one set of values had. */
+struct sp_dup {
+	uint64_t samples, repeats, top;
+};
+#define SP_DUPVALS_MAX (1u << 20) /* distinct values kept; beyond, new ones are not noted */
+
+/* A schema plans were taken under (SP_REC_SCHEMA): CREATE statements, or
+ * (file) the database file's path, read when the profile is written. */
+struct sp_schema {
+	int file;
+	char *text;
 };
 
 void sp_run_bucket_bounds(int b, uint64_t *lo, uint64_t *hi);
@@ -209,6 +225,10 @@ struct sp_coll {
 			       * whose ERROR record was lost */
 	struct hmap modules; /* {pid, generation, lo} -> struct sp_module */
 	struct hmap plans;   /* {sql_id, plan hash} -> struct sp_plan */
+	struct hmap schemas; /* schema_id -> struct sp_schema */
+	/* the duplicate rule: bound values of randomly drawn executions */
+	struct hmap dupvals; /* {sql_id, pid, params hash} -> executions */
+	struct hmap dups;    /* sql_id -> struct sp_dup */
 	struct hmap pycodes; /* {pid, code number} -> struct sp_pycode */
 	struct hmap callers; /* {sql_id, kind, pid, caller pc} -> struct sp_caller:
 			      * exact executions per calling return address */

@@ -18,6 +18,76 @@
 #include "sym.h"
 #include "untrusted.h"
 
+/*
+ * The CREATE TABLE, INDEX and VIEW statements of the database file at
+ * path, each ending in ";\n", as a malloc'd string; NULL when it cannot be
+ * read. Opened read-only and immutable (no lock taken, no journal or WAL
+ * looked at: the program may still hold the file, and must not be held up
+ * by us), defensively (sp_untrusted_open: the file is the program's, not
+ * ours). A file changed or removed since the run gives what it holds now,
+ * or nothing.
+ */
+static char *file_schema(const char *path)
+{
+	char uri[8192], err[256], *out = NULL;
+	size_t o = 0, n = 0, cap = 0;
+	sqlite3 *db;
+	sqlite3_stmt *st = NULL;
+	struct stat sb;
+	const char *p;
+
+	if (!path || path[0] != '/' || stat(path, &sb) < 0 || !S_ISREG(sb.st_mode))
+		return NULL;
+	o = (size_t)snprintf(uri, sizeof(uri), "file:");
+	for (p = path; *p && o + 4 < sizeof(uri); p++) {
+		unsigned char ch = (unsigned char)*p;
+
+		if (ch == '%' || ch == '?' || ch == '#' || ch < 0x21 || ch >= 0x7f)
+			o += (size_t)snprintf(uri + o, sizeof(uri) - o, "%%%02X", ch);
+		else
+			uri[o++] = (char)ch;
+	}
+	if (*p || o + 16 >= sizeof(uri))
+		return NULL;
+	snprintf(uri + o, sizeof(uri) - o, "?immutable=1");
+	db = sp_untrusted_open(uri, SQLITE_OPEN_URI, sb.st_size, NULL, err, sizeof(err));
+	if (!db)
+		return NULL;
+	if (sqlite3_prepare_v2(db,
+			       "SELECT sql FROM main.sqlite_schema WHERE sql NOT NULL"
+			       " AND type IN ('table', 'index', 'view') ORDER BY rowid",
+			       -1, &st, NULL) == SQLITE_OK) {
+		int rc;
+
+		while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+			const char *sql = (const char *)sqlite3_column_text(st, 0);
+			size_t l = sql ? strlen(sql) : 0;
+
+			if (n + l + 3 > cap) {
+				size_t nc = (n + l + 3) * 2;
+				char *x = nc <= 4 * SP_SCHEMA_MAX ? realloc(out, nc) : NULL;
+
+				if (!x) {
+					rc = SQLITE_NOMEM;
+					break;
+				}
+				out = x;
+				cap = nc;
+			}
+			memcpy(out + n, sql, l);
+			memcpy(out + n + l, ";\n", 3);
+			n += l + 2;
+		}
+		if (rc != SQLITE_DONE) {
+			free(out);
+			out = NULL;
+		}
+	}
+	sqlite3_finalize(st);
+	sqlite3_close(db);
+	return out;
+}
+
 static const char schema[] =
 	"PRAGMA journal_mode=OFF;"
 	"PRAGMA synchronous=OFF;"
@@ -35,7 +105,11 @@ static const char schema[] =
 	" count INTEGER);"
 	"CREATE TABLE run_totals(run INTEGER, fp_id INTEGER, kind TEXT, count INTEGER,"
 	" total_ns INTEGER);"
-	"CREATE TABLE plans(fp_id INTEGER, sql_id INTEGER, plan TEXT, connections INTEGER);"
+	"CREATE TABLE plans(fp_id INTEGER, sql_id INTEGER, plan TEXT, connections INTEGER,"
+	" schema_id INTEGER);"
+	"CREATE TABLE schemas(schema_id INTEGER PRIMARY KEY, sql TEXT);"
+	"CREATE TABLE duplicates(fp_id INTEGER, kind TEXT, samples INTEGER, repeats INTEGER,"
+	" top INTEGER, PRIMARY KEY(fp_id, kind));"
 	"CREATE TABLE histograms(fp_id INTEGER, kind TEXT, bucket_ns INTEGER, count INTEGER);"
 	"CREATE TABLE statements(sql_id INTEGER PRIMARY KEY, fp_id INTEGER, sql TEXT,"
 	" full_len INTEGER, truncated INTEGER);"
@@ -799,7 +873,7 @@ static int write_all(sqlite3 *db, struct sp_coll *c, const struct sp_meta *m, ch
 	sqlite3_finalize(st);
 
 	/* plans */
-	st = prep(db, "INSERT INTO plans VALUES(?,?,?,?)");
+	st = prep(db, "INSERT INTO plans VALUES(?,?,?,?,?)");
 	if (!st)
 		goto sqlerr;
 	it = 0;
@@ -812,6 +886,66 @@ static int write_all(sqlite3 *db, struct sp_coll *c, const struct sp_meta *m, ch
 		sqlite3_bind_int64(st, 2, (sqlite3_int64)pk[0]);
 		sqlite3_bind_text(st, 3, pl->text ? pl->text : "", -1, SQLITE_STATIC);
 		sqlite3_bind_int64(st, 4, (sqlite3_int64)pl->connections);
+		if (pl->schema_id && hmap_get(&c->schemas, &pl->schema_id, 0, NULL))
+			sqlite3_bind_int64(st, 5, (sqlite3_int64)pl->schema_id);
+		else
+			sqlite3_bind_null(st, 5);
+		if (step_done(st) < 0)
+			goto sqlerr;
+	}
+	sqlite3_finalize(st);
+
+	/* duplicates, per fingerprint */
+	{
+		struct hmap per_fp;
+		struct sp_dup *d, *f;
+
+		hmap_init(&per_fp, sizeof(uint64_t), sizeof(struct sp_dup));
+		it = 0;
+		while ((d = hmap_next(&c->dups, &it, &k))) {
+			const struct fpinfo *fi = hmap_get(&fps, k, 0, NULL);
+
+			if (!fi || !(f = hmap_get(&per_fp, &fi->fp_id, 1, NULL)))
+				continue;
+			f->samples += d->samples;
+			f->repeats += d->repeats;
+			if (d->top > f->top)
+				f->top = d->top;
+		}
+		st = prep(db, "INSERT INTO duplicates VALUES(?, 'stmt', ?, ?, ?)");
+		if (!st) {
+			hmap_free(&per_fp);
+			goto sqlerr;
+		}
+		it = 0;
+		while ((f = hmap_next(&per_fp, &it, &k))) {
+			sqlite3_bind_int64(st, 1, (sqlite3_int64) * (const uint64_t *)k);
+			sqlite3_bind_int64(st, 2, (sqlite3_int64)f->samples);
+			sqlite3_bind_int64(st, 3, (sqlite3_int64)f->repeats);
+			sqlite3_bind_int64(st, 4, (sqlite3_int64)f->top);
+			if (step_done(st) < 0) {
+				hmap_free(&per_fp);
+				goto sqlerr;
+			}
+		}
+		sqlite3_finalize(st);
+		hmap_free(&per_fp);
+	}
+
+	/* schemas: a file's is read now */
+	st = prep(db, "INSERT INTO schemas VALUES(?,?)");
+	if (!st)
+		goto sqlerr;
+	it = 0;
+	while ((v = hmap_next(&c->schemas, &it, &k))) {
+		const struct sp_schema *sc = v;
+		char *text = sc->file ? file_schema(sc->text) : NULL;
+
+		if (sc->file && !text)
+			continue;
+		sqlite3_bind_int64(st, 1, (sqlite3_int64) * (const uint64_t *)k);
+		sqlite3_bind_text(st, 2, text ? text : sc->text ? sc->text : "", -1, SQLITE_TRANSIENT);
+		free(text);
 		if (step_done(st) < 0)
 			goto sqlerr;
 	}

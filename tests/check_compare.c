@@ -214,6 +214,7 @@ START_TEST(test_doctor_rules)
 	struct sp_doctor_opts o = SP_DOCTOR_DEFAULTS;
 	struct sp_findings fs;
 	const struct sp_finding *f;
+	sqlite3 *db;
 
 	r[0] = row("SELECT name FROM users WHERE id = ?", 200);
 	r[0].max_run = 200;                                   /* N+1 */
@@ -233,7 +234,42 @@ START_TEST(test_doctor_rules)
 	r[6].plan = "3|0|SCAN a\n5|0|SEARCH b USING AUTOMATIC COVERING INDEX (y=?)\n";
 	r[6].autoindex = 3000;
 	r[6].rows = 3000;
+	/* without a profile, no schema: an index cannot be checked, so none
+	 * is suggested */
 	ck_assert_int_eq(sp_doctor_find(NULL, &qs, NULL, &o, &fs), 0);
+	f = finding(&fs, SP_RULE_FULLSCAN, r[4].fingerprint);
+	ck_assert_ptr_nonnull(f);
+	ck_assert(!strncmp(f->suggestion, "no suggestion (the schema was not recorded", 42));
+	sp_findings_free(&fs);
+	/* with the schema each query was planned under, the index is checked */
+	ck_assert_int_eq(sqlite3_open(":memory:", &db), SQLITE_OK);
+	ck_assert_int_eq(sqlite3_exec(db,
+				      "CREATE TABLE plans(fp_id, sql_id, plan, connections, schema_id);"
+				      "CREATE TABLE statements(sql_id, fp_id, sql);"
+				      "CREATE TABLE schemas(schema_id INTEGER PRIMARY KEY, sql TEXT);"
+				      "INSERT INTO schemas VALUES(7, 'CREATE TABLE orders(id INTEGER"
+				      " PRIMARY KEY, user_id, amount);\nCREATE TABLE a(x);\n"
+				      "CREATE TABLE b(y, z);\n');",
+				      NULL, NULL, NULL),
+			 SQLITE_OK);
+	for (int i = 4; i <= 6; i += 2) {
+		sqlite3_stmt *st;
+
+		ck_assert_int_eq(sqlite3_prepare_v2(db, "INSERT INTO plans VALUES(?1, ?2, '', 1, 7);"
+						    , -1, &st, NULL), SQLITE_OK);
+		sqlite3_bind_int64(st, 1, r[i].fp_id);
+		sqlite3_bind_int(st, 2, i);
+		ck_assert_int_eq(sqlite3_step(st), SQLITE_DONE);
+		sqlite3_finalize(st);
+		ck_assert_int_eq(sqlite3_prepare_v2(db, "INSERT INTO statements VALUES(?2, ?1, ?3);"
+						    , -1, &st, NULL), SQLITE_OK);
+		sqlite3_bind_int64(st, 1, r[i].fp_id);
+		sqlite3_bind_int(st, 2, i);
+		sqlite3_bind_text(st, 3, r[i].sql, -1, SQLITE_STATIC);
+		ck_assert_int_eq(sqlite3_step(st), SQLITE_DONE);
+		sqlite3_finalize(st);
+	}
+	ck_assert_int_eq(sp_doctor_find(db, &qs, NULL, &o, &fs), 0);
 
 	f = finding(&fs, SP_RULE_NPLUS1, r[0].fingerprint);
 	ck_assert_ptr_nonnull(f);
@@ -256,6 +292,7 @@ START_TEST(test_doctor_rules)
 	ck_assert(strstr(f->evidence, "3000 rows inserted into automatic indexes"));
 	ck_assert_uint_eq(fs.n, 4);
 	sp_findings_free(&fs);
+	sqlite3_close(db);
 }
 END_TEST
 
