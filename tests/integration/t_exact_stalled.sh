@@ -37,7 +37,8 @@ report_json "$TMP/p.db" "$TMP/r.json"
 "$PYTHON" - "$TMP/r.json" "$TMP/table" $T $N $S <<'EOF_PY' || exit 1
 import json, sys
 doc = json.load(open(sys.argv[1]))
-head = open(sys.argv[2]).readline().strip()
+with open(sys.argv[2]) as f:  # the header: its first two lines (events lost on the second)
+    head = f.readline().strip() + " " + f.readline().strip()
 T, N, S = (int(x) for x in sys.argv[3:6])
 bad = []
 got = {r["fingerprint"]: r for r in doc["queries"] if r["kind"] == "stmt"}
