@@ -801,6 +801,8 @@ static int write_all(sqlite3 *db, struct sp_coll *c, const struct sp_meta *m, ch
 
 	if (write_frames(db, c, m) < 0)
 		goto sqlerr;
+	if (m->extra && m->extra(db, m->extra_arg) < 0)
+		goto sqlerr;
 	if (exec_sql(db, indexes, err, errlen) < 0 || exec_sql(db, "COMMIT", err, errlen) < 0)
 		goto out;
 	rc = 0;

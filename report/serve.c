@@ -329,3 +329,17 @@ void sp_srv_read_bye_files(struct sp_coll *c, const char *dir, const char *who)
 	}
 	closedir(d);
 }
+
+int sp_srv_default_socket(char *out, size_t len)
+{
+	const char *xdg = getenv("XDG_RUNTIME_DIR");
+	int n;
+
+	if (getuid() == 0)
+		n = snprintf(out, len, "/run/sqlprof/sock");
+	else if (xdg && xdg[0] == '/')
+		n = snprintf(out, len, "%s/sqlprof/sock", xdg);
+	else
+		n = snprintf(out, len, "%s/sqlprof-%u/sock", "/tmp", (unsigned)getuid());
+	return n > 0 && (size_t)n < len ? 0 : -1;
+}

@@ -50,6 +50,9 @@ double sp_srv_calibrate_tsc(void);
  * it cannot be read. */
 uint64_t sp_srv_proc_start(uint32_t pid);
 
+/* The agent's socket when none is given: $XDG_RUNTIME_DIR/sqlprof/sock,
+ * /run/sqlprof/sock for root, else /tmp/sqlprof-UID/sock. 0 or -1. */
+int sp_srv_default_socket(char *out, size_t len);
 /* Set s up for collector c (s->lfd -1, a message buffer). 0 or -1. */
 int sp_srv_init(struct sp_srv *s, struct sp_coll *c, const char *who);
 /* Listen on a SOCK_SEQPACKET socket at path (which must not exist).
