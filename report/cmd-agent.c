@@ -675,6 +675,9 @@ int cmd_agent(int argc, char **argv)
 		*slash = 0;
 	sp_coll_init(&a.c);
 	a.c.diag = stderr;
+	/* sampled executions kept one by one (timelines), in memory: a
+	 * standing agent keeps the first of them; sites and totals count all */
+	a.c.events_max = 100000;
 	a.started = (long long)time(NULL);
 	a.t0 = sp_srv_mono_ns();
 	if (state_load(&a, a.output, err, sizeof(err)) < 0) {

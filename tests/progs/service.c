@@ -3,9 +3,10 @@
  * service.c - a long-running service for the agent's tests
  * (tests/integration/t_agent_*.sh): runs one query, SELECT ?1 + 1 from a
  * prepared statement, RATE times a second for MS milliseconds (or until
- * the file STOP exists, when given), then writes the number of
- * executions it ran to COUNTFILE (written to a temporary and renamed)
- * and exits 0. It does not check what the profiler recorded.
+ * then writes the number of executions it ran to COUNTFILE (written to
+ * a temporary and renamed) and exits 0; with STOP, it then waits for the
+ * file STOP to exist before it exits (to be killed). It does not check
+ * what the profiler recorded.
  *
  * usage: service RATE MS COUNTFILE [STOP]
  */
@@ -44,7 +45,7 @@ int main(int argc, char **argv)
 	for (;;) {
 		long long t = now_ms(), due = t0 + n * 1000 / rate;
 
-		if (argc > 4 ? access(argv[4], F_OK) == 0 : t >= end)
+		if (t >= end)
 			break;
 		if (t < due) {
 			struct timespec ts = { 0, (long)(due - t) * 1000000L };
@@ -58,8 +59,6 @@ int main(int argc, char **argv)
 		sqlite3_reset(st);
 		n++;
 	}
-	sqlite3_finalize(st);
-	sqlite3_close(db);
 	snprintf(tmp, sizeof(tmp), "%s.tmp", argv[3]);
 	f = fopen(tmp, "w");
 	if (!f)
@@ -67,5 +66,12 @@ int main(int argc, char **argv)
 	fprintf(f, "%ld\n", n);
 	if (fclose(f) != 0 || rename(tmp, argv[3]) != 0)
 		return 1;
+	while (argc > 4 && access(argv[4], F_OK) != 0) {
+		struct timespec ts = { 0, 20000000 };
+
+		nanosleep(&ts, NULL);
+	}
+	sqlite3_finalize(st);
+	sqlite3_close(db);
 	return 0;
 }
