@@ -11,17 +11,8 @@
 # from the 10th process to the 50th (what it keeps per process is a row,
 # its module map and stacks).
 . "$(dirname "$0")/lib.sh"
-need_prog service
-ulimit -v 4000000
-
-mkdir -m 700 "$TMP/run"
-S=$TMP/run/s/sock
-P=$TMP/agent.db
-"$SQLPROF" agent -o "$P" --socket "$S" --interval 0.5 2>"$TMP/agent.err" &
-AG=$!
-trap 'kill -9 $AG 2>/dev/null; rm -rf "$TMP"' EXIT
-for _ in $(seq 1 250); do grep -q listening "$TMP/agent.err" && break; sleep 0.02; done
-grep -q listening "$TMP/agent.err" || fail "the agent did not start: $(cat "$TMP/agent.err")"
+agent_setup
+agent_start
 
 rss() { awk '/^VmRSS:/ { print $2 }' "/proc/$AG/status"; }
 nfd() { ls "/proc/$AG/fd" | wc -l; }

@@ -10,29 +10,7 @@
 # count their sum. Counts only: no wall time is asserted (the sleeps only
 # place the events in the service's life).
 . "$(dirname "$0")/lib.sh"
-need_prog service
-ulimit -v 4000000
-
-mkdir -m 700 "$TMP/run"
-S=$TMP/run/s/sock
-P=$TMP/agent.db
-AG=
-cleanup() { [ -n "$AG" ] && kill -9 "$AG" 2>/dev/null; }
-trap 'cleanup; rm -rf "$TMP"' EXIT
-
-# start an agent and wait (up to 5 s) for its "listening" line
-start_agent() {
-	local before
-	before=$(grep -c listening "$TMP/agent.err" 2>/dev/null)
-	"$SQLPROF" agent -o "$P" --socket "$S" --interval 0.5 2>>"$TMP/agent.err" &
-	AG=$!
-	for _ in $(seq 1 250); do
-		[ "$(grep -c listening "$TMP/agent.err")" -gt "${before:-0}" ] && return 0
-		kill -0 "$AG" 2>/dev/null || break
-		sleep 0.02
-	done
-	fail "the agent did not listen on $S: $(cat "$TMP/agent.err")"
-}
+agent_setup
 
 # count of the query in a JSON report of the profile (0: not there)
 count_of() {
@@ -42,7 +20,7 @@ d = json.load(sys.stdin)
 print(sum(q["count"] for q in d["queries"] if "?" in q["sql"] and "+" in q["sql"]))'
 }
 
-start_agent
+agent_start
 # the service's slow paths (sampled executions) look for the agent: a
 # higher rate than the default makes that at least ten times a second
 eval "$("$SQLPROF" env --socket "$S")" || fail "sqlprof env failed"
@@ -57,7 +35,7 @@ sleep 1
 kill -9 "$AG"
 wait "$AG" 2>/dev/null
 AG=
-start_agent
+agent_start
 wait "$SV" || fail "the service exited $?"
 n1=$(cat "$TMP/count1")
 # a second process of the same service, afterwards
