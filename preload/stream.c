@@ -101,6 +101,12 @@ static atomic_int modules_pending;
 static atomic_uint module_gen;
 static int reconnects; /* times our descriptor was taken from us */
 static _Atomic uint64_t congested_until; /* mono ns: do not wait before then */
+/* Ring memfds kept to announce the rings again to a later collector: the
+ * first RING_FDS_KEPT rings (threads writing at a time); the others' later
+ * records are lost when the collector changes (counted). Each is a
+ * descriptor the program cannot have above 800. */
+#define RING_FDS_KEPT 8
+static atomic_int ring_fds_kept;
 static double tsc_per_ns = 1.0;
 static uint64_t tsc_ref, mono_ref;
 
@@ -578,13 +584,24 @@ static struct sp_ring *ring_new(struct sp_thread *t)
 		int hi = sp_fd_high(mfd);
 
 		r->mfd = -1;
+		/* at most RING_FDS_KEPT, and only in the range above
+		 * FD_HIGH: under a low limit the top slots are the socket's
+		 * and the statistics' */
+		if (hi >= FD_HIGH && atomic_fetch_add(&ring_fds_kept, 1) >= RING_FDS_KEPT) {
+			atomic_fetch_sub(&ring_fds_kept, 1);
+			close(hi);
+			hi = -2;
+		} else if (hi >= 0 && hi < FD_HIGH) {
+			close(hi);
+			hi = -2;
+		}
 		if (hi >= 0 && fstat(hi, &st) == 0) {
 			r->mfd = hi;
 			r->mfd_dev = st.st_dev;
 			r->mfd_ino = st.st_ino;
 		} else if (hi >= 0) {
 			close(hi);
-		} else {
+		} else if (hi == -1) {
 			close(mfd);
 		}
 		mfd = -1;
@@ -1258,6 +1275,7 @@ void sp_stream_fork_child(void)
 	sp_unrep_pending = 0;
 	hello_owed = 0;
 	ever_connected = 0;
+	atomic_store(&ring_fds_kept, 0);
 	agent_reconnects = 0;
 	atomic_store(&sp_stream_check_at, 0);
 	conn_errno = 0;
