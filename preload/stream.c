@@ -1477,6 +1477,32 @@ void sp_stream_exit(void)
 	int sent = -1, cancel, locked;
 
 	memset(&b, 0, sizeof(b));
+	if (!stream_dead() && sock_fd >= 0 && fd_is_ours()) {
+		/* is the collector still there? (a peek: end of file when not) */
+		char c1;
+		ssize_t n = recv(sock_fd, &c1, 1, MSG_PEEK | MSG_DONTWAIT);
+
+		if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR))
+			set_stream_dead(1);
+	}
+	if (stream_dead() && unreported == UNREP_NO && !hello_owed && sock_path[0] && sp_stats &&
+	    reconnects <= 16 && !sp_guarded(&sp_tls)) {
+		/* No collector since start-up, or it went away: one last look
+		 * whether one listens now (an agent restarted), so that an
+		 * image leaving before its next slow path still hands over its
+		 * totals: HELLO with the statistics, the rings, then BYE. */
+		pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel);
+		pthread_mutex_lock(&conn_lock);
+		if (sock_fd >= 0 && fd_is_ours())
+			close(sock_fd);
+		sock_fd = -1;
+		set_stream_dead(0);
+		pthread_mutex_unlock(&conn_lock);
+		stats_shared = 0;
+		if (conn_get() >= 0)
+			rings_announce_again();
+		pthread_setcancelstate(cancel, NULL);
+	}
 	sp_guard_in(&sp_tls);
 	if (hello_owed || unreported == UNREP_IDLE || unreported == UNREP_COUNTED ||
 	    (unreported == UNREP_NO && !ever_connected) ||

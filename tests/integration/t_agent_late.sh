@@ -9,6 +9,10 @@
 # connects, not "<sql text lost>"), as one process with a clean exit. A
 # second service started and ended before any agent listens leaves nothing
 # (no row, no file in the agent's directory) and exits as without sqlprof.
+# A service at SQLPROF_RATE=0, which takes no slow path after its start,
+# whose agent is SIGKILLed and started again while it runs, hands its
+# totals to the new agent as it exits: exact (before: what the last
+# snapshot had).
 . "$(dirname "$0")/lib.sh"
 agent_setup
 
@@ -34,4 +38,21 @@ echo "service ran $n, profile: '$got'"
 	fail "process rows: $(sqlite3 "$P" 'SELECT * FROM processes')"
 left=$(ls "$TMP/run/s" | grep -v '^sock$')
 [ -z "$left" ] || fail "files left in the agent's directory: $left"
+
+rm -f "$P"
+agent_start
+LD_PRELOAD=$PRE SQLPROF_SOCK=$SOCK SQLPROF_RATE=0 "$PROGS/service" 100 3000 "$TMP/count2" &
+SV=$!
+sleep 1.6
+kill -9 "$AG"
+wait "$AG" 2>/dev/null
+agent_start
+wait "$SV" || fail "the rate-0 service exited $?"
+n=$(cat "$TMP/count2")
+kill -TERM "$AG"
+wait "$AG" || fail "the agent exited $?: $(cat "$TMP/agent.err")"
+AG=
+got=$(sqlite3 "$P" "SELECT count FROM queries WHERE sql = 'SELECT ?1 + 1'")
+echo "rate-0 service ran $n, profile: '$got'"
+[ "$got" = "$n" ] || fail "rate 0 across a restart: the profile counts '$got', the service ran $n"
 exit 0
