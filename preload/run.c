@@ -386,6 +386,7 @@ uint64_t sp_run_begin_slow(struct sp_thread *t, struct sp_stmt *s, sqlite3_stmt 
 
 	if (s->agg_arena != t->arena_id || s->agg_caller != caller)
 		new_site = bind_stmt(t, s, caller);
+	sp_stream_tick(); /* a collector gone, or one to connect to */
 	if (unlikely(atomic_load_explicit(&sp_sql_pending, memory_order_relaxed)))
 		sp_sql_flush(t);
 	run_clear(r);
@@ -581,6 +582,8 @@ struct sp_run *sp_exec_begin(struct sp_thread *t, uint64_t sql_id, uint64_t shap
 	close_vanished(t, frame);
 	if (t->exec_depth >= SP_EXEC_DEPTH)
 		return NULL;
+	if (!t->exec_depth)
+		sp_stream_tick();
 	if (unlikely(atomic_load_explicit(&sp_sql_pending, memory_order_relaxed)))
 		sp_sql_flush(t);
 	r = &sp_exec_runs[t->exec_depth++];

@@ -568,6 +568,18 @@ int sp_py_splice(struct sp_thread *t, uintptr_t *pcs, int n, int cap);
 void sp_py_fork_child(void);
 void sp_py_modules_changed(void); /* stream.c: the map changed, look again */
 
+/* The next time (mono ns) a slow path looks at the connection: whether
+ * the collector is still there, and if not whether one listens (again)
+ * at our socket (sp_stream_check). At most once a second. */
+extern _Atomic uint64_t sp_stream_check_at;
+void sp_stream_check(void);
+/* A slow path with no record in flight and no lock of ours held: a clock
+ * read, and once a second the look above. */
+SP_INLINE void sp_stream_tick(void)
+{
+	if (unlikely(sp_mono_ns() >= atomic_load_explicit(&sp_stream_check_at, memory_order_relaxed)))
+		sp_stream_check();
+}
 SP_INLINE uint64_t sp_stack_capture_inline(struct sp_thread *t)
 {
 	uintptr_t pcs[SP_STACK_MAX + 8], lo, span;
@@ -598,6 +610,9 @@ SP_INLINE uint64_t sp_stack_capture_inline(struct sp_thread *t)
 	h ^= sp_image_salt +
 	     atomic_load_explicit(&sp_unloads, memory_order_relaxed) * 0x9E3779B97F4A7C15ULL;
 	h |= 1; /* 0 means no stack */
+	/* a sampled execution is a slow path: the collector gone, or one to
+	 * connect to (a new one has no stack: last_stack is forgotten) */
+	sp_stream_tick();
 	/* the same stack as this thread's last one: sent already */
 	if (likely(h == t->last_stack))
 		return h;
@@ -636,6 +651,10 @@ struct sp_ring {
 	int dontfork;          /* sh is not inherited by a forked child */
 	struct sp_ring *next;  /* registry, under the registry lock */
 	struct sp_ring *next_idle; /* idle list (thread gone), same lock */
+	int mfd;               /* its memfd, kept above 800 to announce it again
+				* to a collector that comes back; -1: none */
+	dev_t mfd_dev;         /* what mfd is, checked before it is sent or closed */
+	ino_t mfd_ino;
 };
 
 void *sp_rec_reserve_slow(struct sp_thread *t, uint32_t len); /* NULL: lost */
@@ -688,6 +707,8 @@ uint32_t sp_modules_generation(void); /* the map last sent (0: none yet) */
 void sp_modules_maybe_send(void);
 extern atomic_ullong sp_lost;
 extern atomic_int sp_stream_dead;
+/* stmt.c: forget which SQL texts were sent (a new collector has none). */
+void sp_sql_sent_reset(void);
 uint32_t sp_my_pid(void);
 
 /* ---- plan.c ---- */

@@ -178,6 +178,17 @@ void sp_stack_unsent(uint64_t h)
 	idset_forget(stack_sent, h);
 }
 
+void sp_sql_sent_reset(void)
+{
+	/* racing inserts of other threads at worst send a text twice
+	 * (harmless) or keep one they just sent */
+	if (sql_sent)
+		memset(sql_sent, 0, sizeof(*sql_sent));
+	if (stack_sent)
+		memset(stack_sent, 0, sizeof(*stack_sent));
+	sp_tls.last_stack = 0;
+}
+
 void sp_stack_sets_reset(void)
 {
 	sp_tls.last_stack = 0; /* the forked child's one thread */

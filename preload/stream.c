@@ -81,6 +81,13 @@ static char unrep_path[sizeof(sock_path) + 64];
 /* Connected before a uid change (sp_stream_before_uid_change), HELLO not
  * sent yet: it goes with the first execution's statistics. */
 static int hello_owed;
+/* This image had a connection: it has a collector to say goodbye to (a
+ * BYE file when the collector is gone), and rings it may announce again. */
+static int ever_connected;
+/* Times a collector that went away was replaced by one that listens at
+ * our socket (an agent restarted). */
+static int agent_reconnects;
+_Atomic uint64_t sp_stream_check_at;
 
 static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_mutex_t conn_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -94,6 +101,12 @@ static atomic_int modules_pending;
 static atomic_uint module_gen;
 static int reconnects; /* times our descriptor was taken from us */
 static _Atomic uint64_t congested_until; /* mono ns: do not wait before then */
+/* Ring memfds kept to announce the rings again to a later collector: the
+ * first RING_FDS_KEPT rings (threads writing at a time); the others' later
+ * records are lost when the collector changes (counted). Each is a
+ * descriptor the program cannot have above 800. */
+#define RING_FDS_KEPT 8
+static atomic_int ring_fds_kept;
 static double tsc_per_ns = 1.0;
 static uint64_t tsc_ref, mono_ref;
 
@@ -324,6 +337,7 @@ static int conn_get_hello(int say_hello)
 	sock_dev = st.st_dev;
 	sock_ino = st.st_ino;
 	sock_fd = fd;
+	ever_connected = 1;
 	atomic_store(&modules_pending, 1);
 	if (say_hello)
 		hello();
@@ -549,6 +563,7 @@ static struct sp_ring *ring_new(struct sp_thread *t)
 	 * copy of our state points rather than a hole (SIGSEGV at its first
 	 * sampled execution). */
 	r->dontfork = 0;
+	r->mfd = -1;
 	if (!t->tid)
 		sp_thread_init(t);
 	sh->magic = SP_RING_MAGIC;
@@ -561,7 +576,36 @@ static struct sp_ring *ring_new(struct sp_thread *t)
 	/* the collector is gone or not taking messages now: fail */
 	if (ring_announce(sh, mfd) < 0)
 		goto fail;
-	close(mfd);
+	{
+		/* kept, out of the program's way, to announce the ring again
+		 * to the next collector (an agent restarted): its records
+		 * not read yet are read by that one */
+		struct stat st;
+		int hi = sp_fd_high(mfd);
+
+		r->mfd = -1;
+		/* at most RING_FDS_KEPT, and only in the range above
+		 * FD_HIGH: under a low limit the top slots are the socket's
+		 * and the statistics' */
+		if (hi >= FD_HIGH && atomic_fetch_add(&ring_fds_kept, 1) >= RING_FDS_KEPT) {
+			atomic_fetch_sub(&ring_fds_kept, 1);
+			close(hi);
+			hi = -2;
+		} else if (hi >= 0 && hi < FD_HIGH) {
+			close(hi);
+			hi = -2;
+		}
+		if (hi >= 0 && fstat(hi, &st) == 0) {
+			r->mfd = hi;
+			r->mfd_dev = st.st_dev;
+			r->mfd_ino = st.st_ino;
+		} else if (hi >= 0) {
+			close(hi);
+		} else if (hi == -1) {
+			close(mfd);
+		}
+		mfd = -1;
+	}
 	pthread_mutex_lock(&reg_lock);
 	r->next = rings;
 	rings = r;
@@ -1062,6 +1106,87 @@ void sp_modules_changed(void)
 }
 
 /* ------------------------------------------------------------------ */
+/* A collector that goes away and one that comes (back)                */
+
+/* Announce every ring of ours again to a new collector, with the memfd
+ * kept for it. The registry only grows (rings are never freed but in a
+ * forked child), so it is walked without the lock from its head. */
+static void rings_announce_again(void)
+{
+	struct sp_ring *r;
+
+	pthread_mutex_lock(&reg_lock);
+	r = rings;
+	pthread_mutex_unlock(&reg_lock);
+	for (; r; r = r->next) {
+		struct stat st;
+
+		if (r->orphan || r->mfd < 0 || fstat(r->mfd, &st) < 0 || st.st_dev != r->mfd_dev ||
+		    st.st_ino != r->mfd_ino)
+			continue; /* that ring's later records are lost, counted when full */
+		r->poked = (uint32_t)-1;
+		(void)ring_announce(r->sh, r->mfd);
+	}
+}
+
+/*
+ * At most once a second, from a slow path (sp_stream_tick): is the
+ * collector still there (a peek at the socket: end of file when it is
+ * gone)? If it is gone, or none was there, connect when one listens at
+ * our socket again, and send what it needs: HELLO with the statistics
+ * (cumulative: it reads every total there is), the rings (their records
+ * the last collector did not read are read by this one), the module map,
+ * and from now on every SQL text and stack again (it knows none). The
+ * program is never held up: the connect waits at most the send timeout,
+ * and a refused one costs one system call a second. Keeps errno.
+ */
+void sp_stream_check(void)
+{
+	uint64_t now = sp_mono_ns(), at = atomic_load(&sp_stream_check_at);
+	int saved = errno, cancel;
+	char b;
+
+	if (now < at || !atomic_compare_exchange_strong(&sp_stream_check_at, &at, now + 1000000000u))
+		return;
+	if (!sp_cfg.enabled || (uint32_t)getpid() != sp_proc_pid || sp_stream_restart ||
+	    hello_owed || unreported != UNREP_NO || !sock_path[0] || sp_guarded(&sp_tls))
+		return;
+	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel);
+	if (!stream_dead() && sock_fd >= 0 && fd_is_ours()) {
+		ssize_t n = recv(sock_fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
+
+		if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR))
+			set_stream_dead(1);
+	}
+	if (stream_dead() && reconnects <= 16) {
+		int had = ever_connected;
+
+		pthread_mutex_lock(&conn_lock);
+		if (sock_fd >= 0 && fd_is_ours())
+			close(sock_fd);
+		sock_fd = -1;
+		set_stream_dead(0);
+		atomic_store(&congested_until, 0);
+		pthread_mutex_unlock(&conn_lock);
+		stats_shared = 0;
+		if (conn_get() >= 0) {
+			if (had)
+				agent_reconnects++;
+			rings_announce_again();
+			sp_sql_sent_reset();
+			ring_retry_at = 0;
+			sp_modules_maybe_send();
+			/* texts that found no ring while no collector listened */
+			if (atomic_load_explicit(&sp_sql_pending, memory_order_relaxed))
+				sp_sql_flush(&sp_tls);
+		}
+		/* else conn_get left the stream dead: again in a second */
+	}
+	pthread_setcancelstate(cancel, NULL);
+	errno = saved;
+}
+
+/* ------------------------------------------------------------------ */
 /* Process life                                                        */
 
 int sp_stream_restart;
@@ -1132,8 +1257,13 @@ int sp_stream_init(void)
 		return -1;
 	if (conn_get() >= 0)
 		return 0;
-	if (collector_gone(conn_errno))
-		return -1;
+	if (collector_gone(conn_errno)) {
+		/* no collector listens yet (an agent not started, or
+		 * restarting): profiled all the same, into our statistics;
+		 * a slow path connects when one appears (sp_stream_check) */
+		atomic_store(&sp_stream_check_at, sp_mono_ns() + 1000000000u);
+		return 0;
+	}
 	/* profiled all the same; it says so at its first SQLite call */
 	unreported = UNREP_IDLE;
 	sp_unrep_pending = 1;
@@ -1150,7 +1280,14 @@ void sp_stream_fork_child(void)
 	pthread_mutex_init(&reg_lock, NULL);
 	pthread_mutex_init(&conn_lock, NULL);
 	for (r = rings; r; r = next) {
+		struct stat st;
+
 		next = r->next;
+		/* the parent's ring: its memfd copy is ours to close, if it is
+		 * still what we kept there */
+		if (r->mfd >= 0 && fstat(r->mfd, &st) == 0 && st.st_dev == r->mfd_dev &&
+		    st.st_ino == r->mfd_ino)
+			close(r->mfd);
 		if (!r->dontfork) /* else not mapped here: never munmap an
 				   * address someone else may have by now */
 			munmap(r->sh, SHARED_LEN);
@@ -1172,6 +1309,10 @@ void sp_stream_fork_child(void)
 	unreported = UNREP_NO;
 	sp_unrep_pending = 0;
 	hello_owed = 0;
+	ever_connected = 0;
+	atomic_store(&ring_fds_kept, 0);
+	agent_reconnects = 0;
+	atomic_store(&sp_stream_check_at, 0);
 	conn_errno = 0;
 	reconnects = 0;
 	ring_retry_at = 0;
@@ -1393,8 +1534,35 @@ void sp_stream_exit(void)
 	int sent = -1, cancel, locked;
 
 	memset(&b, 0, sizeof(b));
+	if (!stream_dead() && sock_fd >= 0 && fd_is_ours()) {
+		/* is the collector still there? (a peek: end of file when not) */
+		char c1;
+		ssize_t n = recv(sock_fd, &c1, 1, MSG_PEEK | MSG_DONTWAIT);
+
+		if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR))
+			set_stream_dead(1);
+	}
+	if (stream_dead() && unreported == UNREP_NO && !hello_owed && sock_path[0] && sp_stats &&
+	    reconnects <= 16 && !sp_guarded(&sp_tls)) {
+		/* No collector since start-up, or it went away: one last look
+		 * whether one listens now (an agent restarted), so that an
+		 * image leaving before its next slow path still hands over its
+		 * totals: HELLO with the statistics, the rings, then BYE. */
+		pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel);
+		pthread_mutex_lock(&conn_lock);
+		if (sock_fd >= 0 && fd_is_ours())
+			close(sock_fd);
+		sock_fd = -1;
+		set_stream_dead(0);
+		pthread_mutex_unlock(&conn_lock);
+		stats_shared = 0;
+		if (conn_get() >= 0)
+			rings_announce_again();
+		pthread_setcancelstate(cancel, NULL);
+	}
 	sp_guard_in(&sp_tls);
 	if (hello_owed || unreported == UNREP_IDLE || unreported == UNREP_COUNTED ||
+	    (unreported == UNREP_NO && !ever_connected) ||
 	    (sock_fd < 0 && !stream_dead() && atomic_load(&sp_lost) == 0)) {
 		/* Nothing was ever sent (a forked child that made no query,
 		 * or one connected before a uid change that ran none), or

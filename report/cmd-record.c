@@ -36,6 +36,7 @@
 #include "collect.h"
 #include "outfile.h"
 #include "profile.h"
+#include "serve.h"
 #include "supervise.h"
 #include "why.h"
 #include "sp_probe.h"
@@ -97,88 +98,6 @@ static void on_sigchld(int sig)
 	errno = saved;
 }
 
-/* 1 when path cannot be an element of LD_PRELOAD: the loader splits the
- * variable at spaces and colons (glibc's rtld), and a tab or newline is
- * no better. */
-static int preload_unsafe(const char *path)
-{
-	return strpbrk(path, " :\t\n") != NULL;
-}
-
-/* Locate libsqlprof.so: $SQLPROF_LIB, else beside the binary in the build
- * tree (build/bin/sqlprof -> build/lib/) or installed
- * (PREFIX/bin/sqlprof -> PREFIX/lib/sqlprof/). $SQLPROF_LIB is kept as
- * given when it is an absolute path LD_PRELOAD can carry (a symbolic link
- * to an installation whose path cannot); otherwise its real path. */
-static int find_lib(char *out, size_t len)
-{
-	static const char *const rel[] = { "../lib/sqlprof/libsqlprof.so", "../lib/libsqlprof.so",
-					   "libsqlprof.so" };
-	char exe[PATH_MAX], *slash;
-	const char *env = getenv("SQLPROF_LIB");
-	ssize_t n;
-	size_t i;
-
-	if (env && *env) {
-		if (access(env, R_OK) == 0 && env[0] == '/' && !preload_unsafe(env) &&
-		    strlen(env) < len) {
-			strcpy(out, env);
-			return 0;
-		}
-		if (access(env, R_OK) == 0 && realpath(env, out))
-			return 0;
-		fprintf(stderr, "sqlprof: SQLPROF_LIB=%s: %s\n", env, strerror(errno));
-		return -1;
-	}
-	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-	if (n < 0)
-		return -1;
-	exe[n] = 0;
-	slash = strrchr(exe, '/');
-	if (!slash)
-		return -1;
-	slash[1] = 0;
-	for (i = 0; i < sizeof(rel) / sizeof(rel[0]); i++) {
-		char cand[PATH_MAX + 64];
-
-		snprintf(cand, sizeof(cand), "%s%s", exe, rel[i]);
-		if (access(cand, R_OK) == 0 && realpath(cand, out) && strlen(out) < len)
-			return 0;
-	}
-	fprintf(stderr, "sqlprof: cannot find libsqlprof.so next to %s (set SQLPROF_LIB)\n", exe);
-	return -1;
-}
-
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-static inline uint64_t rdtsc(void)
-{
-	uint32_t lo, hi;
-
-	__asm__ volatile("rdtsc" : "=a"(lo), "=d"(hi));
-	return ((uint64_t)hi << 32) | lo;
-}
-
-/* ns per TSC tick, measured over 20 ms against CLOCK_MONOTONIC. */
-static double calibrate_tsc(void)
-{
-	uint64_t m0 = mono_ns(), c0 = rdtsc(), m1, c1;
-	struct timespec ts = { 0, 20000000 };
-
-	nanosleep(&ts, NULL);
-	m1 = mono_ns();
-	c1 = rdtsc();
-	if (c1 <= c0)
-		return 1.0;
-	return (double)(m1 - m0) / (double)(c1 - c0);
-}
-
 /*
  * A program built with -fsanitize=address checks at start-up that its
  * runtime comes first among the loaded libraries, and aborts when a
@@ -216,70 +135,6 @@ static int setenv_prepend(const char *var, const char *val, char sep)
 	rc = setenv(var, buf, 1);
 	free(buf);
 	return rc;
-}
-
-struct client {
-	int fd;
-	uint32_t pid;
-};
-
-/* Longest wait between two readings of the rings while there are some:
- * a writer whose ring is full waits for us, then drops records. The
- * preload wakes us (SP_MSG_WAKE) when a ring is half full; this bounds the
- * delay when such a wake-up cannot be sent. Without rings: 100 ms. */
-#define RING_POLL_MS 10
-
-/* Messages read from one client per wakeup at most, so that a client
- * that never stops sending cannot keep the rings from being read. */
-#define DRAIN_BATCH 1024
-
-/* Read the pending messages of one client (descriptors included, see
- * sp_coll_recv). Returns 0, or -1 at the end of the connection (its
- * process's rings were read and are kept: it may reconnect). */
-static int drain(struct sp_coll *c, struct client *cl, uint8_t *buf, size_t cap)
-{
-	for (int i = 0; i < DRAIN_BATCH; i++) {
-		int r = sp_coll_recv(c, cl->fd, cl->pid, buf, cap);
-
-		if (r == 0)
-			return 0;
-		if (r == -1)
-			return -1;
-		if (r == -2)
-			fprintf(stderr, "\nsqlprof: dropped a bad message from pid %u: %s\n", cl->pid,
-				c->last_error);
-	}
-	return 0;
-}
-
-/* Goodbyes the preload could not send (collector stalled or gone) are
- * left as files in our private directory: read them like messages. */
-static void read_bye_files(struct sp_coll *c, const char *dir)
-{
-	DIR *d = opendir(dir);
-	struct dirent *e;
-
-	if (!d)
-		return;
-	while ((e = readdir(d))) {
-		char path[PATH_MAX + 300];
-		uint8_t msg[256];
-		ssize_t n;
-		int fd;
-
-		if (strncmp(e->d_name, "bye.", 4))
-			continue;
-		snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
-		fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-		if (fd < 0)
-			continue;
-		n = read(fd, msg, sizeof(msg));
-		close(fd);
-		unlink(path);
-		if (n > 0 && sp_coll_message(c, msg, (size_t)n, 0) < 0)
-			fprintf(stderr, "sqlprof: ignored %s: %s\n", e->d_name, c->last_error);
-	}
-	closedir(d);
 }
 
 /*
@@ -449,7 +304,7 @@ static void explain_empty(const struct sp_coll *c, int follow, int status, const
 /* Processes still connected when recording stops: whatever they run
  * from now on is not collected. Say so, with (some of) their pids and
  * programs, and why we stopped waiting (why). */
-static void report_stragglers(const struct sp_coll *c, const struct client *cl, size_t ncl,
+static void report_stragglers(const struct sp_coll *c, const struct sp_client *cl, size_t ncl,
 			      int tty, const char *why)
 {
 	char pids[512];
@@ -534,7 +389,7 @@ static int environ_has(long pid, const char *want, size_t wl, char **buf, size_t
  * socket's path in their environment (/proc/PID/environ keeps the one
  * they started with). Their queries from now on are not collected: say
  * so, with (some of) their pids and names. */
-static void report_unconnected(const char *sockpath, const struct client *cl, size_t ncl, int tty)
+static void report_unconnected(const char *sockpath, const struct sp_client *cl, size_t ncl, int tty)
 {
 	char want[PATH_MAX + 32], pids[512];
 	char *env = NULL;
@@ -615,12 +470,9 @@ int cmd_record(int argc, char **argv)
 	char saved[PATH_MAX + 32];
 	int xp[2], xerr, wrote;
 	const char *tmp;
-	struct sockaddr_un sa;
-	struct client *cl = NULL;
-	size_t ncl = 0, capcl = 0;
+	struct sp_srv srv = { .lfd = -1 };
 	struct sp_coll c;
-	uint8_t *buf = NULL;
-	int lfd = -1, opt, status = 0, exited = 0, rc = SP_EXIT_INTERNAL, tty = 0;
+	int opt, status = 0, exited = 0, rc = SP_EXIT_INTERNAL, tty = 0;
 	uint64_t t_start, t_exit = 0, last_data, grace_ns, idle_ns;
 	const char *why = "";
 	char whybuf[96];
@@ -695,9 +547,9 @@ int cmd_record(int argc, char **argv)
 		sp_usage_hint("record");
 		return SP_EXIT_USAGE;
 	}
-	if (find_lib(lib, sizeof(lib)) < 0)
+	if (sp_srv_find_lib(lib, sizeof(lib)) < 0)
 		return SP_EXIT_USAGE;
-	if (preload_unsafe(lib)) {
+	if (sp_srv_preload_unsafe(lib)) {
 		/* ld.so would split it: its errors on the program's stderr, and
 		 * nothing profiled */
 		fprintf(stderr,
@@ -723,10 +575,9 @@ int cmd_record(int argc, char **argv)
 	}
 	sp_coll_init(&c);
 	c.diag = stderr; /* broken rings */
-	buf = malloc(SP_MSG_MAX + 64);
-	if (!buf)
+	if (sp_srv_init(&srv, &c, "sqlprof record") < 0)
 		goto out;
-	c.ns_per_tick = calibrate_tsc();
+	c.ns_per_tick = sp_srv_calibrate_tsc();
 
 	tmp = getenv("TMPDIR");
 	snprintf(dir, sizeof(dir), "%s/sqlprof.XXXXXX", tmp && *tmp ? tmp : "/tmp");
@@ -735,16 +586,9 @@ int cmd_record(int argc, char **argv)
 		goto out;
 	}
 	snprintf(sockpath, sizeof(sockpath), "%s/s", dir);
-	if (strlen(sockpath) >= sizeof(sa.sun_path)) {
-		fprintf(stderr, "sqlprof record: socket path too long: %s (set TMPDIR)\n", sockpath);
-		goto out;
-	}
-	lfd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-	memset(&sa, 0, sizeof(sa));
-	sa.sun_family = AF_UNIX;
-	strcpy(sa.sun_path, sockpath);
-	if (lfd < 0 || bind(lfd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(lfd, 512) < 0) {
-		fprintf(stderr, "sqlprof record: cannot listen on %s: %s\n", sockpath, strerror(errno));
+	if (sp_srv_listen(&srv, sockpath, err, sizeof(err)) < 0) {
+		fprintf(stderr, "sqlprof record: %s%s\n", err,
+			strstr(err, "too long") ? " (set TMPDIR)" : "");
 		goto out;
 	}
 
@@ -777,7 +621,7 @@ int cmd_record(int argc, char **argv)
 	hmap_init(&snap, 2 * sizeof(uint64_t), 2 * sizeof(uint64_t));
 	grace_ns = (uint64_t)(o.grace_s * 1e9);
 	idle_ns = grace_ns < 2000000000u ? grace_ns : 2000000000u;
-	t_start = mono_ns();
+	t_start = sp_srv_mono_ns();
 	status_layout_env();
 	for (run = 1; run <= o.repeat; run++) {
 	exited = 0;
@@ -824,97 +668,25 @@ int cmd_record(int argc, char **argv)
 		chld_pipe[0] = chld_pipe[1] = -1;
 	signal(SIGCHLD, on_sigchld);
 	signal(SIGPIPE, SIG_IGN);
-	last_data = mono_ns();
+	last_data = sp_srv_mono_ns();
 
 	for (;;) {
-		struct pollfd *pf = calloc(ncl + 2, sizeof(*pf));
-		size_t i, npf = ncl;
 		uint64_t now;
-		int n;
-
-		if (!pf)
-			goto out;
 		/* Keep accepting after the command exits: a descendant's
 		 * connection may still wait in the listen backlog. */
-		pf[0].fd = lfd;
-		pf[0].events = POLLIN;
-		for (i = 0; i < ncl; i++) {
-			pf[i + 1].fd = cl[i].fd;
-			pf[i + 1].events = POLLIN;
-		}
-		/* the last slot: SIGCHLD's pipe, so an exit is seen at once */
-		pf[ncl + 1].fd = chld_pipe[0];
-		pf[ncl + 1].events = POLLIN;
-		n = poll(pf, ncl + 2, c.nrings ? RING_POLL_MS : 100);
-		if (n > 0 && (pf[ncl + 1].revents & POLLIN)) {
+		int r = sp_srv_round(&srv, chld_pipe[0], -1, exited);
+
+		if (r < 0)
+			goto out;
+		if (r & SP_SRV_EXTRA) {
 			char drainbuf[64];
 
 			while (read(chld_pipe[0], drainbuf, sizeof(drainbuf)) > 0)
 				;
 		}
-		if ((n > 0 && (pf[0].revents & POLLIN)) || exited) {
-			for (;;) {
-				int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
-				struct ucred cr;
-				socklen_t crl = sizeof(cr);
-
-				if (fd < 0) {
-					if (errno == EMFILE || errno == ENFILE) {
-						/* out of descriptors: the pending
-						 * connection stays readable; do not
-						 * spin on it */
-						struct timespec ts = { 0, 10000000 };
-
-						nanosleep(&ts, NULL);
-					}
-					break;
-				}
-				if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &crl) < 0 ||
-				    cr.uid != getuid()) {
-					fprintf(stderr, "\nsqlprof: refused a connection from uid %d\n",
-						(int)cr.uid);
-					close(fd);
-					continue;
-				}
-				if (ncl == capcl) {
-					size_t nc = capcl ? capcl * 2 : 16;
-					struct client *ncx = realloc(cl, nc * sizeof(*cl));
-
-					if (!ncx) {
-						close(fd);
-						break;
-					}
-					cl = ncx;
-					capcl = nc;
-				}
-				cl[ncl].fd = fd;
-				cl[ncl].pid = (uint32_t)cr.pid;
-				ncl++;
-			}
-		}
-		for (i = 0; n > 0 && i < npf; i++) {
-			if (!(pf[i + 1].revents & (POLLIN | POLLHUP | POLLERR)))
-				continue;
-			last_data = mono_ns();
-			if (drain(&c, &cl[i], buf, SP_MSG_MAX + 64) < 0) {
-				close(cl[i].fd);
-				cl[i].fd = -1;
-			}
-		}
-		free(pf);
-		/* every wakeup, and at least every RING_POLL_MS: the rings */
-		if (c.nrings && sp_coll_rings_drain(&c, 0))
-			last_data = mono_ns();
-		/* compact closed clients */
-		{
-			size_t j = 0;
-
-			for (i = 0; i < ncl; i++)
-				if (cl[i].fd >= 0)
-					cl[j++] = cl[i];
-			ncl = j;
-		}
-		now = mono_ns();
+		if (r & SP_SRV_DATA)
+			last_data = sp_srv_mono_ns();
+		now = sp_srv_mono_ns();
 		if (!exited) {
 			pid_t w = waitpid(pid, &status, WNOHANG);
 
@@ -935,7 +707,7 @@ int cmd_record(int argc, char **argv)
 		/* After the command exits, wait for its descendants' streams to
 		 * close, but not forever: a daemon may hold one open, and
 		 * keep sending. */
-		if (exited && ncl == 0)
+		if (exited && srv.ncl == 0)
 			break;
 		if (exited && sp_sup_interrupted()) {
 			why = "interrupted";
@@ -955,13 +727,13 @@ int cmd_record(int argc, char **argv)
 		}
 	}
 	if (!o.quiet) {
-		report_stragglers(&c, cl, ncl, tty, why);
-		report_unconnected(sockpath, cl, ncl, tty);
+		report_stragglers(&c, srv.cl, srv.ncl, tty, why);
+		report_unconnected(sockpath, srv.cl, srv.ncl, tty);
 	}
 	/* The command and its clients are done (or past the grace time):
 	 * read every ring one last time and let them go. */
 	sp_coll_rings_close(&c);
-	read_bye_files(&c, dir);
+	sp_srv_read_bye_files(&c, dir, "sqlprof record");
 	sp_coll_read_unreported(&c, dir);
 	sp_coll_finish(&c);
 	/* Per-run totals: what this run added to each query. */
@@ -1008,7 +780,7 @@ int cmd_record(int argc, char **argv)
 
 	memset(&meta, 0, sizeof(meta));
 	meta.command = cmdline;
-	meta.started = (long long)time(NULL) - (long long)((mono_ns() - t_start) / 1000000000u);
+	meta.started = (long long)time(NULL) - (long long)((sp_srv_mono_ns() - t_start) / 1000000000u);
 	meta.duration_ns = (long long)(t_exit - t_start);
 	meta.exit_status = WIFEXITED(status) ? WEXITSTATUS(status) :
 			   WIFSIGNALED(status) ? 128 + WTERMSIG(status) : 1;
@@ -1084,22 +856,17 @@ int cmd_record(int argc, char **argv)
 	}
 	rc = wrote ? SP_EXIT_INTERNAL : meta.exit_status;
 out:
-	for (size_t i = 0; i < ncl; i++)
-		close(cl[i].fd);
-	free(cl);
 	signal(SIGCHLD, SIG_DFL);
 	if (chld_pipe[0] >= 0) {
 		close(chld_pipe[0]);
 		close(chld_pipe[1]);
 		chld_pipe[0] = chld_pipe[1] = -1;
 	}
-	if (lfd >= 0) {
-		close(lfd);
+	if (srv.lfd >= 0)
 		unlink(sockpath);
-	}
+	sp_srv_close(&srv);
 	if (dir[0] && !strstr(dir, "XXXXXX")) /* made by mkdtemp: also when we leave before listening */
 		rmdir(dir);
-	free(buf);
 	free(cmdline);
 	free(rt);
 	if (spill)

@@ -8,5 +8,7 @@ int cmd_report(int argc, char **argv);
 int cmd_diff(int argc, char **argv);
 int cmd_check(int argc, char **argv);
 int cmd_export(int argc, char **argv);
+int cmd_agent(int argc, char **argv);
+int cmd_env(int argc, char **argv);
 
 #endif

@@ -629,7 +629,10 @@ static void apply(struct sp_coll *c, struct sp_proc *p, const uint8_t *rec, uint
 		p->bye = 0;
 		if (h->h.flags & SP_HELLO_UNREPORTED)
 			p->unreported = 1;
-		if (p->exe) {
+		if (p->exe && p->carried) {
+			/* the row an earlier agent wrote: the same process */
+			p->carried = 0;
+		} else if (p->exe) {
 			/* exec: the same pid runs a new program; keep its row */
 			char *next = dup_n(rec + sizeof(*h), h->exe_len), *both = NULL;
 
@@ -1272,6 +1275,16 @@ static void rings_retire(struct sp_coll *c, uint32_t pid, uint32_t image)
 	}
 }
 
+void sp_coll_proc_gone(struct sp_coll *c, uint32_t pid)
+{
+	struct sp_proc *p = hmap_get(&c->procs, &pid, 0, NULL);
+
+	if (!p)
+		return;
+	rings_retire(c, pid, p->image);
+	sp_coll_stats_retire(c, pid, p->image);
+}
+
 void sp_coll_rings_close(struct sp_coll *c)
 {
 	while (c->nrings) {
@@ -1421,8 +1434,10 @@ int sp_coll_stats_add(struct sp_coll *c, uint32_t pid, int fd, const struct sp_r
 	}
 	c->stats[c->nstats++] = (struct sp_statmap){ .map = m, .size = (size_t)st.st_size,
 						     .pid = pid, .image = p->image,
-						     .clock = p->clock };
+						     .clock = p->clock, .ino = (uint64_t)st.st_ino };
 	p->no_stats = 0;
+	if (c->stats_added)
+		c->stats_added(c, pid, (uint64_t)st.st_ino);
 	return 0;
 }
 

@@ -82,6 +82,8 @@ struct sp_proc {
 			       * reconnects (exec starts a new one) */
 	uint32_t bye_image;   /* image + 1 when that image said BYE, else 0:
 			       * its rings go when its connection closes */
+	int carried;          /* loaded from the profile of an earlier agent
+			       * (cmd-agent.c): its next HELLO is no exec */
 	int unreported;       /* an image could not connect: its data came from
 			       * a file it left (SP_HELLO_UNREPORTED) */
 };
@@ -113,6 +115,8 @@ struct sp_statmap {
 	uint32_t pid, image;
 	int clock;                /* the image's clock, for tick conversion */
 	int copy;                 /* map is our malloc'd copy (STATS_COPY) */
+	uint64_t ino;             /* the memfd's inode: names the image's statistics
+				   * across reconnects (0: a copy) */
 };
 
 /* A fingerprint's histogram, with its exact extremes and sum. */
@@ -277,6 +281,12 @@ struct sp_coll {
 	void **hdr_pages;
 	size_t nhdr, hdr_cap;
 	uint64_t unreported_counted; /* their sum, at sp_coll_finish */
+	/* Called when an image's shared statistics are mapped (pid, the
+	 * memfd's inode), before anything of them is merged; NULL: nothing.
+	 * The agent takes an earlier agent's part of a reconnected image off
+	 * its totals here. */
+	void (*stats_added)(struct sp_coll *c, uint32_t pid, uint64_t ino);
+	void *stats_added_arg;
 };
 
 /* Processes that could not reach the collector: those that left their
@@ -372,6 +382,11 @@ int sp_coll_ring_drain(struct sp_coll *c, struct sp_ring *r);
 /* Read the rings of pid (0: all) and free those that returned 1 or -1
  * above. Returns the number of records applied. */
 uint64_t sp_coll_rings_drain(struct sp_coll *c, uint32_t pid);
+/* Process pid no longer exists (its connection ended without BYE, and
+ * the pid is gone): read its rings one last time, free them, and merge
+ * and free its statistics. A standing collector (the agent) calls it, so
+ * that a crashed process's memory is let go. */
+void sp_coll_proc_gone(struct sp_coll *c, uint32_t pid);
 /* End of the recording: read every ring one last time and free them all. */
 void sp_coll_rings_close(struct sp_coll *c);
 uint64_t sp_coll_lost(const struct sp_coll *c);

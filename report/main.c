@@ -26,6 +26,8 @@ static const struct {
 	{ "diff", cmd_diff, 1, 1, "compare two profiles per query and per site" },
 	{ "check", cmd_check, 1, 0, "fail a CI build when queries regress against a baseline" },
 	{ "export", cmd_export, 1, 1, "write a profile as a flamegraph, trace, CSV or HTML" },
+	{ "agent", cmd_agent, 0, 0, "collect from services as a standing agent, updating a profile" },
+	{ "env", cmd_env, 0, 0, "print the environment that makes a service report to the agent" },
 };
 
 /* SIGPIPE: the reader of our output (a pipe, or an -o FIFO, which are

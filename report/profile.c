@@ -987,6 +987,8 @@ static int write_all(sqlite3 *db, struct sp_coll *c, const struct sp_meta *m, ch
 		sqlite3_finalize(st);
 		st = NULL;
 	}
+	if (m->extra && m->extra(db, m->extra_arg) < 0)
+		goto sqlerr;
 	if (exec_sql(db, indexes, err, errlen) < 0 || exec_sql(db, "COMMIT", err, errlen) < 0)
 		goto out;
 	rc = 0;

@@ -32,6 +32,11 @@ struct sp_meta {
 	const struct sp_run_total *runs; /* per-run totals, NULL if none */
 	size_t nruns;
 	int repeat;            /* runs recorded */
+	/* Called inside the profile's transaction, after every table of the
+	 * format is filled: a writer's own tables and meta rows (the agent's
+	 * state, profile-format.md). NULL: none. Returns 0 or -1. */
+	int (*extra)(struct sqlite3 *db, void *arg);
+	void *extra_arg;
 };
 
 /* Write c to path (created 0600, replaced atomically). Returns 0, or -1

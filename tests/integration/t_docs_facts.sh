@@ -5,7 +5,7 @@
 # report/profile.h defines and that a fresh recording's meta.format holds
 # (the page said 1 while the writer wrote 2), and docs/wire-format.md
 # names BYE files as preload/stream.c makes them (bye.PID.NS, written only
-# when the BYE was not sent) and as cmd-record.c looks for them.
+# when the BYE was not sent) and as serve.c (record and agent) looks for them.
 . "$(dirname "$0")/lib.sh"
 need_prog counts
 command -v sqlite3 >/dev/null || skip "sqlite3 shell not installed"
@@ -24,7 +24,7 @@ grep -q "meta.format\` is not $code" "$doc" || fail "profile-format.md does not 
 
 # BYE files: the name the preload writes and the prefix record reads.
 grep -q 'snprintf(path, sizeof(path), "%.\*s/bye.%u.%llu"' "$root/preload/stream.c" || fail "bye_file's name changed: update this test and wire-format.md"
-grep -q 'strncmp(e->d_name, "bye.", 4)' "$root/report/cmd-record.c" || fail "read_bye_files' prefix changed"
+grep -q 'strncmp(e->d_name, "bye.", 4)' "$root/report/serve.c" || fail "sp_srv_read_bye_files' prefix changed"
 grep -q 'if (sent < 0) {' "$root/preload/stream.c" || fail "the BYE file is no longer written only when the BYE was not sent"
 wire=$root/docs/wire-format.md
 grep -q '`bye.PID.NS`' "$wire" || fail "wire-format.md does not name BYE files bye.PID.NS"
