@@ -35,6 +35,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -251,7 +252,7 @@ static int live_parts(struct agent *a)
 		struct live_row r;
 		int rc = 0;
 
-		if (m->copy || !m->ino)
+		if (!m->ino)
 			continue; /* no memfd: it cannot come back with it */
 		memset(&r, 0, sizeof(r));
 		r.pid = m->pid;
@@ -365,12 +366,44 @@ out:
 	return rc;
 }
 
+/* Each live image's statistics, read once: copied, the copy merged for
+ * the totals and for its agent_live part alike. Read twice (live_parts,
+ * then sp_coll_finish), an execution ending in between was in the totals
+ * and not in the part: a restarted agent counted it twice (t_agent_late:
+ * 301 of 300, now and then). */
+static void freeze_stats(struct agent *a)
+{
+	for (size_t i = 0; i < a->c.nstats; i++) {
+		struct sp_statmap *m = &a->c.stats[i];
+		uint32_t nch;
+		size_t used;
+		void *cp;
+
+		if (m->copy || m->size < SP_STATS_CHUNK)
+			continue;
+		nch = __atomic_load_n(&((const struct sp_stats_hdr *)m->map)->nchunks,
+				      __ATOMIC_ACQUIRE);
+		used = (size_t)nch * SP_STATS_CHUNK;
+		if (!nch || used > m->size)
+			used = m->size;
+		cp = malloc(used);
+		if (!cp)
+			continue; /* read live, as before */
+		memcpy(cp, m->map, used);
+		munmap(m->map, m->size);
+		m->map = cp;
+		m->size = used;
+		m->copy = 1; /* ours to free; ino still names the image */
+	}
+}
+
 /* Merge what is still mapped into our collector (the caller's copy: a
  * snapshot child, or the agent at its end) and write the profile. */
 static int write_profile(struct agent *a, char *err, size_t errlen)
 {
 	struct sp_meta meta;
 
+	freeze_stats(a);
 	if (live_parts(a) < 0) {
 		snprintf(err, errlen, "out of memory");
 		return -1;
