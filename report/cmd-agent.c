@@ -790,9 +790,10 @@ int cmd_agent(int argc, char **argv)
 		goto out;
 	}
 	if (!quiet)
-		fprintf(stderr, "sqlprof agent: %llu executions from %zu process(es), %llu events lost\n",
-			(unsigned long long)sp_coll_executions(&a.c), a.c.procs.count,
-			(unsigned long long)sp_coll_lost(&a.c));
+		fprintf(stderr, "sqlprof agent: %llu execution%s from %zu process%s, %llu events lost\n",
+			(unsigned long long)sp_coll_executions(&a.c),
+			sp_coll_executions(&a.c) == 1 ? "" : "s", a.c.procs.count,
+			a.c.procs.count == 1 ? "" : "es", (unsigned long long)sp_coll_lost(&a.c));
 	rc = SP_EXIT_OK;
 out:
 	if (listening)

@@ -90,14 +90,15 @@ static void header(FILE *f, struct sp_export *x)
 		sp_xml_str(f, x->qs.command);
 		fputs("</code></p>\n", f);
 	}
-	fprintf(f, "<ul class=\"sum\" id=\"summary\"><li>%" PRIu64 " executions</li><li>%zu queries</li>"
-		   "<li>%" PRIu64 " process(es)</li><li>db time %s (self)</li>",
-		x->qs.executions, x->qs.n, x->qs.processes, sp_fmt_ns(b, sizeof(b), (double)self));
+	fprintf(f, "<ul class=\"sum\" id=\"summary\"><li>%" PRIu64 " execution%s</li><li>%zu quer%s</li>"
+		   "<li>%" PRIu64 " process%s</li><li>db time %s (self)</li>",
+		x->qs.executions, x->qs.executions == 1 ? "" : "s", x->qs.n, x->qs.n == 1 ? "y" : "ies",
+		x->qs.processes, x->qs.processes == 1 ? "" : "es", sp_fmt_ns(b, sizeof(b), (double)self));
 	fprintf(f, "<li id=\"lost\"%s>lost %" PRIu64 "</li>", x->qs.lost ? " class=\"warn\"" : "",
 		x->qs.lost);
-	fprintf(f, "<li id=\"unattributed\"%s>unattributed ~%.0f (%" PRIu64 " samples)</li>",
+	fprintf(f, "<li id=\"unattributed\"%s>unattributed ~%.0f (%" PRIu64 " sample%s)</li>",
 		x->at.unattributed_samples ? " class=\"warn\"" : "", x->at.unattributed_est,
-		x->at.unattributed_samples);
+		x->at.unattributed_samples, x->at.unattributed_samples == 1 ? "" : "s");
 	if (x->qs.untracked)
 		fprintf(f, "<li class=\"warn\">untracked %" PRIu64 "</li>", x->qs.untracked);
 	if (x->qs.bad_messages)
