@@ -1156,6 +1156,7 @@ int cmd_report(int argc, char **argv)
 		if (o.root && !(o.root = strdup(o.root)))
 			o.full_paths = 1;
 		root_ = o.root;
+		sp_doctor_set_root(o.root);
 		o.fit = sp_fit_width(1);
 		real = sp_term_begin(&stdout); /* for a terminal: no escape sequences */
 		if (o.fit && (fitted = sp_fit_stream(stdout, o.fit))) {
@@ -1184,6 +1185,7 @@ int cmd_report(int argc, char **argv)
 		stdout = termed;
 	}
 	werr |= real && sp_term_end(&stdout, real) < 0;
+	sp_doctor_set_root(NULL);
 	free((char *)o.root);
 	root_ = NULL;
 	sp_findings_free(&finds);

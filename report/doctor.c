@@ -1228,6 +1228,27 @@ void sp_findings_free(struct sp_findings *fs)
 	memset(fs, 0, sizeof(*fs));
 }
 
+static const char *doctor_root; /* sp_doctor_set_root */
+
+void sp_doctor_set_root(const char *root)
+{
+	doctor_root = root;
+}
+
+/* A site label "function (FILE:line) ..." with the report's common
+ * directory taken off FILE, as on the report's "->" lines. */
+static void print_site(FILE *f, const char *site)
+{
+	size_t n = doctor_root ? strlen(doctor_root) : 0;
+	const char *p = n ? strstr(site, " (") : NULL;
+
+	if (p && !strncmp(p + 2, doctor_root, n) && p[2 + n]) {
+		fprintf(f, "%.*s (%s", (int)(p - site), site, p + 2 + n);
+		return;
+	}
+	fputs(site, f);
+}
+
 void sp_doctor_print_text(const struct sp_findings *fs, FILE *f)
 {
 	size_t i;
@@ -1243,7 +1264,9 @@ void sp_doctor_print_text(const struct sp_findings *fs, FILE *f)
 			sp_term_clean(sql);
 		fprintf(f, "%-10s  %s%s\n", sp_rule_name(x->rule),
 			strcmp(x->q->kind, "exec") ? "" : "[exec] ", sql ? sql : "?");
-		fprintf(f, "            at %s\n", x->site);
+		fputs("            at ", f);
+		print_site(f, x->site);
+		fputc('\n', f);
 		fprintf(f, "            evidence: %s\n", x->evidence);
 		fprintf(f, "            suggestion: %s\n", x->suggestion);
 		free(sql);

@@ -113,4 +113,8 @@ int sp_plan_has(const char *plan, const char *prefix);
 int sp_doctor_suggest_index(const char *fingerprint, const struct sp_plan_access *a, char *buf,
 			    size_t len);
 
+/* Source paths in the text findings relative to root (the report's
+ * common directory; NULL: whole). */
+void sp_doctor_set_root(const char *root);
+
 #endif
