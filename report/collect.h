@@ -173,7 +173,10 @@ struct sp_plan {
 struct sp_dup {
 	uint64_t samples, repeats, top;
 };
-#define SP_DUPVALS_MAX (1u << 20) /* distinct values kept; beyond, new ones are not noted */
+#define SP_DUPVALS_MAX (1u << 14) /* distinct values kept (about 1.5 MB); beyond, new ones
+				    * are not noted: their repeats are missed, never
+				    * invented. 1 << 20 let the collector grow by 10 MB
+				    * over 10 M executions at the default rate */
 
 /* A schema plans were taken under (SP_REC_SCHEMA): CREATE statements, or
  * (file) the database file's path, read when the profile is written. */
