@@ -362,6 +362,27 @@ static int conn_get(void)
  * less while the collector has recently been too slow; without, gives up
  * at once. Returns 0 when sent, -1 when dropped.
  */
+/* A message's header (the next sequence number, the loss count so far)
+ * and its three pieces, for the socket (sendmsg) and for a file (writev). */
+static void msg_frame(struct sp_msg_hdr *mh, struct iovec iov[3], uint16_t flags,
+		      const void *b1, size_t l1, const void *b2, size_t l2)
+{
+	memset(mh, 0, sizeof(*mh));
+	mh->magic = SP_WIRE_MAGIC;
+	mh->version = SP_WIRE_VERSION;
+	mh->flags = flags;
+	mh->pid = (uint32_t)getpid();
+	mh->len = (uint32_t)(sizeof(*mh) + l1 + l2);
+	mh->seq = atomic_fetch_add(&msg_seq, 1) + 1;
+	mh->lost = atomic_load(&sp_lost);
+	iov[0].iov_base = mh;
+	iov[0].iov_len = sizeof(*mh);
+	iov[1].iov_base = (void *)b1;
+	iov[1].iov_len = l1;
+	iov[2].iov_base = (void *)b2;
+	iov[2].iov_len = l2;
+}
+
 static int send_msg_body(const void *body1, size_t len1, const void *body2, size_t len2,
 			 uint16_t flags, int pass_fd, int wait)
 {
@@ -398,20 +419,7 @@ static int send_msg_body(const void *body1, size_t len1, const void *body2, size
 		if (fd < 0 || !fd_is_ours())
 			return -1;
 	}
-	memset(&mh, 0, sizeof(mh));
-	mh.magic = SP_WIRE_MAGIC;
-	mh.version = SP_WIRE_VERSION;
-	mh.flags = flags;
-	mh.pid = (uint32_t)getpid();
-	mh.len = (uint32_t)(sizeof(mh) + len1 + len2);
-	mh.seq = atomic_fetch_add(&msg_seq, 1) + 1;
-	mh.lost = atomic_load(&sp_lost);
-	iov[0].iov_base = &mh;
-	iov[0].iov_len = sizeof(mh);
-	iov[1].iov_base = (void *)body1;
-	iov[1].iov_len = len1;
-	iov[2].iov_base = (void *)body2;
-	iov[2].iov_len = len2;
+	msg_frame(&mh, iov, flags, body1, len1, body2, len2);
 	memset(&m, 0, sizeof(m));
 	m.msg_iov = iov;
 	m.msg_iovlen = len2 ? 3 : 2;
@@ -1362,20 +1370,7 @@ static int file_msg(int fd, uint16_t flags, const void *b1, size_t l1, const voi
 	struct iovec iov[3];
 	ssize_t n;
 
-	memset(&mh, 0, sizeof(mh));
-	mh.magic = SP_WIRE_MAGIC;
-	mh.version = SP_WIRE_VERSION;
-	mh.flags = flags;
-	mh.pid = (uint32_t)getpid();
-	mh.len = (uint32_t)(sizeof(mh) + l1 + l2);
-	mh.seq = atomic_fetch_add(&msg_seq, 1) + 1;
-	mh.lost = atomic_load(&sp_lost);
-	iov[0].iov_base = &mh;
-	iov[0].iov_len = sizeof(mh);
-	iov[1].iov_base = (void *)b1;
-	iov[1].iov_len = l1;
-	iov[2].iov_base = (void *)b2;
-	iov[2].iov_len = l2;
+	msg_frame(&mh, iov, flags, b1, l1, b2, l2);
 	n = writev(fd, iov, 3);
 	return n == (ssize_t)mh.len ? 0 : -1;
 }
