@@ -520,6 +520,12 @@ static void frame(FILE *f, const char *source, const struct sp_live *cur, const 
 		 (unsigned long long)cur->executions, (unsigned long long)cur->lost,
 		 cur->restarts ? " (agent restarted)" : "");
 	emit(f, line, tty, cols);
+	if (cur->pending) {
+		snprintf(line, sizeof(line),
+			 "(%llu process%s of the previous agent not back yet: totals behind)",
+			 (unsigned long long)cur->pending, cur->pending == 1 ? "" : "es");
+		emit(f, line, tty, cols);
+	}
 	if (interval)
 		snprintf(line, sizeof(line), "last %.1f s: %llu executions, %s db time; sorted by time in it",
 			 dt, (unsigned long long)d_count, sp_fmt_ns(b1, sizeof(b1), (double)sum_d));

@@ -559,6 +559,7 @@ struct wire_hdr {
 	uint32_t magic, version, nrows, profile_len;
 	uint64_t lost, processes, executions, restarts;
 	int64_t time_ns;
+	uint64_t pending;
 };
 
 struct wire_row {
@@ -576,7 +577,7 @@ static size_t pad8(size_t n)
 int sp_live_encode(const struct sp_live *l, uint8_t **buf, size_t *len)
 {
 	struct wire_hdr h = { LIVE_MAGIC, SP_VIEW_VERSION, (uint32_t)l->n, 0, l->lost, l->processes,
-			      l->executions, l->restarts, l->time_ns };
+			      l->executions, l->restarts, l->time_ns, l->pending };
 	size_t n = sizeof(h), off;
 	uint8_t *b;
 
@@ -675,6 +676,7 @@ int sp_live_decode(const uint8_t *buf, size_t len, struct sp_live *out, char *er
 	out->executions = h.executions;
 	out->restarts = h.restarts;
 	out->time_ns = h.time_ns;
+	out->pending = h.pending;
 	if (h.profile_len) {
 		out->profile = take_str(buf, len, &off, h.profile_len, &bad);
 		if (!out->profile)

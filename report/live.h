@@ -48,6 +48,10 @@ struct sp_live {
 	size_t n;
 	uint64_t lost, processes, executions, restarts;
 	int64_t time_ns;  /* CLOCK_REALTIME of the reading */
+	uint64_t pending; /* processes of the previous agent, still running, not
+			   * back yet (their executions since its last write
+			   * are not in the totals): counted only in the
+			   * agent's first seconds, while they reconnect */
 	char *profile;    /* the agent's profile (absolute path), NULL: none */
 };
 

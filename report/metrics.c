@@ -261,6 +261,9 @@ static enum MHD_Result answer(struct MHD_Connection *conn, unsigned code, const 
 	return rc;
 }
 
+static const char reconnecting[] =
+	"the agent restarted: the processes of the previous one are reconnecting\n";
+
 static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char *url,
 			      const char *method, const char *version, const char *upload_data,
 			      size_t *upload_data_size, void **con_cls)
@@ -271,13 +274,29 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char
 	enum MHD_Result rc;
 	char *body = NULL;
 	size_t len = 0;
+	int t;
 
 	if (strcmp(url, "/metrics"))
 		return answer(conn, MHD_HTTP_NOT_FOUND, "not found: sqlprof serves GET /metrics\n", NULL);
 	if (strcmp(method, MHD_HTTP_METHOD_GET))
 		return answer(conn, MHD_HTTP_METHOD_NOT_ALLOWED, "only GET /metrics\n", "GET");
 	memset(&l, 0, sizeof(l));
-	if (m->totals(m->arg, &l) < 0 || sp_metrics_render(&l, m->s, m->top_n, &body, &len) < 0) {
+	t = m->totals(m->arg, &l);
+	if (t == 0 && l.pending) {
+		/* a restarted agent whose processes are not all back: a value
+		 * below the one an earlier scrape saw would read as a counter
+		 * reset; this scrape fails instead (up = 0), the next one has them */
+		sp_live_free(&l);
+		r = MHD_create_response_from_buffer(
+			strlen(reconnecting), (void *)reconnecting, MHD_RESPMEM_PERSISTENT);
+		if (!r)
+			return MHD_NO;
+		MHD_add_response_header(r, "Retry-After", "1");
+		rc = MHD_queue_response(conn, MHD_HTTP_SERVICE_UNAVAILABLE, r);
+		MHD_destroy_response(r);
+		return rc;
+	}
+	if (t < 0 || sp_metrics_render(&l, m->s, m->top_n, &body, &len) < 0) {
 		sp_live_free(&l);
 		free(body);
 		return answer(conn, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory\n", NULL);
