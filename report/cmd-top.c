@@ -515,8 +515,9 @@ static void frame(FILE *f, const char *source, const struct sp_live *cur, const 
 	sp_term_clean(src);
 	if (tty)
 		fputs("\033[H", f);
-	snprintf(line, sizeof(line), "sqlprof top - %s: %llu process%s, %llu executions, %llu lost%s",
+	snprintf(line, sizeof(line), "sqlprof top - %s: %llu process%s%s, %llu executions, %llu lost%s",
 		 src, (unsigned long long)cur->processes, cur->processes == 1 ? "" : "es",
+		 o->profile ? "" : " connected",
 		 (unsigned long long)cur->executions, (unsigned long long)cur->lost,
 		 cur->restarts ? " (agent restarted)" : "");
 	emit(f, line, tty, cols);
