@@ -4,7 +4,8 @@
 # across an agent SIGKILL and restart on the same profile (every series of
 # a running service's query, buckets and sum included, at least what it
 # was before the kill; 503 while the service reconnects, never a lower
-# value) and end at the service's exact count; (2) a Python program with
+# value) and end at the service's exact count, its query_id the report's
+# fingerprint_id; (2) a Python program with
 # 302 fingerprints under --metrics-top 200: the exposition passes
 # `promtool check metrics`, 200 fingerprints have series of their own and
 # the rest is query_id="other", with executions, histogram counts and
@@ -95,6 +96,11 @@ grep -q "duration_seconds_count.* $n.0\$" "$TMP/v3.txt" ||
 kill -TERM "$AG"
 wait "$AG" || fail "the agent exited $? on SIGTERM"
 AG=
+"$SQLPROF" report --format json "$P" | "$PYTHON" -c '
+import json, sys
+d = json.load(sys.stdin)
+print(" ".join(q["fingerprint_id"] for q in d["queries"] if q["fingerprint"] == "SELECT ? + ?"))' >"$TMP/fpid.txt"
+[ "$(cat "$TMP/fpid.txt")" = "$QID" ] || fail "query_id $QID, the report's fingerprint_id $(cat "$TMP/fpid.txt")"
 
 # (2) cardinality, escaping, the format
 P=$TMP/agent2.db
