@@ -12,7 +12,8 @@
 # +Inf buckets summing to the exact 700; a quoted identifier with "",
 # a backslash and a newline is escaped as the format wants and reads back
 # as its fingerprint; (3) 404 for other paths, 405 for POST; (4) no
-# descriptor more after 200 scrapes.
+# descriptor more after 200 scrapes; (5) bound only where told
+# (127.0.0.1, [::1]); bad addresses and a port in use: exit 2.
 . "$(dirname "$0")/lib.sh"
 command -v curl >/dev/null || skip "curl not installed"
 command -v promtool >/dev/null || skip "promtool not installed (Debian package prometheus)"
@@ -177,6 +178,30 @@ fd1=$(ls /proc/"$AG"/fd | wc -l)
 echo "agent descriptors: $fd0 before 200 scrapes, $fd1 after"
 [ "$fd1" -le "$fd0" ] || fail "the agent holds $fd1 descriptors after 200 scrapes, $fd0 before"
 
+# bound where told only: the one listener on PORT is 127.0.0.1's
+listeners() { # PORT: the addresses listening on it (/proc/net/tcp, tcp6)
+	"$PYTHON" - "$1" <<'EOF'
+import socket, struct, sys
+port = int(sys.argv[1])
+for f, fam in (("/proc/net/tcp", socket.AF_INET), ("/proc/net/tcp6", socket.AF_INET6)):
+    try:
+        lines = open(f).read().split("\n")[1:]
+    except OSError:
+        continue
+    for ln in lines:
+        p = ln.split()
+        if len(p) < 4 or p[3] != "0A":
+            continue
+        addr, prt = p[1].split(":")
+        if int(prt, 16) != port:
+            continue
+        raw = bytes.fromhex(addr)
+        raw = b"".join(struct.pack("<I", w) for w in struct.unpack(">%dI" % (len(raw) // 4), raw))
+        print(socket.inet_ntop(fam, raw))
+EOF
+}
+[ "$(listeners "$PORT")" = 127.0.0.1 ] || fail "listening on port $PORT: $(listeners "$PORT")"
+
 # a bad address: exit 2 with one line
 for bad in nohost 127.0.0.1 127.0.0.1:0 127.0.0.1:99999 127.0.0.1:x "[::1" 256.1.1.1:80; do
 	"$SQLPROF" agent -o "$TMP/x.db" --socket "$TMP/run/x/sock" --metrics "$bad" 2>"$TMP/bad.err"
@@ -190,4 +215,15 @@ rc=$?
 kill -TERM "$AG"
 wait "$AG" || fail "the agent exited $? on SIGTERM"
 AG=
+# IPv6, where the machine has it: [::1] only
+if "$PYTHON" -c 'import socket; socket.socket(socket.AF_INET6).bind(("::1", 0))' 2>/dev/null; then
+	agent_start --metrics "[::1]:$PORT"
+	[ "$(curl -s -g -m 5 -o /dev/null -w '%{http_code}' "http://[::1]:$PORT/metrics")" = 200 ] ||
+		fail "no metrics on [::1]:$PORT"
+	[ "$(listeners "$PORT")" = ::1 ] || fail "listening on port $PORT: $(listeners "$PORT")"
+	echo "[::1]:$PORT: metrics served, the only listener"
+	kill -TERM "$AG"
+	wait "$AG" || fail "the agent exited $? on SIGTERM"
+	AG=
+fi
 exit 0
