@@ -472,7 +472,7 @@ static void frame(FILE *f, const char *source, const struct sp_live *cur, const 
 	struct hmap pm;
 	double dt = prev ? (double)(cur->time_ns - prev->time_ns) / 1e9 : 0;
 	uint64_t sum_d = 0, sum_t = 0, d_count = 0;
-	int rows, cols, interval = prev && dt > 0;
+	int rows, cols, interval = prev && dt > 0, show_site;
 	size_t limit, i;
 	char line[1024], src[512], b1[32], b2[32];
 
@@ -534,8 +534,11 @@ static void frame(FILE *f, const char *source, const struct sp_live *cur, const 
 		snprintf(line, sizeof(line), "totals only (no earlier reading yet); sorted by total time");
 	emit(f, line, tty, cols);
 	emit(f, "", tty, cols);
-	snprintf(line, sizeof(line), "%8s %6s %10s %9s %9s %10s %6s %-4s %-28s %s", "EXEC/S", "TIME%",
-		 "COUNT", "MEAN", "P95", "ROWS", "ERRORS", "KIND", "SITE", "QUERY");
+	/* the site only where the query still has room after it */
+	show_site = cols <= 0 || cols >= 130;
+	snprintf(line, sizeof(line), "%8s %6s %10s %9s %9s %10s %6s %-4s %-*s%s%s", "EXEC/S", "TIME%",
+		 "COUNT", "MEAN", "P95", "ROWS", "ERRORS", "KIND", show_site ? 28 : 0,
+		 show_site ? "SITE" : "", show_site ? " " : "", "QUERY");
 	emit(f, line, tty, cols);
 	limit = o->nrows ? (size_t)o->nrows : o->once || !tty ? 20 : (size_t)(rows > 6 ? rows - 5 : 1);
 	for (i = 0; i < cur->n && i < limit; i++) {
@@ -553,12 +556,12 @@ static void frame(FILE *f, const char *source, const struct sp_live *cur, const 
 			snprintf(rate, sizeof(rate), "-");
 		else
 			snprintf(rate, sizeof(rate), "%.1f", sh[i].rate);
-		snprintf(line, sizeof(line), "%8s %5.1f%% %10llu %9s %9s %10llu %6llu %-4s %-28s %s", rate,
+		snprintf(line, sizeof(line), "%8s %5.1f%% %10llu %9s %9s %10llu %6llu %-4s %-*s%s%s", rate,
 			 sh[i].share, (unsigned long long)r->count,
 			 sp_fmt_ns(b1, sizeof(b1), r->count ? (double)r->total_ns / (double)r->count : 0),
 			 sp_fmt_ns(b2, sizeof(b2), (double)r->p95_ns), (unsigned long long)r->rows,
 			 (unsigned long long)r->errors, r->kind == SP_KIND_EXEC ? "exec" : "stmt",
-			 sitebuf, text);
+			 show_site ? 28 : 0, show_site ? sitebuf : "", show_site ? " " : "", text);
 		emit(f, line, tty, cols);
 		free(text);
 	}

@@ -6,8 +6,9 @@
 # `top --once PROFILE` lists it from the agent's profile; no escape
 # sequence in either, also for a query whose identifier holds U+009B (a
 # C1 CSI) and ESC; (2) in a tmux pane, top draws the query and quits on
-# q (exit 0) or C-c (exit 130), the terminal's settings (stty -g) as
-# before and the main screen back; (3) bad arguments: exit 2 and a
+# q (exit 0), C-c (exit 130) or SIGTERM (143), the terminal's settings
+# (stty -g) as before and the main screen back; resized (SIGWINCH), no
+# line wider than the new width; (3) bad arguments: exit 2 and a
 # message.
 . "$(dirname "$0")/lib.sh"
 agent_setup
@@ -65,18 +66,33 @@ wait_for() { # FILE-or-text
 	done
 	fail "the pane never showed '$1': $(capture)"
 }
-for key in q C-c; do
+for key in q C-c TERM; do
 	rm -f rc.txt before.txt after.txt
 	echo 'shell prompt line' >marker
 	t new-session -d -s s -x 160 -y 30 "cat marker; stty -g >before.txt; $SQLPROF top --socket $S --delay 0.5; echo \$? >rc.txt; stty -g >after.txt; sleep 30"
 	wait_for 'SELECT ? + ?'
 	wait_for 'last 0.'
-	t send-keys -t s "$key"
+	if [ "$key" = q ]; then
+		# SIGWINCH: redrawn to the new width
+		t resize-window -t s -x 90 -y 25
+		sleep 0.3
+		wait_for 'SELECT ? + ?'
+		w=$(capture | awk '{ if (length($0) > m) m = length($0) } END { print m + 0 }')
+		[ "$w" -le 90 ] || fail "after a resize to 90 columns, a line of $w: $(capture)"
+		echo "resized to 90 columns: widest line $w"
+	fi
+	if [ "$key" = TERM ]; then
+		tp=$(pgrep -f "^$SQLPROF top --socket $S --delay 0.5\$") || fail "no top process"
+		kill -TERM $tp
+	else
+		t send-keys -t s "$key"
+	fi
 	for _ in $(seq 1 100); do [ -s after.txt ] && break; sleep 0.1; done
 	[ -s after.txt ] || fail "top did not quit on $key: $(capture)"
 	rc=$(cat rc.txt)
 	want=0
 	[ "$key" = C-c ] && want=130
+	[ "$key" = TERM ] && want=143
 	[ "$rc" = "$want" ] || fail "top exited $rc on $key, not $want"
 	same_file "terminal settings after $key" before.txt after.txt
 	capture >pane.txt
