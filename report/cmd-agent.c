@@ -359,11 +359,20 @@ static int agent_totals(void *arg, struct sp_live *out)
 	 * their executions since its last write are missing from the totals
 	 * (a counter would go down). Waited for at most RECONNECT_GRACE_NS
 	 * after the start (an image at SQLPROF_RATE=0 may come much later). */
-	if (a->carried.n && sp_srv_mono_ns() - a->t0 < RECONNECT_GRACE_NS)
-		for (size_t i = 0; i < a->carried.n; i++)
-			if ((i == 0 || a->carried.r[i].pid != a->carried.r[i - 1].pid) &&
+	if (a->carried.n && sp_srv_mono_ns() - a->t0 < RECONNECT_GRACE_NS) {
+		struct hmap seen; /* {pid, start} looked at */
+
+		hmap_init(&seen, 2 * sizeof(uint64_t), sizeof(int));
+		for (size_t i = 0; i < a->carried.n; i++) {
+			uint64_t k[2] = { a->carried.r[i].pid, a->carried.r[i].start };
+			int created;
+
+			if (hmap_get(&seen, k, 1, &created) && created &&
 			    sp_srv_proc_start(a->carried.r[i].pid) == a->carried.r[i].start)
 				out->pending++;
+		}
+		hmap_free(&seen);
+	}
 	if (a->ls.profile && !(out->profile = strdup(a->ls.profile)))
 		rc = -1;
 	return rc;
