@@ -265,11 +265,22 @@ static int each_image(struct agent *a,
 	for (size_t i = 0; i < a->c.nstats; i++) {
 		const struct sp_statmap *m = &a->c.stats[i];
 		struct sp_coll tmp;
+		struct hmap own;
 		int rc;
 
 		sp_coll_init(&tmp);
 		tmp.ns_per_tick = a->c.ns_per_tick;
+		/* merged with the agent's SQL texts, so that each text's
+		 * histogram goes into its fingerprint's, as in the agent's own
+		 * merge: a live service that ran 100,000 texts of one INSERT
+		 * made 100,000 histograms at every scrape (0.5 s, 175 MB of
+		 * RSS). The merge may add a text (the unattributed
+		 * executions'): the map is handed back as it is after it. */
+		own = tmp.sqls;
+		tmp.sqls = a->c.sqls;
 		sp_coll_stats_merge(&tmp, m->pid, m->map, m->size, m->clock);
+		a->c.sqls = tmp.sqls;
+		tmp.sqls = own;
 		rc = fn(a, m, &tmp, arg);
 		sp_coll_free(&tmp);
 		if (rc)
