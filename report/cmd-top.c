@@ -465,6 +465,10 @@ static void emit(FILE *f, const char *line, int tty, int cols)
 }
 
 /* One frame: cur, with the interval since prev (NULL: totals only). */
+/* Why the last refresh had no reading ("": it had one), shown above the
+ * table: an agent restarting or a profile being replaced does not end top. */
+static char status[PATH_MAX + 600];
+
 static void frame(FILE *f, const char *source, const struct sp_live *cur, const struct sp_live *prev,
 		  const struct sites *sites, const struct top_opts *o, int tty)
 {
@@ -521,6 +525,13 @@ static void frame(FILE *f, const char *source, const struct sp_live *cur, const 
 		 (unsigned long long)cur->executions, (unsigned long long)cur->lost,
 		 cur->restarts ? " (agent restarted)" : "");
 	emit(f, line, tty, cols);
+	if (status[0]) {
+		char st[sizeof(status) + 64];
+
+		snprintf(st, sizeof(st), "(no new reading: %s; trying again)", status);
+		sp_term_clean(st);
+		emit(f, st, tty, cols);
+	}
 	if (cur->pending) {
 		snprintf(line, sizeof(line),
 			 "(%llu process%s of the previous agent not back yet: totals behind)",
@@ -746,10 +757,11 @@ int cmd_top(int argc, char **argv)
 			struct sp_live next;
 
 			if (reading(&o, &next, &sites, err, sizeof(err)) < 0) {
-				term_restore();
-				fprintf(stderr, "sqlprof top: %s\n", err);
-				goto out;
+				/* the last frame stays, with the reason */
+				snprintf(status, sizeof(status), "%s", err);
+				continue;
 			}
+			status[0] = 0;
 			if (o.profile && next.time_ns == cur.time_ns) {
 				/* the same profile: keep the interval shown */
 				sp_live_free(&next);

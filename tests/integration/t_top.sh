@@ -8,7 +8,8 @@
 # C1 CSI) and ESC; (2) in a tmux pane, top draws the query and quits on
 # q (exit 0), C-c (exit 130) or SIGTERM (143), the terminal's settings
 # (stty -g) as before and the main screen back; resized (SIGWINCH), no
-# line wider than the new width; (3) bad arguments: exit 2 and a
+# line wider than the new width; the agent killed under it: a line says
+# so, and the restarted agent's readings come; (3) bad arguments: exit 2 and a
 # message.
 . "$(dirname "$0")/lib.sh"
 agent_setup
@@ -80,6 +81,21 @@ for key in q C-c TERM; do
 		w=$(capture | awk '{ if (length($0) > m) m = length($0) } END { print m + 0 }')
 		[ "$w" -le 90 ] || fail "after a resize to 90 columns, a line of $w: $(capture)"
 		echo "resized to 90 columns: widest line $w"
+	fi
+	if [ "$key" = C-c ]; then
+		# the agent restarts: top says so and goes on
+		kill -9 "$AG"
+		wait "$AG" 2>/dev/null
+		AG=
+		wait_for 'no new reading: no agent at'
+		agent_start --interval 1
+		for _ in $(seq 1 100); do
+			capture | grep -q 'no new reading' || break
+			sleep 0.1
+		done
+		capture | grep -q 'no new reading' && fail "top did not take up the restarted agent: $(capture)"
+		wait_for 'SELECT ? + ?'
+		echo "agent killed and restarted: top said so, then went on"
 	fi
 	if [ "$key" = TERM ]; then
 		tp=$(pgrep -f "^$SQLPROF top --socket $S --delay 0.5\$") || fail "no top process"
