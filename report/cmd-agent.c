@@ -50,6 +50,7 @@
 #include "outfile.h"
 #include "profile.h"
 #include "serve.h"
+#include "series.h"
 
 /* The subtractable totals of one SQL text and kind (struct sp_qagg). */
 #define QF(X)                                                                                      \
@@ -80,6 +81,8 @@ struct agent {
 	uint64_t t0;           /* mono ns we started */
 	long long restarts;    /* agents before us that wrote this profile */
 	struct rows live;      /* filled just before a write */
+	int64_t snap_ns;       /* unix ns the statistics of this write were read */
+	int64_t first_ns;      /* unix ns the profile's first interval starts */
 };
 
 static int sig_pipe[2] = { -1, -1 };
@@ -285,7 +288,7 @@ static int write_state(sqlite3 *db, void *arg)
 	size_t it = 0;
 	const uint64_t *k;
 	struct sp_qagg *q;
-	char sql[1024];
+	char sql[1024], err[512];
 	int n, rc = -1;
 
 	if (sqlite3_exec(db,
@@ -360,6 +363,13 @@ static int write_state(sqlite3 *db, void *arg)
 	sqlite3_bind_int64(st, 2, (sqlite3_int64)time(NULL));
 	if (sqlite3_step(st) != SQLITE_DONE)
 		goto out;
+	/* this write's interval: what the totals gained since the profile
+	 * it replaces (series.c) */
+	if (sp_series_add(db, a->output, a->first_ns, a->snap_ns, err,
+			  sizeof(err)) < 0) {
+		fprintf(stderr, "sqlprof agent: %s\n", err);
+		goto out;
+	}
 	rc = 0;
 out:
 	sqlite3_finalize(st);
@@ -404,6 +414,9 @@ static int write_profile(struct agent *a, char *err, size_t errlen)
 	struct sp_meta meta;
 
 	freeze_stats(a);
+	/* the interval ends here: every execution in the statistics just
+	 * copied (and in those merged before) ended before this */
+	a->snap_ns = sp_series_now_ns();
 	if (live_parts(a) < 0) {
 		snprintf(err, errlen, "out of memory");
 		return -1;
@@ -712,12 +725,15 @@ int cmd_agent(int argc, char **argv)
 	 * standing agent keeps the first of them; sites and totals count all */
 	a.c.events_max = 100000;
 	a.started = (long long)time(NULL);
+	a.first_ns = sp_series_now_ns();
 	a.t0 = sp_srv_mono_ns();
 	if (state_load(&a, a.output, err, sizeof(err)) < 0) {
 		fprintf(stderr, "sqlprof agent: cannot continue %s: %s\n", a.output, err);
 		rc = SP_EXIT_INPUT;
 		goto out;
 	}
+	if (a.restarts) /* a profile without intervals yet: the first covers it all */
+		a.first_ns = (int64_t)a.started * 1000000000;
 	a.c.ns_per_tick = sp_srv_calibrate_tsc();
 	a.c.stats_added = carried_match;
 	a.c.stats_added_arg = &a;
