@@ -121,6 +121,23 @@ h=$(sqlite3 "$P" "SELECT SUM(c), MIN(c) FROM (SELECT SUM(h.count) c FROM interva
 ) GROUP BY bucket_ns)")
 echo "phase B's histogram: $h"
 [ "${h%|*}" = $N2 ] || fail "phase B's histogram (sum|min bucket) is $h, not $N2 executions"
+# the export over time: one CSV row per query and interval
+"$SQLPROF" export -f csv --intervals -o "$TMP/all.csv" "$P" || fail "export --intervals exited $?"
+"$SQLPROF" export -f csv --intervals --since "$GAP" "$P" >"$TMP/b.csv" ||
+	fail "export --intervals --since exited $?"
+"$PYTHON" - "$TMP/all.csv" "$TMP/b.csv" $((N1 + N2)) $N2 <<'PY' || fail "the interval CSV is wrong"
+import csv, sys
+for path, want in ((sys.argv[1], int(sys.argv[3])), (sys.argv[2], int(sys.argv[4]))):
+    rows = [r for r in csv.DictReader(open(path)) if "+" in r["fingerprint"]]
+    n = sum(int(r["count"]) for r in rows)
+    print("%s: %d rows, %d executions" % (path.split("/")[-1], len(rows), n))
+    assert n == want, (n, want)
+    assert len(rows) >= 2 and all(int(r["end_ns"]) > int(r["start_ns"]) for r in rows)
+    assert all(int(r["p50_ns"]) > 0 and int(r["p95_ns"]) >= int(r["p50_ns"])
+               for r in rows if int(r["count"]) > 0)
+PY
+"$SQLPROF" export -f html --intervals "$P" >/dev/null 2>&1
+[ $? -eq 2 ] || fail "export -f html --intervals did not exit 2"
 n=$(sqlite3 "$P" "SELECT COUNT(*) FROM intervals")
 gaps=$(sqlite3 "$P" "SELECT COUNT(*) FROM intervals a WHERE end_ns <= start_ns OR (SELECT MIN(start_ns)
   FROM intervals b WHERE b.start_ns > a.start_ns) <> end_ns")
