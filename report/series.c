@@ -29,14 +29,14 @@ static const char *const cols[SP_SERIES_NCOLS] = {
 };
 
 static const char schema[] =
-	"CREATE TABLE intervals(start_ns INTEGER PRIMARY KEY, end_ns INTEGER NOT NULL,"
+	"CREATE TABLE IF NOT EXISTS intervals(start_ns INTEGER PRIMARY KEY, end_ns INTEGER NOT NULL,"
 	" snapshots INTEGER NOT NULL);"
-	"CREATE TABLE interval_queries(start_ns INTEGER, fp_id INTEGER, kind TEXT,"
+	"CREATE TABLE IF NOT EXISTS interval_queries(start_ns INTEGER, fp_id INTEGER, kind TEXT,"
 	" count INTEGER, total_ns INTEGER, self_ns INTEGER, wall_ns INTEGER, rows INTEGER,"
 	" vm_steps INTEGER, fullscan_steps INTEGER, sorts INTEGER, autoindex INTEGER,"
 	" errors INTEGER, nested INTEGER, samples INTEGER, prepares INTEGER, prepare_ns INTEGER,"
 	" runs INTEGER, PRIMARY KEY(start_ns, fp_id, kind));"
-	"CREATE TABLE interval_histograms(start_ns INTEGER, fp_id INTEGER, kind TEXT,"
+	"CREATE TABLE IF NOT EXISTS interval_histograms(start_ns INTEGER, fp_id INTEGER, kind TEXT,"
 	" bucket_ns INTEGER, count INTEGER, PRIMARY KEY(start_ns, fp_id, kind, bucket_ns));";
 
 int64_t sp_series_now_ns(void)
@@ -197,7 +197,7 @@ const struct sp_tier *sp_series_tiers(size_t *n, char *err, size_t errlen)
 			goto bad;
 		s = e + 1;
 		a = strtod(s, &e);
-		if (e == s || (*e && *e != ',') || errno || !(w >= 0.001) || !(a >= 0) || w > 1e9 ||
+		if (e == s || (*e && (*e != ',' || !e[1])) || errno || !(w >= 0.001) || !(a >= 0) || w > 1e9 ||
 		    a > 1e9)
 			goto bad;
 		env[k].width_ns = (int64_t)llround(w * 1e9);
