@@ -16,9 +16,16 @@
 #include "series.h"
 #include "util.h"
 
+/* a restart's corrections (< 0) are left out of one interval's buckets */
+static void add_bucket(uint64_t lo, int64_t count, void *arg)
+{
+	if (count > 0)
+		sp_hist_add_bucket(arg, lo, (uint64_t)count);
+}
+
 int sp_export_series_csv(FILE *f, sqlite3 *db, const struct sp_window *w)
 {
-	sqlite3_stmt *st = NULL, *hs = NULL;
+	sqlite3_stmt *st = NULL;
 	char a[40];
 	int rc = -1, r;
 
@@ -26,14 +33,11 @@ int sp_export_series_csv(FILE *f, sqlite3 *db, const struct sp_window *w)
 			       "SELECT i.start_ns, i.end_ns, q.fp_id, q.kind,"
 			       " (SELECT fingerprint FROM queries x WHERE x.fp_id = q.fp_id"
 			       "  AND x.kind = q.kind LIMIT 1), q.count, q.total_ns, q.self_ns, q.wall_ns,"
-			       " q.rows, q.errors FROM interval_queries q JOIN intervals i USING (start_ns)"
+			       " q.rows, q.errors, q.buckets FROM interval_queries q JOIN intervals i"
+			       " USING (start_ns)"
 			       " WHERE q.start_ns >= ?1 AND q.start_ns <= ?2"
 			       " ORDER BY q.start_ns, q.fp_id, q.kind",
-			       -1, &st, NULL) != SQLITE_OK ||
-	    sqlite3_prepare_v2(db,
-			       "SELECT bucket_ns, count FROM interval_histograms WHERE start_ns = ?1"
-			       " AND fp_id = ?2 AND kind = ?3 ORDER BY bucket_ns",
-			       -1, &hs, NULL) != SQLITE_OK)
+			       -1, &st, NULL) != SQLITE_OK)
 		goto out;
 	sqlite3_bind_int64(st, 1, w->lo_start);
 	sqlite3_bind_int64(st, 2, w->hi_start);
@@ -48,14 +52,7 @@ int sp_export_series_csv(FILE *f, sqlite3 *db, const struct sp_window *w)
 
 		if (!h)
 			goto out;
-		sqlite3_bind_int64(hs, 1, sqlite3_column_int64(st, 0));
-		sqlite3_bind_int64(hs, 2, sqlite3_column_int64(st, 2));
-		sqlite3_bind_text(hs, 3, kind ? kind : "stmt", -1, SQLITE_TRANSIENT);
-		while (sqlite3_step(hs) == SQLITE_ROW)
-			if (sqlite3_column_int64(hs, 1) > 0) /* a restart's corrections: < 0 */
-				sp_hist_add_bucket(h, (uint64_t)sqlite3_column_int64(hs, 0),
-						   (uint64_t)sqlite3_column_int64(hs, 1));
-		sqlite3_reset(hs);
+		sp_series_buckets((const char *)sqlite3_column_text(st, 11), add_bucket, h);
 		if (sp_hist_count(h)) {
 			p[0] = sp_hist_quantile(h, 0.50);
 			p[1] = sp_hist_quantile(h, 0.95);
@@ -77,6 +74,5 @@ int sp_export_series_csv(FILE *f, sqlite3 *db, const struct sp_window *w)
 	rc = r == SQLITE_DONE ? 0 : -1;
 out:
 	sqlite3_finalize(st);
-	sqlite3_finalize(hs);
 	return rc;
 }

@@ -48,6 +48,17 @@ int sp_qset_load(sqlite3 *db, struct sp_qset *qs, char *err, size_t errlen)
 	return sp_qset_load_window(db, NULL, qs, err, errlen);
 }
 
+/* One bucket of an interval's histogram difference: a negative one (an
+ * agent's restart moved an execution to the next bucket) takes off what
+ * an earlier interval added. */
+static void window_bucket(uint64_t lo, int64_t count, void *arg)
+{
+	if (count > 0)
+		sp_hist_add_bucket(arg, lo, (uint64_t)count);
+	else if (count < 0)
+		sp_hist_sub_bucket(arg, lo, (uint64_t)-count);
+}
+
 /* A window's sums in place of the totals loaded (sp_qset_load_window). */
 static int window_sums(sqlite3 *db, const struct sp_window *w, struct sp_qset *qs,
 		       struct hmap *idx)
@@ -126,9 +137,9 @@ int sp_qset_load_window(sqlite3 *db, const struct sp_window *w, struct sp_qset *
 			       " WHERE count > 0",
 			       -1, &st, NULL) != SQLITE_OK ||
 	    sqlite3_prepare_v2(db,
-			       w ? "SELECT fp_id, kind, bucket_ns, SUM(count) FROM interval_histograms"
+			       w ? "SELECT fp_id, kind, buckets FROM interval_queries"
 				   " WHERE start_ns >= ?1 AND start_ns <= ?2"
-				   " GROUP BY fp_id, kind, bucket_ns ORDER BY fp_id, kind"
+				   " ORDER BY fp_id, kind, start_ns"
 				 : "SELECT fp_id, kind, bucket_ns, count FROM histograms ORDER BY fp_id, kind",
 			       -1, &hs, NULL) != SQLITE_OK)
 		goto sqlerr;
@@ -238,7 +249,10 @@ int sp_qset_load_window(sqlite3 *db, const struct sp_window *w, struct sp_qset *
 			hfp = fp;
 			hkx = kx;
 		}
-		sp_hist_add_bucket(h, col_u64(hs, 2), col_u64(hs, 3));
+		if (w) /* the interval's buckets, in time order */
+			sp_series_buckets((const char *)sqlite3_column_text(hs, 2), window_bucket, h);
+		else
+			sp_hist_add_bucket(h, col_u64(hs, 2), col_u64(hs, 3));
 	}
 	if (rc != SQLITE_DONE)
 		goto sqlerr;

@@ -54,8 +54,7 @@ int sp_qset_load(sqlite3 *db, struct sp_qset *qs, char *err, size_t errlen);
 /* The same, with w (resolved, w->on) a time window: count, times, rows,
  * errors and the other subtractable counters, the percentiles (and min
  * and max, from the window's histogram buckets) and the executions are
- * the sums of the window's intervals (interval_queries,
- * interval_histograms); a query that did not run in it is left out.
+ * the sums of the window's intervals (interval_queries); a query that did not run in it is left out.
  * max_run, plans and the rest stay the whole profile's. w NULL or off:
  * sp_qset_load. */
 int sp_qset_load_window(sqlite3 *db, const struct sp_window *w, struct sp_qset *qs, char *err,

@@ -41,6 +41,12 @@
 int sp_series_add(sqlite3 *db, const char *prev, int64_t first_ns, int64_t end_ns, char *err,
 		  size_t errlen);
 
+/* Call fn for each [bucket_ns, count] pair of an interval_queries row's
+ * buckets (JSON text, NULL: none), in order. Returns how many, or -1 at
+ * the first thing that is not such a pair (those before it were given). */
+int sp_series_buckets(const char *text, void (*fn)(uint64_t lo, int64_t count, void *arg),
+		      void *arg);
+
 /* Unix time now, in nanoseconds (CLOCK_REALTIME). */
 int64_t sp_series_now_ns(void);
 

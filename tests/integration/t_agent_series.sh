@@ -109,16 +109,17 @@ SELECT q.fp_id, q.kind FROM queries q LEFT JOIN (SELECT fp_id, kind, SUM(count) 
 WHERE COALESCE(s.c, 0) <> q.count OR COALESCE(s.t, 0) <> q.total_ns OR
   COALESCE(s.w, 0) <> q.wall_ns OR COALESCE(s.r, 0) <> q.rows OR COALESCE(s.e, 0) <> q.errors;
 SELECT 'hist', fp_id, kind, bucket_ns FROM (SELECT fp_id, kind, bucket_ns, count FROM histograms
-  UNION ALL SELECT fp_id, kind, bucket_ns, -count FROM interval_histograms)
+  UNION ALL SELECT q.fp_id, q.kind, json_extract(j.value, '\$[0]'), -json_extract(j.value, '\$[1]')
+  FROM interval_queries q, json_each(q.buckets) j)
   GROUP BY fp_id, kind, bucket_ns HAVING SUM(count) <> 0;")
 [ -z "$bad" ] || fail "intervals that do not sum to the totals: $bad"
 # the window's latency histogram: its buckets add up to its count across
 # the agent's restart (the dead agent's histograms are carried; a bucket
 # may move by one when the new agent's clock calibration differs)
-h=$(sqlite3 "$P" "SELECT SUM(c), MIN(c) FROM (SELECT SUM(h.count) c FROM interval_histograms h
-  JOIN intervals i USING (start_ns) WHERE i.end_ns > $(
+h=$(sqlite3 "$P" "SELECT SUM(c), MIN(c) FROM (SELECT SUM(json_extract(j.value, '\$[1]')) c
+  FROM interval_queries q JOIN intervals i USING (start_ns), json_each(q.buckets) j WHERE i.end_ns > $(
 	"$PYTHON" -c 'import sys; print(int(round(float(sys.argv[1][1:]) * 1e9)))' "$GAP"
-) GROUP BY bucket_ns)")
+) GROUP BY json_extract(j.value, '\$[0]'))")
 echo "phase B's histogram: $h"
 [ "${h%|*}" = $N2 ] || fail "phase B's histogram (sum|min bucket) is $h, not $N2 executions"
 # the export over time: one CSV row per query and interval

@@ -54,7 +54,8 @@ bad=$(q "SELECT q.fp_id FROM queries q LEFT JOIN (SELECT fp_id, kind, SUM(count)
 	SUM(rows) r FROM interval_queries GROUP BY fp_id, kind) s USING (fp_id, kind)
 	WHERE COALESCE(s.c, 0) <> q.count OR COALESCE(s.t, 0) <> q.total_ns OR COALESCE(s.r, 0) <> q.rows;
 	SELECT 'hist', fp_id FROM (SELECT fp_id, kind, bucket_ns, count FROM histograms
-	UNION ALL SELECT fp_id, kind, bucket_ns, -count FROM interval_histograms)
+	UNION ALL SELECT q.fp_id, q.kind, json_extract(j.value, '\$[0]'), -json_extract(j.value, '\$[1]')
+	FROM interval_queries q, json_each(q.buckets) j)
 	GROUP BY fp_id, kind, bucket_ns HAVING SUM(count) <> 0;")
 [ -z "$bad" ] || fail "merged intervals do not sum to the totals: $bad"
 [ "$("$SQLPROF" report --format json --since @0 "$P" | "$PYTHON" -c 'import json,sys; print(json.load(sys.stdin)["executions"])')" = "$n" ] ||
