@@ -76,3 +76,127 @@ out:
 	sqlite3_finalize(st);
 	return rc;
 }
+
+struct points {
+	struct sp_series_point *p;
+	size_t n, cap;
+};
+
+static int point(struct points *ps, int64_t ts, size_t track, uint64_t value)
+{
+	if (ps->n == ps->cap) {
+		size_t nc = ps->cap ? ps->cap * 2 : 256;
+		struct sp_series_point *np = realloc(ps->p, nc * sizeof(*np));
+
+		if (!np)
+			return -1;
+		ps->p = np;
+		ps->cap = nc;
+	}
+	ps->p[ps->n++] = (struct sp_series_point){ ts > 0 ? (uint64_t)ts : 0, track, value };
+	return 0;
+}
+
+int sp_series_points(sqlite3 *db, size_t top, char ***names, size_t *ntracks,
+		     struct sp_series_point **pts, size_t *npts)
+{
+	sqlite3_stmt *qs = NULL, *st = NULL;
+	struct points ps = { 0 };
+	char **nm = NULL;
+	size_t nq = 0;
+	int64_t off = 0;
+	int rc = -1, have = 0, r;
+
+	*names = NULL;
+	*ntracks = 0;
+	*pts = NULL;
+	*npts = 0;
+	if (sqlite3_prepare_v2(db, "SELECT CAST(value AS INTEGER) FROM meta WHERE"
+				   " key = 'clock_offset_ns'", -1, &st, NULL) == SQLITE_OK &&
+	    sqlite3_step(st) == SQLITE_ROW) {
+		off = sqlite3_column_int64(st, 0);
+		have = 1;
+	}
+	sqlite3_finalize(st);
+	st = NULL;
+	if (!have || sqlite3_prepare_v2(db, "SELECT 1 FROM interval_queries LIMIT 1", -1, &st,
+					NULL) != SQLITE_OK) {
+		sqlite3_finalize(st);
+		return 0; /* an older profile, or one of record before intervals */
+	}
+	sqlite3_finalize(st);
+	st = NULL;
+	nm = calloc(2 * top + 1, sizeof(*nm));
+	if (!nm ||
+	    sqlite3_prepare_v2(db, "SELECT fp_id, kind, fingerprint FROM queries WHERE count > 0"
+				   " ORDER BY total_ns DESC, fp_id LIMIT ?", -1, &qs, NULL) != SQLITE_OK ||
+	    sqlite3_prepare_v2(db,
+			       "SELECT i.start_ns, i.end_ns, q.count, q.buckets FROM intervals i"
+			       " LEFT JOIN interval_queries q ON q.start_ns = i.start_ns AND"
+			       " q.fp_id = ?1 AND q.kind = ?2 ORDER BY i.start_ns",
+			       -1, &st, NULL) != SQLITE_OK)
+		goto out;
+	sqlite3_bind_int64(qs, 1, (sqlite3_int64)top);
+	while ((r = sqlite3_step(qs)) == SQLITE_ROW) {
+		const char *fp = (const char *)sqlite3_column_text(qs, 2);
+		const char *kind = (const char *)sqlite3_column_text(qs, 1);
+		char *shortfp = sp_shorten(fp ? fp : "", 60);
+		int64_t last_end = 0;
+
+		if (!shortfp)
+			goto out;
+		sp_term_clean(shortfp);
+		if (asprintf(&nm[2 * nq], "executions/s: %s", shortfp) < 0)
+			nm[2 * nq] = NULL;
+		if (asprintf(&nm[2 * nq + 1], "p95 ns: %s", shortfp) < 0)
+			nm[2 * nq + 1] = NULL;
+		free(shortfp);
+		if (!nm[2 * nq] || !nm[2 * nq + 1])
+			goto out;
+		sqlite3_bind_int64(st, 1, sqlite3_column_int64(qs, 0));
+		sqlite3_bind_text(st, 2, kind && !strcmp(kind, "exec") ? "exec" : "stmt", -1,
+				  SQLITE_STATIC);
+		while (sqlite3_step(st) == SQLITE_ROW) {
+			int64_t s = sqlite3_column_int64(st, 0), e = sqlite3_column_int64(st, 1);
+			int64_t n = sqlite3_column_int64(st, 2);
+			uint64_t p95 = 0;
+
+			if (n > 0) {
+				struct sp_hist *h = sp_hist_new();
+
+				if (!h)
+					goto out;
+				sp_series_buckets((const char *)sqlite3_column_text(st, 3), add_bucket, h);
+				p95 = sp_hist_count(h) ? sp_hist_quantile(h, 0.95) : 0;
+				sp_hist_free(h);
+			}
+			if (point(&ps, s - off, 2 * nq,
+				  n > 0 && e > s ? (uint64_t)((double)n * 1e9 / (double)(e - s) + 0.5) : 0) < 0 ||
+			    point(&ps, s - off, 2 * nq + 1, p95) < 0)
+				goto out;
+			last_end = e;
+		}
+		sqlite3_reset(st);
+		if (last_end && (point(&ps, last_end - off, 2 * nq, 0) < 0 ||
+				 point(&ps, last_end - off, 2 * nq + 1, 0) < 0))
+			goto out;
+		nq++;
+	}
+	if (r != SQLITE_DONE)
+		goto out;
+	*names = nm;
+	*ntracks = 2 * nq;
+	*pts = ps.p;
+	*npts = ps.n;
+	nm = NULL;
+	ps.p = NULL;
+	rc = 0;
+out:
+	for (size_t i = 0; nm && nm[i]; i++)
+		free(nm[i]);
+	free(nm);
+	free(ps.p);
+	sqlite3_finalize(qs);
+	sqlite3_finalize(st);
+	return rc;
+}

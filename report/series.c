@@ -416,6 +416,24 @@ int sp_series_add(sqlite3 *db, const char *prev, int64_t first_ns, int64_t end_n
 	for (size_t i = 0; i < ntiers; i++)
 		if (merge_tier(db, tiers[i].width_ns, end_ns - tiers[i].age_ns, err, errlen) < 0)
 			return -1;
+	/* Unix time minus CLOCK_MONOTONIC, which the events' start_ns
+	 * count in: the Perfetto export puts the intervals on their clock */
+	if (has_table(db, "meta")) {
+		struct timespec rt, mt;
+
+		clock_gettime(CLOCK_REALTIME, &rt);
+		clock_gettime(CLOCK_MONOTONIC, &mt);
+		if (sqlite3_prepare_v2(db, "INSERT OR REPLACE INTO meta VALUES('clock_offset_ns', ?)",
+				       -1, &st, NULL) != SQLITE_OK)
+			goto sqlerr;
+		sqlite3_bind_int64(st, 1,
+				   ((int64_t)rt.tv_sec - (int64_t)mt.tv_sec) * 1000000000 +
+					   (rt.tv_nsec - mt.tv_nsec));
+		if (sqlite3_step(st) != SQLITE_DONE)
+			goto sqlerr;
+		sqlite3_finalize(st);
+		st = NULL;
+	}
 	return exec_sql(db, "DROP TABLE temp.sp_base_q; DROP TABLE temp.sp_base_h;", err, errlen);
 sqlerr:
 	snprintf(err, errlen, "intervals: %s", sqlite3_errmsg(db));

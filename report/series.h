@@ -47,6 +47,20 @@ int sp_series_add(sqlite3 *db, const char *prev, int64_t first_ns, int64_t end_n
 int sp_series_buckets(const char *text, void (*fn)(uint64_t lo, int64_t count, void *arg),
 		      void *arg);
 
+/* Counter tracks of the top queries by total time, for the Perfetto
+ * export: per query "executions/s" and "p95 ns" of each interval, at
+ * the interval's start on the events' clock (meta.clock_offset_ns), and
+ * 0 at the last end. names[t] is track t's name (malloc'd), points in no
+ * order. None (0 tracks) without intervals or the offset. Returns 0, or
+ * -1 on ENOMEM or a bad read; the caller frees names, each name and pts. */
+struct sp_series_point {
+	uint64_t ts;
+	size_t track;
+	uint64_t value;
+};
+int sp_series_points(sqlite3 *db, size_t top, char ***names, size_t *ntracks,
+		     struct sp_series_point **pts, size_t *npts);
+
 /* Unix time now, in nanoseconds (CLOCK_REALTIME). */
 int64_t sp_series_now_ns(void);
 

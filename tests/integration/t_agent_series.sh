@@ -137,6 +137,55 @@ for path, want in ((sys.argv[1], int(sys.argv[3])), (sys.argv[2], int(sys.argv[4
     assert all(int(r["p50_ns"]) > 0 and int(r["p95_ns"]) >= int(r["p50_ns"])
                for r in rows if int(r["count"]) > 0)
 PY
+# the Perfetto export: counter tracks of the query over time, on the
+# events' clock
+if command -v protoc >/dev/null; then
+	"$SQLPROF" export -f perfetto -o "$TMP/t.pftrace" "$P" || fail "export perfetto exited $?"
+	protoc --decode_raw <"$TMP/t.pftrace" >"$TMP/t.txt" || fail "protoc cannot decode the trace"
+	"$PYTHON" - "$TMP/t.txt" $((N1 + N2)) <<'PY' || fail "the Perfetto counter tracks are wrong"
+import re, sys
+names, ev, ts, cur = {}, [], None, {}
+for line in open(sys.argv[1]):
+    m = re.match(r"^( *)(\d+)(?:: (.*))?", line.rstrip("\n").replace(" {", ""))
+    if not m:
+        continue
+    depth, f, v = len(m.group(1)) // 2, m.group(2), m.group(3)
+    if depth == 0:
+        if cur.get("t") == 4:
+            ev.append((cur["ts"], cur["track"], cur.get("v", 0)))
+        elif cur.get("b") == 1:
+            ev.append((cur["ts"], None, None))
+        cur = {}
+    elif depth == 1 and f == "8":
+        cur["ts"] = int(v)
+    elif depth == 2 and f == "1" and v and v.isdigit():
+        cur["uuid"] = int(v)
+    elif depth == 2 and f == "2" and v:
+        names[cur.get("uuid")] = v.strip('"')
+    elif depth == 2 and f == "9":
+        cur["t"] = int(v); cur["b"] = int(v)
+    elif depth == 2 and f == "11":
+        cur["track"] = int(v)
+    elif depth == 2 and f == "30":
+        cur["v"] = int(v)
+if cur.get("t") == 4:
+    ev.append((cur["ts"], cur["track"], cur.get("v", 0)))
+rate = [u for u, n in names.items() if n.startswith("executions/s: SELECT ? + ?")]
+assert rate, names
+pts = sorted((t, v) for t, k, v in ev if k == rate[0])
+slices = [t for t, k, v in ev if k is None]
+assert slices, "no slices"
+total = sum(v * (b[0] - a[0]) / 1e9 for a, b in zip(pts, pts[1:]) for v in [a[1]])
+print("counter track %r: %d values, about %.0f executions; slices from %d to %d, counters %d to %d"
+      % (names[rate[0]], len(pts), total, min(slices), max(slices), pts[0][0], pts[-1][0]))
+want = int(sys.argv[2])
+assert abs(total - want) <= 0.02 * want + len(pts), (total, want)
+assert pts[0][0] <= min(slices) and pts[-1][0] >= max(slices), "counters on another clock"
+assert pts[-1][0] - pts[0][0] < 120e9
+PY
+else
+	echo "protoc not installed: the Perfetto counter tracks not checked"
+fi
 "$SQLPROF" export -f html --intervals "$P" >/dev/null 2>&1
 [ $? -eq 2 ] || fail "export -f html --intervals did not exit 2"
 n=$(sqlite3 "$P" "SELECT COUNT(*) FROM intervals")
