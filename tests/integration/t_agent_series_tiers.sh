@@ -8,11 +8,13 @@
 # is alone in its 4 s bucket, those between 2 and 3 s in their 2 s bucket,
 # the intervals still follow each other without a gap, every write is
 # counted in one (snapshots), and each query's rows and histogram buckets
-# sum to its totals, the service's count exactly. A malformed variable
+# sum to its totals: the service's count and forker's 400 (a parent and 3
+# forked children) exactly. A malformed variable
 # stops the agent (exit 2). Counts only: no wall time is asserted.
 . "$(dirname "$0")/lib.sh"
 agent_setup
 command -v sqlite3 >/dev/null || skip "no sqlite3 shell"
+need_prog forker
 
 SQLPROF_SERIES_TIERS=2@1,1@2 "$SQLPROF" agent -o "$P" --socket "$S" >/dev/null 2>"$TMP/bad.err"
 rc=$?
@@ -27,15 +29,23 @@ for _ in $(seq 1 250); do
 	sleep 0.02
 done
 eval "$("$SQLPROF" env --socket "$S")" || fail "sqlprof env failed"
-SQLPROF_RATE=0.1 timeout 30 "$PROGS/service" 100 4000 "$TMP/count" || fail "the service failed"
+SQLPROF_RATE=0.1 timeout 30 "$PROGS/service" 100 4000 "$TMP/count" &
+SV=$!
+sleep 1
+# forked children beside it: 100 executions in the parent, 100 in each of 3
+timeout 30 "$PROGS/forker" >/dev/null || fail "forker failed"
+wait "$SV" || fail "the service failed"
 unset LD_PRELOAD SQLPROF_SOCK
 sleep 1
 kill -TERM "$AG"
 wait "$AG" || fail "the agent exited $?: $(cat "$TMP/agent.err")"
 AG=
-n=$(cat "$TMP/count")
+n=$(($(cat "$TMP/count") + 400))
 q() { sqlite3 "$P" "$1" || fail "sqlite3: $1"; }
-echo "service ran $n; $(q "SELECT COUNT(*) || ' intervals for ' || SUM(snapshots) || ' writes' FROM intervals")"
+forked=$(q "SELECT SUM(i.count) FROM interval_queries i JOIN queries q USING (fp_id, kind)
+	WHERE q.fingerprint LIKE '%child%' OR q.fingerprint LIKE '%parent_q%'")
+[ "$forked" = 400 ] || fail "the forked processes' intervals sum to $forked, not 400"
+echo "service and forker ran $n; $(q "SELECT COUNT(*) || ' intervals for ' || SUM(snapshots) || ' writes' FROM intervals")"
 [ "$(q "SELECT SUM(count) FROM interval_queries")" = "$n" ] || fail "the intervals do not sum to $n"
 [ "$(q "SELECT SUM(count) FROM queries")" = "$n" ] || fail "the totals are not $n"
 last=$(q "SELECT MAX(end_ns) FROM intervals")
