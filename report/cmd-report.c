@@ -260,7 +260,7 @@ static void print_table(const struct sp_qset *qs, const struct report_opts *o, s
 	if (qs->command)
 		printf("# command: %s\n", qs->command);
 	if (qs->window.on)
-		sp_window_print(stdout, &qs->window);
+		sp_window_print(stdout, "window", &qs->window);
 	print_run(qs);
 	if (o->root)
 		printf("# paths relative to %s (--full-paths)\n", o->root);

@@ -733,19 +733,20 @@ const char *sp_series_iso(int64_t ns, char *buf, size_t len)
 	return buf;
 }
 
-void sp_window_print(FILE *f, const struct sp_window *w)
+void sp_window_print(FILE *f, const char *label, const struct sp_window *w)
 {
 	char a[40], b[40], c[40], d[40];
 
 	if (!w->n) {
-		fprintf(f, "# window: no interval ends between %s and %s (the profile covers %s to %s)\n",
+		fprintf(f, "# %s: no interval ends between %s and %s (the profile covers %s to %s)\n",
+			label,
 			w->since_ns == INT64_MIN ? "the start" : sp_series_iso(w->since_ns, a, sizeof(a)),
 			w->until_ns == INT64_MAX ? "the end" : sp_series_iso(w->until_ns, b, sizeof(b)),
 			sp_series_iso(w->profile_first_ns, c, sizeof(c)),
 			sp_series_iso(w->profile_end_ns, d, sizeof(d)));
 		return;
 	}
-	fprintf(f, "# window: %s to %s (%.3f s, %llu interval%s)\n",
+	fprintf(f, "# %s: %s to %s (%.3f s, %llu interval%s)\n", label,
 		sp_series_iso(w->first_ns, a, sizeof(a)), sp_series_iso(w->end_ns, b, sizeof(b)),
 		(double)(w->end_ns - w->first_ns) / 1e9, (unsigned long long)w->n,
 		w->n == 1 ? "" : "s");

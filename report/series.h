@@ -115,9 +115,9 @@ int sp_window_resolve(sqlite3 *db, const struct sp_winreq *r, struct sp_window *
 /* "2026-12-01T14:00:00.250Z" (UTC) into buf. */
 const char *sp_series_iso(int64_t ns, char *buf, size_t len);
 
-/* The window as the report's header says it: "from ISO to ISO (D, N
- * intervals)". */
-void sp_window_print(FILE *f, const struct sp_window *w);
+/* The window as the report's header says it: "# LABEL: ISO to ISO (D s,
+ * N intervals)". */
+void sp_window_print(FILE *f, const char *label, const struct sp_window *w);
 
 /* Parsers, exposed for the unit tests. A time: ISO 8601 date and time
  * (local, or with Z / +HH:MM), @UNIX seconds, or -DURATION (relative:

@@ -5,7 +5,7 @@
 # the whole report counts, one before it nothing (and says so); bad
 # --since/--until/--last values exit 2 naming the option, and so does a
 # window on a profile without intervals (one written before they were
-# kept: the interval tables dropped).
+# kept: the interval tables dropped); diff takes the same options.
 . "$(dirname "$0")/lib.sh"
 need_prog counts
 command -v sqlite3 >/dev/null || skip "no sqlite3 shell"
@@ -47,4 +47,15 @@ rc=$?
 cat "$TMP/e"
 [ "$rc" -eq 2 ] || fail "a window on a profile without intervals exited $rc, not 2"
 grep -q "has no intervals" "$TMP/e" || fail "no clear message: $(cat "$TMP/e")"
+
+# diff takes the same window, for each profile
+"$SQLPROF" diff --since @1000000000 "$TMP/p.db" "$TMP/p.db" >"$TMP/d.txt" 2>&1 || fail "diff --since: $(cat "$TMP/d.txt")"
+grep -q "^# base window: .*1 interval" "$TMP/d.txt" && grep -q "^# new window: " "$TMP/d.txt" ||
+	fail "diff does not print its windows: $(head -3 "$TMP/d.txt")"
+"$SQLPROF" diff --last 5m "$TMP/p.db" "$TMP/old.db" >/dev/null 2>"$TMP/e"
+rc=$?
+[ "$rc" -eq 2 ] && grep -q "old.db: the profile has no intervals" "$TMP/e" ||
+	fail "diff --last on a profile without intervals: exit $rc, $(cat "$TMP/e")"
+"$SQLPROF" diff --until tomorrow "$TMP/p.db" "$TMP/p.db" >/dev/null 2>"$TMP/e"
+[ $? -eq 2 ] && grep -q "^sqlprof diff: --until wants" "$TMP/e" || fail "diff --until tomorrow: $(cat "$TMP/e")"
 exit 0
