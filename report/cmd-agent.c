@@ -25,6 +25,10 @@
  * in full, so its agent_live part is taken off first: nothing counted
  * twice, nothing lost that the images still hold.
  *
+ * Time series. Every write adds an interval to the profile (series.c):
+ * what the totals gained since the profile it replaces, so the intervals
+ * sum to the totals across restarts too.
+ *
  * What it does not do: run commands (record does), or serve metrics.
  */
 #include <errno.h>
@@ -124,7 +128,9 @@ static void usage(FILE *f)
 		"                        earlier agent wrote there is continued\n"
 		"      --socket PATH     socket to listen on (default $XDG_RUNTIME_DIR/sqlprof/sock,\n"
 		"                        /run/sqlprof/sock for root); its directory is made 0700\n"
-		"      --interval S      write the profile at least every S seconds (default 10)\n"
+		"      --interval S      write the profile at least every S seconds (default 10);\n"
+		"                        each write adds an interval to its time series (report\n"
+		"                        --since/--until/--last, export -f csv --intervals)\n"
 		"  -q, --quiet           no messages but errors\n"
 		"  -h, --help            this text\n"
 		"\n"
@@ -134,7 +140,8 @@ static void usage(FILE *f)
 		"examples:\n"
 		"  sqlprof agent -o /var/lib/sqlprof/app.db --interval 5 &\n"
 		"  eval \"$(sqlprof env)\"; ./server\n"
-		"  sqlprof report /var/lib/sqlprof/app.db\n");
+		"  sqlprof report /var/lib/sqlprof/app.db\n"
+		"  sqlprof report --last 5m /var/lib/sqlprof/app.db\n");
 }
 
 /* The socket's directory: made 0700 when missing (its parent must
