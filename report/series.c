@@ -165,7 +165,10 @@ static int copy_prev(sqlite3 *db, const char *prev, char *err, size_t errlen)
 		rc = 0;
 		goto out;
 	}
-	if (!has_table(from, "intervals") || !has_table(from, "interval_queries")) {
+	/* only an agent's profile is continued: over a record's, the agent
+	 * starts afresh (cmd-agent.c) and so do its intervals */
+	if (!has_table(from, "intervals") || !has_table(from, "interval_queries") ||
+	    !has_table(from, "agent_queries")) {
 		rc = 0;
 		goto out;
 	}

@@ -33,7 +33,8 @@
 /*
  * In the writer's transaction, after `queries` and `histograms` are
  * filled: create the interval tables, copy the intervals of the profile
- * at prev (the one this write replaces; NULL or unreadable: none), add
+ * at prev (the agent's profile this write replaces; NULL, unreadable or
+ * not an agent's: none), add
  * the interval [last end, end_ns) holding the difference (the first one
  * starts at first_ns), and merge old intervals (sp_series_tiers). Times
  * are Unix time in nanoseconds. Returns 0, or -1 with a reason in err.
