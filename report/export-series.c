@@ -119,22 +119,30 @@ int sp_series_points(sqlite3 *db, size_t top, char ***names, size_t *ntracks,
 	}
 	sqlite3_finalize(st);
 	st = NULL;
-	if (!have || sqlite3_prepare_v2(db, "SELECT 1 FROM interval_queries LIMIT 1", -1, &st,
-					NULL) != SQLITE_OK) {
-		sqlite3_finalize(st);
-		return 0; /* an older profile, or one of record before intervals */
-	}
+	/* more intervals than the agent keeps in decades (about 1,200 and
+	 * one a day): not ours, and 16 points each would be a lot of memory */
+	if (have && sqlite3_prepare_v2(db, "SELECT COUNT(*) FROM intervals", -1, &st, NULL) ==
+			    SQLITE_OK &&
+	    sqlite3_step(st) == SQLITE_ROW && sqlite3_column_int64(st, 0) > 100000)
+		have = 0;
 	sqlite3_finalize(st);
 	st = NULL;
-	nm = calloc(2 * top + 1, sizeof(*nm));
-	if (!nm ||
+	/* an older profile, one without intervals, or one whose tables
+	 * are not what we wrote: no series, the rest of the trace as ever */
+	if (!have ||
 	    sqlite3_prepare_v2(db, "SELECT fp_id, kind, fingerprint FROM queries WHERE count > 0"
 				   " ORDER BY total_ns DESC, fp_id LIMIT ?", -1, &qs, NULL) != SQLITE_OK ||
 	    sqlite3_prepare_v2(db,
 			       "SELECT i.start_ns, i.end_ns, q.count, q.buckets FROM intervals i"
 			       " LEFT JOIN interval_queries q ON q.start_ns = i.start_ns AND"
 			       " q.fp_id = ?1 AND q.kind = ?2 ORDER BY i.start_ns",
-			       -1, &st, NULL) != SQLITE_OK)
+			       -1, &st, NULL) != SQLITE_OK) {
+		sqlite3_finalize(qs);
+		sqlite3_finalize(st);
+		return 0;
+	}
+	nm = calloc(2 * top + 1, sizeof(*nm));
+	if (!nm)
 		goto out;
 	sqlite3_bind_int64(qs, 1, (sqlite3_int64)top);
 	while ((r = sqlite3_step(qs)) == SQLITE_ROW) {
