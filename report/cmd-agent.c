@@ -366,16 +366,38 @@ static int live_parts(struct agent *a)
 	for (size_t i = 0; i < a->carried.n; i++)
 		if (rows_add(&a->live, &a->carried.r[i]) < 0)
 			return -1;
-	/* the histogram parts of the carried images that may still come back */
-	for (size_t i = 0; i < a->carried_h.n; i++) {
-		const struct hist_row *h = &a->carried_h.r[i];
-		size_t j;
+	/* the histogram parts of the carried images that may still come back
+	 * (their distinct images first: a row per image and query each) */
+	if (a->carried_h.n) {
+		struct hist_row *img = malloc((a->carried.n + 1) * sizeof(*img));
+		size_t nimg = 0;
 
-		for (j = 0; j < a->carried.n; j++)
-			if (a->carried.r[j].pid == h->pid && a->carried.r[j].ino == h->ino)
-				break;
-		if (j < a->carried.n && hrows_add(&a->live_h, h) < 0)
+		if (!img)
 			return -1;
+		for (size_t j = 0; j < a->carried.n; j++) {
+			size_t k;
+
+			for (k = nimg; k > 0; k--)
+				if (img[k - 1].pid == a->carried.r[j].pid &&
+				    img[k - 1].ino == a->carried.r[j].ino)
+					break;
+			if (!k) {
+				img[nimg].pid = a->carried.r[j].pid;
+				img[nimg++].ino = a->carried.r[j].ino;
+			}
+		}
+		for (size_t i = 0; i < a->carried_h.n; i++) {
+			const struct hist_row *h = &a->carried_h.r[i];
+			size_t k;
+
+			for (k = 0; k < nimg && (img[k].pid != h->pid || img[k].ino != h->ino); k++)
+				;
+			if (k < nimg && hrows_add(&a->live_h, h) < 0) {
+				free(img);
+				return -1;
+			}
+		}
+		free(img);
 	}
 	return 0;
 }
