@@ -6,10 +6,11 @@
  *
  * Every number is computed in SQL inside the writer's transaction, from
  * the tables the writer has just filled: an interval is `queries` minus
- * the sum of the intervals before it, per fingerprint and kind, and its
- * latency histogram is `histograms` minus theirs, per bucket. The sum of
- * a query's intervals is therefore its total by construction, and a
- * merge only adds rows up. What this file does not do: decide when an
+ * the `queries` of the profile it replaces (which that profile's
+ * intervals sum to), per fingerprint and kind, and its latency histogram
+ * (`buckets`, one JSON text per row) is `histograms` minus that
+ * profile's, per bucket. The sum of a query's intervals is therefore its
+ * total by construction, and a merge only adds rows up. What this file does not do: decide when an
  * interval ends (the agent's snapshots do), or keep anything in memory
  * between two writes (the previous profile is the state).
  */
@@ -302,10 +303,9 @@ static int merge_tier(sqlite3 *db, int64_t width, int64_t cut, char *err, size_t
 		 " json_extract(j.value, '$[0]') b, SUM(json_extract(j.value, '$[1]')) c"
 		 " FROM interval_queries q JOIN temp.sp_merge m ON q.start_ns = m.s,"
 		 " json_each(q.buckets) j GROUP BY 1, 2, 3, 4 HAVING c <> 0;"
-		 /* without these the updates below scan per row: 1150
-		  * intervals of 200 queries took 566 s to merge, now 1 */
+		 /* without these the updates scan per row: 1150 intervals
+		  * of 200 queries took 566 s to merge, with them 4.6 */
 		 "CREATE INDEX temp.sp_mh_key ON sp_mh(g, fp_id, kind, b);"
-
 		 "INSERT OR REPLACE INTO interval_queries SELECT m.g, q.fp_id, q.kind, %s, NULL"
 		 " FROM interval_queries q JOIN temp.sp_merge m ON q.start_ns = m.s"
 		 " GROUP BY m.g, q.fp_id, q.kind;"
