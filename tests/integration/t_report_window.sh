@@ -58,4 +58,10 @@ rc=$?
 	fail "diff --last on a profile without intervals: exit $rc, $(cat "$TMP/e")"
 "$SQLPROF" diff --until tomorrow "$TMP/p.db" "$TMP/p.db" >/dev/null 2>"$TMP/e"
 [ $? -eq 2 ] && grep -q "^sqlprof diff: --until wants" "$TMP/e" || fail "diff --until tomorrow: $(cat "$TMP/e")"
+# and check: an empty window on both sides has nothing to regress
+"$SQLPROF" check --until @1000000000 --baseline "$TMP/p.db" "$TMP/p.db" >"$TMP/c.txt" 2>&1 ||
+	fail "check --until 2001 exited $?: $(cat "$TMP/c.txt")"
+grep -q "^# candidate 1 window: no interval ends" "$TMP/c.txt" || fail "check's windows: $(head -3 "$TMP/c.txt")"
+"$SQLPROF" check --last 1h --baseline "$TMP/old.db" "$TMP/p.db" >/dev/null 2>"$TMP/e"
+[ $? -eq 2 ] && grep -q "has no intervals" "$TMP/e" || fail "check --last on an old baseline: $(cat "$TMP/e")"
 exit 0
