@@ -130,9 +130,9 @@ START_TEST(test_tiers)
 	unsetenv("SQLPROF_SERIES_TIERS");
 	t = sp_series_tiers(&n, err, sizeof(err));
 	ck_assert_ptr_nonnull(t);
-	ck_assert_int_eq(n, 3);
-	ck_assert_int_eq(t[0].width_ns, 60 * S_NS);
-	ck_assert_int_eq(t[2].age_ns, 30 * 86400 * S_NS);
+	ck_assert_int_eq(n, 4);
+	ck_assert_int_eq(t[0].width_ns, 10 * S_NS);
+	ck_assert_int_eq(t[3].age_ns, 30 * 86400 * S_NS);
 	setenv("SQLPROF_SERIES_TIERS", "0.5@1,1@2,4@3", 1);
 	t = sp_series_tiers(&n, err, sizeof(err));
 	ck_assert_ptr_nonnull(t);
