@@ -25,10 +25,15 @@
  * in full, so its agent_live part is taken off first: nothing counted
  * twice, nothing lost that the images still hold.
  *
+ * Time series. Every write adds an interval to the profile (series.c):
+ * what the totals gained since the profile it replaces, so the intervals
+ * sum to the totals across restarts too.
+ *
  * Live views. The agent's exact totals now (agent_totals: its collector,
- * what every live image's statistics hold, the carried buckets) are what
- * --metrics serves (metrics.c) and what a viewer (`sqlprof top`) is sent
- * on the socket (live.h).
+ * with the totals and histograms carried from an earlier agent, and what
+ * every live image's statistics hold) are what --metrics serves
+ * (metrics.c) and what a viewer (`sqlprof top`) is sent on the socket
+ * (live.h).
  *
  * What it does not do: run commands (record does), or render metrics.
  */
@@ -57,6 +62,7 @@
 #include "outfile.h"
 #include "profile.h"
 #include "serve.h"
+#include "series.h"
 
 /* The subtractable totals of one SQL text and kind (struct sp_qagg). */
 #define QF(X)                                                                                      \
@@ -78,6 +84,18 @@ struct rows {
 	size_t n, cap;
 };
 
+/* One bucket of an image's part of a fingerprint's latency histogram
+ * (agent_live_hist). */
+struct hist_row {
+	uint32_t pid;
+	uint64_t ino, fp_id, kind, bucket_ns, count;
+};
+
+struct hrows {
+	struct hist_row *r;
+	size_t n, cap;
+};
+
 struct agent {
 	struct sp_coll c;
 	struct sp_srv srv;
@@ -87,6 +105,9 @@ struct agent {
 	uint64_t t0;           /* mono ns we started */
 	long long restarts;    /* agents before us that wrote this profile */
 	struct rows live;      /* filled just before a write */
+	struct hrows carried_h, live_h; /* the same for the histograms */
+	int64_t snap_ns;       /* unix ns the statistics of this write were read */
+	int64_t first_ns;      /* unix ns the profile's first interval starts */
 	struct sp_live_state ls; /* the live views' state (live.h) */
 	struct sp_metrics *metrics; /* --metrics, NULL: none */
 	double carried_tick;   /* ns per TSC tick of the agent before us, 0: none */
@@ -118,7 +139,9 @@ static void usage(FILE *f)
 		"                        earlier agent wrote there is continued\n"
 		"      --socket PATH     socket to listen on (default $XDG_RUNTIME_DIR/sqlprof/sock,\n"
 		"                        /run/sqlprof/sock for root); its directory is made 0700\n"
-		"      --interval S      write the profile at least every S seconds (default 10)\n"
+		"      --interval S      write the profile at least every S seconds (default 10);\n"
+		"                        each write adds an interval to its time series (report\n"
+		"                        --since/--until/--last, export -f csv --intervals)\n"
 		"      --metrics HOST:PORT  serve GET /metrics (Prometheus text format) there,\n"
 		"                        e.g. 127.0.0.1:9187 or [::1]:9187\n"
 		"      --metrics-top N   queries with series of their own (default 200); the\n"
@@ -133,6 +156,7 @@ static void usage(FILE *f)
 		"  sqlprof agent -o /var/lib/sqlprof/app.db --interval 5 &\n"
 		"  eval \"$(sqlprof env)\"; ./server\n"
 		"  sqlprof report /var/lib/sqlprof/app.db\n"
+		"  sqlprof report --last 5m /var/lib/sqlprof/app.db\n"
 		"  sqlprof agent --metrics 127.0.0.1:9187 &   # then: curl 127.0.0.1:9187/metrics\n"
 		"  sqlprof top\n");
 }
@@ -224,6 +248,37 @@ static int rows_add(struct rows *rs, const struct live_row *r)
 	return 0;
 }
 
+static int hrows_add(struct hrows *rs, const struct hist_row *r)
+{
+	if (rs->n == rs->cap) {
+		size_t nc = rs->cap ? rs->cap * 2 : 64;
+		struct hist_row *nr = realloc(rs->r, nc * sizeof(*nr));
+
+		if (!nr)
+			return -1;
+		rs->r = nr;
+		rs->cap = nc;
+	}
+	rs->r[rs->n++] = *r;
+	return 0;
+}
+
+struct hist_walk {
+	struct hrows *out;
+	struct hist_row r;
+	int rc;
+};
+
+static int hist_walk_row(uint64_t lo, uint64_t count, void *arg)
+{
+	struct hist_walk *w = arg;
+
+	w->r.bucket_ns = lo;
+	w->r.count = count;
+	w->rc = hrows_add(w->out, &w->r);
+	return w->rc;
+}
+
 static void qagg_to_row(const struct sp_qagg *q, struct live_row *r)
 {
 	size_t i = 0;
@@ -252,6 +307,30 @@ static void row_subtract(struct sp_coll *c, const struct live_row *r)
 	}
 	if (p)
 		p->execs = sub_sat(p->execs, r->v[0]);
+}
+
+/* Take an image's part of the histograms (its carried_h rows) off the
+ * fingerprints' histograms, and drop those rows. */
+static void hist_subtract(struct agent *a, uint32_t pid, uint64_t ino)
+{
+	for (size_t i = 0; i < a->carried_h.n;) {
+		const struct hist_row *r = &a->carried_h.r[i];
+
+		if (r->pid != pid || r->ino != ino) {
+			i++;
+			continue;
+		}
+		{
+			uint64_t fk[2] = { r->fp_id, r->kind };
+			struct sp_fphist *fh = hmap_get(&a->c.fphists, fk, 0, NULL);
+
+			if (fh && fh->hist) {
+				sp_hist_sub_bucket(fh->hist, r->bucket_ns, r->count);
+				fh->count = fh->count > r->count ? fh->count - r->count : 0;
+			}
+		}
+		a->carried_h.r[i] = a->carried_h.r[--a->carried_h.n];
+	}
 }
 
 /* Every image still mapped, its statistics read once into a collector of
@@ -289,12 +368,15 @@ static int each_image(struct agent *a,
 	return 0;
 }
 
+/* An image's part (a->live, a->live_h) of what it holds now (tmp). */
 static int image_part(struct agent *a, const struct sp_statmap *m, struct sp_coll *tmp, void *arg)
 {
 	size_t it = 0;
 	const uint64_t *k;
 	struct sp_qagg *q;
+	const struct sp_fphist *fh;
 	struct live_row r;
+	struct hist_walk w = { .out = &a->live_h };
 
 	if (!m->ino)
 		return 0; /* no memfd: it cannot come back with it */
@@ -302,14 +384,36 @@ static int image_part(struct agent *a, const struct sp_statmap *m, struct sp_col
 	r.pid = m->pid;
 	r.start = sp_srv_proc_start(m->pid);
 	r.ino = m->ino;
+	w.r.pid = m->pid;
+	w.r.ino = m->ino;
 	while ((q = hmap_next(&tmp->queries, &it, (const void **)&k))) {
 		r.sql_id = k[0];
 		r.kind = k[1];
 		qagg_to_row(q, &r);
 		if (rows_add(&a->live, &r) < 0)
 			return -1;
+		if (q->hist) {
+			/* a text not known (or a placeholder's) when merged:
+			 * the collector files it under fingerprint 0 */
+			w.r.kind = k[1];
+			w.r.fp_id = 0;
+			sp_hist_foreach(q->hist, hist_walk_row, &w);
+			if (w.rc < 0)
+				return -1;
+		}
 	}
-	sp_live_note_part(&a->ls, r.pid, r.start, r.ino, tmp, &a->c);
+	/* the known texts' histograms, per fingerprint (each_image merges
+	 * with the agent's texts, as collect.c files them) */
+	it = 0;
+	while ((fh = hmap_next(&tmp->fphists, &it, (const void **)&k))) {
+		if (!fh->hist)
+			continue;
+		w.r.fp_id = k[0];
+		w.r.kind = k[1];
+		sp_hist_foreach(fh->hist, hist_walk_row, &w);
+		if (w.rc < 0)
+			return -1;
+	}
 	return 0;
 }
 
@@ -318,12 +422,45 @@ static int image_part(struct agent *a, const struct sp_statmap *m, struct sp_col
 static int live_parts(struct agent *a)
 {
 	a->live.n = 0;
-	sp_live_note_begin(&a->ls);
+	a->live_h.n = 0;
 	if (each_image(a, image_part, NULL) < 0)
 		return -1;
 	for (size_t i = 0; i < a->carried.n; i++)
 		if (rows_add(&a->live, &a->carried.r[i]) < 0)
 			return -1;
+	/* the histogram parts of the carried images that may still come back
+	 * (their distinct images first: a row per image and query each) */
+	if (a->carried_h.n) {
+		struct hist_row *img = malloc((a->carried.n + 1) * sizeof(*img));
+		size_t nimg = 0;
+
+		if (!img)
+			return -1;
+		for (size_t j = 0; j < a->carried.n; j++) {
+			size_t k;
+
+			for (k = nimg; k > 0; k--)
+				if (img[k - 1].pid == a->carried.r[j].pid &&
+				    img[k - 1].ino == a->carried.r[j].ino)
+					break;
+			if (!k) {
+				img[nimg].pid = a->carried.r[j].pid;
+				img[nimg++].ino = a->carried.r[j].ino;
+			}
+		}
+		for (size_t i = 0; i < a->carried_h.n; i++) {
+			const struct hist_row *h = &a->carried_h.r[i];
+			size_t k;
+
+			for (k = 0; k < nimg && (img[k].pid != h->pid || img[k].ino != h->ino); k++)
+				;
+			if (k < nimg && hrows_add(&a->live_h, h) < 0) {
+				free(img);
+				return -1;
+			}
+		}
+		free(img);
+	}
 	return 0;
 }
 
@@ -338,10 +475,10 @@ static int image_totals(struct agent *a, const struct sp_statmap *m, struct sp_c
 
 /*
  * The agent's exact totals now, per fingerprint, into out: its collector
- * (what it merged, and a previous agent's totals less the parts of the
- * images that came back), what every image still mapped holds (read
- * once, as a profile's write does), and the carried buckets. The one
- * source of --metrics and of a viewer's answer. 0 or -1.
+ * (what it merged, and a previous agent's totals and histograms less the
+ * parts of the images that came back) and what every image still mapped
+ * holds (read once, as a profile's write does). The one source of
+ * --metrics and of a viewer's answer. 0 or -1.
  */
 static int agent_totals(void *arg, struct sp_live *out)
 {
@@ -354,7 +491,6 @@ static int agent_totals(void *arg, struct sp_live *out)
 	sp_live_acc_init(&acc);
 	sp_live_add(&acc, &a->ls, &a->c, &a->c);
 	each_image(a, image_totals, &acc);
-	sp_live_add_carried(&acc, &a->ls);
 	rc = sp_live_take(&acc, &a->ls, out);
 	sp_live_acc_free(&acc);
 	clock_gettime(CLOCK_REALTIME, &ts);
@@ -442,7 +578,7 @@ static int write_state(sqlite3 *db, void *arg)
 	size_t it = 0;
 	const uint64_t *k;
 	struct sp_qagg *q;
-	char sql[1024];
+	char sql[1024], err[512];
 	int n, rc = -1;
 
 	if (sqlite3_exec(db,
@@ -457,7 +593,9 @@ static int write_state(sqlite3 *db, void *arg)
 			 " self_ns INTEGER, wall_ns INTEGER, rows INTEGER, vm_steps INTEGER,"
 			 " fullscan_steps INTEGER, sorts INTEGER, autoindex INTEGER, errors INTEGER,"
 			 " nested INTEGER, samples INTEGER, prepares INTEGER, prepare_ns INTEGER,"
-			 " runs INTEGER);",
+			 " runs INTEGER);"
+			 "CREATE TABLE agent_live_hist(pid INTEGER, ino INTEGER, fp_id INTEGER,"
+			 " kind INTEGER, bucket_ns INTEGER, count INTEGER);",
 			 NULL, NULL, NULL) != SQLITE_OK)
 		return -1;
 	n = snprintf(sql, sizeof(sql), "INSERT INTO agent_queries VALUES(?,?");
@@ -506,6 +644,24 @@ static int write_state(sqlite3 *db, void *arg)
 	}
 	sqlite3_finalize(st);
 	st = NULL;
+	if (sqlite3_prepare_v2(db, "INSERT INTO agent_live_hist VALUES(?,?,?,?,?,?)", -1, &st,
+			       NULL) != SQLITE_OK)
+		goto out;
+	for (size_t j = 0; j < a->live_h.n; j++) {
+		const struct hist_row *r = &a->live_h.r[j];
+
+		sqlite3_bind_int64(st, 1, r->pid);
+		sqlite3_bind_int64(st, 2, (sqlite3_int64)r->ino);
+		sqlite3_bind_int64(st, 3, (sqlite3_int64)r->fp_id);
+		sqlite3_bind_int64(st, 4, (sqlite3_int64)r->kind);
+		sqlite3_bind_int64(st, 5, (sqlite3_int64)r->bucket_ns);
+		sqlite3_bind_int64(st, 6, (sqlite3_int64)r->count);
+		if (sqlite3_step(st) != SQLITE_DONE)
+			goto out;
+		sqlite3_reset(st);
+	}
+	sqlite3_finalize(st);
+	st = NULL;
 	if (sqlite3_prepare_v2(db, "INSERT INTO meta VALUES(?,?)", -1, &st, NULL) != SQLITE_OK)
 		goto out;
 	sqlite3_bind_text(st, 1, "agent_restarts", -1, SQLITE_STATIC);
@@ -525,14 +681,14 @@ static int write_state(sqlite3 *db, void *arg)
 	sqlite3_bind_double(st, 2, a->c.ns_per_tick);
 	if (sqlite3_step(st) != SQLITE_DONE)
 		goto out;
-	{
-		struct sp_live tot;
-
-		if (agent_totals(a, &tot) < 0 || sp_live_state_write(db, &a->ls, &tot) < 0) {
-			sp_live_free(&tot);
-			goto out;
-		}
-		sp_live_free(&tot);
+	if (sp_live_state_write(db, &a->ls) < 0)
+		goto out;
+	/* this write's interval: what the totals gained since the profile
+	 * it replaces (series.c) */
+	if (sp_series_add(db, a->output, a->first_ns, a->snap_ns, err,
+			  sizeof(err)) < 0) {
+		fprintf(stderr, "sqlprof agent: %s\n", err);
+		goto out;
 	}
 	rc = 0;
 out:
@@ -578,6 +734,9 @@ static int write_profile(struct agent *a, char *err, size_t errlen)
 	struct sp_meta meta;
 
 	freeze_stats(a);
+	/* the interval ends here: every execution in the statistics just
+	 * copied (and in those merged before) ended before this */
+	a->snap_ns = sp_series_now_ns();
 	if (live_parts(a) < 0) {
 		snprintf(err, errlen, "out of memory");
 		return -1;
@@ -644,7 +803,6 @@ static void reap_gone(struct agent *a)
 		i++;
 	}
 	/* carried images that will not come back: their part is final */
-	sp_live_parts_prune(&a->ls);
 	for (size_t i = 0; i < a->carried.n;) {
 		const struct live_row *r = &a->carried.r[i];
 
@@ -676,6 +834,7 @@ static void carried_match(struct sp_coll *c, uint32_t pid, uint64_t ino)
 		if (r->ino == ino) {
 			row_subtract(c, r);
 			a->carried.r[i] = a->carried.r[--a->carried.n];
+			hist_subtract(a, pid, ino);
 			continue;
 		}
 		if (!have_start) {
@@ -687,8 +846,6 @@ static void carried_match(struct sp_coll *c, uint32_t pid, uint64_t ino)
 		else
 			i++;
 	}
-	sp_live_part_back(&a->ls, pid, ino);
-	sp_live_part_final(&a->ls, pid, sp_srv_proc_start(pid), ino);
 }
 
 static uint64_t col_u64(sqlite3_stmt *st, int i)
@@ -798,6 +955,56 @@ static int state_load(struct agent *a, const char *path, char *err, size_t errle
 		p->carried = 1;
 	}
 	sqlite3_finalize(st);
+	/* the latency histograms of the totals, so that they (and the
+	 * intervals' differences) go on from them; an image's part is taken
+	 * off when it connects again, as its totals are */
+	if (sqlite3_prepare_v2(db, "SELECT h.fp_id, h.kind, h.bucket_ns, h.count, q.min_ns,"
+				   " q.max_ns, q.total_ns FROM histograms h JOIN queries q"
+				   " USING (fp_id, kind)", -1, &st, NULL) != SQLITE_OK)
+		goto sqlerr;
+	while (sqlite3_step(st) == SQLITE_ROW) {
+		const char *kind = (const char *)sqlite3_column_text(st, 1);
+		uint64_t fk[2] = { (uint64_t)sqlite3_column_int64(st, 0),
+				   kind && !strcmp(kind, "exec") ? SP_KIND_EXEC : SP_KIND_STMT };
+		int created;
+		struct sp_fphist *fh = hmap_get(&a->c.fphists, fk, 1, &created);
+
+		if (!fh || (!fh->hist && !(fh->hist = sp_hist_new())))
+			goto nomem;
+		if (created) {
+			fh->min_ns = col_u64(st, 4);
+			fh->max_ns = col_u64(st, 5);
+			fh->sum_ns = col_u64(st, 6);
+		}
+		sp_hist_add_bucket(fh->hist, col_u64(st, 2), col_u64(st, 3));
+		fh->count += col_u64(st, 3);
+		sp_hist_set_minmax_sum(fh->hist, fh->min_ns, fh->max_ns, fh->sum_ns);
+	}
+	sqlite3_finalize(st);
+	st = NULL;
+	if (sqlite3_prepare_v2(db, "SELECT count(*) FROM sqlite_schema WHERE name='agent_live_hist'"
+				   " AND type='table'", -1, &st, NULL) == SQLITE_OK &&
+	    sqlite3_step(st) == SQLITE_ROW && sqlite3_column_int(st, 0)) {
+		sqlite3_finalize(st);
+		if (sqlite3_prepare_v2(db, "SELECT pid, ino, fp_id, kind, bucket_ns, count FROM"
+					   " agent_live_hist", -1, &st, NULL) != SQLITE_OK)
+			goto sqlerr;
+		while (sqlite3_step(st) == SQLITE_ROW) {
+			struct hist_row h = {
+				.pid = (uint32_t)sqlite3_column_int64(st, 0),
+				.ino = col_u64(st, 1),
+				.fp_id = (uint64_t)sqlite3_column_int64(st, 2),
+				.kind = col_u64(st, 3) == SP_KIND_EXEC ? SP_KIND_EXEC : SP_KIND_STMT,
+				.bucket_ns = col_u64(st, 4),
+				.count = col_u64(st, 5),
+			};
+
+			if (hrows_add(&a->carried_h, &h) < 0)
+				goto nomem;
+		}
+	}
+	sqlite3_finalize(st);
+	st = NULL;
 	if (sqlite3_prepare_v2(db, "SELECT * FROM agent_live", -1, &st, NULL) != SQLITE_OK)
 		goto sqlerr;
 	while (sqlite3_step(st) == SQLITE_ROW) {
@@ -880,6 +1087,14 @@ int cmd_agent(int argc, char **argv)
 		usage(stderr);
 		return SP_EXIT_USAGE;
 	}
+	{
+		size_t nt;
+
+		if (!sp_series_tiers(&nt, err, sizeof(err))) {
+			fprintf(stderr, "sqlprof agent: %s\n", err);
+			return SP_EXIT_USAGE;
+		}
+	}
 	if (!sock) {
 		if (sp_srv_default_socket(sockpath, sizeof(sockpath)) < 0) {
 			fprintf(stderr, "sqlprof agent: no default socket path; use --socket\n");
@@ -906,12 +1121,15 @@ int cmd_agent(int argc, char **argv)
 	 * standing agent keeps the first of them; sites and totals count all */
 	a.c.events_max = 100000;
 	a.started = (long long)time(NULL);
+	a.first_ns = sp_series_now_ns();
 	a.t0 = sp_srv_mono_ns();
 	if (state_load(&a, a.output, err, sizeof(err)) < 0) {
 		fprintf(stderr, "sqlprof agent: cannot continue %s: %s\n", a.output, err);
 		rc = SP_EXIT_INPUT;
 		goto out;
 	}
+	if (a.restarts) /* a profile without intervals yet: the first covers it all */
+		a.first_ns = (int64_t)a.started * 1000000000;
 	a.c.ns_per_tick = a.carried_tick > 0 ? a.carried_tick : sp_srv_calibrate_tsc();
 	a.c.stats_added = carried_match;
 	a.c.stats_added_arg = &a;
@@ -1014,6 +1232,8 @@ out:
 	sp_coll_free(&a.c);
 	free(a.carried.r);
 	free(a.live.r);
+	free(a.carried_h.r);
+	free(a.live_h.r);
 	sp_live_state_free(&a.ls);
 	return rc;
 }

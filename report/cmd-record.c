@@ -36,6 +36,7 @@
 #include "collect.h"
 #include "outfile.h"
 #include "profile.h"
+#include "series.h"
 #include "serve.h"
 #include "supervise.h"
 #include "why.h"
@@ -441,6 +442,19 @@ static void report_unconnected(const char *sockpath, const struct sp_client *cl,
 			"", n, n == 1 ? "process" : "processes", pids, n == 1 ? "it" : "each");
 }
 
+/* The profile's one interval, [span[0], span[1]) (meta.extra). */
+static int record_series(sqlite3 *db, void *arg)
+{
+	const int64_t *span = arg;
+	char err[512];
+
+	if (sp_series_add(db, NULL, span[0], span[1], err, sizeof(err)) < 0) {
+		fprintf(stderr, "sqlprof record: %s\n", err);
+		return -1;
+	}
+	return 0;
+}
+
 int cmd_record(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -480,6 +494,7 @@ int cmd_record(int argc, char **argv)
 	double d;
 	uint64_t u;
 	struct sp_meta meta;
+	int64_t span[2];
 	char *cmdline = NULL;
 	size_t cmdlen = 0;
 	FILE *cmdf;
@@ -791,6 +806,12 @@ int cmd_record(int argc, char **argv)
 	meta.runs = rt;
 	meta.nruns = nrt;
 	meta.repeat = (int)(run > o.repeat ? o.repeat : run);
+	/* one interval, the whole recording, so that --since/--until read
+	 * a record profile too (series.c) */
+	span[1] = sp_series_now_ns() - (int64_t)(sp_srv_mono_ns() - t_exit);
+	span[0] = span[1] - meta.duration_ns;
+	meta.extra = record_series;
+	meta.extra_arg = span;
 	wrote = sp_out_write(o.output, &c, &meta, saved, sizeof(saved), err, sizeof(err));
 	if (wrote < 0) {
 		fprintf(stderr, "sqlprof record: %s; the profile could not be saved anywhere\n", err);

@@ -2,9 +2,8 @@
 /*
  * live.c - the agent's current per-query totals as rows (see live.h):
  * accumulated from collectors (the agent's own, and one per live image's
- * statistics), the latency buckets they imply, the state that carries
- * those buckets over an agent restart, and the viewer answer's
- * serialization.
+ * statistics), the latency buckets they imply, the named series, and
+ * the viewer answer's serialization.
  *
  * Bucketing. A process keeps each query's db times in 8 buckets per
  * power of two of its clock (sp_wire.h), which the collector adds to an
@@ -13,8 +12,8 @@
  * whole to the fixed bucket its lower end lies in, so an execution within
  * about 7 % of a bound may be counted on either side of it; every
  * execution is in exactly one bucket, and the same execution always in
- * the same one (a restarted agent reuses the TSC calibration), so the
- * cumulative counts only grow.
+ * the same one (a restarted agent reuses the TSC calibration and carries
+ * the histograms), so the cumulative counts only grow.
  *
  * What it does not do: merge statistics (collect.c), talk HTTP
  * (metrics.c) or draw (cmd-top.c).
@@ -28,7 +27,6 @@
 #include "fingerprint.h"
 #include "hist.h"
 #include "live.h"
-#include "serve.h"
 
 const uint64_t sp_live_bounds_ns[SP_LIVE_NB] = {
 	1000ull,        5000ull,        10000ull,       50000ull,        100000ull,
@@ -76,7 +74,6 @@ void sp_live_state_init(struct sp_live_state *s)
 {
 	memset(s, 0, sizeof(*s));
 	hmap_init(&s->fptext, sizeof(uint64_t), sizeof(char *));
-	hmap_init(&s->carried, 2 * sizeof(uint64_t), (SP_LIVE_NB + 1) * sizeof(uint64_t));
 	hmap_init(&s->series, 2 * sizeof(uint64_t), sizeof(int));
 }
 
@@ -87,28 +84,10 @@ void sp_live_state_free(struct sp_live_state *s)
 
 	while ((t = hmap_next(&s->fptext, &it, NULL)))
 		free(*t);
-	free(s->old.p);
-	free(s->now.p);
 	hmap_free(&s->fptext);
-	hmap_free(&s->carried);
 	hmap_free(&s->series);
 	free(s->profile);
 	memset(s, 0, sizeof(*s));
-}
-
-static int parts_add(struct sp_live_parts *ps, const struct sp_live_part *p)
-{
-	if (ps->n == ps->cap) {
-		size_t nc = ps->cap ? ps->cap * 2 : 32;
-		struct sp_live_part *np = realloc(ps->p, nc * sizeof(*np));
-
-		if (!np)
-			return -1;
-		ps->p = np;
-		ps->cap = nc;
-	}
-	ps->p[ps->n++] = *p;
-	return 0;
 }
 
 /* The fingerprint id and text of SQL text sql_id in names, as the profile
@@ -243,23 +222,6 @@ void sp_live_add(struct sp_live_acc *a, struct sp_live_state *s, const struct sp
 	}
 }
 
-void sp_live_add_carried(struct sp_live_acc *a, const struct sp_live_state *s)
-{
-	size_t it = 0;
-	const uint64_t *k, *b;
-
-	while ((b = hmap_next(&s->carried, &it, (const void **)&k))) {
-		struct sp_live_accv *v = hmap_get(&a->m, k, 1, NULL);
-
-		if (!v) {
-			a->oom = 1;
-			continue;
-		}
-		for (int i = 0; i <= SP_LIVE_NB; i++)
-			v->b[i] += b[i];
-	}
-}
-
 int sp_live_take(struct sp_live_acc *a, struct sp_live_state *s, struct sp_live *out)
 {
 	size_t it = 0, n = 0;
@@ -288,8 +250,8 @@ int sp_live_take(struct sp_live_acc *a, struct sp_live_state *s, struct sp_live 
 		for (int i = 0; i <= SP_LIVE_NB; i++)
 			inb += v->b[i];
 		/* executions whose histogram block had no room (hist_lost), or
-		 * a carried part lost: counted above the last bound, so that
-		 * the buckets add up to the count */
+		 * carried from a profile without histograms: counted above the
+		 * last bound, so that the buckets add up to the count */
 		if (inb < v->count)
 			r->bucket[SP_LIVE_NB] += v->count - inb;
 		if (v->hist) {
@@ -306,74 +268,6 @@ int sp_live_take(struct sp_live_acc *a, struct sp_live_state *s, struct sp_live 
 	return a->oom ? -1 : 0;
 }
 
-void sp_live_note_begin(struct sp_live_state *s)
-{
-	s->now.n = 0;
-}
-
-void sp_live_note_part(struct sp_live_state *s, uint32_t pid, uint64_t start, uint64_t ino,
-		       const struct sp_coll *tmp, const struct sp_coll *names)
-{
-	struct sp_live_acc a;
-	size_t it = 0;
-	const uint64_t *k;
-	struct sp_live_accv *v;
-
-	sp_live_acc_init(&a);
-	sp_live_add(&a, s, tmp, names);
-	while ((v = hmap_next(&a.m, &it, (const void **)&k))) {
-		struct sp_live_part p = { pid, start, ino, k[0], k[1], { 0 } };
-
-		memcpy(p.b, v->b, sizeof(p.b));
-		if (parts_add(&s->now, &p) < 0)
-			break;
-	}
-	sp_live_acc_free(&a);
-}
-
-void sp_live_part_back(struct sp_live_state *s, uint32_t pid, uint64_t ino)
-{
-
-	for (size_t i = 0; i < s->old.n;) {
-		struct sp_live_part *p = &s->old.p[i];
-		uint64_t fk[2] = { p->fp_id, p->kind };
-		uint64_t *b;
-
-		if (p->pid != pid || p->ino != ino) {
-			i++;
-			continue;
-		}
-		b = hmap_get(&s->carried, fk, 0, NULL);
-		for (int j = 0; b && j <= SP_LIVE_NB; j++)
-			b[j] = b[j] > p->b[j] ? b[j] - p->b[j] : 0;
-		*p = s->old.p[--s->old.n];
-	}
-}
-
-void sp_live_part_final(struct sp_live_state *s, uint32_t pid, uint64_t start, uint64_t ino)
-{
-	for (size_t i = 0; i < s->old.n;) {
-		struct sp_live_part *p = &s->old.p[i];
-
-		if (p->pid == pid && p->start == start && p->ino != ino)
-			*p = s->old.p[--s->old.n];
-		else
-			i++;
-	}
-}
-
-void sp_live_parts_prune(struct sp_live_state *s)
-{
-	for (size_t i = 0; i < s->old.n;) {
-		struct sp_live_part *p = &s->old.p[i];
-
-		if (sp_srv_proc_start((uint32_t)p->pid) != p->start)
-			*p = s->old.p[--s->old.n];
-		else
-			i++;
-	}
-}
-
 char *sp_live_abspath(const char *path)
 {
 	char cwd[4096];
@@ -387,69 +281,16 @@ char *sp_live_abspath(const char *path)
 	return out;
 }
 
-static int exec_sql(sqlite3 *db, const char *sql)
+int sp_live_state_write(sqlite3 *db, const struct sp_live_state *s)
 {
-	return sqlite3_exec(db, sql, NULL, NULL, NULL) == SQLITE_OK ? 0 : -1;
-}
-
-int sp_live_state_write(sqlite3 *db, const struct sp_live_state *cs, const struct sp_live *totals)
-{
-	struct sp_live_state *s = (struct sp_live_state *)cs;
 	sqlite3_stmt *st = NULL;
 	size_t it = 0;
 	const uint64_t *k;
 	int rc = -1;
 
-	if (exec_sql(db, "CREATE TABLE agent_buckets(fp_id INTEGER, kind INTEGER,"
-				" bucket INTEGER, count INTEGER);"
-				"CREATE TABLE agent_live_buckets(pid INTEGER, start INTEGER,"
-				" ino INTEGER, fp_id INTEGER, kind INTEGER, bucket INTEGER,"
-				" count INTEGER);"
-				"CREATE TABLE agent_series(fp_id INTEGER, kind INTEGER);") < 0)
-		return -1;
-	if (sqlite3_prepare_v2(db, "INSERT INTO agent_buckets VALUES(?,?,?,?)", -1, &st, NULL))
-		goto out;
-	for (size_t i = 0; i < totals->n; i++)
-		for (int b = 0; b <= SP_LIVE_NB; b++) {
-			if (!totals->rows[i].bucket[b])
-				continue;
-			sqlite3_bind_int64(st, 1, (sqlite3_int64)totals->rows[i].fp_id);
-			sqlite3_bind_int64(st, 2, totals->rows[i].kind);
-			sqlite3_bind_int(st, 3, b);
-			sqlite3_bind_int64(st, 4, (sqlite3_int64)totals->rows[i].bucket[b]);
-			if (sqlite3_step(st) != SQLITE_DONE)
-				goto out;
-			sqlite3_reset(st);
-		}
-	sqlite3_finalize(st);
-	st = NULL;
-	if (sqlite3_prepare_v2(db, "INSERT INTO agent_live_buckets VALUES(?,?,?,?,?,?,?)", -1, &st,
-			       NULL))
-		goto out;
-	for (int w = 0; w < 2; w++) {
-		const struct sp_live_parts *ps = w ? &s->old : &s->now;
-
-		for (size_t i = 0; i < ps->n; i++)
-			for (int b = 0; b <= SP_LIVE_NB; b++) {
-				const struct sp_live_part *p = &ps->p[i];
-
-				if (!p->b[b])
-					continue;
-				sqlite3_bind_int64(st, 1, (sqlite3_int64)p->pid);
-				sqlite3_bind_int64(st, 2, (sqlite3_int64)p->start);
-				sqlite3_bind_int64(st, 3, (sqlite3_int64)p->ino);
-				sqlite3_bind_int64(st, 4, (sqlite3_int64)p->fp_id);
-				sqlite3_bind_int64(st, 5, (sqlite3_int64)p->kind);
-				sqlite3_bind_int(st, 6, b);
-				sqlite3_bind_int64(st, 7, (sqlite3_int64)p->b[b]);
-				if (sqlite3_step(st) != SQLITE_DONE)
-					goto out;
-				sqlite3_reset(st);
-			}
-	}
-	sqlite3_finalize(st);
-	st = NULL;
-	if (sqlite3_prepare_v2(db, "INSERT INTO agent_series VALUES(?,?)", -1, &st, NULL))
+	if (sqlite3_exec(db, "CREATE TABLE agent_series(fp_id INTEGER, kind INTEGER);", NULL, NULL,
+			 NULL) != SQLITE_OK ||
+	    sqlite3_prepare_v2(db, "INSERT INTO agent_series VALUES(?,?)", -1, &st, NULL))
 		goto out;
 	while (hmap_next(&s->series, &it, (const void **)&k)) {
 		sqlite3_bind_int64(st, 1, (sqlite3_int64)k[0]);
@@ -489,65 +330,25 @@ int sp_live_state_load(sqlite3 *db, struct sp_live_state *s, char *err, size_t e
 {
 	sqlite3_stmt *st = NULL;
 
-	if (!has_table(db, "agent_buckets"))
-		return 0; /* an older agent's profile: buckets start afresh */
-	if (sqlite3_prepare_v2(db, "SELECT fp_id, kind, bucket, count FROM agent_buckets", -1, &st,
-			       NULL))
-		goto sqlerr;
-	while (sqlite3_step(st) == SQLITE_ROW) {
-		uint64_t k[2] = { col_u64(st, 0), col_u64(st, 1) };
-		int b = sqlite3_column_int(st, 2);
-		uint64_t *v;
-
-		if (b < 0 || b > SP_LIVE_NB)
-			continue;
-		v = hmap_get(&s->carried, k, 1, NULL);
-		if (!v)
-			goto nomem;
-		v[b] += col_u64(st, 3);
+	if (!has_table(db, "agent_series"))
+		return 0; /* an older agent's profile: named afresh */
+	if (sqlite3_prepare_v2(db, "SELECT fp_id, kind FROM agent_series", -1, &st, NULL)) {
+		snprintf(err, errlen, "%s", sqlite3_errmsg(db));
+		return -1;
 	}
-	sqlite3_finalize(st);
-	if (sqlite3_prepare_v2(db, "SELECT pid, start, ino, fp_id, kind, bucket, count"
-				   " FROM agent_live_buckets ORDER BY pid, start, ino, fp_id, kind",
-			       -1, &st, NULL))
-		goto sqlerr;
-	while (sqlite3_step(st) == SQLITE_ROW) {
-		struct sp_live_part p = { col_u64(st, 0), col_u64(st, 1), col_u64(st, 2), col_u64(st, 3),
-				  col_u64(st, 4), { 0 } };
-		int b = sqlite3_column_int(st, 5);
-		struct sp_live_part *last = s->old.n ? &s->old.p[s->old.n - 1] : NULL;
-
-		if (b < 0 || b > SP_LIVE_NB)
-			continue;
-		if (!last || last->pid != p.pid || last->start != p.start || last->ino != p.ino ||
-		    last->fp_id != p.fp_id || last->kind != p.kind) {
-			if (parts_add(&s->old, &p) < 0)
-				goto nomem;
-			last = &s->old.p[s->old.n - 1];
-		}
-		last->b[b] += col_u64(st, 6);
-	}
-	sqlite3_finalize(st);
-	if (sqlite3_prepare_v2(db, "SELECT fp_id, kind FROM agent_series", -1, &st, NULL))
-		goto sqlerr;
 	while (sqlite3_step(st) == SQLITE_ROW) {
 		uint64_t k[2] = { col_u64(st, 0), col_u64(st, 1) };
 		int *v = hmap_get(&s->series, k, 1, NULL);
 
-		if (!v)
-			goto nomem;
+		if (!v) {
+			sqlite3_finalize(st);
+			snprintf(err, errlen, "out of memory");
+			return -1;
+		}
 		*v = 1;
 	}
 	sqlite3_finalize(st);
 	return 0;
-nomem:
-	sqlite3_finalize(st);
-	snprintf(err, errlen, "out of memory");
-	return -1;
-sqlerr:
-	snprintf(err, errlen, "%s", sqlite3_errmsg(db));
-	sqlite3_finalize(st);
-	return -1;
 }
 
 /* ---- the viewer's answer ------------------------------------------------ */

@@ -8,9 +8,10 @@
  * latency bucket (sp_live_bounds_ns).
  *
  * Also here: the viewer request and its answer (a versioned binary
- * serialization, passed in a memfd), and the agent's state that keeps
- * the buckets monotonic across an agent restart (agent_buckets,
- * agent_live_buckets and agent_series in the profile).
+ * serialization, passed in a memfd), and the agent's state for them (the
+ * fingerprints the metrics name, agent_series in the profile). The
+ * buckets go on across an agent restart because the collector's
+ * histograms do (cmd-agent.c carries them, agent_live_hist).
  *
  * What it does not do: read the services' statistics or sockets
  * (cmd-agent.c and collect.c do; they hand the merged collectors in), or
@@ -36,7 +37,7 @@ struct sp_live_row {
 	uint64_t fp_id;
 	uint32_t kind; /* SP_KIND_STMT or SP_KIND_EXEC */
 	uint64_t count, total_ns, rows, errors, min_ns, max_ns;
-	uint64_t p50_ns, p95_ns;          /* from the agent's own histogram */
+	uint64_t p50_ns, p95_ns;          /* from the collector's histograms */
 	uint64_t bucket[SP_LIVE_NB + 1];  /* executions per bucket (not
 					   * cumulative); the last: above */
 	char *text;                       /* the fingerprint (malloc'd) */
@@ -63,26 +64,11 @@ int sp_live_bucket_of(uint64_t ns);
 
 /*
  * The agent's state for its live views, kept for the agent's life: the
- * fingerprint texts made so far (fp_id -> char *), the buckets of the
- * totals a previous agent wrote and of its live images' parts (the
- * counts' equivalent is the agent's agent_queries/agent_live), and the
- * fingerprints that have a series of their own in the metrics.
+ * fingerprint texts made so far (fp_id -> char *), and the fingerprints
+ * that have a series of their own in the metrics.
  */
-/* One image's part of a fingerprint's buckets. */
-struct sp_live_part {
-	uint64_t pid, start, ino, fp_id, kind;
-	uint64_t b[SP_LIVE_NB + 1];
-};
-struct sp_live_parts {
-	struct sp_live_part *p;
-	size_t n, cap;
-};
-
 struct sp_live_state {
 	struct hmap fptext;  /* fp_id -> char * */
-	struct hmap carried; /* {fp_id, kind} -> uint64_t[SP_LIVE_NB + 1] */
-	struct sp_live_parts old; /* the previous agent's live images, not back yet */
-	struct sp_live_parts now; /* ours, noted before a write */
 	struct hmap series;  /* {fp_id, kind} -> int: named in the metrics */
 	char *profile;       /* the agent's output, absolute */
 };
@@ -104,33 +90,14 @@ void sp_live_acc_init(struct sp_live_acc *a);
 void sp_live_acc_free(struct sp_live_acc *a);
 void sp_live_add(struct sp_live_acc *a, struct sp_live_state *s, const struct sp_coll *src,
 		 const struct sp_coll *names);
-/* Add the carried buckets (counts are in the agent's collector already). */
-void sp_live_add_carried(struct sp_live_acc *a, const struct sp_live_state *s);
 /* Rows of a, with texts; a is emptied. 0, or -1 when out of memory. */
 int sp_live_take(struct sp_live_acc *a, struct sp_live_state *s, struct sp_live *out);
 
-/* An image of ours (pid, start, memfd inode) holds tmp now: note its
- * buckets per fingerprint in s->now (emptied first by
- * sp_live_note_begin), before a profile is written. */
-void sp_live_note_begin(struct sp_live_state *s);
-void sp_live_note_part(struct sp_live_state *s, uint32_t pid, uint64_t start, uint64_t ino,
-		       const struct sp_coll *tmp, const struct sp_coll *names);
-/* The previous agent's image (pid, ino) reconnected: its part comes again
- * in full, take it off the carried buckets. */
-void sp_live_part_back(struct sp_live_state *s, uint32_t pid, uint64_t ino);
-/* The previous agent's image of pid started at start with a memfd other
- * than ino is over (the process exec'd): its part is final, forget it
- * (it stays in the buckets). */
-void sp_live_part_final(struct sp_live_state *s, uint32_t pid, uint64_t start, uint64_t ino);
-/* The same for the previous agent's images whose process is gone. */
-void sp_live_parts_prune(struct sp_live_state *s);
 /* path made absolute (against the current directory), malloc'd; NULL
  * on ENOMEM. */
 char *sp_live_abspath(const char *path);
-/* Write the buckets of the totals in acc (the whole profile's) and of the
- * live parts (ours noted, and the previous agent's not back), and the
- * named series, into db. 0 or -1. */
-int sp_live_state_write(sqlite3 *db, const struct sp_live_state *s, const struct sp_live *totals);
+/* Write the named series (agent_series) into db. 0 or -1. */
+int sp_live_state_write(sqlite3 *db, const struct sp_live_state *s);
 /* Load what sp_live_state_write wrote (nothing in a profile without it).
  * 0 or -1 (SQLite's message in err). */
 int sp_live_state_load(sqlite3 *db, struct sp_live_state *s, char *err, size_t errlen);

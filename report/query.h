@@ -10,6 +10,8 @@
 #include <sqlite3.h>
 #include <stdint.h>
 
+#include "series.h"
+
 struct sp_qrow {
 	int64_t fp_id;
 	char kind[8];
@@ -39,6 +41,7 @@ struct sp_qset {
 	double rate;  /* meta "rate": the sampling rate; -1: unknown */
 	int64_t runs; /* meta "runs" (record --repeat); -1: unknown */
 	uint64_t events_dropped; /* meta "events_dropped" */
+	struct sp_window window; /* the window loaded (window.on), see below */
 };
 
 /* Load every query of a profile. Returns 0, or -1 with err set.
@@ -48,6 +51,14 @@ struct sp_qset {
  * row (which takes its rows, counters, prepares and plan, and their self
  * time; folded set) instead of being listed as a second query. */
 int sp_qset_load(sqlite3 *db, struct sp_qset *qs, char *err, size_t errlen);
+/* The same, with w (resolved, w->on) a time window: count, times, rows,
+ * errors and the other subtractable counters, the percentiles (and min
+ * and max, from the window's histogram buckets) and the executions are
+ * the sums of the window's intervals (interval_queries); a query that did not run in it is left out.
+ * max_run, plans and the rest stay the whole profile's. w NULL or off:
+ * sp_qset_load. */
+int sp_qset_load_window(sqlite3 *db, const struct sp_window *w, struct sp_qset *qs, char *err,
+			size_t errlen);
 void sp_qset_free(struct sp_qset *qs);
 /* Sort by a key: total, count, mean, p50, p95, p99, max, rows, self, errors.
  * Returns -1 for an unknown key. */
