@@ -23,7 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../report/pyline.h"
+#include "pyline.h"
 
 struct vec {
 	int major, minor, first, len;
