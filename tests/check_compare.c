@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * check_compare.c - unit tests for report/compare.c and report/doctor.c.
+ * check_compare.c - unit tests for report/analysis/compare.c and report/analysis/doctor.c.
  *
  * Mann-Whitney U against published and independently computed values
  * (scipy's documented example: U = 17, exact p = 0.1111, asymptotic
