@@ -21,7 +21,7 @@
 #include <unistd.h>
 
 #include "export.h"
-#include "profile.h"
+#include "profile-write.h"
 
 static char fixture[64];
 

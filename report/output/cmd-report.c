@@ -1137,7 +1137,7 @@ int cmd_report(int argc, char **argv)
 	}
 	n = o.top && o.top < qs.n ? (size_t)o.top : qs.n;
 	if (sp_failures_load(db, &fails) < 0 ||
-	    (!strcmp(o.format, "table") ? 0 : !o.no_doctor && sp_doctor_find(db, &qs, &at, &(struct sp_doctor_opts)SP_DOCTOR_DEFAULTS, &finds) < 0)) {
+	    (!strcmp(o.format, "table") ? 0 : !o.no_doctor && sp_doctor_find(db, &qs, &at, &SP_DOCTOR_DEFAULTS, &finds) < 0)) {
 		fprintf(stderr, "sqlprof report: out of memory\n");
 		sp_failures_free(&fails);
 		sp_qset_free(&qs);

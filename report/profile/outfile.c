@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "outfile.h"
+#include "profile-write.h"
 #include "untrusted.h"
 #include "util.h"
 

@@ -13,9 +13,14 @@
 #ifndef SP_OUTFILE_H
 #define SP_OUTFILE_H
 
+#include <stddef.h>
 #include <stdio.h>
 
-#include "profile.h"
+/* The recording sp_out_write writes (profile-write.h): declared only, so
+ * that an export including this header does not bring in the collector's
+ * model. */
+struct sp_coll;
+struct sp_meta;
 
 /* What a path holds, as far as overwriting it is concerned. */
 enum sp_out_kind {

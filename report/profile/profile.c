@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 #include "fingerprint.h"
-#include "profile.h"
+#include "profile-write.h"
 #include "pyline.h"
 #include "sym.h"
 #include "untrusted.h"

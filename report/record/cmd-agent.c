@@ -48,7 +48,7 @@
 #include "cmds.h"
 #include "collect.h"
 #include "outfile.h"
-#include "profile.h"
+#include "profile-write.h"
 #include "serve.h"
 
 /* The subtractable totals of one SQL text and kind (struct sp_qagg). */

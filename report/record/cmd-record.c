@@ -35,7 +35,7 @@
 #include "cmds.h"
 #include "collect.h"
 #include "outfile.h"
-#include "profile.h"
+#include "profile-write.h"
 #include "serve.h"
 #include "supervise.h"
 #include "why.h"

@@ -38,7 +38,7 @@
 #include "attrib.h"
 #include "cmds.h"
 #include "collect.h"
-#include "profile.h"
+#include "profile-write.h"
 #include "query.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);
