@@ -28,6 +28,7 @@
 
 #include "cmds.h"
 #include "compare.h"
+#include "diff-print.h"
 #include "doctor.h"
 #include "untrusted.h"
 #include "util.h"

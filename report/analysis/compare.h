@@ -11,7 +11,7 @@
  * per run: the mean db time per execution (total_ns / count) of each run,
  * from run_totals for repeated profiles, from queries otherwise.
  *
- * Loading and matching only; printing and gating live in cmd-diff.c and
+ * Loading and matching only; printing lives in output/diff-print.c, gating in
  * cmd-check.c.
  */
 #ifndef SP_COMPARE_H
@@ -156,18 +156,5 @@ void sp_diff_free(struct sp_diff *d);
 double sp_mann_whitney(const double *a, size_t na, const double *b, size_t nb, double *u);
 
 double sp_median(double *v, size_t n); /* sorts v; 0 when n == 0 */
-
-/* ---- printers, shared by `sqlprof diff` and `sqlprof check` (cmd-diff.c) ---- */
-
-/* The whole diff in fmt ("text", "json", "markdown"); all: list unchanged
- * queries too; top: at most this many query and site rows (0: all). */
-void sp_diff_print(FILE *f, const char *fmt, const struct sp_side *base, const struct sp_side *cand,
-		   const struct sp_diff *d, int all, size_t top);
-/* "a.db" or "3 profiles (a.db, ...)", with the run count. */
-void sp_side_describe(const struct sp_side *s, char *buf, size_t len);
-/* One GitHub Markdown table cell: code spans or escaped text. */
-void sp_md_cell(FILE *f, const char *s, int code);
-/* A fingerprint shortened for tables, one line; free() it. */
-char *sp_diff_sql(const char *fingerprint, const char *kind, size_t width);
 
 #endif

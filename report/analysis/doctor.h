@@ -7,9 +7,9 @@
  *
  * Used by `sqlprof report` (printed after the table) and by `sqlprof check`
  * (a finding present in the candidate and absent from the baseline is a
- * regression). Also holds the plan-text helpers that compare.c uses to
- * flag plans that lost an index. No profile I/O beyond reading the runs
- * table; printing in one function per format.
+ * regression). The plan-text helpers it reads plans with are plan.c's
+ * (also used by compare.c), its index suggestions suggest.c's. No profile
+ * I/O beyond reading the runs table; printing in one function per format.
  */
 #ifndef SP_DOCTOR_H
 #define SP_DOCTOR_H
@@ -19,6 +19,7 @@
 #include <stdio.h>
 
 #include "attrib.h"
+#include "plan.h"
 #include "query.h"
 
 enum sp_rule {
@@ -81,26 +82,6 @@ void sp_doctor_print_text(const struct sp_findings *fs, FILE *f);
  * (file:line)"; "(no stack sample)" / "(unattributed)" otherwise. */
 void sp_doctor_site(const struct sp_attrib *at, int64_t fp_id, int kind_exec, char *buf,
 		    size_t len);
-
-/* ---- plan text ("id|parent|detail\n" lines) ---------------------------------- */
-
-/* One table access in a plan line. name is the table or its alias as the
- * plan prints it. */
-struct sp_plan_access {
-	char name[128];
-	int full_scan;   /* "SCAN t" with no index: every row of the table */
-	int indexed;     /* SEARCH, or SCAN ... USING [COVERING] INDEX */
-	int automatic;   /* USING AUTOMATIC [PARTIAL] [COVERING] INDEX */
-	char cols[256];  /* the "(a=? AND b>?)" constraint text, may be empty */
-};
-
-/* Parse one detail text. Returns 1 for a table access, 0 otherwise
- * (temp B-trees, subqueries, constant rows, co-routines). */
-int sp_plan_access(const char *detail, struct sp_plan_access *a);
-/* Call fn for each line's detail text (without the id|parent| prefix). */
-void sp_plan_foreach(const char *plan, void (*fn)(const char *detail, void *arg), void *arg);
-/* 1 if the plan has a detail line starting with prefix (e.g. "USE TEMP B-TREE"). */
-int sp_plan_has(const char *plan, const char *prefix);
 
 /*
  * Suggest an index for a query whose plan scans table `name` (or searches

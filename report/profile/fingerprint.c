@@ -504,6 +504,26 @@ static void lex_next(struct lexer *lx, struct tok *t)
 	t->end = lx->pos = e;
 }
 
+/* The lexer's kinds are the public ones (fingerprint.h), value for value. */
+_Static_assert(T_EOF == (int)SP_SQL_EOF && T_NUMBER == (int)SP_SQL_NUMBER &&
+		       T_STRING == (int)SP_SQL_STRING && T_BLOB == (int)SP_SQL_BLOB &&
+		       T_PARAM == (int)SP_SQL_PARAM && T_IDENT == (int)SP_SQL_IDENT &&
+		       T_QIDENT == (int)SP_SQL_QIDENT && T_LPAREN == (int)SP_SQL_LPAREN &&
+		       T_RPAREN == (int)SP_SQL_RPAREN && T_COMMA == (int)SP_SQL_COMMA &&
+		       T_SEMI == (int)SP_SQL_SEMI && T_DOT == (int)SP_SQL_DOT &&
+		       T_OP == (int)SP_SQL_OP,
+	       "enum tok_kind and enum sp_sql_tok_kind agree");
+
+void sp_sql_lex(struct sp_sql_lexer *lx, struct sp_sql_token *t)
+{
+	struct lexer l = { lx->s, lx->len, lx->pos };
+	struct tok k;
+
+	lex_next(&l, &k);
+	lx->pos = l.pos;
+	*t = (struct sp_sql_token){ (enum sp_sql_tok_kind)k.kind, k.start, k.end };
+}
+
 /* ---- emitter ----------------------------------------------------------- */
 
 enum xform { X_COPY, X_LOWER, X_UPPER, X_QUOTED };

@@ -43,6 +43,39 @@ char *sp_fingerprint(const char *sql, size_t len, uint64_t *id);
 size_t sp_sql_shrink(const char *sql, size_t len, char *out);
 
 /*
+ * The lexer behind sp_fingerprint and sp_sql_shrink, for readers of SQL
+ * and fingerprint texts that need tokens (the doctor's index suggestions):
+ * SQLite's lexical rules, comments skipped, never an error (a stray byte
+ * is an SP_SQL_OP of one byte). Start with lx = { s, len, 0 }; each call
+ * stores the next token's kind and byte range [start, end) of s in *t, and
+ * SP_SQL_EOF at the end.
+ */
+enum sp_sql_tok_kind {
+	SP_SQL_EOF,
+	SP_SQL_NUMBER,
+	SP_SQL_STRING,
+	SP_SQL_BLOB,
+	SP_SQL_PARAM,
+	SP_SQL_IDENT,  /* unquoted identifier or keyword */
+	SP_SQL_QIDENT, /* "x", [x], `x` (quotes included) */
+	SP_SQL_LPAREN,
+	SP_SQL_RPAREN,
+	SP_SQL_COMMA,
+	SP_SQL_SEMI,
+	SP_SQL_DOT,
+	SP_SQL_OP,     /* operators and stray bytes */
+};
+struct sp_sql_lexer {
+	const unsigned char *s;
+	size_t len, pos;
+};
+struct sp_sql_token {
+	enum sp_sql_tok_kind kind;
+	size_t start, end;
+};
+void sp_sql_lex(struct sp_sql_lexer *lx, struct sp_sql_token *t);
+
+/*
  * The stable hash used for fingerprint ids and elsewhere: 64-bit FNV-1a of
  * data[0..len).  Its values are stored in profiles, so it must never change.
  */

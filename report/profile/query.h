@@ -10,6 +10,8 @@
 #include <sqlite3.h>
 #include <stdint.h>
 
+#include "plan.h" /* the rows' plan text and its parser */
+
 struct sp_qrow {
 	int64_t fp_id;
 	char kind[8];
@@ -52,23 +54,6 @@ void sp_qset_free(struct sp_qset *qs);
 /* Sort by a key: total, count, mean, p50, p95, p99, max, rows, self, errors.
  * Returns -1 for an unknown key. */
 int sp_qset_sort(struct sp_qset *qs, const char *key);
-
-/* One plan row of EXPLAIN QUERY PLAN. */
-struct sp_plan_node {
-	int id, parent;
-	const char *detail; /* points into the plan text; detail_len bytes */
-	int detail_len;
-};
-
-/* Parse plan text ("id|parent|detail" lines) into *out (malloc'd, or NULL
- * when there are none). Returns the number of nodes, -1 on ENOMEM. */
-int sp_plan_nodes(const char *plan, struct sp_plan_node **out);
-
-/* The plan as the sqlite3 shell draws it: one line per node, "|--" or
- * "`--" after its ancestors' "|  " / "   ", ending in a newline. A node
- * whose parent is not an earlier node is a root. Returns a malloc'd
- * string ("" for no plan), or NULL on ENOMEM. */
-char *sp_plan_tree(const char *plan);
 
 /* Failed executions of a profile, grouped by query, kind, code, message,
  * process and stack, most frequent first. A statement's failure that is
