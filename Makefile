@@ -105,7 +105,7 @@ $(BUILD)/obj/%.o: %.c $(REPORT_H) $(wildcard symbolizer/*.h preload/sp_wire.h pr
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) -c $< -o $@
 
-$(BUILD)/obj/preload/fingerprint.o: report/profile/fingerprint.c report/profile/fingerprint.h
+$(BUILD)/obj/preload/fingerprint.o: report/profile/fingerprint.c report/profile/fingerprint.h report/hash.h
 	@mkdir -p $(@D)
 	$(CC) $(PRELOAD_CFLAGS) -fPIC -fvisibility=hidden -c $< -o $@
 $(BUILD)/obj/preload/stmt.o: report/profile/fingerprint.h

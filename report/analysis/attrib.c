@@ -13,13 +13,6 @@ struct stkey {
 	uint64_t pid, stack_id;
 };
 
-static const char *base_name(const char *p)
-{
-	const char *s = strrchr(p, '/');
-
-	return s ? s + 1 : p;
-}
-
 /* The modules that provide the sqlite3 API, as the preload recognised
  * them by the symbols they define (modules.sqlite: 1 a SQLite library
  * such as libsqlcipher, 2 SQLite compiled into a plugin or program), read
@@ -50,7 +43,7 @@ static void mods_free(struct sqlite_mods *m)
 
 int sp_is_profiler_module(const char *module)
 {
-	return !strncmp(base_name(module), "libsqlprof.so", 13);
+	return !strncmp(sp_basename(module), "libsqlprof.so", 13);
 }
 
 /* Frames of the profiler and of SQLite itself are never the origin:
@@ -59,7 +52,7 @@ int sp_is_profiler_module(const char *module)
  * or a sqlite3* / sqlcipher* function when there are no lines). */
 static int builtin_skip(const struct sp_frame *f, const struct sqlite_mods *m)
 {
-	const char *b = base_name(f->module);
+	const char *b = sp_basename(f->module);
 
 	if (!strncmp(b, "libsqlite3.so", 13) || !strncmp(b, "libsqlprof.so", 13))
 		return 1;
@@ -67,7 +60,7 @@ static int builtin_skip(const struct sp_frame *f, const struct sqlite_mods *m)
 	case 1:
 		return 1;
 	case 2:
-		return !strcmp(base_name(f->file), "sqlite3.c") ||
+		return !strcmp(sp_basename(f->file), "sqlite3.c") ||
 		       !strncmp(f->function, "sqlite3", 7) || !strncmp(f->function, "sqlcipher", 9);
 	}
 	return 0;
@@ -120,8 +113,8 @@ static int user_skip(const struct sp_frame *f, const char *const *skip)
 	for (; skip && *skip; skip++)
 		if (!fnmatch(*skip, f->function, 0) || (cxx && !fnmatch(*skip, cxx, 0)) ||
 		    !fnmatch(*skip, f->module, 0) ||
-		    !fnmatch(*skip, base_name(f->module), 0) ||
-		    (f->py && (!fnmatch(*skip, f->file, 0) || !fnmatch(*skip, base_name(f->file), 0))))
+		    !fnmatch(*skip, sp_basename(f->module), 0) ||
+		    (f->py && (!fnmatch(*skip, f->file, 0) || !fnmatch(*skip, sp_basename(f->file), 0))))
 			return 1;
 	return 0;
 }
@@ -204,15 +197,8 @@ static int site_intern(struct sp_attrib *a, const struct sp_frame *f)
 		    !strcmp(s->module, f->module))
 			return *ix;
 	}
-	if (a->nsites == a->sites_cap) {
-		size_t nc = a->sites_cap ? a->sites_cap * 2 : 64;
-		struct sp_site *ns = realloc(a->sites, nc * sizeof(*ns));
-
-		if (!ns)
-			return -2;
-		a->sites = ns;
-		a->sites_cap = nc;
-	}
+	if (SP_GROW(a->sites, a->sites_cap, a->nsites + 1, 64) < 0)
+		return -2;
 	a->sites[a->nsites] = (struct sp_site){ f->function, f->file, f->module, f->line, f->offset };
 	*ix = (int)a->nsites;
 	return (int)a->nsites++;
@@ -676,15 +662,8 @@ int sp_attrib_load(sqlite3 *db, const char *const *skip, struct sp_attrib *a, ch
 		if (!jp)
 			goto nomem;
 		if (created) {
-			if (a->nqs == a->qs_cap) {
-				size_t nc = a->qs_cap ? a->qs_cap * 2 : 64;
-				struct sp_qsite *nq = realloc(a->qs, nc * sizeof(*nq));
-
-				if (!nq)
-					goto nomem;
-				a->qs = nq;
-				a->qs_cap = nc;
-			}
+			if (SP_GROW(a->qs, a->qs_cap, a->nqs + 1, 64) < 0)
+				goto nomem;
 			*jp = a->nqs;
 			memset(&a->qs[a->nqs], 0, sizeof(a->qs[a->nqs]));
 			a->qs[a->nqs].fp_id = fp;

@@ -30,6 +30,7 @@
 #include "compare.h"
 #include "diff-print.h"
 #include "doctor.h"
+#include "export.h" /* sp_xml_str */
 #include "untrusted.h"
 #include "util.h"
 
@@ -191,15 +192,8 @@ static struct regression *add(struct result *res, const struct sp_qdiff *q, int 
 	struct regression *g;
 	const struct sp_side *s = q->cand ? cand : base;
 
-	if (res->n == res->cap) {
-		size_t nc = res->cap ? res->cap * 2 : 16;
-		struct regression *n = realloc(res->r, nc * sizeof(*n));
-
-		if (!n)
-			return NULL;
-		res->r = n;
-		res->cap = nc;
-	}
+	if (SP_GROW(res->r, res->cap, res->n + 1, 16) < 0)
+		return NULL;
 	g = &res->r[res->n++];
 	memset(g, 0, sizeof(*g));
 	g->q = q;
@@ -453,55 +447,6 @@ static void print_md(const struct sp_side *base, const struct sp_side *cand,
 	sp_diff_print(stdout, "markdown", base, cand, d, 0, 50);
 }
 
-/* XML text: escaped, control characters (not allowed in XML 1.0) and
- * invalid UTF-8 replaced, so that any SQL text gives a valid document. */
-static void xml_str(FILE *f, const char *s)
-{
-	const unsigned char *p = (const unsigned char *)s;
-
-	while (*p) {
-		unsigned c = *p;
-		int n = c < 0x80 ? 1 : (c & 0xE0) == 0xC0 ? 2 : (c & 0xF0) == 0xE0 ? 3 :
-					(c & 0xF8) == 0xF0 ? 4 : 0;
-		uint32_t cp;
-		int k;
-
-		if (n == 1) {
-			switch (c) {
-			case '&': fputs("&amp;", f); break;
-			case '<': fputs("&lt;", f); break;
-			case '>': fputs("&gt;", f); break;
-			case '"': fputs("&quot;", f); break;
-			case '\'': fputs("&apos;", f); break;
-			case '\t': case '\n': case '\r': fputc((int)c, f); break;
-			default: fputc(c < 0x20 || c == 0x7f ? '?' : (int)c, f);
-			}
-			p++;
-			continue;
-		}
-		cp = n == 2 ? c & 0x1F : n == 3 ? c & 0x0F : c & 0x07;
-		for (k = 1; n && k < n; k++) {
-			if ((p[k] & 0xC0) != 0x80) {
-				n = 0;
-				break;
-			}
-			cp = (cp << 6) | (p[k] & 0x3F);
-		}
-		/* overlong, surrogates, beyond U+10FFFF, U+FFFE/FFFF: not XML characters */
-		if (n && ((n == 2 && cp < 0x80) || (n == 3 && cp < 0x800) || (n == 4 && cp < 0x10000) ||
-			  (cp >= 0xD800 && cp <= 0xDFFF) || cp > 0x10FFFF || cp == 0xFFFE ||
-			  cp == 0xFFFF))
-			n = 0;
-		if (!n) {
-			fputs("\xEF\xBF\xBD", f); /* U+FFFD */
-			p++;
-			continue;
-		}
-		fwrite(p, 1, (size_t)n, f);
-		p += n;
-	}
-}
-
 static int write_junit(const char *path, const struct sp_side *base, const struct sp_side *cand,
 		       const struct sp_diff *d, const struct result *res)
 {
@@ -525,11 +470,11 @@ static int write_junit(const char *path, const struct sp_side *base, const struc
 		   " skipped=\"0\" time=\"%.6f\">\n",
 		d->nq, res->nfailing, total);
 	fprintf(f, "    <properties>\n      <property name=\"baseline\" value=\"");
-	xml_str(f, bd);
+	sp_xml_str(f, bd);
 	fprintf(f, "\"/>\n      <property name=\"candidate\" value=\"");
-	xml_str(f, cd);
+	sp_xml_str(f, cd);
 	fprintf(f, "\"/>\n      <property name=\"timing\" value=\"");
-	xml_str(f, note);
+	sp_xml_str(f, note);
 	fprintf(f, "\"/>\n    </properties>\n");
 	for (i = 0; i < d->nq; i++) {
 		const struct sp_qdiff *q = &d->q[i];
@@ -538,7 +483,7 @@ static int write_junit(const char *path, const struct sp_side *base, const struc
 		size_t nfail = 0;
 
 		fprintf(f, "    <testcase classname=\"sqlprof.query\" name=\"");
-		xml_str(f, name ? name : "?");
+		sp_xml_str(f, name ? name : "?");
 		free(name);
 		fprintf(f, "\" time=\"%.6f\"", q->cand ? (double)q->cand->total_ns / 1e9 : 0.0);
 		for (j = 0; j < res->n; j++)
@@ -554,7 +499,7 @@ static int write_junit(const char *path, const struct sp_side *base, const struc
 		fprintf(f, ">\n      <failure type=\"");
 		for (j = 0; j < res->n; j++)
 			if (res->r[j].q == q) {
-				xml_str(f, rname[res->r[j].rule]);
+				sp_xml_str(f, rname[res->r[j].rule]);
 				break;
 			}
 		fprintf(f, "\" message=\"");
@@ -564,18 +509,18 @@ static int write_junit(const char *path, const struct sp_side *base, const struc
 			for (j = 0; j < res->n; j++)
 				if (res->r[j].q == q) {
 					fprintf(f, "%s", first ? "" : ", ");
-					xml_str(f, rname[res->r[j].rule]);
+					sp_xml_str(f, rname[res->r[j].rule]);
 					first = 0;
 				}
 		}
 		fprintf(f, "\">");
 		for (j = 0; j < res->n; j++)
 			if (res->r[j].q == q) {
-				xml_str(f, rname[res->r[j].rule]);
+				sp_xml_str(f, rname[res->r[j].rule]);
 				fprintf(f, ": ");
-				xml_str(f, res->r[j].detail);
+				sp_xml_str(f, res->r[j].detail);
 				fprintf(f, "\n  at ");
-				xml_str(f, res->r[j].site);
+				sp_xml_str(f, res->r[j].site);
 				fprintf(f, "\n");
 			}
 		fprintf(f, "</failure>\n    </testcase>\n");

@@ -207,15 +207,8 @@ static int build_agg(struct sp_side *s)
 				goto nomem;
 			if (!created)
 				continue;
-			if (s->agg.n == cap) {
-				size_t nc = cap ? cap * 2 : 64;
-				struct sp_qrow *nr = realloc(s->agg.rows, nc * sizeof(*nr));
-
-				if (!nr)
-					goto nomem;
-				s->agg.rows = nr;
-				cap = nc;
-			}
+			if (SP_GROW(s->agg.rows, cap, s->agg.n + 1, 64) < 0)
+				goto nomem;
 			*idx = s->agg.n;
 			s->agg.rows[s->agg.n] = *r;
 			s->agg.rows[s->agg.n].fingerprint = xstrdup(r->fingerprint);
@@ -304,13 +297,6 @@ nomem_nokeys:
 	return -1;
 }
 
-static const char *base_name(const char *p)
-{
-	const char *s = strrchr(p, '/');
-
-	return s ? s + 1 : p;
-}
-
 struct skey {
 	uint64_t h;
 	int64_t fp_id, kind_exec;
@@ -343,9 +329,8 @@ static int build_sites(struct sp_side *s)
 				continue;
 			if (site) {
 				snprintf(key, sizeof(key), "%s\t%s\t%s", site->function, site->file,
-					 base_name(site->module));
-				snprintf(disp, sizeof(disp), "%s (%s:%d)", site->function, site->file,
-					 site->line);
+					 sp_basename(site->module));
+				sp_site_label(disp, sizeof(disp), site->function, site->file, site->line);
 			} else {
 				snprintf(key, sizeof(key), "(unattributed)");
 				snprintf(disp, sizeof(disp), "(unattributed)");
@@ -355,15 +340,8 @@ static int build_sites(struct sp_side *s)
 			if (!ix)
 				goto nomem;
 			if (created) {
-				if (s->nsites == cap) {
-					size_t nc = cap ? cap * 2 : 64;
-					struct sp_sitestat *ns = realloc(s->sites, nc * sizeof(*ns));
-
-					if (!ns)
-						goto nomem;
-					s->sites = ns;
-					cap = nc;
-				}
+				if (SP_GROW(s->sites, cap, s->nsites + 1, 64) < 0)
+					goto nomem;
 				*ix = s->nsites;
 				x = &s->sites[s->nsites++];
 				memset(x, 0, sizeof(*x));
@@ -414,15 +392,8 @@ static int load_run_means(struct sp_prof *p)
 			v[0] = n;
 		else if (v[0] + v[1] != n)
 			continue; /* not adjacent: a hostile kind spelling; keep the first run */
-		if (n == cap) {
-			size_t nc = cap ? cap * 2 : 256;
-			double *nm = realloc(p->rt_means, nc * sizeof(*nm));
-
-			if (!nm)
-				goto nomem;
-			p->rt_means = nm;
-			cap = nc;
-		}
+		if (SP_GROW(p->rt_means, cap, n + 1, 256) < 0)
+			goto nomem;
 		p->rt_means[n++] = (double)sqlite3_column_int64(st, 3) /
 				   (double)sqlite3_column_int64(st, 2);
 		v[1]++;
@@ -727,15 +698,8 @@ static int add_sites(const struct sp_side *base, const struct sp_side *cand, str
 			if (created) {
 				const struct sp_qrow *r = find_row(&s->agg_idx, &s->agg, x->fp_id, (int)k.kind_exec);
 
-				if (d->ns == cap) {
-					size_t nc = cap ? cap * 2 : 64;
-					struct sp_sdiff *n = realloc(d->s, nc * sizeof(*n));
-
-					if (!n)
-						goto nomem;
-					d->s = n;
-					cap = nc;
-				}
+				if (SP_GROW(d->s, cap, d->ns + 1, 64) < 0)
+					goto nomem;
 				*ix = d->ns;
 				sd = &d->s[d->ns++];
 				memset(sd, 0, sizeof(*sd));
@@ -787,15 +751,8 @@ int sp_diff_build(const struct sp_side *base, const struct sp_side *cand, struct
 			if (!ix)
 				goto nomem;
 			if (created) {
-				if (d->nq == cap) {
-					size_t nc = cap ? cap * 2 : 64;
-					struct sp_qdiff *n = realloc(d->q, nc * sizeof(*n));
-
-					if (!n)
-						goto nomem;
-					d->q = n;
-					cap = nc;
-				}
+				if (SP_GROW(d->q, cap, d->nq + 1, 64) < 0)
+					goto nomem;
 				*ix = d->nq;
 				q = &d->q[d->nq++];
 				memset(q, 0, sizeof(*q));

@@ -77,8 +77,8 @@ void sp_doctor_site(const struct sp_attrib *at, int64_t fp_id, int kind_exec, ch
 	else if (best->site < 0)
 		snprintf(buf, len, "(unattributed: no frame outside SQLite)");
 	else
-		snprintf(buf, len, "%s (%s:%d)", at->sites[best->site].function,
-			 at->sites[best->site].file, at->sites[best->site].line);
+		sp_site_label(buf, len, at->sites[best->site].function, at->sites[best->site].file,
+			      at->sites[best->site].line);
 }
 
 static struct sp_finding *add(struct sp_findings *fs, enum sp_rule rule, const struct sp_qrow *q,
@@ -86,15 +86,8 @@ static struct sp_finding *add(struct sp_findings *fs, enum sp_rule rule, const s
 {
 	struct sp_finding *f;
 
-	if (fs->n == fs->cap) {
-		size_t nc = fs->cap ? fs->cap * 2 : 16;
-		struct sp_finding *nf = realloc(fs->f, nc * sizeof(*nf));
-
-		if (!nf)
-			return NULL;
-		fs->f = nf;
-		fs->cap = nc;
-	}
+	if (SP_GROW(fs->f, fs->cap, fs->n + 1, 16) < 0)
+		return NULL;
 	f = &fs->f[fs->n++];
 	memset(f, 0, sizeof(*f));
 	f->rule = rule;
@@ -175,15 +168,8 @@ static void dcache_load_runs(struct dcache *c)
 			v[0] = c->nrl;
 		if (v[0] + v[1] != c->nrl)
 			continue; /* cannot happen: ordered by fp_id */
-		if (c->nrl == c->caprl) {
-			size_t nc = c->caprl ? c->caprl * 2 : 256;
-			void *n = realloc(c->rl, nc * sizeof(*c->rl));
-
-			if (!n)
-				break;
-			c->rl = n;
-			c->caprl = nc;
-		}
+		if (SP_GROW(c->rl, c->caprl, c->nrl + 1, 256) < 0)
+			break;
 		c->rl[c->nrl].min_len = sqlite3_column_int64(st, 1);
 		c->rl[c->nrl].max_len = sqlite3_column_int64(st, 2);
 		c->rl[c->nrl].count = sqlite3_column_int64(st, 3);

@@ -103,12 +103,10 @@ static void print_stack(const struct sp_attrib *a, uint64_t pid, uint64_t stack_
 	}
 	for (i = 0, k = 0; i < sk->nframes; i++) {
 		const struct sp_frame *f = &sk->frames[i];
-		const char *b = strrchr(f->module, '/');
-
 		if (sp_is_profiler_module(f->module))
 			continue; /* our shims: never a frame of the program */
 		printf("%s#%-2u %s%s (%s:%d) [%s]\n", indent, k++, f->inlined ? "(inlined) " : "",
-		       f->function, sp_path_rel(f->file, root_), f->line, b ? b + 1 : f->module);
+		       f->function, sp_path_rel(f->file, root_), f->line, sp_basename(f->module));
 	}
 }
 
@@ -120,9 +118,7 @@ static void print_site_name(const struct sp_attrib *a, int site)
 		printf("(unattributed)");
 	else if (st->offset && !strcmp(st->file, "??")) {
 		/* no symbols: where in which module */
-		const char *b = strrchr(st->module, '/');
-
-		printf("%s (%s+0x%llx)", st->function, b ? b + 1 : st->module,
+		printf("%s (%s+0x%llx)", st->function, sp_basename(st->module),
 		       (unsigned long long)st->offset);
 	} else
 		printf("%s (%s:%d)", st->function, sp_path_rel(st->file, root_), st->line);
@@ -687,8 +683,8 @@ static void print_csv_failures(const struct sp_failures *fs, const struct sp_att
 		char site[512] = "";
 
 		if (sk && sk->site >= 0)
-			snprintf(site, sizeof(site), "%s (%s:%d)", a->sites[sk->site].function,
-				 a->sites[sk->site].file, a->sites[sk->site].line);
+			sp_site_label(site, sizeof(site), a->sites[sk->site].function,
+				      a->sites[sk->site].file, a->sites[sk->site].line);
 		printf("%016llx,%s,", (unsigned long long)x->fp_id, x->kind);
 		sp_csv_str(stdout, x->fingerprint);
 		printf(",%d,", x->rc);
@@ -968,9 +964,7 @@ static void print_grouped(const struct sp_attrib *a, const struct sp_qset *qs,
 				printf("(unattributed)\n");
 			else if (by_fn)
 				printf("%s [%s]\n", a->sites[g[i].key].function,
-				       strrchr(a->sites[g[i].key].module, '/') ?
-					       strrchr(a->sites[g[i].key].module, '/') + 1 :
-					       a->sites[g[i].key].module);
+				       sp_basename(a->sites[g[i].key].module));
 			else {
 				print_site_name(a, g[i].key);
 				putchar('\n');

@@ -15,13 +15,6 @@
 
 #define FLAME_SQL_MAX 300 /* bytes of a fingerprint shown as a flame leaf */
 
-static const char *base_name(const char *p)
-{
-	const char *s = strrchr(p, '/');
-
-	return s ? s + 1 : p;
-}
-
 const struct sp_frame sp_export_nostack = {
 	.module = "", .function = "[no stack recorded]", .file = "??", .line = 0, .inlined = 0,
 };
@@ -30,16 +23,9 @@ char *sp_export_own(struct sp_export *x, char *s)
 {
 	if (!s)
 		return NULL;
-	if (x->nstrs == x->strs_cap) {
-		size_t nc = x->strs_cap ? x->strs_cap * 2 : 256;
-		char **ns = realloc(x->strs, nc * sizeof(*ns));
-
-		if (!ns) {
-			free(s);
-			return NULL;
-		}
-		x->strs = ns;
-		x->strs_cap = nc;
+	if (SP_GROW(x->strs, x->strs_cap, x->nstrs + 1, 256) < 0) {
+		free(s);
+		return NULL;
 	}
 	x->strs[x->nstrs++] = s;
 	return s;
@@ -130,7 +116,7 @@ void sp_xml_str(FILE *f, const char *s)
 
 static int is_sqlprof_frame(const struct sp_frame *f)
 {
-	return !strncmp(base_name(f->module), "libsqlprof.so", 13);
+	return !strncmp(sp_basename(f->module), "libsqlprof.so", 13);
 }
 
 const char *sp_export_frame_label(struct sp_export *x, const struct sp_frame *f)
@@ -140,7 +126,7 @@ const char *sp_export_frame_label(struct sp_export *x, const struct sp_frame *f)
 	if (strcmp(f->file, "??"))
 		c = asprintf(&s, "%s (%s:%d)", f->function, f->file, f->line) < 0 ? NULL : s;
 	else if (*f->module)
-		c = asprintf(&s, "%s (%s)", f->function, base_name(f->module)) < 0 ? NULL : s;
+		c = asprintf(&s, "%s (%s)", f->function, sp_basename(f->module)) < 0 ? NULL : s;
 	else
 		c = strdup(f->function);
 	if (!c)
@@ -191,7 +177,7 @@ const char *sp_export_proc_name(struct sp_export *x, uint64_t pid)
 	    SQLITE_OK) {
 		sqlite3_bind_int64(st, 1, (sqlite3_int64)pid);
 		if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_text(st, 0))
-			r = sp_export_utf8(base_name((const char *)sqlite3_column_text(st, 0)));
+			r = sp_export_utf8(sp_basename((const char *)sqlite3_column_text(st, 0)));
 		sqlite3_finalize(st);
 	}
 	if (!r && asprintf(&r, "pid %llu", (unsigned long long)pid) < 0)
@@ -285,15 +271,8 @@ static uint64_t u64col(sqlite3_stmt *st, int i)
 
 static int push_xstack(struct sp_export *x, size_t *cap, const struct sp_xstack *s)
 {
-	if (x->nxs == *cap) {
-		size_t nc = *cap ? *cap * 2 : 64;
-		struct sp_xstack *n = realloc(x->xs, nc * sizeof(*n));
-
-		if (!n)
-			return -1;
-		x->xs = n;
-		*cap = nc;
-	}
+	if (SP_GROW(x->xs, *cap, x->nxs + 1, 64) < 0)
+		return -1;
 	x->xs[x->nxs++] = *s;
 	return 0;
 }
@@ -542,15 +521,8 @@ static int assign_lanes(struct sp_export *x, struct sp_xthread *t)
 			if (!ln[l].n || ln[l].ends[ln[l].n - 1] >= end)
 				break;
 		}
-		if (ln[l].n == ln[l].cap) {
-			size_t nc = ln[l].cap ? ln[l].cap * 2 : 16;
-			uint64_t *ne = realloc(ln[l].ends, nc * sizeof(*ne));
-
-			if (!ne)
-				goto out;
-			ln[l].ends = ne;
-			ln[l].cap = nc;
-		}
+		if (SP_GROW(ln[l].ends, ln[l].cap, ln[l].n + 1, 16) < 0)
+			goto out;
 		ln[l].ends[ln[l].n++] = end;
 		e->lane = (int)l;
 	}
@@ -694,15 +666,8 @@ static int push_event(struct sp_export *x, const struct sp_xevent *e, void *arg)
 {
 	size_t *cap = arg;
 
-	if (x->nev == *cap) {
-		size_t nc = *cap ? *cap * 2 : 256;
-		struct sp_xevent *n = realloc(x->ev, nc * sizeof(*n));
-
-		if (!n)
-			return -1;
-		x->ev = n;
-		*cap = nc;
-	}
+	if (SP_GROW(x->ev, *cap, x->nev + 1, 256) < 0)
+		return -1;
 	x->ev[x->nev++] = *e;
 	return 0;
 }

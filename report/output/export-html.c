@@ -228,7 +228,6 @@ static void print_stack(FILE *f, const struct sp_export *x, const struct sp_stk 
 	fputs("<pre>", f);
 	for (i = 0, k = 0; i < sk->nframes; i++) {
 		const struct sp_frame *fr = &sk->frames[i];
-		const char *b = strrchr(fr->module, '/');
 		int site = !marked && is_site(x, sk->site, fr);
 		char line[32];
 
@@ -242,7 +241,7 @@ static void print_stack(FILE *f, const struct sp_export *x, const struct sp_stk 
 		sp_xml_str(f, fr->file);
 		snprintf(line, sizeof(line), ":%d) [", fr->line);
 		fputs(line, f);
-		sp_xml_str(f, b ? b + 1 : fr->module);
+		sp_xml_str(f, sp_basename(fr->module));
 		fputs(site ? "]</span>\n" : "]\n", f);
 	}
 	fputs("</pre>\n", f);

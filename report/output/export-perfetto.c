@@ -224,15 +224,8 @@ static int heap_push(struct heap *h, struct pend e)
 {
 	size_t i;
 
-	if (h->n == h->cap) {
-		size_t nc = h->cap ? h->cap * 2 : 64;
-		struct pend *nv = realloc(h->v, nc * sizeof(*nv));
-
-		if (!nv)
-			return -1;
-		h->v = nv;
-		h->cap = nc;
-	}
+	if (SP_GROW(h->v, h->cap, h->n + 1, 64) < 0)
+		return -1;
 	for (i = h->n++; i && pend_less(&e, &h->v[(i - 1) / 2]); i = (i - 1) / 2)
 		h->v[i] = h->v[(i - 1) / 2];
 	h->v[i] = e;
@@ -368,15 +361,8 @@ static struct lane *lane_for(struct pctx *c, struct pthr *t, uint64_t start, uin
 		if (!t->ln[l].n || t->ln[l].ends[t->ln[l].n - 1] >= stop)
 			break;
 	}
-	if (t->ln[l].n == t->ln[l].cap) {
-		size_t nc = t->ln[l].cap ? t->ln[l].cap * 2 : 16;
-		uint64_t *ne = realloc(t->ln[l].ends, nc * sizeof(*ne));
-
-		if (!ne)
-			return NULL;
-		t->ln[l].ends = ne;
-		t->ln[l].cap = nc;
-	}
+	if (SP_GROW(t->ln[l].ends, t->ln[l].cap, t->ln[l].n + 1, 16) < 0)
+		return NULL;
 	t->ln[l].ends[t->ln[l].n++] = stop;
 	return &t->ln[l];
 }
@@ -457,15 +443,8 @@ static int load_counters(struct sp_export *x, struct pctx *c)
 		uint64_t pid = rc == SQLITE_ROW ? (uint64_t)sqlite3_column_int64(st, 0) : 0;
 		uint64_t sec = rc == SQLITE_ROW ? (uint64_t)sqlite3_column_int64(st, 1) : 0;
 
-		if (c->nc + 2 > cap) {
-			size_t ncap = cap ? cap * 2 : 64;
-			struct cop *n = realloc(c->c, ncap * sizeof(*n));
-
-			if (!n)
-				goto fail;
-			c->c = n;
-			cap = ncap;
-		}
+		if (SP_GROW(c->c, cap, c->nc + 2, 64) < 0)
+			goto fail;
 		/* the previous second's drop to 0, unless the next follows it */
 		if (have && (rc == SQLITE_DONE || pid != lastpid || sec != lastsec + 1))
 			c->c[c->nc++] = (struct cop){ (lastsec + 1) * 1000000000ULL, track, 0 };

@@ -52,18 +52,12 @@ static long intern(struct ftab *t, const struct sp_frame *fr, const struct sp_qr
 		/* 64-bit hash collision: keep both, unshared */
 	}
 	if (t->n == t->cap) {
-		size_t nc = t->cap ? t->cap * 2 : 128;
-		const struct sp_frame **nf = realloc(t->fr, nc * sizeof(*nf));
-		const struct sp_qrow **nq;
+		/* two arrays of one capacity: it grows once both have */
+		size_t capf = t->cap, capq = t->cap;
 
-		if (!nf)
+		if (SP_GROW(t->fr, capf, t->n + 1, 128) < 0 || SP_GROW(t->q, capq, t->n + 1, 128) < 0)
 			return -1;
-		t->fr = nf;
-		nq = realloc(t->q, nc * sizeof(*nq));
-		if (!nq)
-			return -1;
-		t->q = nq;
-		t->cap = nc;
+		t->cap = capf;
 	}
 	t->fr[t->n] = fr;
 	t->q[t->n] = q;

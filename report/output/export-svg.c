@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "export.h"
+#include "hash.h"
 #include "util.h"
 
 #define WIDTH 1200.0
@@ -42,15 +43,8 @@ struct tree {
 
 static size_t add_node(struct tree *t, const char *name, int is_sql)
 {
-	if (t->n == t->cap) {
-		size_t nc = t->cap ? t->cap * 2 : 256;
-		struct node *n = realloc(t->v, nc * sizeof(*n));
-
-		if (!n)
-			return 0;
-		t->v = n;
-		t->cap = nc;
-	}
+	if (SP_GROW(t->v, t->cap, t->n + 1, 256) < 0)
+		return 0;
 	t->v[t->n] = (struct node){ .name = name, .is_sql = is_sql };
 	return t->n++;
 }
@@ -119,18 +113,9 @@ static double weight(const struct sp_export *x, const struct node *n)
 	return x->weight == SP_XW_COUNT ? n->count : n->ns;
 }
 
-static unsigned hash_name(const char *s)
-{
-	unsigned h = 2166136261u;
-
-	for (; *s; s++)
-		h = (h ^ (unsigned char)*s) * 16777619u;
-	return h;
-}
-
 static void color(const struct node *n, int root, char *buf, size_t len)
 {
-	unsigned h = hash_name(n->name);
+	unsigned h = sp_fnv1a32_str(n->name);
 	double v1 = (h & 0xff) / 255.0, v2 = ((h >> 8) & 0xff) / 255.0;
 
 	if (root)

@@ -139,8 +139,11 @@ uint64_t sp_export_fweight(const struct sp_export *x, const struct sp_fstack *f)
 /* The frame standing for "no stack recorded". */
 extern const struct sp_frame sp_export_nostack;
 
-/* XML/HTML text and attribute escaping (& < > " ' and control characters;
- * invalid UTF-8 replaced). */
+/* XML/HTML text and attribute escaping, the one escaper of the SVG, HTML
+ * and JUnit XML outputs: & < > " and ' (as &#39;, which HTML 4 knows and
+ * &apos; is not), newline and tab as character references (an attribute
+ * value keeps them), other control characters (not allowed in XML 1.0)
+ * and invalid UTF-8 replaced by U+FFFD. */
 void sp_xml_str(FILE *f, const char *s);
 
 /* Printers: 0, or -1 on ENOMEM (output errors are the caller's to check). */

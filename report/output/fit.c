@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "fit.h"
+#include "util.h"
 
 size_t sp_fit_width(int fd)
 {
@@ -111,15 +112,8 @@ static ssize_t fit_write(void *cookie, const char *buf, size_t n)
 			t->len = 0;
 			continue;
 		}
-		if (t->len == t->cap) {
-			size_t nc = t->cap ? t->cap * 2 : 256;
-			char *nl = realloc(t->line, nc);
-
-			if (!nl)
-				return -1;
-			t->line = nl;
-			t->cap = nc;
-		}
+		if (SP_GROW(t->line, t->cap, t->len + 1, 256) < 0)
+			return -1;
 		t->line[t->len++] = buf[i];
 	}
 	return (ssize_t)n;

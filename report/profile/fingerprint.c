@@ -34,6 +34,7 @@
  * so the whole thing is O(len).
  */
 #include "fingerprint.h"
+#include "hash.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -42,14 +43,7 @@
 
 uint64_t sp_hash64(const void *data, size_t len)
 {
-	const unsigned char *p = data;
-	uint64_t h = 0xcbf29ce484222325ULL; /* FNV-1a 64 offset basis */
-
-	for (size_t i = 0; i < len; i++) {
-		h ^= p[i];
-		h *= 0x100000001b3ULL; /* FNV-1a 64 prime */
-	}
-	return h;
+	return sp_fnv1a64(SP_FNV64_OFFSET, data, len);
 }
 
 /* ---- keywords ---------------------------------------------------------- */

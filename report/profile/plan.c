@@ -9,11 +9,13 @@
 #include <string.h>
 
 #include "plan.h"
+#include "util.h"
 
 int sp_plan_nodes(const char *plan, struct sp_plan_node **out)
 {
 	const char *line = plan;
-	int n = 0, cap = 0;
+	int n = 0;
+	size_t cap = 0;
 
 	*out = NULL;
 	while (line && *line) {
@@ -23,17 +25,10 @@ int sp_plan_nodes(const char *plan, struct sp_plan_node **out)
 
 		if (sscanf(line, "%d|%d|%n", &id, &parent, &off) >= 2 && off > 0 &&
 		    line + off <= end) {
-			if (n == cap) {
-				int nc = cap ? cap * 2 : 16;
-				struct sp_plan_node *nn = realloc(*out, (size_t)nc * sizeof(*nn));
-
-				if (!nn) {
-					free(*out);
-					*out = NULL;
-					return -1;
-				}
-				*out = nn;
-				cap = nc;
+			if (SP_GROW(*out, cap, (size_t)n + 1, 16) < 0) {
+				free(*out);
+				*out = NULL;
+				return -1;
 			}
 			(*out)[n].id = id;
 			(*out)[n].parent = parent;

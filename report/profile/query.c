@@ -68,15 +68,8 @@ int sp_qset_load(sqlite3 *db, struct sp_qset *qs, char *err, size_t errlen)
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 		struct sp_qrow *r;
 
-		if (qs->n == cap) {
-			size_t nc = cap ? cap * 2 : 64;
-			struct sp_qrow *nr = realloc(qs->rows, nc * sizeof(*nr));
-
-			if (!nr)
-				goto nomem;
-			qs->rows = nr;
-			cap = nc;
-		}
+		if (SP_GROW(qs->rows, cap, qs->n + 1, 64) < 0)
+			goto nomem;
 		r = &qs->rows[qs->n];
 		memset(r, 0, sizeof(*r));
 		r->fp_id = sqlite3_column_int64(st, 0);
@@ -437,15 +430,8 @@ int sp_failures_load(sqlite3 *db, struct sp_failures *out)
 		struct sp_failure *x;
 		const char *kind = (const char *)sqlite3_column_text(st, 1);
 
-		if (out->n == cap) {
-			size_t nc = cap ? cap * 2 : 16;
-			struct sp_failure *nf = realloc(out->f, nc * sizeof(*nf));
-
-			if (!nf)
-				goto nomem;
-			out->f = nf;
-			cap = nc;
-		}
+		if (SP_GROW(out->f, cap, out->n + 1, 16) < 0)
+			goto nomem;
 		x = &out->f[out->n];
 		memset(x, 0, sizeof(*x));
 		x->fp_id = sqlite3_column_int64(st, 0);

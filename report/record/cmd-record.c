@@ -323,8 +323,8 @@ static void report_stragglers(const struct sp_coll *c, const struct sp_client *c
 		/* the program it runs now: the last of "old -> new", its base name */
 		while (exe && (arrow = strstr(exe, " -> ")))
 			exe = arrow + 4;
-		if (exe && strrchr(exe, '/'))
-			exe = strrchr(exe, '/') + 1;
+		if (exe)
+			exe = sp_basename(exe);
 		if (n < 8 && len < sizeof(pids) - 64) {
 			len += (size_t)snprintf(pids + len, sizeof(pids) - len, "%s%u%s",
 						n ? ", " : "", cl[i].pid, exe ? " (" : "");
@@ -749,15 +749,8 @@ int cmd_record(int argc, char **argv)
 				goto out;
 			if (q->count == prev[0])
 				continue;
-			if (nrt == caprt) {
-				size_t nc = caprt ? caprt * 2 : 64;
-				struct sp_run_total *nr = realloc(rt, nc * sizeof(*nr));
-
-				if (!nr)
-					goto out;
-				rt = nr;
-				caprt = nc;
-			}
+			if (SP_GROW(rt, caprt, nrt + 1, 64) < 0)
+				goto out;
 			rt[nrt++] = (struct sp_run_total){ .run = (uint32_t)run, .sql_id = qk[0],
 							   .kind = (uint32_t)qk[1],
 							   .count = q->count - prev[0],

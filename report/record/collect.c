@@ -89,15 +89,8 @@ char *sp_coll_deaths(const struct sp_coll *c)
 			     p->nrunning, sql);
 		if (n < 0)
 			continue;
-		if (len + (size_t)n + 1 > cap) {
-			size_t nc = (cap ? cap * 2 : 1024) + (size_t)n;
-			char *no = realloc(out, nc);
-
-			if (!no)
-				break;
-			out = no;
-			cap = nc;
-		}
+		if (SP_GROW(out, cap, len + (size_t)n + 1, 1024) < 0)
+			break;
 		memcpy(out + len, line, (size_t)n + 1);
 		len += (size_t)n;
 	}
@@ -529,16 +522,9 @@ static void apply_exec(struct sp_coll *c, struct sp_proc *p, const struct sp_rec
 		else
 			c->events_dropped++;
 	} else if (c->nevents < c->events_max) {
-		if (c->nevents == c->events_cap) {
-			size_t cap = c->events_cap ? c->events_cap * 2 : 1024;
-			struct sp_event *e = realloc(c->events, cap * sizeof(*e));
-
-			if (!e) {
-				c->events_dropped++;
-				return;
-			}
-			c->events = e;
-			c->events_cap = cap;
+		if (SP_GROW(c->events, c->events_cap, c->nevents + 1, 1024) < 0) {
+			c->events_dropped++;
+			return;
 		}
 		c->events[c->nevents++] = ev;
 	} else {
@@ -573,15 +559,8 @@ static void stats_copy_apply(struct sp_coll *c, struct sp_proc *p, const struct 
 	if (!m && p->merged_image && p->merged_image >= p->image)
 		return; /* merged already: not counted twice */
 	if (!m) {
-		if (c->nstats == c->stats_cap) {
-			size_t cap = c->stats_cap ? c->stats_cap * 2 : 16;
-			struct sp_statmap *ns = realloc(c->stats, cap * sizeof(*ns));
-
-			if (!ns)
-				return;
-			c->stats = ns;
-			c->stats_cap = cap;
-		}
+		if (SP_GROW(c->stats, c->stats_cap, c->nstats + 1, 16) < 0)
+			return;
 		m = &c->stats[c->nstats++];
 		*m = (struct sp_statmap){ .pid = p->pid, .image = p->image, .clock = p->clock, .copy = 1 };
 	}
@@ -1007,15 +986,8 @@ static int ring_register(struct sp_coll *c, void *map, size_t map_len, const str
 	struct sp_proc *p = hmap_get(&c->procs, &rec->pid, 0, NULL);
 	struct sp_ring *r;
 
-	if (c->nrings == c->rings_cap) {
-		size_t cap = c->rings_cap ? c->rings_cap * 2 : 16;
-		struct sp_ring **nr = realloc(c->rings, cap * sizeof(*nr));
-
-		if (!nr)
-			goto nomem;
-		c->rings = nr;
-		c->rings_cap = cap;
-	}
+	if (SP_GROW(c->rings, c->rings_cap, c->nrings + 1, 16) < 0)
+		goto nomem;
 	r = calloc(1, sizeof(*r));
 	if (!r)
 		goto nomem;
@@ -1421,16 +1393,9 @@ int sp_coll_stats_add(struct sp_coll *c, uint32_t pid, int fd, const struct sp_r
 		p->no_stats = 1;
 		return failf(c, "statistics of pid %u: bad header", pid);
 	}
-	if (c->nstats == c->stats_cap) {
-		size_t cap = c->stats_cap ? c->stats_cap * 2 : 16;
-		struct sp_statmap *ns = realloc(c->stats, cap * sizeof(*ns));
-
-		if (!ns) {
-			munmap(m, (size_t)st.st_size);
-			return failf(c, "out of memory for statistics");
-		}
-		c->stats = ns;
-		c->stats_cap = cap;
+	if (SP_GROW(c->stats, c->stats_cap, c->nstats + 1, 16) < 0) {
+		munmap(m, (size_t)st.st_size);
+		return failf(c, "out of memory for statistics");
 	}
 	c->stats[c->nstats++] = (struct sp_statmap){ .map = m, .size = (size_t)st.st_size,
 						     .pid = pid, .image = p->image,
@@ -1748,15 +1713,8 @@ next:
 /* Keep the header page of a merged mapping (see hdr_pages). */
 static int hdr_keep(struct sp_coll *c, void *map)
 {
-	if (c->nhdr == c->hdr_cap) {
-		size_t cap = c->hdr_cap ? c->hdr_cap * 2 : 16;
-		void **np = realloc(c->hdr_pages, cap * sizeof(*np));
-
-		if (!np)
-			return -1;
-		c->hdr_pages = np;
-		c->hdr_cap = cap;
-	}
+	if (SP_GROW(c->hdr_pages, c->hdr_cap, c->nhdr + 1, 16) < 0)
+		return -1;
 	c->hdr_pages[c->nhdr++] = map;
 	return 0;
 }
@@ -1892,15 +1850,8 @@ size_t sp_coll_read_unreported(struct sp_coll *c, const char *dir)
 	while ((e = readdir(d))) {
 		if (strncmp(e->d_name, "unrep.", 6))
 			continue;
-		if (n == cap) {
-			size_t nc = cap ? cap * 2 : 16;
-			char **nn = realloc(names, nc * sizeof(*nn));
-
-			if (!nn)
-				break;
-			names = nn;
-			cap = nc;
-		}
+		if (SP_GROW(names, cap, n + 1, 16) < 0)
+			break;
 		if (!(names[n] = strdup(e->d_name)))
 			break;
 		n++;

@@ -218,16 +218,9 @@ static int accept_all(struct sp_srv *s)
 			close(fd);
 			continue;
 		}
-		if (s->ncl == s->capcl) {
-			size_t nc = s->capcl ? s->capcl * 2 : 16;
-			struct sp_client *ncx = realloc(s->cl, nc * sizeof(*s->cl));
-
-			if (!ncx) {
-				close(fd);
-				return -1;
-			}
-			s->cl = ncx;
-			s->capcl = nc;
+		if (SP_GROW(s->cl, s->capcl, s->ncl + 1, 16) < 0) {
+			close(fd);
+			return -1;
 		}
 		s->cl[s->ncl].fd = fd;
 		s->cl[s->ncl].pid = (uint32_t)cr.pid;
