@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "attrib.h"
+#include "kind.h"
 #include "sym.h"
 
 struct stkey {
@@ -227,7 +228,7 @@ static int load_callers(sqlite3 *db, struct sp_attrib *a)
 		return 0; /* an older profile */
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 		const char *kind = (const char *)sqlite3_column_text(st, 1);
-		struct ckey k = { sqlite3_column_int64(st, 0), kind && !strcmp(kind, "exec"),
+		struct ckey k = { sqlite3_column_int64(st, 0), sp_qkind_parse(kind),
 				  (uint64_t)sqlite3_column_int64(st, 2),
 				  (uint64_t)sqlite3_column_int64(st, 3) };
 		struct sp_acaller *c = hmap_get(&a->callers, &k, 1, NULL);
@@ -257,7 +258,7 @@ static int load_callers(sqlite3 *db, struct sp_attrib *a)
 
 		if (!s)
 			continue;
-		k = (struct ckey){ sqlite3_column_int64(st, 0), kind && !strcmp(kind, "exec"), sk.pid,
+		k = (struct ckey){ sqlite3_column_int64(st, 0), sp_qkind_parse(kind), sk.pid,
 				   s->leaf_pc };
 		c = hmap_get(&a->callers, &k, 0, NULL);
 		if (!c)
@@ -653,7 +654,7 @@ int sp_attrib_load(sqlite3 *db, const char *const *skip, struct sp_attrib *a, ch
 		const struct sp_stk *sk = hmap_get(&a->stacks, &k, 0, NULL);
 		int64_t fp = sqlite3_column_int64(st, 0);
 		const char *kind = (const char *)sqlite3_column_text(st, 1);
-		int kx = kind && !strcmp(kind, "exec"); /* hostile profile: NULL */
+		int kx = sp_qkind_parse(kind); /* hostile profile: NULL */
 		int site = sk ? sk->site : -1;
 		struct qskey qk = { fp, kx, site };
 		int created;

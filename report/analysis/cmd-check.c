@@ -198,26 +198,26 @@ static struct regression *add(struct result *res, const struct sp_qdiff *q, int 
 	memset(g, 0, sizeof(*g));
 	g->q = q;
 	g->rule = rule;
-	sp_doctor_site(s->np ? &s->p[0].at : NULL, q->fp_id, !strcmp(q->kind, "exec"), g->site,
+	sp_doctor_site(s->np ? &s->p[0].at : NULL, q->fp_id, q->kind == SP_QK_EXEC, g->site,
 		       sizeof(g->site));
 	return g;
 }
 
-static int has_finding(const struct sp_findings *fs, int rule, int64_t fp, const char *kind)
+static int has_finding(const struct sp_findings *fs, int rule, int64_t fp, enum sp_qkind kind)
 {
 	for (size_t i = 0; i < fs->n; i++)
 		if ((int)fs->f[i].rule == rule && fs->f[i].q->fp_id == fp &&
-		    !strcmp(fs->f[i].q->kind, kind))
+		    fs->f[i].q->kind == kind)
 			return 1;
 	return 0;
 }
 
 static const struct sp_finding *find_finding(const struct sp_findings *fs, int rule, int64_t fp,
-					     const char *kind)
+					     enum sp_qkind kind)
 {
 	for (size_t i = 0; i < fs->n; i++)
 		if ((int)fs->f[i].rule == rule && fs->f[i].q->fp_id == fp &&
-		    !strcmp(fs->f[i].q->kind, kind))
+		    fs->f[i].q->kind == kind)
 			return &fs->f[i];
 	return NULL;
 }
@@ -396,7 +396,7 @@ static void print_json(const struct sp_side *base, const struct sp_side *cand,
 
 		printf("%s\n  {\"rule\": \"%s\", \"fingerprint_id\": \"%016llx\", \"kind\": \"%s\","
 		       " \"fingerprint\": ",
-		       i ? "," : "", rname[g->rule], (unsigned long long)g->q->fp_id, g->q->kind);
+		       i ? "," : "", rname[g->rule], (unsigned long long)g->q->fp_id, sp_qkind_name(g->q->kind));
 		sp_json_str(stdout, r->fingerprint);
 		printf(", \"site\": ");
 		sp_json_str(stdout, g->site);

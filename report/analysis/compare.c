@@ -157,7 +157,7 @@ static int index_rows(struct hmap *ix, const struct sp_qset *qs)
 
 	hmap_init(ix, sizeof(struct qkey), sizeof(size_t));
 	for (i = 0; i < qs->n; i++) {
-		struct qkey k = { qs->rows[i].fp_id, !strcmp(qs->rows[i].kind, "exec") };
+		struct qkey k = { qs->rows[i].fp_id, qs->rows[i].kind == SP_QK_EXEC };
 		int created;
 		size_t *v = hmap_get(ix, &k, 1, &created);
 
@@ -199,7 +199,7 @@ static int build_agg(struct sp_side *s)
 	for (i = 0; i < s->np; i++)
 		for (j = 0; j < s->p[i].qs.n; j++) {
 			const struct sp_qrow *r = &s->p[i].qs.rows[j];
-			struct qkey k = { r->fp_id, !strcmp(r->kind, "exec") };
+			struct qkey k = { r->fp_id, r->kind == SP_QK_EXEC };
 			int created;
 			size_t *idx = hmap_get(&keys, &k, 1, &created);
 
@@ -219,7 +219,7 @@ static int build_agg(struct sp_side *s)
 	hmap_free(&keys);
 	for (j = 0; j < s->agg.n; j++) {
 		struct sp_qrow *a = &s->agg.rows[j];
-		int kx = !strcmp(a->kind, "exec");
+		int kx = a->kind == SP_QK_EXEC;
 		static const size_t off[] = {
 			offsetof(struct sp_qrow, count),     offsetof(struct sp_qrow, total_ns),
 			offsetof(struct sp_qrow, self_ns),   offsetof(struct sp_qrow, wall_ns),
@@ -348,7 +348,7 @@ static int build_sites(struct sp_side *s)
 				x->key = strdup(key);
 				x->display = strdup(disp);
 				x->fp_id = q->fp_id;
-				snprintf(x->kind, sizeof(x->kind), "%s", q->kind_exec ? "exec" : "stmt");
+				x->kind = q->kind_exec ? SP_QK_EXEC : SP_QK_STMT;
 				if (!x->key || !x->display)
 					goto nomem;
 			}
@@ -382,7 +382,7 @@ static int load_run_means(struct sp_prof *p)
 		return 0;
 	while (sqlite3_step(st) == SQLITE_ROW) {
 		const char *kind = (const char *)sqlite3_column_text(st, 1);
-		struct qkey k = { sqlite3_column_int64(st, 0), kind && !strcmp(kind, "exec") };
+		struct qkey k = { sqlite3_column_int64(st, 0), sp_qkind_parse(kind) };
 		int created;
 		size_t *v = hmap_get(&p->rt_idx, &k, 1, &created);
 
@@ -452,7 +452,7 @@ int sp_side_load(struct sp_side *s, const char *const *paths, size_t n, const ch
 			struct sp_est_tot tot = { r->count, r->total_ns, r->self_ns, r->rows,
 						  r->vm_steps };
 
-			sp_attrib_estimate_q(&p->at, r->fp_id, !strcmp(r->kind, "exec"), &tot);
+			sp_attrib_estimate_q(&p->at, r->fp_id, r->kind == SP_QK_EXEC, &tot);
 		}
 		p->runs = meta_runs(p->db);
 		s->total_runs += p->runs;
@@ -499,15 +499,15 @@ void sp_side_free(struct sp_side *s)
 	memset(s, 0, sizeof(*s));
 }
 
-size_t sp_side_time_samples(const struct sp_side *s, int64_t fp_id, const char *kind, double *out,
+size_t sp_side_time_samples(const struct sp_side *s, int64_t fp_id, enum sp_qkind kind, double *out,
 			    size_t max)
 {
 	size_t n = 0, i;
 
 	for (i = 0; i < s->np && n < max; i++) {
 		const struct sp_prof *p = &s->p[i];
-		const struct sp_qrow *r = find_row(&p->qidx, &p->qs, fp_id, !strcmp(kind, "exec"));
-		struct qkey k = { fp_id, !strcmp(kind, "exec") };
+		const struct sp_qrow *r = find_row(&p->qidx, &p->qs, fp_id, kind == SP_QK_EXEC);
+		struct qkey k = { fp_id, kind == SP_QK_EXEC };
 		const size_t *v = p->runs > 1 ? hmap_get((struct hmap *)&p->rt_idx, &k, 0, NULL) : NULL;
 		size_t got = 0;
 
@@ -688,7 +688,7 @@ static int add_sites(const struct sp_side *base, const struct sp_side *cand, str
 		for (i = 0; i < s->nsites; i++) {
 			const struct sp_sitestat *x = &s->sites[i];
 			struct skey k = { sp_hash_bytes(x->key, strlen(x->key)), x->fp_id,
-					  !strcmp(x->kind, "exec") };
+					  (x->kind == SP_QK_EXEC) };
 			int created;
 			size_t *ix = hmap_get(&idx, &k, 1, &created);
 			struct sp_sdiff *sd;
@@ -705,7 +705,7 @@ static int add_sites(const struct sp_side *base, const struct sp_side *cand, str
 				memset(sd, 0, sizeof(*sd));
 				sd->display = x->display;
 				sd->fp_id = x->fp_id;
-				snprintf(sd->kind, sizeof(sd->kind), "%s", x->kind);
+				sd->kind = x->kind;
 				sd->fingerprint = r ? r->fingerprint : "?";
 			}
 			sd = &d->s[*ix];
@@ -743,7 +743,7 @@ int sp_diff_build(const struct sp_side *base, const struct sp_side *cand, struct
 
 		for (i = 0; i < s->agg.n; i++) {
 			const struct sp_qrow *r = &s->agg.rows[i];
-			struct qkey k = { r->fp_id, !strcmp(r->kind, "exec") };
+			struct qkey k = { r->fp_id, r->kind == SP_QK_EXEC };
 			int created;
 			size_t *ix = hmap_get(&idx, &k, 1, &created);
 			struct sp_qdiff *q;
@@ -757,7 +757,7 @@ int sp_diff_build(const struct sp_side *base, const struct sp_side *cand, struct
 				q = &d->q[d->nq++];
 				memset(q, 0, sizeof(*q));
 				q->fp_id = r->fp_id;
-				snprintf(q->kind, sizeof(q->kind), "%s", r->kind);
+				q->kind = r->kind;
 			}
 			q = &d->q[*ix];
 			if (side)

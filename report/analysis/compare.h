@@ -43,7 +43,7 @@ struct sp_sitestat {
 	char *key;       /* "function\tfile\tmodule base name": matched across sides */
 	char *display;   /* "function (file:line)" */
 	int64_t fp_id;
-	char kind[8];
+	enum sp_qkind kind;
 	double est_count, est_vm_steps, est_rows, samples;
 };
 
@@ -69,7 +69,7 @@ void sp_side_free(struct sp_side *s);
 
 /* Per-execution db-time samples of one fingerprint, one per run: returns
  * how many were written to out (at most max). */
-size_t sp_side_time_samples(const struct sp_side *s, int64_t fp_id, const char *kind, double *out,
+size_t sp_side_time_samples(const struct sp_side *s, int64_t fp_id, enum sp_qkind kind, double *out,
 			    size_t max);
 
 /* What changed in one fingerprint. */
@@ -101,7 +101,7 @@ extern const char *const sp_metric_names[SP_M_N]; /* "count", "rows", ... */
 
 struct sp_qdiff {
 	int64_t fp_id;
-	char kind[8];
+	enum sp_qkind kind;
 	const struct sp_qrow *base, *cand; /* NULL when absent; point into the sides' agg */
 	unsigned flags;
 	uint64_t m[2][SP_M_N];             /* [0] base, [1] candidate */
@@ -119,7 +119,7 @@ struct sp_qdiff {
 struct sp_sdiff {
 	const char *display; /* from the candidate when present */
 	int64_t fp_id;
-	char kind[8];
+	enum sp_qkind kind;
 	const char *fingerprint;
 	double count[2], vm_steps[2], rows[2];
 	double impact;

@@ -92,7 +92,7 @@ static struct sp_finding *add(struct sp_findings *fs, enum sp_rule rule, const s
 	memset(f, 0, sizeof(*f));
 	f->rule = rule;
 	f->q = q;
-	sp_doctor_site(at, q->fp_id, !strcmp(q->kind, "exec"), f->site, sizeof(f->site));
+	sp_doctor_site(at, q->fp_id, q->kind == SP_QK_EXEC, f->site, sizeof(f->site));
 	return f;
 }
 
@@ -576,7 +576,7 @@ int sp_doctor_find(sqlite3 *db, const struct sp_qset *qs, const struct sp_attrib
 		const struct sp_qrow *q = &qs->rows[i];
 		struct scan_ctx sc;
 		struct sp_finding *f;
-		int stmt = !strcmp(q->kind, "stmt");
+		int stmt = q->kind == SP_QK_STMT;
 
 		if (!q->count || q->fp_id == 0)
 			continue;
@@ -772,7 +772,7 @@ void sp_doctor_print_text(const struct sp_findings *fs, FILE *f)
 		if (sql)
 			sp_term_clean(sql);
 		fprintf(f, "%-10s  %s%s\n", sp_rule_name(x->rule),
-			strcmp(x->q->kind, "exec") ? "" : "[exec] ", sql ? sql : "?");
+			x->q->kind != SP_QK_EXEC ? "" : "[exec] ", sql ? sql : "?");
 		fputs("            at ", f);
 		print_site(f, x->site);
 		fputc('\n', f);

@@ -129,7 +129,7 @@ static void print_site_name(const struct sp_attrib *a, int site)
 static int sites_exact(const struct sp_attrib *a, const struct sp_qrow *r)
 {
 	size_t j, n;
-	const size_t *ix = sp_attrib_query_sites(a, r->fp_id, !strcmp(r->kind, "exec"), &n);
+	const size_t *ix = sp_attrib_query_sites(a, r->fp_id, r->kind == SP_QK_EXEC, &n);
 	uint64_t samples = 0;
 
 	for (j = 0; j < n; j++)
@@ -140,7 +140,7 @@ static int sites_exact(const struct sp_attrib *a, const struct sp_qrow *r)
 static void print_table_sites(const struct sp_attrib *a, const struct sp_qrow *r, int stacks)
 {
 	size_t j, n;
-	const size_t *ix = sp_attrib_query_sites(a, r->fp_id, !strcmp(r->kind, "exec"), &n);
+	const size_t *ix = sp_attrib_query_sites(a, r->fp_id, r->kind == SP_QK_EXEC, &n);
 	int exact = sites_exact(a, r);
 
 	for (j = 0; j < n; j++) {
@@ -280,7 +280,7 @@ static void print_table(const struct sp_qset *qs, const struct report_opts *o, s
 				if (l[c] > w[c])
 					w[c] = l[c];
 			l[0] = sp_fit_cols(r->fingerprint, strlen(r->fingerprint)) +
-			       (strcmp(r->kind, "exec") ? 0 : 7);
+			       (r->kind != SP_QK_EXEC ? 0 : 7);
 			if (l[0] > longest)
 				longest = l[0];
 		}
@@ -309,7 +309,7 @@ static void print_table(const struct sp_qset *qs, const struct report_opts *o, s
 	printf("  SQL\n");
 	for (i = 0; i < n; i++) {
 		const struct sp_qrow *r = &qs->rows[i];
-		int exec = !strcmp(r->kind, "exec");
+		int exec = r->kind == SP_QK_EXEC;
 		char *sql;
 
 		sqlw = o->width;
@@ -350,7 +350,7 @@ static void print_csv(const struct sp_qset *qs, size_t n)
 	for (i = 0; i < n; i++) {
 		const struct sp_qrow *r = &qs->rows[i];
 
-		printf("%016llx,%s,", (unsigned long long)r->fp_id, r->kind);
+		printf("%016llx,%s,", (unsigned long long)r->fp_id, sp_qkind_name(r->kind));
 		sp_csv_str(stdout, r->fingerprint);
 		putchar(',');
 		sp_csv_str(stdout, r->sql);
@@ -369,7 +369,7 @@ static void print_csv(const struct sp_qset *qs, size_t n)
 static void print_json_sites(const struct sp_attrib *a, const struct sp_qrow *r)
 {
 	size_t j, nix;
-	const size_t *ix = sp_attrib_query_sites(a, r->fp_id, !strcmp(r->kind, "exec"), &nix);
+	const size_t *ix = sp_attrib_query_sites(a, r->fp_id, r->kind == SP_QK_EXEC, &nix);
 	int first = 1;
 
 	printf(", \"sites\": [");
@@ -549,7 +549,7 @@ static void print_json_findings(const struct sp_findings *fs)
 		printf("%s\n  {\"kind\": ", i ? "," : "");
 		sp_json_str(stdout, sp_rule_name(x->rule));
 		printf(", \"fingerprint_id\": \"%016llx\", \"query_kind\": \"%s\", \"fingerprint\": ",
-		       (unsigned long long)x->q->fp_id, x->q->kind);
+		       (unsigned long long)x->q->fp_id, sp_qkind_name(x->q->kind));
 		sp_json_str(stdout, x->q->fingerprint);
 		printf(", \"sql\": ");
 		sp_json_str(stdout, x->q->sql);
@@ -573,7 +573,7 @@ static void print_json_failures(const struct sp_failures *fs, const struct sp_at
 		const struct sp_failure *x = &fs->f[i];
 
 		printf("%s\n  {\"fingerprint_id\": \"%016llx\", \"kind\": \"%s\", \"fingerprint\": ",
-		       i ? "," : "", (unsigned long long)x->fp_id, x->kind);
+		       i ? "," : "", (unsigned long long)x->fp_id, sp_qkind_name(x->kind));
 		sp_json_str(stdout, x->fingerprint);
 		printf(", \"code\": %d, \"message\": ", x->rc);
 		sp_json_str(stdout, x->message);
@@ -616,7 +616,7 @@ static void print_json(const struct sp_qset *qs, size_t n, const struct sp_attri
 		const struct sp_qrow *r = &qs->rows[i];
 
 		printf("%s\n  {\"fingerprint_id\": \"%016llx\", \"kind\": \"%s\", \"fingerprint\": ",
-		       i ? "," : "", (unsigned long long)r->fp_id, r->kind);
+		       i ? "," : "", (unsigned long long)r->fp_id, sp_qkind_name(r->kind));
 		sp_json_str(stdout, r->fingerprint);
 		printf(", \"sql\": ");
 		sp_json_str(stdout, r->sql);
@@ -660,7 +660,7 @@ static void print_csv_findings(const struct sp_findings *fs)
 		const struct sp_finding *x = &fs->f[i];
 
 		printf("%s,%016llx,%s,", sp_rule_name(x->rule), (unsigned long long)x->q->fp_id,
-		       x->q->kind);
+		       sp_qkind_name(x->q->kind));
 		sp_csv_str(stdout, x->q->fingerprint);
 		putchar(',');
 		sp_csv_str(stdout, x->site);
@@ -685,7 +685,7 @@ static void print_csv_failures(const struct sp_failures *fs, const struct sp_att
 		if (sk && sk->site >= 0)
 			sp_site_label(site, sizeof(site), a->sites[sk->site].function,
 				      a->sites[sk->site].file, a->sites[sk->site].line);
-		printf("%016llx,%s,", (unsigned long long)x->fp_id, x->kind);
+		printf("%016llx,%s,", (unsigned long long)x->fp_id, sp_qkind_name(x->kind));
 		sp_csv_str(stdout, x->fingerprint);
 		printf(",%d,", x->rc);
 		sp_csv_str(stdout, x->message);
@@ -762,7 +762,7 @@ static void print_group_queries(const struct sp_qset *qs, const struct report_op
 		sp_term_clean(sql);
 		printf("%12.0f %10s %8s %8s    <- %s%s\n", q->count,
 		       sp_fmt_ns(b, sizeof(b), q->self_ns), "", "",
-		       strcmp(r->kind, "exec") ? "" : "[exec] ", sql);
+		       (r->kind != SP_QK_EXEC) ? "" : "[exec] ", sql);
 		free(sql);
 	}
 }
@@ -791,7 +791,7 @@ static void print_grouped(const struct sp_attrib *a, const struct sp_qset *qs,
 		goto out;
 	/* the queries of the report (a statement folded into its exec is not one) */
 	for (i = 0; i < qs->n; i++) {
-		int64_t k[2] = { qs->rows[i].fp_id, !strcmp(qs->rows[i].kind, "exec") };
+		int64_t k[2] = { qs->rows[i].fp_id, qs->rows[i].kind == SP_QK_EXEC };
 		size_t *v = hmap_get(&rowof, k, 1, NULL);
 
 		if (!v)
@@ -916,7 +916,7 @@ static void print_grouped(const struct sp_attrib *a, const struct sp_qset *qs,
 				const struct sp_qrow *r = &qs->rows[q->row];
 
 				printf("%s{\"fingerprint_id\": \"%016llx\", \"kind\": \"%s\", \"fingerprint\": ",
-				       j > gfirst[i] ? ", " : "", (unsigned long long)r->fp_id, r->kind);
+				       j > gfirst[i] ? ", " : "", (unsigned long long)r->fp_id, sp_qkind_name(r->kind));
 				sp_json_str(stdout, r->fingerprint);
 				printf(", \"est_count\": %.0f, \"est_self_ns\": %.0f}", q->count,
 				       q->self_ns);
@@ -998,7 +998,7 @@ static void print_errors(const struct sp_failures *fs, const struct sp_attrib *a
 		if (sql)
 			sp_term_clean(sql);
 		printf("%10llu x rc=%d %s: %s%s\n", (unsigned long long)x->count, x->rc, x->message,
-		       strcmp(x->kind, "exec") ? "" : "[exec] ", sql ? sql : "?");
+		       (x->kind != SP_QK_EXEC) ? "" : "[exec] ", sql ? sql : "?");
 		free(sql);
 		if (x->stack_id)
 			print_stack(a, x->pid, x->stack_id, "             ");
@@ -1112,7 +1112,7 @@ int cmd_report(int argc, char **argv)
 		return SP_EXIT_INPUT;
 	}
 	for (n = 0; n < qs.n; n++)
-		sp_attrib_estimate(&at, qs.rows[n].fp_id, !strcmp(qs.rows[n].kind, "exec"),
+		sp_attrib_estimate(&at, qs.rows[n].fp_id, qs.rows[n].kind == SP_QK_EXEC,
 				   qs.rows[n].count, qs.rows[n].total_ns, qs.rows[n].self_ns);
 	sp_qsort(at.qs, at.nqs, sizeof(*at.qs), cmp_qsite);
 	if (sp_attrib_index(&at) < 0) {

@@ -31,7 +31,7 @@ void sp_side_describe(const struct sp_side *s, char *buf, size_t len)
 		snprintf(buf + o, len - o, ")");
 }
 
-char *sp_diff_sql(const char *fingerprint, const char *kind, size_t width)
+char *sp_diff_sql(const char *fingerprint, enum sp_qkind kind, size_t width)
 {
 	char *s = sp_shorten(fingerprint, width), *out;
 	size_t n;
@@ -39,7 +39,7 @@ char *sp_diff_sql(const char *fingerprint, const char *kind, size_t width)
 	if (!s)
 		return NULL;
 	sp_term_clean(s); /* one line, and no terminal escapes from hostile SQL */
-	if (strcmp(kind, "exec"))
+	if (kind != SP_QK_EXEC)
 		return s;
 	n = strlen(s) + 8;
 	out = malloc(n);
@@ -241,7 +241,7 @@ static void print_json(FILE *f, const struct sp_side *base, const struct sp_side
 			break;
 		fprintf(f, "%s\n  {\"fingerprint_id\": \"%016llx\", \"kind\": \"%s\", \"status\": \"%s\","
 			   " \"fingerprint\": ",
-			first ? "" : ",", (unsigned long long)q->fp_id, q->kind, status(q));
+			first ? "" : ",", (unsigned long long)q->fp_id, sp_qkind_name(q->kind), status(q));
 		first = 0;
 		sp_json_str(f, r->fingerprint);
 		fprintf(f, ", \"flags\": [");
@@ -302,7 +302,7 @@ static void print_json(FILE *f, const struct sp_side *base, const struct sp_side
 		first = 0;
 		sp_json_str(f, s->display);
 		fprintf(f, ", \"fingerprint_id\": \"%016llx\", \"kind\": \"%s\", \"fingerprint\": ",
-			(unsigned long long)s->fp_id, s->kind);
+			(unsigned long long)s->fp_id, sp_qkind_name(s->kind));
 		sp_json_str(f, s->fingerprint);
 		fprintf(f, ", \"est_count_base\": %.1f, \"est_count_new\": %.1f, \"est_vm_steps_base\": %.1f,"
 			   " \"est_vm_steps_new\": %.1f, \"est_rows_base\": %.1f, \"est_rows_new\": %.1f}",

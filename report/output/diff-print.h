@@ -20,6 +20,6 @@ void sp_side_describe(const struct sp_side *s, char *buf, size_t len);
 /* One GitHub Markdown table cell: code spans or escaped text. */
 void sp_md_cell(FILE *f, const char *s, int code);
 /* A fingerprint shortened for tables, one line; free() it. */
-char *sp_diff_sql(const char *fingerprint, const char *kind, size_t width);
+char *sp_diff_sql(const char *fingerprint, enum sp_qkind kind, size_t width);
 
 #endif

@@ -35,7 +35,7 @@ static int event(struct sp_export *x, const struct sp_xevent *e, void *arg)
 	c->first = 0;
 	sp_json_str(f, name);
 	fprintf(f, ",\"cat\":\"%s\",\"ph\":\"X\",\"ts\":",
-		e->q && !strcmp(e->q->kind, "exec") ? "sql,exec" : "sql");
+		e->q && e->q->kind == SP_QK_EXEC ? "sql,exec" : "sql");
 	us(f, e->start_ns);
 	fputs(",\"dur\":", f);
 	us(f, e->wall_ns);

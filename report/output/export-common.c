@@ -149,7 +149,7 @@ const char *sp_export_query_label(struct sp_export *x, const struct sp_qrow *q, 
 	free(c);
 	if (!s)
 		return NULL;
-	if (strcmp(q->kind, "exec"))
+	if (q->kind != SP_QK_EXEC)
 		return sp_export_own(x, s);
 	t = asprintf(&c, "[exec] %s", s) < 0 ? NULL : c;
 	free(s);
@@ -256,7 +256,7 @@ struct qkey {
 static const struct sp_qrow *find_q(struct hmap *qm, const struct sp_export *x, int64_t fp,
 				    const unsigned char *kind)
 {
-	struct qkey k = { fp, kind && !strcmp((const char *)kind, "exec") };
+	struct qkey k = { fp, sp_qkind_parse(kind) };
 	size_t *i = hmap_get(qm, &k, 0, NULL);
 
 	return i ? &x->qs.rows[*i] : NULL;
@@ -342,7 +342,7 @@ static int load_xstacks(struct sp_export *x, struct hmap *qm, char *err, size_t 
 		struct sp_est_tot tot = { q->count, q->total_ns, q->self_ns, q->rows, q->vm_steps };
 		struct sp_est_in in = xstack_in(s);
 		struct sp_est e;
-		int kx = !strcmp(q->kind, "exec");
+		int kx = q->kind == SP_QK_EXEC;
 		double xc, xn, ec, en;
 
 		/* the exact per-caller part (as report's: sp_attrib_estimate_q),
@@ -574,7 +574,7 @@ static int each_event(struct sp_export *x, struct hmap *qm, const char *order, e
 		int64_t sql_id = sqlite3_column_int64(st, 14), fp = sqlite3_column_int64(st, 4);
 		uint64_t stack_id = (uint64_t)sqlite3_column_int64(st, 6);
 		const unsigned char *kind = sqlite3_column_text(st, 5);
-		int kx = kind && !strcmp((const char *)kind, "exec");
+		int kx = sp_qkind_parse(kind);
 		const struct sp_stk *sk;
 		const char **sp;
 		int created, site;
@@ -708,7 +708,7 @@ static int qmap_build(struct sp_export *x, struct hmap *qm)
 	hmap_init(qm, sizeof(struct qkey), sizeof(size_t));
 	for (i = 0; i < x->qs.n; i++) {
 		const struct sp_qrow *r = &x->qs.rows[i];
-		struct qkey k = { r->fp_id, !strcmp(r->kind, "exec") };
+		struct qkey k = { r->fp_id, r->kind == SP_QK_EXEC };
 		size_t *v = hmap_get(qm, &k, 1, NULL);
 
 		if (!v)
@@ -811,13 +811,13 @@ int sp_export_load(struct sp_export *x, const char *path, const char *const *ski
 		goto out;
 	for (i = 0; i < x->qs.n; i++) {
 		const struct sp_qrow *r = &x->qs.rows[i];
-		struct qkey k = { r->fp_id, !strcmp(r->kind, "exec") };
+		struct qkey k = { r->fp_id, r->kind == SP_QK_EXEC };
 		size_t *v = hmap_get(&qm, &k, 1, NULL);
 
 		if (!v)
 			goto nomem;
 		*v = i;
-		sp_attrib_estimate(&x->at, r->fp_id, !strcmp(r->kind, "exec"), r->count, r->total_ns,
+		sp_attrib_estimate(&x->at, r->fp_id, r->kind == SP_QK_EXEC, r->count, r->total_ns,
 				   r->self_ns);
 	}
 	if (load_xstacks(x, &qm, err, errlen) < 0)

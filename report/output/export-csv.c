@@ -82,7 +82,7 @@ int sp_export_csv(FILE *f, struct sp_export *x)
 			const struct sp_site *st = cr[k].site >= 0 ? &x->at.sites[cr[k].site] : NULL;
 			double frac = q->count ? cr[k].count / (double)q->count : 0;
 
-			fprintf(f, "%016" PRIx64 ",%s,", (uint64_t)q->fp_id, q->kind);
+			fprintf(f, "%016" PRIx64 ",%s,", (uint64_t)q->fp_id, sp_qkind_name(q->kind));
 			sp_csv_str(f, q->fingerprint);
 			fputc(',', f);
 			sp_csv_str(f, st ? st->function : "(unattributed)");

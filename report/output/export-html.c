@@ -159,7 +159,7 @@ static int findings(FILE *f, struct sp_export *x)
 
 		fprintf(f, "<dl class=\"finding\" data-kind=\"%s\"><dt>%s: ", sp_rule_name(d->rule),
 			sp_rule_name(d->rule));
-		if (!strcmp(d->q->kind, "exec"))
+		if (d->q->kind == SP_QK_EXEC)
 			fputs("[exec] ", f);
 		sp_xml_str(f, d->q->fingerprint);
 		fputs("</dt>\n<dd>at <span class=\"site\">", f);
@@ -194,7 +194,7 @@ static int failures(FILE *f, struct sp_export *x)
 		fprintf(f, "<p class=\"failure\">%" PRIu64 " &#215; rc=%d ", e->count, e->rc);
 		sp_xml_str(f, e->message);
 		fputs(": <code>", f);
-		if (!strcmp(e->kind, "exec"))
+		if (e->kind == SP_QK_EXEC)
 			fputs("[exec] ", f);
 		sp_xml_str(f, e->fingerprint);
 		fputs("</code></p>\n", f);
@@ -437,7 +437,7 @@ static int details(FILE *f, struct sp_export *x)
 		sp_xml_str(f, l);
 		fprintf(f, "</summary>\n<p>fingerprint %016" PRIx64 " (%s): %" PRIu64
 			   " executions, total %s, ",
-			(uint64_t)q->fp_id, q->kind, q->count, sp_fmt_ns(b, sizeof(b), (double)q->total_ns));
+			(uint64_t)q->fp_id, sp_qkind_name(q->kind), q->count, sp_fmt_ns(b, sizeof(b), (double)q->total_ns));
 		fprintf(f, "self %s, %" PRIu64 " rows, %" PRIu64 " VM steps, %" PRIu64
 			   " full-scan steps, %" PRIu64 " sorts, %" PRIu64 " autoindex rows, %" PRIu64
 			   " prepares</p>\n",

@@ -401,7 +401,7 @@ static int slice(struct sp_export *x, const struct sp_xevent *e, void *arg)
 	f_varint(&c->p, TE_TRACK, ln->uuid);
 	f_varint(&c->p, TE_NAME_IID, name_iid);
 	f_str(&c->p, TE_CATEGORIES, "sql");
-	if (e->q && !strcmp(e->q->kind, "exec"))
+	if (e->q && e->q->kind == SP_QK_EXEC)
 		f_str(&c->p, TE_CATEGORIES, "exec");
 	annot_str(&c->p, "sql", e->sql);
 	annot_u(&c->p, "rows", e->rows);

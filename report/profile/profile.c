@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "fingerprint.h"
+#include "kind.h"
 #include "profile-write.h"
 #include "pyline.h"
 #include "sym.h"
@@ -148,9 +149,13 @@ static const char indexes[] =
 	"CREATE INDEX events_thread ON events(pid, tid, start_ns);"
 	"CREATE INDEX events_start ON events(start_ns);";
 
+_Static_assert(SP_QK_STMT == (int)SP_KIND_STMT && SP_QK_EXEC == (int)SP_KIND_EXEC,
+	       "kind.h's kinds are the wire's");
+
+/* The kind column's text for a recorded (wire) kind. */
 static const char *kind_name(uint64_t k)
 {
-	return k == SP_KIND_EXEC ? "exec" : "stmt";
+	return sp_qkind_name(k == SP_KIND_EXEC ? SP_QK_EXEC : SP_QK_STMT);
 }
 
 /* Fingerprint of each distinct SQL text (its text owned by the
@@ -860,7 +865,8 @@ static int write_all(sqlite3 *db, struct sp_coll *c, const struct sp_meta *m, ch
 
 			sqlite3_bind_int64(st, 1, (sqlite3_int64)rk[0]);
 			sqlite3_bind_int64(st, 2, (sqlite3_int64)rk[1]);
-			sqlite3_bind_text(st, 3, rk[2] ? "exec" : "stmt", -1, SQLITE_STATIC);
+			sqlite3_bind_text(st, 3, kind_name(rk[2] ? SP_KIND_EXEC : SP_KIND_STMT), -1,
+					  SQLITE_STATIC);
 			sqlite3_bind_int64(st, 4, (sqlite3_int64)sum[0]);
 			sqlite3_bind_int64(st, 5, (sqlite3_int64)sum[1]);
 			if (step_done(st) < 0) {

@@ -76,8 +76,7 @@ int sp_qset_load(sqlite3 *db, struct sp_qset *qs, char *err, size_t errlen)
 		{
 			const char *kind = (const char *)sqlite3_column_text(st, 1);
 
-			snprintf(r->kind, sizeof(r->kind), "%s",
-				 kind && !strcmp(kind, "exec") ? "exec" : "stmt");
+			r->kind = sp_qkind_parse(kind);
 		}
 		r->fingerprint = col_dup(st, 2);
 		r->sql = col_dup(st, 3);
@@ -104,7 +103,7 @@ int sp_qset_load(sqlite3 *db, struct sp_qset *qs, char *err, size_t errlen)
 		r->max_run = col_u64(st, 21);
 		r->mean_ns = r->count ? (double)r->total_ns / (double)r->count : 0;
 		{
-			struct qkey k = { r->fp_id, !strcmp(r->kind, "exec") };
+			struct qkey k = { r->fp_id, r->kind == SP_QK_EXEC };
 			size_t *ix = hmap_get(&idx, &k, 1, NULL);
 
 			if (!ix)
@@ -121,7 +120,7 @@ int sp_qset_load(sqlite3 *db, struct sp_qset *qs, char *err, size_t errlen)
 	while ((rc = sqlite3_step(hs)) == SQLITE_ROW || rc == SQLITE_DONE) {
 		int64_t fp = rc == SQLITE_ROW ? sqlite3_column_int64(hs, 0) : 0;
 		const char *kind = rc == SQLITE_ROW ? (const char *)sqlite3_column_text(hs, 1) : NULL;
-		int kx = kind && !strcmp(kind, "exec");
+		int kx = sp_qkind_parse(kind);
 
 		if (h && (rc == SQLITE_DONE || fp != hfp || kx != hkx)) {
 			struct qkey k = { hfp, hkx };
@@ -155,7 +154,7 @@ int sp_qset_load(sqlite3 *db, struct sp_qset *qs, char *err, size_t errlen)
 	/* a query with no histogram row: percentiles of an empty histogram */
 	for (size_t i = 0; i < qs->n; i++) {
 		struct sp_qrow *r = &qs->rows[i];
-		struct qkey k = { r->fp_id, !strcmp(r->kind, "exec") };
+		struct qkey k = { r->fp_id, r->kind == SP_QK_EXEC };
 		size_t *ix = hmap_get(&idx, &k, 0, NULL);
 
 		if (ix && ix[1])
@@ -220,10 +219,10 @@ int sp_qset_load(sqlite3 *db, struct sp_qset *qs, char *err, size_t errlen)
 		struct qkey k = { e->fp_id, 0 };
 		size_t *ix;
 
-		if (strcmp(e->kind, "exec") || !(ix = hmap_get(&idx, &k, 0, NULL)))
+		if (e->kind != SP_QK_EXEC || !(ix = hmap_get(&idx, &k, 0, NULL)))
 			continue;
 		t = &qs->rows[*ix - 1];
-		if (t->count != t->nested || t->count > e->count || strcmp(t->kind, "stmt"))
+		if (t->count != t->nested || t->count > e->count || t->kind != SP_QK_STMT)
 			continue;
 		e->rows += t->rows;
 		e->vm_steps += t->vm_steps;
@@ -435,7 +434,7 @@ int sp_failures_load(sqlite3 *db, struct sp_failures *out)
 		x = &out->f[out->n];
 		memset(x, 0, sizeof(*x));
 		x->fp_id = sqlite3_column_int64(st, 0);
-		snprintf(x->kind, sizeof(x->kind), "%s", kind && !strcmp(kind, "exec") ? "exec" : "stmt");
+		x->kind = sp_qkind_parse(kind);
 		x->rc = sqlite3_column_int(st, 2);
 		x->message = col_dup(st, 3);
 		x->count = col_u64(st, 4);

@@ -10,11 +10,12 @@
 #include <sqlite3.h>
 #include <stdint.h>
 
+#include "kind.h"
 #include "plan.h" /* the rows' plan text and its parser */
 
 struct sp_qrow {
 	int64_t fp_id;
-	char kind[8];
+	enum sp_qkind kind;
 	char *fingerprint, *sql;
 	uint64_t count, total_ns, self_ns, wall_ns, min_ns, max_ns, rows;
 	uint64_t vm_steps, fullscan_steps, sorts, autoindex, errors, nested, samples;
@@ -62,7 +63,7 @@ int sp_qset_sort(struct sp_qset *qs, const char *key);
  * exec's. */
 struct sp_failure {
 	int64_t fp_id;
-	char kind[8];
+	enum sp_qkind kind;
 	int rc;
 	char *message, *fingerprint;
 	uint64_t count, pid, stack_id;
