@@ -22,6 +22,20 @@ enum {
 	SP_EXIT_INTERNAL = 4,   /* out of memory, I/O error writing output */
 };
 
+/* How a loader of a profile failed (sp_qset_load, sp_attrib_load,
+ * sp_export_load): returned instead of -1, so that the exit code follows
+ * from the return value, never from the text of the message. */
+enum sp_load_err {
+	SP_ERR_INPUT = -1, /* the profile: corrupt, not one, too much work */
+	SP_ERR_NOMEM = -2, /* out of memory */
+};
+
+/* The exit code for a loader's failure e. */
+static inline int sp_err_exit(int e)
+{
+	return e == SP_ERR_NOMEM ? SP_EXIT_INTERNAL : SP_EXIT_INPUT;
+}
+
 /* Map from a fixed-size key (keylen bytes, compared with memcmp) to a
  * value of vallen bytes stored inline. Values move when the map grows:
  * do not keep pointers across an insert. */

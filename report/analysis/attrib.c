@@ -525,6 +525,7 @@ static int resymbolize(sqlite3 *db, struct sp_attrib *a)
 int sp_attrib_load(sqlite3 *db, const char *const *skip, struct sp_attrib *a, char *err,
 		   size_t errlen)
 {
+	int ret = SP_ERR_INPUT;
 	sqlite3_stmt *st = NULL, *ms = NULL;
 	struct hmap qsi; /* {fp_id, kind_exec, site} -> index in qs */
 	struct sqlite_mods mods = { 0 };
@@ -707,6 +708,7 @@ int sp_attrib_load(sqlite3 *db, const char *const *skip, struct sp_attrib *a, ch
 	}
 	return 0;
 nomem:
+	ret = SP_ERR_NOMEM;
 	snprintf(err, errlen, "out of memory");
 	goto fail;
 sqlerr:
@@ -717,7 +719,7 @@ fail:
 	hmap_free(&qsi);
 	mods_free(&mods);
 	sp_attrib_free(a);
-	return -1;
+	return ret;
 }
 
 void sp_est_add(struct sp_est_in *sum, const struct sp_est_in *x)

@@ -140,7 +140,8 @@ void sp_attrib_exact_q(const struct sp_attrib *a, int64_t fp_id, int kind_exec, 
  * --debug-dir) for the debug files. NULL: never (the default). */
 void sp_attrib_set_debug_dir(const char *dirs);
 /* Load and attribute. skip: NULL-terminated fnmatch patterns matched
- * against function names, module paths and module base names. */
+ * against function names, module paths and module base names. Returns 0,
+ * or SP_ERR_INPUT / SP_ERR_NOMEM (util.h) with a one-line reason in err. */
 int sp_attrib_load(sqlite3 *db, const char *const *skip, struct sp_attrib *a, char *err,
 		   size_t errlen);
 /* Fill the estimates of a query's sites from its exact totals (count,

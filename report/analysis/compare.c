@@ -410,6 +410,7 @@ int sp_side_load(struct sp_side *s, const char *const *paths, size_t n, const ch
 {
 	size_t i, j;
 	char e[512];
+	int rc;
 
 	memset(s, 0, sizeof(*s));
 	*input_error = 0;
@@ -429,19 +430,19 @@ int sp_side_load(struct sp_side *s, const char *const *paths, size_t n, const ch
 			*input_error = 1;
 			goto fail;
 		}
-		if (sp_qset_load(p->db, &p->qs, e, sizeof(e)) < 0) {
+		if ((rc = sp_qset_load(p->db, &p->qs, e, sizeof(e))) < 0) {
 			/* stopped by the work budget: say so (it names the file) */
 			if (!sp_untrusted_exhausted(err, errlen))
 				snprintf(err, errlen, "%s: %s", paths[i], e);
-			*input_error = strcmp(e, "out of memory") != 0;
+			*input_error = rc != SP_ERR_NOMEM;
 			sqlite3_close(p->db);
 			p->db = NULL;
 			goto fail;
 		}
-		if (sp_attrib_load(p->db, skip, &p->at, e, sizeof(e)) < 0) {
+		if ((rc = sp_attrib_load(p->db, skip, &p->at, e, sizeof(e))) < 0) {
 			if (!sp_untrusted_exhausted(err, errlen))
 				snprintf(err, errlen, "%s: %s", paths[i], e);
-			*input_error = strcmp(e, "out of memory") != 0;
+			*input_error = rc != SP_ERR_NOMEM;
 			sp_qset_free(&p->qs);
 			sqlite3_close(p->db);
 			p->db = NULL;

@@ -205,13 +205,13 @@ int cmd_export(int argc, char **argv)
 		fprintf(stderr, "Try -o FILE (e.g. -o trace.pftrace), or a pipe.\n");
 		return SP_EXIT_USAGE;
 	}
-	if (sp_export_load(&x, path, skip, weight, err, sizeof(err)) < 0) {
+	if ((ret = sp_export_load(&x, path, skip, weight, err, sizeof(err))) < 0) {
 		if (sp_untrusted_exhausted(err, sizeof(err)) || strstr(err, path) == err)
 			fprintf(stderr, "sqlprof export: %s\n", err);
 		else
 			fprintf(stderr, "sqlprof export: %s: %s\n", path, err);
 		sp_export_free(&x);
-		return strcmp(err, "out of memory") ? SP_EXIT_INPUT : SP_EXIT_INTERNAL;
+		return sp_err_exit(ret);
 	}
 	if (sp_untrusted_exhausted(err, sizeof(err))) { /* write nothing from half a profile */
 		fprintf(stderr, "sqlprof export: %s\n", err);

@@ -1035,7 +1035,7 @@ int cmd_report(int argc, char **argv)
 	char err[512];
 	uint64_t u;
 	size_t n;
-	int opt, werr = 0;
+	int opt, werr = 0, lrc;
 
 	optind = 1;
 	while ((opt = getopt_long(argc, argv, "s:n:f:w:b:h", longopts, NULL)) != -1) {
@@ -1094,22 +1094,22 @@ int cmd_report(int argc, char **argv)
 		fprintf(stderr, "sqlprof report: %s\n", err);
 		return SP_EXIT_INPUT;
 	}
-	if (sp_qset_load(db, &qs, err, sizeof(err)) < 0) {
+	if ((lrc = sp_qset_load(db, &qs, err, sizeof(err))) < 0) {
 		if (sp_untrusted_exhausted(err, sizeof(err)))
 			fprintf(stderr, "sqlprof report: %s\n", err);
 		else
 			fprintf(stderr, "sqlprof report: %s: %s\n", path, err);
 		sqlite3_close(db);
-		return SP_EXIT_INPUT;
+		return sp_err_exit(lrc);
 	}
-	if (sp_attrib_load(db, o.skip, &at, err, sizeof(err)) < 0) {
+	if ((lrc = sp_attrib_load(db, o.skip, &at, err, sizeof(err))) < 0) {
 		if (sp_untrusted_exhausted(err, sizeof(err)))
 			fprintf(stderr, "sqlprof report: %s\n", err);
 		else
 			fprintf(stderr, "sqlprof report: %s: %s\n", path, err);
 		sp_qset_free(&qs);
 		sqlite3_close(db);
-		return SP_EXIT_INPUT;
+		return sp_err_exit(lrc);
 	}
 	for (n = 0; n < qs.n; n++)
 		sp_attrib_estimate(&at, qs.rows[n].fp_id, qs.rows[n].kind == SP_QK_EXEC,

@@ -376,11 +376,11 @@ nomem:
 	snprintf(err, errlen, "out of memory");
 	sqlite3_finalize(st);
 	free(all);
-	return -1;
+	return SP_ERR_NOMEM;
 sqlerr:
 	snprintf(err, errlen, "corrupt profile: %s", sqlite3_errmsg(x->db));
 	sqlite3_finalize(st);
-	return -1;
+	return SP_ERR_INPUT;
 }
 
 /* Folded form of a label: ';' would split a frame, newlines a line, and
@@ -792,7 +792,7 @@ int sp_export_load(struct sp_export *x, const char *path, const char *const *ski
 	struct hmap qm;
 	sqlite3_stmt *st;
 	size_t i;
-	int ret = -1;
+	int ret = SP_ERR_INPUT, rc;
 
 	memset(x, 0, sizeof(*x));
 	hmap_init(&qm, sizeof(struct qkey), sizeof(size_t));
@@ -800,15 +800,19 @@ int sp_export_load(struct sp_export *x, const char *path, const char *const *ski
 	x->weight = weight;
 	x->db = sp_profile_open(path, err, errlen);
 	if (!x->db)
-		return -1;
-	if (sp_qset_load(x->db, &x->qs, err, errlen) < 0)
+		return SP_ERR_INPUT;
+	if ((rc = sp_qset_load(x->db, &x->qs, err, errlen)) < 0) {
+		ret = rc;
 		goto out;
+	}
 	sp_qset_sort(&x->qs, "total");
 	x->qnames = calloc(x->qs.n + 1, sizeof(*x->qnames));
 	if (!x->qnames)
 		goto nomem;
-	if (sp_attrib_load(x->db, skip, &x->at, err, errlen) < 0)
+	if ((rc = sp_attrib_load(x->db, skip, &x->at, err, errlen)) < 0) {
+		ret = rc;
 		goto out;
+	}
 	for (i = 0; i < x->qs.n; i++) {
 		const struct sp_qrow *r = &x->qs.rows[i];
 		struct qkey k = { r->fp_id, r->kind == SP_QK_EXEC };
@@ -820,8 +824,10 @@ int sp_export_load(struct sp_export *x, const char *path, const char *const *ski
 		sp_attrib_estimate(&x->at, r->fp_id, r->kind == SP_QK_EXEC, r->count, r->total_ns,
 				   r->self_ns);
 	}
-	if (load_xstacks(x, &qm, err, errlen) < 0)
+	if ((rc = load_xstacks(x, &qm, err, errlen)) < 0) {
+		ret = rc;
 		goto out;
+	}
 	x->site_labels = calloc(x->at.nsites + 1, sizeof(*x->site_labels));
 	if (!x->site_labels || index_xstacks(x) < 0)
 		goto nomem;
@@ -845,6 +851,7 @@ int sp_export_load(struct sp_export *x, const char *path, const char *const *ski
 	ret = 0;
 	goto out;
 nomem:
+	ret = SP_ERR_NOMEM;
 	snprintf(err, errlen, "out of memory");
 out:
 	hmap_free(&qm);

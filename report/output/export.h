@@ -92,8 +92,8 @@ struct sp_export {
 };
 
 /* Open path and load everything. skip: NULL-terminated --skip patterns.
- * Returns 0, or -1 with a one-line reason in err (the profile is bad);
- * sp_export_free is safe either way. */
+ * Returns 0, or SP_ERR_INPUT (the profile is bad) / SP_ERR_NOMEM (util.h)
+ * with a one-line reason in err; sp_export_free is safe either way. */
 int sp_export_load(struct sp_export *x, const char *path, const char *const *skip, int weight,
 		   char *err, size_t errlen);
 void sp_export_free(struct sp_export *x);

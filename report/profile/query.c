@@ -45,6 +45,7 @@ struct qkey {
 
 int sp_qset_load(sqlite3 *db, struct sp_qset *qs, char *err, size_t errlen)
 {
+	int ret = SP_ERR_INPUT;
 	sqlite3_stmt *st = NULL, *hs = NULL;
 	struct hmap idx; /* {fp_id, kind_exec} -> {row index + 1, has a histogram} */
 	struct sp_hist *h = NULL;
@@ -316,6 +317,7 @@ int sp_qset_load(sqlite3 *db, struct sp_qset *qs, char *err, size_t errlen)
 	}
 	return 0;
 nomem:
+	ret = SP_ERR_NOMEM;
 	snprintf(err, errlen, "out of memory");
 	goto fail;
 sqlerr:
@@ -326,7 +328,7 @@ fail:
 	sp_hist_free(h);
 	hmap_free(&idx);
 	sp_qset_free(qs);
-	return -1;
+	return ret;
 }
 
 void sp_qset_free(struct sp_qset *qs)

@@ -49,7 +49,9 @@ struct sp_qset {
  * fingerprint's statement row ran only nested (count == nested) and no
  * more often than its exec row, the statement row is folded into the exec
  * row (which takes its rows, counters, prepares and plan, and their self
- * time; folded set) instead of being listed as a second query. */
+ * time; folded set) instead of being listed as a second query. Returns
+ * 0, or SP_ERR_INPUT / SP_ERR_NOMEM (util.h) with a one-line reason in
+ * err. */
 int sp_qset_load(sqlite3 *db, struct sp_qset *qs, char *err, size_t errlen);
 void sp_qset_free(struct sp_qset *qs);
 /* Sort by a key: total, count, mean, p50, p95, p99, max, rows, self, errors.

@@ -472,7 +472,7 @@ int cmd_record(int argc, char **argv)
 	const char *tmp;
 	struct sp_srv srv = { .lfd = -1 };
 	struct sp_coll c;
-	int opt, status = 0, exited = 0, rc = SP_EXIT_INTERNAL, tty = 0;
+	int opt, status = 0, exited = 0, rc = SP_EXIT_INTERNAL, tty = 0, lerr;
 	uint64_t t_start, t_exit = 0, last_data, grace_ns, idle_ns;
 	const char *why = "";
 	char whybuf[96];
@@ -586,9 +586,9 @@ int cmd_record(int argc, char **argv)
 		goto out;
 	}
 	snprintf(sockpath, sizeof(sockpath), "%s/s", dir);
-	if (sp_srv_listen(&srv, sockpath, err, sizeof(err)) < 0) {
+	if ((lerr = sp_srv_listen(&srv, sockpath, err, sizeof(err))) < 0) {
 		fprintf(stderr, "sqlprof record: %s%s\n", err,
-			strstr(err, "too long") ? " (set TMPDIR)" : "");
+			lerr == -ENAMETOOLONG ? " (set TMPDIR)" : "");
 		goto out;
 	}
 

@@ -150,7 +150,7 @@ int sp_srv_listen(struct sp_srv *s, const char *path, char *err, size_t errlen)
 	memset(&sa, 0, sizeof(sa));
 	if (strlen(path) >= sizeof(sa.sun_path)) {
 		snprintf(err, errlen, "socket path too long: %s", path);
-		return -1;
+		return -ENAMETOOLONG;
 	}
 	s->lfd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	sa.sun_family = AF_UNIX;

@@ -56,7 +56,8 @@ int sp_srv_default_socket(char *out, size_t len);
 /* Set s up for collector c (s->lfd -1, a message buffer). 0 or -1. */
 int sp_srv_init(struct sp_srv *s, struct sp_coll *c, const char *who);
 /* Listen on a SOCK_SEQPACKET socket at path (which must not exist).
- * Returns 0, or -1 with a reason in err. */
+ * Returns 0, or -1 with a reason in err: -ENAMETOOLONG when path does not
+ * fit in a socket address (record suggests another TMPDIR then). */
 int sp_srv_listen(struct sp_srv *s, const char *path, char *err, size_t errlen);
 /*
  * One round: wait at most timeout_ms (negative: 10 ms while there are
