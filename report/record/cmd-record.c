@@ -441,7 +441,35 @@ static void report_unconnected(const char *sockpath, const struct sp_client *cl,
 			"", n, n == 1 ? "process" : "processes", pids, n == 1 ? "it" : "each");
 }
 
-int cmd_record(int argc, char **argv)
+/* ---- the command, step by step ------------------------------------------ */
+
+/* One recording: what every step of cmd_record reads and leaves for the
+ * next. recording_close releases all of it, whichever step failed. */
+struct recording {
+	struct record_opts o;
+	char **cmd;                  /* the command and its arguments (argv) */
+	char lib[PATH_MAX];          /* libsqlprof.so */
+	const char *tmp;             /* $TMPDIR, NULL or "" for /tmp */
+	char dir[PATH_MAX];          /* the private directory ("" until made) */
+	char sockpath[PATH_MAX + 8]; /* the socket in it */
+	struct sp_srv srv;
+	struct sp_coll c;
+	FILE *spill;                 /* sampled executions, unlinked file */
+	char *cmdline;               /* the command line, for the profile */
+	struct hmap snap;            /* {sql_id, kind} -> cumulative {count, total_ns} */
+	struct sp_run_total *rt;     /* per-run totals (--repeat) */
+	size_t nrt, caprt;
+	uint64_t run;                /* the run going on, 1-based */
+	uint64_t t_start, t_exit;    /* monotonic: start, the command's exit */
+	pid_t pid;
+	int status, exited, tty;
+	const char *why;             /* why collecting stopped before every client left */
+	char whybuf[96];
+};
+
+/* Parse the options into o. Returns -1 to go on (*cmd: the index of the
+ * command in argv), or the exit code to return (usage, --help). */
+static int parse_options(struct record_opts *o, int argc, char **argv, int *cmd)
 {
 	static const struct option longopts[] = {
 		{ "output", required_argument, NULL, 'o' },
@@ -458,86 +486,63 @@ int cmd_record(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	struct record_opts o = { .output = SP_PROFILE_DEFAULT, .follow = 1, .grace_s = 10.0,
-				 .repeat = 1, .max_events = 5000000 };
-	FILE *spill = NULL;
-	struct hmap snap = { 0 };    /* {sql_id, kind} -> cumulative {count, total_ns}; freed
-					at out, also when we leave before hmap_init */
-	struct sp_run_total *rt = NULL;
-	size_t nrt = 0, caprt = 0;
-	uint64_t run;
-	char lib[PATH_MAX], dir[PATH_MAX] = "", sockpath[PATH_MAX + 8], err[PATH_MAX + 512];
-	char saved[PATH_MAX + 32];
-	int xp[2], xerr, wrote;
-	const char *tmp;
-	struct sp_srv srv = { .lfd = -1 };
-	struct sp_coll c;
-	int opt, status = 0, exited = 0, rc = SP_EXIT_INTERNAL, tty = 0, lerr;
-	uint64_t t_start, t_exit = 0, last_data, grace_ns, idle_ns;
-	const char *why = "";
-	char whybuf[96];
-	pid_t pid;
 	double d;
 	uint64_t u;
-	struct sp_meta meta;
-	char *cmdline = NULL;
-	size_t cmdlen = 0;
-	FILE *cmdf;
+	int opt;
 
-	sp_sup_init(); /* before anything changes a disposition */
 	optind = 1;
 	while ((opt = getopt_long(argc, argv, "+o:r:qh", longopts, NULL)) != -1) {
 		switch (opt) {
-		case 'o': o.output = optarg; break;
+		case 'o': o->output = optarg; break;
 		case 'r':
 			if (sp_parse_double(optarg, 0, 1, &d) < 0) {
 				fprintf(stderr, "sqlprof record: --rate wants a number from 0 to 1, not '%s'\n", optarg);
 				return SP_EXIT_USAGE;
 			}
-			o.rate = optarg;
+			o->rate = optarg;
 			break;
 		case 1:
 			if (sp_parse_u64(optarg, &u) < 0 || u > LONG_MAX) {
 				fprintf(stderr, "sqlprof record: --seed wants a non-negative integer\n");
 				return SP_EXIT_USAGE;
 			}
-			o.seed = optarg;
+			o->seed = optarg;
 			break;
 		case 2:
 			if (sp_parse_double(optarg, 0, 86400000, &d) < 0) {
 				fprintf(stderr, "sqlprof record: --slow-ms wants milliseconds\n");
 				return SP_EXIT_USAGE;
 			}
-			o.slow_ms = optarg;
+			o->slow_ms = optarg;
 			break;
 		case 3:
 			if (sp_parse_u64(optarg, &u) < 0 || u < 1 || u > SP_STACK_MAX) {
 				fprintf(stderr, "sqlprof record: --depth wants 1 to %d\n", SP_STACK_MAX);
 				return SP_EXIT_USAGE;
 			}
-			o.depth = optarg;
+			o->depth = optarg;
 			break;
-		case 4: o.follow = 0; break;
-		case 5: o.debug_path = optarg; break;
+		case 4: o->follow = 0; break;
+		case 5: o->debug_path = optarg; break;
 		case 7:
-			if (sp_parse_u64(optarg, &o.max_events) < 0 || o.max_events > 1000000000) {
+			if (sp_parse_u64(optarg, &o->max_events) < 0 || o->max_events > 1000000000) {
 				fprintf(stderr, "sqlprof record: --max-events wants 0 to 1000000000\n");
 				return SP_EXIT_USAGE;
 			}
 			break;
 		case 8:
-			if (sp_parse_double(optarg, 0, 86400, &o.grace_s) < 0) {
+			if (sp_parse_double(optarg, 0, 86400, &o->grace_s) < 0) {
 				fprintf(stderr, "sqlprof record: --grace wants seconds, 0 to 86400\n");
 				return SP_EXIT_USAGE;
 			}
 			break;
 		case 6:
-			if (sp_parse_u64(optarg, &o.repeat) < 0 || o.repeat < 1 || o.repeat > 1000) {
+			if (sp_parse_u64(optarg, &o->repeat) < 0 || o->repeat < 1 || o->repeat > 1000) {
 				fprintf(stderr, "sqlprof record: --repeat wants 1 to 1000\n");
 				return SP_EXIT_USAGE;
 			}
 			break;
-		case 'q': o.quiet = 1; break;
+		case 'q': o->quiet = 1; break;
 		case 'h': usage(stdout); return SP_EXIT_OK;
 		default: sp_usage_hint("record"); return SP_EXIT_USAGE;
 		}
@@ -547,152 +552,192 @@ int cmd_record(int argc, char **argv)
 		sp_usage_hint("record");
 		return SP_EXIT_USAGE;
 	}
-	if (sp_srv_find_lib(lib, sizeof(lib)) < 0)
+	*cmd = optind;
+	return -1;
+}
+
+/* Before anything runs: the preload can be found and preloaded, the
+ * profile can be written (never over someone else's data, and not only
+ * to find out at the end), and bad SQLPROF_* values are warned about.
+ * Returns SP_EXIT_OK or the exit code to return. */
+static int preflight(struct recording *r)
+{
+	char err[PATH_MAX + 512];
+
+	if (sp_srv_find_lib(r->lib, sizeof(r->lib)) < 0)
 		return SP_EXIT_USAGE;
-	if (sp_srv_preload_unsafe(lib)) {
+	if (sp_srv_preload_unsafe(r->lib)) {
 		/* ld.so would split it: its errors on the program's stderr, and
 		 * nothing profiled */
 		fprintf(stderr,
 			"sqlprof record: cannot preload %s: LD_PRELOAD splits paths at spaces and "
 			"colons; install sqlprof where the path has neither, or set SQLPROF_LIB to "
 			"such a path (a copy or a symbolic link)\n",
-			lib);
+			r->lib);
 		return SP_EXIT_USAGE;
 	}
-	/* Before anything runs: never over someone else's data, and not
-	 * only to find out at the end that the profile cannot be written. */
-	if (sp_out_check(o.output, err, sizeof(err)) < 0) {
+	if (sp_out_check(r->o.output, err, sizeof(err)) < 0) {
 		fprintf(stderr, "sqlprof record: %s\n", err);
 		return SP_EXIT_USAGE;
 	}
-
-	if (!o.quiet) { /* once per run, here: the preload never writes to the program's stderr */
-		const char *set[] = { o.rate ? "SQLPROF_RATE" : "", o.seed ? "SQLPROF_SEED" : "",
-				      o.slow_ms ? "SQLPROF_SLOW_MS" : "", o.depth ? "SQLPROF_DEPTH" : "",
-				      o.follow ? "" : "SQLPROF_FOLLOW", NULL };
+	if (!r->o.quiet) { /* once per run, here: the preload never writes to the program's stderr */
+		const char *set[] = { r->o.rate ? "SQLPROF_RATE" : "", r->o.seed ? "SQLPROF_SEED" : "",
+				      r->o.slow_ms ? "SQLPROF_SLOW_MS" : "",
+				      r->o.depth ? "SQLPROF_DEPTH" : "",
+				      r->o.follow ? "" : "SQLPROF_FOLLOW", NULL };
 
 		sp_why_env(stderr, set);
 	}
-	sp_coll_init(&c);
-	c.diag = stderr; /* broken rings */
-	if (sp_srv_init(&srv, &c, "sqlprof record") < 0)
-		goto out;
-	c.ns_per_tick = sp_srv_calibrate_tsc();
+	return SP_EXIT_OK;
+}
 
-	tmp = getenv("TMPDIR");
-	snprintf(dir, sizeof(dir), "%s/sqlprof.XXXXXX", tmp && *tmp ? tmp : "/tmp");
-	if (!mkdtemp(dir)) { /* mkdtemp creates it 0700 */
+/* The collector, ready before the first run: its model, a private
+ * directory (0700) with the socket listening in it, the file sampled
+ * executions wait in, the command line and the per-run snapshot. Returns
+ * 0, or -1 after saying why (recording_close cleans up either way). */
+static int collector_open(struct recording *r)
+{
+	char err[PATH_MAX + 512], sp[PATH_MAX + 16];
+	FILE *cmdf;
+	size_t cmdlen = 0;
+	int lerr, sfd;
+
+	sp_coll_init(&r->c);
+	hmap_init(&r->snap, 2 * sizeof(uint64_t), 2 * sizeof(uint64_t));
+	r->c.diag = stderr; /* broken rings */
+	if (sp_srv_init(&r->srv, &r->c, "sqlprof record") < 0)
+		return -1;
+	r->c.ns_per_tick = sp_srv_calibrate_tsc();
+
+	r->tmp = getenv("TMPDIR");
+	snprintf(r->dir, sizeof(r->dir), "%s/sqlprof.XXXXXX", r->tmp && *r->tmp ? r->tmp : "/tmp");
+	if (!mkdtemp(r->dir)) { /* mkdtemp creates it 0700 */
 		fprintf(stderr, "sqlprof record: cannot create a private directory: %s\n", strerror(errno));
-		goto out;
+		return -1;
 	}
-	snprintf(sockpath, sizeof(sockpath), "%s/s", dir);
-	if ((lerr = sp_srv_listen(&srv, sockpath, err, sizeof(err))) < 0) {
+	snprintf(r->sockpath, sizeof(r->sockpath), "%s/s", r->dir);
+	if ((lerr = sp_srv_listen(&r->srv, r->sockpath, err, sizeof(err))) < 0) {
 		fprintf(stderr, "sqlprof record: %s%s\n", err,
 			lerr == -ENAMETOOLONG ? " (set TMPDIR)" : "");
-		goto out;
+		return -1;
 	}
 
 	/* Sampled executions wait in a file, unlinked at once: the
 	 * collector's memory does not grow with them, and nothing is left
 	 * behind if we are killed. */
-	{
-		char sp[PATH_MAX + 16];
-		int sfd;
-
-		snprintf(sp, sizeof(sp), "%s/events", dir);
-		sfd = open(sp, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-		if (sfd >= 0) {
-			unlink(sp);
-			spill = fdopen(sfd, "w+");
-			if (!spill)
-				close(sfd);
-		}
-		if (spill)
-			sp_coll_spill(&c, spill, (size_t)o.max_events);
+	snprintf(sp, sizeof(sp), "%s/events", r->dir);
+	sfd = open(sp, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	if (sfd >= 0) {
+		unlink(sp);
+		r->spill = fdopen(sfd, "w+");
+		if (!r->spill)
+			close(sfd);
 	}
+	if (r->spill)
+		sp_coll_spill(&r->c, r->spill, (size_t)r->o.max_events);
 
-	/* The command line, for the profile. */
-	cmdf = open_memstream(&cmdline, &cmdlen);
-	for (int i = optind; cmdf && i < argc; i++)
-		fprintf(cmdf, "%s%s", i > optind ? " " : "", argv[i]);
+	cmdf = open_memstream(&r->cmdline, &cmdlen);
+	for (int i = 0; cmdf && r->cmd[i]; i++)
+		fprintf(cmdf, "%s%s", i ? " " : "", r->cmd[i]);
 	if (cmdf)
 		fclose(cmdf);
+	return 0;
+}
 
-	hmap_init(&snap, 2 * sizeof(uint64_t), 2 * sizeof(uint64_t));
-	grace_ns = (uint64_t)(o.grace_s * 1e9);
-	idle_ns = grace_ns < 2000000000u ? grace_ns : 2000000000u;
-	t_start = sp_srv_mono_ns();
-	status_layout_env();
-	for (run = 1; run <= o.repeat; run++) {
-	exited = 0;
+/* In the child: the preload and its settings in the environment, then the
+ * command. Never returns. */
+__attribute__((noreturn)) static void exec_command(const struct recording *r, int xp[2])
+{
+	int xerr;
+
+	sp_sup_child();
+	setenv_prepend("LD_PRELOAD", r->lib, ':');
+	asan_link_order_env();
+	setenv(SP_ENV_SOCK, r->sockpath, 1);
+	if (r->o.rate)
+		setenv("SQLPROF_RATE", r->o.rate, 1);
+	if (r->o.seed)
+		setenv("SQLPROF_SEED", r->o.seed, 1);
+	if (r->o.slow_ms)
+		setenv("SQLPROF_SLOW_MS", r->o.slow_ms, 1);
+	if (r->o.depth)
+		setenv("SQLPROF_DEPTH", r->o.depth, 1);
+	if (!r->o.follow)
+		setenv("SQLPROF_FOLLOW", "0", 1);
+	execvp(r->cmd[0], r->cmd);
+	xerr = errno;
+	fprintf(stderr, "sqlprof record: cannot run %s: %s\n", r->cmd[0], strerror(xerr));
+	sp_sup_exec_failed(xp, xerr);
+}
+
+/* Start run r->run of the command, supervised. Returns 0, 127 when the
+ * first run could not start at all (nothing ran: nothing is written), or
+ * -1 when fork failed. */
+static int start_command(struct recording *r)
+{
+	int xp[2];
+
+	r->exited = 0;
 	sp_sup_exec_pipe(xp);
 	sp_sup_prefork();
-	pid = fork();
-	if (pid < 0) {
+	r->pid = fork();
+	if (r->pid < 0) {
 		fprintf(stderr, "sqlprof record: fork: %s\n", strerror(errno));
-		sp_sup_start(0, o.quiet, 0); /* unblocks them */
-		goto out;
+		sp_sup_start(0, r->o.quiet, 0); /* unblocks them */
+		return -1;
 	}
-	if (pid == 0) {
-		sp_sup_child();
-		setenv_prepend("LD_PRELOAD", lib, ':');
-		asan_link_order_env();
-		setenv(SP_ENV_SOCK, sockpath, 1);
-		if (o.rate)
-			setenv("SQLPROF_RATE", o.rate, 1);
-		if (o.seed)
-			setenv("SQLPROF_SEED", o.seed, 1);
-		if (o.slow_ms)
-			setenv("SQLPROF_SLOW_MS", o.slow_ms, 1);
-		if (o.depth)
-			setenv("SQLPROF_DEPTH", o.depth, 1);
-		if (!o.follow)
-			setenv("SQLPROF_FOLLOW", "0", 1);
-		execvp(argv[optind], argv + optind);
-		xerr = errno;
-		fprintf(stderr, "sqlprof record: cannot run %s: %s\n", argv[optind], strerror(xerr));
-		sp_sup_exec_failed(xp, xerr);
-	}
-	tty = !o.quiet && isatty(2);
-	sp_sup_start(pid, o.quiet, tty);
-	if (sp_sup_exec_wait(xp) && run == 1) {
+	if (r->pid == 0)
+		exec_command(r, xp);
+	r->tty = !r->o.quiet && isatty(2);
+	sp_sup_start(r->pid, r->o.quiet, r->tty);
+	if (sp_sup_exec_wait(xp) && r->run == 1) {
 		/* Nothing ran: write nothing, leave the output as it was. */
-		waitpid(pid, &status, 0);
+		waitpid(r->pid, &r->status, 0);
 		sp_sup_exited();
-		if (!o.quiet)
+		if (!r->o.quiet)
 			fprintf(stderr, "sqlprof record: nothing ran; no profile written\n");
-		rc = 127;
-		goto out;
+		return 127;
 	}
 	if (chld_pipe[0] < 0 && pipe2(chld_pipe, O_CLOEXEC | O_NONBLOCK) < 0)
 		chld_pipe[0] = chld_pipe[1] = -1;
 	signal(SIGCHLD, on_sigchld);
 	signal(SIGPIPE, SIG_IGN);
-	last_data = sp_srv_mono_ns();
+	return 0;
+}
+
+/* Collect until the command has exited and its descendants' streams are
+ * closed, or past the grace time, or they send nothing for the idle time,
+ * or the user interrupts after the exit (r->why says which). Returns 0, or
+ * -1 when polling failed. */
+static int collect_run(struct recording *r)
+{
+	uint64_t grace_ns = (uint64_t)(r->o.grace_s * 1e9);
+	uint64_t idle_ns = grace_ns < 2000000000u ? grace_ns : 2000000000u;
+	uint64_t last_data = sp_srv_mono_ns();
 
 	for (;;) {
 		uint64_t now;
 		/* Keep accepting after the command exits: a descendant's
 		 * connection may still wait in the listen backlog. */
-		int r = sp_srv_round(&srv, chld_pipe[0], -1, exited);
+		int rr = sp_srv_round(&r->srv, chld_pipe[0], -1, r->exited);
 
-		if (r < 0)
-			goto out;
-		if (r & SP_SRV_EXTRA) {
+		if (rr < 0)
+			return -1;
+		if (rr & SP_SRV_EXTRA) {
 			char drainbuf[64];
 
 			while (read(chld_pipe[0], drainbuf, sizeof(drainbuf)) > 0)
 				;
 		}
-		if (r & SP_SRV_DATA)
+		if (rr & SP_SRV_DATA)
 			last_data = sp_srv_mono_ns();
 		now = sp_srv_mono_ns();
-		if (!exited) {
-			pid_t w = waitpid(pid, &status, WNOHANG);
+		if (!r->exited) {
+			pid_t w = waitpid(r->pid, &r->status, WNOHANG);
 
-			if (w == pid) {
-				exited = 1;
-				t_exit = now;
+			if (w == r->pid) {
+				r->exited = 1;
+				r->t_exit = now;
 				sp_sup_exited();
 				/* One more round of accept before deciding to
 				 * stop: a descendant that exited before the
@@ -707,164 +752,243 @@ int cmd_record(int argc, char **argv)
 		/* After the command exits, wait for its descendants' streams to
 		 * close, but not forever: a daemon may hold one open, and
 		 * keep sending. */
-		if (exited && srv.ncl == 0)
-			break;
-		if (exited && sp_sup_interrupted()) {
-			why = "interrupted";
-			break;
+		if (r->exited && r->srv.ncl == 0)
+			return 0;
+		if (r->exited && sp_sup_interrupted()) {
+			r->why = "interrupted";
+			return 0;
 		}
-		if (exited && now - t_exit >= grace_ns) {
-			snprintf(whybuf, sizeof(whybuf), "%g s after the command exited (--grace)",
-				 o.grace_s);
-			why = whybuf;
-			break;
+		if (r->exited && now - r->t_exit >= grace_ns) {
+			snprintf(r->whybuf, sizeof(r->whybuf), "%g s after the command exited (--grace)",
+				 r->o.grace_s);
+			r->why = r->whybuf;
+			return 0;
 		}
-		if (exited && now - last_data > idle_ns && now - t_exit > idle_ns) {
-			snprintf(whybuf, sizeof(whybuf), "%g s without data from them",
+		if (r->exited && now - last_data > idle_ns && now - r->t_exit > idle_ns) {
+			snprintf(r->whybuf, sizeof(r->whybuf), "%g s without data from them",
 				 (double)idle_ns / 1e9);
-			why = whybuf;
-			break;
+			r->why = r->whybuf;
+			return 0;
 		}
 	}
-	if (!o.quiet) {
-		report_stragglers(&c, srv.cl, srv.ncl, tty, why);
-		report_unconnected(sockpath, srv.cl, srv.ncl, tty);
-	}
-	/* The command and its clients are done (or past the grace time):
-	 * read every ring one last time and let them go. */
-	sp_coll_rings_close(&c);
-	sp_srv_read_bye_files(&c, dir, "sqlprof record");
-	sp_coll_read_unreported(&c, dir);
-	sp_coll_finish(&c);
-	/* Per-run totals: what this run added to each query. */
-	{
-		size_t it = 0;
-		const uint64_t *qk;
-		struct sp_qagg *q;
+}
 
-		while ((q = hmap_next(&c.queries, &it, (const void **)&qk))) {
-			uint64_t *prev = hmap_get(&snap, qk, 1, NULL);
+/* After a run: say who was still connected, read every ring one last
+ * time and let the clients go, take in the BYE and unreported files, and
+ * keep what this run added to each query (the per-run totals). Returns 0,
+ * or -1 on ENOMEM. */
+static int finish_run(struct recording *r)
+{
+	size_t it = 0;
+	const uint64_t *qk;
+	struct sp_qagg *q;
 
-			if (!prev)
-				goto out;
-			if (q->count == prev[0])
-				continue;
-			if (SP_GROW(rt, caprt, nrt + 1, 64) < 0)
-				goto out;
-			rt[nrt++] = (struct sp_run_total){ .run = (uint32_t)run, .sql_id = qk[0],
-							   .kind = (uint32_t)qk[1],
-							   .count = q->count - prev[0],
-							   .total_ns = q->total_ns - prev[1] };
-			prev[0] = q->count;
-			prev[1] = q->total_ns;
-		}
+	if (!r->o.quiet) {
+		report_stragglers(&r->c, r->srv.cl, r->srv.ncl, r->tty, r->why);
+		report_unconnected(r->sockpath, r->srv.cl, r->srv.ncl, r->tty);
 	}
-	if (!(WIFEXITED(status) && WEXITSTATUS(status) == 0) && run < o.repeat) {
+	sp_coll_rings_close(&r->c);
+	sp_srv_read_bye_files(&r->c, r->dir, "sqlprof record");
+	sp_coll_read_unreported(&r->c, r->dir);
+	sp_coll_finish(&r->c);
+	while ((q = hmap_next(&r->c.queries, &it, (const void **)&qk))) {
+		uint64_t *prev = hmap_get(&r->snap, qk, 1, NULL);
+
+		if (!prev)
+			return -1;
+		if (q->count == prev[0])
+			continue;
+		if (SP_GROW(r->rt, r->caprt, r->nrt + 1, 64) < 0)
+			return -1;
+		r->rt[r->nrt++] = (struct sp_run_total){ .run = (uint32_t)r->run, .sql_id = qk[0],
+							 .kind = (uint32_t)qk[1],
+							 .count = q->count - prev[0],
+							 .total_ns = q->total_ns - prev[1] };
+		prev[0] = q->count;
+		prev[1] = q->total_ns;
+	}
+	return 0;
+}
+
+/* 1 (after saying so) when --repeat stops after this run: it failed, or
+ * the user interrupted it. */
+static int repeat_stops(const struct recording *r)
+{
+	if (r->run >= r->o.repeat)
+		return 0;
+	if (!(WIFEXITED(r->status) && WEXITSTATUS(r->status) == 0)) {
 		fprintf(stderr, "sqlprof record: run %llu failed; not repeating\n",
-			(unsigned long long)run);
-		break;
+			(unsigned long long)r->run);
+		return 1;
 	}
-	if (sp_sup_interrupted() && run < o.repeat) {
+	if (sp_sup_interrupted()) {
 		fprintf(stderr, "sqlprof record: interrupted after run %llu; not repeating\n",
-			(unsigned long long)run);
-		break;
+			(unsigned long long)r->run);
+		return 1;
 	}
-	}
+	return 0;
+}
+
+/* Write the profile (sp_out_write: at --output, else saved elsewhere,
+ * whose name goes into saved). *exit_status: as record exits when the
+ * profile is where it was asked. Returns sp_out_write's 0, 1 or -1. */
+static int write_profile(struct recording *r, char *saved, size_t savedlen, int *exit_status)
+{
+	char err[PATH_MAX + 512];
+	struct sp_meta meta;
+	int wrote;
 
 	memset(&meta, 0, sizeof(meta));
-	meta.command = cmdline;
-	meta.started = (long long)time(NULL) - (long long)((sp_srv_mono_ns() - t_start) / 1000000000u);
-	meta.duration_ns = (long long)(t_exit - t_start);
-	meta.exit_status = WIFEXITED(status) ? WEXITSTATUS(status) :
-			   WIFSIGNALED(status) ? 128 + WTERMSIG(status) : 1;
+	meta.command = r->cmdline;
+	meta.started = (long long)time(NULL) - (long long)((sp_srv_mono_ns() - r->t_start) / 1000000000u);
+	meta.duration_ns = (long long)(r->t_exit - r->t_start);
+	meta.exit_status = WIFEXITED(r->status) ? WEXITSTATUS(r->status) :
+			   WIFSIGNALED(r->status) ? 128 + WTERMSIG(r->status) : 1;
 	meta.rate = 0.01;
-	if (o.rate)
-		sp_parse_double(o.rate, 0, 1, &meta.rate);
-	meta.debug_path = o.debug_path;
-	meta.runs = rt;
-	meta.nruns = nrt;
-	meta.repeat = (int)(run > o.repeat ? o.repeat : run);
-	wrote = sp_out_write(o.output, &c, &meta, saved, sizeof(saved), err, sizeof(err));
-	if (wrote < 0) {
+	if (r->o.rate)
+		sp_parse_double(r->o.rate, 0, 1, &meta.rate);
+	meta.debug_path = r->o.debug_path;
+	meta.runs = r->rt;
+	meta.nruns = r->nrt;
+	meta.repeat = (int)(r->run > r->o.repeat ? r->o.repeat : r->run);
+	*exit_status = meta.exit_status;
+	wrote = sp_out_write(r->o.output, &r->c, &meta, saved, savedlen, err, sizeof(err));
+	if (wrote < 0)
 		fprintf(stderr, "sqlprof record: %s; the profile could not be saved anywhere\n", err);
-		rc = SP_EXIT_INTERNAL;
-		goto out;
-	}
-	if (wrote > 0)
+	else if (wrote > 0)
 		fprintf(stderr, "sqlprof record: %s; the profile is saved in %s instead\n", err, saved);
-	if (!o.quiet) {
-		uint64_t complete, unrep = sp_coll_unreported(&c, &complete);
+	return wrote;
+}
 
-		explain_empty(&c, o.follow, status, argv[optind]);
-		report_deaths(&c, status);
-		if (c.sym_notes) {
-			char *save = NULL, *line;
+/* The summary on stderr: why a profile is empty, processes that died,
+ * symbolizer notes, what was lost and why, and the last line (executions,
+ * processes, events lost, where the profile is). */
+static void print_summary(struct recording *r, const char *where)
+{
+	struct sp_coll *c = &r->c;
+	uint64_t complete, unrep = sp_coll_unreported(c, &complete);
+	size_t it = 0, used = 0;
+	const struct sp_proc *p;
+	uint64_t ex = sp_coll_executions(c), lost = sp_coll_lost(c);
 
-			for (line = strtok_r(c.sym_notes, "\n", &save); line;
-			     line = strtok_r(NULL, "\n", &save)) {
-				fprintf(stderr, "sqlprof: warning: ");
-				sp_term_str(stderr, line);
-				fprintf(stderr, "\n");
-			}
-		}
-		if (unrep)
-			fprintf(stderr,
-				"sqlprof: warning: %llu %s ran SQLite but could not connect to "
-				"the collector (a seccomp filter, another uid, no descriptor left): "
-				"%llu left their totals in files, which are in the profile; %llu "
-				"could not, and their executions are missing\n",
-				(unsigned long long)unrep, procs(unrep), (unsigned long long)complete,
-				(unsigned long long)(unrep - complete));
-		if (c.spill_failed)
-			fprintf(stderr,
-				"sqlprof: warning: %llu sampled execution%s dropped from the timeline "
-				"(meta.events_dropped; totals are exact): cannot write them in %s: %s\n",
-				(unsigned long long)c.spill_failed, c.spill_failed == 1 ? "" : "s",
-				tmp && *tmp ? tmp : "/tmp", strerror(c.spill_errno));
-		if (c.events_dropped > c.spill_failed)
-			fprintf(stderr,
-				"sqlprof: warning: %llu sampled execution%s beyond --max-events %llu "
-				"left out of the timeline (meta.events_dropped; totals are exact)\n",
-				(unsigned long long)(c.events_dropped - c.spill_failed),
-				c.events_dropped - c.spill_failed == 1 ? "" : "s",
-				(unsigned long long)o.max_events);
-		{
-			size_t it = 0, used = 0;
-			const struct sp_proc *p;
-			uint64_t ex = sp_coll_executions(&c), lost = sp_coll_lost(&c);
+	explain_empty(c, r->o.follow, r->status, r->cmd[0]);
+	report_deaths(c, r->status);
+	if (c->sym_notes) {
+		char *save = NULL, *line;
 
-			/* processes that used SQLite; exec'd helpers (pyenv's
-			 * shims) connect too */
-			while ((p = hmap_next(&c.procs, &it, NULL)))
-				used += p->execs > 0;
-			if (!used) /* then say how many ran at all */
-				used = c.procs.count;
-			fprintf(stderr, "sqlprof: %llu execution%s from %zu %s", (unsigned long long)ex,
-				ex == 1 ? "" : "s", used, procs(used));
-			if (c.procs.count > used)
-				fprintf(stderr, " (and %zu that ran no SQLite)", c.procs.count - used);
-			fprintf(stderr, ", %llu event%s lost; profile in %s\n", (unsigned long long)lost,
-				lost == 1 ? "" : "s", wrote ? saved : o.output);
+		for (line = strtok_r(c->sym_notes, "\n", &save); line;
+		     line = strtok_r(NULL, "\n", &save)) {
+			fprintf(stderr, "sqlprof: warning: ");
+			sp_term_str(stderr, line);
+			fprintf(stderr, "\n");
 		}
 	}
-	rc = wrote ? SP_EXIT_INTERNAL : meta.exit_status;
-out:
+	if (unrep)
+		fprintf(stderr,
+			"sqlprof: warning: %llu %s ran SQLite but could not connect to "
+			"the collector (a seccomp filter, another uid, no descriptor left): "
+			"%llu left their totals in files, which are in the profile; %llu "
+			"could not, and their executions are missing\n",
+			(unsigned long long)unrep, procs(unrep), (unsigned long long)complete,
+			(unsigned long long)(unrep - complete));
+	if (c->spill_failed)
+		fprintf(stderr,
+			"sqlprof: warning: %llu sampled execution%s dropped from the timeline "
+			"(meta.events_dropped; totals are exact): cannot write them in %s: %s\n",
+			(unsigned long long)c->spill_failed, c->spill_failed == 1 ? "" : "s",
+			r->tmp && *r->tmp ? r->tmp : "/tmp", strerror(c->spill_errno));
+	if (c->events_dropped > c->spill_failed)
+		fprintf(stderr,
+			"sqlprof: warning: %llu sampled execution%s beyond --max-events %llu "
+			"left out of the timeline (meta.events_dropped; totals are exact)\n",
+			(unsigned long long)(c->events_dropped - c->spill_failed),
+			c->events_dropped - c->spill_failed == 1 ? "" : "s",
+			(unsigned long long)r->o.max_events);
+	/* processes that used SQLite; exec'd helpers (pyenv's shims) connect
+	 * too */
+	while ((p = hmap_next(&c->procs, &it, NULL)))
+		used += p->execs > 0;
+	if (!used) /* then say how many ran at all */
+		used = c->procs.count;
+	fprintf(stderr, "sqlprof: %llu execution%s from %zu %s", (unsigned long long)ex,
+		ex == 1 ? "" : "s", used, procs(used));
+	if (c->procs.count > used)
+		fprintf(stderr, " (and %zu that ran no SQLite)", c->procs.count - used);
+	fprintf(stderr, ", %llu event%s lost; profile in %s\n", (unsigned long long)lost,
+		lost == 1 ? "" : "s", where);
+}
+
+/* Release everything collector_open (and the runs) made: SIGCHLD back to
+ * its default, the wake-up pipe, the socket and the private directory
+ * (also when we leave before listening), the buffers and the model. */
+static void recording_close(struct recording *r)
+{
 	signal(SIGCHLD, SIG_DFL);
 	if (chld_pipe[0] >= 0) {
 		close(chld_pipe[0]);
 		close(chld_pipe[1]);
 		chld_pipe[0] = chld_pipe[1] = -1;
 	}
-	if (srv.lfd >= 0)
-		unlink(sockpath);
-	sp_srv_close(&srv);
-	if (dir[0] && !strstr(dir, "XXXXXX")) /* made by mkdtemp: also when we leave before listening */
-		rmdir(dir);
-	free(cmdline);
-	free(rt);
-	if (spill)
-		fclose(spill);
-	hmap_free(&snap);
-	sp_coll_free(&c);
+	if (r->srv.lfd >= 0)
+		unlink(r->sockpath);
+	sp_srv_close(&r->srv);
+	if (r->dir[0] && !strstr(r->dir, "XXXXXX")) /* made by mkdtemp */
+		rmdir(r->dir);
+	free(r->cmdline);
+	free(r->rt);
+	if (r->spill)
+		fclose(r->spill);
+	hmap_free(&r->snap);
+	sp_coll_free(&r->c);
+}
+
+/*
+ * sqlprof record: check that the command can be profiled and the profile
+ * written, open the collector, run the command (--repeat times) and
+ * collect each run, write the profile, summarize. The exit code is the
+ * command's (127 when it could not start; SP_EXIT_INTERNAL when the
+ * profile is not where it was asked).
+ */
+int cmd_record(int argc, char **argv)
+{
+	struct recording r = {
+		.o = { .output = SP_PROFILE_DEFAULT, .follow = 1, .grace_s = 10.0, .repeat = 1,
+		       .max_events = 5000000 },
+		.srv = { .lfd = -1 },
+	};
+	char saved[PATH_MAX + 32];
+	int rc, cmd, wrote, exit_status;
+
+	sp_sup_init(); /* before anything changes a disposition */
+	if ((rc = parse_options(&r.o, argc, argv, &cmd)) >= 0)
+		return rc;
+	r.cmd = argv + cmd;
+	if ((rc = preflight(&r)) != SP_EXIT_OK)
+		return rc;
+	rc = SP_EXIT_INTERNAL;
+	if (collector_open(&r) < 0)
+		goto out;
+	r.t_start = sp_srv_mono_ns();
+	status_layout_env();
+	for (r.run = 1; r.run <= r.o.repeat; r.run++) {
+		int started = start_command(&r);
+
+		if (started != 0) {
+			rc = started > 0 ? started : SP_EXIT_INTERNAL;
+			goto out;
+		}
+		if (collect_run(&r) < 0 || finish_run(&r) < 0)
+			goto out;
+		if (repeat_stops(&r))
+			break;
+	}
+	wrote = write_profile(&r, saved, sizeof(saved), &exit_status);
+	if (wrote < 0)
+		goto out;
+	if (!r.o.quiet)
+		print_summary(&r, wrote ? saved : r.o.output);
+	rc = wrote ? SP_EXIT_INTERNAL : exit_status;
+out:
+	recording_close(&r);
 	return rc;
 }
