@@ -420,45 +420,63 @@ static int write_frames(sqlite3 *db, struct sp_coll *c, const struct sp_meta *m)
 	return rc;
 }
 
-static int write_all(sqlite3 *db, struct sp_coll *c, const struct sp_meta *m, char *err,
-		     size_t errlen)
+/* What the steps of write_all share: the profile in its transaction, the
+ * recording and its metadata, and the maps the first steps build for the
+ * others (each owned here, freed by write_all). */
+struct pw {
+	sqlite3 *db;
+	struct sp_coll *c;
+	const struct sp_meta *m;
+	struct hmap fps;    /* sql_id -> struct fpinfo */
+	struct hmap fptext; /* fp_id -> its fingerprint's text (malloc'd) */
+	struct hmap fagg;   /* {fp_id, kind} -> struct fagg */
+	char *err;
+	size_t errlen;
+};
+
+/* A step's exits: the reason into w->err, st (may be NULL) finalized,
+ * -1 returned. */
+static int pw_sqlerr(struct pw *w, sqlite3_stmt *st)
 {
-	struct hmap fps, fagg, fptext;
+	snprintf(w->err, w->errlen, "profile: %s", sqlite3_errmsg(w->db));
+	sqlite3_finalize(st);
+	return -1;
+}
+
+static int pw_nomem(struct pw *w, sqlite3_stmt *st)
+{
+	snprintf(w->err, w->errlen, "profile: out of memory");
+	sqlite3_finalize(st);
+	return -1;
+}
+
+/* meta: the format, the command and its exit, the sampling rate, what was
+ * lost, dropped or malformed, the processes that could not connect or
+ * died. */
+static int write_meta(struct pw *w)
+{
+	sqlite3 *db = w->db;
+	struct sp_coll *c = w->c;
+	const struct sp_meta *m = w->m;
 	sqlite3_stmt *st = NULL;
-	size_t it;
-	const void *k;
-	void *v;
-	int rc = -1;
 	char buf[64];
-	struct sp_event spilled[256];
 
-	/* Events that do not fit in the spill file (a full $TMPDIR) are
-	 * dropped here and counted with the others, before meta has them. */
-	(void)sp_coll_spill_flush(c);
-	hmap_init(&fps, sizeof(uint64_t), sizeof(struct fpinfo));
-	hmap_init(&fptext, sizeof(uint64_t), sizeof(char *));
-	hmap_init(&fagg, 2 * sizeof(uint64_t), sizeof(struct fagg));
-
-	if (exec_sql(db, schema, err, errlen) < 0 || exec_sql(db, "BEGIN", err, errlen) < 0)
-		goto out;
-
-	/* meta */
 	st = prep(db, "INSERT INTO meta VALUES(?,?)");
 	if (!st)
-		goto sqlerr;
+		return pw_sqlerr(w, st);
 #define META_TEXT(key, val)                                                 \
 	do {                                                                \
 		sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);           \
 		sqlite3_bind_text(st, 2, val, -1, SQLITE_TRANSIENT);        \
 		if (step_done(st) < 0)                                      \
-			goto sqlerr;                                        \
+			return pw_sqlerr(w, st);                            \
 	} while (0)
 #define META_INT(key, val)                                                  \
 	do {                                                                \
 		sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);           \
 		sqlite3_bind_int64(st, 2, (sqlite3_int64)(val));            \
 		if (step_done(st) < 0)                                      \
-			goto sqlerr;                                        \
+			return pw_sqlerr(w, st);                            \
 	} while (0)
 	META_INT("format", SP_PROFILE_FORMAT);
 	META_TEXT("sqlprof_version", SQLPROF_VERSION);
@@ -493,15 +511,27 @@ static int write_all(sqlite3 *db, struct sp_coll *c, const struct sp_meta *m, ch
 			r = step_done(st);
 			free(died);
 			if (r < 0)
-				goto sqlerr;
+				return pw_sqlerr(w, st);
 		}
 	}
 	sqlite3_finalize(st);
+	return 0;
+#undef META_TEXT
+#undef META_INT
+}
 
-	/* processes */
+/* processes: one row per process image that connected. */
+static int write_processes(struct pw *w)
+{
+	sqlite3 *db = w->db;
+	struct sp_coll *c = w->c;
+	sqlite3_stmt *st = NULL;
+	size_t it;
+	void *v;
+
 	st = prep(db, "INSERT INTO processes VALUES(?,?,?,?,?,?,?,?,?,?)");
 	if (!st)
-		goto sqlerr;
+		return pw_sqlerr(w, st);
 	it = 0;
 	while ((v = hmap_next(&c->procs, &it, NULL))) {
 		struct sp_proc *p = v;
@@ -517,31 +547,44 @@ static int write_all(sqlite3 *db, struct sp_coll *c, const struct sp_meta *m, ch
 		sqlite3_bind_int64(st, 9, (sqlite3_int64)p->msgs);
 		sqlite3_bind_int64(st, 10, (sqlite3_int64)p->bad_msgs);
 		if (step_done(st) < 0)
-			goto sqlerr;
+			return pw_sqlerr(w, st);
 	}
 	sqlite3_finalize(st);
+	return 0;
+}
 
-	/* statements and their fingerprints */
+/* statements: one row per SQL text, with its fingerprint's id; fills
+ * w->fps (sql_id -> fpinfo) and w->fptext (each fingerprint's text, made
+ * once per id) for every step after. */
+static int write_statements(struct pw *w)
+{
+	sqlite3 *db = w->db;
+	struct sp_coll *c = w->c;
+	sqlite3_stmt *st = NULL;
+	size_t it;
+	const void *k;
+	void *v;
+
 	st = prep(db, "INSERT INTO statements VALUES(?,?,?,?,?)");
 	if (!st)
-		goto sqlerr;
+		return pw_sqlerr(w, st);
 	it = 0;
 	while ((v = hmap_next(&c->sqls, &it, &k))) {
 		struct sp_sql *s = v;
-		struct fpinfo *fi = hmap_get(&fps, k, 1, NULL);
+		struct fpinfo *fi = hmap_get(&w->fps, k, 1, NULL);
 		const char *text = s->text ? s->text : "";
 		char **fp;
 		int created;
 
 		if (!fi)
-			goto nomem;
+			return pw_nomem(w, st);
 		fi->text = text;
 		if (text[0] == '<' && text[strlen(text) - 1] == '>' &&
 		    (!strcmp(text, "<statement without SQL text>") ||
 		     !strcmp(text, SP_SQL_UNATTRIBUTED_TEXT))) {
 			/* the preload's placeholder: keep it readable */
 			fi->fp_id = sp_hash64(text, strlen(text));
-			fp = hmap_get(&fptext, &fi->fp_id, 1, &created);
+			fp = hmap_get(&w->fptext, &fi->fp_id, 1, &created);
 			if (fp && created)
 				*fp = strdup(text);
 		} else {
@@ -554,10 +597,10 @@ static int write_all(sqlite3 *db, struct sp_coll *c, const struct sp_meta *m, ch
 			if (!id) {
 				made = sp_fingerprint(text, strlen(text), &id);
 				if (!made)
-					goto nomem;
+					return pw_nomem(w, st);
 			}
 			fi->fp_id = id;
-			fp = hmap_get(&fptext, &id, 1, &created);
+			fp = hmap_get(&w->fptext, &id, 1, &created);
 			if (fp && created)
 				*fp = made ? made : sp_fingerprint(text, strlen(text), &id);
 			else
@@ -565,24 +608,33 @@ static int write_all(sqlite3 *db, struct sp_coll *c, const struct sp_meta *m, ch
 		}
 		fi->fingerprint = fp ? *fp : NULL;
 		if (!fi->fingerprint)
-			goto nomem;
+			return pw_nomem(w, st);
 		sqlite3_bind_int64(st, 1, *(const sqlite3_int64 *)k);
 		sqlite3_bind_int64(st, 2, (sqlite3_int64)fi->fp_id);
 		sqlite3_bind_text(st, 3, text, -1, SQLITE_STATIC);
 		sqlite3_bind_int64(st, 4, s->full_len);
 		sqlite3_bind_int(st, 5, s->truncated);
 		if (step_done(st) < 0)
-			goto sqlerr;
+			return pw_sqlerr(w, st);
 	}
 	sqlite3_finalize(st);
-	st = NULL;
+	return 0;
+}
 
-	/* queries, merged per fingerprint */
+/* The collector's per-text aggregates merged per (fingerprint, kind) into
+ * w->fagg, with the histograms it kept per fingerprint. Writes nothing. */
+static int merge_queries(struct pw *w)
+{
+	struct sp_coll *c = w->c;
+	size_t it;
+	const void *k;
+	void *v;
+
 	it = 0;
 	while ((v = hmap_next(&c->queries, &it, &k))) {
 		const uint64_t *qk = k; /* sql_id, kind */
 		struct sp_qagg *q = v;
-		const struct fpinfo *fi = hmap_get(&fps, &qk[0], 0, NULL);
+		const struct fpinfo *fi = hmap_get(&w->fps, &qk[0], 0, NULL);
 		static const struct fpinfo unknown = { 0, "<sql text lost>", "<sql text lost>" };
 		uint64_t fk[2];
 		struct fagg *a;
@@ -593,9 +645,9 @@ static int write_all(sqlite3 *db, struct sp_coll *c, const struct sp_meta *m, ch
 			continue;
 		fk[0] = fi->fp_id;
 		fk[1] = qk[1];
-		a = hmap_get(&fagg, fk, 1, NULL);
+		a = hmap_get(&w->fagg, fk, 1, NULL);
 		if (!a)
-			goto nomem;
+			return pw_nomem(w, NULL);
 		if (!a->fi)
 			a->fi = fi;
 		a->kind = qk[1];
@@ -618,7 +670,7 @@ static int write_all(sqlite3 *db, struct sp_coll *c, const struct sp_meta *m, ch
 			a->q.max_run = q->max_run;
 		if (q->runs_by_len) {
 			if (!sp_qagg_runs(&a->q))
-				goto nomem;
+				return pw_nomem(w, NULL);
 			for (int b = 0; b < SP_RUN_BUCKETS; b++)
 				a->q.runs_by_len[b] += q->runs_by_len[b];
 		}
@@ -626,7 +678,7 @@ static int write_all(sqlite3 *db, struct sp_coll *c, const struct sp_meta *m, ch
 			if (!a->q.hist)
 				a->q.hist = sp_hist_new();
 			if (!a->q.hist)
-				goto nomem;
+				return pw_nomem(w, NULL);
 			sp_hist_merge(a->q.hist, q->hist);
 		}
 	}
@@ -634,15 +686,26 @@ static int write_all(sqlite3 *db, struct sp_coll *c, const struct sp_meta *m, ch
 	it = 0;
 	while ((v = hmap_next(&c->fphists, &it, &k))) {
 		struct sp_fphist *fh = v;
-		struct fagg *a = hmap_get(&fagg, k, 0, NULL);
+		struct fagg *a = hmap_get(&w->fagg, k, 0, NULL);
 
 		if (!a || !fh->hist || !fh->count)
 			continue;
 		if (!a->q.hist && !(a->q.hist = sp_hist_new()))
-			goto nomem;
+			return pw_nomem(w, NULL);
 		sp_hist_set_minmax_sum(fh->hist, fh->min_ns, fh->max_ns, fh->sum_ns);
 		sp_hist_merge(a->q.hist, fh->hist);
 	}
+	return 0;
+}
+
+/* queries, histograms and runs: one row (and its buckets) per w->fagg entry. */
+static int write_queries(struct pw *w)
+{
+	sqlite3 *db = w->db;
+	sqlite3_stmt *st = NULL;
+	size_t it;
+	void *v;
+
 	st = prep(db, "INSERT INTO queries VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
 	{
 		sqlite3_stmt *hs = prep(db, "INSERT INTO histograms VALUES(?,?,?,?)");
@@ -651,10 +714,10 @@ static int write_all(sqlite3 *db, struct sp_coll *c, const struct sp_meta *m, ch
 		if (!st || !hs || !rs) {
 			sqlite3_finalize(hs);
 			sqlite3_finalize(rs);
-			goto sqlerr;
+			return pw_sqlerr(w, st);
 		}
 		it = 0;
-		while ((v = hmap_next(&fagg, &it, NULL))) {
+		while ((v = hmap_next(&w->fagg, &it, NULL))) {
 			struct fagg *a = v;
 			struct hist_ctx hc = { hs, a->fi->fp_id, kind_name(a->kind), 0 };
 
@@ -683,7 +746,7 @@ static int write_all(sqlite3 *db, struct sp_coll *c, const struct sp_meta *m, ch
 			if (step_done(st) < 0) {
 				sqlite3_finalize(hs);
 				sqlite3_finalize(rs);
-				goto sqlerr;
+				return pw_sqlerr(w, st);
 			}
 			for (int b = 0; b < SP_RUN_BUCKETS; b++) {
 				uint64_t lo, hi;
@@ -706,23 +769,34 @@ static int write_all(sqlite3 *db, struct sp_coll *c, const struct sp_meta *m, ch
 			if (hc.rc < 0) {
 				sqlite3_finalize(hs);
 				sqlite3_finalize(rs);
-				goto sqlerr;
+				return pw_sqlerr(w, st);
 			}
 		}
 		sqlite3_finalize(hs);
 		sqlite3_finalize(rs);
 	}
 	sqlite3_finalize(st);
+	return 0;
+}
 
-	/* stack samples */
+/* stack_samples: per (fingerprint, kind, process, stack). */
+static int write_stack_samples(struct pw *w)
+{
+	sqlite3 *db = w->db;
+	struct sp_coll *c = w->c;
+	sqlite3_stmt *st = NULL;
+	size_t it;
+	const void *k;
+	void *v;
+
 	st = prep(db, "INSERT INTO stack_samples VALUES(?,?,?,?,?,?,?,?,?,?)");
 	if (!st)
-		goto sqlerr;
+		return pw_sqlerr(w, st);
 	it = 0;
 	while ((v = hmap_next(&c->sites, &it, &k))) {
 		const uint64_t *sk = k; /* sql_id, kind, pid, stack_id */
 		const struct sp_sagg *s = v;
-		const struct fpinfo *fi = hmap_get(&fps, &sk[0], 0, NULL);
+		const struct fpinfo *fi = hmap_get(&w->fps, &sk[0], 0, NULL);
 
 		sqlite3_bind_int64(st, 1, (sqlite3_int64)(fi ? fi->fp_id : 0));
 		sqlite3_bind_text(st, 2, kind_name(sk[1]), -1, SQLITE_STATIC);
@@ -735,19 +809,30 @@ static int write_all(sqlite3 *db, struct sp_coll *c, const struct sp_meta *m, ch
 		sqlite3_bind_int64(st, 9, (sqlite3_int64)s->random_samples);
 		sqlite3_bind_int64(st, 10, (sqlite3_int64)s->random_ns);
 		if (step_done(st) < 0)
-			goto sqlerr;
+			return pw_sqlerr(w, st);
 	}
 	sqlite3_finalize(st);
+	return 0;
+}
 
-	/* exact executions per (text's fingerprint, process, calling pc) */
+/* callers: exact executions per (fingerprint, kind, process, calling pc). */
+static int write_callers(struct pw *w)
+{
+	sqlite3 *db = w->db;
+	struct sp_coll *c = w->c;
+	sqlite3_stmt *st = NULL;
+	size_t it;
+	const void *k;
+	void *v;
+
 	st = prep(db, "INSERT INTO callers VALUES(?,?,?,?,?,?)");
 	if (!st)
-		goto sqlerr;
+		return pw_sqlerr(w, st);
 	it = 0;
 	while ((v = hmap_next(&c->callers, &it, &k))) {
 		const uint64_t *ck = k; /* sql_id, kind, pid, caller */
 		const struct sp_caller *cr = v;
-		const struct fpinfo *fi = hmap_get(&fps, &ck[0], 0, NULL);
+		const struct fpinfo *fi = hmap_get(&w->fps, &ck[0], 0, NULL);
 
 		sqlite3_bind_int64(st, 1, (sqlite3_int64)(fi ? fi->fp_id : 0));
 		sqlite3_bind_text(st, 2, kind_name(ck[1]), -1, SQLITE_STATIC);
@@ -756,19 +841,30 @@ static int write_all(sqlite3 *db, struct sp_coll *c, const struct sp_meta *m, ch
 		sqlite3_bind_int64(st, 5, (sqlite3_int64)cr->count);
 		sqlite3_bind_int64(st, 6, (sqlite3_int64)cr->total_ns);
 		if (step_done(st) < 0)
-			goto sqlerr;
+			return pw_sqlerr(w, st);
 	}
 	sqlite3_finalize(st);
+	return 0;
+}
 
-	/* errors */
+/* errors: per (fingerprint, code, process, stack, message, kind). */
+static int write_errors(struct pw *w)
+{
+	sqlite3 *db = w->db;
+	struct sp_coll *c = w->c;
+	sqlite3_stmt *st = NULL;
+	size_t it;
+	const void *k;
+	void *v;
+
 	st = prep(db, "INSERT INTO errors VALUES(?,?,?,?,?,?,?)");
 	if (!st)
-		goto sqlerr;
+		return pw_sqlerr(w, st);
 	it = 0;
 	while ((v = hmap_next(&c->errors, &it, &k))) {
 		const uint64_t *ek = k; /* sql_id, rc, pid, stack_id, hash, kind */
 		const struct sp_err *e = v;
-		const struct fpinfo *fi = hmap_get(&fps, &ek[0], 0, NULL);
+		const struct fpinfo *fi = hmap_get(&w->fps, &ek[0], 0, NULL);
 
 		sqlite3_bind_int64(st, 1, (sqlite3_int64)(fi ? fi->fp_id : 0));
 		sqlite3_bind_text(st, 2, kind_name(ek[5]), -1, SQLITE_STATIC);
@@ -778,14 +874,26 @@ static int write_all(sqlite3 *db, struct sp_coll *c, const struct sp_meta *m, ch
 		sqlite3_bind_int64(st, 6, (sqlite3_int64)ek[3]);
 		sqlite3_bind_int64(st, 7, (sqlite3_int64)e->count);
 		if (step_done(st) < 0)
-			goto sqlerr;
+			return pw_sqlerr(w, st);
 	}
 	sqlite3_finalize(st);
+	return 0;
+}
 
-	/* events */
+/* events: the sampled executions, those in memory then those in the
+ * spill file (read back in blocks). */
+static int write_events(struct pw *w)
+{
+	sqlite3 *db = w->db;
+	struct sp_coll *c = w->c;
+	char *err = w->err;
+	size_t errlen = w->errlen;
+	sqlite3_stmt *st = NULL;
+	struct sp_event spilled[256];
+
 	st = prep(db, "INSERT INTO events VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
 	if (!st)
-		goto sqlerr;
+		return pw_sqlerr(w, st);
 	/* the spill file holds exactly nspilled events (flushed above) */
 	for (size_t i = 0, nin = 0, at = 0; i < c->nevents + c->nspilled; i++) {
 		const struct sp_event *e;
@@ -801,7 +909,7 @@ static int write_all(sqlite3 *db, struct sp_coll *c, const struct sp_meta *m, ch
 				if (r < 0) {
 					snprintf(err, errlen, "profile: reading back sampled executions: %s",
 						 strerror(errno));
-					goto out;
+					return -1;
 				}
 				if (r == 0)
 					break;
@@ -810,7 +918,7 @@ static int write_all(sqlite3 *db, struct sp_coll *c, const struct sp_meta *m, ch
 			}
 			e = &spilled[at++];
 		}
-		fi = hmap_get(&fps, &e->sql_id, 0, NULL);
+		fi = hmap_get(&w->fps, &e->sql_id, 0, NULL);
 
 		sqlite3_bind_int64(st, 1, e->pid);
 		sqlite3_bind_int64(st, 2, e->tid);
@@ -829,9 +937,21 @@ static int write_all(sqlite3 *db, struct sp_coll *c, const struct sp_meta *m, ch
 		sqlite3_bind_int64(st, 15, e->rc);
 		sqlite3_bind_int64(st, 16, e->flags);
 		if (step_done(st) < 0)
-			goto sqlerr;
+			return pw_sqlerr(w, st);
 	}
 	sqlite3_finalize(st);
+	return 0;
+}
+
+/* run_totals: what each run of --repeat added, per (run, fingerprint, kind). */
+static int write_run_totals(struct pw *w)
+{
+	sqlite3 *db = w->db;
+	const struct sp_meta *m = w->m;
+	sqlite3_stmt *st = NULL;
+	size_t it;
+	const void *k;
+	void *v;
 
 	/* per-run totals, merged per fingerprint in memory first: one row per
 	 * (run, fp_id, kind). (An INSERT ... WHERE NOT EXISTS and an UPDATE
@@ -843,13 +963,13 @@ static int write_all(sqlite3 *db, struct sp_coll *c, const struct sp_meta *m, ch
 		hmap_init(&rt, 3 * sizeof(uint64_t), 2 * sizeof(uint64_t));
 		for (size_t i = 0; i < m->nruns; i++) {
 			const struct sp_run_total *r = &m->runs[i];
-			const struct fpinfo *fi = hmap_get(&fps, &r->sql_id, 0, NULL);
+			const struct fpinfo *fi = hmap_get(&w->fps, &r->sql_id, 0, NULL);
 			uint64_t rk[3] = { r->run, fi ? fi->fp_id : 0, r->kind == SP_KIND_EXEC };
 			uint64_t *sum = hmap_get(&rt, rk, 1, NULL);
 
 			if (!sum) {
 				hmap_free(&rt);
-				goto nomem;
+				return pw_nomem(w, st);
 			}
 			sum[0] += r->count;
 			sum[1] += r->total_ns;
@@ -857,7 +977,7 @@ static int write_all(sqlite3 *db, struct sp_coll *c, const struct sp_meta *m, ch
 		st = prep(db, "INSERT INTO run_totals VALUES(?,?,?,?,?)");
 		if (!st) {
 			hmap_free(&rt);
-			goto sqlerr;
+			return pw_sqlerr(w, st);
 		}
 		it = 0;
 		while ((v = hmap_next(&rt, &it, &k))) {
@@ -871,22 +991,33 @@ static int write_all(sqlite3 *db, struct sp_coll *c, const struct sp_meta *m, ch
 			sqlite3_bind_int64(st, 5, (sqlite3_int64)sum[1]);
 			if (step_done(st) < 0) {
 				hmap_free(&rt);
-				goto sqlerr;
+				return pw_sqlerr(w, st);
 			}
 		}
 		hmap_free(&rt);
 	}
 	sqlite3_finalize(st);
+	return 0;
+}
 
-	/* plans */
+/* plans: per (SQL text, plan), with the schema it was planned against. */
+static int write_plans(struct pw *w)
+{
+	sqlite3 *db = w->db;
+	struct sp_coll *c = w->c;
+	sqlite3_stmt *st = NULL;
+	size_t it;
+	const void *k;
+	void *v;
+
 	st = prep(db, "INSERT INTO plans VALUES(?,?,?,?,?)");
 	if (!st)
-		goto sqlerr;
+		return pw_sqlerr(w, st);
 	it = 0;
 	while ((v = hmap_next(&c->plans, &it, &k))) {
 		const uint64_t *pk = k; /* sql_id, hash */
 		const struct sp_plan *pl = v;
-		const struct fpinfo *fi = hmap_get(&fps, &pk[0], 0, NULL);
+		const struct fpinfo *fi = hmap_get(&w->fps, &pk[0], 0, NULL);
 
 		sqlite3_bind_int64(st, 1, (sqlite3_int64)(fi ? fi->fp_id : 0));
 		sqlite3_bind_int64(st, 2, (sqlite3_int64)pk[0]);
@@ -897,11 +1028,21 @@ static int write_all(sqlite3 *db, struct sp_coll *c, const struct sp_meta *m, ch
 		else
 			sqlite3_bind_null(st, 5);
 		if (step_done(st) < 0)
-			goto sqlerr;
+			return pw_sqlerr(w, st);
 	}
 	sqlite3_finalize(st);
+	return 0;
+}
 
-	/* duplicates, per fingerprint */
+/* duplicates: the bound-value repeats, summed per fingerprint. */
+static int write_duplicates(struct pw *w)
+{
+	sqlite3 *db = w->db;
+	struct sp_coll *c = w->c;
+	sqlite3_stmt *st = NULL;
+	size_t it;
+	const void *k;
+
 	{
 		struct hmap per_fp;
 		struct sp_dup *d, *f;
@@ -909,7 +1050,7 @@ static int write_all(sqlite3 *db, struct sp_coll *c, const struct sp_meta *m, ch
 		hmap_init(&per_fp, sizeof(uint64_t), sizeof(struct sp_dup));
 		it = 0;
 		while ((d = hmap_next(&c->dups, &it, &k))) {
-			const struct fpinfo *fi = hmap_get(&fps, k, 0, NULL);
+			const struct fpinfo *fi = hmap_get(&w->fps, k, 0, NULL);
 
 			if (!fi || !(f = hmap_get(&per_fp, &fi->fp_id, 1, NULL)))
 				continue;
@@ -921,7 +1062,7 @@ static int write_all(sqlite3 *db, struct sp_coll *c, const struct sp_meta *m, ch
 		st = prep(db, "INSERT INTO duplicates VALUES(?, 'stmt', ?, ?, ?)");
 		if (!st) {
 			hmap_free(&per_fp);
-			goto sqlerr;
+			return pw_sqlerr(w, st);
 		}
 		it = 0;
 		while ((f = hmap_next(&per_fp, &it, &k))) {
@@ -931,17 +1072,28 @@ static int write_all(sqlite3 *db, struct sp_coll *c, const struct sp_meta *m, ch
 			sqlite3_bind_int64(st, 4, (sqlite3_int64)f->top);
 			if (step_done(st) < 0) {
 				hmap_free(&per_fp);
-				goto sqlerr;
+				return pw_sqlerr(w, st);
 			}
 		}
 		sqlite3_finalize(st);
 		hmap_free(&per_fp);
 	}
+	return 0;
+}
 
-	/* schemas: a file's is read now */
+/* schemas: as sent, or read from the file now (a file schema). */
+static int write_schemas(struct pw *w)
+{
+	sqlite3 *db = w->db;
+	struct sp_coll *c = w->c;
+	sqlite3_stmt *st = NULL;
+	size_t it;
+	const void *k;
+	void *v;
+
 	st = prep(db, "INSERT INTO schemas VALUES(?,?)");
 	if (!st)
-		goto sqlerr;
+		return pw_sqlerr(w, st);
 	it = 0;
 	while ((v = hmap_next(&c->schemas, &it, &k))) {
 		const struct sp_schema *sc = v;
@@ -953,14 +1105,24 @@ static int write_all(sqlite3 *db, struct sp_coll *c, const struct sp_meta *m, ch
 		sqlite3_bind_text(st, 2, text ? text : sc->text ? sc->text : "", -1, SQLITE_TRANSIENT);
 		free(text);
 		if (step_done(st) < 0)
-			goto sqlerr;
+			return pw_sqlerr(w, st);
 	}
 	sqlite3_finalize(st);
+	return 0;
+}
 
-	/* modules */
+/* modules: every mapped file of every process, with its build-id. */
+static int write_modules(struct pw *w)
+{
+	sqlite3 *db = w->db;
+	struct sp_coll *c = w->c;
+	sqlite3_stmt *st = NULL;
+	size_t it;
+	void *v;
+
 	st = prep(db, "INSERT INTO modules VALUES(?,?,?,?,?,?,?,?)");
 	if (!st)
-		goto sqlerr;
+		return pw_sqlerr(w, st);
 	it = 0;
 	while ((v = hmap_next(&c->modules, &it, NULL))) {
 		const struct sp_module *md = v;
@@ -976,47 +1138,98 @@ static int write_all(sqlite3 *db, struct sp_coll *c, const struct sp_meta *m, ch
 		sqlite3_bind_int64(st, 7, (sqlite3_int64)md->hi);
 		sqlite3_bind_int(st, 8, md->sqlite);
 		if (step_done(st) < 0)
-			goto sqlerr;
+			return pw_sqlerr(w, st);
 	}
 	sqlite3_finalize(st);
-	st = NULL;
+	return 0;
+}
+
+/* frames and symbols (write_frames: every stack symbolized), then the
+ * symbolizer's notes. */
+static int write_symbols(struct pw *w)
+{
+	sqlite3 *db = w->db;
+	struct sp_coll *c = w->c;
+	const struct sp_meta *m = w->m;
+	sqlite3_stmt *st = NULL;
 
 	if (write_frames(db, c, m) < 0)
-		goto sqlerr;
+		return pw_sqlerr(w, NULL);
 	if (c->sym_notes) {
 		st = prep(db, "INSERT INTO meta VALUES('symbolizer_notes', ?)");
 		if (!st)
-			goto sqlerr;
+			return pw_sqlerr(w, st);
 		sqlite3_bind_text(st, 1, c->sym_notes, -1, SQLITE_STATIC);
 		if (step_done(st) < 0)
-			goto sqlerr;
+			return pw_sqlerr(w, st);
 		sqlite3_finalize(st);
-		st = NULL;
 	}
-	if (m->extra && m->extra(db, m->extra_arg) < 0)
-		goto sqlerr;
+	return 0;
+}
+
+/*
+ * Write the recording into db, whose schema is made here, in one
+ * transaction: each step below writes its tables (and may build maps for
+ * the steps after it, in w), then the writer's own tables (m->extra), the
+ * indexes, COMMIT. Returns 0, or -1 with a one-line reason in err (the
+ * transaction is then left open: the caller discards the file).
+ */
+static int write_all(sqlite3 *db, struct sp_coll *c, const struct sp_meta *m, char *err,
+		     size_t errlen)
+{
+	static int (*const steps[])(struct pw *) = {
+		write_meta,
+		write_processes,
+		write_statements,
+		merge_queries,
+		write_queries,
+		write_stack_samples,
+		write_callers,
+		write_errors,
+		write_events,
+		write_run_totals,
+		write_plans,
+		write_duplicates,
+		write_schemas,
+		write_modules,
+		write_symbols,
+	};
+	struct pw w = { .db = db, .c = c, .m = m, .err = err, .errlen = errlen };
+	size_t it, i;
+	void *v;
+	int rc = -1;
+
+	/* Events that do not fit in the spill file (a full $TMPDIR) are
+	 * dropped here and counted with the others, before meta has them. */
+	(void)sp_coll_spill_flush(c);
+	hmap_init(&w.fps, sizeof(uint64_t), sizeof(struct fpinfo));
+	hmap_init(&w.fptext, sizeof(uint64_t), sizeof(char *));
+	hmap_init(&w.fagg, 2 * sizeof(uint64_t), sizeof(struct fagg));
+
+	if (exec_sql(db, schema, err, errlen) < 0 || exec_sql(db, "BEGIN", err, errlen) < 0)
+		goto out;
+	for (i = 0; i < sizeof(steps) / sizeof(steps[0]); i++)
+		if (steps[i](&w) < 0)
+			goto out;
+	if (m->extra && m->extra(db, m->extra_arg) < 0) {
+		pw_sqlerr(&w, NULL);
+		goto out;
+	}
 	if (exec_sql(db, indexes, err, errlen) < 0 || exec_sql(db, "COMMIT", err, errlen) < 0)
 		goto out;
 	rc = 0;
-	goto out;
-nomem:
-	snprintf(err, errlen, "profile: out of memory");
-	goto out;
-sqlerr:
-	snprintf(err, errlen, "profile: %s", sqlite3_errmsg(db));
 out:
-	sqlite3_finalize(st);
 	it = 0;
-	while ((v = hmap_next(&fptext, &it, NULL)))
+	while ((v = hmap_next(&w.fptext, &it, NULL)))
 		free(*(char **)v);
-	hmap_free(&fptext);
+	hmap_free(&w.fptext);
 	it = 0;
-	while ((v = hmap_next(&fagg, &it, NULL))) {
+	while ((v = hmap_next(&w.fagg, &it, NULL))) {
 		sp_hist_free(((struct fagg *)v)->q.hist);
 		free(((struct fagg *)v)->q.runs_by_len);
 	}
-	hmap_free(&fps);
-	hmap_free(&fagg);
+	hmap_free(&w.fps);
+	hmap_free(&w.fagg);
 	return rc;
 }
 
