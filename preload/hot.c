@@ -311,11 +311,11 @@ SP_EXPORT int sqlite3_step(sqlite3_stmt *st)
 		return step_general(st, -1);
 	r = &s->run;
 	if (!r->start) {
-		int off = t->status_off;
+		int off = t->status_off; /* >= 0: SP_TS_COUNTERS */
 		sp_v4u base;
 
 		/* the record is this thread's, for this caller */
-		if (unlikely(s->agg_arena != t->arena_id || off < 0 ||
+		if (unlikely(s->agg_arena != t->arena_id ||
 			     s->agg_caller != (uintptr_t)__builtin_return_address(0)))
 			return step_general(st, -1);
 		if (unlikely(--t->skip == 0))
@@ -382,9 +382,12 @@ SP_EXPORT int sqlite3_reset(sqlite3_stmt *st)
 	struct sp_thread *t = &sp_tls;
 	struct sp_stmt *s = t->last_stmt;
 
-	if (likely(t->state == SP_TS_FAST &&
-		   stmt_key(s) == (uintptr_t)st &&
-		   !s->run.start))
+	/* No test of the state: last_stmt is never NULL (sp_stmt_none until
+	 * a lookup), a key matches only a statement a set-up thread looked
+	 * up (so the originals are resolved), and whatever the state (the
+	 * profiler's own call, profiling off), a reset of a statement with
+	 * nothing in progress is the original's alone. */
+	if (likely(stmt_key(s) == (uintptr_t)st && !s->run.start))
 		return sp_real.reset(st);
 	return reset_general(st);
 }

@@ -18,7 +18,11 @@
 
 #include "sp_preload.h"
 
-__thread struct sp_thread sp_tls __attribute__((tls_model("initial-exec")));
+/* last_stmt is never NULL, even before the thread is set up: sqlite3_reset
+ * compares its key without testing the state first */
+__thread struct sp_thread sp_tls __attribute__((tls_model("initial-exec"))) = {
+	.last_stmt = &sp_stmt_none,
+};
 uint32_t sp_proc_pid; /* pid of the process image we initialised */
 atomic_ulong sp_unloads;
 uint64_t sp_image_salt;
@@ -120,6 +124,7 @@ void sp_thread_ready(struct sp_thread *t)
 	if (!t->last_stmt)
 		t->last_stmt = &sp_stmt_none;
 	t->status_off = -1; /* the first start through run.c reads the probe's */
+	t->state &= ~SP_TS_COUNTERS;
 	t->run_q = &sp_no_run;
 	sp_arena_get(t);
 	t->state |= SP_TS_SETUP | (sp_clock_tsc ? SP_TS_TSC : 0);

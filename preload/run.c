@@ -217,10 +217,9 @@ static uint64_t params_hash(struct sp_thread *t, const struct sp_run *r, sqlite3
 {
 	uint64_t h = 0;
 	char *x;
-	int saved = errno;
+	int saved;
 
-	if (!(r->flags & SP_EXEC_RANDOM) || r->kind != SP_KIND_STMT || !st || !sp_cfg.params ||
-	    !sp_real.expanded_sql || !sp_real.free)
+	if (!(r->flags & SP_EXEC_RANDOM) || r->kind != SP_KIND_STMT || !st || !sp_cfg.params)
 		return 0;
 	if (sp_cfg.params_keep != UINT64_MAX && nexec > 64) {
 		/* above rate 0.01, past a statement's first 64 executions, a
@@ -234,8 +233,14 @@ static uint64_t params_hash(struct sp_thread *t, const struct sp_run *r, sqlite3
 		if (t->rng >= sp_cfg.params_keep)
 			return 0;
 	}
-	if (sp_real.bind_parameter_count && sp_real.bind_parameter_count(st) == 0)
+	if (!sp_real.expanded_sql || !sp_real.free)
+		return 0;
+	/* errno is read only here: most drawn executions are not hashed */
+	saved = errno;
+	if (sp_real.bind_parameter_count && sp_real.bind_parameter_count(st) == 0) {
+		errno = saved;
 		return siphash24(sp_params_key, (const unsigned char *)&sql_id, sizeof(sql_id)) | 1;
+	}
 	sp_guard_in(t);
 	x = sp_real.expanded_sql(st);
 	if (x) {
@@ -419,8 +424,12 @@ uint64_t sp_run_begin_slow(struct sp_thread *t, struct sp_stmt *s, sqlite3_stmt 
 	r->rows = 0;
 	sp_status_base(r, st);
 	t->status_off = atomic_load_explicit(&sp_status_off, memory_order_relaxed);
-	if (t->status_off < 0)
+	if (t->status_off < 0) {
 		r->flags |= SP_RUN_API; /* its end reads them through the API too */
+		t->state &= ~SP_TS_COUNTERS;
+	} else {
+		t->state |= SP_TS_COUNTERS; /* the inline start may read them */
+	}
 	/* the walk's time is not the execution's */
 	if (s->agg)
 		s->agg->started++;

@@ -243,8 +243,8 @@ struct sp_ring;
 /* Per-thread state, in initial-exec TLS: no allocation on access. */
 struct sp_thread {
 	/* The one word the hot path tests: SP_TS_FAST when the inline path
-	 * may run (profiling on, thread set up, TSC clock, not inside the
-	 * profiler). SP_TS_SETUP: set up (sp_thread_ready). Entering the
+	 * may run (profiling on, thread set up, TSC clock, SQLite's counters
+	 * at a known offset, not inside the profiler). SP_TS_SETUP: set up (sp_thread_ready). Entering the
 	 * profiler adds SP_TS_GUARD (sp_guard_in). */
 	uint32_t state;
 	uint32_t tid;          /* 0 until sp_thread_init (also after fork) */
@@ -283,8 +283,9 @@ extern __thread struct sp_run sp_exec_runs[SP_EXEC_DEPTH];
 
 #define SP_TS_SETUP 1u
 #define SP_TS_TSC 2u
-#define SP_TS_FAST (SP_TS_SETUP | SP_TS_TSC)
-#define SP_TS_GUARD 4u
+#define SP_TS_COUNTERS 4u /* status_off >= 0: SQLite's counters read in place */
+#define SP_TS_FAST (SP_TS_SETUP | SP_TS_TSC | SP_TS_COUNTERS)
+#define SP_TS_GUARD 8u
 
 /* 0 in a child made by a raw clone() that has not noticed yet (life.c) */
 extern volatile uint8_t *sp_alive;
@@ -575,10 +576,18 @@ extern _Atomic uint64_t sp_stream_check_at;
 void sp_stream_check(void);
 /* A slow path with no record in flight and no lock of ours held: a clock
  * read, and once a second the look above. */
+/* sp_stream_check's own deadline is monotonic ns; this one, in sp_now()'s
+ * units, spares a slow path the clock_gettime call (some 25 instructions
+ * in the vDSO, a tenth of a sampled execution's cost) the rest of each
+ * second. 0 after fork and a stream reset: check at once. */
+extern _Atomic uint64_t sp_stream_tick_at;
+void sp_stream_tick_slow(uint64_t now);
 SP_INLINE void sp_stream_tick(void)
 {
-	if (unlikely(sp_mono_ns() >= atomic_load_explicit(&sp_stream_check_at, memory_order_relaxed)))
-		sp_stream_check();
+	uint64_t now = sp_now();
+
+	if (unlikely(now >= atomic_load_explicit(&sp_stream_tick_at, memory_order_relaxed)))
+		sp_stream_tick_slow(now);
 }
 SP_INLINE uint64_t sp_stack_capture_inline(struct sp_thread *t)
 {

@@ -88,6 +88,7 @@ static int ever_connected;
  * our socket (an agent restarted). */
 static int agent_reconnects;
 _Atomic uint64_t sp_stream_check_at;
+_Atomic uint64_t sp_stream_tick_at; /* sp_now() units: sp_stream_tick */
 
 static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_mutex_t conn_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -1148,6 +1149,16 @@ static void rings_announce_again(void)
  * program is never held up: the connect waits at most the send timeout,
  * and a refused one costs one system call a second. Keeps errno.
  */
+void sp_stream_tick_slow(uint64_t now)
+{
+	/* a quarter of a second in sp_now()'s units, so that a check the
+	 * ns deadline allows is never put off by more than that */
+	uint64_t span = sp_clock_tsc ? (uint64_t)(250e6 * sp_tsc_per_ns()) : 250000000u;
+
+	atomic_store_explicit(&sp_stream_tick_at, now + (span ? span : 1), memory_order_relaxed);
+	sp_stream_check();
+}
+
 void sp_stream_check(void)
 {
 	uint64_t now = sp_mono_ns(), at = atomic_load(&sp_stream_check_at);
@@ -1321,6 +1332,7 @@ void sp_stream_fork_child(void)
 	atomic_store(&ring_fds_kept, 0);
 	agent_reconnects = 0;
 	atomic_store(&sp_stream_check_at, 0);
+	atomic_store(&sp_stream_tick_at, 0);
 	conn_errno = 0;
 	reconnects = 0;
 	ring_retry_at = 0;

@@ -19,6 +19,8 @@ required=(build-essential pkg-config libsqlite3-dev sqlite3 libdw-dev libelf-dev
           libsqlcipher-dev libsqlcipher0 php-cli php-sqlite3
           protobuf-compiler chromium
           check elfutils python3 binutils valgrind libdbd-sqlite3-perl tmux procps)
+# Tcl's own SQLite binding (t_tcl): a dlopen'd extension, like Python's.
+required+=(tcl libsqlite3-tcl)
 optional=(ltrace clang libclang-rt-14-dev protobuf-compiler)
 
 want=("${required[@]}")
