@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * profile.c - write and open profile files; see profile.h and
+ * profile.c - write and open profile files; see profile-write.h, profile.h and
  * docs/profile-format.md. Queries are grouped by fingerprint here, and every
  * stack is symbolized here, so that a profile stays readable after the
  * profiled binaries are rebuilt or deleted.

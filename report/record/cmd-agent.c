@@ -270,7 +270,7 @@ static int live_parts(struct agent *a)
 	return 0;
 }
 
-/* The agent's tables and meta rows (profile.h's extra callback). */
+/* The agent's tables and meta rows (profile-write.h's extra callback). */
 static int write_state(sqlite3 *db, void *arg)
 {
 	struct agent *a = arg;
