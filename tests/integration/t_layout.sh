@@ -4,8 +4,8 @@
 # of report/"): main.c, cmds.h, util.[ch] and hash.h at the top and every
 # other file in one module folder (record/, profile/, analysis/,
 # output/); no two headers share a file name (every folder is on the
-# include path); and each file includes only headers of the modules its
-# own may use: readers (analysis/, output/, profile/'s read side) never
+# include path) nor a system header's (<check.h>); and each file includes
+# only headers of the modules its own may use: readers (analysis/, output/, profile/'s read side) never
 # the collector's (record/), analysis/ never a printer's (output/). The
 # commands (cmd-*.c, main.c) put the modules together and may include any.
 . "$(dirname "$0")/lib.sh"
@@ -53,6 +53,20 @@ for d, _, files in os.walk(top):
             m = where.get(inc)
             if m is not None and m not in ok:
                 bad.append(f"report/{name} includes {inc} ({m}/): {mod}/ may include {', '.join(sorted(ok))}")
+# a header named like a system header (<check.h>, the unit tests'
+# framework) would be found first for #include <...> too
+root = os.path.dirname(os.path.realpath(top))
+system = set()
+for d, dirs, files in os.walk(root):
+    dirs[:] = [x for x in dirs if not x.startswith((".", "build"))]
+    for f in files:
+        if f.endswith((".c", ".h")):
+            try:
+                system.update(re.findall(r'^#include <([^>]+)>', open(os.path.join(d, f), errors="replace").read(), re.M))
+            except OSError:
+                pass
+for h in sorted(set(where) & system):
+    bad.append(f"report/{where[h] + '/' if where[h] != 'top' else ''}{h}: shadows the system header <{h}> (every report/ folder is on the include path)")
 for b in bad:
     print(b)
 sys.exit(1 if bad else 0)
