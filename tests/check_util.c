@@ -3,7 +3,8 @@
  * check_util.c - unit tests for the shared helpers of report/util.c and
  * report/hash.h: growing arrays (contents kept, capacity doubled from the
  * first size, a size that would overflow refused with the array left as
- * it was), base names, site labels and FNV-1a against published vectors.
+ * it was), base names, site labels, FNV-1a against published vectors, and
+ * the query kind's text (profile/kind.h).
  */
 #include <check.h>
 #include <errno.h>
@@ -13,6 +14,7 @@
 
 #include "fingerprint.h"
 #include "hash.h"
+#include "kind.h"
 #include "util.h"
 
 START_TEST(test_grow)
@@ -90,6 +92,22 @@ START_TEST(test_fnv)
 }
 END_TEST
 
+START_TEST(test_kind)
+{
+	/* "exec" is an exec; anything else, NULL included, a statement (what
+	 * every reader of the kind column did before the enum) */
+	ck_assert_int_eq(sp_qkind_parse("exec"), SP_QK_EXEC);
+	ck_assert_int_eq(sp_qkind_parse("stmt"), SP_QK_STMT);
+	ck_assert_int_eq(sp_qkind_parse(NULL), SP_QK_STMT);
+	ck_assert_int_eq(sp_qkind_parse("EXEC"), SP_QK_STMT);
+	ck_assert_int_eq(sp_qkind_parse("execx"), SP_QK_STMT);
+	ck_assert_int_eq(sp_qkind_parse(""), SP_QK_STMT);
+	ck_assert_str_eq(sp_qkind_name(SP_QK_EXEC), "exec");
+	ck_assert_str_eq(sp_qkind_name(SP_QK_STMT), "stmt");
+	ck_assert_int_eq(sp_qkind_parse(sp_qkind_name(SP_QK_EXEC)), SP_QK_EXEC);
+}
+END_TEST
+
 static Suite *util_suite(void)
 {
 	Suite *s = suite_create("util");
@@ -101,6 +119,7 @@ static Suite *util_suite(void)
 	tc = tcase_create("names_and_hashes");
 	tcase_add_test(tc, test_basename_label);
 	tcase_add_test(tc, test_fnv);
+	tcase_add_test(tc, test_kind);
 	suite_add_tcase(s, tc);
 	return s;
 }
