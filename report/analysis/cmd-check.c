@@ -44,6 +44,9 @@ static void usage(FILE *f)
 		"      --junit FILE             write JUnit XML, one test case per query\n"
 		"  -f, --format FMT             text (default), json, markdown\n"
 		"      --skip PATTERN           never attribute to frames matching PATTERN (repeatable)\n"
+		"      --since T, --until T, --last DURATION\n"
+		"                               judge a time window of each profile's intervals\n"
+		"                               (as sqlprof report reads it)\n"
 		"  -h, --help                   this text\n"
 		"\n"
 		"Rules: new-query (a fingerprint the baseline never ran), plan-change (a table read\n"
@@ -109,9 +112,13 @@ int cmd_check(int argc, char **argv)
 		{ "skip", required_argument, NULL, 6 },
 		{ "min-time-share", required_argument, NULL, 7 },
 		{ "format", required_argument, NULL, 'f' },
+		{ "since", required_argument, NULL, 8 },
+		{ "until", required_argument, NULL, 9 },
+		{ "last", required_argument, NULL, 10 },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
+	static struct sp_winreq wr; /* sp_side_set_window keeps its address */
 	struct sp_check_opts o = { .format = "text", .max_count = 0, .max_vm = 10, .max_time = 10,
 				.min_time_share = 1, .fail_on = SP_CHECK_DEFAULT_FAIL_ON };
 	struct sp_doctor_opts dopt = SP_DOCTOR_DEFAULTS;
@@ -123,6 +130,7 @@ int cmd_check(int argc, char **argv)
 	int opt, inerr, rc, li, werr = 0;
 
 	optind = 1;
+	memset(&wr, 0, sizeof(wr));
 	while ((opt = getopt_long(argc, argv, "b:f:h", longopts, &li)) != -1) {
 		switch (opt) {
 		case 'b':
@@ -168,6 +176,12 @@ int cmd_check(int argc, char **argv)
 				return SP_EXIT_USAGE;
 			}
 			break;
+		case 8:
+		case 9:
+		case 10:
+			if (sp_winreq_set(&wr, opt == 8 ? 's' : opt == 9 ? 'u' : 'l', optarg, "check") < 0)
+				return SP_EXIT_USAGE;
+			break;
 		case 'f': o.format = optarg; break;
 		case 'h': usage(stdout); return SP_EXIT_OK;
 		default: sp_usage_hint("check"); return SP_EXIT_USAGE;
@@ -177,6 +191,12 @@ int cmd_check(int argc, char **argv)
 		fprintf(stderr, "sqlprof check: unknown format '%s' (text, json, markdown)\n", o.format);
 		return SP_EXIT_USAGE;
 	}
+	if (wr.last && wr.since) {
+		fprintf(stderr, "sqlprof check: --last and --since both set the window's start; "
+				"give one\n");
+		return SP_EXIT_USAGE;
+	}
+	sp_side_set_window(&wr);
 	if (!o.nbase) {
 		fprintf(stderr, "sqlprof check: --baseline BASE is required\n");
 		sp_usage_hint("check");
@@ -193,13 +213,13 @@ int cmd_check(int argc, char **argv)
 	}
 	if (sp_side_load(&base, o.base, o.nbase, o.skip, err, sizeof(err), &inerr) < 0) {
 		fprintf(stderr, "sqlprof check: baseline: %s\n", err);
-		return inerr ? SP_EXIT_INPUT : SP_EXIT_INTERNAL;
+		return inerr == 2 ? SP_EXIT_USAGE : inerr ? SP_EXIT_INPUT : SP_EXIT_INTERNAL;
 	}
 	if (sp_side_load(&cand, (const char *const *)&argv[optind], (size_t)(argc - optind), o.skip,
 			 err, sizeof(err), &inerr) < 0) {
 		fprintf(stderr, "sqlprof check: candidate: %s\n", err);
 		sp_side_free(&base);
-		return inerr ? SP_EXIT_INPUT : SP_EXIT_INTERNAL;
+		return inerr == 2 ? SP_EXIT_USAGE : inerr ? SP_EXIT_INPUT : SP_EXIT_INTERNAL;
 	}
 	rc = SP_EXIT_INTERNAL;
 	if (sp_diff_build(&base, &cand, &d) < 0 ||
@@ -219,6 +239,17 @@ int cmd_check(int argc, char **argv)
 	} else { /* text for a terminal: no escape sequences */
 		FILE *real = sp_term_begin(&stdout);
 
+		for (size_t i = 0; !strcmp(o.format, "text") && base.p[0].qs.window.on &&
+				   i < base.np + cand.np;
+		     i++) {
+			const struct sp_prof *p = i < base.np ? &base.p[i] : &cand.p[i - base.np];
+			char label[64];
+
+			snprintf(label, sizeof(label), "%s %zu window",
+				 i < base.np ? "baseline" : "candidate",
+				 (i < base.np ? i : i - base.np) + 1);
+			sp_window_print(stdout, label, &p->qs.window);
+		}
 		if (!strcmp(o.format, "markdown"))
 			sp_check_print_md(&base, &cand, &d, &res);
 		else

@@ -37,12 +37,17 @@ static void usage(FILE *f)
 		"      --skip PATTERN   never attribute to frames whose function or module (or a\n"
 		"                       Python frame's file) matches PATTERN (fnmatch;\n"
 		"                       repeatable), e.g. your database wrapper\n"
+		"      --since T, --until T, --last DURATION\n"
+		"                       compare a time window of each profile's intervals (as\n"
+		"                       in sqlprof report; relative times from each profile's\n"
+		"                       own last interval end)\n"
 		"  -h, --help           this text\n"
 		"\n"
 		"Exit status: 0 (whether or not anything changed), 2 usage, 3 unreadable profile.\n"
 		"\n"
 		"examples:\n"
 		"  sqlprof diff main.db pr.db\n"
+		"  sqlprof diff --last 1h monday.db /var/lib/sqlprof/app.db\n"
 		"  sqlprof diff --format markdown main.db pr.db >> \"$GITHUB_STEP_SUMMARY\"\n");
 }
 
@@ -53,6 +58,9 @@ int cmd_diff(int argc, char **argv)
 		{ "all", no_argument, NULL, 'a' },
 		{ "top", required_argument, NULL, 'n' },
 		{ "skip", required_argument, NULL, 1 },
+		{ "since", required_argument, NULL, 2 },
+		{ "until", required_argument, NULL, 3 },
+		{ "last", required_argument, NULL, 4 },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -62,8 +70,10 @@ int cmd_diff(int argc, char **argv)
 	char err[1024];
 	uint64_t top = 0;
 	int opt, nskip = 0, all = 0, inerr, rc = SP_EXIT_OK;
+	static struct sp_winreq wr; /* sp_side_set_window keeps its address */
 
 	optind = 1;
+	memset(&wr, 0, sizeof(wr));
 	while ((opt = getopt_long(argc, argv, "f:an:h", longopts, NULL)) != -1) {
 		switch (opt) {
 		case 'f': format = optarg; break;
@@ -82,6 +92,12 @@ int cmd_diff(int argc, char **argv)
 			}
 			skip[nskip++] = optarg;
 			break;
+		case 2:
+		case 3:
+		case 4:
+			if (sp_winreq_set(&wr, opt == 2 ? 's' : opt == 3 ? 'u' : 'l', optarg, "diff") < 0)
+				return SP_EXIT_USAGE;
+			break;
 		case 'h': usage(stdout); return SP_EXIT_OK;
 		default: sp_usage_hint("diff"); return SP_EXIT_USAGE;
 		}
@@ -90,6 +106,12 @@ int cmd_diff(int argc, char **argv)
 		fprintf(stderr, "sqlprof diff: unknown format '%s' (text, json, markdown)\n", format);
 		return SP_EXIT_USAGE;
 	}
+	if (wr.last && wr.since) {
+		fprintf(stderr, "sqlprof diff: --last and --since both set the window's start; "
+				"give one\n");
+		return SP_EXIT_USAGE;
+	}
+	sp_side_set_window(&wr);
 	if (argc - optind != 2) {
 		fprintf(stderr, "sqlprof diff: want two profiles, BASE and NEW\n");
 		sp_usage_hint("diff");
@@ -98,13 +120,13 @@ int cmd_diff(int argc, char **argv)
 	if (sp_side_load(&base, (const char *const *)&argv[optind], 1, skip, err, sizeof(err),
 			 &inerr) < 0) {
 		fprintf(stderr, "sqlprof diff: %s\n", err);
-		return inerr ? SP_EXIT_INPUT : SP_EXIT_INTERNAL;
+		return inerr == 2 ? SP_EXIT_USAGE : inerr ? SP_EXIT_INPUT : SP_EXIT_INTERNAL;
 	}
 	if (sp_side_load(&cand, (const char *const *)&argv[optind + 1], 1, skip, err, sizeof(err),
 			 &inerr) < 0) {
 		fprintf(stderr, "sqlprof diff: %s\n", err);
 		sp_side_free(&base);
-		return inerr ? SP_EXIT_INPUT : SP_EXIT_INTERNAL;
+		return inerr == 2 ? SP_EXIT_USAGE : inerr ? SP_EXIT_INPUT : SP_EXIT_INTERNAL;
 	}
 	if (sp_diff_build(&base, &cand, &d) < 0) {
 		fprintf(stderr, "sqlprof diff: out of memory\n");
@@ -119,6 +141,11 @@ int cmd_diff(int argc, char **argv)
 	}
 	if (strcmp(format, "json")) { /* text for a terminal: no escape sequences */
 		FILE *real = sp_term_begin(&stdout);
+
+		if (base.np && base.p[0].qs.window.on) { /* the windows used, first */
+			sp_window_print(stdout, "base window", &base.p[0].qs.window);
+			sp_window_print(stdout, "new window", &cand.p[0].qs.window);
+		}
 
 		sp_diff_print(stdout, format, &base, &cand, &d, all, (size_t)top);
 		if (sp_term_end(&stdout, real) < 0)

@@ -405,9 +405,17 @@ nomem:
 	return -1;
 }
 
+static const struct sp_winreq *side_window; /* sp_side_set_window */
+
+void sp_side_set_window(const struct sp_winreq *r)
+{
+	side_window = sp_winreq_on(r) ? r : NULL;
+}
+
 int sp_side_load(struct sp_side *s, const char *const *paths, size_t n, const char *const *skip,
 		 char *err, size_t errlen, int *input_error)
 {
+	struct sp_window w = { 0 };
 	size_t i, j;
 	char e[512];
 	int rc;
@@ -430,7 +438,14 @@ int sp_side_load(struct sp_side *s, const char *const *paths, size_t n, const ch
 			*input_error = 1;
 			goto fail;
 		}
-		if ((rc = sp_qset_load(p->db, &p->qs, e, sizeof(e))) < 0) {
+		if (side_window && sp_window_resolve(p->db, side_window, &w, e, sizeof(e)) < 0) {
+			snprintf(err, errlen, "%s: %s", paths[i], e);
+			*input_error = 2;
+			sqlite3_close(p->db);
+			p->db = NULL;
+			goto fail;
+		}
+		if ((rc = sp_qset_load_window(p->db, &w, &p->qs, e, sizeof(e))) < 0) {
 			/* stopped by the work budget: say so (it names the file) */
 			if (!sp_untrusted_exhausted(err, errlen))
 				snprintf(err, errlen, "%s: %s", paths[i], e);

@@ -27,6 +27,12 @@
 #include "query.h"
 
 /* One profile of a side. */
+/* --since/--until/--last for every profile sp_side_load loads from now
+ * on (each resolved against its own intervals); NULL or empty: none.
+ * r must outlive the loads. A profile the window cannot apply to fails
+ * the load with *input_error 2 (a usage error). */
+void sp_side_set_window(const struct sp_winreq *r);
+
 struct sp_prof {
 	char *path;
 	sqlite3 *db;

@@ -19,6 +19,7 @@
 #include "export.h"
 #include "outfile.h"
 #include "profile.h"
+#include "series.h"
 #include "untrusted.h"
 #include "util.h"
 
@@ -92,6 +93,11 @@ static void usage(FILE *f)
 		   "                       chrome and html\n"
 		   "      --debug-dir DIRS symbolize the frames the profile left unknown again,\n"
 		   "                       with debug files from DIRS (colon-separated)\n"
+		   "      --intervals      with csv: one row per query and interval of an agent's\n"
+		   "                       profile (counts and latency over time) instead\n"
+		   "      --since T, --until T, --last DURATION\n"
+		   "                       with --intervals: only those intervals (as in\n"
+		   "                       sqlprof report)\n"
 		   "  -h, --help           this text\n"
 		   "\n"
 		   "exit status: 0 ok, 2 usage (also: FILE is a SQLite database), 3 bad profile,\n"
@@ -101,7 +107,8 @@ static void usage(FILE *f)
 		   "  sqlprof export -o flame.svg\n"
 		   "  sqlprof export -f folded --weight count run1.db | flamegraph.pl > count.svg\n"
 		   "  sqlprof export -f perfetto -o trace.pftrace && xdg-open https://ui.perfetto.dev\n"
-		   "  sqlprof export -f html -o report.html --skip 'db_*'\n");
+		   "  sqlprof export -f html -o report.html --skip 'db_*'\n"
+		   "  sqlprof export -f csv --intervals --last 1h -o series.csv app.db\n");
 }
 
 /* 1 if the output (standard output without -o) is a terminal. */
@@ -124,6 +131,43 @@ static int to_terminal(const char *out)
 	return tty;
 }
 
+/* export -f csv --intervals: the interval tables only, no symbolizing. */
+static int export_intervals(const char *path, const char *out, const struct sp_winreq *wr)
+{
+	struct sp_out_export xo;
+	struct sp_window w;
+	char err[512];
+	sqlite3 *db = sp_profile_open(path, err, sizeof(err));
+	int ret;
+
+	if (!db) {
+		fprintf(stderr, "sqlprof export: %s\n", err);
+		return SP_EXIT_INPUT;
+	}
+	if (sp_window_resolve(db, wr, &w, err, sizeof(err)) < 0) {
+		fprintf(stderr, "sqlprof export: %s: %s\n", path, err);
+		sqlite3_close(db);
+		return SP_EXIT_USAGE;
+	}
+	ret = sp_out_export_open(&xo, out, path, err, sizeof(err));
+	if (ret != SP_EXIT_OK) {
+		fprintf(stderr, "sqlprof export: %s\n", err);
+		sqlite3_close(db);
+		return ret;
+	}
+	if (sp_export_series_csv(xo.f, db, &w) < 0) {
+		fprintf(stderr, "sqlprof export: %s: %s\n", path,
+			sp_untrusted_exhausted(err, sizeof(err)) ? err : sqlite3_errmsg(db));
+		ret = SP_EXIT_INPUT;
+	}
+	if (sp_out_export_close(&xo, ret != SP_EXIT_OK) < 0) {
+		fprintf(stderr, "sqlprof export: error writing %s\n", out ? out : "output");
+		ret = SP_EXIT_INTERNAL;
+	}
+	sqlite3_close(db);
+	return ret;
+}
+
 int cmd_export(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -132,12 +176,17 @@ int cmd_export(int argc, char **argv)
 		{ "weight", required_argument, NULL, 1 },
 		{ "skip", required_argument, NULL, 2 },
 		{ "debug-dir", required_argument, NULL, 3 },
+		{ "intervals", no_argument, NULL, 4 },
+		{ "since", required_argument, NULL, 5 },
+		{ "until", required_argument, NULL, 6 },
+		{ "last", required_argument, NULL, 7 },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *skip[MAX_SKIP + 1] = { NULL };
 	const char *format = NULL, *out = NULL, *path = SP_PROFILE_DEFAULT;
-	int nskip = 0, weight = SP_XW_TIME, opt, fi = -1, ret = SP_EXIT_OK;
+	int nskip = 0, weight = SP_XW_TIME, opt, fi = -1, ret = SP_EXIT_OK, intervals = 0;
+	struct sp_winreq wr = { 0 };
 	struct sp_export x;
 	struct sp_out_export xo;
 	char err[512];
@@ -167,6 +216,13 @@ int cmd_export(int argc, char **argv)
 			skip[nskip++] = optarg;
 			break;
 		case 3: sp_attrib_set_debug_dir(optarg); break;
+		case 4: intervals = 1; break;
+		case 5:
+		case 6:
+		case 7:
+			if (sp_winreq_set(&wr, opt == 5 ? 's' : opt == 6 ? 'u' : 'l', optarg, "export") < 0)
+				return SP_EXIT_USAGE;
+			break;
 		case 'h': usage(stdout); return SP_EXIT_OK;
 		default: sp_usage_hint("export"); return SP_EXIT_USAGE;
 		}
@@ -199,6 +255,24 @@ int cmd_export(int argc, char **argv)
 		fprintf(stderr, "sqlprof export: one profile at a time\n");
 		return SP_EXIT_USAGE;
 	}
+	if ((intervals || sp_winreq_on(&wr)) && strcmp(formats[fi].name, "csv")) {
+		fprintf(stderr, "sqlprof export: --intervals%s go%s with --format csv only\n",
+			sp_winreq_on(&wr) ? " (and --since/--until/--last)" : "",
+			sp_winreq_on(&wr) ? "" : "es");
+		return SP_EXIT_USAGE;
+	}
+	if (sp_winreq_on(&wr) && !intervals) {
+		fprintf(stderr, "sqlprof export: --since, --until and --last go with --intervals "
+				"(the other exports are of the whole profile)\n");
+		return SP_EXIT_USAGE;
+	}
+	if (wr.last && wr.since) {
+		fprintf(stderr, "sqlprof export: --last and --since both set the window's start; "
+				"give one\n");
+		return SP_EXIT_USAGE;
+	}
+	if (intervals)
+		return export_intervals(path, out, &wr);
 	if (formats[fi].binary && to_terminal(out)) {
 		fprintf(stderr, "sqlprof export: %s is a binary format: not writing it to a terminal\n",
 			formats[fi].name);

@@ -68,10 +68,18 @@ static void usage(FILE *f)
 		"                       of the queries (JSON always has \"findings\")\n"
 		"      --failures       with --format csv: print the failed executions instead\n"
 		"                       of the queries (JSON always has \"failures\")\n"
+		"      --since T        only the intervals that start at or after T (a profile\n"
+		"                       of `sqlprof agent`; see Time windows in sqlprof(1)): T is\n"
+		"                       2026-12-01T14:00:00 (local), ...Z (UTC), @UNIX_SECONDS,\n"
+		"                       or -DURATION before the profile's last interval end\n"
+		"      --until T        only the intervals that start before T\n"
+		"      --last DURATION  the intervals of the last DURATION (30s, 5m, 2h, 1d)\n"
+		"                       before the profile's last interval end\n"
 		"  -h, --help           this text\n"
 		"\n"
 		"examples:\n"
 		"  sqlprof report --top 10\n"
+		"  sqlprof report --last 5m /var/lib/sqlprof/app.db\n"
 		"  sqlprof report --sort p99 --format json run1.db\n"
 		"  sqlprof report --by site --skip 'db_*' --skip libmywrapper.so\n");
 }
@@ -247,6 +255,8 @@ static void print_table(const struct sp_qset *qs, const struct report_opts *o, s
 	printf("\n");
 	if (qs->command)
 		printf("# command: %s\n", qs->command);
+	if (qs->window.on)
+		sp_window_print(stdout, "window", &qs->window);
 	print_run(qs);
 	if (o->root)
 		printf("# paths relative to %s (--full-paths)\n", o->root);
@@ -585,6 +595,41 @@ static void print_json_failures(const struct sp_failures *fs, const struct sp_at
 	printf("%s]", fs->n ? "\n" : "");
 }
 
+/* "window": the intervals the report sums (null: the whole profile). */
+static void print_json_window(const struct sp_window *w)
+{
+	char a[40];
+
+	if (!w->on) {
+		printf(" \"window\": null,");
+		return;
+	}
+	printf(" \"window\": {\"since_ns\": ");
+	if (w->since_ns == INT64_MIN)
+		printf("null");
+	else
+		printf("%lld", (long long)w->since_ns);
+	printf(", \"until_ns\": ");
+	if (w->until_ns == INT64_MAX)
+		printf("null");
+	else
+		printf("%lld", (long long)w->until_ns);
+	printf(", \"intervals\": %llu, \"start_ns\": ", (unsigned long long)w->n);
+	if (w->n)
+		printf("%lld, \"start\": \"%s\"", (long long)w->first_ns,
+		       sp_series_iso(w->first_ns, a, sizeof(a)));
+	else
+		printf("null, \"start\": null");
+	printf(", \"end_ns\": ");
+	if (w->n)
+		printf("%lld, \"end\": \"%s\"", (long long)w->end_ns,
+		       sp_series_iso(w->end_ns, a, sizeof(a)));
+	else
+		printf("null, \"end\": null");
+	printf(", \"profile_start_ns\": %lld, \"profile_end_ns\": %lld},",
+	       (long long)w->profile_first_ns, (long long)w->profile_end_ns);
+}
+
 static void print_json(const struct sp_qset *qs, size_t n, const struct sp_attrib *a,
 		       const struct sp_findings *finds, const struct sp_failures *fails)
 {
@@ -611,6 +656,7 @@ static void print_json(const struct sp_qset *qs, size_t n, const struct sp_attri
 		printf(", \"rate\": null");
 	printf(", \"runs\": %lld, \"events_dropped\": %llu,", (long long)qs->runs,
 	       (unsigned long long)qs->events_dropped);
+	print_json_window(&qs->window);
 	printf(" \"queries\": [");
 	for (i = 0; i < n; i++) {
 		const struct sp_qrow *r = &qs->rows[i];
@@ -1021,6 +1067,9 @@ int cmd_report(int argc, char **argv)
 		{ "failures", no_argument, NULL, 6 },
 		{ "debug-dir", required_argument, NULL, 7 },
 		{ "full-paths", no_argument, NULL, 8 },
+		{ "since", required_argument, NULL, 9 },
+		{ "until", required_argument, NULL, 10 },
+		{ "last", required_argument, NULL, 11 },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -1030,6 +1079,8 @@ int cmd_report(int argc, char **argv)
 	struct sp_qset qs;
 	struct sp_findings finds = { 0 };
 	struct sp_failures fails = { 0 };
+	struct sp_winreq wr = { 0 };
+	struct sp_window win = { 0 };
 	sqlite3 *db;
 	FILE *real = NULL, *fitted = NULL, *termed = NULL;
 	char err[512];
@@ -1055,6 +1106,12 @@ int cmd_report(int argc, char **argv)
 		case 6: o.csv_table = 2; break;
 		case 7: sp_attrib_set_debug_dir(optarg); break;
 		case 8: o.full_paths = 1; break;
+		case 9:
+		case 10:
+		case 11:
+			if (sp_winreq_set(&wr, opt == 9 ? 's' : opt == 10 ? 'u' : 'l', optarg, "report") < 0)
+				return SP_EXIT_USAGE;
+			break;
 		case 's': o.sort = optarg; break;
 		case 'f': o.format = optarg; break;
 		case 'n':
@@ -1083,6 +1140,11 @@ int cmd_report(int argc, char **argv)
 		fprintf(stderr, "sqlprof report: --by wants sql, function or site, not '%s'\n", o.by);
 		return SP_EXIT_USAGE;
 	}
+	if (wr.last && wr.since) {
+		fprintf(stderr, "sqlprof report: --last and --since both set the window's start; "
+				"give one\n");
+		return SP_EXIT_USAGE;
+	}
 	if (optind < argc)
 		path = argv[optind++];
 	if (optind < argc) {
@@ -1094,7 +1156,12 @@ int cmd_report(int argc, char **argv)
 		fprintf(stderr, "sqlprof report: %s\n", err);
 		return SP_EXIT_INPUT;
 	}
-	if ((lrc = sp_qset_load(db, &qs, err, sizeof(err))) < 0) {
+	if (sp_winreq_on(&wr) && sp_window_resolve(db, &wr, &win, err, sizeof(err)) < 0) {
+		fprintf(stderr, "sqlprof report: %s: %s\n", path, err);
+		sqlite3_close(db);
+		return SP_EXIT_USAGE;
+	}
+	if ((lrc = sp_qset_load_window(db, &win, &qs, err, sizeof(err))) < 0) {
 		if (sp_untrusted_exhausted(err, sizeof(err)))
 			fprintf(stderr, "sqlprof report: %s\n", err);
 		else

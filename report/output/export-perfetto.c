@@ -8,7 +8,8 @@
  * sequence (trusted_packet_sequence_id 1), the first with
  * SEQ_INCREMENTAL_STATE_CLEARED. It holds a track descriptor per process,
  * per thread, per overlap lane and a counter track of sampled executions
- * per second per process; then, in time order, a slice begin and end
+ * per second per process, and, from the profile's intervals, counter
+ * tracks of executions/s and p95 latency of the top queries; then, in time order, a slice begin and end
  * (TrackEvent TYPE_SLICE_BEGIN / TYPE_SLICE_END) for every sampled
  * execution in the events table, named by its fingerprint through interned
  * event names, with debug annotations sql, rows, rc, vm_steps, site and
@@ -23,6 +24,7 @@
 #include <string.h>
 
 #include "export.h"
+#include "series.h"
 
 /* TracePacket */
 enum { PK_TIMESTAMP = 8, PK_SEQ_ID = 10, PK_TRACK_EVENT = 11, PK_INTERNED = 12,
@@ -475,6 +477,47 @@ fail:
 	return -1;
 }
 
+/* The profile's time series (series.h): a counter track of executions/s
+ * and one of p95 latency for each of the SERIES_TOP costliest queries,
+ * top-level tracks described here, their values merged into c->c. */
+#define SERIES_TOP 8
+static int series_counters(struct sp_export *x, struct pctx *c)
+{
+	struct sp_series_point *pts;
+	char **names;
+	size_t nt, np, base = c->uuid;
+	struct cop *n;
+	int rc = -1;
+
+	if (sp_series_points(x->db, SERIES_TOP, &names, &nt, &pts, &np) < 0)
+		return -1;
+	if (!np) {
+		rc = 0;
+		goto out;
+	}
+	for (size_t t = 0; t < nt; t++) {
+		track_desc(&c->p, &c->first, c->uuid++, 0, names[t]);
+		begin(&c->p, TD_COUNTER);
+		end(&c->p);
+		end(&c->p);
+		flush_packet(c->f, &c->p, &c->o);
+	}
+	n = realloc(c->c, (c->nc + np) * sizeof(*n));
+	if (!n)
+		goto out;
+	c->c = n;
+	for (size_t i = 0; i < np; i++)
+		c->c[c->nc++] = (struct cop){ pts[i].ts, base + pts[i].track, pts[i].value };
+	sp_qsort(c->c, c->nc, sizeof(*c->c), cmp_cop);
+	rc = 0;
+out:
+	for (size_t t = 0; t < nt; t++)
+		free(names[t]);
+	free(names);
+	free(pts);
+	return rc;
+}
+
 /*
  * The trace, streamed: track descriptors of every process (with its
  * counter track) and thread first; then, in start order over all threads,
@@ -546,7 +589,7 @@ int sp_export_perfetto(FILE *f, struct sp_export *x)
 			flush_packet(f, &c.p, &c.o);
 		}
 	}
-	if (load_counters(x, &c) < 0)
+	if (load_counters(x, &c) < 0 || series_counters(x, &c) < 0)
 		goto out;
 	if (sp_export_events_each(x, 1, slice, &c) < 0)
 		goto out;

@@ -149,6 +149,9 @@ void sp_xml_str(FILE *f, const char *s);
 /* Printers: 0, or -1 on ENOMEM (output errors are the caller's to check). */
 int sp_export_folded(FILE *f, struct sp_export *x);
 int sp_export_csv(FILE *f, struct sp_export *x);
+/* export -f csv --intervals (export-series.c): one row per query and
+ * interval whose start is in w's [lo_start, hi_start]. 0 or -1. */
+int sp_export_series_csv(FILE *f, sqlite3 *db, const struct sp_window *w);
 int sp_export_chrome(FILE *f, struct sp_export *x);
 int sp_export_speedscope(FILE *f, struct sp_export *x);
 int sp_export_perfetto(FILE *f, struct sp_export *x);

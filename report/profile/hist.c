@@ -271,6 +271,19 @@ void sp_hist_add_bucket(struct sp_hist *h, uint64_t lo, uint64_t count)
 	h->sum = sat_add(h->sum, sat_mul(bucket_mid(g, s), count));
 }
 
+void sp_hist_sub_bucket(struct sp_hist *h, uint64_t lo, uint64_t count)
+{
+	unsigned g, s;
+
+	bucket_of(lo, &g, &s);
+	if (!h->grp[g])
+		return;
+	if (count > h->grp[g][s])
+		count = h->grp[g][s];
+	h->grp[g][s] -= count;
+	h->count -= count;
+}
+
 void sp_hist_set_minmax_sum(struct sp_hist *h, uint64_t min, uint64_t max, uint64_t sum)
 {
 	h->min = min;

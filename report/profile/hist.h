@@ -67,6 +67,10 @@ int sp_hist_foreach(const struct sp_hist *h, int (*fn)(uint64_t bucket_lo, uint6
  */
 void sp_hist_add_bucket(struct sp_hist *h, uint64_t bucket_lo, uint64_t count);
 void sp_hist_set_minmax_sum(struct sp_hist *h, uint64_t min, uint64_t max, uint64_t sum);
+/* Take count values off the bucket holding lo (at most what it holds):
+ * the inverse of sp_hist_add_bucket for the counts; min, max and sum are
+ * left as they were (set them again if they matter). */
+void sp_hist_sub_bucket(struct sp_hist *h, uint64_t lo, uint64_t count);
 
 /*
  * Exact nearest-rank percentile of v[0..n) with the same rank rule as

@@ -45,6 +45,77 @@ struct qkey {
 
 int sp_qset_load(sqlite3 *db, struct sp_qset *qs, char *err, size_t errlen)
 {
+	return sp_qset_load_window(db, NULL, qs, err, errlen);
+}
+
+/* One bucket of an interval's histogram difference: a negative one (an
+ * agent's restart moved an execution to the next bucket) takes off what
+ * an earlier interval added. */
+static void window_bucket(uint64_t lo, int64_t count, void *arg)
+{
+	if (count > 0)
+		sp_hist_add_bucket(arg, lo, (uint64_t)count);
+	else if (count < 0)
+		sp_hist_sub_bucket(arg, lo, (uint64_t)-count);
+}
+
+/* A window's sums in place of the totals loaded (sp_qset_load_window). */
+static int window_sums(sqlite3 *db, const struct sp_window *w, struct sp_qset *qs,
+		       struct hmap *idx)
+{
+	sqlite3_stmt *st;
+	int rc;
+
+	for (size_t i = 0; i < qs->n; i++) {
+		struct sp_qrow *r = &qs->rows[i];
+
+		r->count = r->total_ns = r->self_ns = r->wall_ns = r->rows = r->vm_steps = 0;
+		r->fullscan_steps = r->sorts = r->autoindex = r->errors = r->nested = 0;
+		r->samples = r->prepares = r->prepare_ns = r->runs = 0;
+	}
+	if (sqlite3_prepare_v2(db,
+			       "SELECT fp_id, kind, SUM(count), SUM(total_ns), SUM(self_ns),"
+			       " SUM(wall_ns), SUM(rows), SUM(vm_steps), SUM(fullscan_steps),"
+			       " SUM(sorts), SUM(autoindex), SUM(errors), SUM(nested), SUM(samples),"
+			       " SUM(prepares), SUM(prepare_ns), SUM(runs) FROM interval_queries"
+			       " WHERE start_ns >= ?1 AND start_ns <= ?2 GROUP BY fp_id, kind",
+			       -1, &st, NULL) != SQLITE_OK)
+		return -1;
+	sqlite3_bind_int64(st, 1, w->lo_start);
+	sqlite3_bind_int64(st, 2, w->hi_start);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		const char *kind = (const char *)sqlite3_column_text(st, 1);
+		struct qkey k = { sqlite3_column_int64(st, 0), sp_qkind_parse(kind) };
+		size_t *ix = hmap_get(idx, &k, 0, NULL);
+		struct sp_qrow *r;
+
+		if (!ix)
+			continue; /* not in queries (or never ran): nothing to show */
+		r = &qs->rows[*ix - 1];
+		r->count = col_u64(st, 2);
+		r->total_ns = col_u64(st, 3);
+		r->self_ns = col_u64(st, 4);
+		r->wall_ns = col_u64(st, 5);
+		r->rows = col_u64(st, 6);
+		r->vm_steps = col_u64(st, 7);
+		r->fullscan_steps = col_u64(st, 8);
+		r->sorts = col_u64(st, 9);
+		r->autoindex = col_u64(st, 10);
+		r->errors = col_u64(st, 11);
+		r->nested = col_u64(st, 12);
+		r->samples = col_u64(st, 13);
+		r->prepares = col_u64(st, 14);
+		r->prepare_ns = col_u64(st, 15);
+		r->runs = col_u64(st, 16);
+		r->mean_ns = r->count ? (double)r->total_ns / (double)r->count : 0;
+	}
+	sqlite3_finalize(st);
+	return rc == SQLITE_DONE ? 0 : -1;
+}
+
+int sp_qset_load_window(sqlite3 *db, const struct sp_window *w, struct sp_qset *qs, char *err,
+			size_t errlen)
+{
 	int ret = SP_ERR_INPUT;
 	sqlite3_stmt *st = NULL, *hs = NULL;
 	struct hmap idx; /* {fp_id, kind_exec} -> {row index + 1, has a histogram} */
@@ -55,6 +126,10 @@ int sp_qset_load(sqlite3 *db, struct sp_qset *qs, char *err, size_t errlen)
 	int rc;
 
 	memset(qs, 0, sizeof(*qs));
+	if (w && !w->on)
+		w = NULL;
+	if (w)
+		qs->window = *w;
 	hmap_init(&idx, sizeof(struct qkey), 2 * sizeof(size_t));
 	if (sqlite3_prepare_v2(db,
 			       "SELECT fp_id, kind, fingerprint, sql, count, total_ns, self_ns, wall_ns,"
@@ -63,9 +138,16 @@ int sp_qset_load(sqlite3 *db, struct sp_qset *qs, char *err, size_t errlen)
 			       " WHERE count > 0",
 			       -1, &st, NULL) != SQLITE_OK ||
 	    sqlite3_prepare_v2(db,
-			       "SELECT fp_id, kind, bucket_ns, count FROM histograms ORDER BY fp_id, kind",
+			       w ? "SELECT fp_id, kind, buckets FROM interval_queries"
+				   " WHERE start_ns >= ?1 AND start_ns <= ?2"
+				   " ORDER BY fp_id, kind, start_ns"
+				 : "SELECT fp_id, kind, bucket_ns, count FROM histograms ORDER BY fp_id, kind",
 			       -1, &hs, NULL) != SQLITE_OK)
 		goto sqlerr;
+	if (w) {
+		sqlite3_bind_int64(hs, 1, w->lo_start);
+		sqlite3_bind_int64(hs, 2, w->hi_start);
+	}
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 		struct sp_qrow *r;
 
@@ -116,6 +198,8 @@ int sp_qset_load(sqlite3 *db, struct sp_qset *qs, char *err, size_t errlen)
 		goto sqlerr;
 	sqlite3_finalize(st);
 	st = NULL;
+	if (w && window_sums(db, w, qs, &idx) < 0)
+		goto sqlerr;
 	/* Percentiles: every histogram in one pass, grouped by query (one
 	 * query per fingerprint took 20,000 statements for 20,000 rows). */
 	while ((rc = sqlite3_step(hs)) == SQLITE_ROW || rc == SQLITE_DONE) {
@@ -130,6 +214,16 @@ int sp_qset_load(sqlite3 *db, struct sp_qset *qs, char *err, size_t errlen)
 			if (ix) {
 				struct sp_qrow *r = &qs->rows[*ix - 1];
 
+				if (w && sp_hist_count(h)) {
+					/* the window's extremes: its buckets', within
+					 * the whole profile's exact ones */
+					uint64_t mn = sp_hist_min(h), mx = sp_hist_max(h);
+
+					r->min_ns = mn > r->min_ns ? mn : r->min_ns;
+					r->max_ns = mx < r->max_ns ? mx : r->max_ns;
+					if (r->min_ns > r->max_ns)
+						r->min_ns = r->max_ns;
+				}
 				sp_hist_set_minmax_sum(h, r->min_ns, r->max_ns, r->total_ns);
 				r->p50_ns = sp_hist_quantile(h, 0.50);
 				r->p95_ns = sp_hist_quantile(h, 0.95);
@@ -148,7 +242,10 @@ int sp_qset_load(sqlite3 *db, struct sp_qset *qs, char *err, size_t errlen)
 			hfp = fp;
 			hkx = kx;
 		}
-		sp_hist_add_bucket(h, col_u64(hs, 2), col_u64(hs, 3));
+		if (w) /* the interval's buckets, in time order */
+			sp_series_buckets((const char *)sqlite3_column_text(hs, 2), window_bucket, h);
+		else
+			sp_hist_add_bucket(h, col_u64(hs, 2), col_u64(hs, 3));
 	}
 	if (rc != SQLITE_DONE)
 		goto sqlerr;
@@ -260,6 +357,21 @@ int sp_qset_load(sqlite3 *db, struct sp_qset *qs, char *err, size_t errlen)
 	hmap_free(&idx);
 	qs->lost = scalar(db, "SELECT COALESCE(SUM(lost),0) FROM processes");
 	qs->executions = scalar(db, "SELECT COALESCE(SUM(count),0) FROM queries");
+	if (w) {
+		sqlite3_stmt *ws;
+
+		qs->executions = 0;
+		if (sqlite3_prepare_v2(db,
+				       "SELECT COALESCE(SUM(count),0) FROM interval_queries"
+				       " WHERE start_ns >= ?1 AND start_ns <= ?2",
+				       -1, &ws, NULL) == SQLITE_OK) {
+			sqlite3_bind_int64(ws, 1, w->lo_start);
+			sqlite3_bind_int64(ws, 2, w->hi_start);
+			if (sqlite3_step(ws) == SQLITE_ROW)
+				qs->executions = col_u64(ws, 0);
+			sqlite3_finalize(ws);
+		}
+	}
 	qs->processes = scalar(db, "SELECT COUNT(*) FROM processes");
 	/* the ones that used SQLite: exec'd helpers (pyenv's shims, env,
 	 * readlink) connect too, and stay in the profile */

@@ -12,6 +12,7 @@
 
 #include "kind.h"
 #include "plan.h" /* the rows' plan text and its parser */
+#include "series.h"
 
 struct sp_qrow {
 	int64_t fp_id;
@@ -42,6 +43,7 @@ struct sp_qset {
 	double rate;  /* meta "rate": the sampling rate; -1: unknown */
 	int64_t runs; /* meta "runs" (record --repeat); -1: unknown */
 	uint64_t events_dropped; /* meta "events_dropped" */
+	struct sp_window window; /* the window loaded (window.on), see below */
 };
 
 /* Load every query of a profile. Returns 0, or -1 with err set.
@@ -53,6 +55,14 @@ struct sp_qset {
  * 0, or SP_ERR_INPUT / SP_ERR_NOMEM (util.h) with a one-line reason in
  * err. */
 int sp_qset_load(sqlite3 *db, struct sp_qset *qs, char *err, size_t errlen);
+/* The same, with w (resolved, w->on) a time window: count, times, rows,
+ * errors and the other subtractable counters, the percentiles (and min
+ * and max, from the window's histogram buckets) and the executions are
+ * the sums of the window's intervals (interval_queries); a query that did not run in it is left out.
+ * max_run, plans and the rest stay the whole profile's. w NULL or off:
+ * sp_qset_load. */
+int sp_qset_load_window(sqlite3 *db, const struct sp_window *w, struct sp_qset *qs, char *err,
+			size_t errlen);
 void sp_qset_free(struct sp_qset *qs);
 /* Sort by a key: total, count, mean, p50, p95, p99, max, rows, self, errors.
  * Returns -1 for an unknown key. */

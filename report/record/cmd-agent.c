@@ -25,6 +25,10 @@
  * in full, so its agent_live part is taken off first: nothing counted
  * twice, nothing lost that the images still hold.
  *
+ * Time series. Every write adds an interval to the profile (series.c):
+ * what the totals gained since the profile it replaces, so the intervals
+ * sum to the totals across restarts too.
+ *
  * What it does not do: run commands (record does), or serve metrics.
  */
 #include <errno.h>
@@ -47,9 +51,11 @@
 
 #include "cmds.h"
 #include "collect.h"
+#include "kind.h"
 #include "outfile.h"
 #include "profile-write.h"
 #include "serve.h"
+#include "series.h"
 
 /* The subtractable totals of one SQL text and kind (struct sp_qagg). */
 #define QF(X)                                                                                      \
@@ -71,6 +77,18 @@ struct rows {
 	size_t n, cap;
 };
 
+/* One bucket of an image's part of a fingerprint's latency histogram
+ * (agent_live_hist). */
+struct hist_row {
+	uint32_t pid;
+	uint64_t ino, fp_id, kind, bucket_ns, count;
+};
+
+struct hrows {
+	struct hist_row *r;
+	size_t n, cap;
+};
+
 struct agent {
 	struct sp_coll c;
 	struct sp_srv srv;
@@ -80,6 +98,9 @@ struct agent {
 	uint64_t t0;           /* mono ns we started */
 	long long restarts;    /* agents before us that wrote this profile */
 	struct rows live;      /* filled just before a write */
+	struct hrows carried_h, live_h; /* the same for the histograms */
+	int64_t snap_ns;       /* unix ns the statistics of this write were read */
+	int64_t first_ns;      /* unix ns the profile's first interval starts */
 };
 
 static int sig_pipe[2] = { -1, -1 };
@@ -108,7 +129,9 @@ static void usage(FILE *f)
 		"                        earlier agent wrote there is continued\n"
 		"      --socket PATH     socket to listen on (default $XDG_RUNTIME_DIR/sqlprof/sock,\n"
 		"                        /run/sqlprof/sock for root); its directory is made 0700\n"
-		"      --interval S      write the profile at least every S seconds (default 10)\n"
+		"      --interval S      write the profile at least every S seconds (default 10);\n"
+		"                        each write adds an interval to its time series (report\n"
+		"                        --since/--until/--last, export -f csv --intervals)\n"
 		"  -q, --quiet           no messages but errors\n"
 		"  -h, --help            this text\n"
 		"\n"
@@ -118,7 +141,8 @@ static void usage(FILE *f)
 		"examples:\n"
 		"  sqlprof agent -o /var/lib/sqlprof/app.db --interval 5 &\n"
 		"  eval \"$(sqlprof env)\"; ./server\n"
-		"  sqlprof report /var/lib/sqlprof/app.db\n");
+		"  sqlprof report /var/lib/sqlprof/app.db\n"
+		"  sqlprof report --last 5m /var/lib/sqlprof/app.db\n");
 }
 
 /* The socket's directory: made 0700 when missing (its parent must
@@ -201,6 +225,37 @@ static int rows_add(struct rows *rs, const struct live_row *r)
 	return 0;
 }
 
+static int hrows_add(struct hrows *rs, const struct hist_row *r)
+{
+	if (rs->n == rs->cap) {
+		size_t nc = rs->cap ? rs->cap * 2 : 64;
+		struct hist_row *nr = realloc(rs->r, nc * sizeof(*nr));
+
+		if (!nr)
+			return -1;
+		rs->r = nr;
+		rs->cap = nc;
+	}
+	rs->r[rs->n++] = *r;
+	return 0;
+}
+
+struct hist_walk {
+	struct hrows *out;
+	struct hist_row r;
+	int rc;
+};
+
+static int hist_walk_row(uint64_t lo, uint64_t count, void *arg)
+{
+	struct hist_walk *w = arg;
+
+	w->r.bucket_ns = lo;
+	w->r.count = count;
+	w->rc = hrows_add(w->out, &w->r);
+	return w->rc;
+}
+
 static void qagg_to_row(const struct sp_qagg *q, struct live_row *r)
 {
 	size_t i = 0;
@@ -231,11 +286,36 @@ static void row_subtract(struct sp_coll *c, const struct live_row *r)
 		p->execs = sub_sat(p->execs, r->v[0]);
 }
 
+/* Take an image's part of the histograms (its carried_h rows) off the
+ * fingerprints' histograms, and drop those rows. */
+static void hist_subtract(struct agent *a, uint32_t pid, uint64_t ino)
+{
+	for (size_t i = 0; i < a->carried_h.n;) {
+		const struct hist_row *r = &a->carried_h.r[i];
+
+		if (r->pid != pid || r->ino != ino) {
+			i++;
+			continue;
+		}
+		{
+			uint64_t fk[2] = { r->fp_id, r->kind };
+			struct sp_fphist *fh = hmap_get(&a->c.fphists, fk, 0, NULL);
+
+			if (fh && fh->hist) {
+				sp_hist_sub_bucket(fh->hist, r->bucket_ns, r->count);
+				fh->count = fh->count > r->count ? fh->count - r->count : 0;
+			}
+		}
+		a->carried_h.r[i] = a->carried_h.r[--a->carried_h.n];
+	}
+}
+
 /* The part of every query each image still mapped holds now, into a->live
  * (replacing it), followed by the carried images that have not come back. */
 static int live_parts(struct agent *a)
 {
 	a->live.n = 0;
+	a->live_h.n = 0;
 	for (size_t i = 0; i < a->c.nstats; i++) {
 		const struct sp_statmap *m = &a->c.stats[i];
 		struct sp_coll tmp;
@@ -259,6 +339,19 @@ static int live_parts(struct agent *a)
 			r.kind = k[1];
 			qagg_to_row(q, &r);
 			rc = rows_add(&a->live, &r);
+			if (rc == 0 && q->hist) {
+				/* under the fingerprint the collector files it
+				 * under (collect.c: a known text's, else 0) */
+				const struct sp_sql *sq = hmap_get(&a->c.sqls, &k[0], 0, NULL);
+				struct hist_walk w = { .out = &a->live_h };
+
+				w.r.pid = m->pid;
+				w.r.ino = m->ino;
+				w.r.kind = k[1];
+				w.r.fp_id = sq && sq->fp_id && sq->text && sq->text[0] != '<' ? sq->fp_id : 0;
+				sp_hist_foreach(q->hist, hist_walk_row, &w);
+				rc = w.rc;
+			}
 		}
 		sp_coll_free(&tmp);
 		if (rc < 0)
@@ -267,6 +360,39 @@ static int live_parts(struct agent *a)
 	for (size_t i = 0; i < a->carried.n; i++)
 		if (rows_add(&a->live, &a->carried.r[i]) < 0)
 			return -1;
+	/* the histogram parts of the carried images that may still come back
+	 * (their distinct images first: a row per image and query each) */
+	if (a->carried_h.n) {
+		struct hist_row *img = malloc((a->carried.n + 1) * sizeof(*img));
+		size_t nimg = 0;
+
+		if (!img)
+			return -1;
+		for (size_t j = 0; j < a->carried.n; j++) {
+			size_t k;
+
+			for (k = nimg; k > 0; k--)
+				if (img[k - 1].pid == a->carried.r[j].pid &&
+				    img[k - 1].ino == a->carried.r[j].ino)
+					break;
+			if (!k) {
+				img[nimg].pid = a->carried.r[j].pid;
+				img[nimg++].ino = a->carried.r[j].ino;
+			}
+		}
+		for (size_t i = 0; i < a->carried_h.n; i++) {
+			const struct hist_row *h = &a->carried_h.r[i];
+			size_t k;
+
+			for (k = 0; k < nimg && (img[k].pid != h->pid || img[k].ino != h->ino); k++)
+				;
+			if (k < nimg && hrows_add(&a->live_h, h) < 0) {
+				free(img);
+				return -1;
+			}
+		}
+		free(img);
+	}
 	return 0;
 }
 
@@ -278,7 +404,7 @@ static int write_state(sqlite3 *db, void *arg)
 	size_t it = 0;
 	const uint64_t *k;
 	struct sp_qagg *q;
-	char sql[1024];
+	char sql[1024], err[512];
 	int n, rc = -1;
 
 	if (sqlite3_exec(db,
@@ -293,7 +419,9 @@ static int write_state(sqlite3 *db, void *arg)
 			 " self_ns INTEGER, wall_ns INTEGER, rows INTEGER, vm_steps INTEGER,"
 			 " fullscan_steps INTEGER, sorts INTEGER, autoindex INTEGER, errors INTEGER,"
 			 " nested INTEGER, samples INTEGER, prepares INTEGER, prepare_ns INTEGER,"
-			 " runs INTEGER);",
+			 " runs INTEGER);"
+			 "CREATE TABLE agent_live_hist(pid INTEGER, ino INTEGER, fp_id INTEGER,"
+			 " kind INTEGER, bucket_ns INTEGER, count INTEGER);",
 			 NULL, NULL, NULL) != SQLITE_OK)
 		return -1;
 	n = snprintf(sql, sizeof(sql), "INSERT INTO agent_queries VALUES(?,?");
@@ -342,6 +470,24 @@ static int write_state(sqlite3 *db, void *arg)
 	}
 	sqlite3_finalize(st);
 	st = NULL;
+	if (sqlite3_prepare_v2(db, "INSERT INTO agent_live_hist VALUES(?,?,?,?,?,?)", -1, &st,
+			       NULL) != SQLITE_OK)
+		goto out;
+	for (size_t j = 0; j < a->live_h.n; j++) {
+		const struct hist_row *r = &a->live_h.r[j];
+
+		sqlite3_bind_int64(st, 1, r->pid);
+		sqlite3_bind_int64(st, 2, (sqlite3_int64)r->ino);
+		sqlite3_bind_int64(st, 3, (sqlite3_int64)r->fp_id);
+		sqlite3_bind_int64(st, 4, (sqlite3_int64)r->kind);
+		sqlite3_bind_int64(st, 5, (sqlite3_int64)r->bucket_ns);
+		sqlite3_bind_int64(st, 6, (sqlite3_int64)r->count);
+		if (sqlite3_step(st) != SQLITE_DONE)
+			goto out;
+		sqlite3_reset(st);
+	}
+	sqlite3_finalize(st);
+	st = NULL;
 	if (sqlite3_prepare_v2(db, "INSERT INTO meta VALUES(?,?)", -1, &st, NULL) != SQLITE_OK)
 		goto out;
 	sqlite3_bind_text(st, 1, "agent_restarts", -1, SQLITE_STATIC);
@@ -353,6 +499,13 @@ static int write_state(sqlite3 *db, void *arg)
 	sqlite3_bind_int64(st, 2, (sqlite3_int64)time(NULL));
 	if (sqlite3_step(st) != SQLITE_DONE)
 		goto out;
+	/* this write's interval: what the totals gained since the profile
+	 * it replaces (series.c) */
+	if (sp_series_add(db, a->output, a->first_ns, a->snap_ns, err,
+			  sizeof(err)) < 0) {
+		fprintf(stderr, "sqlprof agent: %s\n", err);
+		goto out;
+	}
 	rc = 0;
 out:
 	sqlite3_finalize(st);
@@ -397,6 +550,9 @@ static int write_profile(struct agent *a, char *err, size_t errlen)
 	struct sp_meta meta;
 
 	freeze_stats(a);
+	/* the interval ends here: every execution in the statistics just
+	 * copied (and in those merged before) ended before this */
+	a->snap_ns = sp_series_now_ns();
 	if (live_parts(a) < 0) {
 		snprintf(err, errlen, "out of memory");
 		return -1;
@@ -493,6 +649,7 @@ static void carried_match(struct sp_coll *c, uint32_t pid, uint64_t ino)
 		if (r->ino == ino) {
 			row_subtract(c, r);
 			a->carried.r[i] = a->carried.r[--a->carried.n];
+			hist_subtract(a, pid, ino);
 			continue;
 		}
 		if (!have_start) {
@@ -611,6 +768,56 @@ static int state_load(struct agent *a, const char *path, char *err, size_t errle
 		p->carried = 1;
 	}
 	sqlite3_finalize(st);
+	/* the latency histograms of the totals, so that they (and the
+	 * intervals' differences) go on from them; an image's part is taken
+	 * off when it connects again, as its totals are */
+	if (sqlite3_prepare_v2(db, "SELECT h.fp_id, h.kind, h.bucket_ns, h.count, q.min_ns,"
+				   " q.max_ns, q.total_ns FROM histograms h JOIN queries q"
+				   " USING (fp_id, kind)", -1, &st, NULL) != SQLITE_OK)
+		goto sqlerr;
+	while (sqlite3_step(st) == SQLITE_ROW) {
+		const char *kind = (const char *)sqlite3_column_text(st, 1);
+		uint64_t fk[2] = { (uint64_t)sqlite3_column_int64(st, 0),
+				   sp_qkind_parse(kind) == SP_QK_EXEC ? SP_KIND_EXEC : SP_KIND_STMT };
+		int created;
+		struct sp_fphist *fh = hmap_get(&a->c.fphists, fk, 1, &created);
+
+		if (!fh || (!fh->hist && !(fh->hist = sp_hist_new())))
+			goto nomem;
+		if (created) {
+			fh->min_ns = col_u64(st, 4);
+			fh->max_ns = col_u64(st, 5);
+			fh->sum_ns = col_u64(st, 6);
+		}
+		sp_hist_add_bucket(fh->hist, col_u64(st, 2), col_u64(st, 3));
+		fh->count += col_u64(st, 3);
+		sp_hist_set_minmax_sum(fh->hist, fh->min_ns, fh->max_ns, fh->sum_ns);
+	}
+	sqlite3_finalize(st);
+	st = NULL;
+	if (sqlite3_prepare_v2(db, "SELECT count(*) FROM sqlite_schema WHERE name='agent_live_hist'"
+				   " AND type='table'", -1, &st, NULL) == SQLITE_OK &&
+	    sqlite3_step(st) == SQLITE_ROW && sqlite3_column_int(st, 0)) {
+		sqlite3_finalize(st);
+		if (sqlite3_prepare_v2(db, "SELECT pid, ino, fp_id, kind, bucket_ns, count FROM"
+					   " agent_live_hist", -1, &st, NULL) != SQLITE_OK)
+			goto sqlerr;
+		while (sqlite3_step(st) == SQLITE_ROW) {
+			struct hist_row h = {
+				.pid = (uint32_t)sqlite3_column_int64(st, 0),
+				.ino = col_u64(st, 1),
+				.fp_id = (uint64_t)sqlite3_column_int64(st, 2),
+				.kind = col_u64(st, 3) == SP_KIND_EXEC ? SP_KIND_EXEC : SP_KIND_STMT,
+				.bucket_ns = col_u64(st, 4),
+				.count = col_u64(st, 5),
+			};
+
+			if (hrows_add(&a->carried_h, &h) < 0)
+				goto nomem;
+		}
+	}
+	sqlite3_finalize(st);
+	st = NULL;
 	if (sqlite3_prepare_v2(db, "SELECT * FROM agent_live", -1, &st, NULL) != SQLITE_OK)
 		goto sqlerr;
 	while (sqlite3_step(st) == SQLITE_ROW) {
@@ -681,6 +888,14 @@ int cmd_agent(int argc, char **argv)
 		usage(stderr);
 		return SP_EXIT_USAGE;
 	}
+	{
+		size_t nt;
+
+		if (!sp_series_tiers(&nt, err, sizeof(err))) {
+			fprintf(stderr, "sqlprof agent: %s\n", err);
+			return SP_EXIT_USAGE;
+		}
+	}
 	if (!sock) {
 		if (sp_srv_default_socket(sockpath, sizeof(sockpath)) < 0) {
 			fprintf(stderr, "sqlprof agent: no default socket path; use --socket\n");
@@ -705,12 +920,15 @@ int cmd_agent(int argc, char **argv)
 	 * standing agent keeps the first of them; sites and totals count all */
 	a.c.events_max = 100000;
 	a.started = (long long)time(NULL);
+	a.first_ns = sp_series_now_ns();
 	a.t0 = sp_srv_mono_ns();
 	if (state_load(&a, a.output, err, sizeof(err)) < 0) {
 		fprintf(stderr, "sqlprof agent: cannot continue %s: %s\n", a.output, err);
 		rc = SP_EXIT_INPUT;
 		goto out;
 	}
+	if (a.restarts) /* a profile without intervals yet: the first covers it all */
+		a.first_ns = (int64_t)a.started * 1000000000;
 	a.c.ns_per_tick = sp_srv_calibrate_tsc();
 	a.c.stats_added = carried_match;
 	a.c.stats_added_arg = &a;
@@ -795,5 +1013,7 @@ out:
 	sp_coll_free(&a.c);
 	free(a.carried.r);
 	free(a.live.r);
+	free(a.carried_h.r);
+	free(a.live_h.r);
 	return rc;
 }

@@ -36,6 +36,7 @@
 #include "collect.h"
 #include "outfile.h"
 #include "profile-write.h"
+#include "series.h"
 #include "serve.h"
 #include "supervise.h"
 #include "why.h"
@@ -441,6 +442,19 @@ static void report_unconnected(const char *sockpath, const struct sp_client *cl,
 			"", n, n == 1 ? "process" : "processes", pids, n == 1 ? "it" : "each");
 }
 
+/* The profile's one interval, [span[0], span[1]) (meta.extra). */
+static int record_series(sqlite3 *db, void *arg)
+{
+	const int64_t *span = arg;
+	char err[512];
+
+	if (sp_series_add(db, NULL, span[0], span[1], err, sizeof(err)) < 0) {
+		fprintf(stderr, "sqlprof record: %s\n", err);
+		return -1;
+	}
+	return 0;
+}
+
 /* ---- the command, step by step ------------------------------------------ */
 
 /* One recording: what every step of cmd_record reads and leaves for the
@@ -836,6 +850,7 @@ static int write_profile(struct recording *r, char *saved, size_t savedlen, int 
 {
 	char err[PATH_MAX + 512];
 	struct sp_meta meta;
+	int64_t span[2];
 	int wrote;
 
 	memset(&meta, 0, sizeof(meta));
@@ -851,6 +866,12 @@ static int write_profile(struct recording *r, char *saved, size_t savedlen, int 
 	meta.runs = r->rt;
 	meta.nruns = r->nrt;
 	meta.repeat = (int)(r->run > r->o.repeat ? r->o.repeat : r->run);
+	/* one interval, the whole recording, so that --since/--until read
+	 * a record profile too (series.c) */
+	span[1] = sp_series_now_ns() - (int64_t)(sp_srv_mono_ns() - r->t_exit);
+	span[0] = span[1] - meta.duration_ns;
+	meta.extra = record_series;
+	meta.extra_arg = span;
 	*exit_status = meta.exit_status;
 	wrote = sp_out_write(r->o.output, &r->c, &meta, saved, savedlen, err, sizeof(err));
 	if (wrote < 0)
