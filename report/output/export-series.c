@@ -84,15 +84,8 @@ struct points {
 
 static int point(struct points *ps, int64_t ts, size_t track, uint64_t value)
 {
-	if (ps->n == ps->cap) {
-		size_t nc = ps->cap ? ps->cap * 2 : 256;
-		struct sp_series_point *np = realloc(ps->p, nc * sizeof(*np));
-
-		if (!np)
-			return -1;
-		ps->p = np;
-		ps->cap = nc;
-	}
+	if (SP_GROW(ps->p, ps->cap, ps->n + 1, 256) < 0)
+		return -1;
 	ps->p[ps->n++] = (struct sp_series_point){ ts > 0 ? (uint64_t)ts : 0, track, value };
 	return 0;
 }

@@ -227,15 +227,8 @@ static int rows_add(struct rows *rs, const struct live_row *r)
 
 static int hrows_add(struct hrows *rs, const struct hist_row *r)
 {
-	if (rs->n == rs->cap) {
-		size_t nc = rs->cap ? rs->cap * 2 : 64;
-		struct hist_row *nr = realloc(rs->r, nc * sizeof(*nr));
-
-		if (!nr)
-			return -1;
-		rs->r = nr;
-		rs->cap = nc;
-	}
+	if (SP_GROW(rs->r, rs->cap, rs->n + 1, 64) < 0)
+		return -1;
 	rs->r[rs->n++] = *r;
 	return 0;
 }
