@@ -25,8 +25,15 @@ BENCH_N ?= 100000
 PKGS := sqlite3 libdw libelf libmicrohttpd
 DEPS_OK := $(shell pkg-config --exists $(PKGS) check 2>/dev/null && echo yes)
 
+# The CLI's sources: report/ holds main.c and the shared helpers, and one
+# folder per module (record/, profile/, analysis/, output/; docs/design.md,
+# "Layout of report/"). Every folder is on the include path, so a file
+# names a header by its file name wherever it lives.
+REPORT_DIRS := report $(patsubst %/,%,$(wildcard report/*/))
+REPORT_H := $(wildcard $(addsuffix /*.h,$(REPORT_DIRS)))
+
 WARN := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wno-unused-parameter
-BASE_CFLAGS := -std=gnu11 -O2 -g $(WARN) -D_GNU_SOURCE -DSQLPROF_VERSION=\"$(VERSION)\" -Ipreload -Ireport -Isymbolizer
+BASE_CFLAGS := -std=gnu11 -O2 -g $(WARN) -D_GNU_SOURCE -DSQLPROF_VERSION=\"$(VERSION)\" -Ipreload $(addprefix -I,$(REPORT_DIRS)) -Isymbolizer
 ifneq ($(SANITIZE),)
 BASE_CFLAGS += -fsanitize=$(SANITIZE) -fno-omit-frame-pointer
 SAN_LDFLAGS := -fsanitize=$(SANITIZE)
@@ -53,13 +60,13 @@ PRELOAD_SAN_LDFLAGS := $(if $(PRELOAD_SAN),-fsanitize=$(PRELOAD_SAN))
 SAN_ENV := $(if $(SANITIZE),UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1)
 
 PRELOAD_SRC := $(wildcard preload/*.c)
-CLI_SRC := $(filter-out report/main.c,$(wildcard report/*.c))
+CLI_SRC := $(filter-out report/main.c,$(wildcard $(addsuffix /*.c,$(REPORT_DIRS))))
 SYM_SRC := $(wildcard symbolizer/*.c)
 CHECK_SRC := $(wildcard tests/check_*.c)
 PROG_SRC := $(wildcard tests/progs/*.c)
 
 # The preload shortens SQL texts too long to send with the fingerprinter's
-# lexer (sp_sql_shrink), so report/fingerprint.c is built into it too.
+# lexer (sp_sql_shrink), so report/profile/fingerprint.c is built into it too.
 PRELOAD_OBJ := $(PRELOAD_SRC:%.c=$(BUILD)/obj/%.o) $(BUILD)/obj/preload/fingerprint.o
 CLI_OBJ := $(CLI_SRC:%.c=$(BUILD)/obj/%.o)
 SYM_OBJ := $(SYM_SRC:%.c=$(BUILD)/obj/%.o)
@@ -72,7 +79,7 @@ LIBSYM := $(BUILD)/lib/libsym.a
 LIBCLI := $(BUILD)/lib/libspcli.a
 
 LIBS := -lsqlite3 -ldw -lelf -lm -lpthread
-# libmicrohttpd serves `sqlprof agent --metrics` (report/metrics.c): the
+# libmicrohttpd serves `sqlprof agent --metrics` (report/record/metrics.c): the
 # CLI links it, the preload and the unit tests do not.
 MHD_CFLAGS := $(shell pkg-config --cflags libmicrohttpd 2>/dev/null)
 MHD_LIBS := $(shell pkg-config --libs libmicrohttpd 2>/dev/null)
@@ -98,14 +105,14 @@ $(BUILD)/obj/preload/%.o: preload/%.c preload/*.h
 	@mkdir -p $(@D)
 	$(CC) $(PRELOAD_CFLAGS) -fPIC -fvisibility=hidden -ftls-model=initial-exec -fno-tree-slp-vectorize -c $< -o $@
 
-$(BUILD)/obj/%.o: %.c $(wildcard report/*.h symbolizer/*.h preload/sp_wire.h preload/sp_probe.h)
+$(BUILD)/obj/%.o: %.c $(REPORT_H) $(wildcard symbolizer/*.h preload/sp_wire.h preload/sp_probe.h)
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) -c $< -o $@
 
-$(BUILD)/obj/preload/fingerprint.o: report/fingerprint.c report/fingerprint.h
+$(BUILD)/obj/preload/fingerprint.o: report/profile/fingerprint.c report/profile/fingerprint.h report/hash.h
 	@mkdir -p $(@D)
 	$(CC) $(PRELOAD_CFLAGS) -fPIC -fvisibility=hidden -c $< -o $@
-$(BUILD)/obj/preload/stmt.o: report/fingerprint.h
+$(BUILD)/obj/preload/stmt.o: report/profile/fingerprint.h
 
 $(LIBSQLPROF): $(PRELOAD_OBJ) preload/libsqlprof.map
 	@mkdir -p $(@D)
@@ -123,7 +130,7 @@ $(SQLPROF): $(BUILD)/obj/report/main.o $(LIBCLI) $(LIBSYM)
 	@mkdir -p $(@D)
 	$(CC) -o $@ $< $(LIBCLI) $(LIBSYM) $(SAN_LDFLAGS) -rdynamic $(LIBS) $(MHD_LIBS)
 
-$(BUILD)/obj/report/metrics.o: ALL_CFLAGS += $(MHD_CFLAGS)
+$(BUILD)/obj/report/record/metrics.o: ALL_CFLAGS += $(MHD_CFLAGS)
 
 $(BUILD)/tests/%: tests/%.c $(LIBCLI) $(LIBSYM)
 	@mkdir -p $(@D)
@@ -177,11 +184,11 @@ FUZZ_CC ?= clang
 FUZZ_SECONDS ?= 60
 FUZZ_DIR := $(BUILD)/fuzz
 FUZZ_CFLAGS := -std=gnu11 -O1 -g -D_GNU_SOURCE -DSQLPROF_VERSION=\"$(VERSION)\" \
-	-Ipreload -Ireport -Isymbolizer -fsanitize=fuzzer,address,undefined \
+	-Ipreload $(addprefix -I,$(REPORT_DIRS)) -Isymbolizer -fsanitize=fuzzer,address,undefined \
 	-fno-sanitize-recover=undefined
 FUZZ_BIN := $(FUZZ_DIR)/fuzz_stream $(FUZZ_DIR)/fuzz_profile
 
-$(FUZZ_DIR)/fuzz_%: tests/fuzz/fuzz_%.c $(CLI_SRC) $(SYM_SRC) $(wildcard report/*.h symbolizer/*.h preload/sp_wire.h)
+$(FUZZ_DIR)/fuzz_%: tests/fuzz/fuzz_%.c $(CLI_SRC) $(SYM_SRC) $(REPORT_H) $(wildcard symbolizer/*.h preload/sp_wire.h)
 	@mkdir -p $(@D)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -o $@ $< $(CLI_SRC) $(SYM_SRC) $(MHD_CFLAGS) $(LIBS) $(MHD_LIBS)
 

@@ -18,7 +18,7 @@
  *
  * What this header does not do: encode or decode. The preload writes
  * structs directly; the CLI copies each record into an aligned local after
- * checking its length (report/stream.c).
+ * checking its length (report/record/collect.c).
  */
 #ifndef SP_WIRE_H
 #define SP_WIRE_H

@@ -7,17 +7,52 @@
 #include <string.h>
 #include <sys/types.h>
 
+#include "hash.h"
 #include "util.h"
+
+int sp_grow(void *parr, size_t *cap, size_t need, size_t elem, size_t first)
+{
+	size_t nc = *cap ? *cap : (first ? first : 1);
+	void *arr, *na;
+
+	if (need <= *cap)
+		return 0;
+	while (nc < need) {
+		if (nc > SIZE_MAX / 2)
+			goto nomem;
+		nc *= 2;
+	}
+	if (elem && nc > SIZE_MAX / elem)
+		goto nomem;
+	memcpy(&arr, parr, sizeof(arr)); /* *parr is a T *, read as a void * */
+	na = realloc(arr, nc * elem);
+	if (!na)
+		goto nomem;
+	memcpy(parr, &na, sizeof(na));
+	*cap = nc;
+	return 0;
+nomem:
+	errno = ENOMEM;
+	return -1;
+}
+
+const char *sp_basename(const char *path)
+{
+	const char *s = strrchr(path, '/');
+
+	return s ? s + 1 : path;
+}
+
+char *sp_site_label(char *buf, size_t len, const char *function, const char *file, int line)
+{
+	snprintf(buf, len, "%s (%s:%d)", function, file, line);
+	return buf;
+}
 
 uint64_t sp_hash_bytes(const void *p, size_t n)
 {
-	const unsigned char *s = p;
-	uint64_t h = 0xcbf29ce484222325ULL;
+	uint64_t h = sp_fnv1a64(SP_FNV64_OFFSET, p, n);
 
-	while (n--) {
-		h ^= *s++;
-		h *= 0x100000001b3ULL;
-	}
 	h ^= h >> 29;
 	h *= 0xbf58476d1ce4e5b9ULL;
 	h ^= h >> 32;

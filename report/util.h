@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * util.h - small helpers shared by the sqlprof CLI: a growable buffer,
- * an open-addressing hash map with fixed-size keys, number formatting and
- * escaping for JSON and CSV. No I/O policy lives here.
+ * util.h - small helpers shared by the sqlprof CLI: growing arrays, an
+ * open-addressing hash map with fixed-size keys, file names and site
+ * labels, number formatting and escaping for JSON, CSV and terminals. No
+ * I/O policy lives here.
  */
 #ifndef SP_UTIL_H
 #define SP_UTIL_H
@@ -21,6 +22,20 @@ enum {
 	SP_EXIT_INTERNAL = 4,   /* out of memory, I/O error writing output */
 };
 
+/* How a loader of a profile failed (sp_qset_load, sp_attrib_load,
+ * sp_export_load): returned instead of -1, so that the exit code follows
+ * from the return value, never from the text of the message. */
+enum sp_load_err {
+	SP_ERR_INPUT = -1, /* the profile: corrupt, not one, too much work */
+	SP_ERR_NOMEM = -2, /* out of memory */
+};
+
+/* The exit code for a loader's failure e. */
+static inline int sp_err_exit(int e)
+{
+	return e == SP_ERR_NOMEM ? SP_EXIT_INTERNAL : SP_EXIT_INPUT;
+}
+
 /* Map from a fixed-size key (keylen bytes, compared with memcmp) to a
  * value of vallen bytes stored inline. Values move when the map grows:
  * do not keep pointers across an insert. */
@@ -36,7 +51,31 @@ void *hmap_get(struct hmap *m, const void *key, int create, int *created);
 /* Iterate: returns the next used index >= *it and advances it; NULL at end. */
 void *hmap_next(const struct hmap *m, size_t *it, const void **key);
 
+/* A well-mixed 64-bit hash of p[0..n) for hash maps (FNV-1a, hash.h, and
+ * a final mix): not stored anywhere, so it may change. */
 uint64_t sp_hash_bytes(const void *p, size_t n);
+
+/*
+ * Make room in a growing array: *parr (a T **, passed as void *) holds
+ * *cap elements of elem bytes; after a return of 0 it holds at least need
+ * (the capacity doubled as often as needed, starting at first when it is
+ * 0). Returns -1 (ENOMEM, or a size that would overflow) with *parr and
+ * *cap unchanged: the elements already there are still the caller's.
+ * SP_GROW(arr, cap, need, first) is the typed form for an array variable
+ * and its size_t capacity:
+ *
+ *	if (SP_GROW(v->items, v->cap, v->n + 1, 16) < 0)
+ *		return -1;
+ *	v->items[v->n++] = item;
+ */
+int sp_grow(void *parr, size_t *cap, size_t need, size_t elem, size_t first);
+#define SP_GROW(arr, cap, need, first) sp_grow(&(arr), &(cap), (need), sizeof(*(arr)), (first))
+
+/* The last component of path (after its last '/'; all of it without one). */
+const char *sp_basename(const char *path);
+
+/* A site's label, "function (file:line)", into buf; returns buf. */
+char *sp_site_label(char *buf, size_t len, const char *function, const char *file, int line);
 
 /* "1.23 ms" style; buf >= 32 bytes. */
 const char *sp_fmt_ns(char *buf, size_t len, double ns);

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * check_collect.c - unit tests for report/collect.c, the stream decoder and
+ * check_collect.c - unit tests for report/record/collect.c, the stream decoder and
  * aggregator.
  *
  * Messages are built here by a small encoder that lays records out exactly

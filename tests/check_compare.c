@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * check_compare.c - unit tests for report/compare.c and report/doctor.c.
+ * check_compare.c - unit tests for report/analysis/compare.c and report/analysis/doctor.c.
  *
  * Mann-Whitney U against published and independently computed values
  * (scipy's documented example: U = 17, exact p = 0.1111, asymptotic
@@ -187,7 +187,7 @@ static struct sp_qrow row(const char *fp, uint64_t count)
 
 	memset(&r, 0, sizeof(r));
 	r.fp_id = (int64_t)sp_hash_bytes(fp, strlen(fp));
-	snprintf(r.kind, sizeof(r.kind), "stmt");
+	r.kind = SP_QK_STMT;
 	r.fingerprint = (char *)fp;
 	r.sql = (char *)fp;
 	r.count = count;
@@ -473,7 +473,7 @@ START_TEST(test_match_runs)
 	ck_assert_uint_eq(cand.agg.rows[0].count, 10);    /* median of 10, 10, 12 */
 	ck_assert_uint_eq(cand.agg.rows[0].vm_steps, 100);
 	/* time samples: one per profile without run_totals */
-	ck_assert_uint_eq(sp_side_time_samples(&cand, cand.agg.rows[0].fp_id, "stmt", t, 8), 3);
+	ck_assert_uint_eq(sp_side_time_samples(&cand, cand.agg.rows[0].fp_id, SP_QK_STMT, t, 8), 3);
 	ck_assert_int_eq(sp_diff_build(&base, &cand, &d), 0);
 	ck_assert_uint_eq(d.nq, 1);
 	ck_assert_uint_eq(d.differences, 0);

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * check_export.c - unit tests for `sqlprof export` (report/export-*.c).
+ * check_export.c - unit tests for `sqlprof export` (report/output/export-*.c).
  *
  * The profile is the synthetic fixture of tests/golden/export/: an empty
  * profile written by sp_profile_write (the current schema), then
@@ -21,7 +21,7 @@
 #include <unistd.h>
 
 #include "export.h"
-#include "profile.h"
+#include "profile-write.h"
 
 static char fixture[64];
 

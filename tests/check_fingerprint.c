@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * check_fingerprint.c - unit tests for report/fingerprint.c.
+ * check_fingerprint.c - unit tests for report/profile/fingerprint.c.
  *
  * Tables of tricky SQL with the exact fingerprint expected, grouped by
  * behaviour; pairs that must share an id; robustness on hostile bytes

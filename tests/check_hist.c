@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * check_hist.c - unit tests for report/hist.c.
+ * check_hist.c - unit tests for report/profile/hist.c.
  *
  * The exact percentile on known data; histogram quantiles against the exact
  * ones on 100k values from several distributions (relative error <= 1/64);

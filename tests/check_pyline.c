@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * check_pyline.c - unit tests for report/pyline.c: the line of every
+ * check_pyline.c - unit tests for report/profile/pyline.c: the line of every
  * instruction of one function (branches, a comprehension over two lines,
  * a return over two lines) as each CPython itself gives it (co_lines,
  * co_positions, dis.findlinestarts), with that version's own line table.
@@ -23,7 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../report/pyline.h"
+#include "pyline.h"
 
 struct vec {
 	int major, minor, first, len;

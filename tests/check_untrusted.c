@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * check_untrusted.c - unit tests for reading untrusted input safely
- * (report/untrusted.c, and the terminal-safe strings and streams of
+ * (report/profile/untrusted.c, and the terminal-safe strings and streams of
  * report/util.c). Tested: a database opened by sp_untrusted_open cannot
  * be written, runs no view, refuses a view, a virtual table or generated
  * columns under a table's name, and stops a statement that would run for

@@ -38,7 +38,7 @@
 #include "attrib.h"
 #include "cmds.h"
 #include "collect.h"
-#include "profile.h"
+#include "profile-write.h"
 #include "query.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);
@@ -244,7 +244,7 @@ static void load_all(sqlite3 *db)
 		return;
 	if (sp_attrib_load(db, skip, &at, err, sizeof(err)) == 0) {
 		for (size_t i = 0; i < qs.n; i++)
-			sp_attrib_estimate(&at, qs.rows[i].fp_id, !strcmp(qs.rows[i].kind, "exec"),
+			sp_attrib_estimate(&at, qs.rows[i].fp_id, qs.rows[i].kind == SP_QK_EXEC,
 					   qs.rows[i].count, qs.rows[i].total_ns, qs.rows[i].self_ns);
 		for (size_t i = 0; i < at.nqs; i++)
 			sp_attrib_stack(&at, at.qs[i].pid, at.qs[i].stack_id);

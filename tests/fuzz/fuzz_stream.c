@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * fuzz_stream.c - libFuzzer target for the collector's stream decoder
- * (report/collect.c, sp_coll_message) and its reader of the shared
+ * (report/record/collect.c, sp_coll_message) and its reader of the shared
  * statistics (sp_coll_stats_merge), the code that reads what profiled
  * processes send and share, and so treats every byte as hostile.
  *

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: MIT
 # t_docs_facts.sh - the documents say what the code does (issue 17, item
 # 19): docs/profile-format.md names the format version that
-# report/profile.h defines and that a fresh recording's meta.format holds
+# report/profile/profile.h defines and that a fresh recording's meta.format holds
 # (the page said 1 while the writer wrote 2), and docs/wire-format.md
 # names BYE files as preload/stream.c makes them (bye.PID.NS, written only
 # when the BYE was not sent) and as serve.c (record and agent) looks for them.
@@ -10,8 +10,8 @@
 need_prog counts
 command -v sqlite3 >/dev/null || skip "sqlite3 shell not installed"
 root=$ITDIR/../..
-code=$(sed -n 's/^#define SP_PROFILE_FORMAT \([0-9][0-9]*\).*/\1/p' "$root/report/profile.h")
-[ -n "$code" ] || fail "no SP_PROFILE_FORMAT in report/profile.h"
+code=$(sed -n 's/^#define SP_PROFILE_FORMAT \([0-9][0-9]*\).*/\1/p' "$root/report/profile/profile.h")
+[ -n "$code" ] || fail "no SP_PROFILE_FORMAT in report/profile/profile.h"
 "$SQLPROF" record -q -o "$TMP/p.db" -- "$PROGS/counts" >/dev/null 2>&1
 written=$(sqlite3 "$TMP/p.db" "SELECT value FROM meta WHERE key = 'format'")
 [ "$written" = "$code" ] || fail "the writer wrote format $written, profile.h says $code"
@@ -24,7 +24,7 @@ grep -q "meta.format\` is not $code" "$doc" || fail "profile-format.md does not 
 
 # BYE files: the name the preload writes and the prefix record reads.
 grep -q 'snprintf(path, sizeof(path), "%.\*s/bye.%u.%llu"' "$root/preload/stream.c" || fail "bye_file's name changed: update this test and wire-format.md"
-grep -q 'strncmp(e->d_name, "bye.", 4)' "$root/report/serve.c" || fail "sp_srv_read_bye_files' prefix changed"
+grep -q 'strncmp(e->d_name, "bye.", 4)' "$root/report/record/serve.c" || fail "sp_srv_read_bye_files' prefix changed"
 grep -q 'if (sent < 0) {' "$root/preload/stream.c" || fail "the BYE file is no longer written only when the BYE was not sent"
 wire=$root/docs/wire-format.md
 grep -q '`bye.PID.NS`' "$wire" || fail "wire-format.md does not name BYE files bye.PID.NS"

@@ -1,0 +1,839 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * attrib.c - see attrib.h.
+ */
+#include <fnmatch.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "attrib.h"
+#include "kind.h"
+#include "sym.h"
+
+struct stkey {
+	uint64_t pid, stack_id;
+};
+
+/* The modules that provide the sqlite3 API, as the preload recognised
+ * them by the symbols they define (modules.sqlite: 1 a SQLite library
+ * such as libsqlcipher, 2 SQLite compiled into a plugin or program), read
+ * once by sp_attrib_load. A profile older than the column has none: the
+ * file name rule below still holds for libsqlite3. */
+struct sqlite_mods {
+	char **path;
+	int *kind;
+	size_t n;
+};
+
+static int sqlite_kind(const struct sqlite_mods *m, const char *module)
+{
+	for (size_t i = 0; m && i < m->n; i++)
+		if (!strcmp(m->path[i], module))
+			return m->kind[i];
+	return 0;
+}
+
+static void mods_free(struct sqlite_mods *m)
+{
+	for (size_t i = 0; i < m->n; i++)
+		free(m->path[i]);
+	free(m->path);
+	free(m->kind);
+	memset(m, 0, sizeof(*m));
+}
+
+int sp_is_profiler_module(const char *module)
+{
+	return !strncmp(sp_basename(module), "libsqlprof.so", 13);
+}
+
+/* Frames of the profiler and of SQLite itself are never the origin:
+ * libsqlite3 and libsqlprof by name, any SQLite library by its flag, and
+ * in a module with SQLite compiled in, SQLite's own code (its sqlite3.c,
+ * or a sqlite3* / sqlcipher* function when there are no lines). */
+static int builtin_skip(const struct sp_frame *f, const struct sqlite_mods *m)
+{
+	const char *b = sp_basename(f->module);
+
+	if (!strncmp(b, "libsqlite3.so", 13) || !strncmp(b, "libsqlprof.so", 13))
+		return 1;
+	switch (sqlite_kind(m, f->module)) {
+	case 1:
+		return 1;
+	case 2:
+		return !strcmp(sp_basename(f->file), "sqlite3.c") ||
+		       !strncmp(f->function, "sqlite3", 7) || !strncmp(f->function, "sqlcipher", 9);
+	}
+	return 0;
+}
+
+/*
+ * A demangled C++ name without its return type and parameter list, so that
+ * --skip 'shop::Db::*' and 'shop::Db::query' match
+ * "std::string shop::Db::get<std::string>(char const*) const": the text
+ * between the last space outside <> and () before the first '(' outside <>
+ * ("(anonymous namespace)" is part of the name) and that '('. Writes into
+ * out (len bytes); returns out, or NULL when the name has no parameter list
+ * (a C name: match it as it is).
+ */
+static const char *cxx_short(const char *fn, char *out, size_t len)
+{
+	const char *start = fn, *p;
+	int angle = 0;
+	size_t n;
+
+	for (p = fn; *p; p++) {
+		if (!strncmp(p, "(anonymous namespace)", 21)) {
+			p += 20;
+			continue;
+		}
+		if (*p == '<')
+			angle++;
+		else if (*p == '>' && angle > 0)
+			angle--;
+		else if (*p == ' ' && !angle && strncmp(p + 1, "const", 5) && p[1] != '*' && p[1] != '&')
+			start = p + 1;
+		else if (*p == '(' && !angle)
+			break;
+	}
+	if (!*p || p == start)
+		return NULL;
+	n = (size_t)(p - start);
+	if (n >= len)
+		return NULL;
+	memcpy(out, start, n);
+	out[n] = 0;
+	return out;
+}
+
+static int user_skip(const struct sp_frame *f, const char *const *skip)
+{
+	char buf[512];
+	const char *cxx = cxx_short(f->function, buf, sizeof(buf));
+
+	for (; skip && *skip; skip++)
+		if (!fnmatch(*skip, f->function, 0) || (cxx && !fnmatch(*skip, cxx, 0)) ||
+		    !fnmatch(*skip, f->module, 0) ||
+		    !fnmatch(*skip, sp_basename(f->module), 0) ||
+		    (f->py && (!fnmatch(*skip, f->file, 0) || !fnmatch(*skip, sp_basename(f->file), 0))))
+			return 1;
+	return 0;
+}
+
+static int unknown(const struct sp_frame *f);
+
+/* Python frames of the sqlite3 package (dbapi2.py's wrappers) are never
+ * the origin either. */
+static int py_skip(const struct sp_frame *f)
+{
+	return !fnmatch("*/sqlite3/*.py", f->file, 0) || !strcmp(f->function, "??");
+}
+
+/* The site of a stack: its first frame, from the leaf up, outside SQLite,
+ * the profiler and the user's --skip patterns. A stack holding Python
+ * frames takes the first Python frame outside the sqlite3 package and
+ * --skip (which match Python functions and file paths too): the line of
+ * the program, not the interpreter's C code; when there is none, the
+ * native rule. -1: none. */
+static int stack_site(const struct sp_stk *s, const char *const *skip,
+		      const struct sqlite_mods *m)
+{
+	uint32_t i;
+
+	for (i = 0; i < s->nframes; i++) {
+		const struct sp_frame *f = &s->frames[i];
+
+		if (f->py && !py_skip(f) && !user_skip(f, skip))
+			return (int)i;
+	}
+	for (i = 0; i < s->nframes; i++) {
+		const struct sp_frame *f = &s->frames[i];
+
+		if (f->py || builtin_skip(f, m) || user_skip(f, skip) || unknown(f))
+			continue;
+		return (int)i;
+	}
+	return -1;
+}
+
+/* A frame is unknown when its pc lies in no module we know. A frame in a
+ * known module without symbols is a site of its own ("??" in that
+ * module): passing over it would credit an outer caller - in a stripped
+ * program, main or libc - with a query it did not issue. */
+static int unknown(const struct sp_frame *f)
+{
+	return !strcmp(f->module, "??") || !*f->module;
+}
+
+static uint64_t site_hash(const struct sp_frame *f)
+{
+	uint64_t h[5] = { sp_hash_bytes(f->function, strlen(f->function)),
+			  sp_hash_bytes(f->file, strlen(f->file)),
+			  sp_hash_bytes(f->module, strlen(f->module)), (uint64_t)(int64_t)f->line,
+			  f->offset };
+
+	return sp_hash_bytes(h, sizeof(h));
+}
+
+/* The site of frame f: found through a hash of its five parts (a frame
+ * without symbols is told apart by its offset in its module), the next
+ * key tried on a collision (a linear search over the sites made 40,000
+ * sites cost 0.8 G string compares). */
+static int site_intern(struct sp_attrib *a, const struct sp_frame *f)
+{
+	uint64_t k[2] = { site_hash(f), 0 };
+	int created, *ix;
+
+	for (;; k[1]++) {
+		const struct sp_site *s;
+
+		ix = hmap_get(&a->site_idx, k, 1, &created);
+		if (!ix)
+			return -2;
+		if (created)
+			break;
+		s = &a->sites[*ix];
+		if (s->line == f->line && !strcmp(s->function, f->function) &&
+		    s->offset == f->offset && !strcmp(s->file, f->file) &&
+		    !strcmp(s->module, f->module))
+			return *ix;
+	}
+	if (SP_GROW(a->sites, a->sites_cap, a->nsites + 1, 64) < 0)
+		return -2;
+	a->sites[a->nsites] = (struct sp_site){ f->function, f->file, f->module, f->line, f->offset };
+	*ix = (int)a->nsites;
+	return (int)a->nsites++;
+}
+
+struct qkey {
+	int64_t fp_id;
+	int64_t kind_exec;
+};
+
+struct ckey {
+	int64_t fp_id;
+	int64_t kind_exec;
+	uint64_t pid, pc;
+};
+
+/* Load the profile's exact per-caller counts (none in an older profile:
+ * no table), then the samples of the stacks each is the leaf of. */
+static int load_callers(sqlite3 *db, struct sp_attrib *a)
+{
+	sqlite3_stmt *st;
+	int rc;
+
+	if (sqlite3_prepare_v2(db, "SELECT fp_id, kind, pid, pc, count, total_ns FROM callers", -1,
+			       &st, NULL) != SQLITE_OK)
+		return 0; /* an older profile */
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		const char *kind = (const char *)sqlite3_column_text(st, 1);
+		struct ckey k = { sqlite3_column_int64(st, 0), sp_qkind_parse(kind),
+				  (uint64_t)sqlite3_column_int64(st, 2),
+				  (uint64_t)sqlite3_column_int64(st, 3) };
+		struct sp_acaller *c = hmap_get(&a->callers, &k, 1, NULL);
+
+		if (!c) {
+			sqlite3_finalize(st);
+			return -1;
+		}
+		c->count += (double)sqlite3_column_int64(st, 4);
+		c->ns += (double)sqlite3_column_int64(st, 5);
+	}
+	sqlite3_finalize(st);
+	if (rc != SQLITE_DONE || a->callers.count == 0)
+		return rc == SQLITE_DONE ? 0 : -1;
+	if (sqlite3_prepare_v2(db,
+			       "SELECT fp_id, kind, pid, stack_id, samples, total_ns,"
+			       " COALESCE(random_samples, 0), COALESCE(random_ns, 0) FROM stack_samples",
+			       -1, &st, NULL) != SQLITE_OK)
+		return -1;
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		struct stkey sk = { (uint64_t)sqlite3_column_int64(st, 2),
+				    (uint64_t)sqlite3_column_int64(st, 3) };
+		const struct sp_stk *s = hmap_get(&a->stacks, &sk, 0, NULL);
+		const char *kind = (const char *)sqlite3_column_text(st, 1);
+		struct ckey k;
+		struct sp_acaller *c;
+
+		if (!s)
+			continue;
+		k = (struct ckey){ sqlite3_column_int64(st, 0), sp_qkind_parse(kind), sk.pid,
+				   s->leaf_pc };
+		c = hmap_get(&a->callers, &k, 0, NULL);
+		if (!c)
+			continue;
+		c->samples += (uint64_t)sqlite3_column_int64(st, 4);
+		c->sample_ns += (uint64_t)sqlite3_column_int64(st, 5);
+		c->random_samples += (uint64_t)sqlite3_column_int64(st, 6);
+		c->random_ns += (uint64_t)sqlite3_column_int64(st, 7);
+	}
+	sqlite3_finalize(st);
+	if (rc != SQLITE_DONE)
+		return -1;
+	/* what each query hands out: callers some stack has as its leaf */
+	{
+		size_t it = 0;
+		const struct ckey *k;
+		struct sp_acaller *c;
+
+		while ((c = hmap_next(&a->callers, &it, (const void **)&k))) {
+			struct qkey qk = { k->fp_id, (int)k->kind_exec };
+			double *q;
+
+			if (!c->samples)
+				continue;
+			q = hmap_get(&a->exact_q, &qk, 1, NULL);
+			if (!q)
+				return -1;
+			q[0] += c->count;
+			q[1] += c->ns;
+		}
+	}
+	return 0;
+}
+
+void sp_attrib_exact_row(const struct sp_attrib *a, int64_t fp_id, int kind_exec, uint64_t pid,
+			 uint64_t stack_id, const struct sp_est_in *row, double *count, double *ns)
+{
+	struct stkey sk = { pid, stack_id };
+	const struct sp_stk *s;
+	const struct sp_acaller *c;
+	struct ckey k;
+	double share, tshare;
+
+	*count = *ns = 0;
+	if (!a->callers.count)
+		return;
+	s = hmap_get((struct hmap *)&a->stacks, &sk, 0, NULL);
+	if (!s)
+		return;
+	k = (struct ckey){ fp_id, kind_exec, pid, s->leaf_pc };
+	c = hmap_get((struct hmap *)&a->callers, &k, 0, NULL);
+	if (!c || !c->samples)
+		return;
+	if (c->random_samples) {
+		share = (double)row->random_samples / (double)c->random_samples;
+		tshare = c->random_ns ? (double)row->random_ns / (double)c->random_ns : share;
+	} else {
+		share = (double)row->samples / (double)c->samples;
+		tshare = c->sample_ns ? (double)row->sample_ns / (double)c->sample_ns : share;
+	}
+	*count = share * c->count;
+	*ns = tshare * c->ns;
+}
+
+int sp_qsite_exact(const struct sp_qsite *q, uint64_t query_count)
+{
+	if (q->samples == query_count)
+		return 1;
+	return q->exact_count > 0 && q->est_count - q->exact_count < 0.5 &&
+	       q->exact_count - q->est_count < 0.5;
+}
+
+void sp_attrib_exact_q(const struct sp_attrib *a, int64_t fp_id, int kind_exec, double *count,
+		       double *ns)
+{
+	struct qkey qk = { fp_id, kind_exec };
+	const double *q = hmap_get((struct hmap *)&a->exact_q, &qk, 0, NULL);
+
+	*count = q ? q[0] : 0;
+	*ns = q ? q[1] : 0;
+}
+
+struct qskey {
+	int64_t fp_id;
+	int64_t kind_exec, site;
+};
+
+static int cmp_qord(const void *pa, const void *pb, void *arg)
+{
+	const struct sp_qsite *qs = arg, *a = &qs[*(const size_t *)pa], *b = &qs[*(const size_t *)pb];
+
+	if (a->fp_id != b->fp_id)
+		return a->fp_id < b->fp_id ? -1 : 1;
+	if (a->kind_exec != b->kind_exec)
+		return a->kind_exec < b->kind_exec ? -1 : 1;
+	return *(const size_t *)pa < *(const size_t *)pb ? -1 : 1;
+}
+
+int sp_attrib_index(struct sp_attrib *a)
+{
+	size_t i, *no;
+
+	hmap_free(&a->qidx);
+	hmap_init(&a->qidx, sizeof(struct qkey), 2 * sizeof(size_t));
+	no = realloc(a->qord, (a->nqs ? a->nqs : 1) * sizeof(*no));
+	if (!no)
+		return -1;
+	a->qord = no;
+	for (i = 0; i < a->nqs; i++)
+		a->qord[i] = i;
+	if (a->nqs > 1)
+		qsort_r(a->qord, a->nqs, sizeof(*a->qord), cmp_qord, a->qs);
+	for (i = 0; i < a->nqs; i++) {
+		const struct sp_qsite *q = &a->qs[a->qord[i]];
+		struct qkey k = { q->fp_id, q->kind_exec };
+		int created;
+		size_t *v = hmap_get(&a->qidx, &k, 1, &created);
+
+		if (!v)
+			return -1;
+		if (created)
+			v[0] = i;
+		v[1]++;
+	}
+	return 0;
+}
+
+const size_t *sp_attrib_query_sites(const struct sp_attrib *a, int64_t fp_id, int kind_exec,
+				    size_t *n)
+{
+	struct qkey k = { fp_id, kind_exec };
+	const size_t *v = hmap_get((struct hmap *)&a->qidx, &k, 0, NULL);
+
+	*n = v ? v[1] : 0;
+	return v ? a->qord + v[0] : NULL;
+}
+
+static char *col(sqlite3_stmt *st, int i)
+{
+	const unsigned char *t = sqlite3_column_text(st, i);
+
+	return strdup(t ? (const char *)t : "??");
+}
+
+static const char *debug_dirs;
+
+void sp_attrib_set_debug_dir(const char *dirs)
+{
+	debug_dirs = dirs && *dirs ? dirs : NULL;
+}
+
+static int hexval(int c)
+{
+	return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 :
+	       c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+}
+
+/*
+ * --debug-dir: replace each unknown native frame of a known module by what
+ * the symbolizer finds now (its inline chain: several frames). The module's
+ * build-id and bias come from the newest modules row of the process whose
+ * range holds the pc; a build-id that does not match the file found is
+ * never used (sym_lookup). Returns 0, or -1 on ENOMEM.
+ */
+static int resymbolize(sqlite3 *db, struct sp_attrib *a)
+{
+	struct sym_ctx *sym;
+	sqlite3_stmt *st = NULL;
+	size_t it;
+	struct sp_stk *s;
+	const struct stkey *k;
+	int ret = 0;
+
+	if (!debug_dirs)
+		return 0;
+	if (!(sym = sym_open()))
+		return -1;
+	sym_set_debug_path(sym, debug_dirs);
+	if (sqlite3_prepare_v2(db,
+			       "SELECT build_id, bias FROM modules WHERE pid = ?1 AND path = ?2"
+			       " AND lo <= ?3 AND ?3 < hi ORDER BY generation DESC LIMIT 1",
+			       -1, &st, NULL) != SQLITE_OK) {
+		sym_close(sym);
+		return 0; /* no modules table: nothing to look up */
+	}
+	for (it = 0; (s = hmap_next(&a->stacks, &it, (const void **)&k));) {
+		for (uint32_t i = 0; i < s->nframes; i++) {
+			struct sp_frame *f = &s->frames[i];
+			const struct sym_result *res = NULL;
+			unsigned char bid[64];
+			size_t nbid = 0;
+			uint64_t bias = 0;
+			int found = 0;
+
+			if (f->py || strcmp(f->function, "??") || !strcmp(f->module, "??"))
+				continue;
+			sqlite3_reset(st);
+			sqlite3_bind_int64(st, 1, (sqlite3_int64)k->pid);
+			sqlite3_bind_text(st, 2, f->module, -1, SQLITE_STATIC);
+			sqlite3_bind_int64(st, 3, (sqlite3_int64)f->pc);
+			if (sqlite3_step(st) == SQLITE_ROW) {
+				const unsigned char *h = sqlite3_column_text(st, 0);
+
+				for (; h && h[0] && h[1] && nbid < sizeof(bid); h += 2) {
+					int hi = hexval(h[0]), lo = hexval(h[1]);
+
+					if (hi < 0 || lo < 0)
+						break;
+					bid[nbid++] = (unsigned char)(hi << 4 | lo);
+				}
+				bias = (uint64_t)sqlite3_column_int64(st, 1);
+				found = 1;
+			}
+			if (!found)
+				continue;
+			if (sym_lookup(sym, f->module, nbid ? bid : NULL, nbid, bias, f->pc, 1, &res) < 0) {
+				ret = -1;
+				break;
+			}
+			if (!res || res->nframes < 1 || !strcmp(res->frames[0].function, "??"))
+				continue;
+			/* make room for the inline chain: nframes - 1 more */
+			if (res->nframes > 1) {
+				uint32_t add = (uint32_t)res->nframes - 1;
+				struct sp_frame *nf = realloc(s->frames, (s->nframes + add) * sizeof(*nf));
+
+				if (!nf) {
+					ret = -1;
+					break;
+				}
+				s->frames = nf;
+				f = &s->frames[i];
+				memmove(f + res->nframes, f + 1, (s->nframes - i - 1) * sizeof(*f));
+				for (uint32_t j = 1; j <= add; j++) {
+					f[j] = f[0];
+					f[j].module = strdup(f[0].module);
+					f[j].function = NULL;
+					f[j].file = NULL;
+				}
+				s->nframes += add;
+			}
+			for (int j = 0; j < res->nframes; j++) {
+				free(f[j].function);
+				free(f[j].file);
+				f[j].function = strdup(res->frames[j].function);
+				f[j].file = strdup(res->frames[j].file);
+				f[j].line = res->frames[j].line;
+				f[j].inlined = res->frames[j].inlined;
+				if (!f[j].module || !f[j].function || !f[j].file)
+					ret = -1;
+			}
+			if (ret < 0)
+				break;
+			i += (uint32_t)res->nframes - 1;
+		}
+		if (ret < 0)
+			break;
+	}
+	sqlite3_finalize(st);
+	sym_close(sym);
+	return ret;
+}
+
+int sp_attrib_load(sqlite3 *db, const char *const *skip, struct sp_attrib *a, char *err,
+		   size_t errlen)
+{
+	int ret = SP_ERR_INPUT;
+	sqlite3_stmt *st = NULL, *ms = NULL;
+	struct hmap qsi; /* {fp_id, kind_exec, site} -> index in qs */
+	struct sqlite_mods mods = { 0 };
+	size_t it;
+	struct sp_stk *s;
+	int rc;
+
+	memset(a, 0, sizeof(*a));
+	hmap_init(&a->stacks, sizeof(struct stkey), sizeof(struct sp_stk));
+	hmap_init(&a->site_idx, 2 * sizeof(uint64_t), sizeof(int));
+	hmap_init(&a->qidx, sizeof(struct qkey), 2 * sizeof(size_t));
+	hmap_init(&qsi, sizeof(struct qskey), sizeof(size_t));
+	hmap_init(&a->callers, sizeof(struct ckey), sizeof(struct sp_acaller));
+	hmap_init(&a->exact_q, sizeof(struct qkey), 2 * sizeof(double));
+	if (sqlite3_prepare_v2(db,
+			       "SELECT pid, stack_id, module, function, file, line, inlined, pc FROM frames"
+			       " ORDER BY pid, stack_id, idx",
+			       -1, &st, NULL) != SQLITE_OK)
+		goto sqlerr;
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		struct stkey k = { (uint64_t)sqlite3_column_int64(st, 0),
+				   (uint64_t)sqlite3_column_int64(st, 1) };
+		struct sp_frame *f;
+
+		s = hmap_get(&a->stacks, &k, 1, NULL);
+		if (!s)
+			goto nomem;
+		if ((s->nframes & (s->nframes - 1)) == 0) { /* grow at powers of two */
+			struct sp_frame *nf =
+				realloc(s->frames, (s->nframes ? s->nframes * 2 : 1) * sizeof(*nf));
+
+			if (!nf)
+				goto nomem;
+			s->frames = nf;
+		}
+		if (!s->nframes)
+			s->leaf_pc = (uint64_t)sqlite3_column_int64(st, 7);
+		f = &s->frames[s->nframes++];
+		f->module = col(st, 2);
+		f->function = col(st, 3);
+		f->file = col(st, 4);
+		f->line = sqlite3_column_int(st, 5);
+		f->inlined = sqlite3_column_int(st, 6);
+		f->py = sqlite3_column_int64(st, 7) < 0;
+		f->pc = (uint64_t)sqlite3_column_int64(st, 7);
+		if (!f->module || !f->function || !f->file)
+			goto nomem;
+		f->offset = 0;
+		if (!f->py && !strcmp(f->function, "??") && !strcmp(f->file, "??") && !unknown(f)) {
+			/* where in the module: its bias from the module map (the
+			 * newest generation holding the pc) */
+			if (!ms && sqlite3_prepare_v2(db,
+						      "SELECT bias FROM modules WHERE pid = ?1 AND path = ?2"
+						      " AND lo <= ?3 AND ?3 < hi ORDER BY generation DESC"
+						      " LIMIT 1",
+						      -1, &ms, NULL) != SQLITE_OK)
+				ms = NULL;
+			if (ms) {
+				sqlite3_bind_int64(ms, 1, sqlite3_column_int64(st, 0));
+				sqlite3_bind_text(ms, 2, f->module, -1, SQLITE_STATIC);
+				sqlite3_bind_int64(ms, 3, sqlite3_column_int64(st, 7));
+				if (sqlite3_step(ms) == SQLITE_ROW)
+					f->offset = (uint64_t)sqlite3_column_int64(st, 7) -
+						    (uint64_t)sqlite3_column_int64(ms, 0);
+				sqlite3_reset(ms);
+			}
+		}
+	}
+	sqlite3_finalize(ms);
+	ms = NULL;
+	if (rc != SQLITE_DONE)
+		goto sqlerr;
+	sqlite3_finalize(st);
+	st = NULL;
+	if (resymbolize(db, a) < 0)
+		goto nomem;
+
+	/* The SQLite modules (a profile without the column has none). */
+	if (sqlite3_prepare_v2(db,
+			       "SELECT path, max(sqlite) FROM modules WHERE sqlite IN (1, 2)"
+			       " AND path IS NOT NULL GROUP BY path",
+			       -1, &st, NULL) == SQLITE_OK) {
+		while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+			char **np = realloc(mods.path, (mods.n + 1) * sizeof(*np));
+			int *nk;
+
+			if (np)
+				mods.path = np;
+			nk = np ? realloc(mods.kind, (mods.n + 1) * sizeof(*nk)) : NULL;
+			if (!nk)
+				goto nomem;
+			mods.kind = nk;
+			mods.path[mods.n] = col(st, 0);
+			if (!mods.path[mods.n])
+				goto nomem;
+			mods.kind[mods.n++] = sqlite3_column_int(st, 1);
+		}
+		if (rc != SQLITE_DONE)
+			goto sqlerr;
+	}
+	sqlite3_finalize(st);
+	st = NULL;
+
+	/* Attribute every stack once. */
+	for (it = 0; (s = hmap_next(&a->stacks, &it, NULL));) {
+		int at = stack_site(s, skip, &mods);
+
+		s->site = -1;
+		if (at >= 0) {
+			s->site = site_intern(a, &s->frames[at]);
+			if (s->site == -2)
+				goto nomem;
+		}
+	}
+
+	if (load_callers(db, a) < 0)
+		goto sqlerr;
+	if (sqlite3_prepare_v2(db,
+			       "SELECT fp_id, kind, pid, stack_id, samples, total_ns,"
+			       " COALESCE(random_samples, 0), COALESCE(random_ns, 0), rows, vm_steps"
+			       " FROM stack_samples",
+			       -1, &st, NULL) != SQLITE_OK)
+		goto sqlerr;
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		struct stkey k = { (uint64_t)sqlite3_column_int64(st, 2),
+				   (uint64_t)sqlite3_column_int64(st, 3) };
+		const struct sp_stk *sk = hmap_get(&a->stacks, &k, 0, NULL);
+		int64_t fp = sqlite3_column_int64(st, 0);
+		const char *kind = (const char *)sqlite3_column_text(st, 1);
+		int kx = sp_qkind_parse(kind); /* hostile profile: NULL */
+		int site = sk ? sk->site : -1;
+		struct qskey qk = { fp, kx, site };
+		int created;
+		size_t *jp = hmap_get(&qsi, &qk, 1, &created), j;
+
+		if (!jp)
+			goto nomem;
+		if (created) {
+			if (SP_GROW(a->qs, a->qs_cap, a->nqs + 1, 64) < 0)
+				goto nomem;
+			*jp = a->nqs;
+			memset(&a->qs[a->nqs], 0, sizeof(a->qs[a->nqs]));
+			a->qs[a->nqs].fp_id = fp;
+			a->qs[a->nqs].kind_exec = kx;
+			a->qs[a->nqs].site = site;
+			a->qs[a->nqs].pid = k.pid;
+			a->qs[a->nqs].stack_id = k.stack_id;
+			a->nqs++;
+		}
+		j = *jp;
+		a->qs[j].samples += (uint64_t)sqlite3_column_int64(st, 4);
+		a->qs[j].sample_ns += (uint64_t)sqlite3_column_int64(st, 5);
+		a->qs[j].random_samples += (uint64_t)sqlite3_column_int64(st, 6);
+		a->qs[j].random_ns += (uint64_t)sqlite3_column_int64(st, 7);
+		a->qs[j].sample_rows += (uint64_t)sqlite3_column_int64(st, 8);
+		a->qs[j].sample_vm_steps += (uint64_t)sqlite3_column_int64(st, 9);
+		{
+			struct sp_est_in row = { (uint64_t)sqlite3_column_int64(st, 4),
+						 (uint64_t)sqlite3_column_int64(st, 5), 0, 0,
+						 (uint64_t)sqlite3_column_int64(st, 6),
+						 (uint64_t)sqlite3_column_int64(st, 7) };
+			double ec, en;
+
+			sp_attrib_exact_row(a, fp, kx, k.pid, k.stack_id, &row, &ec, &en);
+			a->qs[j].exact_count += ec;
+			a->qs[j].exact_ns += en;
+		}
+		if (site < 0)
+			a->unattributed_samples += (uint64_t)sqlite3_column_int64(st, 4);
+	}
+	hmap_free(&qsi);
+	if (rc != SQLITE_DONE)
+		goto sqlerr;
+	sqlite3_finalize(st);
+	hmap_free(&a->site_idx);
+	mods_free(&mods);
+	if (sp_attrib_index(a) < 0) {
+		st = NULL;
+		goto nomem;
+	}
+	return 0;
+nomem:
+	ret = SP_ERR_NOMEM;
+	snprintf(err, errlen, "out of memory");
+	goto fail;
+sqlerr:
+	snprintf(err, errlen, "corrupt profile: %s", sqlite3_errmsg(db));
+fail:
+	sqlite3_finalize(st);
+	sqlite3_finalize(ms);
+	hmap_free(&qsi);
+	mods_free(&mods);
+	sp_attrib_free(a);
+	return ret;
+}
+
+void sp_est_add(struct sp_est_in *sum, const struct sp_est_in *x)
+{
+	sum->samples += x->samples;
+	sum->sample_ns += x->sample_ns;
+	sum->rows += x->rows;
+	sum->vm_steps += x->vm_steps;
+	sum->random_samples += x->random_samples;
+	sum->random_ns += x->random_ns;
+}
+
+void sp_estimate(const struct sp_est_in *part, const struct sp_est_in *all,
+		 const struct sp_est_tot *tot, struct sp_est *out)
+{
+	double share, tshare;
+
+	if (all->random_samples) {
+		share = (double)part->random_samples / (double)all->random_samples;
+		tshare = all->random_ns ? (double)part->random_ns / (double)all->random_ns : share;
+	} else {
+		share = all->samples ? (double)part->samples / (double)all->samples : 0;
+		tshare = all->sample_ns ? (double)part->sample_ns / (double)all->sample_ns : share;
+	}
+	out->count = share * (double)tot->count;
+	out->total_ns = tshare * (double)tot->total_ns;
+	out->self_ns = tot->total_ns ? out->total_ns * ((double)tot->self_ns / (double)tot->total_ns)
+				     : 0;
+	out->rows = (all->rows ? (double)part->rows / (double)all->rows : share) * (double)tot->rows;
+	out->vm_steps = (all->vm_steps ? (double)part->vm_steps / (double)all->vm_steps : share) *
+			(double)tot->vm_steps;
+}
+
+static struct sp_est_in qsite_in(const struct sp_qsite *q)
+{
+	return (struct sp_est_in){ q->samples, q->sample_ns, q->sample_rows, q->sample_vm_steps,
+				   q->random_samples, q->random_ns };
+}
+
+/* Estimates for one query: see sp_estimate. */
+void sp_attrib_estimate_q(struct sp_attrib *a, int64_t fp_id, int kind_exec,
+			  const struct sp_est_tot *tot)
+{
+	struct sp_est_in all = { 0 };
+	size_t n, j;
+	const size_t *ix = sp_attrib_query_sites(a, fp_id, kind_exec, &n);
+	struct sp_est_tot rest = *tot;
+	double xc, xn;
+
+	/* the exact per-caller part first; the rest by the samples */
+	sp_attrib_exact_q(a, fp_id, kind_exec, &xc, &xn);
+	rest.count = xc < (double)tot->count ? tot->count - (uint64_t)(xc + 0.5) : 0;
+	rest.total_ns = xn < (double)tot->total_ns ? tot->total_ns - (uint64_t)(xn + 0.5) : 0;
+	rest.self_ns = tot->total_ns ? (uint64_t)((double)rest.total_ns * (double)tot->self_ns /
+						  (double)tot->total_ns)
+				     : 0;
+	for (j = 0; j < n; j++) {
+		struct sp_est_in in = qsite_in(&a->qs[ix[j]]);
+
+		sp_est_add(&all, &in);
+	}
+	for (j = 0; j < n; j++) {
+		struct sp_qsite *q = &a->qs[ix[j]];
+		struct sp_est_in in = qsite_in(q);
+		struct sp_est e;
+
+		sp_estimate(&in, &all, &rest, &e);
+		q->est_count = e.count + q->exact_count;
+		q->est_total_ns = e.total_ns + q->exact_ns;
+		q->est_self_ns = tot->total_ns ? q->est_total_ns * ((double)tot->self_ns /
+								   (double)tot->total_ns)
+					       : 0;
+		q->est_rows = e.rows;
+		q->est_vm_steps = e.vm_steps;
+		if (q->site < 0)
+			a->unattributed_est += q->est_count;
+	}
+}
+
+void sp_attrib_estimate(struct sp_attrib *a, int64_t fp_id, int kind_exec, uint64_t count,
+			uint64_t total_ns, uint64_t self_ns)
+{
+	struct sp_est_tot tot = { count, total_ns, self_ns, 0, 0 };
+
+	sp_attrib_estimate_q(a, fp_id, kind_exec, &tot);
+}
+
+const struct sp_stk *sp_attrib_stack(const struct sp_attrib *a, uint64_t pid, uint64_t stack_id)
+{
+	struct stkey k = { pid, stack_id };
+
+	return hmap_get((struct hmap *)&a->stacks, &k, 0, NULL);
+}
+
+void sp_attrib_free(struct sp_attrib *a)
+{
+	size_t it = 0;
+	struct sp_stk *s;
+
+	while ((s = hmap_next(&a->stacks, &it, NULL))) {
+		for (uint32_t i = 0; i < s->nframes; i++) {
+			free(s->frames[i].module);
+			free(s->frames[i].function);
+			free(s->frames[i].file);
+		}
+		free(s->frames);
+	}
+	hmap_free(&a->stacks);
+	hmap_free(&a->site_idx);
+	hmap_free(&a->qidx);
+	hmap_free(&a->callers);
+	hmap_free(&a->exact_q);
+	free(a->qord);
+	free(a->sites);
+	free(a->qs);
+	memset(a, 0, sizeof(*a));
+}

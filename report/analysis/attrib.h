@@ -1,0 +1,166 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * attrib.h - attribution of sampled executions to the application site
+ * that issued them: the first frame, from the leaf up, outside libsqlite3,
+ * libsqlprof and anything the user names with --skip. Inlined functions
+ * count as frames. Stacks whose frames are all skipped or unknown go to
+ * the "unattributed" bucket, never to a guess.
+ *
+ * Loads from a profile's frames and stack_samples tables; printing is the
+ * caller's (cmd-report.c, exporters).
+ */
+#ifndef SP_ATTRIB_H
+#define SP_ATTRIB_H
+
+#include <sqlite3.h>
+#include <stdint.h>
+
+#include "util.h"
+
+struct sp_frame {
+	char *module, *function, *file;
+	int line, inlined;
+	int py; /* a Python frame (its pc has SP_PYFRAME_BIT) */
+	uint64_t pc; /* the frames table's pc */
+	uint64_t offset; /* a native frame without symbols in a known module:
+			  * its pc's offset in the file (pc - bias); else 0 */
+};
+
+struct sp_site {
+	const char *function, *file, *module; /* point into a frame */
+	int line;
+	uint64_t offset; /* "??" in a module: the pc's offset in its file */
+};
+
+/* One symbolized stack of one process. */
+struct sp_stk {
+	uint32_t nframes;
+	struct sp_frame *frames; /* leaf first */
+	int site;                /* index into sites, -1: unattributed */
+	uint64_t leaf_pc;        /* its first pc: the return address into the
+				  * caller of the SQLite API */
+};
+
+/* Sample totals of a part of a query's samples (a site, a stack), the
+ * input of the estimator. */
+struct sp_est_in {
+	uint64_t samples, sample_ns, rows, vm_steps; /* every sample */
+	uint64_t random_samples, random_ns;          /* randomly drawn ones only */
+};
+
+/* A query's exact totals, what the estimator shares out. */
+struct sp_est_tot {
+	uint64_t count, total_ns, self_ns, rows, vm_steps;
+};
+
+struct sp_est {
+	double count, total_ns, self_ns, rows, vm_steps;
+};
+
+/*
+ * The one estimator of per-site (and per-stack) counts and times, used by
+ * report, diff, check and every export (docs/profile-format.md, "Site
+ * estimates"). part is one site's (or stack's) samples, all the sum over
+ * every part of the query, tot the query's exact totals. The randomly
+ * drawn samples are an unbiased share of the executions; forced ones
+ * (first, failed, slow) are not, so count and time are shared out by the
+ * random samples (count) and their db time (time) when the query has any
+ * random sample, else by all its samples and their time (rate 0, or a
+ * query run too few times to be drawn); time by the count share when no
+ * time was sampled. Self time follows time in the query's self/total
+ * ratio. Rows and VM steps are shared out by the rows and VM steps of all
+ * samples (by the count share when those are 0). Shares are linear, so the
+ * estimates of a site's stacks add up to the site's.
+ */
+void sp_estimate(const struct sp_est_in *part, const struct sp_est_in *all,
+		 const struct sp_est_tot *tot, struct sp_est *out);
+void sp_est_add(struct sp_est_in *sum, const struct sp_est_in *x);
+
+/* Per (query, site) sample totals and estimates. */
+struct sp_qsite {
+	int64_t fp_id;
+	int kind_exec;
+	int site;            /* -1: unattributed */
+	uint64_t samples, sample_ns;
+	uint64_t random_samples, random_ns; /* randomly drawn samples only */
+	uint64_t sample_rows, sample_vm_steps;
+	uint64_t pid, stack_id; /* one example stack */
+	double exact_count, exact_ns; /* the part known from exact per-caller
+				       * counts (sp_attrib_exact_row) */
+	double est_count, est_total_ns;
+	double est_self_ns; /* est_total_ns less nested executions' time */
+	double est_rows, est_vm_steps;
+};
+
+struct sp_attrib {
+	struct hmap stacks;  /* {pid, stack_id} -> struct sp_stk */
+	struct sp_site *sites;
+	size_t nsites, sites_cap;
+	struct sp_qsite *qs;
+	size_t nqs, qs_cap;
+	uint64_t unattributed_samples;
+	double unattributed_est;
+	/* index: {fp_id, kind_exec} -> {first, n} in qord, which holds the
+	 * indices into qs of each query's sites in their order in qs */
+	struct hmap qidx;
+	size_t *qord;
+	struct hmap site_idx; /* site label hash -> site index (loading) */
+	/* Exact executions per calling return address (profile table
+	 * callers, format 3+): {fp_id, kind_exec, pid, pc} -> struct
+	 * sp_acaller, and per query what they hand out: {fp_id, kind_exec}
+	 * -> double[2] (count, ns). Empty for older profiles. */
+	struct hmap callers, exact_q;
+};
+
+/* One calling pc's exact totals, and the samples of the stacks whose
+ * leaf it is (shared among them in proportion: random samples when it
+ * has any, else every sample). */
+struct sp_acaller {
+	double count, ns;
+	uint64_t samples, sample_ns, random_samples, random_ns;
+};
+/* The exact part of one stack_samples row of (fp_id, kind_exec, pid,
+ * stack_id) with those samples: its share of its leaf caller's exact
+ * count and time; 0 when the query has no exact counts or the row's
+ * caller has none. */
+void sp_attrib_exact_row(const struct sp_attrib *a, int64_t fp_id, int kind_exec, uint64_t pid,
+			 uint64_t stack_id, const struct sp_est_in *row, double *count, double *ns);
+/* 1 when a site's estimated count is known exactly: every execution of
+ * the query was sampled there, or all of its count came from exact
+ * per-caller counts. */
+int sp_qsite_exact(const struct sp_qsite *q, uint64_t query_count);
+/* What sp_attrib_exact_row hands out over all of a query's rows. */
+void sp_attrib_exact_q(const struct sp_attrib *a, int64_t fp_id, int kind_exec, double *count,
+		       double *ns);
+
+/* Symbolize at report time too (report/export --debug-dir): frames the
+ * profile left unknown ("??" in a known module) are looked up again by
+ * sp_attrib_load with the module's path, build-id and bias from the
+ * profile's modules table, searching DIRS (colon-separated, as record's
+ * --debug-dir) for the debug files. NULL: never (the default). */
+void sp_attrib_set_debug_dir(const char *dirs);
+/* Load and attribute. skip: NULL-terminated fnmatch patterns matched
+ * against function names, module paths and module base names. Returns 0,
+ * or SP_ERR_INPUT / SP_ERR_NOMEM (util.h) with a one-line reason in err. */
+int sp_attrib_load(sqlite3 *db, const char *const *skip, struct sp_attrib *a, char *err,
+		   size_t errlen);
+/* Fill the estimates of a query's sites from its exact totals (count,
+ * total_ns, self_ns, rows, vm_steps of tot) with sp_estimate. */
+void sp_attrib_estimate_q(struct sp_attrib *a, int64_t fp_id, int kind_exec,
+			  const struct sp_est_tot *tot);
+/* The same with count, time and self time only (rows and VM steps 0). */
+void sp_attrib_estimate(struct sp_attrib *a, int64_t fp_id, int kind_exec, uint64_t count,
+			uint64_t total_ns, uint64_t self_ns);
+/* The sites of one query: *n indices into a->qs, in their order there.
+ * Valid until a->qs is reordered; then call sp_attrib_index again. */
+const size_t *sp_attrib_query_sites(const struct sp_attrib *a, int64_t fp_id, int kind_exec,
+				    size_t *n);
+/* (Re)build the per-query index after a->qs was reordered. 0, or -1 on ENOMEM. */
+int sp_attrib_index(struct sp_attrib *a);
+/* 1 if module (a path) is libsqlprof.so: its frames (the shims) are left
+ * out of every printed stack. */
+int sp_is_profiler_module(const char *module);
+const struct sp_stk *sp_attrib_stack(const struct sp_attrib *a, uint64_t pid, uint64_t stack_id);
+void sp_attrib_free(struct sp_attrib *a);
+
+#endif

@@ -1,0 +1,862 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * compare.c - see compare.h.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "compare.h"
+#include "profile.h"
+#include "untrusted.h"
+#include "util.h"
+
+const char *const sp_metric_names[SP_M_N] = {
+	[SP_M_COUNT] = "count",       [SP_M_ROWS] = "rows",       [SP_M_VM_STEPS] = "vm_steps",
+	[SP_M_FULLSCAN] = "fullscan_steps", [SP_M_SORTS] = "sorts",
+	[SP_M_AUTOINDEX] = "autoindex", [SP_M_PREPARES] = "prepares", [SP_M_ERRORS] = "errors",
+	[SP_M_MAX_RUN] = "max_run",
+};
+
+struct qkey {
+	int64_t fp_id;
+	int64_t kind_exec;
+};
+
+static int cmp_double(const void *pa, const void *pb)
+{
+	double a = *(const double *)pa, b = *(const double *)pb;
+
+	return a < b ? -1 : a > b ? 1 : 0;
+}
+
+double sp_median(double *v, size_t n)
+{
+	if (!n)
+		return 0;
+	sp_qsort(v, n, sizeof(*v), cmp_double);
+	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+/* ---- Mann-Whitney U ------------------------------------------------------ */
+
+struct obs {
+	double v;
+	int g;
+};
+
+static int cmp_obs(const void *pa, const void *pb)
+{
+	return cmp_double(&((const struct obs *)pa)->v, &((const struct obs *)pb)->v);
+}
+
+/* P(U <= u) under H0 for sample sizes m, n without ties: counts of
+ * arrangements, f(m, n, u) = f(m-1, n, u-n) + f(m, n-1, u). */
+static double exact_cdf(size_t m, size_t n, double u)
+{
+	size_t maxu = m * n, i, j, k, stride = maxu + 1;
+	double *f = calloc((m + 1) * (n + 1) * stride, sizeof(*f)), tot = 0, le = 0;
+
+	if (!f)
+		return -1;
+#define F(a, b, c) f[((a) * (n + 1) + (b)) * stride + (c)]
+	for (i = 0; i <= m; i++)
+		for (j = 0; j <= n; j++) {
+			if (i == 0 || j == 0) {
+				F(i, j, 0) = 1;
+				continue;
+			}
+			for (k = 0; k <= i * j; k++)
+				F(i, j, k) = (k >= j ? F(i - 1, j, k - j) : 0) + F(i, j - 1, k);
+		}
+	for (k = 0; k <= maxu; k++) {
+		tot += F(m, n, k);
+		if ((double)k <= u + 1e-9)
+			le += F(m, n, k);
+	}
+#undef F
+	free(f);
+	return le / tot;
+}
+
+double sp_mann_whitney(const double *a, size_t na, const double *b, size_t nb, double *u)
+{
+	size_t n = na + nb, i, j;
+	struct obs *o;
+	double r1 = 0, ties = 0, u1, mu, sigma, z, p;
+
+	*u = 0;
+	if (!na || !nb)
+		return 1;
+	o = malloc(n * sizeof(*o));
+	if (!o)
+		return 1;
+	for (i = 0; i < na; i++)
+		o[i] = (struct obs){ a[i], 0 };
+	for (i = 0; i < nb; i++)
+		o[na + i] = (struct obs){ b[i], 1 };
+	sp_qsort(o, n, sizeof(*o), cmp_obs);
+	for (i = 0; i < n; i = j) {
+		double rank, t;
+
+		for (j = i + 1; j < n && o[j].v == o[i].v; j++)
+			;
+		rank = ((double)i + 1 + (double)j) / 2; /* average of ranks i+1..j */
+		t = (double)(j - i);
+		ties += t * t * t - t;
+		for (size_t k = i; k < j; k++)
+			if (o[k].g == 0)
+				r1 += rank;
+	}
+	free(o);
+	u1 = r1 - (double)na * ((double)na + 1) / 2;
+	*u = u1;
+	if (ties >= (double)n * n * n - (double)n)
+		return 1; /* every value equal */
+	mu = (double)na * (double)nb / 2;
+	if (ties == 0 && (na < 8 || nb < 8) && n <= 40) {
+		double lo = u1 < (double)na * (double)nb - u1 ? u1 : (double)na * (double)nb - u1;
+		double c = exact_cdf(na, nb, lo);
+
+		if (c >= 0) {
+			p = 2 * c;
+			return p > 1 ? 1 : p;
+		}
+	}
+	sigma = sqrt((double)na * (double)nb / 12 *
+		     (((double)n + 1) - ties / ((double)n * ((double)n - 1))));
+	if (sigma <= 0)
+		return 1;
+	z = (fabs(u1 - mu) - 0.5) / sigma;
+	if (z < 0)
+		z = 0;
+	p = erfc(z / sqrt(2));
+	return p > 1 ? 1 : p;
+}
+
+/* ---- loading a side ------------------------------------------------------ */
+
+static uint64_t meta_runs(sqlite3 *db)
+{
+	sqlite3_stmt *st;
+	sqlite3_int64 v = 1;
+
+	if (sqlite3_prepare_v2(db, "SELECT CAST(value AS INTEGER) FROM meta WHERE key = 'runs'", -1,
+			       &st, NULL) != SQLITE_OK)
+		return 1;
+	if (sqlite3_step(st) == SQLITE_ROW)
+		v = sqlite3_column_int64(st, 0);
+	sqlite3_finalize(st);
+	return v >= 1 ? (uint64_t)v : 1;
+}
+
+/* Index qs by (fp_id, kind) into ix (initialized here). 0, or -1 on ENOMEM. */
+static int index_rows(struct hmap *ix, const struct sp_qset *qs)
+{
+	size_t i;
+
+	hmap_init(ix, sizeof(struct qkey), sizeof(size_t));
+	for (i = 0; i < qs->n; i++) {
+		struct qkey k = { qs->rows[i].fp_id, qs->rows[i].kind == SP_QK_EXEC };
+		int created;
+		size_t *v = hmap_get(ix, &k, 1, &created);
+
+		if (!v)
+			return -1;
+		if (created) /* the first row of a key, as a search would find */
+			*v = i;
+	}
+	return 0;
+}
+
+/* The row of (fp, kx) in qs through its index ix (a linear search per
+ * lookup made diff quadratic: 195 s for 20,000 fingerprints). */
+static const struct sp_qrow *find_row(const struct hmap *ix, const struct sp_qset *qs, int64_t fp,
+				      int kx)
+{
+	struct qkey k = { fp, kx };
+	const size_t *v = hmap_get((struct hmap *)ix, &k, 0, NULL);
+
+	return v ? &qs->rows[*v] : NULL;
+}
+
+static char *xstrdup(const char *s)
+{
+	return strdup(s ? s : "");
+}
+
+/* The side's per-fingerprint rows: per-run medians over its profiles. */
+static int build_agg(struct sp_side *s)
+{
+	struct hmap keys;
+	size_t i, j, cap = 0;
+	double *v = malloc((s->np ? s->np : 1) * sizeof(*v));
+
+	if (!v)
+		return -1;
+	hmap_init(&keys, sizeof(struct qkey), sizeof(size_t));
+	memset(&s->agg, 0, sizeof(s->agg));
+	for (i = 0; i < s->np; i++)
+		for (j = 0; j < s->p[i].qs.n; j++) {
+			const struct sp_qrow *r = &s->p[i].qs.rows[j];
+			struct qkey k = { r->fp_id, r->kind == SP_QK_EXEC };
+			int created;
+			size_t *idx = hmap_get(&keys, &k, 1, &created);
+
+			if (!idx)
+				goto nomem;
+			if (!created)
+				continue;
+			if (SP_GROW(s->agg.rows, cap, s->agg.n + 1, 64) < 0)
+				goto nomem;
+			*idx = s->agg.n;
+			s->agg.rows[s->agg.n] = *r;
+			s->agg.rows[s->agg.n].fingerprint = xstrdup(r->fingerprint);
+			s->agg.rows[s->agg.n].sql = xstrdup(r->sql);
+			s->agg.rows[s->agg.n].plan = NULL;
+			s->agg.n++;
+		}
+	hmap_free(&keys);
+	for (j = 0; j < s->agg.n; j++) {
+		struct sp_qrow *a = &s->agg.rows[j];
+		int kx = a->kind == SP_QK_EXEC;
+		static const size_t off[] = {
+			offsetof(struct sp_qrow, count),     offsetof(struct sp_qrow, total_ns),
+			offsetof(struct sp_qrow, self_ns),   offsetof(struct sp_qrow, wall_ns),
+			offsetof(struct sp_qrow, rows),      offsetof(struct sp_qrow, vm_steps),
+			offsetof(struct sp_qrow, fullscan_steps), offsetof(struct sp_qrow, sorts),
+			offsetof(struct sp_qrow, autoindex), offsetof(struct sp_qrow, errors),
+			offsetof(struct sp_qrow, nested),    offsetof(struct sp_qrow, samples),
+			offsetof(struct sp_qrow, prepares),  offsetof(struct sp_qrow, prepare_ns),
+			offsetof(struct sp_qrow, runs),
+		};
+		/* not summed over runs: medians as they are */
+		static const size_t off_plain[] = {
+			offsetof(struct sp_qrow, max_run), offsetof(struct sp_qrow, p50_ns),
+			offsetof(struct sp_qrow, p95_ns),  offsetof(struct sp_qrow, p99_ns),
+			offsetof(struct sp_qrow, min_ns),  offsetof(struct sp_qrow, max_ns),
+		};
+		size_t m;
+
+		if (!a->fingerprint || !a->sql)
+			goto nomem_nokeys;
+		for (m = 0; m < sizeof(off) / sizeof(off[0]); m++) {
+			for (i = 0; i < s->np; i++) {
+				const struct sp_qrow *r = find_row(&s->p[i].qidx, &s->p[i].qs, a->fp_id, kx);
+
+				v[i] = r ? (double)*(const uint64_t *)((const char *)r + off[m]) /
+						   (double)s->p[i].runs :
+					   0;
+			}
+			*(uint64_t *)((char *)a + off[m]) = (uint64_t)llround(sp_median(v, s->np));
+		}
+		for (m = 0; m < sizeof(off_plain) / sizeof(off_plain[0]); m++) {
+			size_t nv = 0;
+
+			for (i = 0; i < s->np; i++) {
+				const struct sp_qrow *r = find_row(&s->p[i].qidx, &s->p[i].qs, a->fp_id, kx);
+
+				if (r)
+					v[nv++] = (double)*(const uint64_t *)((const char *)r +
+									      off_plain[m]);
+			}
+			*(uint64_t *)((char *)a + off_plain[m]) =
+				(uint64_t)llround(sp_median(v, nv));
+		}
+		a->mean_ns = a->count ? (double)a->total_ns / (double)a->count : 0;
+		a->nplans = 0;
+		for (i = 0; i < s->np; i++) {
+			const struct sp_qrow *r = find_row(&s->p[i].qidx, &s->p[i].qs, a->fp_id, kx);
+
+			if (r && r->plan && !a->plan) {
+				a->plan = strdup(r->plan);
+				if (!a->plan)
+					goto nomem_nokeys;
+			}
+			if (r && r->nplans > a->nplans)
+				a->nplans = r->nplans;
+		}
+	}
+	/* a query in a minority of the profiles has a median count of 0: drop it */
+	for (i = j = 0; i < s->agg.n; i++) {
+		if (s->agg.rows[i].count) {
+			s->agg.rows[j++] = s->agg.rows[i];
+		} else {
+			free(s->agg.rows[i].fingerprint);
+			free(s->agg.rows[i].sql);
+			free(s->agg.rows[i].plan);
+		}
+	}
+	s->agg.n = j;
+	free(v);
+	return index_rows(&s->agg_idx, &s->agg);
+nomem:
+	hmap_free(&keys);
+nomem_nokeys:
+	free(v);
+	return -1;
+}
+
+struct skey {
+	uint64_t h;
+	int64_t fp_id, kind_exec;
+};
+
+/* Per (site, fingerprint) estimates, per run, averaged over the profiles:
+ * the sites' estimates of attrib.c (sp_estimate, the estimator report and
+ * the exports use), summed per site key. */
+static int build_sites(struct sp_side *s)
+{
+	struct hmap idx;
+	size_t i, j, cap = 0;
+
+	hmap_init(&idx, sizeof(struct skey), sizeof(size_t));
+	for (i = 0; i < s->np; i++) {
+		struct sp_prof *p = &s->p[i];
+
+		for (j = 0; j < p->at.nqs; j++) {
+			const struct sp_qsite *q = &p->at.qs[j];
+			const struct sp_qrow *r = find_row(&p->qidx, &p->qs, q->fp_id, q->kind_exec);
+			const struct sp_site *site = q->site >= 0 ? &p->at.sites[q->site] : NULL;
+			double runs = (double)p->runs * (double)s->np;
+			char key[1024], disp[1024];
+			struct skey k;
+			size_t *ix;
+			int created;
+			struct sp_sitestat *x;
+
+			if (!r)
+				continue;
+			if (site) {
+				snprintf(key, sizeof(key), "%s\t%s\t%s", site->function, site->file,
+					 sp_basename(site->module));
+				sp_site_label(disp, sizeof(disp), site->function, site->file, site->line);
+			} else {
+				snprintf(key, sizeof(key), "(unattributed)");
+				snprintf(disp, sizeof(disp), "(unattributed)");
+			}
+			k = (struct skey){ sp_hash_bytes(key, strlen(key)), q->fp_id, q->kind_exec };
+			ix = hmap_get(&idx, &k, 1, &created);
+			if (!ix)
+				goto nomem;
+			if (created) {
+				if (SP_GROW(s->sites, cap, s->nsites + 1, 64) < 0)
+					goto nomem;
+				*ix = s->nsites;
+				x = &s->sites[s->nsites++];
+				memset(x, 0, sizeof(*x));
+				x->key = strdup(key);
+				x->display = strdup(disp);
+				x->fp_id = q->fp_id;
+				x->kind = q->kind_exec ? SP_QK_EXEC : SP_QK_STMT;
+				if (!x->key || !x->display)
+					goto nomem;
+			}
+			x = &s->sites[*ix];
+			x->samples += (double)q->samples / (double)s->np;
+			x->est_count += q->est_count / runs;
+			x->est_rows += q->est_rows / runs;
+			x->est_vm_steps += q->est_vm_steps / runs;
+		}
+	}
+	hmap_free(&idx);
+	return 0;
+nomem:
+	hmap_free(&idx);
+	return -1;
+}
+
+/* Per-run mean db time per execution of every query of a repeated
+ * profile, in one pass over run_totals (ordered by run within a query). */
+static int load_run_means(struct sp_prof *p)
+{
+	sqlite3_stmt *st;
+	size_t n = 0, cap = 0;
+
+	hmap_init(&p->rt_idx, sizeof(struct qkey), 2 * sizeof(size_t));
+	if (p->runs <= 1 ||
+	    sqlite3_prepare_v2(p->db,
+			       "SELECT fp_id, kind, count, total_ns FROM run_totals WHERE count > 0"
+			       " ORDER BY fp_id, kind, run",
+			       -1, &st, NULL) != SQLITE_OK)
+		return 0;
+	while (sqlite3_step(st) == SQLITE_ROW) {
+		const char *kind = (const char *)sqlite3_column_text(st, 1);
+		struct qkey k = { sqlite3_column_int64(st, 0), sp_qkind_parse(kind) };
+		int created;
+		size_t *v = hmap_get(&p->rt_idx, &k, 1, &created);
+
+		if (!v)
+			goto nomem;
+		if (created)
+			v[0] = n;
+		else if (v[0] + v[1] != n)
+			continue; /* not adjacent: a hostile kind spelling; keep the first run */
+		if (SP_GROW(p->rt_means, cap, n + 1, 256) < 0)
+			goto nomem;
+		p->rt_means[n++] = (double)sqlite3_column_int64(st, 3) /
+				   (double)sqlite3_column_int64(st, 2);
+		v[1]++;
+	}
+	sqlite3_finalize(st);
+	return 0;
+nomem:
+	sqlite3_finalize(st);
+	return -1;
+}
+
+static const struct sp_winreq *side_window; /* sp_side_set_window */
+
+void sp_side_set_window(const struct sp_winreq *r)
+{
+	side_window = sp_winreq_on(r) ? r : NULL;
+}
+
+int sp_side_load(struct sp_side *s, const char *const *paths, size_t n, const char *const *skip,
+		 char *err, size_t errlen, int *input_error)
+{
+	struct sp_window w = { 0 };
+	size_t i, j;
+	char e[512];
+	int rc;
+
+	memset(s, 0, sizeof(*s));
+	*input_error = 0;
+	s->p = calloc(n ? n : 1, sizeof(*s->p));
+	if (!s->p)
+		goto nomem;
+	s->np = n;
+	for (i = 0; i < n; i++) {
+		struct sp_prof *p = &s->p[i];
+
+		p->path = strdup(paths[i]);
+		if (!p->path)
+			goto nomem;
+		p->db = sp_profile_open(paths[i], e, sizeof(e));
+		if (!p->db) {
+			snprintf(err, errlen, "%s", e);
+			*input_error = 1;
+			goto fail;
+		}
+		if (side_window && sp_window_resolve(p->db, side_window, &w, e, sizeof(e)) < 0) {
+			snprintf(err, errlen, "%s: %s", paths[i], e);
+			*input_error = 2;
+			sqlite3_close(p->db);
+			p->db = NULL;
+			goto fail;
+		}
+		if ((rc = sp_qset_load_window(p->db, &w, &p->qs, e, sizeof(e))) < 0) {
+			/* stopped by the work budget: say so (it names the file) */
+			if (!sp_untrusted_exhausted(err, errlen))
+				snprintf(err, errlen, "%s: %s", paths[i], e);
+			*input_error = rc != SP_ERR_NOMEM;
+			sqlite3_close(p->db);
+			p->db = NULL;
+			goto fail;
+		}
+		if ((rc = sp_attrib_load(p->db, skip, &p->at, e, sizeof(e))) < 0) {
+			if (!sp_untrusted_exhausted(err, errlen))
+				snprintf(err, errlen, "%s: %s", paths[i], e);
+			*input_error = rc != SP_ERR_NOMEM;
+			sp_qset_free(&p->qs);
+			sqlite3_close(p->db);
+			p->db = NULL;
+			goto fail;
+		}
+		for (j = 0; j < p->qs.n; j++) {
+			const struct sp_qrow *r = &p->qs.rows[j];
+			struct sp_est_tot tot = { r->count, r->total_ns, r->self_ns, r->rows,
+						  r->vm_steps };
+
+			sp_attrib_estimate_q(&p->at, r->fp_id, r->kind == SP_QK_EXEC, &tot);
+		}
+		p->runs = meta_runs(p->db);
+		s->total_runs += p->runs;
+		if (index_rows(&p->qidx, &p->qs) < 0 || load_run_means(p) < 0)
+			goto nomem;
+	}
+	if (build_agg(s) < 0 || build_sites(s) < 0)
+		goto nomem;
+	if (sp_untrusted_exhausted(err, errlen)) { /* what was read is not all there is */
+		*input_error = 1;
+		goto fail;
+	}
+	return 0;
+nomem:
+	snprintf(err, errlen, "out of memory");
+fail:
+	sp_side_free(s);
+	return -1;
+}
+
+void sp_side_free(struct sp_side *s)
+{
+	size_t i;
+
+	for (i = 0; s->p && i < s->np; i++) {
+		hmap_free(&s->p[i].qidx);
+		hmap_free(&s->p[i].rt_idx);
+		free(s->p[i].rt_means);
+		if (s->p[i].db) {
+			sp_qset_free(&s->p[i].qs);
+			sp_attrib_free(&s->p[i].at);
+			sqlite3_close(s->p[i].db);
+		}
+		free(s->p[i].path);
+	}
+	free(s->p);
+	sp_qset_free(&s->agg);
+	hmap_free(&s->agg_idx);
+	for (i = 0; i < s->nsites; i++) {
+		free(s->sites[i].key);
+		free(s->sites[i].display);
+	}
+	free(s->sites);
+	memset(s, 0, sizeof(*s));
+}
+
+size_t sp_side_time_samples(const struct sp_side *s, int64_t fp_id, enum sp_qkind kind, double *out,
+			    size_t max)
+{
+	size_t n = 0, i;
+
+	for (i = 0; i < s->np && n < max; i++) {
+		const struct sp_prof *p = &s->p[i];
+		const struct sp_qrow *r = find_row(&p->qidx, &p->qs, fp_id, kind == SP_QK_EXEC);
+		struct qkey k = { fp_id, kind == SP_QK_EXEC };
+		const size_t *v = p->runs > 1 ? hmap_get((struct hmap *)&p->rt_idx, &k, 0, NULL) : NULL;
+		size_t got = 0;
+
+		if (!r)
+			continue;
+		for (; v && got < v[1] && n < max; got++)
+			out[n++] = p->rt_means[v[0] + got];
+		if (!got && n < max)
+			out[n++] = r->mean_ns;
+	}
+	return n;
+}
+
+/* ---- the diff ------------------------------------------------------------ */
+
+struct plan_lines {
+	char d[64][256];
+	int n;
+};
+
+static void collect_cb(const char *detail, void *arg)
+{
+	struct plan_lines *pl = arg;
+
+	if (pl->n < 64)
+		snprintf(pl->d[pl->n++], sizeof(pl->d[0]), "%s", detail);
+}
+
+static void plan_compare(struct sp_qdiff *q)
+{
+	static struct plan_lines b, c;
+	int i, j, k;
+	size_t o = 0;
+
+	b.n = c.n = 0;
+	sp_plan_foreach(q->base->plan, collect_cb, &b);
+	sp_plan_foreach(q->cand->plan, collect_cb, &c);
+	if (b.n == c.n) {
+		for (i = 0; i < b.n && !strcmp(b.d[i], c.d[i]); i++)
+			;
+		if (i == b.n)
+			return;
+	}
+	q->flags |= SP_QD_PLAN_CHANGED;
+	/* a table read through an index before, scanned now */
+	for (i = 0; i < b.n; i++) {
+		struct sp_plan_access ba, ca;
+
+		if (!sp_plan_access(b.d[i], &ba) || !ba.indexed)
+			continue;
+		for (j = 0; j < c.n; j++)
+			if (sp_plan_access(c.d[j], &ca) && !strcmp(ca.name, ba.name) && ca.full_scan) {
+				q->flags |= SP_QD_PLAN_WORSE | SP_QD_NEW_FULLSCAN;
+				if (o < sizeof(q->plan_note))
+					o += (size_t)snprintf(q->plan_note + o, sizeof(q->plan_note) - o,
+							      "%s%s -> %s", o ? "; " : "", b.d[i],
+							      c.d[j]);
+			}
+	}
+	/* temp B-trees and automatic indexes that were not there */
+	for (j = 0; j < c.n; j++) {
+		struct sp_plan_access ca;
+		int worse = !strncmp(c.d[j], "USE TEMP B-TREE", 15) ||
+			    (sp_plan_access(c.d[j], &ca) && ca.automatic);
+
+		if (!worse)
+			continue;
+		for (k = 0; k < b.n && strcmp(b.d[k], c.d[j]); k++)
+			;
+		if (k < b.n)
+			continue;
+		q->flags |= SP_QD_PLAN_WORSE;
+		if (o < sizeof(q->plan_note))
+			o += (size_t)snprintf(q->plan_note + o, sizeof(q->plan_note) - o,
+					      "%snew: %s", o ? "; " : "", c.d[j]);
+	}
+	if (!o) {
+		/* some other change: show the first differing line */
+		for (i = 0; i < b.n && i < c.n && !strcmp(b.d[i], c.d[i]); i++)
+			;
+		snprintf(q->plan_note, sizeof(q->plan_note), "%s -> %s", i < b.n ? b.d[i] : "(none)",
+			 i < c.n ? c.d[i] : "(none)");
+	}
+}
+
+static void metrics(const struct sp_qrow *r, uint64_t *m)
+{
+	if (!r) {
+		memset(m, 0, SP_M_N * sizeof(*m));
+		return;
+	}
+	m[SP_M_COUNT] = r->count;
+	m[SP_M_ROWS] = r->rows;
+	m[SP_M_VM_STEPS] = r->vm_steps;
+	m[SP_M_FULLSCAN] = r->fullscan_steps;
+	m[SP_M_SORTS] = r->sorts;
+	m[SP_M_AUTOINDEX] = r->autoindex;
+	m[SP_M_PREPARES] = r->prepares;
+	m[SP_M_ERRORS] = r->errors;
+	m[SP_M_MAX_RUN] = r->max_run;
+}
+
+static int plan_has_full_scan(const char *plan)
+{
+	struct plan_lines pl;
+	struct sp_plan_access a;
+	int i;
+
+	pl.n = 0;
+	if (plan)
+		sp_plan_foreach(plan, collect_cb, &pl);
+	for (i = 0; i < pl.n; i++)
+		if (sp_plan_access(pl.d[i], &a) && a.full_scan)
+			return 1;
+	return 0;
+}
+
+static int tier(const struct sp_qdiff *q)
+{
+	if (q->flags & (SP_QD_PLAN_WORSE | SP_QD_NEW_FULLSCAN))
+		return 3;
+	if (q->flags & (SP_QD_NEW | SP_QD_VANISHED))
+		return 2;
+	if (q->flags & (SP_QD_CHANGED | SP_QD_PLAN_CHANGED))
+		return 1;
+	return 0;
+}
+
+static double absd(double a, double b)
+{
+	return a > b ? a - b : b - a;
+}
+
+static int cmp_qdiff(const void *pa, const void *pb)
+{
+	const struct sp_qdiff *a = pa, *b = pb;
+	double x, y;
+	int ta = tier(a), tb = tier(b);
+
+	if (ta != tb)
+		return tb - ta;
+	x = absd((double)a->m[0][SP_M_VM_STEPS], (double)a->m[1][SP_M_VM_STEPS]);
+	y = absd((double)b->m[0][SP_M_VM_STEPS], (double)b->m[1][SP_M_VM_STEPS]);
+	if (x != y)
+		return x < y ? 1 : -1;
+	x = absd((double)a->m[0][SP_M_COUNT], (double)a->m[1][SP_M_COUNT]);
+	y = absd((double)b->m[0][SP_M_COUNT], (double)b->m[1][SP_M_COUNT]);
+	if (x != y)
+		return x < y ? 1 : -1;
+	x = absd(a->t_median[0] * (double)a->m[0][SP_M_COUNT],
+		 a->t_median[1] * (double)a->m[1][SP_M_COUNT]);
+	y = absd(b->t_median[0] * (double)b->m[0][SP_M_COUNT],
+		 b->t_median[1] * (double)b->m[1][SP_M_COUNT]);
+	if (x != y)
+		return x < y ? 1 : -1;
+	return a->fp_id < b->fp_id ? -1 : a->fp_id > b->fp_id;
+}
+
+static int cmp_sdiff(const void *pa, const void *pb)
+{
+	const struct sp_sdiff *a = pa, *b = pb;
+
+	return a->impact < b->impact ? 1 : a->impact > b->impact ? -1 : 0;
+}
+
+#define MAX_TSAMPLES 4096
+
+static int add_sites(const struct sp_side *base, const struct sp_side *cand, struct sp_diff *d)
+{
+	struct hmap idx;
+	size_t i, cap = 0;
+	int side;
+
+	hmap_init(&idx, sizeof(struct skey), sizeof(size_t));
+	for (side = 1; side >= 0; side--) { /* candidate first: its display wins */
+		const struct sp_side *s = side ? cand : base;
+
+		for (i = 0; i < s->nsites; i++) {
+			const struct sp_sitestat *x = &s->sites[i];
+			struct skey k = { sp_hash_bytes(x->key, strlen(x->key)), x->fp_id,
+					  (x->kind == SP_QK_EXEC) };
+			int created;
+			size_t *ix = hmap_get(&idx, &k, 1, &created);
+			struct sp_sdiff *sd;
+
+			if (!ix)
+				goto nomem;
+			if (created) {
+				const struct sp_qrow *r = find_row(&s->agg_idx, &s->agg, x->fp_id, (int)k.kind_exec);
+
+				if (SP_GROW(d->s, cap, d->ns + 1, 64) < 0)
+					goto nomem;
+				*ix = d->ns;
+				sd = &d->s[d->ns++];
+				memset(sd, 0, sizeof(*sd));
+				sd->display = x->display;
+				sd->fp_id = x->fp_id;
+				sd->kind = x->kind;
+				sd->fingerprint = r ? r->fingerprint : "?";
+			}
+			sd = &d->s[*ix];
+			sd->count[side] += x->est_count;
+			sd->vm_steps[side] += x->est_vm_steps;
+			sd->rows[side] += x->est_rows;
+		}
+	}
+	hmap_free(&idx);
+	for (i = 0; i < d->ns; i++)
+		d->s[i].impact = absd(d->s[i].vm_steps[0], d->s[i].vm_steps[1]) +
+				 absd(d->s[i].count[0], d->s[i].count[1]);
+	sp_qsort(d->s, d->ns, sizeof(*d->s), cmp_sdiff);
+	return 0;
+nomem:
+	hmap_free(&idx);
+	return -1;
+}
+
+int sp_diff_build(const struct sp_side *base, const struct sp_side *cand, struct sp_diff *d)
+{
+	struct hmap idx;
+	size_t i, cap = 0;
+	int side;
+	double *ta = NULL, *tb = NULL;
+
+	memset(d, 0, sizeof(*d));
+	hmap_init(&idx, sizeof(struct qkey), sizeof(size_t));
+	ta = malloc(MAX_TSAMPLES * sizeof(*ta));
+	tb = malloc(MAX_TSAMPLES * sizeof(*tb));
+	if (!ta || !tb)
+		goto nomem;
+	for (side = 0; side < 2; side++) {
+		const struct sp_side *s = side ? cand : base;
+
+		for (i = 0; i < s->agg.n; i++) {
+			const struct sp_qrow *r = &s->agg.rows[i];
+			struct qkey k = { r->fp_id, r->kind == SP_QK_EXEC };
+			int created;
+			size_t *ix = hmap_get(&idx, &k, 1, &created);
+			struct sp_qdiff *q;
+
+			if (!ix)
+				goto nomem;
+			if (created) {
+				if (SP_GROW(d->q, cap, d->nq + 1, 64) < 0)
+					goto nomem;
+				*ix = d->nq;
+				q = &d->q[d->nq++];
+				memset(q, 0, sizeof(*q));
+				q->fp_id = r->fp_id;
+				q->kind = r->kind;
+			}
+			q = &d->q[*ix];
+			if (side)
+				q->cand = r;
+			else
+				q->base = r;
+		}
+	}
+	hmap_free(&idx);
+	for (i = 0; i < d->nq; i++) {
+		struct sp_qdiff *q = &d->q[i];
+		int m;
+
+		metrics(q->base, q->m[0]);
+		metrics(q->cand, q->m[1]);
+		if (!q->base) {
+			q->flags |= SP_QD_NEW;
+			if (q->cand->fullscan_steps > 0 || plan_has_full_scan(q->cand->plan))
+				q->flags |= SP_QD_NEW_FULLSCAN;
+			d->n_new++;
+			d->differences++;
+		} else if (!q->cand) {
+			q->flags |= SP_QD_VANISHED;
+			d->n_vanished++;
+			d->differences++;
+		} else {
+			for (m = 0; m < SP_M_N; m++)
+				if (q->m[0][m] != q->m[1][m]) {
+					q->flags |= SP_QD_CHANGED;
+					d->differences++;
+				}
+			if (q->base->plan && q->cand->plan)
+				plan_compare(q);
+			if (q->flags & SP_QD_PLAN_CHANGED) {
+				d->n_plan++;
+				d->differences++;
+			}
+			if (q->base->fullscan_steps == 0 && q->cand->fullscan_steps > 0)
+				q->flags |= SP_QD_NEW_FULLSCAN;
+			if (q->flags & SP_QD_CHANGED)
+				d->n_changed++;
+			else if (!(q->flags & SP_QD_PLAN_CHANGED))
+				d->n_same++;
+		}
+		/* time */
+		q->nt[0] = q->base ? sp_side_time_samples(base, q->fp_id, q->kind, ta, MAX_TSAMPLES) : 0;
+		q->nt[1] = q->cand ? sp_side_time_samples(cand, q->fp_id, q->kind, tb, MAX_TSAMPLES) : 0;
+		q->p_value = 1;
+		if (q->nt[0] >= 3 && q->nt[1] >= 3) {
+			q->time_tested = 1;
+			q->p_value = sp_mann_whitney(tb, q->nt[1], ta, q->nt[0], &q->u);
+		}
+		q->t_median[0] = sp_median(ta, q->nt[0]);
+		q->t_median[1] = sp_median(tb, q->nt[1]);
+		if (q->base) {
+			q->p50[0] = (double)q->base->p50_ns;
+			q->p95[0] = (double)q->base->p95_ns;
+		}
+		if (q->cand) {
+			q->p50[1] = (double)q->cand->p50_ns;
+			q->p95[1] = (double)q->cand->p95_ns;
+		}
+	}
+	sp_qsort(d->q, d->nq, sizeof(*d->q), cmp_qdiff);
+	for (i = 0; i < d->nq; i++)
+		d->q[i].impact = (double)(d->nq - i);
+	if (add_sites(base, cand, d) < 0)
+		goto nomem_noidx;
+	free(ta);
+	free(tb);
+	return 0;
+nomem:
+	hmap_free(&idx);
+nomem_noidx:
+	free(ta);
+	free(tb);
+	sp_diff_free(d);
+	return -1;
+}
+
+void sp_diff_free(struct sp_diff *d)
+{
+	free(d->q);
+	free(d->s);
+	memset(d, 0, sizeof(*d));
+}

@@ -1,0 +1,796 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * doctor.c - see doctor.h. The rules, with their defaults and why:
+ *
+ *  n-plus-one  a SELECT (or WITH) fingerprint that reads a table (its plan
+ *              scans or searches one), executed K >= 10 times in a row on
+ *              one thread, each starting within 1 ms of the previous end
+ *              (the preload's runs: queries.max_run; runs table for how
+ *              many runs reached K), with a mean db time under 1 ms. Sentry
+ *              flags >= 5 sequential similar queries, but counts spans of
+ *              any similar query; ours are runs of one fingerprint with
+ *              nothing in between, which a short helper loop (a handful of
+ *              settings, the rows of a small join) also produces, so K is
+ *              doubled to keep those quiet while per-row loops, which run
+ *              tens to thousands of times, are still caught. A slow query
+ *              repeated is a slow query, not an N+1: hence the mean limit.
+ *  reprepare   prepares >= 0.9 x executions with >= 10 executions: the
+ *              statement is prepared (parsed and planned) every time.
+ *  full-scan   the plan reads a table with a bare SCAN (no index) and the
+ *              query steps >= 1000 rows of full scans per execution.
+ *  temp-btree  the plan sorts in a temporary B-tree (ORDER BY, GROUP BY,
+ *              DISTINCT) and each execution reads >= 100 rows.
+ *  auto-index  SQLite built an automatic index (autoindex > 0 or a plan
+ *              line with AUTOMATIC): it does that on every execution.
+ *  duplicate   >= 10 randomly drawn executions with a hash of their bound
+ *              values (duplicates table), at least half of them with the
+ *              values of an earlier one: the same query asked again.
+ *
+ * Index suggestions are derived only when they are unambiguous: a query
+ * on one table (no join, subquery in FROM or compound), its WHERE equality
+ * columns, then one range column or the ORDER BY / GROUP BY columns; or
+ * the columns SQLite itself chose for an automatic index. Anything else
+ * says "no suggestion" rather than guess. A derived index is then checked
+ * (verify_index): built with the schema the profile recorded in a private
+ * in-memory database, it must leave a plan that neither scans the table
+ * nor sorts; otherwise it is not printed.
+ */
+#include <ctype.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "doctor.h"
+#include "util.h"
+
+static const char *const rule_names[SP_RULE_NDOCTOR] = {
+	[SP_RULE_NPLUS1] = "n-plus-one",   [SP_RULE_REPREPARE] = "reprepare",
+	[SP_RULE_FULLSCAN] = "full-scan",  [SP_RULE_TEMPBTREE] = "temp-btree",
+	[SP_RULE_AUTOINDEX] = "auto-index", [SP_RULE_DUPLICATE] = "duplicate",
+};
+
+#define TEMPBTREE_MIN_ROWS 100
+
+const char *sp_rule_name(enum sp_rule r)
+{
+	return (unsigned)r < SP_RULE_NDOCTOR ? rule_names[r] : "?";
+}
+
+/* ---- findings ----------------------------------------------------------- */
+
+void sp_doctor_site(const struct sp_attrib *at, int64_t fp_id, int kind_exec, char *buf,
+		    size_t len)
+{
+	const struct sp_qsite *best = NULL;
+	size_t j, n = 0;
+	const size_t *ix = at ? sp_attrib_query_sites(at, fp_id, kind_exec, &n) : NULL;
+
+	for (j = 0; j < n; j++) {
+		const struct sp_qsite *q = &at->qs[ix[j]];
+
+		if (!best || q->samples > best->samples ||
+		    (q->samples == best->samples && best->site < 0 && q->site >= 0))
+			best = q;
+	}
+	if (!best)
+		snprintf(buf, len, "(no stack sample)");
+	else if (best->site < 0)
+		snprintf(buf, len, "(unattributed: no frame outside SQLite)");
+	else
+		sp_site_label(buf, len, at->sites[best->site].function, at->sites[best->site].file,
+			      at->sites[best->site].line);
+}
+
+static struct sp_finding *add(struct sp_findings *fs, enum sp_rule rule, const struct sp_qrow *q,
+			      const struct sp_attrib *at)
+{
+	struct sp_finding *f;
+
+	if (SP_GROW(fs->f, fs->cap, fs->n + 1, 16) < 0)
+		return NULL;
+	f = &fs->f[fs->n++];
+	memset(f, 0, sizeof(*f));
+	f->rule = rule;
+	f->q = q;
+	sp_doctor_site(at, q->fp_id, q->kind == SP_QK_EXEC, f->site, sizeof(f->site));
+	return f;
+}
+
+static int is_select(const char *fp)
+{
+	while (*fp == ' ' || *fp == '(')
+		fp++;
+	return !strncmp(fp, "SELECT", 6) || !strncmp(fp, "WITH", 4) || !strncmp(fp, "VALUES", 6);
+}
+
+static void table_cb(const char *detail, void *arg)
+{
+	struct sp_plan_access a;
+
+	if (sp_plan_access(detail, &a))
+		*(int *)arg = 1;
+}
+
+/* 1 if the query reads a table: its plan has a SCAN or SEARCH of one (not
+ * "SCAN CONSTANT ROW"); without a plan, its fingerprint has a FROM. A
+ * query that reads none (SELECT ? * 2) costs no round trip to any data,
+ * however often a loop runs it. */
+static int reads_table(const struct sp_qrow *q)
+{
+	int found = 0;
+
+	if (!q->plan)
+		return strstr(q->fingerprint, " FROM ") != NULL;
+	sp_plan_foreach(q->plan, table_cb, &found);
+	return found;
+}
+
+/* What the rules look up per query, read in one pass per table when
+ * first needed (a statement per finding took 25 s for 20,000 findings on a
+ * profile without indexes). */
+struct dcache {
+	sqlite3 *db;
+	int runs_loaded, texts_loaded;
+	struct hmap runs;  /* fp_id of a stmt query -> {first, n} in rl */
+	struct { int64_t min_len, max_len, count; } *rl; /* as stored: signed */
+	size_t nrl, caprl;
+	struct hmap texts; /* fp_id -> SQL texts (statements rows) */
+	/* index checks (verify_index) */
+	int plans_loaded;
+	struct hmap fpschema; /* fp_id -> {schema_id, index in ptexts} */
+	char **ptexts;        /* the SQL text planned, per fp_id with a schema */
+	size_t nptexts;
+	sqlite3 *priv;        /* the private database, holding priv_schema's */
+	int64_t priv_schema;
+	int priv_ok;
+	int dups_loaded;
+	struct hmap dups; /* fp_id of a stmt query -> {samples, repeats, top} */
+};
+
+static void dcache_load_runs(struct dcache *c)
+{
+	sqlite3_stmt *st;
+
+	c->runs_loaded = 1;
+	if (!c->db || sqlite3_prepare_v2(c->db,
+					 "SELECT fp_id, min_len, max_len, count FROM runs"
+					 " WHERE kind = 'stmt' ORDER BY fp_id",
+					 -1, &st, NULL) != SQLITE_OK)
+		return;
+	while (sqlite3_step(st) == SQLITE_ROW) {
+		int64_t fp = sqlite3_column_int64(st, 0);
+		int created;
+		size_t *v = hmap_get(&c->runs, &fp, 1, &created);
+
+		if (!v)
+			break;
+		if (created)
+			v[0] = c->nrl;
+		if (v[0] + v[1] != c->nrl)
+			continue; /* cannot happen: ordered by fp_id */
+		if (SP_GROW(c->rl, c->caprl, c->nrl + 1, 256) < 0)
+			break;
+		c->rl[c->nrl].min_len = sqlite3_column_int64(st, 1);
+		c->rl[c->nrl].max_len = sqlite3_column_int64(st, 2);
+		c->rl[c->nrl].count = sqlite3_column_int64(st, 3);
+		c->nrl++;
+		v[1]++;
+	}
+	sqlite3_finalize(st);
+}
+
+/* Runs of at least k executions of a stmt query: the sum of the rows whose
+ * range reaches k; exact when each of them lies wholly at or above k. */
+static uint64_t runs_at_least(struct dcache *c, int64_t fp_id, uint64_t k, int *exact)
+{
+	const size_t *v;
+	uint64_t n = 0;
+	size_t i;
+
+	*exact = 1;
+	if (!c->runs_loaded)
+		dcache_load_runs(c);
+	v = hmap_get(&c->runs, &fp_id, 0, NULL);
+	for (i = 0; v && i < v[1]; i++) {
+		const __typeof__(*c->rl) *r = &c->rl[v[0] + i];
+
+		if (r->max_len < (int64_t)k)
+			continue;
+		n += (uint64_t)r->count;
+		if (r->min_len < (int64_t)k)
+			*exact = 0;
+	}
+	return n;
+}
+
+static uint64_t distinct_texts(struct dcache *c, int64_t fp_id)
+{
+	const uint64_t *v;
+
+	if (!c->texts_loaded) {
+		sqlite3_stmt *st;
+
+		c->texts_loaded = 1;
+		if (c->db && sqlite3_prepare_v2(c->db,
+						"SELECT fp_id, COUNT(*) FROM statements GROUP BY fp_id",
+						-1, &st, NULL) == SQLITE_OK) {
+			while (sqlite3_step(st) == SQLITE_ROW) {
+				int64_t fp = sqlite3_column_int64(st, 0);
+				uint64_t *n = hmap_get(&c->texts, &fp, 1, NULL);
+
+				if (!n)
+					break;
+				*n = (uint64_t)sqlite3_column_int64(st, 1);
+			}
+			sqlite3_finalize(st);
+		}
+	}
+	v = hmap_get(&c->texts, &fp_id, 0, NULL);
+	return v ? *v : 0;
+}
+
+/* ---- checking an index before it is suggested --------------------------- */
+
+/* The plan and SQL text each fingerprint was planned with, under a schema
+ * the profile holds (plans.schema_id; the plan of the most connections). */
+static void dcache_load_plans(struct dcache *c)
+{
+	sqlite3_stmt *st;
+
+	c->plans_loaded = 1;
+	if (!c->db || sqlite3_prepare_v2(c->db,
+					 "SELECT p.fp_id, p.schema_id, s.sql FROM plans p"
+					 " JOIN statements s ON s.sql_id = p.sql_id"
+					 " WHERE p.schema_id IS NOT NULL"
+					 " ORDER BY p.fp_id, p.connections DESC, p.rowid",
+					 -1, &st, NULL) != SQLITE_OK)
+		return; /* a profile written before schemas were recorded */
+	while (sqlite3_step(st) == SQLITE_ROW) {
+		int64_t fp = sqlite3_column_int64(st, 0);
+		const char *sql = (const char *)sqlite3_column_text(st, 2);
+		int created;
+		int64_t *v;
+		char **nt;
+
+		if (!sql)
+			continue;
+		v = hmap_get(&c->fpschema, &fp, 1, &created);
+		if (!v)
+			break;
+		if (!created)
+			continue;
+		nt = realloc(c->ptexts, (c->nptexts + 1) * sizeof(*nt));
+		if (!nt || !(nt[c->nptexts] = strdup(sql))) {
+			if (nt)
+				c->ptexts = nt;
+			v[0] = 0;
+			break;
+		}
+		c->ptexts = nt;
+		v[0] = sqlite3_column_int64(st, 1);
+		v[1] = (int64_t)c->nptexts++;
+	}
+	sqlite3_finalize(st);
+}
+
+/* Work budget of the private database: the schema and the statements come
+ * from the profile, which is untrusted (a CREATE TABLE ... AS SELECT of a
+ * recursive CTE would run for ever). */
+static int priv_progress(void *arg)
+{
+	long *left = arg;
+
+	return --*left < 0;
+}
+static long priv_left;
+
+/* Only what a schema of tables needs: CREATE TABLE, INDEX and VIEW. */
+static int schema_stmt_ok(const char *sql)
+{
+	static const char *const ok[] = { "CREATE TABLE ", "CREATE INDEX ", "CREATE UNIQUE INDEX ",
+					  "CREATE VIEW " };
+	size_t i;
+
+	while (isspace((unsigned char)*sql))
+		sql++;
+	for (i = 0; i < sizeof(ok) / sizeof(ok[0]); i++)
+		if (!strncasecmp(sql, ok[i], strlen(ok[i])))
+			return !strcasestr(sql, " AS SELECT") || !strncasecmp(sql, "CREATE VIEW ", 12);
+	return 0;
+}
+
+/* Make c->priv hold schema id's tables: a private in-memory database,
+ * defensive, without extensions. Returns 0, or -1 when the schema cannot
+ * be built (not in the profile, or one of its statements fails). */
+static int priv_schema(struct dcache *c, int64_t id)
+{
+	sqlite3_stmt *st = NULL;
+	const char *p;
+	char *text = NULL;
+	int bad = 0;
+
+	if (c->priv && c->priv_schema == id)
+		return c->priv_ok ? 0 : -1;
+	if (c->priv)
+		sqlite3_close(c->priv);
+	c->priv = NULL;
+	c->priv_schema = id;
+	c->priv_ok = 0;
+	if (sqlite3_prepare_v2(c->db, "SELECT sql FROM schemas WHERE schema_id = ?", -1, &st, NULL) !=
+	    SQLITE_OK)
+		return -1;
+	sqlite3_bind_int64(st, 1, id);
+	if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_text(st, 0))
+		text = strdup((const char *)sqlite3_column_text(st, 0));
+	sqlite3_finalize(st);
+	if (!text)
+		return -1;
+	if (sqlite3_open_v2(":memory:", &c->priv, SQLITE_OPEN_READWRITE | SQLITE_OPEN_MEMORY, NULL) !=
+	    SQLITE_OK) {
+		free(text);
+		return -1;
+	}
+	sqlite3_db_config(c->priv, SQLITE_DBCONFIG_DEFENSIVE, 1, NULL);
+	sqlite3_db_config(c->priv, SQLITE_DBCONFIG_TRUSTED_SCHEMA, 0, NULL);
+	sqlite3_db_config(c->priv, SQLITE_DBCONFIG_ENABLE_TRIGGER, 0, NULL);
+	sqlite3_limit(c->priv, SQLITE_LIMIT_ATTACHED, 0);
+	priv_left = 1000000;
+	sqlite3_progress_handler(c->priv, 100, priv_progress, &priv_left);
+	for (p = text; *p && !bad;) {
+		const char *tail = NULL;
+
+		st = NULL;
+		if (sqlite3_prepare_v2(c->priv, p, -1, &st, &tail) != SQLITE_OK) {
+			bad = 1;
+			break;
+		}
+		if (!st)
+			break; /* only blanks left */
+		if (!schema_stmt_ok(sqlite3_sql(st)) || sqlite3_step(st) != SQLITE_DONE)
+			bad = 1;
+		sqlite3_finalize(st);
+		p = tail ? tail : "";
+	}
+	free(text);
+	c->priv_ok = !bad;
+	return bad ? -1 : 0;
+}
+
+/* EXPLAIN QUERY PLAN of sql in the private database, as "id|parent|detail"
+ * lines, malloc'd; NULL when it cannot be planned. */
+static char *priv_plan(struct dcache *c, const char *sql)
+{
+	sqlite3_stmt *st = NULL;
+	char *q, *out = NULL;
+	size_t n = 0;
+	int rc;
+
+	if (!(q = malloc(strlen(sql) + 20)))
+		return NULL;
+	memcpy(q, "EXPLAIN QUERY PLAN ", 19);
+	strcpy(q + 19, sql);
+	priv_left = 1000000;
+	rc = sqlite3_prepare_v2(c->priv, q, -1, &st, NULL);
+	free(q);
+	if (rc != SQLITE_OK || !st)
+		return NULL;
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		const char *d = (const char *)sqlite3_column_text(st, 3);
+		size_t l = (d ? strlen(d) : 0) + 48;
+		char *x = realloc(out, n + l);
+
+		if (!x) {
+			rc = SQLITE_NOMEM;
+			break;
+		}
+		out = x;
+		n += (size_t)snprintf(out + n, l, "%d|%d|%s\n", sqlite3_column_int(st, 0),
+				      sqlite3_column_int(st, 1), d ? d : "");
+	}
+	sqlite3_finalize(st);
+	if (rc != SQLITE_DONE || !out) {
+		free(out);
+		return NULL;
+	}
+	return out;
+}
+
+struct bad_ctx {
+	const char *name;
+	int bad;
+};
+
+static void bad_cb(const char *detail, void *arg)
+{
+	struct bad_ctx *b = arg;
+	struct sp_plan_access a;
+
+	if (!strncmp(detail, "USE TEMP B-TREE", 15))
+		b->bad = 1;
+	else if (sp_plan_access(detail, &a) && !strcmp(a.name, b->name) &&
+		 (a.automatic || !strncmp(detail, "SCAN ", 5)))
+		b->bad = 1;
+}
+
+/* 1 if plan still reads table `name` (as the plan names it) row by row or
+ * through an automatic index, or sorts in a temporary B-tree. A SCAN
+ * through an index reads every row too: it is not an index doing its job. */
+static int plan_bad(const char *plan, const char *name)
+{
+	struct bad_ctx b = { name, 0 };
+
+	sp_plan_foreach(plan, bad_cb, &b);
+	return b.bad;
+}
+
+/*
+ * Check the index in buf ("CREATE INDEX ...;", derived for the query q,
+ * whose plan reads table `name`) against the schema the query was planned
+ * under: in the private database, the query's plan must show the problem
+ * without the index and neither a scan of that table, an automatic index
+ * nor a temporary B-tree with it. Otherwise buf is rewritten to say why
+ * there is no suggestion. Returns 1 when the index stands.
+ */
+static int verify_index(struct dcache *c, const struct sp_qrow *q, const char *name, char *buf,
+			size_t len)
+{
+	const int64_t *v;
+	char *before = NULL, *after = NULL, *idx = NULL;
+	const char *why;
+	int ok = 0;
+
+	if (!c->plans_loaded)
+		dcache_load_plans(c);
+	v = hmap_get(&c->fpschema, &q->fp_id, 0, NULL);
+	why = "no suggestion (the schema was not recorded, so no index could be checked)";
+	if (!v || !v[0] || priv_schema(c, v[0]) < 0)
+		goto out;
+	why = "no suggestion (the recorded schema does not reproduce the plan)";
+	before = priv_plan(c, c->ptexts[v[1]]);
+	if (!before || !plan_bad(before, name))
+		goto out;
+	why = "no suggestion (no index on the WHERE and ORDER BY columns avoids the scan and the"
+	      " sort: checked with EXPLAIN QUERY PLAN on the recorded schema)";
+	if (!(idx = strdup(buf)))
+		goto out;
+	priv_left = 1000000;
+	if (sqlite3_exec(c->priv, "SAVEPOINT sp_doctor", NULL, NULL, NULL) != SQLITE_OK)
+		goto out;
+	if (sqlite3_exec(c->priv, idx, NULL, NULL, NULL) == SQLITE_OK) {
+		after = priv_plan(c, c->ptexts[v[1]]);
+		ok = after && !plan_bad(after, name);
+	}
+	sqlite3_exec(c->priv, "ROLLBACK TO sp_doctor; RELEASE sp_doctor", NULL, NULL, NULL);
+out:
+	if (!ok)
+		snprintf(buf, len, "%s", why);
+	free(before);
+	free(after);
+	free(idx);
+	return ok;
+}
+
+/* sp_doctor_suggest_index, then verify_index. */
+static void suggest(struct dcache *c, const struct sp_qrow *q, const struct sp_plan_access *a,
+		    char *buf, size_t len)
+{
+	if (sp_doctor_suggest_index(q->fingerprint, a, buf, len))
+		verify_index(c, q, a->name, buf, len);
+}
+
+/* The duplicates row of a stmt query ({samples, repeats, top}), NULL if
+ * none (or a profile from before the rule). */
+static const uint64_t *dups_of(struct dcache *c, int64_t fp_id)
+{
+	if (!c->dups_loaded) {
+		sqlite3_stmt *st;
+
+		c->dups_loaded = 1;
+		if (c->db && sqlite3_prepare_v2(c->db,
+						"SELECT fp_id, samples, repeats, top FROM duplicates"
+						" WHERE kind = 'stmt'",
+						-1, &st, NULL) == SQLITE_OK) {
+			while (sqlite3_step(st) == SQLITE_ROW) {
+				int64_t fp = sqlite3_column_int64(st, 0);
+				uint64_t *v = hmap_get(&c->dups, &fp, 1, NULL);
+
+				if (!v)
+					break;
+				for (int i = 0; i < 3; i++) {
+					int64_t x = sqlite3_column_int64(st, i + 1);
+
+					v[i] = x > 0 ? (uint64_t)x : 0;
+				}
+			}
+			sqlite3_finalize(st);
+		}
+	}
+	return hmap_get(&c->dups, &fp_id, 0, NULL);
+}
+
+struct scan_ctx {
+	const struct sp_qrow *q;
+	struct sp_plan_access first_scan, first_auto;
+	int nscan, nauto;
+	char scans[256], autos[256];
+	const char *temp; /* first "USE TEMP B-TREE ..." line */
+	char tempbuf[128];
+};
+
+static void scan_cb(const char *detail, void *arg)
+{
+	struct scan_ctx *s = arg;
+	struct sp_plan_access a;
+	size_t o;
+
+	if (!strncmp(detail, "USE TEMP B-TREE", 15) && !s->temp) {
+		snprintf(s->tempbuf, sizeof(s->tempbuf), "%s", detail);
+		s->temp = s->tempbuf;
+		return;
+	}
+	if (!sp_plan_access(detail, &a))
+		return;
+	if (a.full_scan) {
+		if (!s->nscan++)
+			s->first_scan = a;
+		o = strlen(s->scans);
+		snprintf(s->scans + o, sizeof(s->scans) - o, "%s\"%s\"", o ? ", " : "", detail);
+	}
+	if (a.automatic) {
+		if (!s->nauto++)
+			s->first_auto = a;
+		o = strlen(s->autos);
+		snprintf(s->autos + o, sizeof(s->autos) - o, "%s\"%s\"", o ? ", " : "", detail);
+	}
+}
+
+static void dcache_free(struct dcache *c)
+{
+	size_t i;
+
+	hmap_free(&c->runs);
+	hmap_free(&c->texts);
+	hmap_free(&c->fpschema);
+	hmap_free(&c->dups);
+	free(c->rl);
+	for (i = 0; i < c->nptexts; i++)
+		free(c->ptexts[i]);
+	free(c->ptexts);
+	if (c->priv)
+		sqlite3_close(c->priv);
+}
+
+int sp_doctor_find(sqlite3 *db, const struct sp_qset *qs, const struct sp_attrib *at,
+		   const struct sp_doctor_opts *o, struct sp_findings *out)
+{
+	struct dcache dc = { .db = db };
+	size_t i;
+	char b1[32], b2[32];
+
+	hmap_init(&dc.runs, sizeof(int64_t), 2 * sizeof(size_t));
+	hmap_init(&dc.texts, sizeof(int64_t), sizeof(uint64_t));
+	hmap_init(&dc.fpschema, sizeof(int64_t), 2 * sizeof(int64_t));
+	hmap_init(&dc.dups, sizeof(int64_t), 3 * sizeof(uint64_t));
+	memset(out, 0, sizeof(*out));
+	for (i = 0; i < qs->n; i++) {
+		const struct sp_qrow *q = &qs->rows[i];
+		struct scan_ctx sc;
+		struct sp_finding *f;
+		int stmt = q->kind == SP_QK_STMT;
+
+		if (!q->count || q->fp_id == 0)
+			continue;
+		/* N+1 */
+		if (stmt && q->max_run >= o->nplus1_min_run && q->mean_ns < o->nplus1_max_mean_ns &&
+		    is_select(q->fingerprint) && reads_table(q)) {
+			int exact;
+			uint64_t nr = runs_at_least(&dc, q->fp_id, o->nplus1_min_run, &exact);
+
+			if (!(f = add(out, SP_RULE_NPLUS1, q, at)))
+				goto nomem;
+			if (nr)
+				snprintf(f->evidence, sizeof(f->evidence),
+					 "%llu consecutive executions on one thread at most; %s%llu run%s"
+					 " of >= %llu; %llu executions in all, mean %s",
+					 (unsigned long long)q->max_run, exact ? "" : "about ",
+					 (unsigned long long)nr, nr == 1 ? "" : "s",
+					 (unsigned long long)o->nplus1_min_run,
+					 (unsigned long long)q->count,
+					 sp_fmt_ns(b1, sizeof(b1), q->mean_ns));
+			else
+				snprintf(f->evidence, sizeof(f->evidence),
+					 "%llu consecutive executions on one thread at most;"
+					 " %llu executions in all, mean %s",
+					 (unsigned long long)q->max_run, (unsigned long long)q->count,
+					 sp_fmt_ns(b1, sizeof(b1), q->mean_ns));
+			snprintf(f->suggestion, sizeof(f->suggestion),
+				 "fetch the rows in one query (a JOIN, or WHERE ... IN (...)) instead of"
+				 " one query per row of the caller's loop");
+		}
+		/* re-prepare churn */
+		if (stmt && q->count >= o->reprepare_min_execs &&
+		    (double)q->prepares >= o->reprepare_ratio * (double)q->count) {
+			uint64_t texts = distinct_texts(&dc, q->fp_id);
+
+			if (!(f = add(out, SP_RULE_REPREPARE, q, at)))
+				goto nomem;
+			snprintf(f->evidence, sizeof(f->evidence),
+				 "%llu prepares for %llu executions; %s preparing vs %s executing",
+				 (unsigned long long)q->prepares, (unsigned long long)q->count,
+				 sp_fmt_ns(b1, sizeof(b1), (double)q->prepare_ns),
+				 sp_fmt_ns(b2, sizeof(b2), (double)q->total_ns));
+			if (texts > 1)
+				snprintf(f->suggestion, sizeof(f->suggestion),
+					 "%llu distinct SQL texts share this fingerprint: bind parameters"
+					 " instead of writing values into the SQL, and keep the statement"
+					 " (sqlite3_reset + sqlite3_bind_* between executions)",
+					 (unsigned long long)texts);
+			else
+				snprintf(f->suggestion, sizeof(f->suggestion),
+					 "keep the prepared statement and reuse it (sqlite3_reset +"
+					 " sqlite3_bind_* instead of finalize + prepare), or use a"
+					 " statement cache");
+		}
+		/* the same SQL with the same values */
+		if (stmt) {
+			const uint64_t *d = dups_of(&dc, q->fp_id);
+
+			if (d && d[0] >= o->duplicate_min_samples && d[1] <= d[0] &&
+			    (double)d[1] >= o->duplicate_min_share * (double)d[0]) {
+				double share = (double)d[1] / (double)d[0];
+
+				if (!(f = add(out, SP_RULE_DUPLICATE, q, at)))
+					goto nomem;
+				snprintf(f->evidence, sizeof(f->evidence),
+					 "%llu of %llu drawn executions had the bound values of an"
+					 " earlier one (one set of values: %llu); ~%.0f of %llu"
+					 " executions (est.) repeat a query already run",
+					 (unsigned long long)d[1], (unsigned long long)d[0],
+					 (unsigned long long)d[2], share * (double)q->count,
+					 (unsigned long long)q->count);
+				snprintf(f->suggestion, sizeof(f->suggestion),
+					 "the same query with the same values: keep its result (run it"
+					 " once before the loop, or cache it) instead of asking again");
+			}
+		}
+		if (!q->plan && !q->autoindex)
+			continue;
+		memset(&sc, 0, sizeof(sc));
+		sc.q = q;
+		if (q->plan)
+			sp_plan_foreach(q->plan, scan_cb, &sc);
+		/* full scans of big tables */
+		if (sc.nscan && (double)q->fullscan_steps / (double)q->count >=
+					(double)o->fullscan_min_rows) {
+			if (!(f = add(out, SP_RULE_FULLSCAN, q, at)))
+				goto nomem;
+			snprintf(f->evidence, sizeof(f->evidence),
+				 "plan %s; %llu full-scan steps in %llu executions (%.0f rows per"
+				 " execution)",
+				 sc.scans, (unsigned long long)q->fullscan_steps,
+				 (unsigned long long)q->count,
+				 (double)q->fullscan_steps / (double)q->count);
+			suggest(&dc, q, &sc.first_scan, f->suggestion, sizeof(f->suggestion));
+		}
+		/* temp B-trees */
+		if (sc.temp && (double)(q->rows > q->fullscan_steps ? q->rows : q->fullscan_steps) /
+					       (double)q->count >=
+				       TEMPBTREE_MIN_ROWS) {
+			struct sp_plan_access a;
+
+			if (!(f = add(out, SP_RULE_TEMPBTREE, q, at)))
+				goto nomem;
+			snprintf(f->evidence, sizeof(f->evidence),
+				 "plan \"%s\"; %llu sorts in %llu executions, %llu rows returned,"
+				 " %llu full-scan steps",
+				 sc.temp, (unsigned long long)q->sorts, (unsigned long long)q->count,
+				 (unsigned long long)q->rows, (unsigned long long)q->fullscan_steps);
+			/* the table read: the first scanned or searched one */
+			memset(&a, 0, sizeof(a));
+			if (sc.nscan)
+				a = sc.first_scan;
+			else if (sc.nauto)
+				a = sc.first_auto;
+			if (a.name[0]) {
+				a.automatic = 0;
+				suggest(&dc, q, &a, f->suggestion, sizeof(f->suggestion));
+			} else {
+				snprintf(f->suggestion, sizeof(f->suggestion),
+					 "no suggestion (an index matching the ORDER BY / GROUP BY"
+					 " would avoid the sort)");
+			}
+		}
+		/* automatic indexes */
+		if (q->autoindex || sc.nauto) {
+			if (!(f = add(out, SP_RULE_AUTOINDEX, q, at)))
+				goto nomem;
+			if (sc.nauto)
+				snprintf(f->evidence, sizeof(f->evidence),
+					 "plan %s; %llu rows inserted into automatic indexes in %llu"
+					 " executions",
+					 sc.autos, (unsigned long long)q->autoindex,
+					 (unsigned long long)q->count);
+			else
+				snprintf(f->evidence, sizeof(f->evidence),
+					 "%llu rows inserted into automatic indexes in %llu executions",
+					 (unsigned long long)q->autoindex, (unsigned long long)q->count);
+			if (sc.nauto)
+				suggest(&dc, q, &sc.first_auto, f->suggestion,
+					sizeof(f->suggestion));
+			else
+				snprintf(f->suggestion, sizeof(f->suggestion),
+					 "no suggestion (no plan captured; SQLite builds this index on"
+					 " every execution: create a permanent one on the join column)");
+		}
+	}
+	dcache_free(&dc);
+	return 0;
+nomem:
+	dcache_free(&dc);
+	sp_findings_free(out);
+	return -1;
+}
+
+void sp_findings_free(struct sp_findings *fs)
+{
+	free(fs->f);
+	memset(fs, 0, sizeof(*fs));
+}
+
+static const char *doctor_root; /* sp_doctor_set_root */
+
+void sp_doctor_set_root(const char *root)
+{
+	doctor_root = root;
+}
+
+/* A site label "function (FILE:line) ..." with the report's common
+ * directory taken off FILE, as on the report's "->" lines. */
+static void print_site(FILE *f, const char *site)
+{
+	size_t n = doctor_root ? strlen(doctor_root) : 0;
+	const char *p = n ? strstr(site, " (") : NULL;
+
+	if (p && !strncmp(p + 2, doctor_root, n) && p[2 + n]) {
+		fprintf(f, "%.*s (%s", (int)(p - site), site, p + 2 + n);
+		return;
+	}
+	fputs(site, f);
+}
+
+void sp_doctor_print_text(const struct sp_findings *fs, FILE *f)
+{
+	size_t i;
+
+	if (!fs->n)
+		return;
+	fprintf(f, "\n# query doctor: %zu finding%s\n", fs->n, fs->n == 1 ? "" : "s");
+	for (i = 0; i < fs->n; i++) {
+		const struct sp_finding *x = &fs->f[i];
+		char *sql = sp_shorten(x->q->fingerprint, 100);
+
+		if (sql)
+			sp_term_clean(sql);
+		fprintf(f, "%-10s  %s%s\n", sp_rule_name(x->rule),
+			x->q->kind != SP_QK_EXEC ? "" : "[exec] ", sql ? sql : "?");
+		fputs("            at ", f);
+		print_site(f, x->site);
+		fputc('\n', f);
+		fprintf(f, "            evidence: %s\n", x->evidence);
+		fprintf(f, "            suggestion: %s\n", x->suggestion);
+		free(sql);
+	}
+}
+
+void sp_doctor_print(sqlite3 *db, const struct sp_qset *qs, const struct sp_attrib *at, FILE *f)
+{
+	struct sp_doctor_opts o = SP_DOCTOR_DEFAULTS;
+	struct sp_findings fs;
+
+	if (sp_doctor_find(db, qs, at, &o, &fs) < 0) {
+		fprintf(f, "\n# query doctor: out of memory\n");
+		return;
+	}
+	sp_doctor_print_text(&fs, f);
+	sp_findings_free(&fs);
+}

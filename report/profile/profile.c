@@ -1,0 +1,1319 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * profile.c - write and open profile files; see profile-write.h, profile.h and
+ * docs/profile-format.md. Queries are grouped by fingerprint here, and every
+ * stack is symbolized here, so that a profile stays readable after the
+ * profiled binaries are rebuilt or deleted.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "fingerprint.h"
+#include "kind.h"
+#include "profile-write.h"
+#include "pyline.h"
+#include "sym.h"
+#include "untrusted.h"
+
+/*
+ * The CREATE TABLE, INDEX and VIEW statements of the database file at
+ * path, each ending in ";\n", as a malloc'd string; NULL when it cannot be
+ * read. Opened read-only and immutable (no lock taken, no journal or WAL
+ * looked at: the program may still hold the file, and must not be held up
+ * by us), defensively (sp_untrusted_open: the file is the program's, not
+ * ours). A file changed or removed since the run gives what it holds now,
+ * or nothing.
+ */
+static char *file_schema(const char *path)
+{
+	char uri[8192], err[256], *out = NULL;
+	size_t o = 0, n = 0, cap = 0;
+	sqlite3 *db;
+	sqlite3_stmt *st = NULL;
+	struct stat sb;
+	const char *p;
+
+	if (!path || path[0] != '/' || stat(path, &sb) < 0 || !S_ISREG(sb.st_mode))
+		return NULL;
+	o = (size_t)snprintf(uri, sizeof(uri), "file:");
+	for (p = path; *p && o + 4 < sizeof(uri); p++) {
+		unsigned char ch = (unsigned char)*p;
+
+		if (ch == '%' || ch == '?' || ch == '#' || ch < 0x21 || ch >= 0x7f)
+			o += (size_t)snprintf(uri + o, sizeof(uri) - o, "%%%02X", ch);
+		else
+			uri[o++] = (char)ch;
+	}
+	if (*p || o + 16 >= sizeof(uri))
+		return NULL;
+	snprintf(uri + o, sizeof(uri) - o, "?immutable=1");
+	db = sp_untrusted_open(uri, SQLITE_OPEN_URI, sb.st_size, NULL, err, sizeof(err));
+	if (!db)
+		return NULL;
+	if (sqlite3_prepare_v2(db,
+			       "SELECT sql FROM main.sqlite_schema WHERE sql NOT NULL"
+			       " AND type IN ('table', 'index', 'view') ORDER BY rowid",
+			       -1, &st, NULL) == SQLITE_OK) {
+		int rc;
+
+		while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+			const char *sql = (const char *)sqlite3_column_text(st, 0);
+			size_t l = sql ? strlen(sql) : 0;
+
+			if (n + l + 3 > cap) {
+				size_t nc = (n + l + 3) * 2;
+				char *x = nc <= 4 * SP_SCHEMA_MAX ? realloc(out, nc) : NULL;
+
+				if (!x) {
+					rc = SQLITE_NOMEM;
+					break;
+				}
+				out = x;
+				cap = nc;
+			}
+			memcpy(out + n, sql, l);
+			memcpy(out + n + l, ";\n", 3);
+			n += l + 2;
+		}
+		if (rc != SQLITE_DONE) {
+			free(out);
+			out = NULL;
+		}
+	}
+	sqlite3_finalize(st);
+	sqlite3_close(db);
+	return out;
+}
+
+static const char schema[] =
+	"PRAGMA journal_mode=OFF;"
+	"PRAGMA synchronous=OFF;"
+	"CREATE TABLE meta(key TEXT PRIMARY KEY, value);"
+	"CREATE TABLE processes(pid INTEGER PRIMARY KEY, ppid INTEGER, exe TEXT,"
+	" executions INTEGER, lost INTEGER, untracked INTEGER, sqlite_found INTEGER,"
+	" clean_exit INTEGER, messages INTEGER, bad_messages INTEGER);"
+	"CREATE TABLE queries(fp_id INTEGER, kind TEXT, fingerprint TEXT, sql TEXT,"
+	" count INTEGER, total_ns INTEGER, self_ns INTEGER, wall_ns INTEGER,"
+	" min_ns INTEGER, max_ns INTEGER, rows INTEGER, vm_steps INTEGER,"
+	" fullscan_steps INTEGER, sorts INTEGER, autoindex INTEGER, errors INTEGER,"
+	" nested INTEGER, samples INTEGER, prepares INTEGER, prepare_ns INTEGER,"
+	" runs INTEGER, max_run INTEGER, PRIMARY KEY(fp_id, kind));"
+	"CREATE TABLE runs(fp_id INTEGER, kind TEXT, min_len INTEGER, max_len INTEGER,"
+	" count INTEGER);"
+	"CREATE TABLE run_totals(run INTEGER, fp_id INTEGER, kind TEXT, count INTEGER,"
+	" total_ns INTEGER);"
+	"CREATE TABLE plans(fp_id INTEGER, sql_id INTEGER, plan TEXT, connections INTEGER,"
+	" schema_id INTEGER);"
+	"CREATE TABLE schemas(schema_id INTEGER PRIMARY KEY, sql TEXT);"
+	"CREATE TABLE duplicates(fp_id INTEGER, kind TEXT, samples INTEGER, repeats INTEGER,"
+	" top INTEGER, PRIMARY KEY(fp_id, kind));"
+	"CREATE TABLE histograms(fp_id INTEGER, kind TEXT, bucket_ns INTEGER, count INTEGER);"
+	"CREATE TABLE statements(sql_id INTEGER PRIMARY KEY, fp_id INTEGER, sql TEXT,"
+	" full_len INTEGER, truncated INTEGER);"
+	"CREATE TABLE stack_samples(fp_id INTEGER, kind TEXT, pid INTEGER, stack_id INTEGER,"
+	" samples INTEGER, total_ns INTEGER, rows INTEGER, vm_steps INTEGER,"
+	" random_samples INTEGER, random_ns INTEGER);"
+	"CREATE TABLE callers(fp_id INTEGER, kind TEXT, pid INTEGER, pc INTEGER, count INTEGER,"
+	" total_ns INTEGER);"
+	"CREATE TABLE frames(pid INTEGER, stack_id INTEGER, idx INTEGER, pc INTEGER,"
+	" module TEXT, function TEXT, file TEXT, line INTEGER, inlined INTEGER,"
+	" PRIMARY KEY(pid, stack_id, idx));"
+	"CREATE TABLE errors(fp_id INTEGER, kind TEXT, rc INTEGER, message TEXT, pid INTEGER,"
+	" stack_id INTEGER, count INTEGER);"
+	"CREATE TABLE events(pid INTEGER, tid INTEGER, seq INTEGER, parent_seq INTEGER,"
+	" fp_id INTEGER, kind TEXT, sql_id INTEGER, stack_id INTEGER, start_ns INTEGER,"
+	" wall_ns INTEGER, db_ns INTEGER, self_ns INTEGER, rows INTEGER, vm_steps INTEGER,"
+	" rc INTEGER, flags INTEGER);"
+	"CREATE TABLE modules(pid INTEGER, generation INTEGER, path TEXT, build_id TEXT,"
+	" bias INTEGER, lo INTEGER, hi INTEGER, sqlite INTEGER);";
+
+/* Made after the rows are in (cheaper than keeping them up to date):
+ * what the readers look queries up by (format 3). */
+static const char indexes[] =
+	"CREATE INDEX histograms_query ON histograms(fp_id, kind);"
+	"CREATE INDEX runs_query ON runs(fp_id, kind);"
+	"CREATE UNIQUE INDEX run_totals_key ON run_totals(fp_id, kind, run);"
+	"CREATE INDEX plans_fp ON plans(fp_id);"
+	"CREATE INDEX statements_fp ON statements(fp_id);"
+	"CREATE INDEX stack_samples_query ON stack_samples(fp_id, kind);"
+	"CREATE INDEX callers_query ON callers(fp_id, kind);"
+	"CREATE INDEX errors_fp ON errors(fp_id);"
+	"CREATE INDEX modules_pid ON modules(pid);"
+	/* the timelines read events in thread order (chrome) and in start
+	 * order (perfetto), streamed: 1 M events sorted by SQLite at export
+	 * took 3.8 and 4.1 s, through these 2.3 s each (1.05 s to make them) */
+	"CREATE INDEX events_thread ON events(pid, tid, start_ns);"
+	"CREATE INDEX events_start ON events(start_ns);";
+
+_Static_assert(SP_QK_STMT == (int)SP_KIND_STMT && SP_QK_EXEC == (int)SP_KIND_EXEC,
+	       "kind.h's kinds are the wire's");
+
+/* The kind column's text for a recorded (wire) kind. */
+static const char *kind_name(uint64_t k)
+{
+	return sp_qkind_name(k == SP_KIND_EXEC ? SP_QK_EXEC : SP_QK_STMT);
+}
+
+/* Fingerprint of each distinct SQL text (its text owned by the
+ * write's fptext map, one per fingerprint id). */
+struct fpinfo {
+	uint64_t fp_id;
+	const char *fingerprint;
+	const char *text;
+};
+
+struct fagg {
+	struct sp_qagg q;
+	const struct fpinfo *fi;
+	uint64_t kind;
+};
+
+static int exec_sql(sqlite3 *db, const char *sql, char *err, size_t errlen)
+{
+	char *msg = NULL;
+
+	if (sqlite3_exec(db, sql, NULL, NULL, &msg) != SQLITE_OK) {
+		snprintf(err, errlen, "profile: %s", msg ? msg : sqlite3_errmsg(db));
+		sqlite3_free(msg);
+		return -1;
+	}
+	return 0;
+}
+
+static sqlite3_stmt *prep(sqlite3 *db, const char *sql)
+{
+	sqlite3_stmt *st = NULL;
+
+	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
+		return NULL;
+	return st;
+}
+
+static int step_done(sqlite3_stmt *st)
+{
+	int rc = sqlite3_step(st);
+
+	sqlite3_reset(st);
+	return rc == SQLITE_DONE ? 0 : -1;
+}
+
+struct hist_ctx {
+	sqlite3_stmt *st;
+	uint64_t fp_id;
+	const char *kind;
+	int rc;
+};
+
+static int hist_row(uint64_t lo, uint64_t count, void *arg)
+{
+	struct hist_ctx *h = arg;
+
+	sqlite3_bind_int64(h->st, 1, (sqlite3_int64)h->fp_id);
+	sqlite3_bind_text(h->st, 2, h->kind, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(h->st, 3, (sqlite3_int64)lo);
+	sqlite3_bind_int64(h->st, 4, (sqlite3_int64)count);
+	if (step_done(h->st) < 0)
+		h->rc = -1;
+	return 0;
+}
+
+/* The modules of every process, sorted by pid: each pc is looked up among
+ * its own process's modules only (a scan of every module of every process
+ * per pc was 9,000 modules a frame with 300 processes). */
+struct modidx {
+	const struct sp_module **v;
+	size_t n;
+};
+
+static int cmp_mod_pid(const void *pa, const void *pb)
+{
+	const struct sp_module *a = *(const struct sp_module *const *)pa;
+	const struct sp_module *b = *(const struct sp_module *const *)pb;
+
+	return a->pid < b->pid ? -1 : a->pid > b->pid;
+}
+
+static int modidx_build(struct modidx *mi, const struct sp_coll *c)
+{
+	size_t it = 0;
+	const struct sp_module *m;
+
+	mi->n = 0;
+	mi->v = malloc((c->modules.count ? c->modules.count : 1) * sizeof(*mi->v));
+	if (!mi->v)
+		return -1;
+	while ((m = hmap_next(&c->modules, &it, NULL)))
+		mi->v[mi->n++] = m;
+	sp_qsort(mi->v, mi->n, sizeof(*mi->v), cmp_mod_pid);
+	return 0;
+}
+
+/* The module holding pc in the map the stack s was taken with: the newest
+ * map of its process image not newer than its generation (a library
+ * loaded later where an unloaded one was is another map's). A stack of
+ * generation 0 (a map not sent yet) takes the newest map. */
+static const struct sp_module *find_module(const struct modidx *mi, uint32_t pid,
+					   const struct sp_stack *s, uint64_t pc)
+{
+	size_t lo = 0, hi = mi->n;
+	const struct sp_module *best = NULL;
+
+	while (lo < hi) { /* first module of pid */
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (mi->v[mid]->pid < pid)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (; lo < mi->n && mi->v[lo]->pid == pid; lo++) {
+		const struct sp_module *m = mi->v[lo];
+
+		if (m->image == s->image && pc >= m->lo && pc < m->hi &&
+		    (!s->generation || m->generation <= s->generation) &&
+		    (!best || m->generation > best->generation))
+			best = m;
+	}
+	return best;
+}
+
+static void hex(char *out, const uint8_t *p, size_t n)
+{
+	static const char d[] = "0123456789abcdef";
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		out[2 * i] = d[p[i] >> 4];
+		out[2 * i + 1] = d[p[i] & 15];
+	}
+	out[2 * n] = 0;
+}
+
+/* A Python frame (SP_PYFRAME): function (qualified name from 3.11),
+ * file and line of its code object; module "python3.X". A code object
+ * that never arrived gives "??". */
+static int write_py_frame(sqlite3_stmt *st, const struct sp_coll *c, uint64_t pid,
+			  uint64_t stack_id, int idx, uint64_t pc)
+{
+	uint64_t k[2] = { pid, SP_PYFRAME_CODE(pc) };
+	const struct sp_pycode *py = hmap_get((struct hmap *)&c->pycodes, k, 0, NULL);
+	char module[32] = "python";
+	int line = 0;
+
+	if (py) {
+		snprintf(module, sizeof(module), "python%u.%u", py->major, py->minor);
+		line = sp_py_line(py->major, py->minor, py->table, py->table_len, py->firstlineno,
+				  SP_PYFRAME_OFF(pc));
+	}
+	sqlite3_bind_int64(st, 1, (sqlite3_int64)pid);
+	sqlite3_bind_int64(st, 2, (sqlite3_int64)stack_id);
+	sqlite3_bind_int(st, 3, idx);
+	sqlite3_bind_int64(st, 4, (sqlite3_int64)pc);
+	sqlite3_bind_text(st, 5, module, -1, SQLITE_TRANSIENT);
+	sqlite3_bind_text(st, 6, py ? (py->qualname ? py->qualname : py->name) : "??", -1,
+			  SQLITE_TRANSIENT);
+	sqlite3_bind_text(st, 7, py ? py->file : "??", -1, SQLITE_TRANSIENT);
+	sqlite3_bind_int(st, 8, line);
+	sqlite3_bind_int(st, 9, 0);
+	return step_done(st);
+}
+
+static int write_frames(sqlite3 *db, struct sp_coll *c, const struct sp_meta *m)
+{
+	sqlite3_stmt *st = prep(db, "INSERT INTO frames VALUES(?,?,?,?,?,?,?,?,?)");
+	struct sym_ctx *sym = sym_open();
+	struct modidx mi = { 0 };
+	size_t it = 0;
+	const struct { uint64_t pid, stack_id; } *key;
+	struct sp_stack *s;
+	struct sp_module *m_;
+	int rc = 0;
+
+	if (!st || !sym || modidx_build(&mi, c) < 0) {
+		sqlite3_finalize(st);
+		if (sym)
+			sym_close(sym);
+		free(mi.v);
+		return -1;
+	}
+	if (m->debug_path)
+		sym_set_debug_path(sym, m->debug_path);
+	for (it = 0; (m_ = hmap_next(&c->modules, &it, NULL));)
+		m_->changed = sp_module_changed(m_);
+	it = 0;
+	/* Never wait on the network at the end of a recording. */
+	unsetenv("DEBUGINFOD_URLS");
+	while ((s = hmap_next(&c->stacks, &it, (const void **)&key))) {
+		int idx = 0;
+		uint32_t i;
+
+		for (i = 0; i < s->depth; i++) {
+			uint64_t pc = s->pcs[i];
+			const struct sp_module *mod;
+			const struct sym_result *res = NULL;
+			int f;
+
+			if (pc & SP_PYFRAME_BIT) {
+				if (write_py_frame(st, c, key->pid, key->stack_id, idx++, pc) < 0)
+					rc = -1;
+				continue;
+			}
+			mod = find_module(&mi, (uint32_t)key->pid, s, pc);
+			if (mod && !mod->changed)
+				sym_lookup(sym, mod->path, mod->build_id, mod->build_id_len, mod->bias,
+					   pc, 1, &res);
+			if (!res || res->nframes < 1) {
+				sqlite3_bind_int64(st, 1, (sqlite3_int64)key->pid);
+				sqlite3_bind_int64(st, 2, (sqlite3_int64)key->stack_id);
+				sqlite3_bind_int(st, 3, idx++);
+				sqlite3_bind_int64(st, 4, (sqlite3_int64)pc);
+				sqlite3_bind_text(st, 5, mod ? mod->path : "??", -1, SQLITE_STATIC);
+				sqlite3_bind_text(st, 6, "??", -1, SQLITE_STATIC);
+				sqlite3_bind_text(st, 7, "??", -1, SQLITE_STATIC);
+				sqlite3_bind_int(st, 8, 0);
+				sqlite3_bind_int(st, 9, 0);
+				if (step_done(st) < 0)
+					rc = -1;
+				continue;
+			}
+			for (f = 0; f < res->nframes; f++) {
+				const struct sym_frame *fr = &res->frames[f];
+
+				sqlite3_bind_int64(st, 1, (sqlite3_int64)key->pid);
+				sqlite3_bind_int64(st, 2, (sqlite3_int64)key->stack_id);
+				sqlite3_bind_int(st, 3, idx++);
+				sqlite3_bind_int64(st, 4, (sqlite3_int64)pc);
+				sqlite3_bind_text(st, 5, mod->path, -1, SQLITE_TRANSIENT);
+				sqlite3_bind_text(st, 6, fr->function, -1, SQLITE_TRANSIENT);
+				sqlite3_bind_text(st, 7, fr->file, -1, SQLITE_TRANSIENT);
+				sqlite3_bind_int(st, 8, fr->line);
+				sqlite3_bind_int(st, 9, fr->inlined);
+				if (step_done(st) < 0)
+					rc = -1;
+			}
+		}
+	}
+	{
+		/* why frames lost names or lines, once per module: record
+		 * says it, and the profile keeps it (meta symbolizer_notes) */
+		const char *const *notes;
+		size_t nn = sym_notes(sym, &notes), len = 0;
+
+		free(c->sym_notes);
+		c->sym_notes = NULL;
+		for (size_t i = 0; i < nn; i++)
+			len += strlen(notes[i]) + 1;
+		if (nn && (c->sym_notes = malloc(len + 1)) != NULL) {
+			char *p = c->sym_notes;
+
+			for (size_t i = 0; i < nn; i++)
+				p += sprintf(p, "%s\n", notes[i]);
+		}
+	}
+	sqlite3_finalize(st);
+	sym_close(sym);
+	free(mi.v);
+	return rc;
+}
+
+/* What the steps of write_all share: the profile in its transaction, the
+ * recording and its metadata, and the maps the first steps build for the
+ * others (each owned here, freed by write_all). */
+struct pw {
+	sqlite3 *db;
+	struct sp_coll *c;
+	const struct sp_meta *m;
+	struct hmap fps;    /* sql_id -> struct fpinfo */
+	struct hmap fptext; /* fp_id -> its fingerprint's text (malloc'd) */
+	struct hmap fagg;   /* {fp_id, kind} -> struct fagg */
+	char *err;
+	size_t errlen;
+};
+
+/* A step's exits: the reason into w->err, st (may be NULL) finalized,
+ * -1 returned. */
+static int pw_sqlerr(struct pw *w, sqlite3_stmt *st)
+{
+	snprintf(w->err, w->errlen, "profile: %s", sqlite3_errmsg(w->db));
+	sqlite3_finalize(st);
+	return -1;
+}
+
+static int pw_nomem(struct pw *w, sqlite3_stmt *st)
+{
+	snprintf(w->err, w->errlen, "profile: out of memory");
+	sqlite3_finalize(st);
+	return -1;
+}
+
+/* meta: the format, the command and its exit, the sampling rate, what was
+ * lost, dropped or malformed, the processes that could not connect or
+ * died. */
+static int write_meta(struct pw *w)
+{
+	sqlite3 *db = w->db;
+	struct sp_coll *c = w->c;
+	const struct sp_meta *m = w->m;
+	sqlite3_stmt *st = NULL;
+	char buf[64];
+
+	st = prep(db, "INSERT INTO meta VALUES(?,?)");
+	if (!st)
+		return pw_sqlerr(w, st);
+#define META_TEXT(key, val)                                                 \
+	do {                                                                \
+		sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);           \
+		sqlite3_bind_text(st, 2, val, -1, SQLITE_TRANSIENT);        \
+		if (step_done(st) < 0)                                      \
+			return pw_sqlerr(w, st);                            \
+	} while (0)
+#define META_INT(key, val)                                                  \
+	do {                                                                \
+		sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);           \
+		sqlite3_bind_int64(st, 2, (sqlite3_int64)(val));            \
+		if (step_done(st) < 0)                                      \
+			return pw_sqlerr(w, st);                            \
+	} while (0)
+	META_INT("format", SP_PROFILE_FORMAT);
+	META_TEXT("sqlprof_version", SQLPROF_VERSION);
+	META_TEXT("command", m->command ? m->command : "");
+	META_INT("started", m->started);
+	META_INT("duration_ns", m->duration_ns);
+	META_INT("exit_status", m->exit_status);
+	snprintf(buf, sizeof(buf), "%g", m->rate);
+	META_TEXT("rate", buf);
+	META_INT("lost", sp_coll_lost(c));
+	META_INT("events_dropped", c->events_dropped);
+	META_INT("bad_messages", c->bad_messages);
+	META_INT("runs", m->repeat > 0 ? m->repeat : 1);
+	{
+		uint64_t complete, unrep = sp_coll_unreported(c, &complete);
+
+		/* processes that could not connect: all, and those whose
+		 * executions are missing (no file, or killed before it
+		 * held their totals) */
+		META_INT("unreported", unrep);
+		META_INT("unreported_missing", unrep - complete);
+	}
+	{
+		/* processes that died (no BYE), and what they were running */
+		char *died = sp_coll_deaths(c);
+
+		if (died) {
+			int r;
+
+			sqlite3_bind_text(st, 1, "died", -1, SQLITE_STATIC);
+			sqlite3_bind_text(st, 2, died, -1, SQLITE_TRANSIENT);
+			r = step_done(st);
+			free(died);
+			if (r < 0)
+				return pw_sqlerr(w, st);
+		}
+	}
+	sqlite3_finalize(st);
+	return 0;
+#undef META_TEXT
+#undef META_INT
+}
+
+/* processes: one row per process image that connected. */
+static int write_processes(struct pw *w)
+{
+	sqlite3 *db = w->db;
+	struct sp_coll *c = w->c;
+	sqlite3_stmt *st = NULL;
+	size_t it;
+	void *v;
+
+	st = prep(db, "INSERT INTO processes VALUES(?,?,?,?,?,?,?,?,?,?)");
+	if (!st)
+		return pw_sqlerr(w, st);
+	it = 0;
+	while ((v = hmap_next(&c->procs, &it, NULL))) {
+		struct sp_proc *p = v;
+
+		sqlite3_bind_int64(st, 1, p->pid);
+		sqlite3_bind_int64(st, 2, p->ppid);
+		sqlite3_bind_text(st, 3, p->exe ? p->exe : "", -1, SQLITE_STATIC);
+		sqlite3_bind_int64(st, 4, (sqlite3_int64)p->execs);
+		sqlite3_bind_int64(st, 5, (sqlite3_int64)p->lost);
+		sqlite3_bind_int64(st, 6, (sqlite3_int64)p->untracked);
+		sqlite3_bind_int(st, 7, p->sqlite_found);
+		sqlite3_bind_int(st, 8, p->bye);
+		sqlite3_bind_int64(st, 9, (sqlite3_int64)p->msgs);
+		sqlite3_bind_int64(st, 10, (sqlite3_int64)p->bad_msgs);
+		if (step_done(st) < 0)
+			return pw_sqlerr(w, st);
+	}
+	sqlite3_finalize(st);
+	return 0;
+}
+
+/* statements: one row per SQL text, with its fingerprint's id; fills
+ * w->fps (sql_id -> fpinfo) and w->fptext (each fingerprint's text, made
+ * once per id) for every step after. */
+static int write_statements(struct pw *w)
+{
+	sqlite3 *db = w->db;
+	struct sp_coll *c = w->c;
+	sqlite3_stmt *st = NULL;
+	size_t it;
+	const void *k;
+	void *v;
+
+	st = prep(db, "INSERT INTO statements VALUES(?,?,?,?,?)");
+	if (!st)
+		return pw_sqlerr(w, st);
+	it = 0;
+	while ((v = hmap_next(&c->sqls, &it, &k))) {
+		struct sp_sql *s = v;
+		struct fpinfo *fi = hmap_get(&w->fps, k, 1, NULL);
+		const char *text = s->text ? s->text : "";
+		char **fp;
+		int created;
+
+		if (!fi)
+			return pw_nomem(w, st);
+		fi->text = text;
+		if (text[0] == '<' && text[strlen(text) - 1] == '>' &&
+		    (!strcmp(text, "<statement without SQL text>") ||
+		     !strcmp(text, SP_SQL_UNATTRIBUTED_TEXT))) {
+			/* the preload's placeholder: keep it readable */
+			fi->fp_id = sp_hash64(text, strlen(text));
+			fp = hmap_get(&w->fptext, &fi->fp_id, 1, &created);
+			if (fp && created)
+				*fp = strdup(text);
+		} else {
+			/* the collector computed the id when the text arrived;
+			 * the fingerprint's text is made once per id (a dump's
+			 * 100,000 INSERT texts have one) */
+			uint64_t id = s->fp_id;
+			char *made = NULL;
+
+			if (!id) {
+				made = sp_fingerprint(text, strlen(text), &id);
+				if (!made)
+					return pw_nomem(w, st);
+			}
+			fi->fp_id = id;
+			fp = hmap_get(&w->fptext, &id, 1, &created);
+			if (fp && created)
+				*fp = made ? made : sp_fingerprint(text, strlen(text), &id);
+			else
+				free(made);
+		}
+		fi->fingerprint = fp ? *fp : NULL;
+		if (!fi->fingerprint)
+			return pw_nomem(w, st);
+		sqlite3_bind_int64(st, 1, *(const sqlite3_int64 *)k);
+		sqlite3_bind_int64(st, 2, (sqlite3_int64)fi->fp_id);
+		sqlite3_bind_text(st, 3, text, -1, SQLITE_STATIC);
+		sqlite3_bind_int64(st, 4, s->full_len);
+		sqlite3_bind_int(st, 5, s->truncated);
+		if (step_done(st) < 0)
+			return pw_sqlerr(w, st);
+	}
+	sqlite3_finalize(st);
+	return 0;
+}
+
+/* The collector's per-text aggregates merged per (fingerprint, kind) into
+ * w->fagg, with the histograms it kept per fingerprint. Writes nothing. */
+static int merge_queries(struct pw *w)
+{
+	struct sp_coll *c = w->c;
+	size_t it;
+	const void *k;
+	void *v;
+
+	it = 0;
+	while ((v = hmap_next(&c->queries, &it, &k))) {
+		const uint64_t *qk = k; /* sql_id, kind */
+		struct sp_qagg *q = v;
+		const struct fpinfo *fi = hmap_get(&w->fps, &qk[0], 0, NULL);
+		static const struct fpinfo unknown = { 0, "<sql text lost>", "<sql text lost>" };
+		uint64_t fk[2];
+		struct fagg *a;
+
+		if (!fi)
+			fi = &unknown;
+		if (q->count == 0 && q->prepares == 0)
+			continue;
+		fk[0] = fi->fp_id;
+		fk[1] = qk[1];
+		a = hmap_get(&w->fagg, fk, 1, NULL);
+		if (!a)
+			return pw_nomem(w, NULL);
+		if (!a->fi)
+			a->fi = fi;
+		a->kind = qk[1];
+		a->q.count += q->count;
+		a->q.total_ns += q->total_ns;
+		a->q.self_ns += q->self_ns;
+		a->q.wall_ns += q->wall_ns;
+		a->q.rows += q->rows;
+		a->q.vm_steps += q->vm_steps;
+		a->q.fullscan_steps += q->fullscan_steps;
+		a->q.sorts += q->sorts;
+		a->q.autoindex += q->autoindex;
+		a->q.errors += q->errors;
+		a->q.nested += q->nested;
+		a->q.samples += q->samples;
+		a->q.prepares += q->prepares;
+		a->q.prepare_ns += q->prepare_ns;
+		a->q.runs += q->runs;
+		if (q->max_run > a->q.max_run)
+			a->q.max_run = q->max_run;
+		if (q->runs_by_len) {
+			if (!sp_qagg_runs(&a->q))
+				return pw_nomem(w, NULL);
+			for (int b = 0; b < SP_RUN_BUCKETS; b++)
+				a->q.runs_by_len[b] += q->runs_by_len[b];
+		}
+		if (q->hist) {
+			if (!a->q.hist)
+				a->q.hist = sp_hist_new();
+			if (!a->q.hist)
+				return pw_nomem(w, NULL);
+			sp_hist_merge(a->q.hist, q->hist);
+		}
+	}
+	/* the histograms the collector kept per fingerprint */
+	it = 0;
+	while ((v = hmap_next(&c->fphists, &it, &k))) {
+		struct sp_fphist *fh = v;
+		struct fagg *a = hmap_get(&w->fagg, k, 0, NULL);
+
+		if (!a || !fh->hist || !fh->count)
+			continue;
+		if (!a->q.hist && !(a->q.hist = sp_hist_new()))
+			return pw_nomem(w, NULL);
+		sp_hist_set_minmax_sum(fh->hist, fh->min_ns, fh->max_ns, fh->sum_ns);
+		sp_hist_merge(a->q.hist, fh->hist);
+	}
+	return 0;
+}
+
+/* queries, histograms and runs: one row (and its buckets) per w->fagg entry. */
+static int write_queries(struct pw *w)
+{
+	sqlite3 *db = w->db;
+	sqlite3_stmt *st = NULL;
+	size_t it;
+	void *v;
+
+	st = prep(db, "INSERT INTO queries VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
+	{
+		sqlite3_stmt *hs = prep(db, "INSERT INTO histograms VALUES(?,?,?,?)");
+		sqlite3_stmt *rs = prep(db, "INSERT INTO runs VALUES(?,?,?,?,?)");
+
+		if (!st || !hs || !rs) {
+			sqlite3_finalize(hs);
+			sqlite3_finalize(rs);
+			return pw_sqlerr(w, st);
+		}
+		it = 0;
+		while ((v = hmap_next(&w->fagg, &it, NULL))) {
+			struct fagg *a = v;
+			struct hist_ctx hc = { hs, a->fi->fp_id, kind_name(a->kind), 0 };
+
+			sqlite3_bind_int64(st, 1, (sqlite3_int64)a->fi->fp_id);
+			sqlite3_bind_text(st, 2, kind_name(a->kind), -1, SQLITE_STATIC);
+			sqlite3_bind_text(st, 3, a->fi->fingerprint, -1, SQLITE_STATIC);
+			sqlite3_bind_text(st, 4, a->fi->text, -1, SQLITE_STATIC);
+			sqlite3_bind_int64(st, 5, (sqlite3_int64)a->q.count);
+			sqlite3_bind_int64(st, 6, (sqlite3_int64)a->q.total_ns);
+			sqlite3_bind_int64(st, 7, (sqlite3_int64)a->q.self_ns);
+			sqlite3_bind_int64(st, 8, (sqlite3_int64)a->q.wall_ns);
+			sqlite3_bind_int64(st, 9, (sqlite3_int64)(a->q.hist ? sp_hist_min(a->q.hist) : 0));
+			sqlite3_bind_int64(st, 10, (sqlite3_int64)(a->q.hist ? sp_hist_max(a->q.hist) : 0));
+			sqlite3_bind_int64(st, 11, (sqlite3_int64)a->q.rows);
+			sqlite3_bind_int64(st, 12, (sqlite3_int64)a->q.vm_steps);
+			sqlite3_bind_int64(st, 13, (sqlite3_int64)a->q.fullscan_steps);
+			sqlite3_bind_int64(st, 14, (sqlite3_int64)a->q.sorts);
+			sqlite3_bind_int64(st, 15, (sqlite3_int64)a->q.autoindex);
+			sqlite3_bind_int64(st, 16, (sqlite3_int64)a->q.errors);
+			sqlite3_bind_int64(st, 17, (sqlite3_int64)a->q.nested);
+			sqlite3_bind_int64(st, 18, (sqlite3_int64)a->q.samples);
+			sqlite3_bind_int64(st, 19, (sqlite3_int64)a->q.prepares);
+			sqlite3_bind_int64(st, 20, (sqlite3_int64)a->q.prepare_ns);
+			sqlite3_bind_int64(st, 21, (sqlite3_int64)a->q.runs);
+			sqlite3_bind_int64(st, 22, (sqlite3_int64)a->q.max_run);
+			if (step_done(st) < 0) {
+				sqlite3_finalize(hs);
+				sqlite3_finalize(rs);
+				return pw_sqlerr(w, st);
+			}
+			for (int b = 0; b < SP_RUN_BUCKETS; b++) {
+				uint64_t lo, hi;
+
+				if (!a->q.runs_by_len || !a->q.runs_by_len[b])
+					continue;
+				sp_run_bucket_bounds(b, &lo, &hi);
+				if (hi > (uint64_t)INT64_MAX)
+					hi = (uint64_t)INT64_MAX;
+				sqlite3_bind_int64(rs, 1, (sqlite3_int64)a->fi->fp_id);
+				sqlite3_bind_text(rs, 2, kind_name(a->kind), -1, SQLITE_STATIC);
+				sqlite3_bind_int64(rs, 3, (sqlite3_int64)lo);
+				sqlite3_bind_int64(rs, 4, (sqlite3_int64)hi);
+				sqlite3_bind_int64(rs, 5, (sqlite3_int64)a->q.runs_by_len[b]);
+				if (step_done(rs) < 0)
+					hc.rc = -1;
+			}
+			if (a->q.hist)
+				sp_hist_foreach(a->q.hist, hist_row, &hc);
+			if (hc.rc < 0) {
+				sqlite3_finalize(hs);
+				sqlite3_finalize(rs);
+				return pw_sqlerr(w, st);
+			}
+		}
+		sqlite3_finalize(hs);
+		sqlite3_finalize(rs);
+	}
+	sqlite3_finalize(st);
+	return 0;
+}
+
+/* stack_samples: per (fingerprint, kind, process, stack). */
+static int write_stack_samples(struct pw *w)
+{
+	sqlite3 *db = w->db;
+	struct sp_coll *c = w->c;
+	sqlite3_stmt *st = NULL;
+	size_t it;
+	const void *k;
+	void *v;
+
+	st = prep(db, "INSERT INTO stack_samples VALUES(?,?,?,?,?,?,?,?,?,?)");
+	if (!st)
+		return pw_sqlerr(w, st);
+	it = 0;
+	while ((v = hmap_next(&c->sites, &it, &k))) {
+		const uint64_t *sk = k; /* sql_id, kind, pid, stack_id */
+		const struct sp_sagg *s = v;
+		const struct fpinfo *fi = hmap_get(&w->fps, &sk[0], 0, NULL);
+
+		sqlite3_bind_int64(st, 1, (sqlite3_int64)(fi ? fi->fp_id : 0));
+		sqlite3_bind_text(st, 2, kind_name(sk[1]), -1, SQLITE_STATIC);
+		sqlite3_bind_int64(st, 3, (sqlite3_int64)sk[2]);
+		sqlite3_bind_int64(st, 4, (sqlite3_int64)sk[3]);
+		sqlite3_bind_int64(st, 5, (sqlite3_int64)s->samples);
+		sqlite3_bind_int64(st, 6, (sqlite3_int64)s->total_ns);
+		sqlite3_bind_int64(st, 7, (sqlite3_int64)s->rows);
+		sqlite3_bind_int64(st, 8, (sqlite3_int64)s->vm_steps);
+		sqlite3_bind_int64(st, 9, (sqlite3_int64)s->random_samples);
+		sqlite3_bind_int64(st, 10, (sqlite3_int64)s->random_ns);
+		if (step_done(st) < 0)
+			return pw_sqlerr(w, st);
+	}
+	sqlite3_finalize(st);
+	return 0;
+}
+
+/* callers: exact executions per (fingerprint, kind, process, calling pc). */
+static int write_callers(struct pw *w)
+{
+	sqlite3 *db = w->db;
+	struct sp_coll *c = w->c;
+	sqlite3_stmt *st = NULL;
+	size_t it;
+	const void *k;
+	void *v;
+
+	st = prep(db, "INSERT INTO callers VALUES(?,?,?,?,?,?)");
+	if (!st)
+		return pw_sqlerr(w, st);
+	it = 0;
+	while ((v = hmap_next(&c->callers, &it, &k))) {
+		const uint64_t *ck = k; /* sql_id, kind, pid, caller */
+		const struct sp_caller *cr = v;
+		const struct fpinfo *fi = hmap_get(&w->fps, &ck[0], 0, NULL);
+
+		sqlite3_bind_int64(st, 1, (sqlite3_int64)(fi ? fi->fp_id : 0));
+		sqlite3_bind_text(st, 2, kind_name(ck[1]), -1, SQLITE_STATIC);
+		sqlite3_bind_int64(st, 3, (sqlite3_int64)ck[2]);
+		sqlite3_bind_int64(st, 4, (sqlite3_int64)ck[3]);
+		sqlite3_bind_int64(st, 5, (sqlite3_int64)cr->count);
+		sqlite3_bind_int64(st, 6, (sqlite3_int64)cr->total_ns);
+		if (step_done(st) < 0)
+			return pw_sqlerr(w, st);
+	}
+	sqlite3_finalize(st);
+	return 0;
+}
+
+/* errors: per (fingerprint, code, process, stack, message, kind). */
+static int write_errors(struct pw *w)
+{
+	sqlite3 *db = w->db;
+	struct sp_coll *c = w->c;
+	sqlite3_stmt *st = NULL;
+	size_t it;
+	const void *k;
+	void *v;
+
+	st = prep(db, "INSERT INTO errors VALUES(?,?,?,?,?,?,?)");
+	if (!st)
+		return pw_sqlerr(w, st);
+	it = 0;
+	while ((v = hmap_next(&c->errors, &it, &k))) {
+		const uint64_t *ek = k; /* sql_id, rc, pid, stack_id, hash, kind */
+		const struct sp_err *e = v;
+		const struct fpinfo *fi = hmap_get(&w->fps, &ek[0], 0, NULL);
+
+		sqlite3_bind_int64(st, 1, (sqlite3_int64)(fi ? fi->fp_id : 0));
+		sqlite3_bind_text(st, 2, kind_name(ek[5]), -1, SQLITE_STATIC);
+		sqlite3_bind_int64(st, 3, (sqlite3_int64)ek[1]);
+		sqlite3_bind_text(st, 4, e->msg ? e->msg : "", -1, SQLITE_STATIC);
+		sqlite3_bind_int64(st, 5, (sqlite3_int64)ek[2]);
+		sqlite3_bind_int64(st, 6, (sqlite3_int64)ek[3]);
+		sqlite3_bind_int64(st, 7, (sqlite3_int64)e->count);
+		if (step_done(st) < 0)
+			return pw_sqlerr(w, st);
+	}
+	sqlite3_finalize(st);
+	return 0;
+}
+
+/* events: the sampled executions, those in memory then those in the
+ * spill file (read back in blocks). */
+static int write_events(struct pw *w)
+{
+	sqlite3 *db = w->db;
+	struct sp_coll *c = w->c;
+	char *err = w->err;
+	size_t errlen = w->errlen;
+	sqlite3_stmt *st = NULL;
+	struct sp_event spilled[256];
+
+	st = prep(db, "INSERT INTO events VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
+	if (!st)
+		return pw_sqlerr(w, st);
+	/* the spill file holds exactly nspilled events (flushed above) */
+	for (size_t i = 0, nin = 0, at = 0; i < c->nevents + c->nspilled; i++) {
+		const struct sp_event *e;
+		const struct fpinfo *fi;
+
+		if (i < c->nevents) {
+			e = &c->events[i];
+		} else {
+			if (at == nin) {
+				ssize_t r = sp_coll_spill_read(c, i - c->nevents, spilled,
+							       sizeof(spilled) / sizeof(spilled[0]));
+
+				if (r < 0) {
+					snprintf(err, errlen, "profile: reading back sampled executions: %s",
+						 strerror(errno));
+					return -1;
+				}
+				if (r == 0)
+					break;
+				nin = (size_t)r;
+				at = 0;
+			}
+			e = &spilled[at++];
+		}
+		fi = hmap_get(&w->fps, &e->sql_id, 0, NULL);
+
+		sqlite3_bind_int64(st, 1, e->pid);
+		sqlite3_bind_int64(st, 2, e->tid);
+		sqlite3_bind_int64(st, 3, (sqlite3_int64)e->seq);
+		sqlite3_bind_int64(st, 4, (sqlite3_int64)e->parent_seq);
+		sqlite3_bind_int64(st, 5, (sqlite3_int64)(fi ? fi->fp_id : 0));
+		sqlite3_bind_text(st, 6, kind_name(e->kind), -1, SQLITE_STATIC);
+		sqlite3_bind_int64(st, 7, (sqlite3_int64)e->sql_id);
+		sqlite3_bind_int64(st, 8, (sqlite3_int64)e->stack_id);
+		sqlite3_bind_int64(st, 9, (sqlite3_int64)e->start_ns);
+		sqlite3_bind_int64(st, 10, (sqlite3_int64)e->wall_ns);
+		sqlite3_bind_int64(st, 11, (sqlite3_int64)e->db_ns);
+		sqlite3_bind_int64(st, 12, (sqlite3_int64)e->self_ns);
+		sqlite3_bind_int64(st, 13, (sqlite3_int64)e->rows);
+		sqlite3_bind_int64(st, 14, e->vm_steps);
+		sqlite3_bind_int64(st, 15, e->rc);
+		sqlite3_bind_int64(st, 16, e->flags);
+		if (step_done(st) < 0)
+			return pw_sqlerr(w, st);
+	}
+	sqlite3_finalize(st);
+	return 0;
+}
+
+/* run_totals: what each run of --repeat added, per (run, fingerprint, kind). */
+static int write_run_totals(struct pw *w)
+{
+	sqlite3 *db = w->db;
+	const struct sp_meta *m = w->m;
+	sqlite3_stmt *st = NULL;
+	size_t it;
+	const void *k;
+	void *v;
+
+	/* per-run totals, merged per fingerprint in memory first: one row per
+	 * (run, fp_id, kind). (An INSERT ... WHERE NOT EXISTS and an UPDATE
+	 * per SQL text scanned the table each: 20,000 fingerprints of 2 texts
+	 * took 39 s.) */
+	{
+		struct hmap rt;
+
+		hmap_init(&rt, 3 * sizeof(uint64_t), 2 * sizeof(uint64_t));
+		for (size_t i = 0; i < m->nruns; i++) {
+			const struct sp_run_total *r = &m->runs[i];
+			const struct fpinfo *fi = hmap_get(&w->fps, &r->sql_id, 0, NULL);
+			uint64_t rk[3] = { r->run, fi ? fi->fp_id : 0, r->kind == SP_KIND_EXEC };
+			uint64_t *sum = hmap_get(&rt, rk, 1, NULL);
+
+			if (!sum) {
+				hmap_free(&rt);
+				return pw_nomem(w, st);
+			}
+			sum[0] += r->count;
+			sum[1] += r->total_ns;
+		}
+		st = prep(db, "INSERT INTO run_totals VALUES(?,?,?,?,?)");
+		if (!st) {
+			hmap_free(&rt);
+			return pw_sqlerr(w, st);
+		}
+		it = 0;
+		while ((v = hmap_next(&rt, &it, &k))) {
+			const uint64_t *rk = k, *sum = v;
+
+			sqlite3_bind_int64(st, 1, (sqlite3_int64)rk[0]);
+			sqlite3_bind_int64(st, 2, (sqlite3_int64)rk[1]);
+			sqlite3_bind_text(st, 3, kind_name(rk[2] ? SP_KIND_EXEC : SP_KIND_STMT), -1,
+					  SQLITE_STATIC);
+			sqlite3_bind_int64(st, 4, (sqlite3_int64)sum[0]);
+			sqlite3_bind_int64(st, 5, (sqlite3_int64)sum[1]);
+			if (step_done(st) < 0) {
+				hmap_free(&rt);
+				return pw_sqlerr(w, st);
+			}
+		}
+		hmap_free(&rt);
+	}
+	sqlite3_finalize(st);
+	return 0;
+}
+
+/* plans: per (SQL text, plan), with the schema it was planned against. */
+static int write_plans(struct pw *w)
+{
+	sqlite3 *db = w->db;
+	struct sp_coll *c = w->c;
+	sqlite3_stmt *st = NULL;
+	size_t it;
+	const void *k;
+	void *v;
+
+	st = prep(db, "INSERT INTO plans VALUES(?,?,?,?,?)");
+	if (!st)
+		return pw_sqlerr(w, st);
+	it = 0;
+	while ((v = hmap_next(&c->plans, &it, &k))) {
+		const uint64_t *pk = k; /* sql_id, hash */
+		const struct sp_plan *pl = v;
+		const struct fpinfo *fi = hmap_get(&w->fps, &pk[0], 0, NULL);
+
+		sqlite3_bind_int64(st, 1, (sqlite3_int64)(fi ? fi->fp_id : 0));
+		sqlite3_bind_int64(st, 2, (sqlite3_int64)pk[0]);
+		sqlite3_bind_text(st, 3, pl->text ? pl->text : "", -1, SQLITE_STATIC);
+		sqlite3_bind_int64(st, 4, (sqlite3_int64)pl->connections);
+		if (pl->schema_id && hmap_get(&c->schemas, &pl->schema_id, 0, NULL))
+			sqlite3_bind_int64(st, 5, (sqlite3_int64)pl->schema_id);
+		else
+			sqlite3_bind_null(st, 5);
+		if (step_done(st) < 0)
+			return pw_sqlerr(w, st);
+	}
+	sqlite3_finalize(st);
+	return 0;
+}
+
+/* duplicates: the bound-value repeats, summed per fingerprint. */
+static int write_duplicates(struct pw *w)
+{
+	sqlite3 *db = w->db;
+	struct sp_coll *c = w->c;
+	sqlite3_stmt *st = NULL;
+	size_t it;
+	const void *k;
+
+	{
+		struct hmap per_fp;
+		struct sp_dup *d, *f;
+
+		hmap_init(&per_fp, sizeof(uint64_t), sizeof(struct sp_dup));
+		it = 0;
+		while ((d = hmap_next(&c->dups, &it, &k))) {
+			const struct fpinfo *fi = hmap_get(&w->fps, k, 0, NULL);
+
+			if (!fi || !(f = hmap_get(&per_fp, &fi->fp_id, 1, NULL)))
+				continue;
+			f->samples += d->samples;
+			f->repeats += d->repeats;
+			if (d->top > f->top)
+				f->top = d->top;
+		}
+		st = prep(db, "INSERT INTO duplicates VALUES(?, 'stmt', ?, ?, ?)");
+		if (!st) {
+			hmap_free(&per_fp);
+			return pw_sqlerr(w, st);
+		}
+		it = 0;
+		while ((f = hmap_next(&per_fp, &it, &k))) {
+			sqlite3_bind_int64(st, 1, (sqlite3_int64) * (const uint64_t *)k);
+			sqlite3_bind_int64(st, 2, (sqlite3_int64)f->samples);
+			sqlite3_bind_int64(st, 3, (sqlite3_int64)f->repeats);
+			sqlite3_bind_int64(st, 4, (sqlite3_int64)f->top);
+			if (step_done(st) < 0) {
+				hmap_free(&per_fp);
+				return pw_sqlerr(w, st);
+			}
+		}
+		sqlite3_finalize(st);
+		hmap_free(&per_fp);
+	}
+	return 0;
+}
+
+/* schemas: as sent, or read from the file now (a file schema). */
+static int write_schemas(struct pw *w)
+{
+	sqlite3 *db = w->db;
+	struct sp_coll *c = w->c;
+	sqlite3_stmt *st = NULL;
+	size_t it;
+	const void *k;
+	void *v;
+
+	st = prep(db, "INSERT INTO schemas VALUES(?,?)");
+	if (!st)
+		return pw_sqlerr(w, st);
+	it = 0;
+	while ((v = hmap_next(&c->schemas, &it, &k))) {
+		const struct sp_schema *sc = v;
+		char *text = sc->file ? file_schema(sc->text) : NULL;
+
+		if (sc->file && !text)
+			continue;
+		sqlite3_bind_int64(st, 1, (sqlite3_int64) * (const uint64_t *)k);
+		sqlite3_bind_text(st, 2, text ? text : sc->text ? sc->text : "", -1, SQLITE_TRANSIENT);
+		free(text);
+		if (step_done(st) < 0)
+			return pw_sqlerr(w, st);
+	}
+	sqlite3_finalize(st);
+	return 0;
+}
+
+/* modules: every mapped file of every process, with its build-id. */
+static int write_modules(struct pw *w)
+{
+	sqlite3 *db = w->db;
+	struct sp_coll *c = w->c;
+	sqlite3_stmt *st = NULL;
+	size_t it;
+	void *v;
+
+	st = prep(db, "INSERT INTO modules VALUES(?,?,?,?,?,?,?,?)");
+	if (!st)
+		return pw_sqlerr(w, st);
+	it = 0;
+	while ((v = hmap_next(&c->modules, &it, NULL))) {
+		const struct sp_module *md = v;
+		char bid[129];
+
+		hex(bid, md->build_id, md->build_id_len);
+		sqlite3_bind_int64(st, 1, md->pid);
+		sqlite3_bind_int64(st, 2, md->generation);
+		sqlite3_bind_text(st, 3, md->path ? md->path : "", -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, 4, bid, -1, SQLITE_TRANSIENT);
+		sqlite3_bind_int64(st, 5, (sqlite3_int64)md->bias);
+		sqlite3_bind_int64(st, 6, (sqlite3_int64)md->lo);
+		sqlite3_bind_int64(st, 7, (sqlite3_int64)md->hi);
+		sqlite3_bind_int(st, 8, md->sqlite);
+		if (step_done(st) < 0)
+			return pw_sqlerr(w, st);
+	}
+	sqlite3_finalize(st);
+	return 0;
+}
+
+/* frames and symbols (write_frames: every stack symbolized), then the
+ * symbolizer's notes. */
+static int write_symbols(struct pw *w)
+{
+	sqlite3 *db = w->db;
+	struct sp_coll *c = w->c;
+	const struct sp_meta *m = w->m;
+	sqlite3_stmt *st = NULL;
+
+	if (write_frames(db, c, m) < 0)
+		return pw_sqlerr(w, NULL);
+	if (c->sym_notes) {
+		st = prep(db, "INSERT INTO meta VALUES('symbolizer_notes', ?)");
+		if (!st)
+			return pw_sqlerr(w, st);
+		sqlite3_bind_text(st, 1, c->sym_notes, -1, SQLITE_STATIC);
+		if (step_done(st) < 0)
+			return pw_sqlerr(w, st);
+		sqlite3_finalize(st);
+	}
+	return 0;
+}
+
+/*
+ * Write the recording into db, whose schema is made here, in one
+ * transaction: each step below writes its tables (and may build maps for
+ * the steps after it, in w), then the writer's own tables (m->extra), the
+ * indexes, COMMIT. Returns 0, or -1 with a one-line reason in err (the
+ * transaction is then left open: the caller discards the file).
+ */
+static int write_all(sqlite3 *db, struct sp_coll *c, const struct sp_meta *m, char *err,
+		     size_t errlen)
+{
+	static int (*const steps[])(struct pw *) = {
+		write_meta,
+		write_processes,
+		write_statements,
+		merge_queries,
+		write_queries,
+		write_stack_samples,
+		write_callers,
+		write_errors,
+		write_events,
+		write_run_totals,
+		write_plans,
+		write_duplicates,
+		write_schemas,
+		write_modules,
+		write_symbols,
+	};
+	struct pw w = { .db = db, .c = c, .m = m, .err = err, .errlen = errlen };
+	size_t it, i;
+	void *v;
+	int rc = -1;
+
+	/* Events that do not fit in the spill file (a full $TMPDIR) are
+	 * dropped here and counted with the others, before meta has them. */
+	(void)sp_coll_spill_flush(c);
+	hmap_init(&w.fps, sizeof(uint64_t), sizeof(struct fpinfo));
+	hmap_init(&w.fptext, sizeof(uint64_t), sizeof(char *));
+	hmap_init(&w.fagg, 2 * sizeof(uint64_t), sizeof(struct fagg));
+
+	if (exec_sql(db, schema, err, errlen) < 0 || exec_sql(db, "BEGIN", err, errlen) < 0)
+		goto out;
+	for (i = 0; i < sizeof(steps) / sizeof(steps[0]); i++)
+		if (steps[i](&w) < 0)
+			goto out;
+	if (m->extra && m->extra(db, m->extra_arg) < 0) {
+		pw_sqlerr(&w, NULL);
+		goto out;
+	}
+	if (exec_sql(db, indexes, err, errlen) < 0 || exec_sql(db, "COMMIT", err, errlen) < 0)
+		goto out;
+	rc = 0;
+out:
+	it = 0;
+	while ((v = hmap_next(&w.fptext, &it, NULL)))
+		free(*(char **)v);
+	hmap_free(&w.fptext);
+	it = 0;
+	while ((v = hmap_next(&w.fagg, &it, NULL))) {
+		sp_hist_free(((struct fagg *)v)->q.hist);
+		free(((struct fagg *)v)->q.runs_by_len);
+	}
+	hmap_free(&w.fps);
+	hmap_free(&w.fagg);
+	return rc;
+}
+
+int sp_profile_write(const char *path, struct sp_coll *c, const struct sp_meta *m, char *err,
+		     size_t errlen)
+{
+	char *tmp = NULL;
+	sqlite3 *db = NULL;
+	int fd, rc = -1;
+
+	if (asprintf(&tmp, "%s.tmp.%d", path, (int)getpid()) < 0) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	/* Created 0600 before SQLite opens it: profiles hold SQL text. */
+	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	if (fd < 0) {
+		snprintf(err, errlen, "cannot create %s: %s", tmp, strerror(errno));
+		goto out;
+	}
+	close(fd);
+	if (sqlite3_open_v2(tmp, &db, SQLITE_OPEN_READWRITE, NULL) != SQLITE_OK) {
+		snprintf(err, errlen, "cannot open %s: %s", tmp, db ? sqlite3_errmsg(db) : "no memory");
+		goto out;
+	}
+	if (write_all(db, c, m, err, errlen) < 0)
+		goto out;
+	if (sqlite3_close(db) != SQLITE_OK) {
+		snprintf(err, errlen, "closing %s: %s", tmp, sqlite3_errmsg(db));
+		goto out;
+	}
+	db = NULL;
+	if (rename(tmp, path) < 0) {
+		snprintf(err, errlen, "cannot rename %s to %s: %s", tmp, path, strerror(errno));
+		goto out;
+	}
+	rc = 0;
+out:
+	if (db)
+		sqlite3_close(db);
+	if (rc < 0)
+		unlink(tmp);
+	free(tmp);
+	return rc;
+}
+
+sqlite3 *sp_profile_open(const char *path, char *err, size_t errlen)
+{
+	sqlite3 *db = NULL;
+	sqlite3_stmt *st = NULL;
+	struct stat sb;
+	char e[256];
+	int fmt = -1;
+
+	if (stat(path, &sb) < 0) {
+		snprintf(err, errlen, "%s: %s", path, strerror(errno));
+		return NULL;
+	}
+	if (!S_ISREG(sb.st_mode)) {
+		snprintf(err, errlen, "%s: not a regular file", path);
+		return NULL;
+	}
+	/* untrusted input: read-only, no views or triggers, bounded work */
+	db = sp_untrusted_open(path, 0, sb.st_size, sp_profile_tables, e, sizeof(e));
+	if (!db) {
+		snprintf(err, errlen, "%s: %s", path, e);
+		return NULL;
+	}
+	if (sqlite3_prepare_v2(db, "SELECT value FROM meta WHERE key='format'", -1, &st, NULL) !=
+	    SQLITE_OK)
+		goto bad;
+	if (sqlite3_step(st) == SQLITE_ROW)
+		fmt = sqlite3_column_int(st, 0);
+	sqlite3_finalize(st);
+	if (fmt < SP_PROFILE_FORMAT_MIN || fmt > SP_PROFILE_FORMAT) {
+		snprintf(err, errlen, "%s: unsupported profile format %d (this sqlprof reads %d)", path,
+			 fmt, SP_PROFILE_FORMAT);
+		sqlite3_close(db);
+		return NULL;
+	}
+	return db;
+bad:
+	snprintf(err, errlen, "%s: not a sqlprof profile (%s)", path,
+		 db ? sqlite3_errmsg(db) : "out of memory");
+	sqlite3_close(db);
+	return NULL;
+}

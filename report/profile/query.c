@@ -1,0 +1,569 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * query.c - load per-query rows from a profile; see query.h.
+ */
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "util.h"
+#include <string.h>
+
+#include "hist.h"
+#include "query.h"
+
+static char *col_dup(sqlite3_stmt *st, int i)
+{
+	const unsigned char *t = sqlite3_column_text(st, i);
+
+	return strdup(t ? (const char *)t : "");
+}
+
+static uint64_t col_u64(sqlite3_stmt *st, int i)
+{
+	sqlite3_int64 v = sqlite3_column_int64(st, i);
+
+	return v < 0 ? 0 : (uint64_t)v;
+}
+
+static uint64_t scalar(sqlite3 *db, const char *sql)
+{
+	sqlite3_stmt *st;
+	uint64_t v = 0;
+
+	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
+		return 0;
+	if (sqlite3_step(st) == SQLITE_ROW)
+		v = col_u64(st, 0);
+	sqlite3_finalize(st);
+	return v;
+}
+
+struct qkey {
+	int64_t fp_id, kind_exec;
+};
+
+int sp_qset_load(sqlite3 *db, struct sp_qset *qs, char *err, size_t errlen)
+{
+	return sp_qset_load_window(db, NULL, qs, err, errlen);
+}
+
+/* One bucket of an interval's histogram difference: a negative one (an
+ * agent's restart moved an execution to the next bucket) takes off what
+ * an earlier interval added. */
+static void window_bucket(uint64_t lo, int64_t count, void *arg)
+{
+	if (count > 0)
+		sp_hist_add_bucket(arg, lo, (uint64_t)count);
+	else if (count < 0)
+		sp_hist_sub_bucket(arg, lo, (uint64_t)-count);
+}
+
+/* A window's sums in place of the totals loaded (sp_qset_load_window). */
+static int window_sums(sqlite3 *db, const struct sp_window *w, struct sp_qset *qs,
+		       struct hmap *idx)
+{
+	sqlite3_stmt *st;
+	int rc;
+
+	for (size_t i = 0; i < qs->n; i++) {
+		struct sp_qrow *r = &qs->rows[i];
+
+		r->count = r->total_ns = r->self_ns = r->wall_ns = r->rows = r->vm_steps = 0;
+		r->fullscan_steps = r->sorts = r->autoindex = r->errors = r->nested = 0;
+		r->samples = r->prepares = r->prepare_ns = r->runs = 0;
+	}
+	if (sqlite3_prepare_v2(db,
+			       "SELECT fp_id, kind, SUM(count), SUM(total_ns), SUM(self_ns),"
+			       " SUM(wall_ns), SUM(rows), SUM(vm_steps), SUM(fullscan_steps),"
+			       " SUM(sorts), SUM(autoindex), SUM(errors), SUM(nested), SUM(samples),"
+			       " SUM(prepares), SUM(prepare_ns), SUM(runs) FROM interval_queries"
+			       " WHERE start_ns >= ?1 AND start_ns <= ?2 GROUP BY fp_id, kind",
+			       -1, &st, NULL) != SQLITE_OK)
+		return -1;
+	sqlite3_bind_int64(st, 1, w->lo_start);
+	sqlite3_bind_int64(st, 2, w->hi_start);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		const char *kind = (const char *)sqlite3_column_text(st, 1);
+		struct qkey k = { sqlite3_column_int64(st, 0), sp_qkind_parse(kind) };
+		size_t *ix = hmap_get(idx, &k, 0, NULL);
+		struct sp_qrow *r;
+
+		if (!ix)
+			continue; /* not in queries (or never ran): nothing to show */
+		r = &qs->rows[*ix - 1];
+		r->count = col_u64(st, 2);
+		r->total_ns = col_u64(st, 3);
+		r->self_ns = col_u64(st, 4);
+		r->wall_ns = col_u64(st, 5);
+		r->rows = col_u64(st, 6);
+		r->vm_steps = col_u64(st, 7);
+		r->fullscan_steps = col_u64(st, 8);
+		r->sorts = col_u64(st, 9);
+		r->autoindex = col_u64(st, 10);
+		r->errors = col_u64(st, 11);
+		r->nested = col_u64(st, 12);
+		r->samples = col_u64(st, 13);
+		r->prepares = col_u64(st, 14);
+		r->prepare_ns = col_u64(st, 15);
+		r->runs = col_u64(st, 16);
+		r->mean_ns = r->count ? (double)r->total_ns / (double)r->count : 0;
+	}
+	sqlite3_finalize(st);
+	return rc == SQLITE_DONE ? 0 : -1;
+}
+
+int sp_qset_load_window(sqlite3 *db, const struct sp_window *w, struct sp_qset *qs, char *err,
+			size_t errlen)
+{
+	int ret = SP_ERR_INPUT;
+	sqlite3_stmt *st = NULL, *hs = NULL;
+	struct hmap idx; /* {fp_id, kind_exec} -> {row index + 1, has a histogram} */
+	struct sp_hist *h = NULL;
+	int64_t hfp = 0;
+	int hkx = 0;
+	size_t cap = 0;
+	int rc;
+
+	memset(qs, 0, sizeof(*qs));
+	if (w && !w->on)
+		w = NULL;
+	if (w)
+		qs->window = *w;
+	hmap_init(&idx, sizeof(struct qkey), 2 * sizeof(size_t));
+	if (sqlite3_prepare_v2(db,
+			       "SELECT fp_id, kind, fingerprint, sql, count, total_ns, self_ns, wall_ns,"
+			       " min_ns, max_ns, rows, vm_steps, fullscan_steps, sorts, autoindex,"
+			       " errors, nested, samples, prepares, prepare_ns, runs, max_run FROM queries"
+			       " WHERE count > 0",
+			       -1, &st, NULL) != SQLITE_OK ||
+	    sqlite3_prepare_v2(db,
+			       w ? "SELECT fp_id, kind, buckets FROM interval_queries"
+				   " WHERE start_ns >= ?1 AND start_ns <= ?2"
+				   " ORDER BY fp_id, kind, start_ns"
+				 : "SELECT fp_id, kind, bucket_ns, count FROM histograms ORDER BY fp_id, kind",
+			       -1, &hs, NULL) != SQLITE_OK)
+		goto sqlerr;
+	if (w) {
+		sqlite3_bind_int64(hs, 1, w->lo_start);
+		sqlite3_bind_int64(hs, 2, w->hi_start);
+	}
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		struct sp_qrow *r;
+
+		if (SP_GROW(qs->rows, cap, qs->n + 1, 64) < 0)
+			goto nomem;
+		r = &qs->rows[qs->n];
+		memset(r, 0, sizeof(*r));
+		r->fp_id = sqlite3_column_int64(st, 0);
+		{
+			const char *kind = (const char *)sqlite3_column_text(st, 1);
+
+			r->kind = sp_qkind_parse(kind);
+		}
+		r->fingerprint = col_dup(st, 2);
+		r->sql = col_dup(st, 3);
+		qs->n++;
+		if (!r->fingerprint || !r->sql)
+			goto nomem;
+		r->count = col_u64(st, 4);
+		r->total_ns = col_u64(st, 5);
+		r->self_ns = col_u64(st, 6);
+		r->wall_ns = col_u64(st, 7);
+		r->min_ns = col_u64(st, 8);
+		r->max_ns = col_u64(st, 9);
+		r->rows = col_u64(st, 10);
+		r->vm_steps = col_u64(st, 11);
+		r->fullscan_steps = col_u64(st, 12);
+		r->sorts = col_u64(st, 13);
+		r->autoindex = col_u64(st, 14);
+		r->errors = col_u64(st, 15);
+		r->nested = col_u64(st, 16);
+		r->samples = col_u64(st, 17);
+		r->prepares = col_u64(st, 18);
+		r->prepare_ns = col_u64(st, 19);
+		r->runs = col_u64(st, 20);
+		r->max_run = col_u64(st, 21);
+		r->mean_ns = r->count ? (double)r->total_ns / (double)r->count : 0;
+		{
+			struct qkey k = { r->fp_id, r->kind == SP_QK_EXEC };
+			size_t *ix = hmap_get(&idx, &k, 1, NULL);
+
+			if (!ix)
+				goto nomem;
+			*ix = qs->n; /* + 1: 0 is "no row" */
+		}
+	}
+	if (rc != SQLITE_DONE)
+		goto sqlerr;
+	sqlite3_finalize(st);
+	st = NULL;
+	if (w && window_sums(db, w, qs, &idx) < 0)
+		goto sqlerr;
+	/* Percentiles: every histogram in one pass, grouped by query (one
+	 * query per fingerprint took 20,000 statements for 20,000 rows). */
+	while ((rc = sqlite3_step(hs)) == SQLITE_ROW || rc == SQLITE_DONE) {
+		int64_t fp = rc == SQLITE_ROW ? sqlite3_column_int64(hs, 0) : 0;
+		const char *kind = rc == SQLITE_ROW ? (const char *)sqlite3_column_text(hs, 1) : NULL;
+		int kx = sp_qkind_parse(kind);
+
+		if (h && (rc == SQLITE_DONE || fp != hfp || kx != hkx)) {
+			struct qkey k = { hfp, hkx };
+			size_t *ix = hmap_get(&idx, &k, 0, NULL);
+
+			if (ix) {
+				struct sp_qrow *r = &qs->rows[*ix - 1];
+
+				if (w && sp_hist_count(h)) {
+					/* the window's extremes: its buckets', within
+					 * the whole profile's exact ones */
+					uint64_t mn = sp_hist_min(h), mx = sp_hist_max(h);
+
+					r->min_ns = mn > r->min_ns ? mn : r->min_ns;
+					r->max_ns = mx < r->max_ns ? mx : r->max_ns;
+					if (r->min_ns > r->max_ns)
+						r->min_ns = r->max_ns;
+				}
+				sp_hist_set_minmax_sum(h, r->min_ns, r->max_ns, r->total_ns);
+				r->p50_ns = sp_hist_quantile(h, 0.50);
+				r->p95_ns = sp_hist_quantile(h, 0.95);
+				r->p99_ns = sp_hist_quantile(h, 0.99);
+				ix[1] = 1;
+			}
+			sp_hist_free(h);
+			h = NULL;
+		}
+		if (rc == SQLITE_DONE)
+			break;
+		if (!h) {
+			h = sp_hist_new();
+			if (!h)
+				goto nomem;
+			hfp = fp;
+			hkx = kx;
+		}
+		if (w) /* the interval's buckets, in time order */
+			sp_series_buckets((const char *)sqlite3_column_text(hs, 2), window_bucket, h);
+		else
+			sp_hist_add_bucket(h, col_u64(hs, 2), col_u64(hs, 3));
+	}
+	if (rc != SQLITE_DONE)
+		goto sqlerr;
+	/* a query with no histogram row: percentiles of an empty histogram */
+	for (size_t i = 0; i < qs->n; i++) {
+		struct sp_qrow *r = &qs->rows[i];
+		struct qkey k = { r->fp_id, r->kind == SP_QK_EXEC };
+		size_t *ix = hmap_get(&idx, &k, 0, NULL);
+
+		if (ix && ix[1])
+			continue;
+		h = sp_hist_new();
+		if (!h)
+			goto nomem;
+		sp_hist_set_minmax_sum(h, r->min_ns, r->max_ns, r->total_ns);
+		r->p50_ns = sp_hist_quantile(h, 0.50);
+		r->p95_ns = sp_hist_quantile(h, 0.95);
+		r->p99_ns = sp_hist_quantile(h, 0.99);
+		sp_hist_free(h);
+		h = NULL;
+	}
+	sqlite3_finalize(hs);
+	hs = NULL;
+	/* Plans: the one reported by most connections (the first such row),
+	 * and how many differ, for every fingerprint in two passes. */
+	if (sqlite3_prepare_v2(db,
+			       "SELECT fp_id, plan FROM plans ORDER BY fp_id, connections DESC, rowid",
+			       -1, &st, NULL) == SQLITE_OK) {
+		int64_t last = 0;
+		int have = 0;
+
+		while (sqlite3_step(st) == SQLITE_ROW) {
+			int64_t fp = sqlite3_column_int64(st, 0);
+
+			if (have && fp == last)
+				continue;
+			have = 1;
+			last = fp;
+			for (int kx = 0; kx < 2; kx++) {
+				struct qkey k = { fp, kx };
+				size_t *ix = hmap_get(&idx, &k, 0, NULL);
+
+				/* the first group of a fingerprint wins (a hostile
+				 * profile's fp_id of two types sorts apart) */
+				if (ix && !qs->rows[*ix - 1].plan &&
+				    !(qs->rows[*ix - 1].plan = col_dup(st, 1)))
+					goto nomem;
+			}
+		}
+		sqlite3_finalize(st);
+		st = NULL;
+	}
+	if (sqlite3_prepare_v2(db, "SELECT fp_id, COUNT(DISTINCT plan) FROM plans GROUP BY fp_id", -1,
+			       &st, NULL) == SQLITE_OK) {
+		while (sqlite3_step(st) == SQLITE_ROW)
+			for (int kx = 0; kx < 2; kx++) {
+				struct qkey k = { sqlite3_column_int64(st, 0), kx };
+				size_t *ix = hmap_get(&idx, &k, 0, NULL);
+
+				if (ix)
+					qs->rows[*ix - 1].nplans = sqlite3_column_int(st, 1);
+			}
+		sqlite3_finalize(st);
+		st = NULL;
+	}
+	/* fold an exec's one statement into the exec's row */
+	for (size_t i = 0; i < qs->n; i++) {
+		struct sp_qrow *e = &qs->rows[i], *t;
+		struct qkey k = { e->fp_id, 0 };
+		size_t *ix;
+
+		if (e->kind != SP_QK_EXEC || !(ix = hmap_get(&idx, &k, 0, NULL)))
+			continue;
+		t = &qs->rows[*ix - 1];
+		if (t->count != t->nested || t->count > e->count || t->kind != SP_QK_STMT)
+			continue;
+		e->rows += t->rows;
+		e->vm_steps += t->vm_steps;
+		e->fullscan_steps += t->fullscan_steps;
+		e->sorts += t->sorts;
+		e->autoindex += t->autoindex;
+		e->prepares += t->prepares;
+		e->prepare_ns += t->prepare_ns;
+		e->self_ns += t->self_ns;
+		if (t->errors > e->errors)
+			e->errors = t->errors;
+		if (!e->plan) {
+			e->plan = t->plan;
+			t->plan = NULL;
+			e->nplans = t->nplans;
+		}
+		e->folded = 1;
+		t->count = 0; /* removed below */
+	}
+	{
+		size_t j = 0;
+
+		for (size_t i = 0; i < qs->n; i++) {
+			if (!qs->rows[i].count) {
+				free(qs->rows[i].fingerprint);
+				free(qs->rows[i].sql);
+				free(qs->rows[i].plan);
+				continue;
+			}
+			qs->rows[j++] = qs->rows[i];
+		}
+		qs->n = j;
+	}
+	hmap_free(&idx);
+	qs->lost = scalar(db, "SELECT COALESCE(SUM(lost),0) FROM processes");
+	qs->executions = scalar(db, "SELECT COALESCE(SUM(count),0) FROM queries");
+	if (w) {
+		sqlite3_stmt *ws;
+
+		qs->executions = 0;
+		if (sqlite3_prepare_v2(db,
+				       "SELECT COALESCE(SUM(count),0) FROM interval_queries"
+				       " WHERE start_ns >= ?1 AND start_ns <= ?2",
+				       -1, &ws, NULL) == SQLITE_OK) {
+			sqlite3_bind_int64(ws, 1, w->lo_start);
+			sqlite3_bind_int64(ws, 2, w->hi_start);
+			if (sqlite3_step(ws) == SQLITE_ROW)
+				qs->executions = col_u64(ws, 0);
+			sqlite3_finalize(ws);
+		}
+	}
+	qs->processes = scalar(db, "SELECT COUNT(*) FROM processes");
+	/* the ones that used SQLite: exec'd helpers (pyenv's shims, env,
+	 * readlink) connect too, and stay in the profile */
+	qs->sqlite_processes = scalar(db, "SELECT COUNT(*) FROM processes WHERE executions > 0");
+	qs->untracked = scalar(db, "SELECT COALESCE(SUM(untracked),0) FROM processes");
+	qs->bad_messages = scalar(db, "SELECT CAST(value AS INTEGER) FROM meta WHERE key='bad_messages'");
+	qs->unreported = scalar(db, "SELECT CAST(value AS INTEGER) FROM meta WHERE key='unreported'");
+	qs->unreported_missing =
+		scalar(db, "SELECT CAST(value AS INTEGER) FROM meta WHERE key='unreported_missing'");
+	{
+		sqlite3_stmt *cs;
+
+		if (sqlite3_prepare_v2(db, "SELECT value FROM meta WHERE key='command'", -1, &cs, NULL) ==
+		    SQLITE_OK) {
+			if (sqlite3_step(cs) == SQLITE_ROW)
+				qs->command = col_dup(cs, 0);
+			sqlite3_finalize(cs);
+		}
+		if (sqlite3_prepare_v2(db, "SELECT value FROM meta WHERE key='died'", -1, &cs, NULL) ==
+		    SQLITE_OK) {
+			if (sqlite3_step(cs) == SQLITE_ROW)
+				qs->died = col_dup(cs, 0);
+			sqlite3_finalize(cs);
+		}
+		qs->exit_status = -1;
+		qs->duration_ns = -1;
+		qs->rate = -1;
+		qs->runs = -1;
+		qs->events_dropped =
+			scalar(db, "SELECT CAST(value AS INTEGER) FROM meta WHERE key='events_dropped'");
+		if (sqlite3_prepare_v2(db,
+				       "SELECT (SELECT CAST(value AS REAL) FROM meta WHERE key='rate'),"
+				       " (SELECT CAST(value AS INTEGER) FROM meta WHERE key='runs')",
+				       -1, &cs, NULL) == SQLITE_OK) {
+			if (sqlite3_step(cs) == SQLITE_ROW) {
+				if (sqlite3_column_type(cs, 0) != SQLITE_NULL)
+					qs->rate = sqlite3_column_double(cs, 0);
+				if (sqlite3_column_type(cs, 1) != SQLITE_NULL)
+					qs->runs = sqlite3_column_int64(cs, 1);
+			}
+			sqlite3_finalize(cs);
+		}
+		if (sqlite3_prepare_v2(db,
+				       "SELECT (SELECT CAST(value AS INTEGER) FROM meta WHERE key='exit_status'),"
+				       " (SELECT CAST(value AS INTEGER) FROM meta WHERE key='duration_ns')",
+				       -1, &cs, NULL) == SQLITE_OK) {
+			if (sqlite3_step(cs) == SQLITE_ROW) {
+				if (sqlite3_column_type(cs, 0) != SQLITE_NULL)
+					qs->exit_status = sqlite3_column_int64(cs, 0);
+				if (sqlite3_column_type(cs, 1) != SQLITE_NULL)
+					qs->duration_ns = sqlite3_column_int64(cs, 1);
+			}
+			sqlite3_finalize(cs);
+		}
+	}
+	return 0;
+nomem:
+	ret = SP_ERR_NOMEM;
+	snprintf(err, errlen, "out of memory");
+	goto fail;
+sqlerr:
+	snprintf(err, errlen, "corrupt profile: %s", sqlite3_errmsg(db));
+fail:
+	sqlite3_finalize(st);
+	sqlite3_finalize(hs);
+	sp_hist_free(h);
+	hmap_free(&idx);
+	sp_qset_free(qs);
+	return ret;
+}
+
+void sp_qset_free(struct sp_qset *qs)
+{
+	size_t i;
+
+	for (i = 0; i < qs->n; i++) {
+		free(qs->rows[i].fingerprint);
+		free(qs->rows[i].sql);
+		free(qs->rows[i].plan);
+	}
+	free(qs->rows);
+	free(qs->command);
+	free(qs->died);
+	memset(qs, 0, sizeof(*qs));
+}
+
+static int sort_off;
+
+#define CMP_DESC(a, b) ((a) < (b) ? 1 : (a) > (b) ? -1 : 0)
+
+static int cmp_rows(const void *pa, const void *pb)
+{
+	const struct sp_qrow *a = pa, *b = pb;
+	int c;
+
+	if (sort_off < 0)
+		c = CMP_DESC(a->mean_ns, b->mean_ns);
+	else
+		c = CMP_DESC(*(const uint64_t *)((const char *)a + sort_off),
+			     *(const uint64_t *)((const char *)b + sort_off));
+	if (!c)
+		c = CMP_DESC(a->total_ns, b->total_ns);
+	if (!c)
+		c = strcmp(a->fingerprint, b->fingerprint);
+	return c;
+}
+
+int sp_qset_sort(struct sp_qset *qs, const char *key)
+{
+	static const struct {
+		const char *name;
+		int off;
+	} keys[] = {
+		{ "total", offsetof(struct sp_qrow, total_ns) },
+		{ "count", offsetof(struct sp_qrow, count) },
+		{ "mean", -1 },
+		{ "p50", offsetof(struct sp_qrow, p50_ns) },
+		{ "p95", offsetof(struct sp_qrow, p95_ns) },
+		{ "p99", offsetof(struct sp_qrow, p99_ns) },
+		{ "max", offsetof(struct sp_qrow, max_ns) },
+		{ "rows", offsetof(struct sp_qrow, rows) },
+		{ "self", offsetof(struct sp_qrow, self_ns) },
+		{ "errors", offsetof(struct sp_qrow, errors) },
+		{ "vm", offsetof(struct sp_qrow, vm_steps) },
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
+		if (!strcmp(key, keys[i].name)) {
+			sort_off = keys[i].off;
+			if (qs->n)
+				sp_qsort(qs->rows, qs->n, sizeof(*qs->rows), cmp_rows);
+			return 0;
+		}
+	return -1;
+}
+
+void sp_failures_free(struct sp_failures *fs)
+{
+	for (size_t i = 0; i < fs->n; i++) {
+		free(fs->f[i].message);
+		free(fs->f[i].fingerprint);
+	}
+	free(fs->f);
+	memset(fs, 0, sizeof(*fs));
+}
+
+int sp_failures_load(sqlite3 *db, struct sp_failures *out)
+{
+	sqlite3_stmt *st;
+	size_t cap = 0;
+
+	memset(out, 0, sizeof(*out));
+	/* kind is absent from old profiles' rows only as a value: the
+	 * column has always existed */
+	if (sqlite3_prepare_v2(db,
+			       "SELECT e.fp_id, e.kind, e.rc, e.message, SUM(e.count), e.pid, e.stack_id,"
+			       " (SELECT fingerprint FROM queries q WHERE q.fp_id = e.fp_id LIMIT 1)"
+			       " FROM errors e"
+			       " WHERE NOT (COALESCE(e.kind, 'stmt') <> 'exec' AND EXISTS (SELECT 1 FROM errors x"
+			       "  WHERE x.kind = 'exec' AND x.pid = e.pid AND x.rc = e.rc"
+			       "  AND x.message IS e.message) AND EXISTS (SELECT 1 FROM frames f"
+			       "  WHERE f.pid = e.pid AND f.stack_id = e.stack_id AND f.function = 'sqlite3_exec'))"
+			       " GROUP BY e.fp_id, e.kind, e.rc, e.message, e.pid, e.stack_id"
+			       " ORDER BY SUM(e.count) DESC, e.fp_id, e.rc",
+			       -1, &st, NULL) != SQLITE_OK)
+		return 0; /* no errors table: nothing failed */
+	while (sqlite3_step(st) == SQLITE_ROW) {
+		struct sp_failure *x;
+		const char *kind = (const char *)sqlite3_column_text(st, 1);
+
+		if (SP_GROW(out->f, cap, out->n + 1, 16) < 0)
+			goto nomem;
+		x = &out->f[out->n];
+		memset(x, 0, sizeof(*x));
+		x->fp_id = sqlite3_column_int64(st, 0);
+		x->kind = sp_qkind_parse(kind);
+		x->rc = sqlite3_column_int(st, 2);
+		x->message = col_dup(st, 3);
+		x->count = col_u64(st, 4);
+		x->pid = col_u64(st, 5);
+		x->stack_id = (uint64_t)sqlite3_column_int64(st, 6);
+		x->fingerprint = sqlite3_column_type(st, 7) == SQLITE_NULL ? strdup("<sql text lost>") :
+									    col_dup(st, 7);
+		out->n++;
+		if (!x->message || !x->fingerprint)
+			goto nomem;
+	}
+	sqlite3_finalize(st);
+	return 0;
+nomem:
+	sqlite3_finalize(st);
+	sp_failures_free(out);
+	return -1;
+}

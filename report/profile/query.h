@@ -1,0 +1,90 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * query.h - per-query rows loaded from a profile, shared by the report
+ * printers (and later by export and diff). Loading computes percentiles
+ * from the stored histograms; printing lives in the cmd-* files.
+ */
+#ifndef SP_QUERY_H
+#define SP_QUERY_H
+
+#include <sqlite3.h>
+#include <stdint.h>
+
+#include "kind.h"
+#include "plan.h" /* the rows' plan text and its parser */
+#include "series.h"
+
+struct sp_qrow {
+	int64_t fp_id;
+	enum sp_qkind kind;
+	char *fingerprint, *sql;
+	uint64_t count, total_ns, self_ns, wall_ns, min_ns, max_ns, rows;
+	uint64_t vm_steps, fullscan_steps, sorts, autoindex, errors, nested, samples;
+	uint64_t prepares, prepare_ns;
+	uint64_t p50_ns, p95_ns, p99_ns;
+	uint64_t runs, max_run;   /* consecutive executions on one thread */
+	double mean_ns;
+	char *plan;               /* EXPLAIN QUERY PLAN lines, NULL if none */
+	int nplans;               /* distinct plans seen (>1: it changed) */
+	int folded;               /* an exec row that took in its one statement's row */
+};
+
+struct sp_qset {
+	struct sp_qrow *rows;
+	size_t n;
+	uint64_t lost, executions, processes, bad_messages, untracked;
+	uint64_t sqlite_processes; /* processes with executions (the rest ran no SQLite) */
+	/* processes that could not connect (meta), and of them those whose
+	 * executions are missing */
+	uint64_t unreported, unreported_missing;
+	char *command;
+	int64_t exit_status, duration_ns; /* of the command (meta); -1: unknown */
+	char *died; /* meta "died": PID\tEXE\tN\tSQL lines (sp_coll_deaths), or NULL */
+	double rate;  /* meta "rate": the sampling rate; -1: unknown */
+	int64_t runs; /* meta "runs" (record --repeat); -1: unknown */
+	uint64_t events_dropped; /* meta "events_dropped" */
+	struct sp_window window; /* the window loaded (window.on), see below */
+};
+
+/* Load every query of a profile. Returns 0, or -1 with err set.
+ * An sqlite3_exec that ran one statement, its own text, is one row: when a
+ * fingerprint's statement row ran only nested (count == nested) and no
+ * more often than its exec row, the statement row is folded into the exec
+ * row (which takes its rows, counters, prepares and plan, and their self
+ * time; folded set) instead of being listed as a second query. Returns
+ * 0, or SP_ERR_INPUT / SP_ERR_NOMEM (util.h) with a one-line reason in
+ * err. */
+int sp_qset_load(sqlite3 *db, struct sp_qset *qs, char *err, size_t errlen);
+/* The same, with w (resolved, w->on) a time window: count, times, rows,
+ * errors and the other subtractable counters, the percentiles (and min
+ * and max, from the window's histogram buckets) and the executions are
+ * the sums of the window's intervals (interval_queries); a query that did not run in it is left out.
+ * max_run, plans and the rest stay the whole profile's. w NULL or off:
+ * sp_qset_load. */
+int sp_qset_load_window(sqlite3 *db, const struct sp_window *w, struct sp_qset *qs, char *err,
+			size_t errlen);
+void sp_qset_free(struct sp_qset *qs);
+/* Sort by a key: total, count, mean, p50, p95, p99, max, rows, self, errors.
+ * Returns -1 for an unknown key. */
+int sp_qset_sort(struct sp_qset *qs, const char *key);
+
+/* Failed executions of a profile, grouped by query, kind, code, message,
+ * process and stack, most frequent first. A statement's failure that is
+ * also an sqlite3_exec's (same process, code and message, and a stack
+ * through sqlite3_exec: the statement the exec ran) is listed once, as the
+ * exec's. */
+struct sp_failure {
+	int64_t fp_id;
+	enum sp_qkind kind;
+	int rc;
+	char *message, *fingerprint;
+	uint64_t count, pid, stack_id;
+};
+struct sp_failures {
+	struct sp_failure *f;
+	size_t n;
+};
+int sp_failures_load(sqlite3 *db, struct sp_failures *out);
+void sp_failures_free(struct sp_failures *fs);
+
+#endif

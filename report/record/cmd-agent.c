@@ -1,0 +1,1226 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * cmd-agent.c - `sqlprof agent`: a standing collector in the foreground.
+ * Any number of processes started with `sqlprof env`'s environment
+ * connect over its life, come and go; each is a process row, and the
+ * totals accumulate. The profile is brought up to date every --interval
+ * and replaced atomically, so report, diff, check and export read it at
+ * any moment; SIGTERM or SIGINT end the agent, writing it a last time.
+ *
+ * Snapshots. Every interval the agent fork()s: the child holds a
+ * copy-on-write image of the collector, merges the live statistics of
+ * every process still running into its copy (the same memfds, mapped
+ * shared, so it reads their current totals), writes the profile to a
+ * temporary and renames it over the output, and exits. The parent never
+ * stops reading the rings and the sockets meanwhile, and its own state is
+ * untouched (the child does not read the rings: their tails are shared).
+ *
+ * Restarts. Besides the profile's own tables, the agent writes its state
+ * (profile-format.md, "The agent's state"): its exact totals per SQL text
+ * (agent_queries) and, per process image still running, the part of them
+ * that image's statistics held at that moment (agent_live, keyed by pid,
+ * start time and the statistics memfd's inode). A new agent writing the
+ * same profile starts from agent_queries; when an image of agent_live
+ * reconnects, its statistics (cumulative, in its own memory) come again
+ * in full, so its agent_live part is taken off first: nothing counted
+ * twice, nothing lost that the images still hold.
+ *
+ * Time series. Every write adds an interval to the profile (series.c):
+ * what the totals gained since the profile it replaces, so the intervals
+ * sum to the totals across restarts too.
+ *
+ * Live views. The agent's exact totals now (agent_totals: its collector,
+ * with the totals and histograms carried from an earlier agent, and what
+ * every live image's statistics hold) are what --metrics serves
+ * (metrics.c) and what a viewer (`sqlprof top`) is sent on the socket
+ * (live.h).
+ *
+ * What it does not do: run commands (record does), or render metrics.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <sqlite3.h>
+
+#include "cmds.h"
+#include "collect.h"
+#include "kind.h"
+#include "live.h"
+#include "metrics.h"
+#include "outfile.h"
+#include "profile-write.h"
+#include "serve.h"
+#include "series.h"
+
+/* The subtractable totals of one SQL text and kind (struct sp_qagg). */
+#define QF(X)                                                                                      \
+	X(count) X(total_ns) X(self_ns) X(wall_ns) X(rows) X(vm_steps) X(fullscan_steps) X(sorts) \
+	X(autoindex) X(errors) X(nested) X(samples) X(prepares) X(prepare_ns) X(runs)
+#define QF_COUNT(f) +1
+enum { NQF = 0 QF(QF_COUNT) };
+
+/* One image's part of one query's totals (agent_live). */
+struct live_row {
+	uint32_t pid;
+	uint64_t start, ino;
+	uint64_t sql_id, kind;
+	uint64_t v[NQF];
+};
+
+struct rows {
+	struct live_row *r;
+	size_t n, cap;
+};
+
+/* One bucket of an image's part of a fingerprint's latency histogram
+ * (agent_live_hist). */
+struct hist_row {
+	uint32_t pid;
+	uint64_t ino, fp_id, kind, bucket_ns, count;
+};
+
+struct hrows {
+	struct hist_row *r;
+	size_t n, cap;
+};
+
+struct agent {
+	struct sp_coll c;
+	struct sp_srv srv;
+	const char *output;
+	struct rows carried;   /* agent_live of the previous agent, not reconnected yet */
+	long long started;     /* unix time the profile began (kept over restarts) */
+	uint64_t t0;           /* mono ns we started */
+	long long restarts;    /* agents before us that wrote this profile */
+	struct rows live;      /* filled just before a write */
+	struct hrows carried_h, live_h; /* the same for the histograms */
+	int64_t snap_ns;       /* unix ns the statistics of this write were read */
+	int64_t first_ns;      /* unix ns the profile's first interval starts */
+	struct sp_live_state ls; /* the live views' state (live.h) */
+	struct sp_metrics *metrics; /* --metrics, NULL: none */
+	double carried_tick;   /* ns per TSC tick of the agent before us, 0: none */
+};
+
+static int sig_pipe[2] = { -1, -1 };
+static volatile sig_atomic_t stop_sig;
+
+static void on_signal(int sig)
+{
+	int saved = errno;
+
+	if (sig != SIGCHLD)
+		stop_sig = sig;
+	if (sig_pipe[1] >= 0)
+		(void)!write(sig_pipe[1], "", 1);
+	errno = saved;
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: sqlprof agent [OPTIONS]\n"
+		"\n"
+		"Collect from every process started with `sqlprof env`'s environment, for as\n"
+		"long as it runs, into one profile brought up to date every interval.\n"
+		"\n"
+		"  -o, --output FILE     profile to write (default " SP_PROFILE_DEFAULT "); a profile an\n"
+		"                        earlier agent wrote there is continued\n"
+		"      --socket PATH     socket to listen on (default $XDG_RUNTIME_DIR/sqlprof/sock,\n"
+		"                        /run/sqlprof/sock for root); its directory is made 0700\n"
+		"      --interval S      write the profile at least every S seconds (default 10);\n"
+		"                        each write adds an interval to its time series (report\n"
+		"                        --since/--until/--last, export -f csv --intervals)\n"
+		"      --metrics HOST:PORT  serve GET /metrics (Prometheus text format) there,\n"
+		"                        e.g. 127.0.0.1:9187 or [::1]:9187\n"
+		"      --metrics-top N   queries with series of their own (default 200); the\n"
+		"                        others are summed as query_id=\"other\"\n"
+		"  -q, --quiet           no messages but errors\n"
+		"  -h, --help            this text\n"
+		"\n"
+		"SIGTERM or SIGINT end it, writing the profile. Only processes of the agent's\n"
+		"own uid may connect.\n"
+		"\n"
+		"examples:\n"
+		"  sqlprof agent -o /var/lib/sqlprof/app.db --interval 5 &\n"
+		"  eval \"$(sqlprof env)\"; ./server\n"
+		"  sqlprof report /var/lib/sqlprof/app.db\n"
+		"  sqlprof report --last 5m /var/lib/sqlprof/app.db\n"
+		"  sqlprof agent --metrics 127.0.0.1:9187 &   # then: curl 127.0.0.1:9187/metrics\n"
+		"  sqlprof top\n");
+}
+
+/* The socket's directory: made 0700 when missing (its parent must
+ * exist), else it must be a directory of ours (not a symbolic link)
+ * that nobody else may write in. Returns 0, or -1 with a reason. */
+static int socket_dir(const char *path, char *err, size_t errlen)
+{
+	char dir[PATH_MAX];
+	const char *slash = strrchr(path, '/');
+	struct stat st;
+
+	if (!slash || slash == path || (size_t)(slash - path) >= sizeof(dir)) {
+		snprintf(err, errlen, "--socket wants an absolute path in a directory, not '%s'", path);
+		return -1;
+	}
+	memcpy(dir, path, (size_t)(slash - path));
+	dir[slash - path] = 0;
+	if (mkdir(dir, 0700) < 0 && errno != EEXIST) {
+		snprintf(err, errlen, "cannot create %s: %s", dir, strerror(errno));
+		return -1;
+	}
+	if (lstat(dir, &st) < 0) {
+		snprintf(err, errlen, "%s: %s", dir, strerror(errno));
+		return -1;
+	}
+	if (!S_ISDIR(st.st_mode) || st.st_uid != getuid() || (st.st_mode & 022)) {
+		snprintf(err, errlen,
+			 "%s must be a directory of uid %u that others cannot write in (it holds "
+			 "the socket and the files processes leave for the agent)",
+			 dir, (unsigned)getuid());
+		return -1;
+	}
+	return 0;
+}
+
+/* A socket left at path by an agent that is gone is removed; one an agent
+ * still listens on, or anything else, is refused. */
+static int socket_claim(const char *path, char *err, size_t errlen)
+{
+	struct sockaddr_un sa;
+	struct stat st;
+	int fd, r;
+
+	if (lstat(path, &st) < 0)
+		return errno == ENOENT ? 0 : (snprintf(err, errlen, "%s: %s", path, strerror(errno)), -1);
+	if (!S_ISSOCK(st.st_mode)) {
+		snprintf(err, errlen, "%s exists and is not a socket", path);
+		return -1;
+	}
+	memset(&sa, 0, sizeof(sa));
+	if (strlen(path) >= sizeof(sa.sun_path)) {
+		snprintf(err, errlen, "socket path too long: %s", path);
+		return -1;
+	}
+	sa.sun_family = AF_UNIX;
+	memcpy(sa.sun_path, path, strlen(path));
+	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	if (fd < 0) {
+		snprintf(err, errlen, "socket: %s", strerror(errno));
+		return -1;
+	}
+	r = connect(fd, (struct sockaddr *)&sa, sizeof(sa));
+	close(fd);
+	if (r == 0) {
+		snprintf(err, errlen, "an agent is already listening on %s", path);
+		return -1;
+	}
+	if (unlink(path) < 0 && errno != ENOENT) {
+		snprintf(err, errlen, "cannot remove the stale socket %s: %s", path, strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+static int rows_add(struct rows *rs, const struct live_row *r)
+{
+	if (SP_GROW(rs->r, rs->cap, rs->n + 1, 64) < 0)
+		return -1;
+	rs->r[rs->n++] = *r;
+	return 0;
+}
+
+static int hrows_add(struct hrows *rs, const struct hist_row *r)
+{
+	if (SP_GROW(rs->r, rs->cap, rs->n + 1, 64) < 0)
+		return -1;
+	rs->r[rs->n++] = *r;
+	return 0;
+}
+
+struct hist_walk {
+	struct hrows *out;
+	struct hist_row r;
+	int rc;
+};
+
+static int hist_walk_row(uint64_t lo, uint64_t count, void *arg)
+{
+	struct hist_walk *w = arg;
+
+	w->r.bucket_ns = lo;
+	w->r.count = count;
+	w->rc = hrows_add(w->out, &w->r);
+	return w->rc;
+}
+
+static void qagg_to_row(const struct sp_qagg *q, struct live_row *r)
+{
+	size_t i = 0;
+#define QF_GET(f) r->v[i++] = q->f;
+	QF(QF_GET)
+#undef QF_GET
+}
+
+static uint64_t sub_sat(uint64_t a, uint64_t b)
+{
+	return a > b ? a - b : 0;
+}
+
+/* Take an image's part (r) off the totals: its statistics will come again. */
+static void row_subtract(struct sp_coll *c, const struct live_row *r)
+{
+	uint64_t k[2] = { r->sql_id, r->kind };
+	struct sp_qagg *q = hmap_get(&c->queries, k, 0, NULL);
+	struct sp_proc *p = hmap_get(&c->procs, &r->pid, 0, NULL);
+	size_t i = 0;
+
+	if (q) {
+#define QF_SUB(f) q->f = sub_sat(q->f, r->v[i]), i++;
+		QF(QF_SUB)
+#undef QF_SUB
+	}
+	if (p)
+		p->execs = sub_sat(p->execs, r->v[0]);
+}
+
+/* Take an image's part of the histograms (its carried_h rows) off the
+ * fingerprints' histograms, and drop those rows. */
+static void hist_subtract(struct agent *a, uint32_t pid, uint64_t ino)
+{
+	for (size_t i = 0; i < a->carried_h.n;) {
+		const struct hist_row *r = &a->carried_h.r[i];
+
+		if (r->pid != pid || r->ino != ino) {
+			i++;
+			continue;
+		}
+		{
+			uint64_t fk[2] = { r->fp_id, r->kind };
+			struct sp_fphist *fh = hmap_get(&a->c.fphists, fk, 0, NULL);
+
+			if (fh && fh->hist) {
+				sp_hist_sub_bucket(fh->hist, r->bucket_ns, r->count);
+				fh->count = fh->count > r->count ? fh->count - r->count : 0;
+			}
+		}
+		a->carried_h.r[i] = a->carried_h.r[--a->carried_h.n];
+	}
+}
+
+/* Every image still mapped, its statistics read once into a collector of
+ * its own (tmp, freed afterwards), handed to fn. Stops at fn's first
+ * nonzero return, and returns it. */
+static int each_image(struct agent *a,
+		      int (*fn)(struct agent *a, const struct sp_statmap *m, struct sp_coll *tmp,
+				void *arg),
+		      void *arg)
+{
+	for (size_t i = 0; i < a->c.nstats; i++) {
+		const struct sp_statmap *m = &a->c.stats[i];
+		struct sp_coll tmp;
+		struct hmap own;
+		int rc;
+
+		sp_coll_init(&tmp);
+		tmp.ns_per_tick = a->c.ns_per_tick;
+		/* merged with the agent's SQL texts, so that each text's
+		 * histogram goes into its fingerprint's, as in the agent's own
+		 * merge: a live service that ran 100,000 texts of one INSERT
+		 * made 100,000 histograms at every scrape (0.5 s, 175 MB of
+		 * RSS). The merge may add a text (the unattributed
+		 * executions'): the map is handed back as it is after it. */
+		own = tmp.sqls;
+		tmp.sqls = a->c.sqls;
+		sp_coll_stats_merge(&tmp, m->pid, m->map, m->size, m->clock);
+		a->c.sqls = tmp.sqls;
+		tmp.sqls = own;
+		rc = fn(a, m, &tmp, arg);
+		sp_coll_free(&tmp);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
+/* An image's part (a->live, a->live_h) of what it holds now (tmp). */
+static int image_part(struct agent *a, const struct sp_statmap *m, struct sp_coll *tmp, void *arg)
+{
+	size_t it = 0;
+	const uint64_t *k;
+	struct sp_qagg *q;
+	const struct sp_fphist *fh;
+	struct live_row r;
+	struct hist_walk w = { .out = &a->live_h };
+
+	if (!m->ino)
+		return 0; /* no memfd: it cannot come back with it */
+	memset(&r, 0, sizeof(r));
+	r.pid = m->pid;
+	r.start = sp_srv_proc_start(m->pid);
+	r.ino = m->ino;
+	w.r.pid = m->pid;
+	w.r.ino = m->ino;
+	while ((q = hmap_next(&tmp->queries, &it, (const void **)&k))) {
+		r.sql_id = k[0];
+		r.kind = k[1];
+		qagg_to_row(q, &r);
+		if (rows_add(&a->live, &r) < 0)
+			return -1;
+		if (q->hist) {
+			/* a text not known (or a placeholder's) when merged:
+			 * the collector files it under fingerprint 0 */
+			w.r.kind = k[1];
+			w.r.fp_id = 0;
+			sp_hist_foreach(q->hist, hist_walk_row, &w);
+			if (w.rc < 0)
+				return -1;
+		}
+	}
+	/* the known texts' histograms, per fingerprint (each_image merges
+	 * with the agent's texts, as collect.c files them) */
+	it = 0;
+	while ((fh = hmap_next(&tmp->fphists, &it, (const void **)&k))) {
+		if (!fh->hist)
+			continue;
+		w.r.fp_id = k[0];
+		w.r.kind = k[1];
+		sp_hist_foreach(fh->hist, hist_walk_row, &w);
+		if (w.rc < 0)
+			return -1;
+	}
+	return 0;
+}
+
+/* The part of every query each image still mapped holds now, into a->live
+ * (replacing it), followed by the carried images that have not come back. */
+static int live_parts(struct agent *a)
+{
+	a->live.n = 0;
+	a->live_h.n = 0;
+	if (each_image(a, image_part, NULL) < 0)
+		return -1;
+	for (size_t i = 0; i < a->carried.n; i++)
+		if (rows_add(&a->live, &a->carried.r[i]) < 0)
+			return -1;
+	/* the histogram parts of the carried images that may still come back
+	 * (their distinct images first: a row per image and query each) */
+	if (a->carried_h.n) {
+		struct hist_row *img = malloc((a->carried.n + 1) * sizeof(*img));
+		size_t nimg = 0;
+
+		if (!img)
+			return -1;
+		for (size_t j = 0; j < a->carried.n; j++) {
+			size_t k;
+
+			for (k = nimg; k > 0; k--)
+				if (img[k - 1].pid == a->carried.r[j].pid &&
+				    img[k - 1].ino == a->carried.r[j].ino)
+					break;
+			if (!k) {
+				img[nimg].pid = a->carried.r[j].pid;
+				img[nimg++].ino = a->carried.r[j].ino;
+			}
+		}
+		for (size_t i = 0; i < a->carried_h.n; i++) {
+			const struct hist_row *h = &a->carried_h.r[i];
+			size_t k;
+
+			for (k = 0; k < nimg && (img[k].pid != h->pid || img[k].ino != h->ino); k++)
+				;
+			if (k < nimg && hrows_add(&a->live_h, h) < 0) {
+				free(img);
+				return -1;
+			}
+		}
+		free(img);
+	}
+	return 0;
+}
+
+/* How long the live views wait for the previous agent's images. */
+#define RECONNECT_GRACE_NS (10ull * 1000000000ull)
+
+static int image_totals(struct agent *a, const struct sp_statmap *m, struct sp_coll *tmp, void *arg)
+{
+	sp_live_add(arg, &a->ls, tmp, &a->c);
+	return 0;
+}
+
+/*
+ * The agent's exact totals now, per fingerprint, into out: its collector
+ * (what it merged, and a previous agent's totals and histograms less the
+ * parts of the images that came back) and what every image still mapped
+ * holds (read once, as a profile's write does). The one source of
+ * --metrics and of a viewer's answer. 0 or -1.
+ */
+static int agent_totals(void *arg, struct sp_live *out)
+{
+	struct agent *a = arg;
+	struct sp_live_acc acc;
+	struct timespec ts;
+	int rc;
+
+	memset(out, 0, sizeof(*out));
+	sp_live_acc_init(&acc);
+	sp_live_add(&acc, &a->ls, &a->c, &a->c);
+	each_image(a, image_totals, &acc);
+	rc = sp_live_take(&acc, &a->ls, out);
+	sp_live_acc_free(&acc);
+	clock_gettime(CLOCK_REALTIME, &ts);
+	out->time_ns = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+	out->lost = sp_coll_lost(&a->c);
+	out->executions = sp_coll_executions(&a->c);
+	out->restarts = (uint64_t)a->restarts;
+	/* processes connected now (a viewer has no process row) */
+	for (size_t i = 0; i < a->srv.ncl; i++)
+		if (hmap_get(&a->c.procs, &a->srv.cl[i].pid, 0, NULL))
+			out->processes++;
+	/* the previous agent's images that still run and have not come back:
+	 * their executions since its last write are missing from the totals
+	 * (a counter would go down). Waited for at most RECONNECT_GRACE_NS
+	 * after the start (an image at SQLPROF_RATE=0 may come much later). */
+	if (a->carried.n && sp_srv_mono_ns() - a->t0 < RECONNECT_GRACE_NS) {
+		struct hmap seen; /* {pid, start} looked at */
+
+		hmap_init(&seen, 2 * sizeof(uint64_t), sizeof(int));
+		for (size_t i = 0; i < a->carried.n; i++) {
+			uint64_t k[2] = { a->carried.r[i].pid, a->carried.r[i].start };
+			int created;
+
+			if (hmap_get(&seen, k, 1, &created) && created &&
+			    sp_srv_proc_start(a->carried.r[i].pid) == a->carried.r[i].start)
+				out->pending++;
+		}
+		hmap_free(&seen);
+	}
+	if (a->ls.profile && !(out->profile = strdup(a->ls.profile)))
+		rc = -1;
+	return rc;
+}
+
+/* A viewer's request (serve.c's on_view): the totals, sp_live_encode'd
+ * into a memfd sent back with one message. Never waits: the socket is
+ * non-blocking and the answer one message with a descriptor. */
+static void view_answer(struct sp_srv *s, const struct sp_client *cl)
+{
+	struct agent *a = s->arg;
+	struct sp_live l;
+	uint32_t hdr[2] = { SP_VIEW_MAGIC, SP_VIEW_VERSION };
+	uint8_t *buf = NULL;
+	size_t len = 0;
+	int fd = -1;
+
+	(void)!recv(cl->fd, hdr, sizeof(hdr), MSG_DONTWAIT); /* the request: taken */
+	hdr[0] = SP_VIEW_MAGIC;
+	hdr[1] = SP_VIEW_VERSION;
+	if (agent_totals(a, &l) == 0 && sp_live_encode(&l, &buf, &len) == 0)
+		fd = memfd_create("sqlprof-view", MFD_CLOEXEC);
+	if (fd >= 0 && write(fd, buf, len) == (ssize_t)len) {
+		struct msghdr mh;
+		struct iovec iov = { hdr, sizeof(hdr) };
+		union {
+			char b[CMSG_SPACE(sizeof(int))];
+			struct cmsghdr align;
+		} u;
+		struct cmsghdr *cm;
+
+		memset(&mh, 0, sizeof(mh));
+		memset(&u, 0, sizeof(u));
+		mh.msg_iov = &iov;
+		mh.msg_iovlen = 1;
+		mh.msg_control = u.b;
+		mh.msg_controllen = sizeof(u.b);
+		cm = CMSG_FIRSTHDR(&mh);
+		cm->cmsg_level = SOL_SOCKET;
+		cm->cmsg_type = SCM_RIGHTS;
+		cm->cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(cm), &fd, sizeof(int));
+		(void)!sendmsg(cl->fd, &mh, MSG_DONTWAIT | MSG_NOSIGNAL);
+	}
+	if (fd >= 0)
+		close(fd);
+	free(buf);
+	sp_live_free(&l);
+}
+
+/* The agent's tables and meta rows (profile-write.h's extra callback). */
+static int write_state(sqlite3 *db, void *arg)
+{
+	struct agent *a = arg;
+	sqlite3_stmt *st = NULL;
+	size_t it = 0;
+	const uint64_t *k;
+	struct sp_qagg *q;
+	char sql[1024], err[512];
+	int n, rc = -1;
+
+	if (sqlite3_exec(db,
+			 "CREATE TABLE agent_queries(sql_id INTEGER, kind INTEGER, count INTEGER,"
+			 " total_ns INTEGER, self_ns INTEGER, wall_ns INTEGER, rows INTEGER,"
+			 " vm_steps INTEGER, fullscan_steps INTEGER, sorts INTEGER, autoindex INTEGER,"
+			 " errors INTEGER, nested INTEGER, samples INTEGER, prepares INTEGER,"
+			 " prepare_ns INTEGER, runs INTEGER, min_ns INTEGER, max_ns INTEGER,"
+			 " PRIMARY KEY(sql_id, kind));"
+			 "CREATE TABLE agent_live(pid INTEGER, start INTEGER, ino INTEGER,"
+			 " sql_id INTEGER, kind INTEGER, count INTEGER, total_ns INTEGER,"
+			 " self_ns INTEGER, wall_ns INTEGER, rows INTEGER, vm_steps INTEGER,"
+			 " fullscan_steps INTEGER, sorts INTEGER, autoindex INTEGER, errors INTEGER,"
+			 " nested INTEGER, samples INTEGER, prepares INTEGER, prepare_ns INTEGER,"
+			 " runs INTEGER);"
+			 "CREATE TABLE agent_live_hist(pid INTEGER, ino INTEGER, fp_id INTEGER,"
+			 " kind INTEGER, bucket_ns INTEGER, count INTEGER);",
+			 NULL, NULL, NULL) != SQLITE_OK)
+		return -1;
+	n = snprintf(sql, sizeof(sql), "INSERT INTO agent_queries VALUES(?,?");
+	for (int i = 0; i < NQF + 2; i++)
+		n += snprintf(sql + n, sizeof(sql) - (size_t)n, ",?");
+	snprintf(sql + n, sizeof(sql) - (size_t)n, ")");
+	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
+		goto out;
+	while ((q = hmap_next(&a->c.queries, &it, (const void **)&k))) {
+		struct live_row r;
+		int col = 1;
+
+		qagg_to_row(q, &r);
+		sqlite3_bind_int64(st, col++, (sqlite3_int64)k[0]);
+		sqlite3_bind_int64(st, col++, (sqlite3_int64)k[1]);
+		for (int i = 0; i < NQF; i++)
+			sqlite3_bind_int64(st, col++, (sqlite3_int64)r.v[i]);
+		sqlite3_bind_int64(st, col++, (sqlite3_int64)q->min_ns);
+		sqlite3_bind_int64(st, col++, (sqlite3_int64)q->max_ns);
+		if (sqlite3_step(st) != SQLITE_DONE)
+			goto out;
+		sqlite3_reset(st);
+	}
+	sqlite3_finalize(st);
+	st = NULL;
+	n = snprintf(sql, sizeof(sql), "INSERT INTO agent_live VALUES(?,?,?,?,?");
+	for (int i = 0; i < NQF; i++)
+		n += snprintf(sql + n, sizeof(sql) - (size_t)n, ",?");
+	snprintf(sql + n, sizeof(sql) - (size_t)n, ")");
+	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
+		goto out;
+	for (size_t j = 0; j < a->live.n; j++) {
+		const struct live_row *r = &a->live.r[j];
+		int col = 1;
+
+		sqlite3_bind_int64(st, col++, r->pid);
+		sqlite3_bind_int64(st, col++, (sqlite3_int64)r->start);
+		sqlite3_bind_int64(st, col++, (sqlite3_int64)r->ino);
+		sqlite3_bind_int64(st, col++, (sqlite3_int64)r->sql_id);
+		sqlite3_bind_int64(st, col++, (sqlite3_int64)r->kind);
+		for (int i = 0; i < NQF; i++)
+			sqlite3_bind_int64(st, col++, (sqlite3_int64)r->v[i]);
+		if (sqlite3_step(st) != SQLITE_DONE)
+			goto out;
+		sqlite3_reset(st);
+	}
+	sqlite3_finalize(st);
+	st = NULL;
+	if (sqlite3_prepare_v2(db, "INSERT INTO agent_live_hist VALUES(?,?,?,?,?,?)", -1, &st,
+			       NULL) != SQLITE_OK)
+		goto out;
+	for (size_t j = 0; j < a->live_h.n; j++) {
+		const struct hist_row *r = &a->live_h.r[j];
+
+		sqlite3_bind_int64(st, 1, r->pid);
+		sqlite3_bind_int64(st, 2, (sqlite3_int64)r->ino);
+		sqlite3_bind_int64(st, 3, (sqlite3_int64)r->fp_id);
+		sqlite3_bind_int64(st, 4, (sqlite3_int64)r->kind);
+		sqlite3_bind_int64(st, 5, (sqlite3_int64)r->bucket_ns);
+		sqlite3_bind_int64(st, 6, (sqlite3_int64)r->count);
+		if (sqlite3_step(st) != SQLITE_DONE)
+			goto out;
+		sqlite3_reset(st);
+	}
+	sqlite3_finalize(st);
+	st = NULL;
+	if (sqlite3_prepare_v2(db, "INSERT INTO meta VALUES(?,?)", -1, &st, NULL) != SQLITE_OK)
+		goto out;
+	sqlite3_bind_text(st, 1, "agent_restarts", -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 2, a->restarts);
+	if (sqlite3_step(st) != SQLITE_DONE)
+		goto out;
+	sqlite3_reset(st);
+	sqlite3_bind_text(st, 1, "agent_updated", -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 2, (sqlite3_int64)time(NULL));
+	if (sqlite3_step(st) != SQLITE_DONE)
+		goto out;
+	sqlite3_reset(st);
+	/* a restarted agent converts the same ticks to the same ns: the parts
+	 * it takes off and the statistics that come again in full agree, so
+	 * sums and buckets never go down */
+	sqlite3_bind_text(st, 1, "agent_ns_per_tick", -1, SQLITE_STATIC);
+	sqlite3_bind_double(st, 2, a->c.ns_per_tick);
+	if (sqlite3_step(st) != SQLITE_DONE)
+		goto out;
+	if (sp_live_state_write(db, &a->ls) < 0)
+		goto out;
+	/* this write's interval: what the totals gained since the profile
+	 * it replaces (series.c) */
+	if (sp_series_add(db, a->output, a->first_ns, a->snap_ns, err,
+			  sizeof(err)) < 0) {
+		fprintf(stderr, "sqlprof agent: %s\n", err);
+		goto out;
+	}
+	rc = 0;
+out:
+	sqlite3_finalize(st);
+	return rc;
+}
+
+/* Each live image's statistics, read once: copied, the copy merged for
+ * the totals and for its agent_live part alike. Read twice (live_parts,
+ * then sp_coll_finish), an execution ending in between was in the totals
+ * and not in the part: a restarted agent counted it twice (t_agent_late:
+ * 301 of 300, now and then). */
+static void freeze_stats(struct agent *a)
+{
+	for (size_t i = 0; i < a->c.nstats; i++) {
+		struct sp_statmap *m = &a->c.stats[i];
+		uint32_t nch;
+		size_t used;
+		void *cp;
+
+		if (m->copy || m->size < SP_STATS_CHUNK)
+			continue;
+		nch = __atomic_load_n(&((const struct sp_stats_hdr *)m->map)->nchunks,
+				      __ATOMIC_ACQUIRE);
+		used = (size_t)nch * SP_STATS_CHUNK;
+		if (!nch || used > m->size)
+			used = m->size;
+		cp = malloc(used);
+		if (!cp)
+			continue; /* read live, as before */
+		memcpy(cp, m->map, used);
+		munmap(m->map, m->size);
+		m->map = cp;
+		m->size = used;
+		m->copy = 1; /* ours to free; ino still names the image */
+	}
+}
+
+/* Merge what is still mapped into our collector (the caller's copy: a
+ * snapshot child, or the agent at its end) and write the profile. */
+static int write_profile(struct agent *a, char *err, size_t errlen)
+{
+	struct sp_meta meta;
+
+	freeze_stats(a);
+	/* the interval ends here: every execution in the statistics just
+	 * copied (and in those merged before) ended before this */
+	a->snap_ns = sp_series_now_ns();
+	if (live_parts(a) < 0) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	sp_coll_finish(&a->c);
+	memset(&meta, 0, sizeof(meta));
+	meta.command = "sqlprof agent";
+	meta.started = a->started;
+	meta.duration_ns = (long long)time(NULL) - a->started > 0 ?
+				   ((long long)time(NULL) - a->started) * 1000000000LL : 0;
+	meta.exit_status = 0;
+	meta.rate = 0.01;
+	meta.repeat = 1;
+	meta.extra = write_state;
+	meta.extra_arg = a;
+	return sp_profile_write(a->output, &a->c, &meta, err, errlen);
+}
+
+/* A snapshot: a forked child writes the profile from its copy. Returns
+ * the child's pid, or -1 (then nothing was written). */
+static pid_t snapshot(struct agent *a)
+{
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		char err[PATH_MAX + 256];
+
+		/* the agent's signals are the agent's: a group-wide SIGTERM
+		 * lets this write finish (the agent waits for it) */
+		signal(SIGTERM, SIG_IGN);
+		signal(SIGINT, SIG_IGN);
+		signal(SIGCHLD, SIG_DFL);
+		/* not ours to hold: the services must see the agent's end */
+		for (size_t i = 0; i < a->srv.ncl; i++)
+			close(a->srv.cl[i].fd);
+		if (a->srv.lfd >= 0)
+			close(a->srv.lfd);
+		sp_metrics_forget(a->metrics);
+		if (write_profile(a, err, sizeof(err)) < 0) {
+			fprintf(stderr, "sqlprof agent: %s\n", err);
+			_exit(1);
+		}
+		_exit(0);
+	}
+	return pid;
+}
+
+/* Processes whose connection ended without BYE and that are gone: their
+ * statistics are final, merge and let them go (and their rings). */
+static void reap_gone(struct agent *a)
+{
+	for (size_t i = 0; i < a->c.nstats;) {
+		uint32_t pid = a->c.stats[i].pid;
+		struct sp_proc *p = hmap_get(&a->c.procs, &pid, 0, NULL);
+		size_t j;
+
+		for (j = 0; j < a->srv.ncl && a->srv.cl[j].pid != pid; j++)
+			;
+		if (j == a->srv.ncl && p && p->died && kill((pid_t)pid, 0) < 0 && errno == ESRCH) {
+			sp_coll_proc_gone(&a->c, pid);
+			i = 0; /* the list changed */
+			continue;
+		}
+		i++;
+	}
+	/* carried images that will not come back: their part is final */
+	for (size_t i = 0; i < a->carried.n;) {
+		const struct live_row *r = &a->carried.r[i];
+
+		if (sp_srv_proc_start(r->pid) != r->start)
+			a->carried.r[i] = a->carried.r[--a->carried.n];
+		else
+			i++;
+	}
+}
+
+/* An image's statistics are mapped (collect.c's stats_added): when it is
+ * an image of the previous agent that reconnected (same pid and memfd
+ * inode), its earlier part is taken off the totals, since its statistics
+ * come again in full. The same process with another memfd is a new image
+ * (exec): the old one's part is final. */
+static void carried_match(struct sp_coll *c, uint32_t pid, uint64_t ino)
+{
+	struct agent *a = c->stats_added_arg;
+	uint64_t start = 0;
+	int have_start = 0;
+
+	for (size_t i = 0; i < a->carried.n;) {
+		const struct live_row *r = &a->carried.r[i];
+
+		if (r->pid != pid) {
+			i++;
+			continue;
+		}
+		if (r->ino == ino) {
+			row_subtract(c, r);
+			a->carried.r[i] = a->carried.r[--a->carried.n];
+			hist_subtract(a, pid, ino);
+			continue;
+		}
+		if (!have_start) {
+			start = sp_srv_proc_start(pid);
+			have_start = 1;
+		}
+		if (start == r->start)
+			a->carried.r[i] = a->carried.r[--a->carried.n];
+		else
+			i++;
+	}
+}
+
+static uint64_t col_u64(sqlite3_stmt *st, int i)
+{
+	sqlite3_int64 v = sqlite3_column_int64(st, i);
+
+	return v > 0 ? (uint64_t)v : 0;
+}
+
+/* Continue the profile an earlier agent wrote at path: its totals per SQL
+ * text, texts, processes, and the parts of the images that were running.
+ * Returns 0 (also when there is nothing to continue), -1 with a reason. */
+static int state_load(struct agent *a, const char *path, char *err, size_t errlen)
+{
+	sqlite3 *db;
+	sqlite3_stmt *st = NULL;
+	int rc = -1;
+
+	if (access(path, F_OK) < 0)
+		return 0;
+	db = sp_profile_open(path, err, errlen);
+	if (!db)
+		return -1;
+	if (sqlite3_prepare_v2(db, "SELECT count(*) FROM sqlite_schema WHERE name='agent_queries'"
+				   " AND type='table'", -1, &st, NULL) != SQLITE_OK ||
+	    sqlite3_step(st) != SQLITE_ROW || sqlite3_column_int(st, 0) == 0) {
+		rc = 0; /* a profile of record: started afresh */
+		goto out;
+	}
+	sqlite3_finalize(st);
+	st = NULL;
+	if (sqlite3_prepare_v2(db, "SELECT key, value FROM meta WHERE key IN ('started',"
+				   " 'agent_restarts', 'agent_ns_per_tick')", -1, &st, NULL) != SQLITE_OK)
+		goto sqlerr;
+	while (sqlite3_step(st) == SQLITE_ROW) {
+		const char *key = (const char *)sqlite3_column_text(st, 0);
+
+		if (key && !strcmp(key, "started"))
+			a->started = sqlite3_column_int64(st, 1);
+		else if (key && !strcmp(key, "agent_ns_per_tick"))
+			a->carried_tick = sqlite3_column_double(st, 1);
+		else if (key)
+			a->restarts = sqlite3_column_int64(st, 1) + 1;
+	}
+	if (!a->restarts)
+		a->restarts = 1;
+	sqlite3_finalize(st);
+	if (sqlite3_prepare_v2(db, "SELECT sql_id, fp_id, sql, full_len, truncated FROM statements",
+			       -1, &st, NULL) != SQLITE_OK)
+		goto sqlerr;
+	while (sqlite3_step(st) == SQLITE_ROW) {
+		uint64_t id = (uint64_t)sqlite3_column_int64(st, 0);
+		const unsigned char *t = sqlite3_column_text(st, 2);
+		int created;
+		struct sp_sql *s = hmap_get(&a->c.sqls, &id, 1, &created);
+
+		if (!s)
+			goto nomem;
+		if (created && t) {
+			s->text = strdup((const char *)t);
+			s->full_len = (uint32_t)sqlite3_column_int64(st, 3);
+			s->truncated = sqlite3_column_int(st, 4);
+			s->fp_id = (uint64_t)sqlite3_column_int64(st, 1);
+		}
+	}
+	sqlite3_finalize(st);
+	if (sqlite3_prepare_v2(db, "SELECT * FROM agent_queries", -1, &st, NULL) != SQLITE_OK)
+		goto sqlerr;
+	while (sqlite3_step(st) == SQLITE_ROW) {
+		uint64_t k[2] = { col_u64(st, 0), col_u64(st, 1) };
+		struct sp_qagg *q = hmap_get(&a->c.queries, k, 1, NULL);
+		int col = 2;
+
+		if (!q)
+			goto nomem;
+#define QF_LOAD(f) q->f += col_u64(st, col), col++;
+		QF(QF_LOAD)
+#undef QF_LOAD
+		q->min_ns = col_u64(st, col++);
+		q->max_ns = col_u64(st, col++);
+	}
+	sqlite3_finalize(st);
+	if (sqlite3_prepare_v2(db, "SELECT pid, ppid, exe, executions, lost, untracked,"
+				   " sqlite_found, clean_exit, messages, bad_messages FROM processes",
+			       -1, &st, NULL) != SQLITE_OK)
+		goto sqlerr;
+	while (sqlite3_step(st) == SQLITE_ROW) {
+		uint32_t pid = (uint32_t)sqlite3_column_int64(st, 0);
+		int created;
+		struct sp_proc *p = hmap_get(&a->c.procs, &pid, 1, &created);
+		const unsigned char *exe = sqlite3_column_text(st, 2);
+
+		if (!p)
+			goto nomem;
+		if (!created)
+			continue;
+		p->pid = pid;
+		p->ppid = (uint32_t)sqlite3_column_int64(st, 1);
+		p->exe = exe ? strdup((const char *)exe) : NULL;
+		p->execs = col_u64(st, 3);
+		p->lost = col_u64(st, 4);
+		p->untracked = col_u64(st, 5);
+		p->sqlite_found = sqlite3_column_int(st, 6);
+		p->bye = sqlite3_column_int(st, 7);
+		p->msgs = col_u64(st, 8);
+		p->bad_msgs = col_u64(st, 9);
+		p->carried = 1;
+	}
+	sqlite3_finalize(st);
+	/* the latency histograms of the totals, so that they (and the
+	 * intervals' differences) go on from them; an image's part is taken
+	 * off when it connects again, as its totals are */
+	if (sqlite3_prepare_v2(db, "SELECT h.fp_id, h.kind, h.bucket_ns, h.count, q.min_ns,"
+				   " q.max_ns, q.total_ns FROM histograms h JOIN queries q"
+				   " USING (fp_id, kind)", -1, &st, NULL) != SQLITE_OK)
+		goto sqlerr;
+	while (sqlite3_step(st) == SQLITE_ROW) {
+		const char *kind = (const char *)sqlite3_column_text(st, 1);
+		uint64_t fk[2] = { (uint64_t)sqlite3_column_int64(st, 0),
+				   sp_qkind_parse(kind) == SP_QK_EXEC ? SP_KIND_EXEC : SP_KIND_STMT };
+		int created;
+		struct sp_fphist *fh = hmap_get(&a->c.fphists, fk, 1, &created);
+
+		if (!fh || (!fh->hist && !(fh->hist = sp_hist_new())))
+			goto nomem;
+		if (created) {
+			fh->min_ns = col_u64(st, 4);
+			fh->max_ns = col_u64(st, 5);
+			fh->sum_ns = col_u64(st, 6);
+		}
+		sp_hist_add_bucket(fh->hist, col_u64(st, 2), col_u64(st, 3));
+		fh->count += col_u64(st, 3);
+		sp_hist_set_minmax_sum(fh->hist, fh->min_ns, fh->max_ns, fh->sum_ns);
+	}
+	sqlite3_finalize(st);
+	st = NULL;
+	if (sqlite3_prepare_v2(db, "SELECT count(*) FROM sqlite_schema WHERE name='agent_live_hist'"
+				   " AND type='table'", -1, &st, NULL) == SQLITE_OK &&
+	    sqlite3_step(st) == SQLITE_ROW && sqlite3_column_int(st, 0)) {
+		sqlite3_finalize(st);
+		if (sqlite3_prepare_v2(db, "SELECT pid, ino, fp_id, kind, bucket_ns, count FROM"
+					   " agent_live_hist", -1, &st, NULL) != SQLITE_OK)
+			goto sqlerr;
+		while (sqlite3_step(st) == SQLITE_ROW) {
+			struct hist_row h = {
+				.pid = (uint32_t)sqlite3_column_int64(st, 0),
+				.ino = col_u64(st, 1),
+				.fp_id = (uint64_t)sqlite3_column_int64(st, 2),
+				.kind = col_u64(st, 3) == SP_KIND_EXEC ? SP_KIND_EXEC : SP_KIND_STMT,
+				.bucket_ns = col_u64(st, 4),
+				.count = col_u64(st, 5),
+			};
+
+			if (hrows_add(&a->carried_h, &h) < 0)
+				goto nomem;
+		}
+	}
+	sqlite3_finalize(st);
+	st = NULL;
+	if (sqlite3_prepare_v2(db, "SELECT * FROM agent_live", -1, &st, NULL) != SQLITE_OK)
+		goto sqlerr;
+	while (sqlite3_step(st) == SQLITE_ROW) {
+		struct live_row r;
+
+		memset(&r, 0, sizeof(r));
+		r.pid = (uint32_t)sqlite3_column_int64(st, 0);
+		r.start = col_u64(st, 1);
+		r.ino = col_u64(st, 2);
+		r.sql_id = col_u64(st, 3);
+		r.kind = col_u64(st, 4);
+		for (int i = 0; i < NQF; i++)
+			r.v[i] = col_u64(st, 5 + i);
+		if (rows_add(&a->carried, &r) < 0)
+			goto nomem;
+	}
+	if (sp_live_state_load(db, &a->ls, err, errlen) < 0)
+		goto out;
+	rc = 0;
+	goto out;
+nomem:
+	snprintf(err, errlen, "%s: out of memory", path);
+	goto out;
+sqlerr:
+	snprintf(err, errlen, "%s: %s", path, sqlite3_errmsg(db));
+out:
+	sqlite3_finalize(st);
+	sqlite3_close(db);
+	return rc;
+}
+
+int cmd_agent(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "output", required_argument, NULL, 'o' },
+		{ "socket", required_argument, NULL, 1 },
+		{ "interval", required_argument, NULL, 2 },
+		{ "metrics", required_argument, NULL, 3 },
+		{ "metrics-top", required_argument, NULL, 4 },
+		{ "quiet", no_argument, NULL, 'q' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	static struct agent a; /* its address goes to the profile writer */
+	char sockpath[PATH_MAX], sockdir[PATH_MAX], err[PATH_MAX + 512], *slash;
+	const char *sock = NULL, *metrics = NULL;
+	double interval = 10;
+	uint64_t top_n = 200;
+	int opt, quiet = 0, rc = SP_EXIT_INTERNAL, listening = 0;
+	uint64_t next;
+	pid_t snap = 0;
+	struct sigaction sa;
+
+	optind = 1;
+	a.output = SP_PROFILE_DEFAULT;
+	while ((opt = getopt_long(argc, argv, "o:qh", longopts, NULL)) != -1) {
+		switch (opt) {
+		case 'o': a.output = optarg; break;
+		case 1: sock = optarg; break;
+		case 2:
+			if (sp_parse_double(optarg, 0.1, 86400, &interval) < 0) {
+				fprintf(stderr, "sqlprof agent: --interval wants seconds, 0.1 to 86400\n");
+				return SP_EXIT_USAGE;
+			}
+			break;
+		case 3: metrics = optarg; break;
+		case 4:
+			if (sp_parse_u64(optarg, &top_n) < 0 || top_n < 1 || top_n > 100000) {
+				fprintf(stderr, "sqlprof agent: --metrics-top wants a number of queries, 1 to 100000\n");
+				return SP_EXIT_USAGE;
+			}
+			break;
+		case 'q': quiet = 1; break;
+		case 'h': usage(stdout); return SP_EXIT_OK;
+		default: usage(stderr); return SP_EXIT_USAGE;
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "sqlprof agent: unexpected argument '%s'\n", argv[optind]);
+		usage(stderr);
+		return SP_EXIT_USAGE;
+	}
+	{
+		size_t nt;
+
+		if (!sp_series_tiers(&nt, err, sizeof(err))) {
+			fprintf(stderr, "sqlprof agent: %s\n", err);
+			return SP_EXIT_USAGE;
+		}
+	}
+	if (!sock) {
+		if (sp_srv_default_socket(sockpath, sizeof(sockpath)) < 0) {
+			fprintf(stderr, "sqlprof agent: no default socket path; use --socket\n");
+			return SP_EXIT_USAGE;
+		}
+	} else if (snprintf(sockpath, sizeof(sockpath), "%s", sock) >= (int)sizeof(sockpath)) {
+		fprintf(stderr, "sqlprof agent: --socket path too long\n");
+		return SP_EXIT_USAGE;
+	}
+	if (sp_out_check(a.output, err, sizeof(err)) < 0 || socket_dir(sockpath, err, sizeof(err)) < 0 ||
+	    socket_claim(sockpath, err, sizeof(err)) < 0) {
+		fprintf(stderr, "sqlprof agent: %s\n", err);
+		return SP_EXIT_USAGE;
+	}
+	snprintf(sockdir, sizeof(sockdir), "%s", sockpath);
+	slash = strrchr(sockdir, '/');
+	if (slash)
+		*slash = 0;
+	sp_coll_init(&a.c);
+	sp_live_state_init(&a.ls);
+	a.ls.profile = sp_live_abspath(a.output);
+	a.c.diag = stderr;
+	/* sampled executions kept one by one (timelines), in memory: a
+	 * standing agent keeps the first of them; sites and totals count all */
+	a.c.events_max = 100000;
+	a.started = (long long)time(NULL);
+	a.first_ns = sp_series_now_ns();
+	a.t0 = sp_srv_mono_ns();
+	if (state_load(&a, a.output, err, sizeof(err)) < 0) {
+		fprintf(stderr, "sqlprof agent: cannot continue %s: %s\n", a.output, err);
+		rc = SP_EXIT_INPUT;
+		goto out;
+	}
+	if (a.restarts) /* a profile without intervals yet: the first covers it all */
+		a.first_ns = (int64_t)a.started * 1000000000;
+	a.c.ns_per_tick = a.carried_tick > 0 ? a.carried_tick : sp_srv_calibrate_tsc();
+	a.c.stats_added = carried_match;
+	a.c.stats_added_arg = &a;
+	if (sp_srv_init(&a.srv, &a.c, "sqlprof agent") < 0)
+		goto out;
+	a.srv.on_view = view_answer;
+	a.srv.arg = &a;
+	if (pipe2(sig_pipe, O_CLOEXEC | O_NONBLOCK) < 0)
+		goto out;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_signal;
+	sigemptyset(&sa.sa_mask);
+	sa.sa_flags = SA_RESTART;
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGCHLD, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	if (sp_srv_listen(&a.srv, sockpath, err, sizeof(err)) < 0) {
+		fprintf(stderr, "sqlprof agent: %s\n", err);
+		rc = SP_EXIT_USAGE;
+		goto out;
+	}
+	listening = 1;
+	if (metrics) {
+		a.metrics = sp_metrics_start(metrics, (size_t)top_n, agent_totals, &a, &a.ls, sig_pipe[0],
+					     err, sizeof(err));
+		if (!a.metrics) {
+			fprintf(stderr, "sqlprof agent: %s\n", err);
+			rc = SP_EXIT_USAGE;
+			goto out;
+		}
+	}
+	if (!quiet)
+		fprintf(stderr, "sqlprof agent: listening on %s, profile %s every %g s%s%s%s\n", sockpath,
+			a.output, interval, a.restarts ? " (continued)" : "",
+			metrics ? ", metrics on http://" : "", metrics ? metrics : "");
+	next = sp_srv_mono_ns();
+	while (!stop_sig) {
+		int t = a.metrics ? sp_metrics_timeout_ms(a.metrics) : -1;
+		int r = sp_srv_round(&a.srv, a.metrics ? sp_metrics_fd(a.metrics) : sig_pipe[0],
+				     t >= 0 && t < 10 ? t : -1, 0);
+		uint64_t now;
+
+		if (r < 0)
+			goto out;
+		/* a scrape: answered here, between two rounds (metrics.c) */
+		if (a.metrics)
+			sp_metrics_run(a.metrics);
+		if (r & SP_SRV_EXTRA) {
+			char b[64];
+
+			while (read(sig_pipe[0], b, sizeof(b)) > 0)
+				;
+		}
+		if (snap > 0) {
+			int status;
+
+			if (waitpid(snap, &status, WNOHANG) == snap)
+				snap = 0;
+		}
+		now = sp_srv_mono_ns();
+		if (now >= next && snap == 0) {
+			reap_gone(&a);
+			sp_srv_read_bye_files(&a.c, sockdir, "sqlprof agent");
+			/* the texts and events the rings hold, then the copy */
+			if (a.c.nrings)
+				sp_coll_rings_drain(&a.c, 0);
+			snap = snapshot(&a);
+			if (snap < 0) {
+				fprintf(stderr, "sqlprof agent: fork: %s (profile not updated)\n",
+					strerror(errno));
+				snap = 0;
+			}
+			next = now + (uint64_t)(interval * 1e9);
+		}
+	}
+	if (snap > 0)
+		waitpid(snap, NULL, 0);
+	if (!quiet)
+		fprintf(stderr, "sqlprof agent: %s, writing %s\n", strsignal(stop_sig), a.output);
+	/* the end: everything read, then written in place */
+	sp_coll_rings_drain(&a.c, 0);
+	sp_srv_read_bye_files(&a.c, sockdir, "sqlprof agent");
+	sp_coll_read_unreported(&a.c, sockdir);
+	if (write_profile(&a, err, sizeof(err)) < 0) {
+		fprintf(stderr, "sqlprof agent: %s\n", err);
+		goto out;
+	}
+	if (!quiet)
+		fprintf(stderr, "sqlprof agent: %llu execution%s from %zu process%s, %llu events lost\n",
+			(unsigned long long)sp_coll_executions(&a.c),
+			sp_coll_executions(&a.c) == 1 ? "" : "s", a.c.procs.count,
+			a.c.procs.count == 1 ? "" : "es", (unsigned long long)sp_coll_lost(&a.c));
+	rc = SP_EXIT_OK;
+out:
+	if (listening)
+		unlink(sockpath);
+	sp_metrics_stop(a.metrics);
+	sp_srv_close(&a.srv);
+	sp_coll_free(&a.c);
+	free(a.carried.r);
+	free(a.live.r);
+	free(a.carried_h.r);
+	free(a.live_h.r);
+	sp_live_state_free(&a.ls);
+	return rc;
+}

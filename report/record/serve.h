@@ -1,0 +1,85 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * serve.h - the collector's side of the socket, shared by `sqlprof record`
+ * (cmd-record.c) and `sqlprof agent` (cmd-agent.c): finding libsqlprof.so,
+ * the TSC calibration, listening, accepting peers of our own uid, reading
+ * their messages and the rings in one poll round, and the BYE files left
+ * in a private directory.
+ *
+ * What it does not do: decide when to stop, run commands, or write
+ * profiles (the commands do); decode messages (collect.c).
+ */
+#ifndef SP_SERVE_H
+#define SP_SERVE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "collect.h"
+
+struct sp_client {
+	int fd;
+	uint32_t pid;
+	uint64_t start; /* the peer's start time (/proc/PID/stat, clock ticks
+			 * after boot): with pid, names its process */
+	int greeted;    /* its first message was looked at (a viewer's?) */
+};
+
+struct sp_srv {
+	struct sp_coll *c;
+	int lfd;
+	struct sp_client *cl;
+	size_t ncl, capcl;
+	uint8_t *buf;        /* one message, SP_MSG_MAX + 64 */
+	const char *who;     /* "sqlprof record": prefix of messages */
+	uint64_t accepted;   /* connections taken so far */
+	/* called when a connection ends (its process's rings were read);
+	 * NULL: nothing */
+	void (*on_close)(struct sp_srv *s, const struct sp_client *cl);
+	/* called when a connection's first message is a viewer's request
+	 * (live.h, SP_VIEW_MAGIC) instead of a process's stream: it answers
+	 * on cl->fd, which is closed afterwards; NULL: such a connection is
+	 * read as a process's (and its message refused) */
+	void (*on_view)(struct sp_srv *s, const struct sp_client *cl);
+	void *arg;
+};
+
+/* 1 when path cannot be an element of LD_PRELOAD (spaces, colons...). */
+int sp_srv_preload_unsafe(const char *path);
+/* Locate libsqlprof.so ($SQLPROF_LIB, else next to the binary, built or
+ * installed) into out[len]. Returns 0, or -1 with a line on stderr. */
+int sp_srv_find_lib(char *out, size_t len);
+uint64_t sp_srv_mono_ns(void);
+/* ns per TSC tick, measured over 20 ms against CLOCK_MONOTONIC. */
+double sp_srv_calibrate_tsc(void);
+/* The start time of process pid (field 22 of /proc/PID/stat), 0 when
+ * it cannot be read. */
+uint64_t sp_srv_proc_start(uint32_t pid);
+
+/* The agent's socket when none is given: $XDG_RUNTIME_DIR/sqlprof/sock,
+ * /run/sqlprof/sock for root, else /tmp/sqlprof-UID/sock. 0 or -1. */
+int sp_srv_default_socket(char *out, size_t len);
+/* Set s up for collector c (s->lfd -1, a message buffer). 0 or -1. */
+int sp_srv_init(struct sp_srv *s, struct sp_coll *c, const char *who);
+/* Listen on a SOCK_SEQPACKET socket at path (which must not exist).
+ * Returns 0, or -1 with a reason in err: -ENAMETOOLONG when path does not
+ * fit in a socket address (record suggests another TMPDIR then). */
+int sp_srv_listen(struct sp_srv *s, const char *path, char *err, size_t errlen);
+/*
+ * One round: wait at most timeout_ms (negative: 10 ms while there are
+ * rings, else 100 ms) for the listener, the clients and extra (a
+ * descriptor of the caller's, -1: none); accept every pending peer of our
+ * uid (also without a wakeup when accept_anyway); read the clients'
+ * messages, then every ring; forget closed connections. Returns -1 when
+ * out of memory, else SP_SRV_DATA when something arrived, | SP_SRV_EXTRA
+ * when extra was readable.
+ */
+#define SP_SRV_DATA 1
+#define SP_SRV_EXTRA 2
+int sp_srv_round(struct sp_srv *s, int extra, int timeout_ms, int accept_anyway);
+/* Close every connection and the listener (its path is the caller's). */
+void sp_srv_close(struct sp_srv *s);
+/* Read the BYE files ("bye.*") the preload left in dir, then remove them. */
+void sp_srv_read_bye_files(struct sp_coll *c, const char *dir, const char *who);
+
+#endif

@@ -1,0 +1,134 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * check_util.c - unit tests for the shared helpers of report/util.c and
+ * report/hash.h: growing arrays (contents kept, capacity doubled from the
+ * first size, a size that would overflow refused with the array left as
+ * it was), base names, site labels, FNV-1a against published vectors, and
+ * the query kind's text (profile/kind.h).
+ */
+#include <check.h>
+#include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fingerprint.h"
+#include "hash.h"
+#include "kind.h"
+#include "util.h"
+
+START_TEST(test_grow)
+{
+	uint32_t *v = NULL;
+	size_t cap = 0, n;
+
+	for (n = 0; n < 1000; n++) {
+		ck_assert_int_eq(SP_GROW(v, cap, n + 1, 16), 0);
+		ck_assert_uint_ge(cap, n + 1);
+		v[n] = (uint32_t)n * 7;
+	}
+	ck_assert_uint_eq(cap, 1024); /* 16 doubled six times */
+	for (n = 0; n < 1000; n++)
+		ck_assert_uint_eq(v[n], n * 7);
+	/* room already there: nothing moves */
+	{
+		uint32_t *was = v;
+
+		ck_assert_int_eq(SP_GROW(v, cap, 10, 16), 0);
+		ck_assert_ptr_eq(v, was);
+		ck_assert_uint_eq(cap, 1024);
+	}
+	/* several at once (need well past double) */
+	ck_assert_int_eq(SP_GROW(v, cap, 5000, 16), 0);
+	ck_assert_uint_eq(cap, 8192);
+	ck_assert_uint_eq(v[999], 999 * 7);
+	free(v);
+}
+END_TEST
+
+START_TEST(test_grow_overflow)
+{
+	uint64_t *v = NULL, *was;
+	size_t cap = 0;
+
+	ck_assert_int_eq(SP_GROW(v, cap, 4, 4), 0);
+	v[3] = 42;
+	was = v;
+	errno = 0;
+	ck_assert_int_eq(SP_GROW(v, cap, SIZE_MAX / 4, 4), -1);
+	ck_assert_int_eq(errno, ENOMEM);
+	ck_assert_ptr_eq(v, was);  /* still the caller's, unchanged */
+	ck_assert_uint_eq(cap, 4);
+	ck_assert_uint_eq(v[3], 42);
+	ck_assert_int_eq(SP_GROW(v, cap, SIZE_MAX, 4), -1);
+	ck_assert_uint_eq(cap, 4);
+	free(v);
+}
+END_TEST
+
+START_TEST(test_basename_label)
+{
+	char buf[64];
+
+	ck_assert_str_eq(sp_basename("/usr/lib/libsqlite3.so.0"), "libsqlite3.so.0");
+	ck_assert_str_eq(sp_basename("app"), "app");
+	ck_assert_str_eq(sp_basename("dir/"), "");
+	ck_assert_str_eq(sp_site_label(buf, sizeof(buf), "main", "app.c", 42), "main (app.c:42)");
+	sp_site_label(buf, 8, "function", "f.c", 1); /* cut, terminated */
+	ck_assert_str_eq(buf, "functio");
+}
+END_TEST
+
+START_TEST(test_fnv)
+{
+	/* FNV-1a test vectors (the FNV authors' list) */
+	ck_assert_uint_eq(sp_fnv1a64(SP_FNV64_OFFSET, "", 0), 0xcbf29ce484222325ULL);
+	ck_assert_uint_eq(sp_fnv1a64(SP_FNV64_OFFSET, "a", 1), 0xaf63dc4c8601ec8cULL);
+	ck_assert_uint_eq(sp_fnv1a64(SP_FNV64_OFFSET, "foobar", 6), 0x85944171f73967e8ULL);
+	ck_assert_uint_eq(sp_fnv1a32_str("a"), 0xe40c292cu);
+	ck_assert_uint_eq(sp_fnv1a32_str("foobar"), 0xbf9cf968u);
+	/* fingerprint ids are stored in profiles: sp_hash64 is plain FNV-1a */
+	ck_assert_uint_eq(sp_hash64("foobar", 6), 0x85944171f73967e8ULL);
+}
+END_TEST
+
+START_TEST(test_kind)
+{
+	/* "exec" is an exec; anything else, NULL included, a statement (what
+	 * every reader of the kind column did before the enum) */
+	ck_assert_int_eq(sp_qkind_parse("exec"), SP_QK_EXEC);
+	ck_assert_int_eq(sp_qkind_parse("stmt"), SP_QK_STMT);
+	ck_assert_int_eq(sp_qkind_parse(NULL), SP_QK_STMT);
+	ck_assert_int_eq(sp_qkind_parse("EXEC"), SP_QK_STMT);
+	ck_assert_int_eq(sp_qkind_parse("execx"), SP_QK_STMT);
+	ck_assert_int_eq(sp_qkind_parse(""), SP_QK_STMT);
+	ck_assert_str_eq(sp_qkind_name(SP_QK_EXEC), "exec");
+	ck_assert_str_eq(sp_qkind_name(SP_QK_STMT), "stmt");
+	ck_assert_int_eq(sp_qkind_parse(sp_qkind_name(SP_QK_EXEC)), SP_QK_EXEC);
+}
+END_TEST
+
+static Suite *util_suite(void)
+{
+	Suite *s = suite_create("util");
+	TCase *tc = tcase_create("grow");
+
+	tcase_add_test(tc, test_grow);
+	tcase_add_test(tc, test_grow_overflow);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("names_and_hashes");
+	tcase_add_test(tc, test_basename_label);
+	tcase_add_test(tc, test_fnv);
+	tcase_add_test(tc, test_kind);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(util_suite());
+	srunner_run_all(sr, CK_NORMAL);
+	int failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# t_layout.sh - report/ keeps the layout docs/design.md describes ("Layout
+# of report/"): main.c, cmds.h, util.[ch] and hash.h at the top and every
+# other file in one module folder (record/, profile/, analysis/,
+# output/); no two headers share a file name (every folder is on the
+# include path) nor a system header's (<check.h>); and each file includes
+# only headers of the modules its own may use: readers (analysis/, output/, profile/'s read side) never
+# the collector's (record/), analysis/ never a printer's (output/). The
+# commands (cmd-*.c, main.c) put the modules together and may include any.
+. "$(dirname "$0")/lib.sh"
+root=$ITDIR/../..
+"$PYTHON" - "$root/report" <<'PY' || fail "report/ layout: see above"
+import os, re, sys
+top = sys.argv[1]
+allowed = {
+    "top": {"top"},
+    "profile": {"top", "profile"},
+    "record": {"top", "profile", "record"},
+    "analysis": {"top", "profile", "analysis"},
+    "output": {"top", "profile", "analysis", "output"},
+}
+# the write side of the profile model takes the collector's model in
+write_side = {"profile/profile.c", "profile/profile-write.h", "profile/outfile.c"}
+top_files = {"main.c", "cmds.h", "util.c", "util.h", "hash.h"}
+where, bad = {}, []
+for d, _, files in os.walk(top):
+    rel = os.path.relpath(d, top)
+    for f in files:
+        if not f.endswith((".c", ".h")):
+            continue
+        mod = "top" if rel == "." else rel
+        if mod not in allowed:
+            bad.append(f"report/{rel}/{f}: in no module folder")
+            continue
+        if mod == "top" and f not in top_files:
+            bad.append(f"report/{f}: at the top of report/; move it into its module's folder")
+        if f.endswith(".h"):
+            if f in where:
+                bad.append(f"report/{rel}/{f}: a header of the same name is in {where[f]}")
+            where.setdefault(f, mod)
+for d, _, files in os.walk(top):
+    rel = os.path.relpath(d, top)
+    mod = "top" if rel == "." else rel
+    for f in files:
+        if not f.endswith((".c", ".h")) or mod not in allowed:
+            continue
+        name = f if mod == "top" else f"{rel}/{f}"
+        if f.startswith("cmd-") or f == "main.c":
+            continue
+        ok = allowed[mod] | ({"record"} if name in write_side else set())
+        for inc in re.findall(r'^#include "([^"]+)"', open(os.path.join(d, f)).read(), re.M):
+            m = where.get(inc)
+            if m is not None and m not in ok:
+                bad.append(f"report/{name} includes {inc} ({m}/): {mod}/ may include {', '.join(sorted(ok))}")
+# a header named like a system header (<check.h>, the unit tests'
+# framework) would be found first for #include <...> too
+root = os.path.dirname(os.path.realpath(top))
+system = set()
+for d, dirs, files in os.walk(root):
+    dirs[:] = [x for x in dirs if not x.startswith((".", "build"))]
+    for f in files:
+        if f.endswith((".c", ".h")):
+            try:
+                system.update(re.findall(r'^#include <([^>]+)>', open(os.path.join(d, f), errors="replace").read(), re.M))
+            except OSError:
+                pass
+for h in sorted(set(where) & system):
+    bad.append(f"report/{where[h] + '/' if where[h] != 'top' else ''}{h}: shadows the system header <{h}> (every report/ folder is on the include path)")
+for b in bad:
+    print(b)
+sys.exit(1 if bad else 0)
+PY
+echo "report/: every file in its module, includes within the rules"
+exit 0
