@@ -22,7 +22,7 @@ CC ?= gcc
 VERSION := 0.1.0
 BENCH_N ?= 100000
 
-PKGS := sqlite3 libdw libelf
+PKGS := sqlite3 libdw libelf libmicrohttpd
 DEPS_OK := $(shell pkg-config --exists $(PKGS) check 2>/dev/null && echo yes)
 
 # The CLI's sources: report/ holds main.c and the shared helpers, and one
@@ -79,6 +79,10 @@ LIBSYM := $(BUILD)/lib/libsym.a
 LIBCLI := $(BUILD)/lib/libspcli.a
 
 LIBS := -lsqlite3 -ldw -lelf -lm -lpthread
+# libmicrohttpd serves `sqlprof agent --metrics` (report/record/metrics.c): the
+# CLI links it, the preload and the unit tests do not.
+MHD_CFLAGS := $(shell pkg-config --cflags libmicrohttpd 2>/dev/null)
+MHD_LIBS := $(shell pkg-config --libs libmicrohttpd 2>/dev/null)
 CHECK_LIBS := $(shell pkg-config --libs check 2>/dev/null)
 
 .PHONY: all check demo bench install clean help deps unit integration progs
@@ -124,7 +128,9 @@ $(LIBCLI): $(CLI_OBJ)
 
 $(SQLPROF): $(BUILD)/obj/report/main.o $(LIBCLI) $(LIBSYM)
 	@mkdir -p $(@D)
-	$(CC) -o $@ $< $(LIBCLI) $(LIBSYM) $(SAN_LDFLAGS) -rdynamic $(LIBS)
+	$(CC) -o $@ $< $(LIBCLI) $(LIBSYM) $(SAN_LDFLAGS) -rdynamic $(LIBS) $(MHD_LIBS)
+
+$(BUILD)/obj/report/record/metrics.o: ALL_CFLAGS += $(MHD_CFLAGS)
 
 $(BUILD)/tests/%: tests/%.c $(LIBCLI) $(LIBSYM)
 	@mkdir -p $(@D)
@@ -184,7 +190,7 @@ FUZZ_BIN := $(FUZZ_DIR)/fuzz_stream $(FUZZ_DIR)/fuzz_profile
 
 $(FUZZ_DIR)/fuzz_%: tests/fuzz/fuzz_%.c $(CLI_SRC) $(SYM_SRC) $(REPORT_H) $(wildcard symbolizer/*.h preload/sp_wire.h)
 	@mkdir -p $(@D)
-	$(FUZZ_CC) $(FUZZ_CFLAGS) -o $@ $< $(CLI_SRC) $(SYM_SRC) $(LIBS)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -o $@ $< $(CLI_SRC) $(SYM_SRC) $(MHD_CFLAGS) $(LIBS) $(MHD_LIBS)
 
 .PHONY: fuzz
 fuzz: deps

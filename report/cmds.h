@@ -10,5 +10,6 @@ int cmd_check(int argc, char **argv);
 int cmd_export(int argc, char **argv);
 int cmd_agent(int argc, char **argv);
 int cmd_env(int argc, char **argv);
+int cmd_top(int argc, char **argv);
 
 #endif

@@ -28,6 +28,7 @@ static const struct {
 	{ "export", cmd_export, 1, 1, "write a profile as a flamegraph, trace, CSV or HTML" },
 	{ "agent", cmd_agent, 0, 0, "collect from services as a standing agent, updating a profile" },
 	{ "env", cmd_env, 0, 0, "print the environment that makes a service report to the agent" },
+	{ "top", cmd_top, 1, 1, "a live table of the costliest queries of an agent or a profile" },
 };
 
 /* SIGPIPE: the reader of our output (a pipe, or an -o FIFO, which are

@@ -12,13 +12,18 @@ set -euo pipefail
 # The tests also use protoc (Perfetto export decoding) and headless
 # Chromium (the HTML export's browser test); both are Debian packages.
 # Perl's DBD::SQLite runs a real Perl client (t_exact_fork).
-# tmux is the terminal of t_record_tty; procps gives pgrep.
+# tmux is the terminal of t_record_tty and t_top; procps gives pgrep.
+# libmicrohttpd-dev is the HTTP server of `sqlprof agent --metrics` (linked
+# into the CLI); prometheus is the real server t_agent_prometheus scrapes
+# the agent with, and its promtool checks the exposition (t_agent_metrics);
+# curl scrapes in those tests.
 # SQLCipher is SQLite under another name (t_sqlcipher); PHP loads its SQLite
 # extensions with RTLD_DEEPBIND (t_deepbind).
 required=(build-essential pkg-config libsqlite3-dev sqlite3 libdw-dev libelf-dev
           libsqlcipher-dev libsqlcipher0 php-cli php-sqlite3
           protobuf-compiler chromium
-          check elfutils python3 binutils valgrind libdbd-sqlite3-perl tmux procps)
+          check elfutils python3 binutils valgrind libdbd-sqlite3-perl tmux procps
+          libmicrohttpd-dev prometheus curl)
 # Tcl's own SQLite binding (t_tcl): a dlopen'd extension, like Python's.
 required+=(tcl libsqlite3-tcl)
 optional=(ltrace clang libclang-rt-14-dev protobuf-compiler)

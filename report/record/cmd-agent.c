@@ -29,7 +29,13 @@
  * what the totals gained since the profile it replaces, so the intervals
  * sum to the totals across restarts too.
  *
- * What it does not do: run commands (record does), or serve metrics.
+ * Live views. The agent's exact totals now (agent_totals: its collector,
+ * with the totals and histograms carried from an earlier agent, and what
+ * every live image's statistics hold) are what --metrics serves
+ * (metrics.c) and what a viewer (`sqlprof top`) is sent on the socket
+ * (live.h).
+ *
+ * What it does not do: run commands (record does), or render metrics.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -52,6 +58,8 @@
 #include "cmds.h"
 #include "collect.h"
 #include "kind.h"
+#include "live.h"
+#include "metrics.h"
 #include "outfile.h"
 #include "profile-write.h"
 #include "serve.h"
@@ -101,6 +109,9 @@ struct agent {
 	struct hrows carried_h, live_h; /* the same for the histograms */
 	int64_t snap_ns;       /* unix ns the statistics of this write were read */
 	int64_t first_ns;      /* unix ns the profile's first interval starts */
+	struct sp_live_state ls; /* the live views' state (live.h) */
+	struct sp_metrics *metrics; /* --metrics, NULL: none */
+	double carried_tick;   /* ns per TSC tick of the agent before us, 0: none */
 };
 
 static int sig_pipe[2] = { -1, -1 };
@@ -132,6 +143,10 @@ static void usage(FILE *f)
 		"      --interval S      write the profile at least every S seconds (default 10);\n"
 		"                        each write adds an interval to its time series (report\n"
 		"                        --since/--until/--last, export -f csv --intervals)\n"
+		"      --metrics HOST:PORT  serve GET /metrics (Prometheus text format) there,\n"
+		"                        e.g. 127.0.0.1:9187 or [::1]:9187\n"
+		"      --metrics-top N   queries with series of their own (default 200); the\n"
+		"                        others are summed as query_id=\"other\"\n"
 		"  -q, --quiet           no messages but errors\n"
 		"  -h, --help            this text\n"
 		"\n"
@@ -142,7 +157,9 @@ static void usage(FILE *f)
 		"  sqlprof agent -o /var/lib/sqlprof/app.db --interval 5 &\n"
 		"  eval \"$(sqlprof env)\"; ./server\n"
 		"  sqlprof report /var/lib/sqlprof/app.db\n"
-		"  sqlprof report --last 5m /var/lib/sqlprof/app.db\n");
+		"  sqlprof report --last 5m /var/lib/sqlprof/app.db\n"
+		"  sqlprof agent --metrics 127.0.0.1:9187 &   # then: curl 127.0.0.1:9187/metrics\n"
+		"  sqlprof top\n");
 }
 
 /* The socket's directory: made 0700 when missing (its parent must
@@ -303,53 +320,98 @@ static void hist_subtract(struct agent *a, uint32_t pid, uint64_t ino)
 	}
 }
 
+/* Every image still mapped, its statistics read once into a collector of
+ * its own (tmp, freed afterwards), handed to fn. Stops at fn's first
+ * nonzero return, and returns it. */
+static int each_image(struct agent *a,
+		      int (*fn)(struct agent *a, const struct sp_statmap *m, struct sp_coll *tmp,
+				void *arg),
+		      void *arg)
+{
+	for (size_t i = 0; i < a->c.nstats; i++) {
+		const struct sp_statmap *m = &a->c.stats[i];
+		struct sp_coll tmp;
+		struct hmap own;
+		int rc;
+
+		sp_coll_init(&tmp);
+		tmp.ns_per_tick = a->c.ns_per_tick;
+		/* merged with the agent's SQL texts, so that each text's
+		 * histogram goes into its fingerprint's, as in the agent's own
+		 * merge: a live service that ran 100,000 texts of one INSERT
+		 * made 100,000 histograms at every scrape (0.5 s, 175 MB of
+		 * RSS). The merge may add a text (the unattributed
+		 * executions'): the map is handed back as it is after it. */
+		own = tmp.sqls;
+		tmp.sqls = a->c.sqls;
+		sp_coll_stats_merge(&tmp, m->pid, m->map, m->size, m->clock);
+		a->c.sqls = tmp.sqls;
+		tmp.sqls = own;
+		rc = fn(a, m, &tmp, arg);
+		sp_coll_free(&tmp);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
+/* An image's part (a->live, a->live_h) of what it holds now (tmp). */
+static int image_part(struct agent *a, const struct sp_statmap *m, struct sp_coll *tmp, void *arg)
+{
+	size_t it = 0;
+	const uint64_t *k;
+	struct sp_qagg *q;
+	const struct sp_fphist *fh;
+	struct live_row r;
+	struct hist_walk w = { .out = &a->live_h };
+
+	if (!m->ino)
+		return 0; /* no memfd: it cannot come back with it */
+	memset(&r, 0, sizeof(r));
+	r.pid = m->pid;
+	r.start = sp_srv_proc_start(m->pid);
+	r.ino = m->ino;
+	w.r.pid = m->pid;
+	w.r.ino = m->ino;
+	while ((q = hmap_next(&tmp->queries, &it, (const void **)&k))) {
+		r.sql_id = k[0];
+		r.kind = k[1];
+		qagg_to_row(q, &r);
+		if (rows_add(&a->live, &r) < 0)
+			return -1;
+		if (q->hist) {
+			/* a text not known (or a placeholder's) when merged:
+			 * the collector files it under fingerprint 0 */
+			w.r.kind = k[1];
+			w.r.fp_id = 0;
+			sp_hist_foreach(q->hist, hist_walk_row, &w);
+			if (w.rc < 0)
+				return -1;
+		}
+	}
+	/* the known texts' histograms, per fingerprint (each_image merges
+	 * with the agent's texts, as collect.c files them) */
+	it = 0;
+	while ((fh = hmap_next(&tmp->fphists, &it, (const void **)&k))) {
+		if (!fh->hist)
+			continue;
+		w.r.fp_id = k[0];
+		w.r.kind = k[1];
+		sp_hist_foreach(fh->hist, hist_walk_row, &w);
+		if (w.rc < 0)
+			return -1;
+	}
+	return 0;
+}
+
 /* The part of every query each image still mapped holds now, into a->live
  * (replacing it), followed by the carried images that have not come back. */
 static int live_parts(struct agent *a)
 {
 	a->live.n = 0;
 	a->live_h.n = 0;
-	for (size_t i = 0; i < a->c.nstats; i++) {
-		const struct sp_statmap *m = &a->c.stats[i];
-		struct sp_coll tmp;
-		size_t it = 0;
-		const uint64_t *k;
-		struct sp_qagg *q;
-		struct live_row r;
-		int rc = 0;
-
-		if (!m->ino)
-			continue; /* no memfd: it cannot come back with it */
-		memset(&r, 0, sizeof(r));
-		r.pid = m->pid;
-		r.start = sp_srv_proc_start(m->pid);
-		r.ino = m->ino;
-		sp_coll_init(&tmp);
-		tmp.ns_per_tick = a->c.ns_per_tick;
-		sp_coll_stats_merge(&tmp, m->pid, m->map, m->size, m->clock);
-		while (rc == 0 && (q = hmap_next(&tmp.queries, &it, (const void **)&k))) {
-			r.sql_id = k[0];
-			r.kind = k[1];
-			qagg_to_row(q, &r);
-			rc = rows_add(&a->live, &r);
-			if (rc == 0 && q->hist) {
-				/* under the fingerprint the collector files it
-				 * under (collect.c: a known text's, else 0) */
-				const struct sp_sql *sq = hmap_get(&a->c.sqls, &k[0], 0, NULL);
-				struct hist_walk w = { .out = &a->live_h };
-
-				w.r.pid = m->pid;
-				w.r.ino = m->ino;
-				w.r.kind = k[1];
-				w.r.fp_id = sq && sq->fp_id && sq->text && sq->text[0] != '<' ? sq->fp_id : 0;
-				sp_hist_foreach(q->hist, hist_walk_row, &w);
-				rc = w.rc;
-			}
-		}
-		sp_coll_free(&tmp);
-		if (rc < 0)
-			return -1;
-	}
+	if (each_image(a, image_part, NULL) < 0)
+		return -1;
 	for (size_t i = 0; i < a->carried.n; i++)
 		if (rows_add(&a->live, &a->carried.r[i]) < 0)
 			return -1;
@@ -387,6 +449,112 @@ static int live_parts(struct agent *a)
 		free(img);
 	}
 	return 0;
+}
+
+/* How long the live views wait for the previous agent's images. */
+#define RECONNECT_GRACE_NS (10ull * 1000000000ull)
+
+static int image_totals(struct agent *a, const struct sp_statmap *m, struct sp_coll *tmp, void *arg)
+{
+	sp_live_add(arg, &a->ls, tmp, &a->c);
+	return 0;
+}
+
+/*
+ * The agent's exact totals now, per fingerprint, into out: its collector
+ * (what it merged, and a previous agent's totals and histograms less the
+ * parts of the images that came back) and what every image still mapped
+ * holds (read once, as a profile's write does). The one source of
+ * --metrics and of a viewer's answer. 0 or -1.
+ */
+static int agent_totals(void *arg, struct sp_live *out)
+{
+	struct agent *a = arg;
+	struct sp_live_acc acc;
+	struct timespec ts;
+	int rc;
+
+	memset(out, 0, sizeof(*out));
+	sp_live_acc_init(&acc);
+	sp_live_add(&acc, &a->ls, &a->c, &a->c);
+	each_image(a, image_totals, &acc);
+	rc = sp_live_take(&acc, &a->ls, out);
+	sp_live_acc_free(&acc);
+	clock_gettime(CLOCK_REALTIME, &ts);
+	out->time_ns = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+	out->lost = sp_coll_lost(&a->c);
+	out->executions = sp_coll_executions(&a->c);
+	out->restarts = (uint64_t)a->restarts;
+	/* processes connected now (a viewer has no process row) */
+	for (size_t i = 0; i < a->srv.ncl; i++)
+		if (hmap_get(&a->c.procs, &a->srv.cl[i].pid, 0, NULL))
+			out->processes++;
+	/* the previous agent's images that still run and have not come back:
+	 * their executions since its last write are missing from the totals
+	 * (a counter would go down). Waited for at most RECONNECT_GRACE_NS
+	 * after the start (an image at SQLPROF_RATE=0 may come much later). */
+	if (a->carried.n && sp_srv_mono_ns() - a->t0 < RECONNECT_GRACE_NS) {
+		struct hmap seen; /* {pid, start} looked at */
+
+		hmap_init(&seen, 2 * sizeof(uint64_t), sizeof(int));
+		for (size_t i = 0; i < a->carried.n; i++) {
+			uint64_t k[2] = { a->carried.r[i].pid, a->carried.r[i].start };
+			int created;
+
+			if (hmap_get(&seen, k, 1, &created) && created &&
+			    sp_srv_proc_start(a->carried.r[i].pid) == a->carried.r[i].start)
+				out->pending++;
+		}
+		hmap_free(&seen);
+	}
+	if (a->ls.profile && !(out->profile = strdup(a->ls.profile)))
+		rc = -1;
+	return rc;
+}
+
+/* A viewer's request (serve.c's on_view): the totals, sp_live_encode'd
+ * into a memfd sent back with one message. Never waits: the socket is
+ * non-blocking and the answer one message with a descriptor. */
+static void view_answer(struct sp_srv *s, const struct sp_client *cl)
+{
+	struct agent *a = s->arg;
+	struct sp_live l;
+	uint32_t hdr[2] = { SP_VIEW_MAGIC, SP_VIEW_VERSION };
+	uint8_t *buf = NULL;
+	size_t len = 0;
+	int fd = -1;
+
+	(void)!recv(cl->fd, hdr, sizeof(hdr), MSG_DONTWAIT); /* the request: taken */
+	hdr[0] = SP_VIEW_MAGIC;
+	hdr[1] = SP_VIEW_VERSION;
+	if (agent_totals(a, &l) == 0 && sp_live_encode(&l, &buf, &len) == 0)
+		fd = memfd_create("sqlprof-view", MFD_CLOEXEC);
+	if (fd >= 0 && write(fd, buf, len) == (ssize_t)len) {
+		struct msghdr mh;
+		struct iovec iov = { hdr, sizeof(hdr) };
+		union {
+			char b[CMSG_SPACE(sizeof(int))];
+			struct cmsghdr align;
+		} u;
+		struct cmsghdr *cm;
+
+		memset(&mh, 0, sizeof(mh));
+		memset(&u, 0, sizeof(u));
+		mh.msg_iov = &iov;
+		mh.msg_iovlen = 1;
+		mh.msg_control = u.b;
+		mh.msg_controllen = sizeof(u.b);
+		cm = CMSG_FIRSTHDR(&mh);
+		cm->cmsg_level = SOL_SOCKET;
+		cm->cmsg_type = SCM_RIGHTS;
+		cm->cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(cm), &fd, sizeof(int));
+		(void)!sendmsg(cl->fd, &mh, MSG_DONTWAIT | MSG_NOSIGNAL);
+	}
+	if (fd >= 0)
+		close(fd);
+	free(buf);
+	sp_live_free(&l);
 }
 
 /* The agent's tables and meta rows (profile-write.h's extra callback). */
@@ -492,6 +660,16 @@ static int write_state(sqlite3 *db, void *arg)
 	sqlite3_bind_int64(st, 2, (sqlite3_int64)time(NULL));
 	if (sqlite3_step(st) != SQLITE_DONE)
 		goto out;
+	sqlite3_reset(st);
+	/* a restarted agent converts the same ticks to the same ns: the parts
+	 * it takes off and the statistics that come again in full agree, so
+	 * sums and buckets never go down */
+	sqlite3_bind_text(st, 1, "agent_ns_per_tick", -1, SQLITE_STATIC);
+	sqlite3_bind_double(st, 2, a->c.ns_per_tick);
+	if (sqlite3_step(st) != SQLITE_DONE)
+		goto out;
+	if (sp_live_state_write(db, &a->ls) < 0)
+		goto out;
 	/* this write's interval: what the totals gained since the profile
 	 * it replaces (series.c) */
 	if (sp_series_add(db, a->output, a->first_ns, a->snap_ns, err,
@@ -583,6 +761,7 @@ static pid_t snapshot(struct agent *a)
 			close(a->srv.cl[i].fd);
 		if (a->srv.lfd >= 0)
 			close(a->srv.lfd);
+		sp_metrics_forget(a->metrics);
 		if (write_profile(a, err, sizeof(err)) < 0) {
 			fprintf(stderr, "sqlprof agent: %s\n", err);
 			_exit(1);
@@ -686,13 +865,15 @@ static int state_load(struct agent *a, const char *path, char *err, size_t errle
 	sqlite3_finalize(st);
 	st = NULL;
 	if (sqlite3_prepare_v2(db, "SELECT key, value FROM meta WHERE key IN ('started',"
-				   " 'agent_restarts')", -1, &st, NULL) != SQLITE_OK)
+				   " 'agent_restarts', 'agent_ns_per_tick')", -1, &st, NULL) != SQLITE_OK)
 		goto sqlerr;
 	while (sqlite3_step(st) == SQLITE_ROW) {
 		const char *key = (const char *)sqlite3_column_text(st, 0);
 
 		if (key && !strcmp(key, "started"))
 			a->started = sqlite3_column_int64(st, 1);
+		else if (key && !strcmp(key, "agent_ns_per_tick"))
+			a->carried_tick = sqlite3_column_double(st, 1);
 		else if (key)
 			a->restarts = sqlite3_column_int64(st, 1) + 1;
 	}
@@ -827,6 +1008,8 @@ static int state_load(struct agent *a, const char *path, char *err, size_t errle
 		if (rows_add(&a->carried, &r) < 0)
 			goto nomem;
 	}
+	if (sp_live_state_load(db, &a->ls, err, errlen) < 0)
+		goto out;
 	rc = 0;
 	goto out;
 nomem:
@@ -846,14 +1029,17 @@ int cmd_agent(int argc, char **argv)
 		{ "output", required_argument, NULL, 'o' },
 		{ "socket", required_argument, NULL, 1 },
 		{ "interval", required_argument, NULL, 2 },
+		{ "metrics", required_argument, NULL, 3 },
+		{ "metrics-top", required_argument, NULL, 4 },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	static struct agent a; /* its address goes to the profile writer */
 	char sockpath[PATH_MAX], sockdir[PATH_MAX], err[PATH_MAX + 512], *slash;
-	const char *sock = NULL;
+	const char *sock = NULL, *metrics = NULL;
 	double interval = 10;
+	uint64_t top_n = 200;
 	int opt, quiet = 0, rc = SP_EXIT_INTERNAL, listening = 0;
 	uint64_t next;
 	pid_t snap = 0;
@@ -868,6 +1054,13 @@ int cmd_agent(int argc, char **argv)
 		case 2:
 			if (sp_parse_double(optarg, 0.1, 86400, &interval) < 0) {
 				fprintf(stderr, "sqlprof agent: --interval wants seconds, 0.1 to 86400\n");
+				return SP_EXIT_USAGE;
+			}
+			break;
+		case 3: metrics = optarg; break;
+		case 4:
+			if (sp_parse_u64(optarg, &top_n) < 0 || top_n < 1 || top_n > 100000) {
+				fprintf(stderr, "sqlprof agent: --metrics-top wants a number of queries, 1 to 100000\n");
 				return SP_EXIT_USAGE;
 			}
 			break;
@@ -908,6 +1101,8 @@ int cmd_agent(int argc, char **argv)
 	if (slash)
 		*slash = 0;
 	sp_coll_init(&a.c);
+	sp_live_state_init(&a.ls);
+	a.ls.profile = sp_live_abspath(a.output);
 	a.c.diag = stderr;
 	/* sampled executions kept one by one (timelines), in memory: a
 	 * standing agent keeps the first of them; sites and totals count all */
@@ -922,11 +1117,13 @@ int cmd_agent(int argc, char **argv)
 	}
 	if (a.restarts) /* a profile without intervals yet: the first covers it all */
 		a.first_ns = (int64_t)a.started * 1000000000;
-	a.c.ns_per_tick = sp_srv_calibrate_tsc();
+	a.c.ns_per_tick = a.carried_tick > 0 ? a.carried_tick : sp_srv_calibrate_tsc();
 	a.c.stats_added = carried_match;
 	a.c.stats_added_arg = &a;
 	if (sp_srv_init(&a.srv, &a.c, "sqlprof agent") < 0)
 		goto out;
+	a.srv.on_view = view_answer;
+	a.srv.arg = &a;
 	if (pipe2(sig_pipe, O_CLOEXEC | O_NONBLOCK) < 0)
 		goto out;
 	memset(&sa, 0, sizeof(sa));
@@ -943,16 +1140,31 @@ int cmd_agent(int argc, char **argv)
 		goto out;
 	}
 	listening = 1;
+	if (metrics) {
+		a.metrics = sp_metrics_start(metrics, (size_t)top_n, agent_totals, &a, &a.ls, sig_pipe[0],
+					     err, sizeof(err));
+		if (!a.metrics) {
+			fprintf(stderr, "sqlprof agent: %s\n", err);
+			rc = SP_EXIT_USAGE;
+			goto out;
+		}
+	}
 	if (!quiet)
-		fprintf(stderr, "sqlprof agent: listening on %s, profile %s every %g s%s\n", sockpath,
-			a.output, interval, a.restarts ? " (continued)" : "");
+		fprintf(stderr, "sqlprof agent: listening on %s, profile %s every %g s%s%s%s\n", sockpath,
+			a.output, interval, a.restarts ? " (continued)" : "",
+			metrics ? ", metrics on http://" : "", metrics ? metrics : "");
 	next = sp_srv_mono_ns();
 	while (!stop_sig) {
-		int r = sp_srv_round(&a.srv, sig_pipe[0], -1, 0);
+		int t = a.metrics ? sp_metrics_timeout_ms(a.metrics) : -1;
+		int r = sp_srv_round(&a.srv, a.metrics ? sp_metrics_fd(a.metrics) : sig_pipe[0],
+				     t >= 0 && t < 10 ? t : -1, 0);
 		uint64_t now;
 
 		if (r < 0)
 			goto out;
+		/* a scrape: answered here, between two rounds (metrics.c) */
+		if (a.metrics)
+			sp_metrics_run(a.metrics);
 		if (r & SP_SRV_EXTRA) {
 			char b[64];
 
@@ -1002,11 +1214,13 @@ int cmd_agent(int argc, char **argv)
 out:
 	if (listening)
 		unlink(sockpath);
+	sp_metrics_stop(a.metrics);
 	sp_srv_close(&a.srv);
 	sp_coll_free(&a.c);
 	free(a.carried.r);
 	free(a.live.r);
 	free(a.carried_h.r);
 	free(a.live_h.r);
+	sp_live_state_free(&a.ls);
 	return rc;
 }

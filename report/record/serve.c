@@ -22,6 +22,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "live.h"
 #include "serve.h"
 
 int sp_srv_preload_unsafe(const char *path)
@@ -181,9 +182,27 @@ int sp_srv_listen(struct sp_srv *s, const char *path, char *err, size_t errlen)
 
 /* Read the pending messages of one client (descriptors included, see
  * sp_coll_recv). Returns 0, or -1 at the end of the connection (its
- * process's rings were read and are kept: it may reconnect). */
+ * process's rings were read and are kept: it may reconnect), -2 when it
+ * was a viewer's, answered (close it). */
 static int drain(struct sp_srv *s, struct sp_client *cl)
 {
+	if (!cl->greeted && s->on_view) {
+		uint32_t magic = 0;
+		ssize_t n;
+
+		/* a viewer (sqlprof top) is told apart by its first message,
+		 * looked at without taking it */
+		n = recv(cl->fd, &magic, sizeof(magic), MSG_PEEK | MSG_DONTWAIT);
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			return 0;
+		if (n <= 0)
+			return -1;
+		cl->greeted = 1;
+		if (magic == SP_VIEW_MAGIC) {
+			s->on_view(s, cl);
+			return -2;
+		}
+	}
 	for (int i = 0; i < DRAIN_BATCH; i++) {
 		int r = sp_coll_recv(s->c, cl->fd, cl->pid, s->buf, SP_MSG_MAX + 64);
 
@@ -228,6 +247,7 @@ static int accept_all(struct sp_srv *s)
 		s->cl[s->ncl].fd = fd;
 		s->cl[s->ncl].pid = (uint32_t)cr.pid;
 		s->cl[s->ncl].start = sp_srv_proc_start((uint32_t)cr.pid);
+		s->cl[s->ncl].greeted = 0;
 		s->ncl++;
 		s->accepted++;
 	}
@@ -237,7 +257,7 @@ int sp_srv_round(struct sp_srv *s, int extra, int timeout_ms, int accept_anyway)
 {
 	struct pollfd *pf = calloc(s->ncl + 2, sizeof(*pf));
 	size_t i, j, npf = s->ncl;
-	int n, rc = 0;
+	int n, r, rc = 0;
 
 	if (!pf)
 		return -1;
@@ -264,10 +284,11 @@ int sp_srv_round(struct sp_srv *s, int extra, int timeout_ms, int accept_anyway)
 		if (!(pf[i + 1].revents & (POLLIN | POLLHUP | POLLERR)))
 			continue;
 		rc |= SP_SRV_DATA;
-		if (drain(s, &s->cl[i]) < 0) {
+		r = drain(s, &s->cl[i]);
+		if (r < 0) {
 			close(s->cl[i].fd);
 			s->cl[i].fd = -1;
-			if (s->on_close)
+			if (r == -1 && s->on_close)
 				s->on_close(s, &s->cl[i]);
 		}
 	}

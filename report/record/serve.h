@@ -22,6 +22,7 @@ struct sp_client {
 	uint32_t pid;
 	uint64_t start; /* the peer's start time (/proc/PID/stat, clock ticks
 			 * after boot): with pid, names its process */
+	int greeted;    /* its first message was looked at (a viewer's?) */
 };
 
 struct sp_srv {
@@ -35,6 +36,11 @@ struct sp_srv {
 	/* called when a connection ends (its process's rings were read);
 	 * NULL: nothing */
 	void (*on_close)(struct sp_srv *s, const struct sp_client *cl);
+	/* called when a connection's first message is a viewer's request
+	 * (live.h, SP_VIEW_MAGIC) instead of a process's stream: it answers
+	 * on cl->fd, which is closed afterwards; NULL: such a connection is
+	 * read as a process's (and its message refused) */
+	void (*on_view)(struct sp_srv *s, const struct sp_client *cl);
 	void *arg;
 };
 

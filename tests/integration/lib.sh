@@ -62,9 +62,9 @@ wait_started() {
 
 # agent_setup: a private run directory, the agent's socket S there and its
 # profile P, need_prog service, a memory cap; the agent (AG) is killed on
-# exit. agent_start: start `sqlprof agent --interval 0.5` on them, its
-# stderr appended to $TMP/agent.err, and wait (up to 5 s) for its new
-# "listening" line.
+# exit. agent_start [ARGS...]: start `sqlprof agent --interval 0.5 ARGS`
+# on them, its stderr appended to $TMP/agent.err, and wait (up to 5 s)
+# for its new "listening" line.
 agent_setup() {
 	need_prog service
 	ulimit -v 4000000
@@ -77,7 +77,7 @@ agent_setup() {
 agent_start() {
 	local before
 	before=$(grep -c listening "$TMP/agent.err" 2>/dev/null)
-	"$SQLPROF" agent -o "$P" --socket "$S" --interval 0.5 2>>"$TMP/agent.err" &
+	"$SQLPROF" agent -o "$P" --socket "$S" --interval 0.5 "$@" 2>>"$TMP/agent.err" &
 	AG=$!
 	for _ in $(seq 1 250); do
 		[ "$(grep -c listening "$TMP/agent.err")" -gt "${before:-0}" ] && return 0

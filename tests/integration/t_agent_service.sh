@@ -3,7 +3,8 @@
 # t_agent_service.sh - issue 15, acceptance 2 and 3: a service started with
 # eval "$(sqlprof env --socket S)" runs 8 s at ~100 queries/s under
 # `sqlprof agent`. After 3 s the profile (read while the agent runs) shows
-# its query with a count > 0; at 4 s the agent is SIGKILLed and started
+# its query with a count > 0, so do the agent's /metrics and `sqlprof top
+# --once --socket S`; at 4 s the agent is SIGKILLed and started
 # again on the same profile; when the service ends, the profile's count is
 # the number of queries it ran, exactly. A second process of the service
 # afterwards: 2 process rows, each with its own exact count, the query's
@@ -20,7 +21,8 @@ d = json.load(sys.stdin)
 print(sum(q["count"] for q in d["queries"] if "?" in q["sql"] and "+" in q["sql"]))'
 }
 
-agent_start
+PORT=$("$PYTHON" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+agent_start --metrics "127.0.0.1:$PORT"
 # the service's slow paths (sampled executions) look for the agent: a
 # higher rate than the default makes that at least ten times a second
 eval "$("$SQLPROF" env --socket "$S")" || fail "sqlprof env failed"
@@ -31,11 +33,19 @@ sleep 3
 c3=$(count_of) || fail "report while the agent runs: $(cat "$TMP/rep.err")"
 [ "$c3" -gt 0 ] || fail "after 3 s the profile shows no execution of the service's query"
 echo "after 3 s: $c3"
+if command -v curl >/dev/null; then
+	m=$(curl -s -m 5 "http://127.0.0.1:$PORT/metrics" |
+		grep '^sqlprof_query_executions_total{.*query="SELECT ? + ?"' | awk '{print $NF}')
+	[ "${m:-0}" -gt 0 ] || fail "after 3 s /metrics has no sqlprof_query_executions_total for the query"
+	echo "after 3 s, /metrics: $m"
+fi
+"$SQLPROF" top --once --delay 0.2 --socket "$S" >"$TMP/top.txt" 2>&1 || fail "top --once: $(cat "$TMP/top.txt")"
+grep -qF 'SELECT ? + ?' "$TMP/top.txt" || fail "after 3 s top --once does not list the query: $(cat "$TMP/top.txt")"
 sleep 1
 kill -9 "$AG"
 wait "$AG" 2>/dev/null
 AG=
-agent_start
+agent_start --metrics "127.0.0.1:$PORT"
 wait "$SV" || fail "the service exited $?"
 n1=$(cat "$TMP/count1")
 # a second process of the same service, afterwards

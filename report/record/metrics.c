@@ -1,0 +1,486 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * metrics.c - the agent's Prometheus endpoint (see metrics.h).
+ *
+ * HTTP is libmicrohttpd's, in its "external epoll" mode: it makes no
+ * thread; its epoll descriptor sits in the agent's poll set (through an
+ * epoll of ours that also holds the agent's signal pipe) and MHD_run
+ * does what is pending after each round of the agent's loop. A scrape
+ * is therefore rendered in the agent's thread from its own state, with
+ * no lock, between two readings of the services' rings: it delays them
+ * by its rendering (about a millisecond for 200 queries), never longer,
+ * as the response is sent by later rounds as the socket takes it.
+ * Connections are capped (64, idle ones closed after 30 s).
+ *
+ * The exposition: per fingerprint and kind (the profile's queries rows),
+ * counters of executions, rows and errors and a histogram of db time per
+ * execution in seconds, with fixed bounds (live.h); the costliest top_n
+ * fingerprints get series of their own, kept for the agent's life (and
+ * the next agent's, through the profile), the others are summed into
+ * query_id="other", so that every sum is exact and every series only
+ * grows.
+ *
+ * What it does not do: compute totals (live.c, cmd-agent.c).
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <microhttpd.h>
+
+#include "metrics.h"
+
+struct sp_metrics {
+	struct MHD_Daemon *d;
+	int lfd, outer, mhd_epoll;
+	size_t top_n;
+	sp_metrics_totals_fn totals;
+	void *arg;
+	struct sp_live_state *s;
+};
+
+/* Longest query label: the fingerprint shortened visibly. */
+#define QUERY_LABEL_MAX 120
+
+/* value as a label value of the text format: UTF-8 (bytes that are not
+ * become '?', as do control characters but newline), with \, " and
+ * newline escaped. */
+static void label_value(FILE *f, const char *v)
+{
+	const unsigned char *p = (const unsigned char *)v;
+
+	while (*p) {
+		size_t n = 1;
+
+		if (*p >= 0x80) {
+			/* a whole, shortest-form UTF-8 sequence, or '?' */
+			n = (*p & 0xE0) == 0xC0 && *p >= 0xC2 ? 2 :
+			    (*p & 0xF0) == 0xE0		  ? 3 :
+			    (*p & 0xF8) == 0xF0 && *p <= 0xF4 ? 4 : 0;
+			for (size_t i = 1; i < n; i++)
+				if ((p[i] & 0xC0) != 0x80)
+					n = 0;
+			if (n == 3 && ((*p == 0xE0 && p[1] < 0xA0) || (*p == 0xED && p[1] >= 0xA0)))
+				n = 0;
+			if (n == 4 && ((*p == 0xF0 && p[1] < 0x90) || (*p == 0xF4 && p[1] >= 0x90)))
+				n = 0;
+			if (!n) {
+				fputc('?', f);
+				p++;
+				continue;
+			}
+			fwrite(p, 1, n, f);
+			p += n;
+			continue;
+		}
+		if (*p == '\\')
+			fputs("\\\\", f);
+		else if (*p == '"')
+			fputs("\\\"", f);
+		else if (*p == '\n')
+			fputs("\\n", f);
+		else if (*p < 0x20 || *p == 0x7f)
+			fputc('?', f);
+		else
+			fputc(*p, f);
+		p++;
+	}
+}
+
+/* The labels of one series: a fingerprint's, or "other" (text NULL). */
+static void labels(FILE *f, uint64_t fp_id, uint32_t kind, const char *text)
+{
+	const char *k = kind == SP_KIND_EXEC ? "exec" : "statement";
+
+	if (!text) {
+		fprintf(f, "query_id=\"other\",kind=\"%s\",query=\"other\",db_system_name=\"sqlite\","
+			   "db_query_summary=\"other\"", k);
+		return;
+	}
+	{
+		char *q = sp_shorten(text, QUERY_LABEL_MAX);
+		char sum[128];
+
+		sp_live_summary(text, sum, sizeof(sum));
+		fprintf(f, "query_id=\"%016llx\",kind=\"%s\",query=\"", (unsigned long long)fp_id, k);
+		label_value(f, q ? q : "?");
+		fputs("\",db_system_name=\"sqlite\",db_query_summary=\"", f);
+		label_value(f, sum);
+		fputc('"', f);
+		free(q);
+	}
+}
+
+/* One series (row r, or the summed other of kind in o): text NULL for
+ * "other". which: 0 executions, 1 rows, 2 errors, 3 the histogram. */
+static void series(FILE *f, int which, const struct sp_live_row *r, int other)
+{
+	const char *text = other ? NULL : r->text;
+
+	switch (which) {
+	case 0:
+	case 1:
+	case 2:
+		fputs(which == 0 ? "sqlprof_query_executions_total{" :
+		      which == 1 ? "sqlprof_query_rows_total{" :
+				   "sqlprof_query_errors_total{",
+		      f);
+		labels(f, r->fp_id, r->kind, text);
+		fprintf(f, "} %llu\n",
+			(unsigned long long)(which == 0 ? r->count : which == 1 ? r->rows : r->errors));
+		break;
+	default: {
+		uint64_t cum = 0;
+
+		for (int b = 0; b <= SP_LIVE_NB; b++) {
+			cum += r->bucket[b];
+			fputs("sqlprof_query_duration_seconds_bucket{", f);
+			labels(f, r->fp_id, r->kind, text);
+			if (b < SP_LIVE_NB)
+				fprintf(f, ",le=\"%g\"} %llu\n", (double)sp_live_bounds_ns[b] / 1e9,
+					(unsigned long long)cum);
+			else
+				fprintf(f, ",le=\"+Inf\"} %llu\n", (unsigned long long)cum);
+		}
+		fputs("sqlprof_query_duration_seconds_sum{", f);
+		labels(f, r->fp_id, r->kind, text);
+		fprintf(f, "} %llu.%09llu\n", (unsigned long long)(r->total_ns / 1000000000u),
+			(unsigned long long)(r->total_ns % 1000000000u));
+		fputs("sqlprof_query_duration_seconds_count{", f);
+		labels(f, r->fp_id, r->kind, text);
+		fprintf(f, "} %llu\n", (unsigned long long)cum);
+	}
+	}
+}
+
+static void add_row(struct sp_live_row *to, const struct sp_live_row *r)
+{
+	to->count += r->count;
+	to->total_ns += r->total_ns;
+	to->rows += r->rows;
+	to->errors += r->errors;
+	for (int b = 0; b <= SP_LIVE_NB; b++)
+		to->bucket[b] += r->bucket[b];
+}
+
+int sp_metrics_render(struct sp_live *l, struct sp_live_state *s, size_t top_n, char **out,
+		      size_t *len)
+{
+	static const char *const help[4][3] = {
+		{ "sqlprof_query_executions_total", "counter",
+		  "Executions of the query (its fingerprint and kind), exact: every execution of every "
+		  "process of the agent, since the profile began." },
+		{ "sqlprof_query_rows_total", "counter", "Rows the query's executions returned (SQLITE_ROW)." },
+		{ "sqlprof_query_errors_total", "counter", "Executions of the query that ended in an error." },
+		{ "sqlprof_query_duration_seconds", "histogram",
+		  "Database time of one execution, in seconds (OpenTelemetry db.client.operation.duration)." },
+	};
+	struct sp_live_row other[2];
+	unsigned char *named;
+	FILE *f;
+	int have_other[2] = { 0, 0 };
+
+	sp_live_sort(l);
+	named = calloc(l->n ? l->n : 1, 1);
+	if (!named)
+		return -1;
+	memset(other, 0, sizeof(other));
+	other[1].kind = SP_KIND_EXEC;
+	/* The named series only grow: a fingerprint named once stays named,
+	 * one not named while there was no room (counted in "other") stays
+	 * there; the costliest are named first. */
+	for (size_t i = 0; i < l->n; i++) {
+		uint64_t k[2] = { l->rows[i].fp_id, l->rows[i].kind };
+		int *v = hmap_get(&s->series, k, 0, NULL);
+
+		if (!v && s->series.count < top_n && (v = hmap_get(&s->series, k, 1, NULL)))
+			*v = 1;
+		named[i] = v != NULL;
+		if (!named[i]) {
+			int o = l->rows[i].kind == SP_KIND_EXEC;
+
+			add_row(&other[o], &l->rows[i]);
+			have_other[o] = 1;
+		}
+	}
+	f = open_memstream(out, len);
+	if (!f) {
+		free(named);
+		return -1;
+	}
+	for (int w = 0; w < 4; w++) {
+		fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", help[w][0], help[w][2], help[w][0], help[w][1]);
+		for (size_t i = 0; i < l->n; i++)
+			if (named[i])
+				series(f, w, &l->rows[i], 0);
+		for (int o = 0; o < 2; o++)
+			if (have_other[o])
+				series(f, w, &other[o], 1);
+	}
+	fprintf(f,
+		"# HELP sqlprof_lost_total Sampled executions (events) the profiled processes could not "
+		"hand over (their totals are exact all the same).\n"
+		"# TYPE sqlprof_lost_total counter\n"
+		"sqlprof_lost_total %llu\n"
+		"# HELP sqlprof_processes Profiled processes connected to the agent now.\n"
+		"# TYPE sqlprof_processes gauge\n"
+		"sqlprof_processes %llu\n"
+		"# HELP sqlprof_agent_restarts Agents before this one that wrote its profile.\n"
+		"# TYPE sqlprof_agent_restarts gauge\n"
+		"sqlprof_agent_restarts %llu\n",
+		(unsigned long long)l->lost, (unsigned long long)l->processes,
+		(unsigned long long)l->restarts);
+	free(named);
+	return fclose(f) == 0 ? 0 : -1;
+}
+
+static enum MHD_Result answer(struct MHD_Connection *conn, unsigned code, const char *body,
+			      const char *allow)
+{
+	struct MHD_Response *r =
+		MHD_create_response_from_buffer(strlen(body), (void *)body, MHD_RESPMEM_PERSISTENT);
+	enum MHD_Result rc;
+
+	if (!r)
+		return MHD_NO;
+	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "text/plain; charset=utf-8");
+	if (allow)
+		MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, allow);
+	rc = MHD_queue_response(conn, code, r);
+	MHD_destroy_response(r);
+	return rc;
+}
+
+static const char reconnecting[] =
+	"the agent restarted: the processes of the previous one are reconnecting\n";
+
+static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char *url,
+			      const char *method, const char *version, const char *upload_data,
+			      size_t *upload_data_size, void **con_cls)
+{
+	struct sp_metrics *m = cls;
+	struct sp_live l;
+	struct MHD_Response *r;
+	enum MHD_Result rc;
+	char *body = NULL;
+	size_t len = 0;
+	int t;
+
+	if (strcmp(url, "/metrics"))
+		return answer(conn, MHD_HTTP_NOT_FOUND, "not found: sqlprof serves GET /metrics\n", NULL);
+	if (strcmp(method, MHD_HTTP_METHOD_GET))
+		return answer(conn, MHD_HTTP_METHOD_NOT_ALLOWED, "only GET /metrics\n", "GET");
+	memset(&l, 0, sizeof(l));
+	t = m->totals(m->arg, &l);
+	if (t == 0 && l.pending) {
+		/* a restarted agent whose processes are not all back: a value
+		 * below the one an earlier scrape saw would read as a counter
+		 * reset; this scrape fails instead (up = 0), the next one has them */
+		sp_live_free(&l);
+		r = MHD_create_response_from_buffer(
+			strlen(reconnecting), (void *)reconnecting, MHD_RESPMEM_PERSISTENT);
+		if (!r)
+			return MHD_NO;
+		MHD_add_response_header(r, "Retry-After", "1");
+		rc = MHD_queue_response(conn, MHD_HTTP_SERVICE_UNAVAILABLE, r);
+		MHD_destroy_response(r);
+		return rc;
+	}
+	if (t < 0 || sp_metrics_render(&l, m->s, m->top_n, &body, &len) < 0) {
+		sp_live_free(&l);
+		free(body);
+		return answer(conn, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory\n", NULL);
+	}
+	sp_live_free(&l);
+	r = MHD_create_response_from_buffer(len, body, MHD_RESPMEM_MUST_FREE);
+	if (!r) {
+		free(body);
+		return MHD_NO;
+	}
+	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE,
+				"text/plain; version=0.0.4; charset=utf-8");
+	rc = MHD_queue_response(conn, MHD_HTTP_OK, r);
+	MHD_destroy_response(r);
+	return rc;
+}
+
+static void mhd_log(void *cls, const char *fmt, va_list ap)
+{
+	fputs("sqlprof agent: metrics: ", stderr);
+	vfprintf(stderr, fmt, ap);
+}
+
+/* Split "HOST:PORT" ("[V6]:PORT" too) and bind a listening socket there.
+ * Returns it, or -1 with a reason. */
+static int listen_on(const char *hostport, char *err, size_t errlen)
+{
+	char host[256];
+	const char *colon, *port, *h = hostport;
+	size_t hl;
+	struct addrinfo hints, *res = NULL, *ai;
+	unsigned long pn;
+	char *end;
+	int fd = -1, e, one = 1, saved = 0;
+
+	if (hostport[0] == '[') {
+		const char *close = strchr(hostport, ']');
+
+		if (!close || close[1] != ':')
+			goto bad;
+		h = hostport + 1;
+		hl = (size_t)(close - h);
+		port = close + 2;
+	} else {
+		colon = strrchr(hostport, ':');
+		if (!colon || strchr(hostport, ':') != colon)
+			goto bad;
+		hl = (size_t)(colon - hostport);
+		port = colon + 1;
+	}
+	if (!hl || hl >= sizeof(host))
+		goto bad;
+	memcpy(host, h, hl);
+	host[hl] = 0;
+	errno = 0;
+	pn = strtoul(port, &end, 10);
+	if (!*port || *end || errno || pn < 1 || pn > 65535 || port[0] == '+' || port[0] == '-') {
+		snprintf(err, errlen, "--metrics: the port of '%s' must be a number from 1 to 65535",
+			 hostport);
+		return -1;
+	}
+	memset(&hints, 0, sizeof(hints));
+	hints.ai_family = AF_UNSPEC;
+	hints.ai_socktype = SOCK_STREAM;
+	hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
+	e = getaddrinfo(host, port, &hints, &res);
+	if (e) {
+		snprintf(err, errlen, "--metrics: cannot resolve '%s': %s", host, gai_strerror(e));
+		return -1;
+	}
+	for (ai = res; ai; ai = ai->ai_next) {
+		fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK,
+			    ai->ai_protocol);
+		if (fd < 0) {
+			saved = errno;
+			continue;
+		}
+		setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+		if (ai->ai_family == AF_INET6)
+			setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
+		if (bind(fd, ai->ai_addr, ai->ai_addrlen) == 0 && listen(fd, 64) == 0)
+			break;
+		saved = errno;
+		close(fd);
+		fd = -1;
+	}
+	freeaddrinfo(res);
+	if (fd < 0)
+		snprintf(err, errlen, "--metrics: cannot listen on %s: %s%s", hostport, strerror(saved),
+			 saved == EADDRINUSE ? " (choose another port)" : "");
+	return fd;
+bad:
+	snprintf(err, errlen,
+		 "--metrics wants HOST:PORT (127.0.0.1:9187, [::1]:9187, localhost:9187), not '%s'",
+		 hostport);
+	return -1;
+}
+
+struct sp_metrics *sp_metrics_start(const char *hostport, size_t top_n, sp_metrics_totals_fn totals,
+				    void *arg, struct sp_live_state *s, int watch_fd, char *err,
+				    size_t errlen)
+{
+	struct sp_metrics *m = calloc(1, sizeof(*m));
+	const union MHD_DaemonInfo *di;
+	struct epoll_event ev;
+
+	if (!m) {
+		snprintf(err, errlen, "out of memory");
+		return NULL;
+	}
+	m->outer = -1;
+	m->top_n = top_n;
+	m->totals = totals;
+	m->arg = arg;
+	m->s = s;
+	m->lfd = listen_on(hostport, err, errlen);
+	if (m->lfd < 0)
+		goto fail;
+	m->d = MHD_start_daemon(MHD_USE_EPOLL | MHD_USE_ERROR_LOG, 0, NULL, NULL, handle, m,
+				MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL, MHD_OPTION_LISTEN_SOCKET,
+				m->lfd, MHD_OPTION_CONNECTION_LIMIT, (unsigned)64,
+				MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)30, MHD_OPTION_END);
+	if (!m->d) {
+		snprintf(err, errlen, "--metrics: libmicrohttpd would not start on %s", hostport);
+		goto fail;
+	}
+	di = MHD_get_daemon_info(m->d, MHD_DAEMON_INFO_EPOLL_FD);
+	m->outer = epoll_create1(EPOLL_CLOEXEC);
+	if (!di || m->outer < 0) {
+		snprintf(err, errlen, "--metrics: no epoll descriptor: %s", strerror(errno));
+		goto fail;
+	}
+	m->mhd_epoll = di->epoll_fd;
+	memset(&ev, 0, sizeof(ev));
+	ev.events = EPOLLIN;
+	if (epoll_ctl(m->outer, EPOLL_CTL_ADD, m->mhd_epoll, &ev) < 0 ||
+	    (watch_fd >= 0 && epoll_ctl(m->outer, EPOLL_CTL_ADD, watch_fd, &ev) < 0)) {
+		snprintf(err, errlen, "--metrics: epoll_ctl: %s", strerror(errno));
+		goto fail;
+	}
+	return m;
+fail:
+	sp_metrics_stop(m);
+	return NULL;
+}
+
+int sp_metrics_fd(const struct sp_metrics *m)
+{
+	return m->outer;
+}
+
+void sp_metrics_run(struct sp_metrics *m)
+{
+	MHD_run(m->d);
+}
+
+int sp_metrics_timeout_ms(struct sp_metrics *m)
+{
+	MHD_UNSIGNED_LONG_LONG t;
+
+	if (MHD_get_timeout(m->d, &t) != MHD_YES)
+		return -1;
+	return t > INT_MAX ? INT_MAX : (int)t;
+}
+
+void sp_metrics_forget(struct sp_metrics *m)
+{
+	if (!m)
+		return;
+	if (m->outer >= 0)
+		close(m->outer);
+	close(m->mhd_epoll);
+	close(m->lfd);
+}
+
+void sp_metrics_stop(struct sp_metrics *m)
+{
+	if (!m)
+		return;
+	if (m->d)
+		MHD_stop_daemon(m->d); /* closes the listener it was given */
+	else if (m->lfd >= 0)
+		close(m->lfd);
+	if (m->outer >= 0)
+		close(m->outer);
+	free(m);
+}
