@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * check_live.c - unit tests for report/live.c: the fixed latency buckets
+ * check_live.c - unit tests for report/record/live.c: the fixed latency buckets
  * (every bound goes to the bucket above it), the viewer answer's
  * encoding read back field by field, its decoder on every truncation and
  * on lengths that lie (refused, never read past the buffer), and
