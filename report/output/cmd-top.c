@@ -571,7 +571,8 @@ static void frame(FILE *f, const char *source, const struct sp_live *cur, const 
 			 sh[i].share, (unsigned long long)r->count,
 			 sp_fmt_ns(b1, sizeof(b1), r->count ? (double)r->total_ns / (double)r->count : 0),
 			 sp_fmt_ns(b2, sizeof(b2), (double)r->p95_ns), (unsigned long long)r->rows,
-			 (unsigned long long)r->errors, r->kind == SP_KIND_EXEC ? "exec" : "stmt",
+			 (unsigned long long)r->errors,
+			 sp_qkind_name(r->kind == SP_KIND_EXEC ? SP_QK_EXEC : SP_QK_STMT),
 			 show_site ? 28 : 0, show_site ? sitebuf : "", show_site ? " " : "", text);
 		emit(f, line, tty, cols);
 		free(text);
