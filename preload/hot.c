@@ -90,6 +90,24 @@ static __attribute__((noinline)) int end_other(struct sp_thread *t, struct sp_ru
 	return rc;
 }
 
+/* Every end end_plain does not take: a drawn execution's (flags RANDOM,
+ * perhaps SAMPLED, nothing else) goes to the sampled end straight away,
+ * without end_other's frame; anything else to end_other. */
+static __attribute__((noinline)) int end_drawn(struct sp_thread *t, struct sp_run *r, int rc,
+					       uint64_t end, int abandoned)
+{
+	struct sp_stmt *s = (struct sp_stmt *)r; /* run comes first */
+
+	if ((r->flags & ~(SP_EXEC_RANDOM | SP_EXEC_SAMPLED)) == 0 && (r->flags & SP_EXEC_RANDOM) &&
+	    (abandoned || rc == SQLITE_DONE) && end < r->slow_at && s->agg_arena == t->arena_id &&
+	    s->agg) {
+		sp_run_end_sampled(t, s, (sqlite3_stmt *)atomic_load_explicit(&s->key, memory_order_relaxed),
+				   end);
+		return rc;
+	}
+	return end_other(t, r, rc, end, abandoned);
+}
+
 /*
  * End of a plain execution: DONE (abandoned 0) or reset/finalize before
  * it (abandoned 1; a constant in each copy). It is added to its query
@@ -114,7 +132,7 @@ SP_INLINE int end_plain(struct sp_thread *t, struct sp_run *r, int rc, uint64_t 
 	 * (agg NULL), before anything is read through it */
 	if (unlikely(r->flags != 0 || end >= r->slow_at || t->run_q != q ||
 		     r->start >= t->run_until))
-		return end_other(t, r, rc, end, abandoned);
+		return end_drawn(t, r, rc, end, abandoned);
 	i = sp_hist_index(db);
 	blk = q->hist[i / SP_HIST_PER_BLOCK];
 	if (unlikely(!blk))

@@ -212,13 +212,14 @@ static uint64_t siphash24(const uint64_t k[2], const unsigned char *p, size_t n)
  * (sqlite3_expanded_sql formats and allocates: some 2,200 instructions for
  * `SELECT ?1+1`); a statement without parameters is its text (sql_id).
  * SQLPROF_PARAMS=0 turns it off. Keeps errno. */
-static uint64_t params_hash(struct sp_thread *t, const struct sp_run *r, sqlite3_stmt *st,
-			    uint64_t sql_id, uint32_t nexec /* of its query record */)
-{
-	uint64_t h = 0;
-	char *x;
-	int saved;
+static uint64_t params_hash_slow(struct sp_thread *t, sqlite3_stmt *st, uint64_t sql_id);
 
+/* The test, inline at the sampled end: most drawn executions at rates
+ * above 0.01 are passed over, and a call for them cost ~30 instructions. */
+static inline __attribute__((always_inline)) uint64_t
+params_hash(struct sp_thread *t, const struct sp_run *r, sqlite3_stmt *st, uint64_t sql_id,
+	    uint32_t nexec /* of its query record */)
+{
 	if (!(r->flags & SP_EXEC_RANDOM) || r->kind != SP_KIND_STMT || !st || !sp_cfg.params)
 		return 0;
 	if (sp_cfg.params_keep != UINT64_MAX && nexec > 64) {
@@ -233,6 +234,16 @@ static uint64_t params_hash(struct sp_thread *t, const struct sp_run *r, sqlite3
 		if (t->rng >= sp_cfg.params_keep)
 			return 0;
 	}
+	return params_hash_slow(t, st, sql_id);
+}
+
+static __attribute__((noinline)) uint64_t params_hash_slow(struct sp_thread *t, sqlite3_stmt *st,
+							   uint64_t sql_id)
+{
+	uint64_t h = 0;
+	char *x;
+	int saved;
+
 	if (!sp_real.expanded_sql || !sp_real.free)
 		return 0;
 	/* errno is read only here: most drawn executions are not hashed */
