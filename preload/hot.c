@@ -58,20 +58,15 @@ SP_INLINE struct sp_thread *tls_fresh(void)
 }
 
 /* The slow end: anything but a plain execution whose histogram bucket
- * exists and whose N+1 run goes on. Returns rc. */
+ * exists and whose N+1 run goes on, or a drawn one that ended as a plain
+ * one would (end_drawn). Returns rc. */
 static __attribute__((noinline)) int end_other(struct sp_thread *t, struct sp_run *r, int rc,
 					       uint64_t end, int abandoned)
 {
 	struct sp_stmt *s = (struct sp_stmt *)r; /* run comes first */
 	sqlite3_stmt *st = (sqlite3_stmt *)atomic_load_explicit(&s->key, memory_order_relaxed);
 
-	if ((r->flags & ~(SP_EXEC_RANDOM | SP_EXEC_SAMPLED)) == 0 && r->flags &&
-	    (abandoned || rc == SQLITE_DONE) && end < r->slow_at && s->agg_arena == t->arena_id &&
-	    s->agg) {
-		/* drawn for a stack, otherwise plain */
-		sp_run_end_sampled(t, s, st, end);
-		return rc;
-	}
+	/* a drawn execution's plain end never comes here: end_drawn took it */
 	if (r->flags == 0 && (abandoned || rc == SQLITE_DONE) && end < r->slow_at &&
 	    s->agg_arena == t->arena_id && s->agg) {
 		/* plain, but a first value in its histogram block, a run that
@@ -113,7 +108,7 @@ static __attribute__((noinline)) int end_drawn(struct sp_thread *t, struct sp_ru
  * it (abandoned 1; a constant in each copy). It is added to its query
  * record with nothing but loads and stores (sp_agg_add's arithmetic, by
  * hand: no call, so no register to save). Anything else goes to
- * end_other: flags (nested, sampled, first, failed, slow-noted, counters
+ * end_drawn (a drawn execution's end) or end_other: flags (nested, sampled, first, failed, slow-noted, counters
  * through the API), the slow threshold, a first value in its histogram
  * block, or an N+1 run that does not go on. The run test also proves the
  * query record is this thread's: t->run_q is always one of its own.

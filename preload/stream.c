@@ -1152,8 +1152,9 @@ static void rings_announce_again(void)
 void sp_stream_tick_slow(uint64_t now)
 {
 	/* a quarter of a second in sp_now()'s units, so that a check the
-	 * ns deadline allows is never put off by more than that */
-	uint64_t span = sp_clock_tsc ? (uint64_t)(250e6 * sp_tsc_per_ns()) : 250000000u;
+	 * ns deadline allows is never put off by more than that (the
+	 * constructor's calibration: sp_tsc_per_ns() would calibrate again) */
+	uint64_t span = sp_clock_tsc ? (uint64_t)(250e6 * tsc_per_ns) : 250000000u;
 
 	atomic_store_explicit(&sp_stream_tick_at, now + (span ? span : 1), memory_order_relaxed);
 	sp_stream_check();
