@@ -119,9 +119,10 @@ static inline uint64_t run_seq(struct sp_thread *t, struct sp_run *r)
 }
 
 /* The EXEC event of a sampled execution that ended at end: every field
- * stored once (no clearing first), header and ids in one store each. */
-void sp_emit_exec(struct sp_thread *t, struct sp_run *r, uint64_t sql_id, uint64_t db, int rc,
-		  uint64_t end, sp_v4u delta, uint64_t params)
+ * stored once (no clearing first), header and ids in one store each.
+ * Inline in the sampled end, which keeps its values in registers. */
+SP_INLINE void emit_exec_in(struct sp_thread *t, struct sp_run *r, uint64_t sql_id, uint64_t db,
+			    int rc, uint64_t end, sp_v4u delta, uint64_t params)
 {
 	struct sp_rec_exec *x = sp_rec_reserve(t, sizeof(*x));
 	uint64_t w;
@@ -148,6 +149,12 @@ void sp_emit_exec(struct sp_thread *t, struct sp_run *r, uint64_t sql_id, uint64
 	x->pad = 0;
 	x->params = params;
 	sp_rec_commit(t, sizeof(*x));
+}
+
+void sp_emit_exec(struct sp_thread *t, struct sp_run *r, uint64_t sql_id, uint64_t db, int rc,
+		  uint64_t end, sp_v4u delta, uint64_t params)
+{
+	emit_exec_in(t, r, sql_id, db, rc, end, delta, params);
 }
 
 #define emit_exec sp_emit_exec
@@ -546,8 +553,11 @@ void sp_run_end_slow(struct sp_thread *t, struct sp_stmt *s, sqlite3_stmt *st, i
 
 /* The end of a randomly sampled execution that is otherwise plain
  * (flags RANDOM and perhaps SAMPLED, DONE or abandoned, not slow, its
- * record this thread's): the plain additions, and its event. */
-void sp_run_end_sampled(struct sp_thread *t, struct sp_stmt *s, sqlite3_stmt *st, uint64_t end)
+ * record this thread's): the plain additions, and its event written
+ * here (no call: emit_exec_in). Returns rc, so that end_drawn's call is
+ * a jump. */
+int sp_run_end_sampled(struct sp_thread *t, struct sp_stmt *s, sqlite3_stmt *st, uint64_t end,
+		       int rc)
 {
 	struct sp_run *r = &s->run;
 	struct sp_agg_query *q = s->agg;
@@ -557,13 +567,15 @@ void sp_run_end_sampled(struct sp_thread *t, struct sp_stmt *s, sqlite3_stmt *st
 	sp_agg_add(q, r, end, delta);
 	if (r->stack_id) {
 		q->samples++;
-		emit_exec(t, r, s->sql_id, s->db, SQLITE_OK, end, delta, params_hash(t, r, st, s->sql_id, s->agg ? (uint32_t)s->agg->count : 0));
+		emit_exec_in(t, r, s->sql_id, s->db, SQLITE_OK, end, delta,
+			     params_hash(t, r, st, s->sql_id, (uint32_t)q->count));
 	}
 	r->start = 0;
 	r->flags = 0;
 	r->seq = 0;
 	r->stack_id = 0;
 	sp_run_note(t, q, s->shape, start, end);
+	return rc;
 }
 
 /* An execution whose statement SQLite freed without our finalize shim

@@ -551,9 +551,6 @@ uint64_t sp_stack_note(struct sp_thread *t, const uintptr_t *pcs, int depth, uin
 int sp_unwind(uintptr_t *pcs, int max);
 extern int sp_use_cfi_unwinder;
 int sp_backtrace_keep_errno(uintptr_t *pcs, int max);
-/* The calling thread's stack above libsqlprof, as a stack id (0: none).
- * Keeps errno. Inlined where a walk starts, so that it has fewer frames of
- * ours to climb. */
 /* Libraries unloaded (dlclose) so far, and a salt of this process image:
  * both are mixed into stack ids, so that the same pcs in a library loaded
  * where an unloaded one was, or in a new image of the same pid (exec
@@ -589,28 +586,29 @@ SP_INLINE void sp_stream_tick(void)
 	if (unlikely(now >= atomic_load_explicit(&sp_stream_tick_at, memory_order_relaxed)))
 		sp_stream_tick_slow(now);
 }
-SP_INLINE uint64_t sp_stack_capture_inline(struct sp_thread *t)
-{
-	uintptr_t pcs[SP_STACK_MAX + 8], lo, span;
-	int n = -1, skip = 1, depth, i, max;
-	uint64_t h = 0xcbf29ce484222325ULL;
 
-	if (likely(sp_use_cfi_unwinder))
-		n = sp_unwind(pcs, sp_cfg.depth + 8);
-	if (unlikely(n < 0)) /* not ours to unwind (signal frame, no CFI): libgcc's */
-		n = sp_backtrace_keep_errno(pcs, sp_cfg.depth + 8);
-	if (unlikely(atomic_load_explicit(&sp_py_state, memory_order_relaxed) != SP_PY_STATE_OFF))
-		n = sp_py_splice(t, pcs, n, SP_STACK_MAX + 8); /* CPython's frames */
-	/* read after the walk, so that nothing waits in memory across it */
-	lo = sp_self_lo;
-	span = sp_self_hi - sp_self_lo;
-	max = sp_cfg.depth;
-	/* pcs[0] is always ours: the function this is inlined into */
-	while (skip < n && pcs[skip] - lo < span)
-		skip++;
-	depth = n - skip;
-	if (depth > max)
-		depth = max;
+/* Where pcs[0..n) (pcs[0] always ours: the walk's caller) leaves
+ * libsqlprof, and how many frames from there the stack keeps. */
+SP_INLINE int sp_stack_span(const uintptr_t *pcs, int n, int *skip)
+{
+	uintptr_t lo = sp_self_lo, span = sp_self_hi - sp_self_lo;
+	int k = 1, depth;
+
+	while (k < n && pcs[k] - lo < span)
+		k++;
+	*skip = k;
+	depth = n - k;
+	return depth > sp_cfg.depth ? sp_cfg.depth : depth;
+}
+
+/* The stack id of pcs[0..n) as a walk from inside libsqlprof gave them:
+ * FNV-1a of the pcs above our own frames (at most sp_cfg.depth of them),
+ * their number, the image salt and the unloads so far; 0: no frame. */
+SP_INLINE uint64_t sp_stack_id(const uintptr_t *pcs, int n)
+{
+	uint64_t h = 0xcbf29ce484222325ULL;
+	int skip, depth = sp_stack_span(pcs, n, &skip), i;
+
 	if (depth <= 0)
 		return 0;
 	for (i = 0; i < depth; i++)
@@ -618,13 +616,62 @@ SP_INLINE uint64_t sp_stack_capture_inline(struct sp_thread *t)
 	h ^= (uint64_t)depth;
 	h ^= sp_image_salt +
 	     atomic_load_explicit(&sp_unloads, memory_order_relaxed) * 0x9E3779B97F4A7C15ULL;
-	h |= 1; /* 0 means no stack */
+	return h | 1; /* 0 means no stack */
+}
+
+/* sp_unwind_id's answer when the stack is the one its last walk on this
+ * thread climbed: pcs untouched, the id is that walk's. */
+#define SP_UNWIND_SAME (-2)
+/* sp_unwind, then sp_stack_id of its pcs; *n: the number of pcs, -1 when
+ * the unwinder cannot climb this stack (pcs and id unset), or
+ * SP_UNWIND_SAME when its last walk on this thread, from the same frame
+ * with the same max, read the same values at every address the stack
+ * now holds (unwind.c, "the last walk"): then pcs is untouched and the
+ * id the last one. Keeps errno. */
+uint64_t sp_unwind_id(uintptr_t *pcs, int max, int *n);
+
+/* The calling thread's stack above libsqlprof, as a stack id (0: none).
+ * Keeps errno. Inlined where a walk starts, so that it has fewer frames of
+ * ours to climb. */
+SP_INLINE uint64_t sp_stack_capture_inline(struct sp_thread *t)
+{
+	uintptr_t pcs[SP_STACK_MAX + 8];
+	int n = -1, max = sp_cfg.depth + 8, skip, depth;
+	uint64_t h;
+
+	if (likely(atomic_load_explicit(&sp_py_state, memory_order_relaxed) == SP_PY_STATE_OFF)) {
+		if (likely(sp_use_cfi_unwinder)) {
+			h = sp_unwind_id(pcs, max, &n);
+			if (likely(n == SP_UNWIND_SAME)) {
+				/* the common case: the last stack again, no pcs */
+				sp_stream_tick();
+				if (likely(h == t->last_stack))
+					return h;
+				n = sp_unwind(pcs, max); /* to send it */
+			} else if (n >= 0) {
+				goto known;
+			}
+		}
+		if (unlikely(n < 0)) /* not ours to unwind (signal frame, no CFI): libgcc's */
+			n = sp_backtrace_keep_errno(pcs, max);
+	} else {
+		if (likely(sp_use_cfi_unwinder))
+			n = sp_unwind(pcs, max);
+		if (unlikely(n < 0))
+			n = sp_backtrace_keep_errno(pcs, max);
+		n = sp_py_splice(t, pcs, n, SP_STACK_MAX + 8); /* CPython's frames */
+	}
+	h = sp_stack_id(pcs, n);
+known:
+	if (!h)
+		return 0;
 	/* a sampled execution is a slow path: the collector gone, or one to
 	 * connect to (a new one has no stack: last_stack is forgotten) */
 	sp_stream_tick();
 	/* the same stack as this thread's last one: sent already */
 	if (likely(h == t->last_stack))
 		return h;
+	depth = sp_stack_span(pcs, n, &skip);
 	return sp_stack_note(t, pcs + skip, depth, h);
 }
 uint64_t sp_stack_capture(struct sp_thread *t);
@@ -633,7 +680,10 @@ void sp_emit_exec(struct sp_thread *t, struct sp_run *r, uint64_t sql_id, uint64
 /* The key of the bound values' hashes (sp_rec_exec.params): drawn at
  * start-up, never sent. */
 extern uint64_t sp_params_key[2];
-void sp_run_end_sampled(struct sp_thread *t, struct sp_stmt *s, sqlite3_stmt *st, uint64_t end);
+/* The end of a drawn execution that is otherwise plain (end_drawn's
+ * tests hold); returns rc. */
+int sp_run_end_sampled(struct sp_thread *t, struct sp_stmt *s, sqlite3_stmt *st, uint64_t end,
+		       int rc);
 void sp_stack_sets_reset(void); /* fork child: stacks are resent per pid */
 int sp_unwind_init(void);       /* unwind.c: cached CFI unwinder; -1: backtrace() */
 /* 1 when [addr, addr + len) lies in the calling thread's stack. */
