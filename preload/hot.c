@@ -245,29 +245,24 @@ static __attribute__((noinline)) int step_general(sqlite3_stmt *st, int drawn)
 	return end_exec(t, r, rc, t1);
 }
 
-/*
- * The countdown hit at the start of an execution that sqlite3_step could
- * otherwise start inline (its checks hold): draw the next gap, take the
- * stack here - one frame of ours for the walk to climb, since sqlite3_step
- * jumps to us - and run the step as sqlite3_step does.
- */
-static __attribute__((noinline)) int step_sampled(sqlite3_stmt *st)
+/* A drawn execution starts with stack h (0: none), the next gap drawn:
+ * the rest of sqlite3_step's start, and the step. Nothing is kept in a
+ * register across the real call (t afresh, r = t->cur), and nothing is
+ * called before it, so this saves no register. */
+static __attribute__((noinline)) int step_drawn(sqlite3_stmt *st, uint64_t h)
 {
 	struct sp_thread *t = &sp_tls;
-	struct sp_run *r = &t->last_stmt->run;
+	struct sp_run *r;
 	uint64_t t0, t1;
 	int rc;
 
-	if (unlikely(!sp_same_process())) {
-		/* a raw clone child: its own process from now on */
-		sp_raw_clone_child();
-		return step_general(st, -1);
-	}
-	t->skip = sp_cfg.rate_one ? 1 : sp_draw_gap(t);
+	r = &t->last_stmt->run;
 	t->last_stmt->agg->started++; /* sqlite3_step's checks hold: bound here */
-	r->stack_id = sp_stack_capture_inline(t);
-	r->flags = r->stack_id ? SP_EXEC_RANDOM | SP_EXEC_SAMPLED : SP_EXEC_RANDOM;
-	sp_status_base(r, st);
+	r->stack_id = h;
+	r->flags = h ? SP_EXEC_RANDOM | SP_EXEC_SAMPLED : SP_EXEC_RANDOM;
+	/* SP_TS_FAST holds SP_TS_COUNTERS: t->status_off >= 0 */
+	__builtin_memcpy(r->base, (const char *)st + t->status_off + 4 * SQLITE_STMTSTATUS_FULLSCAN_STEP,
+			 sizeof(r->base));
 	r->rows = 0;
 	t0 = sp_rdtsc(); /* the walk's time is not the execution's */
 	r->start = t0;
@@ -276,7 +271,62 @@ static __attribute__((noinline)) int step_sampled(sqlite3_stmt *st)
 	t->cur = r;
 	rc = sp_real.step(st);
 	t1 = sp_rdtsc();
-	return step_after(t, r, rc, t1);
+	t = tls_fresh();
+	return step_after(t, t->cur, rc, t1);
+}
+
+/* The next gap to draw, then step_drawn. */
+static __attribute__((noinline)) int step_gap(sqlite3_stmt *st, uint64_t h)
+{
+	struct sp_thread *t = &sp_tls;
+
+	t->skip = sp_cfg.rate_one ? 1 : sp_draw_gap(t);
+	return step_drawn(st, h);
+}
+
+/* step_sampled's walk. Reached by a jump from step_sampled, itself
+ * reached by a jump from sqlite3_step: this frame's return address is
+ * the program's, as step_sampled's was. */
+static __attribute__((noinline)) int step_walked(sqlite3_stmt *st)
+{
+	const uintptr_t *fp = __builtin_frame_address(0);
+
+	if (unlikely(!sp_same_process())) {
+		/* a raw clone child: its own process from now on */
+		sp_raw_clone_child();
+		return step_general(st, -1);
+	}
+	return step_gap(st, sp_stack_walk(&sp_tls, (uintptr_t)(fp + 2), fp[0], fp[1], 1));
+}
+
+/*
+ * The countdown hit at the start of an execution that sqlite3_step could
+ * otherwise start inline (its checks hold): take the stack, then
+ * step_drawn. sqlite3_step jumps here, so this frame's return address is
+ * the program's: a walk starts at its caller's frame (fp + 2, fp[0],
+ * fp[1]), and most drawn executions only check, here, that the stack is
+ * this thread's last one (sp_memo_same) and that the stream's tick is not
+ * due (the TSC clock: SP_TS_FAST). Every call is a jump, so this saves no
+ * register; anything else is step_walked's.
+ */
+static __attribute__((noinline)) int step_sampled(sqlite3_stmt *st)
+{
+	const uintptr_t *fp = __builtin_frame_address(0); /* a frame pointer */
+	struct sp_thread *t = &sp_tls;
+
+	if (likely(sp_same_process()) &&
+	    likely(atomic_load_explicit(&sp_py_state, memory_order_relaxed) == SP_PY_STATE_OFF) &&
+	    likely(sp_memo_same((uintptr_t)(fp + 2), fp[0], fp[1])) &&
+	    /* the tick is due before the test: a new collector has no stack */
+	    likely(sp_rdtsc() < atomic_load_explicit(&sp_stream_tick_at, memory_order_relaxed)) &&
+	    likely(sp_memo.id == t->last_stack)) {
+		if (likely(sp_cfg.rate_one)) {
+			t->skip = 1;
+			return step_drawn(st, sp_memo.id);
+		}
+		return step_gap(st, sp_memo.id);
+	}
+	return step_walked(st);
 }
 
 /* Not resolved yet, profiling off, inside the profiler, a NULL statement,

@@ -619,62 +619,79 @@ SP_INLINE uint64_t sp_stack_id(const uintptr_t *pcs, int n)
 	return h | 1; /* 0 means no stack */
 }
 
-/* sp_unwind_id's answer when the stack is the one its last walk on this
- * thread climbed: pcs untouched, the id is that walk's. */
-#define SP_UNWIND_SAME (-2)
-/* sp_unwind, then sp_stack_id of its pcs; *n: the number of pcs, -1 when
- * the unwinder cannot climb this stack (pcs and id unset), or
- * SP_UNWIND_SAME when its last walk on this thread, from the same frame
- * with the same max, read the same values at every address the stack
- * now holds (unwind.c, "the last walk"): then pcs is untouched and the
- * id the last one. Keeps errno. */
-uint64_t sp_unwind_id(uintptr_t *pcs, int max, int *n);
+/*
+ * The last walk of this thread (unwind.c): where it started, and the
+ * stack words that decided it, so that the next walk from there can tell
+ * it would climb the same frames by checking those words (sp_memo_same).
+ */
+#define SP_MEMO_MAX 64
+struct sp_memo_word {
+	uintptr_t at, val;
+};
+struct sp_walk_memo {
+	uintptr_t rsp0, pc0, rbp0; /* the walk's start */
+	uint64_t unloads;          /* sp_unloads then */
+	uint64_t id;               /* its stack id; 0: no memo */
+	uint32_t n;                /* words in w */
+	uint8_t rbp0_used;         /* a frame-pointer CFA came from rbp0 */
+	uint8_t busy;              /* being checked or written */
+	struct sp_memo_word w[SP_MEMO_MAX];
+};
+extern __thread struct sp_walk_memo sp_memo __attribute__((tls_model("initial-exec")));
 
-/* The calling thread's stack above libsqlprof, as a stack id (0: none).
- * Keeps errno. Inlined where a walk starts, so that it has fewer frames of
- * ours to climb. */
-SP_INLINE uint64_t sp_stack_capture_inline(struct sp_thread *t)
+/* Walk the stack from a frame of ours (rsp: its caller's stack pointer,
+ * rbp and pc as that frame left them), as sp_unwind does from its own,
+ * noting the walk in sp_memo when the fast loop alone made it: then
+ * *noted is 1 and the memo stays busy until sp_memo_done gives its id.
+ * Returns sp_unwind's result. Keeps errno. */
+int sp_unwind_noting(uintptr_t *pcs, int max, uintptr_t rsp, uintptr_t rbp, uintptr_t pc,
+		     int *noted);
+
+SP_INLINE void sp_memo_done(uint64_t id)
 {
-	uintptr_t pcs[SP_STACK_MAX + 8];
-	int n = -1, max = sp_cfg.depth + 8, skip, depth;
-	uint64_t h;
-
-	if (likely(atomic_load_explicit(&sp_py_state, memory_order_relaxed) == SP_PY_STATE_OFF)) {
-		if (likely(sp_use_cfi_unwinder)) {
-			h = sp_unwind_id(pcs, max, &n);
-			if (likely(n == SP_UNWIND_SAME)) {
-				/* the common case: the last stack again, no pcs */
-				sp_stream_tick();
-				if (likely(h == t->last_stack))
-					return h;
-				n = sp_unwind(pcs, max); /* to send it */
-			} else if (n >= 0) {
-				goto known;
-			}
-		}
-		if (unlikely(n < 0)) /* not ours to unwind (signal frame, no CFI): libgcc's */
-			n = sp_backtrace_keep_errno(pcs, max);
-	} else {
-		if (likely(sp_use_cfi_unwinder))
-			n = sp_unwind(pcs, max);
-		if (unlikely(n < 0))
-			n = sp_backtrace_keep_errno(pcs, max);
-		n = sp_py_splice(t, pcs, n, SP_STACK_MAX + 8); /* CPython's frames */
-	}
-	h = sp_stack_id(pcs, n);
-known:
-	if (!h)
-		return 0;
-	/* a sampled execution is a slow path: the collector gone, or one to
-	 * connect to (a new one has no stack: last_stack is forgotten) */
-	sp_stream_tick();
-	/* the same stack as this thread's last one: sent already */
-	if (likely(h == t->last_stack))
-		return h;
-	depth = sp_stack_span(pcs, n, &skip);
-	return sp_stack_note(t, pcs + skip, depth, h);
+	sp_memo.id = id;
+	atomic_signal_fence(memory_order_seq_cst);
+	sp_memo.busy = 0;
 }
-uint64_t sp_stack_capture(struct sp_thread *t);
+
+/* 1 when a walk from (rsp, rbp, pc) would be this thread's last noted
+ * one: same start, and every word it read unchanged (unwind.c, "the last
+ * walk"). Its id is then sp_memo.id. The walk's max is not compared: each
+ * place a walk starts from (pc) always asks for the same one. */
+SP_INLINE int sp_memo_same(uintptr_t rsp, uintptr_t rbp, uintptr_t pc)
+{
+	const struct sp_memo_word *wend;
+	intptr_t i;
+
+	if (!(sp_memo.id && sp_memo.rsp0 == rsp && sp_memo.pc0 == pc && !sp_memo.busy &&
+	      sp_memo.unloads == atomic_load_explicit(&sp_unloads, memory_order_relaxed) &&
+	      (!sp_memo.rbp0_used || sp_memo.rbp0 == rbp)))
+		return 0;
+	/* counted up to 0 from -n: one add and branch a word (n >= 1: the
+	 * walk read at least the first return address) */
+	wend = sp_memo.w + sp_memo.n;
+	i = -(intptr_t)sp_memo.n;
+	sp_memo.busy = 1;
+	atomic_signal_fence(memory_order_seq_cst);
+	do {
+		if (*(const uintptr_t *)wend[i].at != wend[i].val)
+			break;
+	} while (++i);
+	atomic_signal_fence(memory_order_seq_cst);
+	sp_memo.busy = 0;
+	return i == 0;
+}
+
+/* The calling thread's stack above libsqlprof, as a stack id (0: none),
+ * its STACK record written if it is new to this thread (run.c). The walk
+ * starts at its own frame. Keeps errno. */
+uint64_t sp_stack_take(struct sp_thread *t);
+/* The same, for a walk from (rsp, rbp, pc): the frame of a function of
+ * ours (its caller's stack pointer, the rbp and return address it saved),
+ * or with entered 1 the state at the entry of one the program jumped to
+ * (pc is the program's); the memo could not tell (sp_memo_same). */
+uint64_t sp_stack_walk(struct sp_thread *t, uintptr_t rsp, uintptr_t rbp, uintptr_t pc,
+		       int entered);
 void sp_emit_exec(struct sp_thread *t, struct sp_run *r, uint64_t sql_id, uint64_t db, int rc,
 		  uint64_t end, sp_v4u delta, uint64_t params);
 /* The key of the bound values' hashes (sp_rec_exec.params): drawn at

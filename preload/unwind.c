@@ -738,50 +738,39 @@ __attribute__((noinline)) int sp_unwind(uintptr_t *pcs, int max)
 }
 
 /*
- * The last walk. A walk is a function of where it starts (rsp, rbp and
- * the first pc, all from sp_unwind_id's own frame), of the rules of the
+ * The last walk (sp_memo, sp_preload.h). A walk is a function of where it
+ * starts (rsp, rbp and the first pc: a frame of ours), of the rules of the
  * pcs it meets (a function of the pc: the code there) and of the words it
- * reads from the stack. So when a walk starts where this thread's last one
- * started and every word that one read that decided something (each
- * return address, and the saved rbp each frame-pointer CFA was computed
- * from) still holds the value it read, the walk would climb the same
- * frames to the same pcs: the stack id is the last one's, and a program
- * that issues its queries from one place checks a few words instead of
- * climbing and hashing (55 instead of 170 instructions for the 4 frames
- * of the trivial loop). A saved rbp that no frame-pointer frame used later
- * is not checked: its value changes nothing. Only walks the fast loop
- * made alone (every rule cached, none K_GEN) are kept, and a library
- * unloaded since (sp_unloads: its rules may be another's now) or another
- * max makes a new walk. Every word checked lies between the walk's start
- * and the top of the stack, as the walk found it, so checking never
- * faults. busy keeps a signal handler that walks on the same thread (it
- * would meet a signal frame first, but nothing is assumed) from using or
- * changing a memo while the thread is checking or writing it.
+ * reads from the stack. So when a walk would start where this thread's
+ * last one started and every word that one read that decided something
+ * (each return address, and the saved rbp each frame-pointer CFA was
+ * computed from; rbp itself when it came from the start) still holds the
+ * value it read, it would climb the same frames to the same pcs: the stack
+ * id is the last one's, and a program that issues its queries from one
+ * place checks a few words (sp_memo_same) instead of climbing and hashing
+ * (the trivial loop: 5 words, ~45 instructions, against ~170). A saved
+ * rbp that no frame-pointer frame used later is not checked: its value
+ * changes nothing. Only walks the fast loop made alone are noted (every
+ * rule cached, none K_GEN, at most SP_MEMO_MAX words), and a library
+ * unloaded since (sp_unloads: its rules may be another's now) makes a new
+ * walk. Every word checked lies between the walk's start
+ * and the top of the stack as the walk found it, above the checker's own
+ * frame, so checking never faults. busy keeps a signal handler that walks
+ * on the same thread (it would meet a signal frame first, but nothing is
+ * assumed) from using or changing the memo while the thread checks or
+ * writes it.
  */
-#define MEMO_MAX 64
-struct memo_word {
-	uintptr_t at, val;
-};
-static __thread struct {
-	uintptr_t rsp0, pc0, rbp0; /* the walk's start */
-	uint64_t unloads;
-	uint64_t id;     /* its stack id; 0: no memo */
-	int max;
-	uint32_t n;      /* words in w */
-	uint8_t rbp0_used; /* a frame-pointer CFA came from rbp0 itself */
-	uint8_t busy;
-	struct memo_word w[MEMO_MAX];
-} memo __attribute__((tls_model("initial-exec")));
+__thread struct sp_walk_memo sp_memo __attribute__((tls_model("initial-exec")));
 
-/* sp_unwind's fast loop from (rsp, rbp, pc), noting in memo the words that
- * decide the walk. Returns sp_unwind's result; *ok 1 when memo.w holds
- * them all (no slow path, no overflow). */
+/* sp_unwind's fast loop from (rsp, rbp, pc), noting in sp_memo the words
+ * that decide the walk. Returns sp_unwind's result; *ok 1 when sp_memo.w
+ * holds them all (no slow path, no overflow). */
 static int walk_noting(uintptr_t *pcs, int max, uintptr_t rsp, uintptr_t rbp, uintptr_t pc,
 		       int *ok)
 {
 	char *c = (char *)atomic_load_explicit(&cache, memory_order_relaxed);
 	uintptr_t hi8 = stack.hi - 8, *end = pcs + max, rbp_at = 0;
-	struct memo_word *w = memo.w, *wend = memo.w + MEMO_MAX - 1;
+	struct sp_memo_word *w = sp_memo.w, *wend = sp_memo.w + SP_MEMO_MAX - 1;
 	intptr_t i = -(intptr_t)max;
 	uint64_t key, val, x;
 	int64_t rbp_off;
@@ -789,7 +778,7 @@ static int walk_noting(uintptr_t *pcs, int max, uintptr_t rsp, uintptr_t rbp, ui
 	int over = 0;
 
 	*ok = 0;
-	memo.rbp0_used = 0;
+	sp_memo.rbp0_used = 0;
 	for (;;) {
 		end[i] = pc;
 		if (unlikely(++i == 0)) {
@@ -818,7 +807,7 @@ static int walk_noting(uintptr_t *pcs, int max, uintptr_t rsp, uintptr_t rbp, ui
 				w->val = rbp;
 				w++;
 			} else {
-				memo.rbp0_used = 1;
+				sp_memo.rbp0_used = 1;
 			}
 			if (unlikely(cfa < rsp + 16 || cfa > hi8))
 				break;
@@ -836,91 +825,59 @@ static int walk_noting(uintptr_t *pcs, int max, uintptr_t rsp, uintptr_t rbp, ui
 		w++;
 		if (unlikely(w >= wend)) { /* too deep to note: walk on */
 			over = 1;
-			w = memo.w;
+			w = sp_memo.w;
 		}
 	}
-	memo.n = (uint32_t)(w - memo.w);
+	sp_memo.n = (uint32_t)(w - sp_memo.w);
 	*ok = !over;
 	return (int)(max + i);
 }
 
-/* sp_unwind_id's walk, from (rsp, rbp, pc) as its frame gave them: a
- * new memo when the fast loop alone climbed it. */
-__attribute__((noinline)) static uint64_t walk_id(uintptr_t *pcs, int max, int *np, uintptr_t rsp,
-						  uintptr_t rbp, uintptr_t pc)
+int sp_unwind_noting(uintptr_t *pcs, int max, uintptr_t rsp, uintptr_t rbp, uintptr_t pc,
+		     int *noted)
 {
-	uint64_t unloads = atomic_load_explicit(&sp_unloads, memory_order_relaxed), id;
-	int n, ok = 0;
+	uint64_t unloads = atomic_load_explicit(&sp_unloads, memory_order_relaxed);
+	int n, ok;
 
+	*noted = 0;
 	if (unlikely(rsp - 16 - stack.lo >= stack.hi - stack.lo)) {
 		/* bounds not known yet (the thread's first walk), or another
 		 * stack (sigaltstack): walk_first's tests */
 		if (!atomic_load_explicit(&cache, memory_order_acquire) ||
 		    (!stack.hi && stack_bounds() < 0) || rsp - 16 - stack.lo >= stack.hi - stack.lo)
-			n = -1;
-		else if (max <= 0)
-			n = 0;
-		else if ((pcs[0] = pc), max == 1)
-			n = 1 - (pc == 0);
-		else
-			n = walk_slow(pcs + max, 1 - (intptr_t)max, max, rsp, rbp, pc);
-	} else if (max <= 0) {
-		n = 0;
-	} else if (unlikely(memo.busy)) {
-		/* a signal handler inside a walk of this thread's: the memo
-		 * is not ours to use or change, libgcc's walk is */
-		n = -1;
-	} else {
-		memo.busy = 1;
-		atomic_signal_fence(memory_order_seq_cst);
-		memo.id = 0;
-		n = walk_noting(pcs, max, rsp, rbp, pc, &ok);
-		id = n >= 0 ? sp_stack_id(pcs, n) : 0;
-		if (ok && id) {
-			memo.rsp0 = rsp;
-			memo.pc0 = pc;
-			memo.rbp0 = rbp;
-			memo.max = max;
-			memo.unloads = unloads;
-			memo.id = id;
-		}
-		atomic_signal_fence(memory_order_seq_cst);
-		memo.busy = 0;
-		*np = n;
-		return id;
+			return -1;
+		if (max <= 0)
+			return 0;
+		pcs[0] = pc;
+		if (max == 1)
+			return 1 - (pc == 0);
+		return walk_slow(pcs + max, 1 - (intptr_t)max, max, rsp, rbp, pc);
 	}
-	id = n >= 0 ? sp_stack_id(pcs, n) : 0;
-	*np = n;
-	return id;
-}
-
-__attribute__((noinline)) uint64_t sp_unwind_id(uintptr_t *pcs, int max, int *np)
-{
-	/* as in sp_unwind: fp[0] our caller's rbp, fp[1] our return address */
-	const uintptr_t *fp = __builtin_frame_address(0);
-	uintptr_t rsp = (uintptr_t)(fp + 2);
-
-	if (likely(memo.id && memo.rsp0 == rsp && memo.pc0 == fp[1] && memo.max == max &&
-		   !memo.busy &&
-		   memo.unloads == atomic_load_explicit(&sp_unloads, memory_order_relaxed) &&
-		   (!memo.rbp0_used || memo.rbp0 == fp[0]))) {
-		const struct memo_word *w = memo.w, *wend = memo.w + memo.n;
-
-		memo.busy = 1;
-		atomic_signal_fence(memory_order_seq_cst);
-		while (w < wend && *(const uintptr_t *)w->at == w->val)
-			w++;
-		atomic_signal_fence(memory_order_seq_cst);
-		memo.busy = 0;
-		if (likely(w == wend)) {
-			*np = SP_UNWIND_SAME;
-			return memo.id;
-		}
+	if (unlikely(max <= 0))
+		return 0;
+	if (unlikely(sp_memo.busy))
+		return -1; /* a signal handler inside a walk of this thread's:
+			    * the memo is not ours to change, libgcc's walk is */
+	sp_memo.busy = 1;
+	atomic_signal_fence(memory_order_seq_cst);
+	sp_memo.id = 0;
+	n = walk_noting(pcs, max, rsp, rbp, pc, &ok);
+	if (ok) {
+		sp_memo.rsp0 = rsp;
+		sp_memo.pc0 = pc;
+		sp_memo.rbp0 = rbp;
+		sp_memo.unloads = unloads;
+		*noted = 1; /* busy until sp_memo_done */
+		return n;
 	}
-	return walk_id(pcs, max, np, rsp, fp[0], fp[1]);
+	atomic_signal_fence(memory_order_seq_cst);
+	sp_memo.busy = 0;
+	return n;
 }
 
 #else /* not x86-64: always fall back to backtrace() */
+
+__thread struct sp_walk_memo sp_memo; /* never noted: id stays 0 */
 
 int sp_unwind_init(void)
 {
@@ -934,12 +891,16 @@ int sp_unwind(uintptr_t *pcs, int max)
 	return -1;
 }
 
-uint64_t sp_unwind_id(uintptr_t *pcs, int max, int *n)
+int sp_unwind_noting(uintptr_t *pcs, int max, uintptr_t rsp, uintptr_t rbp, uintptr_t pc,
+		     int *noted)
 {
 	(void)pcs;
 	(void)max;
-	*n = -1;
-	return 0;
+	(void)rsp;
+	(void)rbp;
+	(void)pc;
+	*noted = 0;
+	return -1;
 }
 
 #endif

@@ -436,12 +436,16 @@ START_TEST(test_signal)
 }
 END_TEST
 
-/* ---- the last walk (sp_unwind_id's memo) ---- */
+/* ---- the last walk (sp_memo) ---- */
 
 struct idcap;
 __attribute__((noinline)) static int deep_id(int d, struct idcap *c);
 
-/* The id sp_unwind_id gives here, and the one a full walk gives. */
+/* The id a walk from capture_id's caller gives (as step_sampled takes
+ * its stack: the memo checked in this frame, else a noting walk from the
+ * caller's frame), and the one a full walk gives. n: that walk's result,
+ * or SAME when the memo told. */
+#define SAME (-2)
 struct idcap {
 	uint64_t id, ref;
 	int n;
@@ -450,11 +454,22 @@ struct idcap {
 
 __attribute__((noinline)) static void capture_id(struct idcap *c)
 {
+	const uintptr_t *fp = __builtin_frame_address(0);
 	uintptr_t pcs[MAXF], ref[MAXF];
-	int n;
+	int n, noted;
 
-	c->id = sp_unwind_id(pcs, MAXF, &c->n);
-	c->frame = (uintptr_t)__builtin_frame_address(0);
+	if (sp_memo_same((uintptr_t)(fp + 2), fp[0], fp[1])) {
+		c->id = sp_memo.id;
+		c->n = SAME;
+	} else {
+		pcs[0] = 1; /* stands for this frame: sp_stack_id skips it */
+		n = sp_unwind_noting(pcs + 1, MAXF - 1, (uintptr_t)(fp + 2), fp[0], fp[1], &noted);
+		c->id = n >= 0 ? sp_stack_id(pcs, n + 1) : 0;
+		if (noted)
+			sp_memo_done(c->id);
+		c->n = n;
+	}
+	c->frame = (uintptr_t)fp;
 	n = sp_unwind(ref, MAXF);
 	c->ref = n >= 0 ? sp_stack_id(ref, n) : 0;
 	__asm__ volatile("" ::: "memory");
@@ -497,7 +512,7 @@ __attribute__((noinline)) static void top(int which, struct idcap *c)
 		ck_assert_uint_ne((c).ref, 0);                                                     \
 		ck_assert_uint_eq((c).id, (c).ref);                                                \
 		if (same)                                                                          \
-			ck_assert_int_eq((c).n, SP_UNWIND_SAME);                                   \
+			ck_assert_int_eq((c).n, SAME);                                   \
 		else                                                                               \
 			ck_assert_int_gt((c).n, 2);                                                \
 	} while (0)
@@ -627,16 +642,16 @@ START_TEST(test_memo)
 	CK_ID(r[3], 0);
 	CK_ID(r[4], 1);
 	ck_assert_uint_ne(r[2].id, r[3].id);
-	/* too deep to note (MEMO_MAX words): walked every time, same ids */
-	deep_n = MEMO_MAX;
+	/* too deep to note (SP_MEMO_MAX words): walked every time, same ids */
+	deep_n = SP_MEMO_MAX;
 	each(deep_k, r, 4);
 	for (k = 0; k < 4; k++) {
 		ck_assert_uint_eq(r[k].id, r[k].ref);
-		ck_assert_int_gt(r[k].n, MEMO_MAX);
+		ck_assert_int_gt(r[k].n, SP_MEMO_MAX);
 	}
 	ck_assert_uint_eq(r[3].id, r[1].id);
 	/* deep, but not too deep: noted */
-	deep_n = MEMO_MAX / 3;
+	deep_n = SP_MEMO_MAX / 3;
 	each(deep_k, r, 4);
 	CK_ID(r[2], 1);
 	CK_ID(r[3], 1);
@@ -666,7 +681,7 @@ __attribute__((noinline)) static int deep_id(int d, struct idcap *c)
 }
 
 /* Walks of every depth and kind from several threads at once, each twice:
- * every id sp_unwind_id gives, memo or not, is the full walk's. */
+ * every id capture_id gives, memo or not, is the full walk's. */
 static void *memo_main(void *arg)
 {
 	int *bad = arg, k;
@@ -677,7 +692,7 @@ static void *memo_main(void *arg)
 		if (c.id != c.ref || !c.ref)
 			(*bad)++;
 		/* the third of three once warm: the memo's */
-		if (k >= 24 * 3 && k % 3 == 2 && c.n != SP_UNWIND_SAME)
+		if (k >= 24 * 3 && k % 3 == 2 && c.n != SAME)
 			(*bad)++;
 	}
 	return NULL;
