@@ -168,6 +168,17 @@ static inline uint64_t run_seq(struct sp_thread *t, struct sp_run *r)
 	return r->seq;
 }
 
+/* The counters' deltas into x in the record's order (vm_steps first),
+ * from SQLite's (fullscan, sort, autoindex, vm): one shuffle, one store.
+ * (Copied as they came, vm landed on rc and vm_steps was never written:
+ * every event's and site's VM steps were whatever the ring held.) */
+SP_INLINE void exec_counters(struct sp_rec_exec *x, sp_v4u delta)
+{
+	sp_v4u v = __builtin_shufflevector(delta, delta, 3, 0, 1, 2);
+
+	__builtin_memcpy(&x->vm_steps, &v, sizeof(v));
+}
+
 /* The EXEC event of a sampled execution that ended at end: every field
  * stored once (no clearing first), header and ids in one store each.
  * Inline in the sampled end, which keeps its values in registers. */
@@ -193,7 +204,7 @@ SP_INLINE void emit_exec_in(struct sp_thread *t, struct sp_run *r, uint64_t sql_
 	x->nested_time = r->nested_time;
 	x->rows = r->rows;
 	x->stack_id = r->stack_id;
-	__builtin_memcpy(&x->fullscan_steps, &delta, sizeof(delta));
+	exec_counters(x, delta);
 	x->rc = rc;
 	x->kind = r->kind;
 	x->pad = 0;
@@ -631,7 +642,7 @@ SP_INLINE void emit_sampled(struct sp_thread *t, const struct sp_run *r, uint64_
 	x->nested_time = 0;
 	x->rows = r->rows;
 	x->stack_id = r->stack_id;
-	__builtin_memcpy(&x->fullscan_steps, &delta, sizeof(delta));
+	exec_counters(x, delta);
 	w = 0; /* rc SQLITE_OK, kind SP_KIND_STMT, pad */
 	__builtin_memcpy(&x->rc, &w, sizeof(w));
 	x->params = params;

@@ -629,9 +629,9 @@ struct sp_memo_word {
 	uintptr_t at, val;
 };
 struct sp_walk_memo {
-	uintptr_t rsp0, pc0, rbp0; /* the walk's start */
+	uintptr_t rsp0, pc0, rbp0; /* the walk's start; rsp0 0: no memo */
 	uint64_t unloads;          /* sp_unloads then */
-	uint64_t id;               /* its stack id; 0: no memo */
+	uint64_t id;               /* its stack id (not 0) */
 	uint32_t n;                /* words in w */
 	uint8_t rbp0_used;         /* a frame-pointer CFA came from rbp0 */
 	uint8_t busy;              /* being checked or written */
@@ -650,6 +650,8 @@ int sp_unwind_noting(uintptr_t *pcs, int max, uintptr_t rsp, uintptr_t rbp, uint
 SP_INLINE void sp_memo_done(uint64_t id)
 {
 	sp_memo.id = id;
+	if (!id)
+		sp_memo.rsp0 = 0; /* no stack: nothing to remember */
 	atomic_signal_fence(memory_order_seq_cst);
 	sp_memo.busy = 0;
 }
@@ -663,12 +665,12 @@ SP_INLINE int sp_memo_same(uintptr_t rsp, uintptr_t rbp, uintptr_t pc)
 	const struct sp_memo_word *wend;
 	intptr_t i;
 
-	if (!(sp_memo.id && sp_memo.rsp0 == rsp && sp_memo.pc0 == pc && !sp_memo.busy &&
+	if (!(sp_memo.rsp0 == rsp && sp_memo.pc0 == pc && !sp_memo.busy &&
 	      sp_memo.unloads == atomic_load_explicit(&sp_unloads, memory_order_relaxed) &&
 	      (!sp_memo.rbp0_used || sp_memo.rbp0 == rbp)))
 		return 0;
-	/* counted up to 0 from -n: one add and branch a word (n >= 1: the
-	 * walk read at least the first return address) */
+	/* counted up to 0 from -n: one add and branch a word (n >= 1: a
+	 * walk that read no word is not noted) */
 	wend = sp_memo.w + sp_memo.n;
 	i = -(intptr_t)sp_memo.n;
 	sp_memo.busy = 1;

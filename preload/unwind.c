@@ -860,9 +860,9 @@ int sp_unwind_noting(uintptr_t *pcs, int max, uintptr_t rsp, uintptr_t rbp, uint
 			    * the memo is not ours to change, libgcc's walk is */
 	sp_memo.busy = 1;
 	atomic_signal_fence(memory_order_seq_cst);
-	sp_memo.id = 0;
+	sp_memo.rsp0 = 0;
 	n = walk_noting(pcs, max, rsp, rbp, pc, &ok);
-	if (ok) {
+	if (ok && sp_memo.n > 0) { /* sp_memo_same checks one word at least */
 		sp_memo.rsp0 = rsp;
 		sp_memo.pc0 = pc;
 		sp_memo.rbp0 = rbp;
@@ -877,7 +877,7 @@ int sp_unwind_noting(uintptr_t *pcs, int max, uintptr_t rsp, uintptr_t rbp, uint
 
 #else /* not x86-64: always fall back to backtrace() */
 
-__thread struct sp_walk_memo sp_memo; /* never noted: id stays 0 */
+__thread struct sp_walk_memo sp_memo; /* never noted: rsp0 stays 0 */
 
 int sp_unwind_init(void)
 {

@@ -650,6 +650,23 @@ START_TEST(test_memo)
 		ck_assert_int_gt(r[k].n, SP_MEMO_MAX);
 	}
 	ck_assert_uint_eq(r[3].id, r[1].id);
+	/* a walk that read no word (max 1) is not noted: sp_memo_same checks
+	 * one at least */
+	{
+		const uintptr_t *fp = __builtin_frame_address(0);
+		uintptr_t pcs[2];
+		int noted = 1;
+
+		ck_assert_int_eq(sp_unwind_noting(pcs, 1, (uintptr_t)(fp + 2), fp[0], fp[1], &noted),
+				 1);
+		ck_assert_int_eq(noted, 0);
+		ck_assert_int_eq(sp_memo.busy, 0);
+		ck_assert_int_eq(sp_unwind_noting(pcs, 2, (uintptr_t)(fp + 2), fp[0], fp[1], &noted),
+				 2);
+		ck_assert_int_eq(noted, 1);
+		sp_memo_done(0);
+		ck_assert(!sp_memo_same((uintptr_t)(fp + 2), fp[0], fp[1]));
+	}
 	/* deep, but not too deep: noted */
 	deep_n = SP_MEMO_MAX / 3;
 	each(deep_k, r, 4);
