@@ -245,15 +245,16 @@ static __attribute__((noinline)) int step_general(sqlite3_stmt *st, int drawn)
 	return end_exec(t, r, rc, t1);
 }
 
-/* A drawn execution starts with stack h (0: none), the next gap drawn:
- * the rest of sqlite3_step's start, and the step. Nothing is kept in a
- * register across the real call (t afresh, r = t->cur), and nothing is
- * called before it, so this saves no register. */
-static __attribute__((noinline)) int step_drawn(sqlite3_stmt *st, uint64_t h)
+/* A drawn execution starts at t0 (read after its stack was taken: the
+ * walk's time is not the execution's) with stack h (0: none), the next
+ * gap drawn: the rest of sqlite3_step's start, and the step. Nothing is
+ * kept in a register across the real call (t afresh, r = t->cur), and
+ * nothing is called before it, so this saves no register. */
+static __attribute__((noinline)) int step_drawn(sqlite3_stmt *st, uint64_t h, uint64_t t0)
 {
 	struct sp_thread *t = &sp_tls;
 	struct sp_run *r;
-	uint64_t t0, t1;
+	uint64_t t1;
 	int rc;
 
 	r = &t->last_stmt->run;
@@ -264,7 +265,6 @@ static __attribute__((noinline)) int step_drawn(sqlite3_stmt *st, uint64_t h)
 	__builtin_memcpy(r->base, (const char *)st + t->status_off + 4 * SQLITE_STMTSTATUS_FULLSCAN_STEP,
 			 sizeof(r->base));
 	r->rows = 0;
-	t0 = sp_rdtsc(); /* the walk's time is not the execution's */
 	r->start = t0;
 	r->db = -t0;
 	r->slow_at = t0 + sp_cfg.slow_span;
@@ -275,13 +275,14 @@ static __attribute__((noinline)) int step_drawn(sqlite3_stmt *st, uint64_t h)
 	return step_after(t, t->cur, rc, t1);
 }
 
-/* The next gap to draw, then step_drawn. */
+/* The next gap to draw, then step_drawn (the draw's time is not the
+ * execution's either). */
 static __attribute__((noinline)) int step_gap(sqlite3_stmt *st, uint64_t h)
 {
 	struct sp_thread *t = &sp_tls;
 
 	t->skip = sp_cfg.rate_one ? 1 : sp_draw_gap(t);
-	return step_drawn(st, h);
+	return step_drawn(st, h, sp_rdtsc());
 }
 
 /* step_sampled's walk. Reached by a jump from step_sampled, itself
@@ -313,16 +314,18 @@ static __attribute__((noinline)) int step_sampled(sqlite3_stmt *st)
 {
 	const uintptr_t *fp = __builtin_frame_address(0); /* a frame pointer */
 	struct sp_thread *t = &sp_tls;
+	uint64_t now;
 
 	if (likely(sp_same_process()) &&
 	    likely(atomic_load_explicit(&sp_py_state, memory_order_relaxed) == SP_PY_STATE_OFF) &&
 	    likely(sp_memo_same((uintptr_t)(fp + 2), fp[0], fp[1])) &&
 	    /* the tick is due before the test: a new collector has no stack */
-	    likely(sp_rdtsc() < atomic_load_explicit(&sp_stream_tick_at, memory_order_relaxed)) &&
+	    likely((now = sp_rdtsc()) <
+		   atomic_load_explicit(&sp_stream_tick_at, memory_order_relaxed)) &&
 	    likely(sp_memo.id == t->last_stack)) {
 		if (likely(sp_cfg.rate_one)) {
 			t->skip = 1;
-			return step_drawn(st, sp_memo.id);
+			return step_drawn(st, sp_memo.id, now); /* now: the start */
 		}
 		return step_gap(st, sp_memo.id);
 	}
