@@ -634,7 +634,10 @@ struct sp_walk_memo {
 	uint64_t id;               /* its stack id (not 0) */
 	uint32_t n;                /* words in w */
 	uint8_t rbp0_used;         /* a frame-pointer CFA came from rbp0 */
-	uint8_t busy;              /* being checked or written */
+	uint8_t state;             /* bit 0: being checked or written (busy);
+				    * above: walks since the memo last told
+				    * (a check that tells stores 1, then 0) */
+	uint8_t rest;              /* walks left without a memo (unwind.c) */
 	struct sp_memo_word w[SP_MEMO_MAX];
 };
 extern __thread struct sp_walk_memo sp_memo __attribute__((tls_model("initial-exec")));
@@ -653,7 +656,7 @@ SP_INLINE void sp_memo_done(uint64_t id)
 	if (!id)
 		sp_memo.rsp0 = 0; /* no stack: nothing to remember */
 	atomic_signal_fence(memory_order_seq_cst);
-	sp_memo.busy = 0;
+	sp_memo.state &= (uint8_t)~1u;
 }
 
 /* 1 when a walk from (rsp, rbp, pc) would be this thread's last noted
@@ -663,9 +666,10 @@ SP_INLINE void sp_memo_done(uint64_t id)
 SP_INLINE int sp_memo_same(uintptr_t rsp, uintptr_t rbp, uintptr_t pc)
 {
 	const struct sp_memo_word *wend;
+	uint8_t state = sp_memo.state;
 	intptr_t i;
 
-	if (!(sp_memo.rsp0 == rsp && sp_memo.pc0 == pc && !sp_memo.busy &&
+	if (!(sp_memo.rsp0 == rsp && sp_memo.pc0 == pc && !(state & 1) &&
 	      sp_memo.unloads == atomic_load_explicit(&sp_unloads, memory_order_relaxed) &&
 	      (!sp_memo.rbp0_used || sp_memo.rbp0 == rbp)))
 		return 0;
@@ -673,15 +677,18 @@ SP_INLINE int sp_memo_same(uintptr_t rsp, uintptr_t rbp, uintptr_t pc)
 	 * walk that read no word is not noted) */
 	wend = sp_memo.w + sp_memo.n;
 	i = -(intptr_t)sp_memo.n;
-	sp_memo.busy = 1;
+	sp_memo.state = 1; /* busy */
 	atomic_signal_fence(memory_order_seq_cst);
 	do {
-		if (*(const uintptr_t *)wend[i].at != wend[i].val)
-			break;
+		if (*(const uintptr_t *)wend[i].at != wend[i].val) {
+			atomic_signal_fence(memory_order_seq_cst);
+			sp_memo.state = state; /* not told: the misses stand */
+			return 0;
+		}
 	} while (++i);
 	atomic_signal_fence(memory_order_seq_cst);
-	sp_memo.busy = 0;
-	return i == 0;
+	sp_memo.state = 0; /* told: no miss since */
+	return 1;
 }
 
 /* The calling thread's stack above libsqlprof, as a stack id (0: none),

@@ -663,46 +663,16 @@ __attribute__((noinline, cold)) static int walk_first(uintptr_t *pcs, int max,
 	return walk_slow(pcs + max, 1 - (intptr_t)max, max, (uintptr_t)(fp + 2), fp[0], fp[1]);
 }
 
-/*
- * Walk the stack of the calling thread. pcs[0] is the return address into
- * the caller of sp_unwind, then one per frame to the outermost. Returns
- * the number of pcs (>= 0), or -1 when the walk met something it cannot
- * unwind before reaching the outermost frame (the caller then uses
- * backtrace()), or when sp_unwind_init was not run or the thread runs on
- * another stack (sigaltstack). errno is preserved.
- *
- * A warm frame is 17 or 18 instructions (K_SP; tests/check_unwind.c says
- * how to count them): a hash, two loads and a test of the slot, a bound
- * test of the CFA, two loads from the stack, the store of the pc. The loop
- * calls nothing, so the walk saves few registers; the slow path takes
- * over the rest of the walk (walk_slow).
- */
-__attribute__((noinline)) int sp_unwind(uintptr_t *pcs, int max)
+/* sp_unwind's fast loop from (rsp, rbp, pc): pc, then one per frame. */
+static inline __attribute__((always_inline)) int walk_plain(uintptr_t *pcs, int max, uintptr_t rsp, uintptr_t rbp, uintptr_t pc)
 {
-	/* __builtin_frame_address(0) gives this function a frame pointer
-	 * (push %rbp; mov %rsp,%rbp): fp[0] is our caller's rbp, fp[1] our
-	 * return address, fp + 2 our caller's rsp. */
-	const uintptr_t *fp = __builtin_frame_address(0);
-	char *c;
-	uintptr_t hi8, rsp, rbp, pc, *end;
-	intptr_t i; /* the next pc goes to end[i], i < 0 */
+	char *c = (char *)atomic_load_explicit(&cache, memory_order_relaxed);
+	uintptr_t hi8 = stack.hi - 8, *end = pcs + max;
+	intptr_t i = -(intptr_t)max;
 	uint64_t key, val, x;
 	int64_t rbp_off;
 	size_t off;
 
-	/* Not known yet (lo = hi = 0), or not on this stack. The bounds are
-	 * set only after the cache, so c below is not NULL. */
-	if (unlikely((uintptr_t)fp - stack.lo >= stack.hi - stack.lo))
-		return walk_first(pcs, max, fp);
-	if (unlikely(max <= 0))
-		return 0;
-	c = (char *)atomic_load_explicit(&cache, memory_order_relaxed);
-	hi8 = stack.hi - 8;
-	end = pcs + max;
-	i = -(intptr_t)max;
-	rbp = fp[0];
-	pc = fp[1];
-	rsp = (uintptr_t)(fp + 2);
 	for (;;) {
 		/* pc 0 is the outermost frame: it is stored, and dropped when
 		 * its lookup misses (slot 0 never matches 0: sp_unwind_init). */
@@ -738,6 +708,36 @@ __attribute__((noinline)) int sp_unwind(uintptr_t *pcs, int max)
 }
 
 /*
+ * Walk the stack of the calling thread. pcs[0] is the return address into
+ * the caller of sp_unwind, then one per frame to the outermost. Returns
+ * the number of pcs (>= 0), or -1 when the walk met something it cannot
+ * unwind before reaching the outermost frame (the caller then uses
+ * backtrace()), or when sp_unwind_init was not run or the thread runs on
+ * another stack (sigaltstack). errno is preserved.
+ *
+ * A warm frame is 17 or 18 instructions (K_SP; tests/check_unwind.c says
+ * how to count them): a hash, two loads and a test of the slot, a bound
+ * test of the CFA, two loads from the stack, the store of the pc. The loop
+ * calls nothing, so the walk saves few registers; the slow path takes
+ * over the rest of the walk (walk_slow).
+ */
+__attribute__((noinline)) int sp_unwind(uintptr_t *pcs, int max)
+{
+	/* __builtin_frame_address(0) gives this function a frame pointer
+	 * (push %rbp; mov %rsp,%rbp): fp[0] is our caller's rbp, fp[1] our
+	 * return address, fp + 2 our caller's rsp. */
+	const uintptr_t *fp = __builtin_frame_address(0);
+
+	/* Not known yet (lo = hi = 0), or not on this stack. The bounds are
+	 * set only after the cache, so the cache walk_plain reads is there. */
+	if (unlikely((uintptr_t)fp - stack.lo >= stack.hi - stack.lo))
+		return walk_first(pcs, max, fp);
+	if (unlikely(max <= 0))
+		return 0;
+	return walk_plain(pcs, max, (uintptr_t)(fp + 2), fp[0], fp[1]);
+}
+
+/*
  * The last walk (sp_memo, sp_preload.h). A walk is a function of where it
  * starts (rsp, rbp and the first pc: a frame of ours), of the rules of the
  * pcs it meets (a function of the pc: the code there) and of the words it
@@ -755,10 +755,10 @@ __attribute__((noinline)) int sp_unwind(uintptr_t *pcs, int max)
  * unloaded since (sp_unloads: its rules may be another's now) makes a new
  * walk. Every word checked lies between the walk's start
  * and the top of the stack as the walk found it, above the checker's own
- * frame, so checking never faults. busy keeps a signal handler that walks
- * on the same thread (it would meet a signal frame first, but nothing is
- * assumed) from using or changing the memo while the thread checks or
- * writes it.
+ * frame, so checking never faults. busy (state bit 0) keeps a signal
+ * handler that walks on the same thread (it would meet a signal frame
+ * first, but nothing is assumed) from using or changing the memo while
+ * the thread checks or writes it.
  */
 __thread struct sp_walk_memo sp_memo __attribute__((tls_model("initial-exec")));
 
@@ -833,10 +833,21 @@ static int walk_noting(uintptr_t *pcs, int max, uintptr_t rsp, uintptr_t rbp, ui
 	return (int)(max + i);
 }
 
+/*
+ * A thread whose stacks keep changing (a loop over several call paths,
+ * each drawn execution from another) pays for noting walks that never
+ * tell: after MISS_REST walks in a row that the memo did not tell, the
+ * next REST_WALKS walk without one (no check: rsp0 0; no noting), then
+ * it is tried again. A check that tells resets the count (state).
+ */
+#define MISS_REST 4
+#define REST_WALKS 16
+
 int sp_unwind_noting(uintptr_t *pcs, int max, uintptr_t rsp, uintptr_t rbp, uintptr_t pc,
 		     int *noted)
 {
 	uint64_t unloads = atomic_load_explicit(&sp_unloads, memory_order_relaxed);
+	unsigned misses;
 	int n, ok;
 
 	*noted = 0;
@@ -855,10 +866,22 @@ int sp_unwind_noting(uintptr_t *pcs, int max, uintptr_t rsp, uintptr_t rbp, uint
 	}
 	if (unlikely(max <= 0))
 		return 0;
-	if (unlikely(sp_memo.busy))
+	if (unlikely(sp_memo.state & 1))
 		return -1; /* a signal handler inside a walk of this thread's:
 			    * the memo is not ours to change, libgcc's walk is */
-	sp_memo.busy = 1;
+	if (unlikely(sp_memo.rest)) {
+		sp_memo.rest--;
+		return walk_plain(pcs, max, rsp, rbp, pc);
+	}
+	/* a memo there that did not tell: one more walk it missed */
+	misses = (sp_memo.state >> 1) + (sp_memo.rsp0 != 0);
+	if (unlikely(misses >= MISS_REST)) {
+		sp_memo.rsp0 = 0;
+		sp_memo.state = 0;
+		sp_memo.rest = REST_WALKS - 1;
+		return walk_plain(pcs, max, rsp, rbp, pc);
+	}
+	sp_memo.state = (uint8_t)(misses << 1 | 1);
 	atomic_signal_fence(memory_order_seq_cst);
 	sp_memo.rsp0 = 0;
 	n = walk_noting(pcs, max, rsp, rbp, pc, &ok);
@@ -871,7 +894,7 @@ int sp_unwind_noting(uintptr_t *pcs, int max, uintptr_t rsp, uintptr_t rbp, uint
 		return n;
 	}
 	atomic_signal_fence(memory_order_seq_cst);
-	sp_memo.busy = 0;
+	sp_memo.state &= (uint8_t)~1u;
 	return n;
 }
 
