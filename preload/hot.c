@@ -308,7 +308,10 @@ static __attribute__((noinline)) int step_walked(sqlite3_stmt *st)
  * fp[1]), and most drawn executions only check, here, that the stack is
  * this thread's last one (sp_memo_same) and that the stream's tick is not
  * due (the TSC clock: SP_TS_FAST). Every call is a jump, so this saves no
- * register; anything else is step_walked's.
+ * register; anything else is step_walked's. (Were a call not a jump, as
+ * without optimization, the frames of ours it added would be skipped like
+ * any of ours at the leaf: the stacks stay right, the memo would only
+ * never tell here.)
  */
 static __attribute__((noinline)) int step_sampled(sqlite3_stmt *st)
 {
