@@ -653,10 +653,11 @@ SP_INLINE void emit_sampled(struct sp_thread *t, const struct sp_run *r, uint64_
  * (flags RANDOM and perhaps SAMPLED, DONE or abandoned, not slow, its
  * record this thread's): the plain additions (end_plain's, with its
  * histogram block there), and its event written here (emit_sampled).
- * Returns rc, so that end_drawn's call is a jump. */
-int sp_run_end_sampled(struct sp_thread *t, struct sp_stmt *s, sqlite3_stmt *st, uint64_t end,
-		       int rc)
+ * Takes end_drawn's first arguments and returns rc, so that end_drawn's
+ * call is a bare jump. */
+int sp_run_end_sampled(struct sp_thread *t, struct sp_stmt *s, int rc, uint64_t end)
 {
+	sqlite3_stmt *st = (sqlite3_stmt *)atomic_load_explicit(&s->key, memory_order_relaxed);
 	struct sp_run *r = &s->run;
 	struct sp_agg_query *q = s->agg;
 	uint64_t start = r->start, blk;
