@@ -76,6 +76,7 @@ static __attribute__((noinline)) int end_other(struct sp_thread *t, struct sp_ru
 
 		sp_agg_add(q, r, end, sp_status_delta(r, st));
 		r->start = 0;
+		r->db = 0;
 		sp_run_note(t, q, s->shape, start, end);
 		return rc;
 	}
@@ -138,7 +139,8 @@ SP_INLINE int end_plain(struct sp_thread *t, struct sp_run *r, int rc, uint64_t 
 		      &((struct sp_agg_hist *)(uintptr_t)blk)->bucket[i % SP_HIST_PER_BLOCK]);
 	++*t->run_len;
 	t->run_until = end + sp_cfg.run_gap;
-	r->start = 0;
+	/* start and db: 0 between executions, one store */
+	_mm_store_si128((__m128i *)(void *)&r->start, _mm_setzero_si128());
 	return rc;
 }
 
@@ -230,6 +232,11 @@ static __attribute__((noinline)) int step_general(sqlite3_stmt *st, int drawn)
 	if (!r->start)
 		t0 = sp_run_begin_slow(t, s, st, drawn, (uintptr_t)__builtin_return_address(0),
 				       frame);
+	/* sqlite3_step may run the next steps of st inline (sp_fast_off) */
+	if (t->state == SP_TS_FAST) {
+		t->last_stmt = s;
+		t->fast_stmt = s;
+	}
 	r->db -= t0;
 	outer = t->cur;
 	t->cur = r;
@@ -255,7 +262,7 @@ static __attribute__((noinline)) int step_general(sqlite3_stmt *st, int drawn)
 static __attribute__((noinline)) int step_sampled(sqlite3_stmt *st)
 {
 	struct sp_thread *t = &sp_tls;
-	struct sp_run *r = &t->last_stmt->run;
+	struct sp_run *r = &t->fast_stmt->run;
 	uint64_t t0, t1;
 	int rc;
 
@@ -265,7 +272,7 @@ static __attribute__((noinline)) int step_sampled(sqlite3_stmt *st)
 		return step_general(st, -1);
 	}
 	t->skip = sp_cfg.rate_one ? 1 : sp_draw_gap(t);
-	t->last_stmt->agg->started++; /* sqlite3_step's checks hold: bound here */
+	t->fast_stmt->agg->started++; /* sqlite3_step's checks hold: bound here */
 	r->stack_id = sp_stack_capture_inline(t);
 	r->flags = r->stack_id ? SP_EXEC_RANDOM | SP_EXEC_SAMPLED : SP_EXEC_RANDOM;
 	sp_status_base(r, st);
@@ -315,13 +322,11 @@ SP_EXPORT int sqlite3_step(sqlite3_stmt *st)
 	uint64_t t0, t1;
 	int rc;
 
-	if (unlikely(t->state != SP_TS_FAST))
+	/* fast_stmt is sp_stmt_none unless the state is SP_TS_FAST, and NULL
+	 * never matches: no statement's key is 0 (sp_stmt_none's is 1) */
+	s = t->fast_stmt;
+	if (unlikely(stmt_key(s) != (uintptr_t)st || t->cur != NULL))
 		return step_cold(st);
-	/* NULL never matches: no statement's key is 0 (sp_stmt_none's is 1) */
-	s = t->last_stmt;
-	if (unlikely(stmt_key(s) != (uintptr_t)st ||
-		     t->cur != NULL))
-		return step_general(st, -1);
 	r = &s->run;
 	if (!r->start) {
 		int off = t->status_off; /* >= 0: SP_TS_COUNTERS */
@@ -336,7 +341,7 @@ SP_EXPORT int sqlite3_step(sqlite3_stmt *st)
 		s->agg->started++; /* bound to this thread's record: not NULL */
 		t0 = sp_rdtsc();
 		r->start = t0;
-		r->db = -t0;
+		r->db -= t0; /* 0 between executions */
 		r->rows = 0;
 		r->slow_at = t0 + sp_cfg.slow_span;
 		__builtin_memcpy(&base, (const char *)st + off + 4 * SQLITE_STMTSTATUS_FULLSCAN_STEP,
@@ -349,8 +354,23 @@ SP_EXPORT int sqlite3_step(sqlite3_stmt *st)
 	t->cur = r; /* was NULL */
 	rc = sp_real.step(st);
 	t1 = sp_rdtsc();
-	t = tls_fresh();
-	return step_after(t, t->cur, rc, t1);
+	/* t stays in the register the alignment push saves anyway */
+	r = t->cur;
+	t->cur = NULL;
+	r->db += t1;
+	/* the end reads db again: kept out of a register, the row's add is
+	 * one instruction */
+	__asm__ volatile("" ::: "memory");
+	if (likely(rc == SQLITE_ROW)) {
+		r->rows++;
+		if (unlikely(t1 >= r->slow_at))
+			return row_slow(t, r, t1);
+		return rc;
+	}
+	/* the plain end inline: no call, no arguments to move */
+	if (likely(rc == SQLITE_DONE))
+		return end_plain(t, r, SQLITE_DONE, t1, 0);
+	return end_other(t, r, rc, t1, 0);
 }
 
 /* reset and finalize end an execution still in progress (rows not all

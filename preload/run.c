@@ -363,6 +363,7 @@ static void run_unlink(struct sp_thread *t, struct sp_run *r)
 static void run_clear(struct sp_run *r)
 {
 	r->start = 0;
+	r->db = 0; /* the inline start subtracts its clock from it */
 	r->flags = 0;
 	r->seq = 0;
 	r->nested_time = 0;
@@ -438,6 +439,7 @@ uint64_t sp_run_begin_slow(struct sp_thread *t, struct sp_stmt *s, sqlite3_stmt 
 	if (t->status_off < 0) {
 		r->flags |= SP_RUN_API; /* its end reads them through the API too */
 		t->state &= ~SP_TS_COUNTERS;
+		sp_fast_off(t);
 	} else {
 		t->state |= SP_TS_COUNTERS; /* the inline start may read them */
 	}
@@ -560,6 +562,7 @@ void sp_run_end_sampled(struct sp_thread *t, struct sp_stmt *s, sqlite3_stmt *st
 		emit_exec(t, r, s->sql_id, s->db, SQLITE_OK, end, delta, params_hash(t, r, st, s->sql_id, s->agg ? (uint32_t)s->agg->count : 0));
 	}
 	r->start = 0;
+	r->db = 0;
 	r->flags = 0;
 	r->seq = 0;
 	r->stack_id = 0;

@@ -150,7 +150,8 @@ SP_INLINE uint64_t sp_now(void)
  */
 struct sp_run {
 	uint64_t start;       /* first step; 0: no execution in progress */
-	uint64_t db;          /* time inside the step calls */
+	uint64_t db;          /* time inside the step calls; 0 while start
+			       * is (every end clears both) */
 	uint64_t rows;
 	uint64_t slow_at;     /* clock value from which it is slow; UINT64_MAX
 			       * once noted */
@@ -267,6 +268,13 @@ struct sp_thread {
 	struct sp_stmt *last_stmt; /* the statement this thread looked up last;
 				    * valid while its slot's key is still that
 				    * statement (never NULL once set up) */
+	struct sp_stmt *fast_stmt; /* the statement sqlite3_step may run inline:
+				    * last_stmt, set by step_general while the
+				    * state is SP_TS_FAST, or sp_stmt_none (key
+				    * 1, never a statement's). Whatever takes
+				    * the state off SP_TS_FAST or changes
+				    * last_stmt resets it (sp_fast_off), so
+				    * sqlite3_step tests the key alone */
 	uint64_t skip;         /* executions until the next random draw hits */
 	struct sp_ring *ring;  /* NULL until the thread's first record */
 	uint64_t seq;          /* last execution number given */
@@ -307,6 +315,15 @@ SP_INLINE void sp_guard_out(struct sp_thread *t)
 SP_INLINE int sp_guarded(const struct sp_thread *t)
 {
 	return t->state >= SP_TS_GUARD;
+}
+
+/* The thread leaves SP_TS_FAST (or last_stmt changes): sqlite3_step
+ * stops running anything inline until step_general sees the state
+ * SP_TS_FAST again. */
+extern struct sp_stmt sp_stmt_none;
+SP_INLINE void sp_fast_off(struct sp_thread *t)
+{
+	t->fast_stmt = &sp_stmt_none;
 }
 
 /* Make the thread ready for the inline path (ids, fork child restart,
@@ -356,8 +373,10 @@ SP_INLINE struct sp_stmt *sp_stmt_lookup(struct sp_thread *t, sqlite3_stmt *st)
 	if (likely(atomic_load_explicit(&s->key, memory_order_acquire) == (uintptr_t)st))
 		return s;
 	s = sp_stmt_find_hot(st);
-	if (s)
+	if (s) {
 		t->last_stmt = s;
+		t->fast_stmt = &sp_stmt_none; /* step_general sets it again */
+	}
 	return s;
 }
 
@@ -464,11 +483,12 @@ SP_INLINE void sp_agg_add_in(struct sp_agg_query *q, const struct sp_run *r, uin
 	uint64_t db = r->db;
 	__m128i zero = _mm_setzero_si128(), c;
 
-	c = _mm_loadu_si128((const __m128i *)(void *)&q->fullscan_steps);
-	_mm_storeu_si128((__m128i *)(void *)&q->fullscan_steps,
-			 _mm_add_epi64(c, _mm_unpacklo_epi32(d, zero)));
-	c = _mm_loadu_si128((const __m128i *)(void *)&q->autoindex);
-	_mm_storeu_si128((__m128i *)(void *)&q->autoindex, _mm_add_epi64(c, _mm_unpackhi_epi32(d, zero)));
+	/* 16-aligned (sp_wire.h): each add takes its operand from memory */
+	c = _mm_load_si128((const __m128i *)(void *)&q->fullscan_steps);
+	_mm_store_si128((__m128i *)(void *)&q->fullscan_steps,
+			_mm_add_epi64(c, _mm_unpacklo_epi32(d, zero)));
+	c = _mm_load_si128((const __m128i *)(void *)&q->autoindex);
+	_mm_store_si128((__m128i *)(void *)&q->autoindex, _mm_add_epi64(c, _mm_unpackhi_epi32(d, zero)));
 	q->count++;
 	q->db += db;
 	q->wall += end - r->start;

@@ -23,6 +23,7 @@
 #ifndef SP_WIRE_H
 #define SP_WIRE_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #define SP_WIRE_MAGIC 0x46525053u /* "SPRF" little-endian */
@@ -548,10 +549,13 @@ struct sp_agg_query {
 	uint64_t rows;
 	uint64_t nested_time; /* db time of executions nested in these */
 	uint64_t nested;      /* of count, executions that ran nested */
-	uint64_t min, max;    /* db time of one execution (min: UINT64_MAX
-			       * while count is 0) */
-	/* SQLite's counters, summed, in its order (aCounter[1..4]) */
+	uint64_t min;         /* db time of one execution (UINT64_MAX while
+			       * count is 0) */
+	/* SQLite's counters, summed, in its order (aCounter[1..4]): at a
+	 * 16-aligned offset (records are 16-aligned in their chunk), so
+	 * that the plain end adds two of them a vector instruction each */
 	uint64_t fullscan_steps, sorts, autoindex, vm_steps;
+	uint64_t max;         /* db time of one execution */
 	uint64_t errors;      /* of count, executions that failed */
 	uint64_t samples;     /* of count, executions with a stack */
 	uint64_t prepares, prepare_time;
@@ -565,11 +569,13 @@ struct sp_agg_query {
 			       * (a record per text and calling site: the
 			       * collector keeps exact counts per caller, for
 			       * the sites' figures); 0: prepares, exec calls */
-};
+	uint64_t pad2;        /* to a multiple of 16 bytes */
+} __attribute__((aligned(16)));
 
 struct sp_agg_hist {
 	struct sp_rec_hdr h;  /* SP_AGG_HIST; flags: block number */
 	uint64_t bucket[SP_HIST_PER_BLOCK];
+	uint64_t pad;         /* to a multiple of 16 bytes */
 };
 
 /* Run lengths as the collector keeps them: i < 16 is length i + 1, then
@@ -592,6 +598,7 @@ static inline int sp_run_len_bucket(uint64_t len)
 struct sp_agg_runs {
 	struct sp_rec_hdr h;  /* SP_AGG_RUNS */
 	uint64_t by_len[SP_AGG_RUN_BUCKETS];
+	uint64_t pad;         /* to a multiple of 16 bytes */
 };
 
 #define SP_AGG_ERR_CODES 8
@@ -604,5 +611,15 @@ struct sp_agg_errs {
 	} code[SP_AGG_ERR_CODES];
 	uint64_t other;       /* failures with a code beyond the table */
 };
+
+/* Every record of a chunk is a multiple of 16 bytes after a 16-byte chunk
+ * header, so each starts 16-aligned (sp_agg_add_in's vector adds). */
+_Static_assert(sizeof(struct sp_stats_chunk) % 16 == 0, "chunk header");
+_Static_assert(sizeof(struct sp_agg_arena) % 16 == 0, "SP_AGG_ARENA");
+_Static_assert(sizeof(struct sp_agg_query) % 16 == 0, "SP_AGG_QUERY");
+_Static_assert(sizeof(struct sp_agg_hist) % 16 == 0, "SP_AGG_HIST");
+_Static_assert(sizeof(struct sp_agg_runs) % 16 == 0, "SP_AGG_RUNS");
+_Static_assert(sizeof(struct sp_agg_errs) % 16 == 0, "SP_AGG_ERRS");
+_Static_assert(offsetof(struct sp_agg_query, fullscan_steps) % 16 == 0, "counters aligned");
 
 #endif /* SP_WIRE_H */
