@@ -332,9 +332,10 @@ SP_EXPORT int sqlite3_step(sqlite3_stmt *st)
 		int off = t->status_off; /* >= 0: SP_TS_COUNTERS */
 		sp_v4u base;
 
-		/* the record is this thread's, for this caller */
-		if (unlikely(s->agg_arena != t->arena_id ||
-			     s->agg_caller != (uintptr_t)__builtin_return_address(0)))
+		/* the record is this thread's, for this caller: one test of
+		 * both (agg_tag); a thread without an arena has tag 0, and a
+		 * return address alone never equals a tag's bits 48-63 */
+		if (unlikely(((uintptr_t)__builtin_return_address(0) ^ t->arena_tag) != s->agg_tag))
 			return step_general(st, -1);
 		if (unlikely(--t->skip == 0))
 			return step_sampled(st);

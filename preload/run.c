@@ -388,9 +388,12 @@ static int bind_stmt(struct sp_thread *t, struct sp_stmt *s, uintptr_t caller)
 		s->agg = q;
 		s->agg_arena = t->arena_id;
 		s->agg_caller = caller;
+		/* 0 (never equal to caller ^ a tag) when either does not fit */
+		s->agg_tag = t->arena_tag && caller < (1ULL << 48) ? caller ^ t->arena_tag : 0;
 	} else {
 		s->agg = NULL;
 		s->agg_arena = 0; /* every execution comes here: unattributed */
+		s->agg_tag = 0;
 	}
 	return created;
 }

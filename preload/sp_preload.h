@@ -187,6 +187,8 @@ struct sp_stmt {
 	uint32_t pad;
 	uintptr_t agg_caller;  /* the caller agg is the record of: an execution
 				* started from another return address rebinds */
+	uint64_t agg_tag;      /* agg_caller ^ the arena's tag (bits 48-63):
+				* sqlite3_step's one test of both; 0: none */
 };
 
 /* ---- stats.c: the shared statistics ---- */
@@ -196,6 +198,10 @@ struct sp_thread;
 /* One thread's arena (private part; the shared part is its chunks). */
 struct sp_arena {
 	uint64_t id;                 /* pid << 32 | number */
+	uint64_t tag;                /* number << 48, or 0 from number 65536 on:
+				      * numbers go on in a forked child, so no
+				      * arena of this process has another's tag,
+				      * and a return address is below 2^48 */
 	uint32_t number;
 	struct sp_agg_arena *sh;     /* its SP_AGG_ARENA record */
 	struct sp_stats_chunk *chunk; /* current chunk */
@@ -256,6 +262,7 @@ struct sp_thread {
 				* reads it here, one load from TLS */
 	struct sp_run *cur;    /* execution whose call (step, exec) we are in */
 	uint64_t arena_id;     /* arena ? arena->id : an id no statement has */
+	uint64_t arena_tag;    /* arena ? arena->tag : 0 */
 	struct sp_arena *arena;
 	/* the open N+1 run: the query record it is credited to (&sp_no_run:
 	 * none), and its length (in the arena's shared record) */

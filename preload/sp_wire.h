@@ -27,12 +27,14 @@
 #include <stdint.h>
 
 #define SP_WIRE_MAGIC 0x46525053u /* "SPRF" little-endian */
-#define SP_WIRE_VERSION 5
-#define SP_WIRE_MIN_VERSION 5 /* oldest version this reader accepts (3: totals in
+#define SP_WIRE_VERSION 6
+#define SP_WIRE_MIN_VERSION 6 /* oldest version this reader accepts (3: totals in
                                * shared statistics, EXEC records are events;
                                * 4: MODULE records name the mapped file, STACK
                                * records their map; 5: EXEC records carry
-                               * params, PLAN records schema_id) */
+                               * params, PLAN records schema_id; 6: shared
+                               * statistics records are 16-byte multiples,
+                               * SP_AGG_QUERY's counters 16-aligned) */
 
 /* Largest message a writer may send and a reader must accept. */
 #define SP_MSG_MAX (256 * 1024)

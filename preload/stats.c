@@ -423,6 +423,7 @@ static void arena_gone(void *arg)
 		sp_run_close(t);
 	t->arena = NULL;
 	t->arena_id = ARENA_NONE;
+	t->arena_tag = 0;
 	pthread_mutex_lock(&arena_lock);
 	a->next_idle = idle_arenas;
 	idle_arenas = a;
@@ -437,6 +438,7 @@ struct sp_arena *sp_arena_get(struct sp_thread *t)
 	if (t->arena)
 		return t->arena;
 	t->arena_id = ARENA_NONE;
+	t->arena_tag = 0;
 	if (!sp_stats)
 		return NULL;
 	pthread_mutex_lock(&arena_lock);
@@ -452,6 +454,7 @@ struct sp_arena *sp_arena_get(struct sp_thread *t)
 			return NULL;
 		a->number = atomic_fetch_add(&arena_numbers, 1) + 1;
 		a->id = (uint64_t)sp_my_pid() << 32 | a->number;
+		a->tag = a->number < 65536 ? (uint64_t)a->number << 48 : 0;
 		rec = arena_reserve(a, sizeof(*rec));
 		if (!rec) {
 			munmap(a, sizeof(*a));
@@ -472,6 +475,7 @@ struct sp_arena *sp_arena_get(struct sp_thread *t)
 		pthread_setspecific(arena_key, a);
 	t->arena = a;
 	t->arena_id = a->id;
+	t->arena_tag = a->tag;
 	t->run_q = &sp_no_run;
 	t->run_len = NULL;
 	return a;
@@ -566,6 +570,7 @@ void sp_stats_fork_child(void)
 		pthread_setspecific(arena_key, NULL);
 	sp_tls.arena = NULL;
 	sp_tls.arena_id = ARENA_NONE;
+	sp_tls.arena_tag = 0;
 	sp_tls.run_q = &sp_no_run;
 	sp_tls.run_len = NULL;
 }

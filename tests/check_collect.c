@@ -3497,10 +3497,12 @@ START_TEST(test_stats_skipped_records)
 	size_t off;
 
 	sb_basic(&b, &qx, &qy);
-	off = sb_rec(&b, 1, 0x1ff, 40);
-	memset((uint8_t *)sb_at(&b, off) + 8, 0xa5, 32);
-	/* a QUERY record 8 bytes longer than this version's */
-	off = sb_rec(&b, 1, SP_AGG_QUERY, sizeof(struct sp_agg_query) + 8);
+	/* records are 16-byte multiples (the preload's vector adds need
+	 * them 16-aligned): the helpers here write through struct pointers */
+	off = sb_rec(&b, 1, 0x1ff, 48);
+	memset((uint8_t *)sb_at(&b, off) + 8, 0xa5, 40);
+	/* a QUERY record 16 bytes longer than this version's */
+	off = sb_rec(&b, 1, SP_AGG_QUERY, sizeof(struct sp_agg_query) + 16);
 	odd = sb_at(&b, off);
 	odd->sql_id = 0x3333;
 	odd->count = 5;
