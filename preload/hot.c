@@ -111,8 +111,10 @@ static __attribute__((noinline)) int end_drawn(struct sp_thread *t, struct sp_ru
  * hand: no call, so no register to save). Anything else goes to
  * end_drawn (a drawn execution's end) or end_other: flags (nested, sampled, first, failed, slow-noted, counters
  * through the API), the slow threshold, a first value in its histogram
- * block, or an N+1 run that does not go on. The run test also proves the
- * query record is this thread's: t->run_q is always one of its own.
+ * block, or an N+1 run that does not go on (run_until is 0 but in the
+ * open run's record). The record is this thread's: sqlite3_step runs
+ * inline only a statement bound to it (agg_tag, fast_stmt), and the other
+ * callers test it; a flag is set for an execution with none (NOREC).
  */
 SP_INLINE int end_plain(struct sp_thread *t, struct sp_run *r, int rc, uint64_t end,
 			const int abandoned)
@@ -126,8 +128,7 @@ SP_INLINE int end_plain(struct sp_thread *t, struct sp_run *r, int rc, uint64_t 
 
 	/* the run test first: it also fails for a statement with no record
 	 * (agg NULL), before anything is read through it */
-	if (unlikely(r->flags != 0 || end >= r->slow_at || t->run_q != q ||
-		     r->start >= t->run_until))
+	if (unlikely(r->flags != 0 || end >= r->slow_at || r->start >= q->run_until))
 		return end_drawn(t, r, rc, end, abandoned);
 	i = sp_hist_index(db);
 	blk = q->hist[i / SP_HIST_PER_BLOCK];
@@ -137,8 +138,8 @@ SP_INLINE int end_plain(struct sp_thread *t, struct sp_run *r, int rc, uint64_t 
 							   4 * SQLITE_STMTSTATUS_FULLSCAN_STEP));
 	sp_agg_add_in(q, r, end, _mm_sub_epi32(now, _mm_load_si128((const __m128i *)r->base)),
 		      &((struct sp_agg_hist *)(uintptr_t)blk)->bucket[i % SP_HIST_PER_BLOCK]);
-	++*t->run_len;
-	t->run_until = end + sp_cfg.run_gap;
+	q->run_open++;
+	q->run_until = end + sp_cfg.run_gap;
 	/* start and db: 0 between executions, one store */
 	_mm_store_si128((__m128i *)(void *)&r->start, _mm_setzero_si128());
 	return rc;
@@ -232,8 +233,10 @@ static __attribute__((noinline)) int step_general(sqlite3_stmt *st, int drawn)
 	if (!r->start)
 		t0 = sp_run_begin_slow(t, s, st, drawn, (uintptr_t)__builtin_return_address(0),
 				       frame);
-	/* sqlite3_step may run the next steps of st inline (sp_fast_off) */
-	if (t->state == SP_TS_FAST) {
+	/* sqlite3_step may run the next steps of st inline (sp_fast_off),
+	 * when its record is this thread's: the inline end reads through
+	 * agg without a test of whose it is */
+	if (t->state == SP_TS_FAST && s->agg_arena == t->arena_id) {
 		t->last_stmt = s;
 		t->fast_stmt = s;
 	}
@@ -250,6 +253,10 @@ static __attribute__((noinline)) int step_general(sqlite3_stmt *st, int drawn)
 			sp_run_on_row(t, s, t1);
 		return rc;
 	}
+	/* an execution whose record is not this thread's (another thread's,
+	 * the parent's before fork, none) ends in run.c */
+	if (unlikely(s->agg_arena != t->arena_id))
+		return end_other(t, r, rc, t1, 0);
 	return end_exec(t, r, rc, t1);
 }
 
@@ -380,7 +387,10 @@ SP_EXPORT int sqlite3_step(sqlite3_stmt *st)
  * inside this statement's own step (t->cur), is not the end. */
 static __attribute__((noinline)) void abandon(struct sp_thread *t, struct sp_stmt *s)
 {
-	end_abandoned(t, &s->run, sp_now());
+	if (unlikely(s->agg_arena != t->arena_id)) /* see step_general */
+		end_other(t, &s->run, SQLITE_ROW, sp_now(), 1);
+	else
+		end_abandoned(t, &s->run, sp_now());
 }
 
 /* Any reset but sqlite3_reset's own case: a NULL statement, one not

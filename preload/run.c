@@ -449,6 +449,8 @@ uint64_t sp_run_begin_slow(struct sp_thread *t, struct sp_stmt *s, sqlite3_stmt 
 	/* the walk's time is not the execution's */
 	if (s->agg)
 		s->agg->started++;
+	else
+		r->flags |= SP_RUN_NOREC;
 	r->start = sp_now();
 	r->slow_at = r->start + sp_cfg.slow_span;
 	return r->start;

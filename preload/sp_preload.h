@@ -141,7 +141,9 @@ SP_INLINE uint64_t sp_now(void)
 /* Bits of sp_run.flags that are ours and never sent. */
 #define SP_RUN_HAS_NESTED (1u << 15) /* a nested execution credited its time */
 #define SP_RUN_API (1u << 14)        /* counters read through the API at start */
-#define SP_RUN_PRIVATE (SP_RUN_HAS_NESTED | SP_RUN_API)
+#define SP_RUN_NOREC (1u << 13)      /* no query record (agg NULL): never the
+				      * inline end, which reads through agg */
+#define SP_RUN_PRIVATE (SP_RUN_HAS_NESTED | SP_RUN_API | SP_RUN_NOREC)
 
 /*
  * State of one execution in progress (a statement's, or an exec call's).
@@ -265,12 +267,10 @@ struct sp_thread {
 	uint64_t arena_tag;    /* arena ? arena->tag : 0 */
 	struct sp_arena *arena;
 	/* the open N+1 run: the query record it is credited to (&sp_no_run:
-	 * none), and its length (in the arena's shared record) */
+	 * none), which holds its length and the clock value before which the
+	 * next execution must start to go on with it (run_open, run_until:
+	 * shared, so the collector sees an open run) */
 	struct sp_agg_query *run_q;
-	uint64_t *run_len;
-	/* the open run goes on only with an execution that starts before
-	 * this: the last one's end + sp_cfg.run_gap */
-	uint64_t run_until;
 	uint64_t run_pauses;   /* longer pauses the open run went on across */
 	struct sp_stmt *last_stmt; /* the statement this thread looked up last;
 				    * valid while its slot's key is still that
@@ -539,11 +539,13 @@ SP_INLINE void sp_agg_add(struct sp_agg_query *q, const struct sp_run *r, uint64
 SP_INLINE void sp_run_note(struct sp_thread *t, struct sp_agg_query *q, uint64_t shape,
 			   uint64_t start, uint64_t end)
 {
-	if (likely(t->run_q == q && start < t->run_until))
-		++*t->run_len;
+	/* run_until is 0 but in the open run's record */
+	if (likely(start < q->run_until))
+		q->run_open++;
 	else
 		sp_run_switch(t, q, shape, start);
-	t->run_until = end + sp_cfg.run_gap;
+	if (t->run_q == q) /* not when q could not open a run */
+		q->run_until = end + sp_cfg.run_gap;
 }
 
 SP_INLINE uint64_t sp_rng_next(struct sp_thread *t)

@@ -415,8 +415,8 @@ struct sp_rec_stats_copy {
  * writer stores is trusted: lengths, offsets and counts are checked.
  *
  * Times are in the clock of the image (HELLO's clock field: TSC ticks or
- * nanoseconds). Pointers between records (hist[], runs, errs,
- * run_query) are the writer's own addresses: the reader subtracts
+ * nanoseconds). Pointers between records (hist[], runs, errs) are the
+ * writer's own addresses: the reader subtracts
  * sp_stats_hdr.base to get an offset into the memfd, and checks it.
  */
 #define SP_STATS_MAGIC 0x54535053u /* "SPST" little-endian */
@@ -494,9 +494,6 @@ struct sp_stats_chunk {
 struct sp_agg_arena {
 	struct sp_rec_hdr h;  /* SP_AGG_ARENA */
 	uint32_t arena, tid;  /* number, and the thread that made it */
-	uint64_t run_query;   /* address of the SP_AGG_QUERY the open run is
-			       * credited to (0: no run open) */
-	uint64_t run_len;     /* its length so far */
 };
 
 /* Latency histogram: values v (db time, clock units) are bucketed
@@ -571,6 +568,12 @@ struct sp_agg_query {
 			       * (a record per text and calling site: the
 			       * collector keeps exact counts per caller, for
 			       * the sites' figures); 0: prepares, exec calls */
+	/* The thread's open N+1 run, when it is credited here (at most one
+	 * record of an arena has it): its length so far (0: not here), and
+	 * the clock value before which the next execution must start to go
+	 * on with it (0 when not here: the inline end's one test) */
+	uint64_t run_open;
+	uint64_t run_until;
 	uint64_t pad2;        /* to a multiple of 16 bytes */
 } __attribute__((aligned(16)));
 

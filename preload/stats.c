@@ -380,23 +380,35 @@ void sp_run_switch(struct sp_thread *t, struct sp_agg_query *q, uint64_t shape, 
 	 * preempted inside a caller's loop (a loaded machine: make check)
 	 * keeps its run; a service loop, every execution after a pause,
 	 * makes runs of 2 at most. */
-	if (t->run_q != &sp_no_run && a->run_shape == shape &&
-	    (start < t->run_until || t->run_pauses < 1 + *t->run_len / 16)) {
-		if (start >= t->run_until)
+	struct sp_agg_query *old = t->run_q;
+
+	if (old != &sp_no_run && a->run_shape == shape &&
+	    (start < old->run_until || t->run_pauses < 1 + old->run_open / 16)) {
+		uint64_t len = old->run_open + 1;
+
+		if (start >= old->run_until)
 			t->run_pauses++;
-		t->run_q = q;
-		a->sh->run_query = (uint64_t)(uintptr_t)q;
-		++*t->run_len;
+		/* the run moves to q: there first, so that a reader never
+		 * misses it (it may see it twice for a moment) */
+		if (old != q) {
+			q->run_open = len;
+			old->run_open = 0;
+			old->run_until = 0;
+			t->run_q = q;
+		} else {
+			q->run_open = len;
+		}
 		return;
 	}
-	if (t->run_q != &sp_no_run)
-		run_credit(t->run_q, *t->run_len);
+	if (old != &sp_no_run) {
+		run_credit(old, old->run_open);
+		old->run_open = 0;
+		old->run_until = 0;
+	}
 	a->run_shape = shape;
 	t->run_pauses = 0;
-	a->sh->run_len = 1;
-	a->sh->run_query = (uint64_t)(uintptr_t)q;
+	q->run_open = 1;
 	t->run_q = q;
-	t->run_len = &a->sh->run_len;
 }
 
 /* Close the thread's open run (thread exit: the arena goes to another). */
@@ -406,11 +418,10 @@ void sp_run_close(struct sp_thread *t)
 
 	if (!a || t->run_q == &sp_no_run)
 		return;
-	run_credit(t->run_q, *t->run_len);
-	a->sh->run_query = 0;
-	a->sh->run_len = 0;
+	run_credit(t->run_q, t->run_q->run_open);
+	t->run_q->run_open = 0;
+	t->run_q->run_until = 0;
 	t->run_q = &sp_no_run;
-	t->run_len = NULL;
 }
 
 /* Thread exit: close its run; the arena waits for the next new thread. */
@@ -477,7 +488,6 @@ struct sp_arena *sp_arena_get(struct sp_thread *t)
 	t->arena_id = a->id;
 	t->arena_tag = a->tag;
 	t->run_q = &sp_no_run;
-	t->run_len = NULL;
 	return a;
 }
 
@@ -572,5 +582,4 @@ void sp_stats_fork_child(void)
 	sp_tls.arena_id = ARENA_NONE;
 	sp_tls.arena_tag = 0;
 	sp_tls.run_q = &sp_no_run;
-	sp_tls.run_len = NULL;
 }

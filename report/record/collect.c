@@ -1585,6 +1585,15 @@ void sp_coll_stats_merge(struct sp_coll *c, uint32_t pid, const void *mapv, size
 					q->runs_by_len[0] = sat_add(q->runs_by_len[0],
 								    a.runs > longer ? a.runs - longer : 0);
 				}
+				/* the thread's open N+1 run, when it is credited
+				 * here: it ends with the image */
+				if (a.run_open) {
+					q->runs = sat_add(q->runs, 1);
+					if (a.run_open > q->max_run)
+						q->max_run = a.run_open;
+					if (sp_qagg_runs(q))
+						q->runs_by_len[sp_run_bucket(a.run_open)]++;
+				}
 				if (a.errs) {
 					struct sp_agg_errs er;
 
@@ -1664,28 +1673,6 @@ void sp_coll_stats_merge(struct sp_coll *c, uint32_t pid, const void *mapv, size
 				}
 			} else if (rh.type == SP_AGG_QUERY) {
 				p->stats_bad++; /* a query record of another length */
-			} else if (rh.type == SP_AGG_ARENA && rh.len == sizeof(struct sp_agg_arena)) {
-				/* its open N+1 run ends with the image: credit it */
-				struct sp_agg_arena ar;
-				struct sp_agg_query a;
-
-				memcpy(&ar, cb + off, sizeof(ar));
-				if (ar.run_query && ar.run_len &&
-				    stats_get(map, stats_ref(ar.run_query, h.base, used, nchunks, sizeof(a)),
-					      SP_AGG_QUERY, &a, sizeof(a)) == 0) {
-					struct qkey qk = { a.sql_id, a.kind > SP_KIND_EXEC ? SP_KIND_STMT : a.kind };
-					struct sp_qagg *q = hmap_get(&c->queries, &qk, 1, NULL);
-
-					if (q) {
-						q->runs = sat_add(q->runs, 1);
-						if (ar.run_len > q->max_run)
-							q->max_run = ar.run_len;
-						if (sp_qagg_runs(q))
-							q->runs_by_len[sp_run_bucket(ar.run_len)]++;
-					}
-				} else if (ar.run_query) {
-					p->stats_bad++;
-				}
 			}
 next:
 			off += rh.len;
