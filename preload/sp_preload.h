@@ -485,10 +485,10 @@ SP_INLINE sp_v4u sp_status_delta(const struct sp_run *r, sqlite3_stmt *st)
  * stores and no call: a reader sees every field only grow.
  */
 SP_INLINE void sp_agg_add_in(struct sp_agg_query *q, const struct sp_run *r, uint64_t end,
-			     __m128i d, uint64_t *bucket)
+			     __m128i d, uint64_t *bucket, __m128i zero /* 0: the caller's, reused */)
 {
 	uint64_t db = r->db;
-	__m128i zero = _mm_setzero_si128(), c;
+	__m128i c;
 
 	/* 16-aligned (sp_wire.h): each add takes its operand from memory */
 	c = _mm_load_si128((const __m128i *)(void *)&q->fullscan_steps);
@@ -498,7 +498,12 @@ SP_INLINE void sp_agg_add_in(struct sp_agg_query *q, const struct sp_run *r, uin
 	_mm_store_si128((__m128i *)(void *)&q->autoindex, _mm_add_epi64(c, _mm_unpackhi_epi32(d, zero)));
 	q->count++;
 	q->db += db;
-	q->wall += end - r->start;
+	{
+		uint64_t w = end - r->start; /* in a register: one add to memory */
+
+		__asm__("" : "+r"(w));
+		q->wall += w;
+	}
 	q->rows += r->rows;
 	if (unlikely(db < q->min))
 		q->min = db;
@@ -528,7 +533,7 @@ SP_INLINE void sp_agg_add(struct sp_agg_query *q, const struct sp_run *r, uint64
 	__m128i dv;
 
 	__builtin_memcpy(&dv, &d, sizeof(dv));
-	sp_agg_add_in(q, r, end, dv, bucket ? bucket : &lost);
+	sp_agg_add_in(q, r, end, dv, bucket ? bucket : &lost, _mm_setzero_si128());
 	if (!bucket)
 		q->hist_lost++;
 }
