@@ -74,7 +74,11 @@ static __attribute__((noinline)) int end_other(struct sp_thread *t, struct sp_ru
 		struct sp_agg_query *q = s->agg;
 		uint64_t start = r->start;
 
-		sp_agg_add(q, r, end, sp_status_delta(r, st));
+		sp_v4u now;
+		int owned;
+		sp_v4u d = sp_exec_delta(q, s, r, st, &now, &owned);
+
+		sp_agg_add(q, r, end, d, owned ? &now : NULL);
 		r->start = 0;
 		r->db = 0;
 		sp_run_note(t, q, s->shape, start, end);
@@ -124,7 +128,7 @@ SP_INLINE int end_plain(struct sp_thread *t, struct sp_run *r, int rc, uint64_t 
 	int off = t->status_off; /* >= 0: set before any plain start (run.c) */
 	uint64_t db = r->db, blk;
 	uint32_t i;
-	__m128i now, zero;
+	__m128i now;
 
 	/* the run test first: it also fails for a statement with no record
 	 * (agg NULL), before anything is read through it */
@@ -134,16 +138,18 @@ SP_INLINE int end_plain(struct sp_thread *t, struct sp_run *r, int rc, uint64_t 
 	blk = q->hist[i / SP_HIST_PER_BLOCK];
 	if (unlikely(!blk))
 		return end_other(t, r, rc, end, abandoned);
+	/* SQLite's counters: the statement owns its record's segment (it
+	 * took it when bound: agg_tag), so its counters now are all there
+	 * is to store */
 	now = _mm_loadu_si128((const __m128i *)(uintptr_t)(stmt_key(s) + (uintptr_t)off +
 							   4 * SQLITE_STMTSTATUS_FULLSCAN_STEP));
-	zero = _mm_setzero_si128(); /* for the counters, then start and db: */
-	__asm__("" : "+x"(zero));   /* one register, not made again */
-	sp_agg_add_in(q, r, end, _mm_sub_epi32(now, _mm_load_si128((const __m128i *)r->base)),
-		      &((struct sp_agg_hist *)(uintptr_t)blk)->bucket[i % SP_HIST_PER_BLOCK], zero);
+	sp_agg_add_in(q, r, end, &((struct sp_agg_hist *)(uintptr_t)blk)->bucket[i % SP_HIST_PER_BLOCK]);
 	q->run_open++;
 	q->run_until = end + sp_cfg.run_gap;
 	/* start and db: 0 between executions, one store */
-	_mm_store_si128((__m128i *)(void *)&r->start, zero);
+	_mm_store_si128((__m128i *)(void *)&r->start, _mm_setzero_si128());
+	if (unlikely(sp_seg_store(q, now)))
+		return sp_seg_fold_rc(q, rc);
 	return rc;
 }
 
@@ -338,9 +344,6 @@ SP_EXPORT int sqlite3_step(sqlite3_stmt *st)
 		return step_cold(st);
 	r = &s->run;
 	if (!r->start) {
-		int off = t->status_off; /* >= 0: SP_TS_COUNTERS */
-		sp_v4u base;
-
 		/* the record is this thread's, for this caller: one test of
 		 * both (agg_tag); a thread without an arena has tag 0, and a
 		 * return address alone never equals a tag's bits 48-63 */
@@ -354,9 +357,8 @@ SP_EXPORT int sqlite3_step(sqlite3_stmt *st)
 		r->db -= t0; /* 0 between executions */
 		r->rows = 0;
 		r->slow_at = t0 + sp_cfg.slow_span;
-		__builtin_memcpy(&base, (const char *)st + off + 4 * SQLITE_STMTSTATUS_FULLSCAN_STEP,
-				 sizeof(base));
-		__builtin_memcpy(r->base, &base, sizeof(base));
+		/* no counters read: the statement owns its record's segment,
+		 * whose last end is this start's (sp_seg_end) */
 	} else {
 		t0 = sp_rdtsc();
 		r->db -= t0;

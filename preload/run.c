@@ -385,11 +385,22 @@ static int bind_stmt(struct sp_thread *t, struct sp_stmt *s, uintptr_t caller)
 	struct sp_agg_query *q = a ? sp_agg_get(a, s->sql_id, SP_KIND_STMT, caller, &created) : NULL;
 
 	if (q) {
+		sqlite3_stmt *st = (sqlite3_stmt *)atomic_load_explicit(&s->key, memory_order_relaxed);
+
 		s->agg = q;
 		s->agg_arena = t->arena_id;
 		s->agg_caller = caller;
-		/* 0 (never equal to caller ^ a tag) when either does not fit */
-		s->agg_tag = t->arena_tag && caller < (1ULL << 48) ? caller ^ t->arena_tag : 0;
+		s->agg_tag = 0;
+		/* Its counters follow q's segment when they can be read in place
+		 * (through the API, every end adds its deltas). Only then may
+		 * sqlite3_step start it inline, which reads no counters: agg_tag
+		 * is 0 (never equal to caller ^ a tag) otherwise, and when the
+		 * caller or the tag does not fit. */
+		if (atomic_load_explicit(&sp_status_off, memory_order_relaxed) >= 0 && (uintptr_t)st > 1) {
+			sp_seg_take(t, q, s, st);
+			if (t->arena_tag && caller < (1ULL << 48))
+				s->agg_tag = caller ^ t->arena_tag;
+		}
 	} else {
 		s->agg = NULL;
 		s->agg_arena = 0; /* every execution comes here: unattributed */
@@ -404,8 +415,10 @@ uint64_t sp_run_begin_slow(struct sp_thread *t, struct sp_stmt *s, sqlite3_stmt 
 	struct sp_run *r = &s->run;
 	int new_site = 0;
 
-	if (s->agg_arena != t->arena_id || s->agg_caller != caller)
-		new_site = bind_stmt(t, s, caller);
+	if (s->agg_arena != t->arena_id || s->agg_caller != caller ||
+	    (s->agg && s->agg->seg_owner != (uint64_t)(uintptr_t)s &&
+	     atomic_load_explicit(&sp_status_off, memory_order_relaxed) >= 0))
+		new_site = bind_stmt(t, s, caller); /* (and take its segment back) */
 	sp_stream_tick(); /* a collector gone, or one to connect to */
 	if (unlikely(atomic_load_explicit(&sp_sql_pending, memory_order_relaxed)))
 		sp_sql_flush(t);
@@ -480,7 +493,14 @@ static struct sp_agg_query *end_record(struct sp_thread *t, struct sp_stmt *s, i
 		*inherited = 1;
 		return NULL;
 	}
+	/* Begun on another thread: its counters at start are that record's
+	 * segment's last end when the statement owned it (read only: that
+	 * thread closes it), its base otherwise. It ends outside the segment
+	 * it opens here. */
+	if (s->agg && s->agg->seg_owner == (uint64_t)(uintptr_t)s && !(s->run.flags & SP_RUN_NOSEG))
+		__builtin_memcpy(s->run.base, s->agg->seg_cur, sizeof(s->run.base));
 	bind_stmt(t, s, s->agg_caller); /* the caller it started from */
+	s->run.flags |= SP_RUN_NOSEG;
 	return s->agg;
 }
 
@@ -503,8 +523,8 @@ void sp_run_end_slow(struct sp_thread *t, struct sp_stmt *s, sqlite3_stmt *st, i
 {
 	struct sp_run *r = &s->run;
 	struct sp_agg_query *q;
-	sp_v4u delta;
-	int inherited, saved;
+	sp_v4u delta, now;
+	int inherited, saved, owned;
 
 	if (!r->start)
 		return;
@@ -521,7 +541,7 @@ void sp_run_end_slow(struct sp_thread *t, struct sp_stmt *s, sqlite3_stmt *st, i
 		if (!(r->flags & SP_EXEC_SAMPLED))
 			take_stack(t, r);
 	}
-	delta = sp_status_delta(r, st);
+	delta = sp_exec_delta(q, s, r, st, &now, &owned);
 	if (unlikely(rc != SQLITE_DONE && rc != SQLITE_ROW)) {
 		sqlite3 *db = (sqlite3 *)(uintptr_t)s->db;
 
@@ -537,7 +557,7 @@ void sp_run_end_slow(struct sp_thread *t, struct sp_stmt *s, sqlite3_stmt *st, i
 		rc = SQLITE_OK;
 	}
 	if (q) {
-		sp_agg_add(q, r, end, delta);
+		sp_agg_add(q, r, end, delta, owned ? &now : NULL);
 		agg_extra(q, r, rc);
 		if (!(r->flags & SP_EXEC_NESTED))
 			sp_run_note(t, q, s->shape, r->start, end);
@@ -558,10 +578,12 @@ void sp_run_end_sampled(struct sp_thread *t, struct sp_stmt *s, sqlite3_stmt *st
 {
 	struct sp_run *r = &s->run;
 	struct sp_agg_query *q = s->agg;
-	sp_v4u delta = sp_status_delta(r, st);
+	sp_v4u now;
+	int owned;
+	sp_v4u delta = sp_exec_delta(q, s, r, st, &now, &owned);
 	uint64_t start = r->start;
 
-	sp_agg_add(q, r, end, delta);
+	sp_agg_add(q, r, end, delta, owned ? &now : NULL);
 	if (r->stack_id) {
 		q->samples++;
 		emit_exec(t, r, s->sql_id, s->db, SQLITE_OK, end, delta, params_hash(t, r, st, s->sql_id, s->agg ? (uint32_t)s->agg->count : 0));
@@ -590,8 +612,11 @@ void sp_run_stale(struct sp_thread *t, struct sp_stmt *s)
 	if (!inherited) {
 		r->flags |= SP_EXEC_ABANDONED | SP_EXEC_STATUS_RESET;
 		if (q) {
-			sp_agg_add(q, r, r->start + r->db, zero);
+			sp_agg_add(q, r, r->start + r->db, zero, NULL);
 			agg_extra(q, r, 0);
+			/* its counters up to its last end are in the segment */
+			if (q->seg_owner == (uint64_t)(uintptr_t)s)
+				sp_seg_close(q);
 		} else {
 			sp_stats_unattributed();
 		}
@@ -677,7 +702,7 @@ static void exec_account(struct sp_thread *t, struct sp_run *r, sqlite3 *db, int
 	if (flags & SP_EXEC_ABANDONED)
 		r->db = end - r->start;
 	if (q) {
-		sp_agg_add(q, r, end, zero);
+		sp_agg_add(q, r, end, zero, NULL);
 		agg_extra(q, r, rc);
 		if (!(r->flags & SP_EXEC_NESTED))
 			sp_run_note(t, q, r->shape ^ 0x9E3779B97F4A7C15ULL, r->start, end);

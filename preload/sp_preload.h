@@ -143,7 +143,10 @@ SP_INLINE uint64_t sp_now(void)
 #define SP_RUN_API (1u << 14)        /* counters read through the API at start */
 #define SP_RUN_NOREC (1u << 13)      /* no query record (agg NULL): never the
 				      * inline end, which reads through agg */
-#define SP_RUN_PRIVATE (SP_RUN_HAS_NESTED | SP_RUN_API | SP_RUN_NOREC)
+#define SP_RUN_NOSEG (1u << 12)      /* its statement does not own its record's
+				      * counter segment (stats.c): base holds
+				      * its counters at start */
+#define SP_RUN_PRIVATE (SP_RUN_HAS_NESTED | SP_RUN_API | SP_RUN_NOREC | SP_RUN_NOSEG)
 
 /*
  * State of one execution in progress (a statement's, or an exec call's).
@@ -479,23 +482,76 @@ SP_INLINE sp_v4u sp_status_delta(const struct sp_run *r, sqlite3_stmt *st)
 	return now - b;
 }
 
+/* ---- SQLite's counters in segments (stats.c; sp_wire.h, seg_*) ---- */
+
+/* s (key st, whose counters are read in place) takes q's segment: the
+ * open one is closed, a new one opens at st's counters now; a statement
+ * that had it and is still bound to q gives it up (and rebinds at its
+ * next start). The calling thread owns q. */
+void sp_seg_take(struct sp_thread *t, struct sp_agg_query *q, struct sp_stmt *s, sqlite3_stmt *st);
+/* q's owner is gone (finalized, freed, or left for good): the segment is
+ * closed at its last end. */
+void sp_seg_close(struct sp_agg_query *q);
+/* A lane of the open segment reached 2^31: closed and opened again at
+ * the owner's counters of its last end. */
+void sp_seg_fold(struct sp_agg_query *q);
+
+/* Does the execution r of s end in q's segment (s owns it, and r's start
+ * counters are the segment's)? */
+SP_INLINE int sp_seg_owned(const struct sp_agg_query *q, const struct sp_stmt *s,
+			   const struct sp_run *r)
+{
+	return q && q->seg_owner == (uint64_t)(uintptr_t)s && !(r->flags & (SP_RUN_API | SP_RUN_NOSEG));
+}
+
+/* sp_seg_fold, returning rc: the inline end's tail call, so that nothing
+ * of sqlite3_step's is kept across it. */
+int sp_seg_fold_rc(struct sp_agg_query *q, int rc);
+
+/* The owner's execution ended with its statement's counters at now: one
+ * store. Returns non-zero when a lane passed 2^31: the segment must be
+ * folded (sp_seg_fold). */
+SP_INLINE int sp_seg_store(struct sp_agg_query *q, __m128i now)
+{
+	_mm_store_si128((__m128i *)(void *)q->seg_cur, now);
+	return _mm_movemask_ps(_mm_castsi128_ps(
+		_mm_sub_epi32(now, _mm_load_si128((const __m128i *)(const void *)q->seg_base))));
+}
+
+SP_INLINE void sp_seg_end(struct sp_agg_query *q, __m128i now)
+{
+	if (unlikely(sp_seg_store(q, now)))
+		sp_seg_fold(q);
+}
+
+/* SQLite's counters of an execution of s ending in q: now (*now), and
+ * since its start - for an owner, its segment's last end, for anyone
+ * else, its base. *owned: whether it ends in the segment. */
+SP_INLINE sp_v4u sp_exec_delta(const struct sp_agg_query *q, const struct sp_stmt *s,
+			       const struct sp_run *r, sqlite3_stmt *st, sp_v4u *now, int *owned)
+{
+	sp_v4u b;
+
+	*now = sp_status_read(st);
+	*owned = sp_seg_owned(q, s, r);
+	if (*owned)
+		__builtin_memcpy(&b, q->seg_cur, sizeof(b));
+	else
+		__builtin_memcpy(&b, r->base, sizeof(b));
+	return *now - b;
+}
+
 /*
- * Add one ended execution to its query record (the arena's owner only):
- * d, SQLite's four counters' deltas; bucket, its histogram bucket. Plain
- * stores and no call: a reader sees every field only grow.
+ * Add one ended execution to its query record (the arena's owner only),
+ * but for SQLite's counters (sp_seg_end, or sp_agg_add's sums): bucket,
+ * its histogram bucket. Plain stores and no call: a reader sees every
+ * field only grow.
  */
 SP_INLINE void sp_agg_add_in(struct sp_agg_query *q, const struct sp_run *r, uint64_t end,
-			     __m128i d, uint64_t *bucket, __m128i zero /* 0: the caller's, reused */)
+			     uint64_t *bucket)
 {
 	uint64_t db = r->db;
-	__m128i c;
 
-	/* 16-aligned (sp_wire.h): each add takes its operand from memory */
-	c = _mm_load_si128((const __m128i *)(void *)&q->fullscan_steps);
-	_mm_store_si128((__m128i *)(void *)&q->fullscan_steps,
-			_mm_add_epi64(c, _mm_unpacklo_epi32(d, zero)));
-	c = _mm_load_si128((const __m128i *)(void *)&q->autoindex);
-	_mm_store_si128((__m128i *)(void *)&q->autoindex, _mm_add_epi64(c, _mm_unpackhi_epi32(d, zero)));
 	q->count++;
 	q->db += db;
 	{
@@ -525,17 +581,28 @@ SP_INLINE uint64_t *sp_agg_bucket(struct sp_agg_query *q, uint64_t db)
 	return b ? &b[i % SP_HIST_PER_BLOCK] : NULL;
 }
 
-/* sp_agg_add_in for any execution (d: the counters' deltas). */
+/* sp_agg_add_in for any execution. SQLite's counters: seg_now, the
+ * owner's at its end (sp_exec_delta), or NULL: d, the deltas, go to the
+ * sums. */
 SP_INLINE void sp_agg_add(struct sp_agg_query *q, const struct sp_run *r, uint64_t end,
-			  sp_v4u d)
+			  sp_v4u d, const sp_v4u *seg_now)
 {
 	uint64_t *bucket = sp_agg_bucket(q, r->db), lost = 0;
-	__m128i dv;
 
-	__builtin_memcpy(&dv, &d, sizeof(dv));
-	sp_agg_add_in(q, r, end, dv, bucket ? bucket : &lost, _mm_setzero_si128());
+	sp_agg_add_in(q, r, end, bucket ? bucket : &lost);
 	if (!bucket)
 		q->hist_lost++;
+	if (seg_now) {
+		__m128i v;
+
+		__builtin_memcpy(&v, seg_now, sizeof(v));
+		sp_seg_end(q, v);
+	} else {
+		q->fullscan_steps += d[0];
+		q->sorts += d[1];
+		q->autoindex += d[2];
+		q->vm_steps += d[3];
+	}
 }
 
 /* A top-level execution of q, from start to end, ended: its thread's N+1

@@ -550,9 +550,8 @@ struct sp_agg_query {
 	uint64_t nested;      /* of count, executions that ran nested */
 	uint64_t min;         /* db time of one execution (UINT64_MAX while
 			       * count is 0) */
-	/* SQLite's counters, summed, in its order (aCounter[1..4]): at a
-	 * 16-aligned offset (records are 16-aligned in their chunk), so
-	 * that the plain end adds two of them a vector instruction each */
+	/* SQLite's counters, in its order (aCounter[1..4]): the sums of the
+	 * closed segments (below; sp_agg_counters gives the whole figure) */
 	uint64_t fullscan_steps, sorts, autoindex, vm_steps;
 	uint64_t max;         /* db time of one execution */
 	uint64_t errors;      /* of count, executions that failed */
@@ -574,8 +573,39 @@ struct sp_agg_query {
 	 * on with it (0 when not here: the inline end's one test) */
 	uint64_t run_open;
 	uint64_t run_until;
-	uint64_t pad2;        /* to a multiple of 16 bytes */
+	uint64_t pad2;
+	/* The open segment of SQLite's counters. SQLite keeps them per
+	 * statement, summed over its executions, so a statement's executions
+	 * credited here in a row add up to its counters now less its counters
+	 * when they began: the statement this record's segment follows (its
+	 * owner, seg_owner) stores its counters at each end (seg_cur, one
+	 * store), and the figure is the sums above plus seg_cur - seg_base,
+	 * lane by lane modulo 2^32 (a segment is closed before a lane
+	 * reaches 2^31). Another statement's executions add to the sums. */
+	uint32_t seg_base[4] __attribute__((aligned(16)));
+	uint32_t seg_cur[4];
+	/* Closing and opening a segment is a transaction: seg_gen is odd
+	 * while it runs, and the record's figure before it is the shadow's
+	 * sums plus its open part, so a reader, or a process that died in
+	 * one, has the counters whole either way. */
+	uint32_t seg_shadow_open[4];
+	uint64_t seg_shadow_sums[4];
+	uint64_t seg_gen;
+	uint64_t seg_owner;   /* the preload's statement slot; 0: none */
 } __attribute__((aligned(16)));
+
+/* SQLite's counters of a copied SP_AGG_QUERY record (c: fullscan steps,
+ * sorts, automatic indexes, VM steps). */
+static inline void sp_agg_counters(const struct sp_agg_query *a, uint64_t c[4])
+{
+	const int shadow = (int)(a->seg_gen & 1);
+	const uint64_t s[4] = { a->fullscan_steps, a->sorts, a->autoindex, a->vm_steps };
+	int i;
+
+	for (i = 0; i < 4; i++)
+		c[i] = shadow ? a->seg_shadow_sums[i] + a->seg_shadow_open[i]
+			      : s[i] + (uint32_t)(a->seg_cur[i] - a->seg_base[i]);
+}
 
 struct sp_agg_hist {
 	struct sp_rec_hdr h;  /* SP_AGG_HIST; flags: block number */
@@ -625,6 +655,6 @@ _Static_assert(sizeof(struct sp_agg_query) % 16 == 0, "SP_AGG_QUERY");
 _Static_assert(sizeof(struct sp_agg_hist) % 16 == 0, "SP_AGG_HIST");
 _Static_assert(sizeof(struct sp_agg_runs) % 16 == 0, "SP_AGG_RUNS");
 _Static_assert(sizeof(struct sp_agg_errs) % 16 == 0, "SP_AGG_ERRS");
-_Static_assert(offsetof(struct sp_agg_query, fullscan_steps) % 16 == 0, "counters aligned");
+_Static_assert(offsetof(struct sp_agg_query, seg_cur) % 16 == 0, "segment aligned");
 
 #endif /* SP_WIRE_H */

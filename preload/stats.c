@@ -338,6 +338,76 @@ void sp_agg_error(struct sp_agg_query *q, int rc)
 	e->other++;
 }
 
+/*
+ * SQLite's counters in segments (sp_wire.h, seg_*). A transaction: the
+ * record's figure so far goes to the shadow, seg_gen turns odd, the open
+ * segment is added to the sums and a new one opens at open (NULL: closed,
+ * at its last end) for owner, and seg_gen turns even. A reader that sees
+ * seg_gen odd (a live one mid-way, or the record of a process that died
+ * there) takes the shadow; one that sees it change reads again.
+ */
+static void seg_move(struct sp_agg_query *q, const uint32_t *open, uint64_t owner)
+{
+	uint32_t v[4], now[4];
+	int i;
+
+	for (i = 0; i < 4; i++)
+		v[i] = q->seg_cur[i] - q->seg_base[i];
+	memcpy(now, open ? open : q->seg_cur, sizeof(now));
+	q->seg_shadow_sums[0] = q->fullscan_steps;
+	q->seg_shadow_sums[1] = q->sorts;
+	q->seg_shadow_sums[2] = q->autoindex;
+	q->seg_shadow_sums[3] = q->vm_steps;
+	memcpy(q->seg_shadow_open, v, sizeof(v));
+	__atomic_store_n(&q->seg_gen, q->seg_gen + 1, __ATOMIC_RELEASE);
+	__atomic_thread_fence(__ATOMIC_RELEASE);
+	q->fullscan_steps += v[0];
+	q->sorts += v[1];
+	q->autoindex += v[2];
+	q->vm_steps += v[3];
+	memcpy(q->seg_base, now, sizeof(now));
+	memcpy(q->seg_cur, now, sizeof(now));
+	q->seg_owner = owner;
+	__atomic_store_n(&q->seg_gen, q->seg_gen + 1, __ATOMIC_RELEASE);
+}
+
+void sp_seg_take(struct sp_thread *t, struct sp_agg_query *q, struct sp_stmt *s, sqlite3_stmt *st)
+{
+	struct sp_stmt *prev = (struct sp_stmt *)(uintptr_t)q->seg_owner;
+	sp_v4u now = sp_status_read(st);
+	uint32_t open[4];
+
+	if (prev && prev != s && prev->agg == q && prev->agg_arena == t->arena_id) {
+		/* still bound here (a slot is never unmapped, whatever it holds
+		 * now): it starts through run.c next, and takes the segment
+		 * back; an execution of it in progress ends outside it, from
+		 * its counters at start, which are the segment's last end */
+		prev->agg_tag = 0;
+		if (prev->run.start && !(prev->run.flags & SP_RUN_NOSEG)) {
+			memcpy(prev->run.base, q->seg_cur, sizeof(prev->run.base));
+			prev->run.flags |= SP_RUN_NOSEG;
+		}
+	}
+	memcpy(open, &now, sizeof(open));
+	seg_move(q, open, (uint64_t)(uintptr_t)s);
+}
+
+void sp_seg_close(struct sp_agg_query *q)
+{
+	seg_move(q, NULL, 0);
+}
+
+void sp_seg_fold(struct sp_agg_query *q)
+{
+	seg_move(q, NULL, q->seg_owner);
+}
+
+int sp_seg_fold_rc(struct sp_agg_query *q, int rc)
+{
+	sp_seg_fold(q);
+	return rc;
+}
+
 /* Credit a closed run of len executions to q. */
 static void run_credit(struct sp_agg_query *q, uint64_t len)
 {
