@@ -8,18 +8,21 @@
  *
  * An execution of `SELECT ...` read to the end, then reset:
  *
- *   sqlite3_step #1   dispatch: one test of the thread's state word
- *                     statement: this thread's last one? (key compare)
- *                     clock; no execution in progress -> start it:
- *                       start, db, rows, slow_at, SQLite's counters;
- *                       sampling countdown (1 in 1/rate: run.c walks the
- *                       stack instead)
+ *   sqlite3_step #1   dispatch: the statement sqlite3_step may run inline
+ *                     (fast_stmt: none unless the thread's state allows
+ *                     it)? one key compare; in no other call (cur)
+ *                     no execution in progress -> start it: its record
+ *                       is this thread's, for this caller (one compare
+ *                       of agg_tag); sampling countdown (1 in 1/rate:
+ *                       run.c walks the stack instead); started++;
+ *                       clock: start, db, rows, slow_at
  *                     cur = this run; real step; clock; cur = none
  *                     db += t1 - t0; ROW: rows++, slow? (run.c)
- *   sqlite3_step #2   the same, DONE: the end, inline:
- *                       counters now - at start; the thread's query
- *                       record (stats.c) += count, db, wall, rows, min,
- *                       max, counters, histogram bucket; N+1 run goes on
+ *   sqlite3_step #2   the same, DONE: the end, inline: the query record
+ *                       (stats.c) += count, db, wall, rows, min, max,
+ *                       histogram bucket; N+1 run goes on (run_until);
+ *                       start, db = 0; SQLite's counters now stored in
+ *                       the record's segment, which the statement owns
  *   sqlite3_reset     nothing in progress: straight to the original
  *
  * No lock, malloc, stdio, system call or record: the totals live in the
