@@ -128,7 +128,6 @@ SP_INLINE int end_plain(struct sp_thread *t, struct sp_run *r, int rc, uint64_t 
 {
 	struct sp_stmt *s = (struct sp_stmt *)r;
 	struct sp_agg_query *q = s->agg;
-	int off = t->status_off; /* >= 0: set before any plain start (run.c) */
 	uint64_t db = r->db, blk;
 	uint32_t i;
 	__m128i now;
@@ -144,8 +143,7 @@ SP_INLINE int end_plain(struct sp_thread *t, struct sp_run *r, int rc, uint64_t 
 	/* SQLite's counters: the statement owns its record's segment (it
 	 * took it when bound: agg_tag), so its counters now are all there
 	 * is to store */
-	now = _mm_loadu_si128((const __m128i *)(uintptr_t)(stmt_key(s) + (uintptr_t)off +
-							   4 * SQLITE_STMTSTATUS_FULLSCAN_STEP));
+	now = _mm_loadu_si128((const __m128i *)s->counters); /* set: it owns the segment */
 	sp_agg_add_in(q, r, end, &((struct sp_agg_hist *)(uintptr_t)blk)->bucket[i % SP_HIST_PER_BLOCK]);
 	q->run_open++;
 	q->run_until = end + sp_cfg.run_gap;

@@ -396,8 +396,11 @@ static int bind_stmt(struct sp_thread *t, struct sp_stmt *s, uintptr_t caller)
 		 * sqlite3_step start it inline, which reads no counters: agg_tag
 		 * is 0 (never equal to caller ^ a tag) otherwise, and when the
 		 * caller or the tag does not fit. */
-		if (atomic_load_explicit(&sp_status_off, memory_order_relaxed) >= 0 && (uintptr_t)st > 1) {
+		int off = atomic_load_explicit(&sp_status_off, memory_order_relaxed);
+
+		if (off >= 0 && (uintptr_t)st > 1) {
 			sp_seg_take(t, q, s, st);
+			s->counters = (uintptr_t)st + (uintptr_t)off + 4 * SQLITE_STMTSTATUS_FULLSCAN_STEP;
 			if (t->arena_tag && caller < (1ULL << 48))
 				s->agg_tag = caller ^ t->arena_tag;
 		}
@@ -464,6 +467,9 @@ uint64_t sp_run_begin_slow(struct sp_thread *t, struct sp_stmt *s, sqlite3_stmt 
 		s->agg->started++;
 	else
 		r->flags |= SP_RUN_NOREC;
+	/* the inline end stores the counters of a segment's owner only */
+	if (s->agg && s->agg->seg_owner != (uint64_t)(uintptr_t)s)
+		r->flags |= SP_RUN_NOSEG;
 	r->start = sp_now();
 	r->slow_at = r->start + sp_cfg.slow_span;
 	return r->start;

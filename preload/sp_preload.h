@@ -194,6 +194,9 @@ struct sp_stmt {
 				* started from another return address rebinds */
 	uint64_t agg_tag;      /* agg_caller ^ the arena's tag (bits 48-63):
 				* sqlite3_step's one test of both; 0: none */
+	uintptr_t counters;    /* where SQLite's four counters are in the
+				* statement object: set with agg_tag, which
+				* needs them read in place */
 };
 
 /* ---- stats.c: the shared statistics ---- */
