@@ -363,6 +363,7 @@ static void run_unlink(struct sp_thread *t, struct sp_run *r)
 static void run_clear(struct sp_run *r)
 {
 	r->start = 0;
+	r->db = 0; /* the inline start subtracts its clock from it */
 	r->flags = 0;
 	r->seq = 0;
 	r->nested_time = 0;
@@ -384,12 +385,29 @@ static int bind_stmt(struct sp_thread *t, struct sp_stmt *s, uintptr_t caller)
 	struct sp_agg_query *q = a ? sp_agg_get(a, s->sql_id, SP_KIND_STMT, caller, &created) : NULL;
 
 	if (q) {
+		sqlite3_stmt *st = (sqlite3_stmt *)atomic_load_explicit(&s->key, memory_order_relaxed);
+
 		s->agg = q;
 		s->agg_arena = t->arena_id;
 		s->agg_caller = caller;
+		s->agg_tag = 0;
+		/* Its counters follow q's segment when they can be read in place
+		 * (through the API, every end adds its deltas). Only then may
+		 * sqlite3_step start it inline, which reads no counters: agg_tag
+		 * is 0 (never equal to caller ^ a tag) otherwise, and when the
+		 * caller or the tag does not fit. */
+		int off = atomic_load_explicit(&sp_status_off, memory_order_relaxed);
+
+		if (off >= 0 && (uintptr_t)st > 1) {
+			sp_seg_take(t, q, s, st);
+			s->counters = (uintptr_t)st + (uintptr_t)off + 4 * SQLITE_STMTSTATUS_FULLSCAN_STEP;
+			if (t->arena_tag && caller < (1ULL << 48))
+				s->agg_tag = caller ^ t->arena_tag;
+		}
 	} else {
 		s->agg = NULL;
 		s->agg_arena = 0; /* every execution comes here: unattributed */
+		s->agg_tag = 0;
 	}
 	return created;
 }
@@ -400,8 +418,10 @@ uint64_t sp_run_begin_slow(struct sp_thread *t, struct sp_stmt *s, sqlite3_stmt 
 	struct sp_run *r = &s->run;
 	int new_site = 0;
 
-	if (s->agg_arena != t->arena_id || s->agg_caller != caller)
-		new_site = bind_stmt(t, s, caller);
+	if (s->agg_arena != t->arena_id || s->agg_caller != caller ||
+	    (s->agg && s->agg->seg_owner != (uint64_t)(uintptr_t)s &&
+	     atomic_load_explicit(&sp_status_off, memory_order_relaxed) >= 0))
+		new_site = bind_stmt(t, s, caller); /* (and take its segment back) */
 	sp_stream_tick(); /* a collector gone, or one to connect to */
 	if (unlikely(atomic_load_explicit(&sp_sql_pending, memory_order_relaxed)))
 		sp_sql_flush(t);
@@ -438,12 +458,18 @@ uint64_t sp_run_begin_slow(struct sp_thread *t, struct sp_stmt *s, sqlite3_stmt 
 	if (t->status_off < 0) {
 		r->flags |= SP_RUN_API; /* its end reads them through the API too */
 		t->state &= ~SP_TS_COUNTERS;
+		sp_fast_off(t);
 	} else {
 		t->state |= SP_TS_COUNTERS; /* the inline start may read them */
 	}
 	/* the walk's time is not the execution's */
 	if (s->agg)
 		s->agg->started++;
+	else
+		r->flags |= SP_RUN_NOREC;
+	/* the inline end stores the counters of a segment's owner only */
+	if (s->agg && s->agg->seg_owner != (uint64_t)(uintptr_t)s)
+		r->flags |= SP_RUN_NOSEG;
 	r->start = sp_now();
 	r->slow_at = r->start + sp_cfg.slow_span;
 	return r->start;
@@ -473,7 +499,14 @@ static struct sp_agg_query *end_record(struct sp_thread *t, struct sp_stmt *s, i
 		*inherited = 1;
 		return NULL;
 	}
+	/* Begun on another thread: its counters at start are that record's
+	 * segment's last end when the statement owned it (read only: that
+	 * thread closes it), its base otherwise. It ends outside the segment
+	 * it opens here. */
+	if (s->agg && s->agg->seg_owner == (uint64_t)(uintptr_t)s && !(s->run.flags & SP_RUN_NOSEG))
+		__builtin_memcpy(s->run.base, s->agg->seg_cur, sizeof(s->run.base));
 	bind_stmt(t, s, s->agg_caller); /* the caller it started from */
+	s->run.flags |= SP_RUN_NOSEG;
 	return s->agg;
 }
 
@@ -496,8 +529,8 @@ void sp_run_end_slow(struct sp_thread *t, struct sp_stmt *s, sqlite3_stmt *st, i
 {
 	struct sp_run *r = &s->run;
 	struct sp_agg_query *q;
-	sp_v4u delta;
-	int inherited, saved;
+	sp_v4u delta, now;
+	int inherited, saved, owned;
 
 	if (!r->start)
 		return;
@@ -514,7 +547,7 @@ void sp_run_end_slow(struct sp_thread *t, struct sp_stmt *s, sqlite3_stmt *st, i
 		if (!(r->flags & SP_EXEC_SAMPLED))
 			take_stack(t, r);
 	}
-	delta = sp_status_delta(r, st);
+	delta = sp_exec_delta(q, s, r, st, &now, &owned);
 	if (unlikely(rc != SQLITE_DONE && rc != SQLITE_ROW)) {
 		sqlite3 *db = (sqlite3 *)(uintptr_t)s->db;
 
@@ -530,7 +563,7 @@ void sp_run_end_slow(struct sp_thread *t, struct sp_stmt *s, sqlite3_stmt *st, i
 		rc = SQLITE_OK;
 	}
 	if (q) {
-		sp_agg_add(q, r, end, delta);
+		sp_agg_add(q, r, end, delta, owned ? &now : NULL);
 		agg_extra(q, r, rc);
 		if (!(r->flags & SP_EXEC_NESTED))
 			sp_run_note(t, q, s->shape, r->start, end);
@@ -551,15 +584,18 @@ void sp_run_end_sampled(struct sp_thread *t, struct sp_stmt *s, sqlite3_stmt *st
 {
 	struct sp_run *r = &s->run;
 	struct sp_agg_query *q = s->agg;
-	sp_v4u delta = sp_status_delta(r, st);
+	sp_v4u now;
+	int owned;
+	sp_v4u delta = sp_exec_delta(q, s, r, st, &now, &owned);
 	uint64_t start = r->start;
 
-	sp_agg_add(q, r, end, delta);
+	sp_agg_add(q, r, end, delta, owned ? &now : NULL);
 	if (r->stack_id) {
 		q->samples++;
 		emit_exec(t, r, s->sql_id, s->db, SQLITE_OK, end, delta, params_hash(t, r, st, s->sql_id, s->agg ? (uint32_t)s->agg->count : 0));
 	}
 	r->start = 0;
+	r->db = 0;
 	r->flags = 0;
 	r->seq = 0;
 	r->stack_id = 0;
@@ -582,8 +618,11 @@ void sp_run_stale(struct sp_thread *t, struct sp_stmt *s)
 	if (!inherited) {
 		r->flags |= SP_EXEC_ABANDONED | SP_EXEC_STATUS_RESET;
 		if (q) {
-			sp_agg_add(q, r, r->start + r->db, zero);
+			sp_agg_add(q, r, r->start + r->db, zero, NULL);
 			agg_extra(q, r, 0);
+			/* its counters up to its last end are in the segment */
+			if (q->seg_owner == (uint64_t)(uintptr_t)s)
+				sp_seg_close(q);
 		} else {
 			sp_stats_unattributed();
 		}
@@ -669,7 +708,7 @@ static void exec_account(struct sp_thread *t, struct sp_run *r, sqlite3 *db, int
 	if (flags & SP_EXEC_ABANDONED)
 		r->db = end - r->start;
 	if (q) {
-		sp_agg_add(q, r, end, zero);
+		sp_agg_add(q, r, end, zero, NULL);
 		agg_extra(q, r, rc);
 		if (!(r->flags & SP_EXEC_NESTED))
 			sp_run_note(t, q, r->shape ^ 0x9E3779B97F4A7C15ULL, r->start, end);
