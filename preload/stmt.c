@@ -641,9 +641,9 @@ static int file_of_cb(struct dl_phdr_info *info, size_t size, void *arg)
 	return 0;
 }
 
-/* The device and inode of the libsqlite3 file holding sp_real.step: 0,
- * or -1 when not known. */
-static int lib_file(unsigned long long *dev, unsigned long long *ino)
+/* The name, device and inode of the libsqlite3 file holding sp_real.step:
+ * 0, or -1 when not known (the program itself, or no such file). */
+static int lib_file(const char **name, unsigned long long *dev, unsigned long long *ino)
 {
 	struct file_of f = { (uintptr_t)sp_real.step, NULL };
 	struct stat st;
@@ -651,6 +651,7 @@ static int lib_file(unsigned long long *dev, unsigned long long *ino)
 	dl_iterate_phdr(file_of_cb, &f);
 	if (!f.name || !*f.name || stat(f.name, &st) < 0)
 		return -1;
+	*name = f.name;
 	*dev = (unsigned long long)st.st_dev;
 	*ino = (unsigned long long)st.st_ino;
 	return 0;
@@ -693,24 +694,29 @@ static void probe_status_layout(void)
 	const char *env = getenv("SQLPROF_STATUS");
 	int counters = !(env && !strcmp(env, "api")), params, have_file, off = -1;
 	unsigned long long dev = 0, ino = 0;
+	const char *name = NULL;
 	sqlite3 *db;
-	void *h = RTLD_NEXT;
+	void *h = NULL;
 
-	have_file = lib_file(&dev, &ino) == 0;
+	have_file = lib_file(&name, &dev, &ino) == 0;
 	if (counters)
 		off = layout_from_env(have_file, dev, ino);
 	params = sp_params_probe_wanted(dev, ino, have_file);
 	if ((!counters || off >= 0) && !params)
 		goto done;
-	/* not interposed: the primary library's own, through RTLD_NEXT or
-	 * (dlopen'd with RTLD_LOCAL) its handle */
-	if (!dlsym(RTLD_NEXT, "sqlite3_db_config") || !dlsym(RTLD_NEXT, "sqlite3_msize")) {
-		h = sp_real.dlopen ? sp_real.dlopen("libsqlite3.so.0", RTLD_LAZY | RTLD_NOLOAD) : NULL;
-		if (!h) {
-			if (params)
-				sp_params_probe(&api, NULL); /* fails: the text */
-			goto done;
-		}
+	/* not interposed: the primary library's own, from the object that
+	 * holds sp_real.step (another SQLite may come first in the global
+	 * scope), else through RTLD_NEXT or libsqlite3.so.0's handle */
+	if (have_file && sp_real.dlopen)
+		h = sp_real.dlopen(name, RTLD_LAZY | RTLD_NOLOAD);
+	if (!h && dlsym(RTLD_NEXT, "sqlite3_db_config") && dlsym(RTLD_NEXT, "sqlite3_msize"))
+		h = RTLD_NEXT;
+	if (!h && sp_real.dlopen)
+		h = sp_real.dlopen("libsqlite3.so.0", RTLD_LAZY | RTLD_NOLOAD);
+	if (!h) {
+		if (params)
+			sp_params_probe(&api, NULL); /* fails: the text */
+		goto done;
 	}
 	PROBE_SYM(h, db_config, "sqlite3_db_config");
 	PROBE_SYM(h, msize, "sqlite3_msize");
