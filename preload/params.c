@@ -101,11 +101,6 @@ void sp_params_probe(const struct sp_probe_api *api, sqlite3 *db)
 		settle(NULL);
 }
 
-int sp_params_way(void)
-{
-	return atomic_load_explicit(&way, memory_order_acquire);
-}
-
 /* The hash of a statement without parameters. */
 static uint64_t hash_none(uint64_t sql_id)
 {

@@ -274,7 +274,5 @@ uint64_t sp_params_hash(struct sp_thread *t, sqlite3_stmt *st, uint64_t sql_id);
 int sp_params_probe_wanted(unsigned long long dev, unsigned long long ino, int have_file);
 /* Run it on db (from sp_probe_open; NULL: fails), and settle the way. */
 void sp_params_probe(const struct sp_probe_api *api, sqlite3 *db);
-/* 0 not settled, 1 the parameter array, 2 the text (for tests). */
-int sp_params_way(void);
 
 #endif /* SP_PARAMS_H */
