@@ -118,9 +118,10 @@ static uint64_t hash_none(uint64_t sql_id)
 /*
  * The keyed hash of sql_id with st's bound values (never 0), or 0 when it
  * cannot be had (the text way, out of memory). From the parameter array:
- * ~200 instructions for `SELECT ?1+1` (with the connection's mutex, so
- * that another thread's sqlite3_bind or clear_bindings cannot free a value
- * under us, as sqlite3_expanded_sql takes it too); from the text: ~2,400
+ * ~400 instructions for `SELECT ?1+1` (callgrind), ~110 of them the
+ * connection's mutex, held so that another thread's sqlite3_bind,
+ * clear_bindings or step (a re-prepare) cannot free what we read, as
+ * sqlite3_expanded_sql holds it too; from the text: ~2,200
  * (sqlite3_expanded_sql formats and allocates). Keeps errno; calls into
  * SQLite under the guard.
  */

@@ -159,8 +159,8 @@ uint64_t sp_params_key[2];
 
 /* The keyed hash of st's bound values with its sql_id (never 0), or 0
  * when it cannot be had (params.c: from the statement's parameter array,
- * ~200 instructions for `SELECT ?1+1`, or sqlite3_expanded_sql's text
- * where the start-up probe did not validate that array's layout, ~2,400).
+ * ~400 instructions for `SELECT ?1+1`, or sqlite3_expanded_sql's text
+ * where the start-up probe did not validate that array's layout, ~2,200).
  * Only for randomly drawn executions of statements; a statement without
  * parameters is its sql_id. SQLPROF_PARAMS=0 turns it off. Keeps errno. */
 

@@ -159,7 +159,7 @@ static inline uint64_t sp_params_hash_none(const uint64_t k[2], uint64_t sql_id)
  * length, bytes and count of zeros; nothing for NULL. Each kind fixes how
  * many words follow, so the message is never ambiguous: 1 and '1', NULL
  * and '', x'' and zeroblob(0) differ, and texts of any length are read
- * whole. `SELECT ?1+1` with an integer is two words (~150 instructions).
+ * whole. `SELECT ?1+1` with an integer is two words (~270 instructions).
  * The caller holds the connection's mutex (another thread's sqlite3_bind
  * or clear_bindings would free what we read). Never 0.
  */
