@@ -12,7 +12,9 @@
 # - near (200 distinct reals all "0.3" to 15 digits): not flagged with the
 #   array (distinct values: it is the way in use), flagged with the text,
 #   which cannot tell them apart (what every run did before: the text was
-#   the only way).
+#   the only way);
+# - none (a statement without parameters, in turn with one with distinct
+#   values): the first flagged, the second not.
 # The values are not in the profile.
 . "$(dirname "$0")/lib.sh"
 need_prog params_cases
@@ -38,6 +40,11 @@ for way in "SQLPROF_PARAMS=1" "SQLPROF_PARAMS=2"; do
 	[ "$s" -ge 10 ] && [ "$r" = $((s - 1)) ] && [ "$top" = "$s" ] ||
 		fail "$way: repeat: $d (want all but the first drawn execution repeating one set)"
 	! grep -q 'customer-' "$TMP/repeat.db" || fail "a bound value is in the profile"
+	# a statement without parameters is its text: every run repeats it
+	dup none "$way" >/dev/null
+	grep -q '^duplicate   SELECT ? + ? AS answer$' "$TMP/doc" ||
+		fail "$way: the statement without parameters not flagged: $(cat "$TMP/doc")"
+	[ "$(grep -c '^duplicate' "$TMP/doc")" = 1 ] || fail "$way: none: $(cat "$TMP/doc")"
 	for c in distinct typed long; do
 		d=$(dup "$c" "$way")
 		! flagged || fail "$way: $c flagged ($d): $(cat "$TMP/doc")"

@@ -16,6 +16,8 @@
  *             writes them
  *   long      SELECT length(?1) with 200 distinct 5000-byte texts that
  *             differ only in their last bytes
+ *   none      SELECT 40 + 2 AS answer (no parameters) and SELECT ?1 * 3
+ *             with 200 distinct integers, in turn, 200 times each
  *
  * Deterministic; prints "ok"; exits 1 on a SQLite error, 2 on usage.
  */
@@ -112,8 +114,18 @@ int main(int argc, char **argv)
 			sqlite3_bind_text(st, 1, text, (int)sizeof(text) - 1, SQLITE_TRANSIENT);
 			run(st);
 		}
+	} else if (!strcmp(c, "none")) {
+		sqlite3_stmt *other = prep("SELECT ?1 * 3");
+
+		st = prep("SELECT 40 + 2 AS answer");
+		for (i = 0; i < 200; i++) {
+			run(st);
+			sqlite3_bind_int64(other, 1, i);
+			run(other);
+		}
+		sqlite3_finalize(other);
 	} else {
-		fprintf(stderr, "usage: params_cases repeat|distinct|typed|near|long\n");
+		fprintf(stderr, "usage: params_cases repeat|distinct|typed|near|long|none\n");
 		return 2;
 	}
 	sqlite3_finalize(st);
