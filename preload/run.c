@@ -15,6 +15,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "sp_params.h"
 #include "sp_preload.h"
 
 int sp_use_cfi_unwinder;
@@ -156,63 +157,12 @@ void sp_emit_exec(struct sp_thread *t, struct sp_run *r, uint64_t sql_id, uint64
 
 uint64_t sp_params_key[2];
 
-#define ROTL(x, b) (uint64_t)(((x) << (b)) | ((x) >> (64 - (b))))
-#define SIPROUND                                                                                   \
-	do {                                                                                       \
-		v0 += v1;                                                                          \
-		v1 = ROTL(v1, 13);                                                                 \
-		v1 ^= v0;                                                                          \
-		v0 = ROTL(v0, 32);                                                                 \
-		v2 += v3;                                                                          \
-		v3 = ROTL(v3, 16);                                                                 \
-		v3 ^= v2;                                                                          \
-		v0 += v3;                                                                          \
-		v3 = ROTL(v3, 21);                                                                 \
-		v3 ^= v0;                                                                          \
-		v2 += v1;                                                                          \
-		v1 = ROTL(v1, 17);                                                                 \
-		v1 ^= v2;                                                                          \
-		v2 = ROTL(v2, 32);                                                                 \
-	} while (0)
-
-/* SipHash-2-4 of p[0..n) under k: a keyed hash, so that a profile holding
- * the hash of a low-entropy value (a small id, a PIN) does not give the
- * value away to someone trying every candidate. */
-static uint64_t siphash24(const uint64_t k[2], const unsigned char *p, size_t n)
-{
-	uint64_t v0 = 0x736f6d6570736575ULL ^ k[0], v1 = 0x646f72616e646f6dULL ^ k[1];
-	uint64_t v2 = 0x6c7967656e657261ULL ^ k[0], v3 = 0x7465646279746573ULL ^ k[1];
-	uint64_t b = (uint64_t)n << 56, m;
-	size_t i, left = n & 7;
-
-	for (i = 0; i + 8 <= n; i += 8) {
-		memcpy(&m, p + i, 8);
-		v3 ^= m;
-		SIPROUND;
-		SIPROUND;
-		v0 ^= m;
-	}
-	for (m = 0; left; left--)
-		m |= (uint64_t)p[i + left - 1] << (8 * (left - 1));
-	b |= m;
-	v3 ^= b;
-	SIPROUND;
-	SIPROUND;
-	v0 ^= b;
-	v2 ^= 0xff;
-	SIPROUND;
-	SIPROUND;
-	SIPROUND;
-	SIPROUND;
-	return v0 ^ v1 ^ v2 ^ v3;
-}
-
-/* The keyed hash of st's SQL with its bound values in it (never 0), or 0
- * when it cannot be had. Only for randomly drawn executions of statements
- * (sqlite3_expanded_sql formats and allocates: some 2,200 instructions for
- * `SELECT ?1+1`); a statement without parameters is its text (sql_id).
- * SQLPROF_PARAMS=0 turns it off. Keeps errno. */
-static uint64_t params_hash_slow(struct sp_thread *t, sqlite3_stmt *st, uint64_t sql_id);
+/* The keyed hash of st's bound values with its sql_id (never 0), or 0
+ * when it cannot be had (params.c: from the statement's parameter array,
+ * ~400 instructions for `SELECT ?1+1`, or sqlite3_expanded_sql's text
+ * where the start-up probe did not validate that array's layout, ~2,200).
+ * Only for randomly drawn executions of statements; a statement without
+ * parameters is its sql_id. SQLPROF_PARAMS=0 turns it off. Keeps errno. */
 
 /* The test, inline at the sampled end: most drawn executions at rates
  * above 0.01 are passed over, and a call for them cost ~30 instructions. */
@@ -225,43 +175,17 @@ params_hash(struct sp_thread *t, const struct sp_run *r, sqlite3_stmt *st, uint6
 	if (sp_cfg.params_keep != UINT64_MAX && nexec > 64) {
 		/* above rate 0.01, past a statement's first 64 executions, a
 		 * drawn execution is hashed with probability 0.01 / rate, so
-		 * about 1 % of all executions are (hashing them all made the
-		 * trivial loop 2.78 times slower at rate 1 instead of 1.38);
-		 * the duplicate rule counts hashed executions only */
+		 * about 1 % of all executions are (hashing them all makes the
+		 * trivial loop 1.64 times slower at rate 1 instead of 1.38,
+		 * even from the parameter array: 2.78 with the text); the
+		 * duplicate rule counts hashed executions only */
 		t->rng ^= t->rng << 13;
 		t->rng ^= t->rng >> 7;
 		t->rng ^= t->rng << 17;
 		if (t->rng >= sp_cfg.params_keep)
 			return 0;
 	}
-	return params_hash_slow(t, st, sql_id);
-}
-
-static __attribute__((noinline)) uint64_t params_hash_slow(struct sp_thread *t, sqlite3_stmt *st,
-							   uint64_t sql_id)
-{
-	uint64_t h = 0;
-	char *x;
-	int saved;
-
-	if (!sp_real.expanded_sql || !sp_real.free)
-		return 0;
-	/* errno is read only here: most drawn executions are not hashed */
-	saved = errno;
-	if (sp_real.bind_parameter_count && sp_real.bind_parameter_count(st) == 0) {
-		errno = saved;
-		return siphash24(sp_params_key, (const unsigned char *)&sql_id, sizeof(sql_id)) | 1;
-	}
-	sp_guard_in(t);
-	x = sp_real.expanded_sql(st);
-	if (x) {
-		h = siphash24(sp_params_key, (const unsigned char *)x, strlen(x));
-		h += !h;
-		sp_real.free(x);
-	}
-	sp_guard_out(t);
-	errno = saved;
-	return h;
+	return sp_params_hash(t, st, sql_id);
 }
 
 static void write_error(struct sp_thread *t, struct sp_run *run, uint64_t sql_id, sqlite3 *db,
