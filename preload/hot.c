@@ -10,7 +10,8 @@
  *
  *   sqlite3_step #1   dispatch: the statement sqlite3_step may run inline
  *                     (fast_stmt: none unless the thread's state allows
- *                     it)? one key compare; in no other call (cur)
+ *                     it, and inside another execution's call)? one key
+ *                     compare
  *                     no execution in progress -> start it: its record
  *                       is this thread's, for this caller (one compare
  *                       of agg_tag); sampling countdown (1 in 1/rate:
@@ -48,16 +49,14 @@ SP_INLINE uintptr_t stmt_key(const struct sp_stmt *s)
 	return *(const uintptr_t *)(const void *)&s->key;
 }
 
-/* &sp_tls, computed afresh: after the real call nothing of ours is kept
- * in a register, so sqlite3_step saves none (the compiler would keep the
- * thread pointer in a callee-saved one, for twelve pushes and pops a
- * call). */
-SP_INLINE struct sp_thread *tls_fresh(void)
+/* sp_tls through %fs, its offset loaded afresh (one load): sqlite3_step
+ * keeps its run, not the thread, across the real call. */
+SP_INLINE __seg_fs struct sp_thread *tls_fs(void)
 {
-	struct sp_thread *t;
+	uintptr_t off;
 
-	__asm__ volatile("movq %%fs:0, %0\n\taddq sp_tls@gottpoff(%%rip), %0" : "=r"(t));
-	return t;
+	__asm__("movq sp_tls@gottpoff(%%rip), %0" : "=r"(off));
+	return (__seg_fs struct sp_thread *)off;
 }
 
 /* The slow end: anything but a plain execution whose histogram bucket
@@ -240,15 +239,17 @@ static __attribute__((noinline)) int step_general(sqlite3_stmt *st, int drawn)
 	if (!r->start)
 		t0 = sp_run_begin_slow(t, s, st, drawn, (uintptr_t)__builtin_return_address(0),
 				       frame);
+	outer = t->cur;
 	/* sqlite3_step may run the next steps of st inline (sp_fast_off),
-	 * when its record is this thread's: the inline end reads through
-	 * agg without a test of whose it is */
-	if (t->state == SP_TS_FAST && s->agg_arena == t->arena_id) {
+	 * when its record is this thread's (the inline end reads through agg
+	 * without a test of whose it is) and it is in no other call: while
+	 * t->cur is set, fast_stmt is none or the statement in its own call,
+	 * so sqlite3_step need not test t->cur */
+	if (t->state == SP_TS_FAST && s->agg_arena == t->arena_id && !outer) {
 		t->last_stmt = s;
 		t->fast_stmt = s;
 	}
 	r->db -= t0;
-	outer = t->cur;
 	t->cur = r;
 	rc = sp_real.step(st);
 	t1 = sp_now();
@@ -395,9 +396,12 @@ SP_EXPORT int sqlite3_step(sqlite3_stmt *st)
 	int rc;
 
 	/* fast_stmt is sp_stmt_none unless the state is SP_TS_FAST, and NULL
-	 * never matches: no statement's key is 0 (sp_stmt_none's is 1) */
+	 * never matches: no statement's key is 0 (sp_stmt_none's is 1). In
+	 * another execution's call (t->cur) it is none, or that execution's
+	 * own statement (a program that steps a statement inside its own
+	 * step: r stays in a register, nothing is lost but its time) */
 	s = t->fast_stmt;
-	if (unlikely(stmt_key(s) != (uintptr_t)st || t->cur != NULL))
+	if (unlikely(stmt_key(s) != (uintptr_t)st))
 		return step_cold(st);
 	r = &s->run;
 	if (!r->start) {
@@ -423,9 +427,9 @@ SP_EXPORT int sqlite3_step(sqlite3_stmt *st)
 	t->cur = r; /* was NULL */
 	rc = sp_real.step(st);
 	t1 = sp_rdtsc();
-	/* t stays in the register the alignment push saves anyway */
-	r = t->cur;
-	t->cur = NULL;
+	/* r stays in the register the alignment push saves anyway; the
+	 * thread's TLS offset is loaded again */
+	tls_fs()->cur = NULL;
 	r->db += t1;
 	/* the end reads db again: kept out of a register, the row's add is
 	 * one instruction */
@@ -433,13 +437,13 @@ SP_EXPORT int sqlite3_step(sqlite3_stmt *st)
 	if (likely(rc == SQLITE_ROW)) {
 		r->rows++;
 		if (unlikely(t1 >= r->slow_at))
-			return row_slow(t, r, t1);
+			return row_slow(&sp_tls, r, t1);
 		return rc;
 	}
 	/* the plain end inline: no call, no arguments to move */
 	if (likely(rc == SQLITE_DONE))
-		return end_plain(t, r, SQLITE_DONE, t1, 0);
-	return end_other(t, r, rc, t1, 0);
+		return end_plain(&sp_tls, r, SQLITE_DONE, t1, 0);
+	return end_other(&sp_tls, r, rc, t1, 0);
 }
 
 /* reset and finalize end an execution still in progress (rows not all
