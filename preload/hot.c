@@ -103,7 +103,7 @@ static __attribute__((noinline)) int end_drawn(struct sp_thread *t, struct sp_ru
 	if ((r->flags & ~(SP_EXEC_RANDOM | SP_EXEC_SAMPLED)) == 0 && (r->flags & SP_EXEC_RANDOM) &&
 	    (abandoned || rc == SQLITE_DONE) && end < r->slow_at && s->agg_arena == t->arena_id &&
 	    s->agg) {
-		return sp_run_end_sampled(t, s, rc, end); /* our arguments: a bare jump */
+		return sp_run_end_sampled(s, rc, end); /* our arguments: a bare jump */
 	}
 	return end_other(t, r, rc, end, abandoned);
 }
@@ -270,9 +270,8 @@ static __attribute__((noinline)) int step_general(sqlite3_stmt *st, int drawn)
 
 /* A drawn execution starts at t0 (read after its stack was taken: the
  * walk's time is not the execution's) with stack h (0: none), the next
- * gap drawn: the rest of sqlite3_step's start, and the step. Nothing is
- * kept in a register across the real call (t afresh, r = t->cur), and
- * nothing is called before it, so this saves no register. */
+ * gap drawn: the rest of sqlite3_step's start, and the step. Only r is
+ * kept across the real call, and nothing is called before it. */
 static __attribute__((noinline)) int step_drawn(sqlite3_stmt *st, uint64_t h, uint64_t t0)
 {
 	struct sp_thread *t = &sp_tls;
@@ -296,8 +295,8 @@ static __attribute__((noinline)) int step_drawn(sqlite3_stmt *st, uint64_t h, ui
 	t->cur = r;
 	rc = sp_real.step(st);
 	t1 = sp_rdtsc();
-	t = tls_fresh();
-	return step_after(t, t->cur, rc, t1);
+	/* r stays in the register the alignment push saves anyway */
+	return step_after(&sp_tls, r, rc, t1);
 }
 
 /* The next gap to draw, then step_drawn (the draw's time is not the

@@ -614,10 +614,11 @@ SP_INLINE void emit_sampled(struct sp_thread *t, const struct sp_run *r, uint64_
  * record this thread's): the plain additions, SQLite's counters in its
  * segment when the statement owns it, and its event written here
  * (emit_sampled).
- * Takes end_drawn's first arguments and returns rc, so that end_drawn's
- * call is a bare jump. */
-int sp_run_end_sampled(struct sp_thread *t, struct sp_stmt *s, int rc, uint64_t end)
+ * Takes end_drawn's arguments as they come (the thread is the calling
+ * one's) and returns rc, so that end_drawn's call is a bare jump. */
+int sp_run_end_sampled(struct sp_stmt *s, int rc, uint64_t end)
 {
+	struct sp_thread *t = &sp_tls;
 	sqlite3_stmt *st = (sqlite3_stmt *)atomic_load_explicit(&s->key, memory_order_relaxed);
 	struct sp_run *r = &s->run;
 	struct sp_agg_query *q = s->agg;
@@ -626,7 +627,23 @@ int sp_run_end_sampled(struct sp_thread *t, struct sp_stmt *s, int rc, uint64_t 
 	sp_v4u delta = sp_exec_delta(q, s, r, st, &now, &owned);
 	uint64_t start = r->start;
 
-	sp_agg_add(q, r, end, delta, owned ? &now : NULL);
+	{
+		uint32_t i = sp_hist_index(r->db);
+		uint64_t blk = q->hist[i / SP_HIST_PER_BLOCK];
+
+		if (likely(blk && owned)) {
+			/* end_plain's: its bucket's block there, its counters
+			 * stored in the segment it owns */
+			__m128i v;
+
+			sp_agg_add_in(q, r, end,
+				      &((struct sp_agg_hist *)(uintptr_t)blk)->bucket[i % SP_HIST_PER_BLOCK]);
+			__builtin_memcpy(&v, &now, sizeof(v));
+			sp_seg_end(q, v);
+		} else {
+			sp_agg_add(q, r, end, delta, owned ? &now : NULL);
+		}
+	}
 	if (r->stack_id) {
 		q->samples++;
 		emit_sampled(t, r, s->sql_id, s->db, end, delta,

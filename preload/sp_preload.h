@@ -812,7 +812,7 @@ void sp_emit_exec(struct sp_thread *t, struct sp_run *r, uint64_t sql_id, uint64
 extern uint64_t sp_params_key[2];
 /* The end of a drawn execution that is otherwise plain (end_drawn's
  * tests hold); returns rc. */
-int sp_run_end_sampled(struct sp_thread *t, struct sp_stmt *s, int rc, uint64_t end);
+int sp_run_end_sampled(struct sp_stmt *s, int rc, uint64_t end); /* on this thread */
 void sp_stack_sets_reset(void); /* fork child: stacks are resent per pid */
 int sp_unwind_init(void);       /* unwind.c: cached CFI unwinder; -1: backtrace() */
 /* 1 when [addr, addr + len) lies in the calling thread's stack. */
