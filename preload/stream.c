@@ -773,7 +773,12 @@ struct modbuf {
 	char exe[4096];
 	char *rel;  /* the mapped file's path (malloc'd, PATH_MAX) */
 	char *maps; /* /proc/self/maps, read once */
+	int counted; /* the loader's add/sub counters taken from this walk */
 };
+
+/* last dlpi_adds/dlpi_subs seen (by a module map or sp_modules_changed);
+ * read and written by any thread */
+static _Atomic unsigned long long seen_adds, seen_subs;
 
 static const uint8_t *find_build_id(const struct dl_phdr_info *info, size_t *len)
 {
@@ -960,7 +965,15 @@ static int module_cb(struct dl_phdr_info *info, size_t info_size, void *arg)
 	struct stat st;
 	int i;
 
-	(void)info_size;
+	/* The map being sent is what the loader's counters say now (the walk
+	 * holds its lock): sp_modules_changed must not walk and send it again
+	 * at the first stack (it did: 50,000 instructions at every start). */
+	if (!mb->counted &&
+	    info_size >= offsetof(struct dl_phdr_info, dlpi_subs) + sizeof(info->dlpi_subs)) {
+		atomic_store_explicit(&seen_adds, info->dlpi_adds, memory_order_relaxed);
+		atomic_store_explicit(&seen_subs, info->dlpi_subs, memory_order_relaxed);
+		mb->counted = 1;
+	}
 	for (i = 0; i < info->dlpi_phnum; i++) {
 		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
 
@@ -1079,9 +1092,6 @@ uint32_t sp_modules_generation(void)
 {
 	return atomic_load_explicit(&module_gen, memory_order_acquire);
 }
-
-/* last dlpi_adds/dlpi_subs seen; read and written by any thread */
-static _Atomic unsigned long long seen_adds, seen_subs;
 
 static int counters_cb(struct dl_phdr_info *info, size_t size, void *arg)
 {
