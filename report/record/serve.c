@@ -272,7 +272,11 @@ int sp_srv_round(struct sp_srv *s, int extra, int timeout_ms, int accept_anyway)
 	pf[npf + 1].events = POLLIN;
 	if (timeout_ms < 0)
 		timeout_ms = s->c->nrings ? RING_POLL_MS : 100;
+	if (s->model_lock)
+		pthread_mutex_unlock(s->model_lock);
 	n = poll(pf, npf + 2, timeout_ms);
+	if (s->model_lock)
+		pthread_mutex_lock(s->model_lock);
 	if (n > 0 && extra >= 0 && (pf[npf + 1].revents & POLLIN))
 		rc |= SP_SRV_EXTRA;
 	if (((n > 0 && (pf[0].revents & POLLIN)) || accept_anyway) && s->lfd >= 0 &&
