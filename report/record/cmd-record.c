@@ -679,6 +679,12 @@ __attribute__((noreturn)) static void exec_command(const struct recording *r, in
 	setenv_prepend("LD_PRELOAD", r->lib, ':');
 	asan_link_order_env();
 	setenv(SP_ENV_SOCK, r->sockpath, 1);
+	if (r->c.ns_per_tick > 0) {
+		char tpn[32];
+
+		snprintf(tpn, sizeof(tpn), "%.9g", 1.0 / r->c.ns_per_tick);
+		setenv(SP_ENV_TSC_PER_NS, tpn, 1);
+	}
 	if (r->o.rate)
 		setenv("SQLPROF_RATE", r->o.rate, 1);
 	if (r->o.seed)
