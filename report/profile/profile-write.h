@@ -8,6 +8,7 @@
 #ifndef SP_PROFILE_WRITE_H
 #define SP_PROFILE_WRITE_H
 
+#include <pthread.h>
 #include <sqlite3.h>
 
 #include "collect.h"
@@ -46,6 +47,10 @@ struct sp_meta {
 	int (*extra)(struct sqlite3 *db, void *arg);
 	void *extra_arg;
 	struct sp_timeline *timeline; /* NULL: every event written here */
+	/* the symbolizer to use, its modules opened while the command ran
+	 * (sp_profile_sym_prewarm) and its debug path set; the caller closes
+	 * it. NULL: one of the profile's own */
+	struct sym_ctx *sym;
 };
 
 /* Write c to path (created 0600, replaced atomically). Returns 0, or -1
@@ -73,6 +78,17 @@ int sp_evins_open(struct sp_evins *x, sqlite3 *db);
 int sp_evins_add(struct sp_evins *x, const struct sp_event *e, uint64_t fp_id);
 int sp_evins_flush(struct sp_evins *x);
 void sp_evins_close(struct sp_evins *x);
+/*
+ * Open in sym the modules c's stacks need that are not in opened (a hmap
+ * of uint64_t keys, no value; they are added), as the profile's
+ * symbolization would: the costly part of it, a debug file read and its
+ * compressed DWARF sections inflated (libc6-dbg's: ~40 ms), done while the
+ * command runs. c is read holding lock, which is let go of while sym
+ * works. Returns the modules opened.
+ */
+struct sym_ctx;
+size_t sp_profile_sym_prewarm(struct sym_ctx *sym, struct sp_coll *c, pthread_mutex_t *lock,
+			      struct hmap *opened);
 /* The fingerprint id the profile gives text s (as its statements row). */
 uint64_t sp_profile_sql_fp_id(const struct sp_sql *s);
 

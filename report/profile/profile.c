@@ -328,10 +328,69 @@ static int write_py_frame(sqlite3_stmt *st, const struct sp_coll *c, uint64_t pi
 	return step_done(st);
 }
 
+/* A module a stack needs, copied out of the model for sp_profile_sym_prewarm. */
+struct warm_req {
+	char *path;
+	uint8_t build_id[64];
+	uint32_t build_id_len;
+	uint64_t bias, pc;
+};
+
+size_t sp_profile_sym_prewarm(struct sym_ctx *sym, struct sp_coll *c, pthread_mutex_t *lock,
+			      struct hmap *opened)
+{
+	struct modidx mi = { 0 };
+	struct warm_req *req = NULL;
+	size_t nreq = 0, capreq = 0, it = 0, i;
+	const struct { uint64_t pid, stack_id; } *key;
+	struct sp_stack *s;
+
+	pthread_mutex_lock(lock);
+	if (modidx_build(&mi, c) < 0)
+		goto unlock;
+	while ((s = hmap_next(&c->stacks, &it, (const void **)&key))) {
+		for (uint32_t f = 0; f < s->depth; f++) {
+			const struct sp_module *mod;
+			uint64_t h;
+			int created;
+
+			if (s->pcs[f] & SP_PYFRAME_BIT)
+				continue;
+			mod = find_module(&mi, (uint32_t)key->pid, s, s->pcs[f]);
+			if (!mod || !mod->path)
+				continue;
+			h = sp_hash64(mod->path, strlen(mod->path)) ^
+			    sp_hash64(mod->build_id, mod->build_id_len < 64 ? mod->build_id_len : 64);
+			if (!hmap_get(opened, &h, 1, &created) || !created)
+				continue;
+			if (sp_module_changed(mod) || SP_GROW(req, capreq, nreq + 1, 8) < 0)
+				continue;
+			req[nreq].path = strdup(mod->path);
+			req[nreq].build_id_len = mod->build_id_len < 64 ? mod->build_id_len : 64;
+			memcpy(req[nreq].build_id, mod->build_id, req[nreq].build_id_len);
+			req[nreq].bias = mod->bias;
+			req[nreq].pc = s->pcs[f];
+			nreq += req[nreq].path != NULL;
+		}
+	}
+unlock:
+	pthread_mutex_unlock(lock);
+	free(mi.v);
+	for (i = 0; i < nreq; i++) {
+		const struct sym_result *res;
+
+		sym_lookup(sym, req[i].path, req[i].build_id, req[i].build_id_len, req[i].bias,
+			   req[i].pc, 1, &res);
+		free(req[i].path);
+	}
+	free(req);
+	return nreq;
+}
+
 static int write_frames(sqlite3 *db, struct sp_coll *c, const struct sp_meta *m)
 {
 	sqlite3_stmt *st = prep(db, "INSERT INTO frames VALUES(?,?,?,?,?,?,?,?,?)");
-	struct sym_ctx *sym = sym_open();
+	struct sym_ctx *sym = m->sym ? m->sym : sym_open();
 	struct modidx mi = { 0 };
 	size_t it = 0;
 	const struct { uint64_t pid, stack_id; } *key;
@@ -341,12 +400,12 @@ static int write_frames(sqlite3 *db, struct sp_coll *c, const struct sp_meta *m)
 
 	if (!st || !sym || modidx_build(&mi, c) < 0) {
 		sqlite3_finalize(st);
-		if (sym)
+		if (sym && sym != m->sym)
 			sym_close(sym);
 		free(mi.v);
 		return -1;
 	}
-	if (m->debug_path)
+	if (m->debug_path && sym != m->sym) /* a given one has it already */
 		sym_set_debug_path(sym, m->debug_path);
 	for (it = 0; (m_ = hmap_next(&c->modules, &it, NULL));)
 		m_->changed = sp_module_changed(m_);
@@ -421,7 +480,8 @@ static int write_frames(sqlite3 *db, struct sp_coll *c, const struct sp_meta *m)
 		}
 	}
 	sqlite3_finalize(st);
-	sym_close(sym);
+	if (sym != m->sym)
+		sym_close(sym);
 	free(mi.v);
 	return rc;
 }

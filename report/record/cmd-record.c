@@ -658,7 +658,8 @@ static int collector_open(struct recording *r)
 	/* the timeline is written while the command runs (timeline.c);
 	 * without the writer, the profile writes it at the end */
 	pthread_mutex_lock(&r->model_lock);
-	if (r->spill && (r->tlw = sp_tlw_start(&r->c, &r->model_lock, r->dir)) != NULL)
+	if (r->spill &&
+	    (r->tlw = sp_tlw_start(&r->c, &r->model_lock, r->dir, r->o.debug_path)) != NULL)
 		r->srv.model_lock = &r->model_lock;
 
 	cmdf = open_memstream(&r->cmdline, &cmdlen);
@@ -893,6 +894,7 @@ static int write_profile(struct recording *r, char *saved, size_t savedlen, int 
 	r->srv.model_lock = NULL;
 	if (r->timeline.events)
 		meta.timeline = &r->timeline;
+	meta.sym = sp_tlw_sym(r->tlw);
 	*exit_status = meta.exit_status;
 	wrote = sp_out_write(r->o.output, &r->c, &meta, saved, savedlen, err, sizeof(err));
 	if (wrote < 0)

@@ -29,10 +29,12 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "sym.h"
 #include "timeline.h"
 
 #define TLW_BATCH 4096  /* events per transaction */
 #define TLW_SLEEP_MS 50 /* between looks when nothing new is in the file */
+#define TLW_WARM_MS 200 /* between looks for modules to open */
 
 struct sp_tlw {
 	struct sp_coll *c;
@@ -48,7 +50,21 @@ struct sp_tlw {
 	uint64_t done; /* the first done events of the spill file are in db */
 	int failed;
 	char path[4096];
+	/* the profile's symbolizer, its modules opened as stacks come
+	 * (sp_profile_sym_prewarm); NULL: not done here */
+	struct sym_ctx *sym;
+	struct hmap opened;
+	size_t warm_stacks; /* c->stacks.count at the last look */
+	uint64_t warm_at;   /* monotonic ms of the last look */
 };
+
+static uint64_t mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
 
 /* Events [from, from + n) of the spill file into ev; 0, or -1. */
 static int read_events(const struct sp_tlw *w, uint64_t from, struct sp_event *ev, size_t n)
@@ -95,9 +111,17 @@ static void *tlw_main(void *arg)
 		size_t n = 0, k = 0;
 		int stop;
 
+		size_t nstacks;
+
 		pthread_mutex_lock(w->lock);
 		avail = w->c->nspilled - w->c->spill_nbatch; /* in the file */
+		nstacks = w->c->stacks.count;
 		pthread_mutex_unlock(w->lock);
+		if (w->sym && nstacks != w->warm_stacks && mono_ms() - w->warm_at >= TLW_WARM_MS) {
+			w->warm_stacks = nstacks;
+			sp_profile_sym_prewarm(w->sym, w->c, w->lock, &w->opened);
+			w->warm_at = mono_ms();
+		}
 		if (avail > w->done)
 			n = avail - w->done < TLW_BATCH ? (size_t)(avail - w->done) : TLW_BATCH;
 		if (n) {
@@ -144,7 +168,8 @@ static void *tlw_main(void *arg)
 	return NULL;
 }
 
-struct sp_tlw *sp_tlw_start(struct sp_coll *c, pthread_mutex_t *lock, const char *dir)
+struct sp_tlw *sp_tlw_start(struct sp_coll *c, pthread_mutex_t *lock, const char *dir,
+			    const char *debug_path)
 {
 	struct sp_tlw *w;
 	char err[256];
@@ -160,6 +185,13 @@ struct sp_tlw *sp_tlw_start(struct sp_coll *c, pthread_mutex_t *lock, const char
 	w->fd = fileno(c->spill);
 	pthread_mutex_init(&w->mx, NULL);
 	pthread_cond_init(&w->cv, NULL);
+	hmap_init(&w->opened, sizeof(uint64_t), 1);
+	/* the profile's symbolizer, here unless it would ask debuginfod
+	 * servers (write_frames unsets DEBUGINFOD_URLS first, which this
+	 * thread cannot do: the command is yet to inherit the environment) */
+	if (!(getenv("DEBUGINFOD_URLS") && *getenv("DEBUGINFOD_URLS")) &&
+	    (w->sym = sym_open()) != NULL && debug_path)
+		sym_set_debug_path(w->sym, debug_path);
 	snprintf(w->path, sizeof(w->path), "%s/timeline", dir);
 	/* 0600 before SQLite opens it, as the profile it becomes */
 	fd = open(w->path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
@@ -204,6 +236,11 @@ void sp_tlw_stop(struct sp_tlw *w, pthread_mutex_t *lock, struct sp_timeline *tl
 	tl->events = w->done;
 }
 
+struct sym_ctx *sp_tlw_sym(const struct sp_tlw *w)
+{
+	return w && !w->running ? w->sym : NULL;
+}
+
 void sp_tlw_free(struct sp_tlw *w)
 {
 	if (!w)
@@ -217,6 +254,9 @@ void sp_tlw_free(struct sp_tlw *w)
 	if (w->db)
 		sqlite3_close(w->db);
 	unlink(w->path); /* gone already when the profile took it */
+	if (w->sym)
+		sym_close(w->sym);
+	hmap_free(&w->opened);
 	pthread_cond_destroy(&w->cv);
 	pthread_mutex_destroy(&w->mx);
 	free(w);

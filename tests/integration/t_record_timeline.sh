@@ -10,7 +10,8 @@
 # each with its statement's fingerprint id, in each thread's order, under
 # both indexes; the private directory is left empty. Through a rename
 # (TMPDIR on the output's file system) and a copy (TMPDIR on another one,
-# /dev/shm); and with 4 threads of 10 statements (exact_threads, 4 x
+# /dev/shm). While longrun waits, record has its file open: the
+# symbolizer opened the stacks' modules then; and with 4 threads of 10 statements (exact_threads, 4 x
 # 100,000 executions at --rate 0.1), where the writer may or may not get
 # to the events before the end.
 . "$(dirname "$0")/lib.sh"
@@ -54,7 +55,7 @@ check() {
 # paused WHAT TMPDIR: longrun under record, told to go on once the
 # writer's file holds events (up to 20 s); record's output into $TMP/out
 paused() {
-	local what=$1 td=$2 pid i got=
+	local what=$1 td=$2 pid i got= rec exe warm=0
 	rm -rf "$td" && mkdir -p "$td" || fail "cannot make $td"
 	rm -f "$TMP/p.db" "$TMP/started" "$TMP/go"
 	TMPDIR=$td timeout 120 "$SQLPROF" record -q --rate 1 -o "$TMP/p.db" -- \
@@ -66,10 +67,19 @@ paused() {
 			"SELECT count(*) FROM events" 2>/dev/null) && [ "${got:-0}" -gt 0 ] && break
 		sleep 0.1
 	done
+	# the symbolizer opens the modules of the stacks while it runs too:
+	# longrun's own file, which record opens for nothing else
+	rec=$(pgrep -P "$pid" -x sqlprof | head -1) exe=$(readlink -f "$PROGS/longrun")
+	for i in $(seq 1 200); do
+		[ -n "$rec" ] && ls -l "/proc/$rec/fd" 2>/dev/null | grep -qF " -> $exe" &&
+			{ warm=1; break; }
+		sleep 0.1
+	done
 	touch "$TMP/go"
 	wait "$pid"
 	[ $? -eq 5 ] || fail "$what: record did not exit 5 as longrun: $(cat "$TMP/err")"
 	[ "${got:-0}" -gt 0 ] || fail "$what: no event in the writer's file within 20 s"
+	[ "$warm" = 1 ] || fail "$what: record had not opened $PROGS/longrun to symbolize within 20 s"
 	[ -z "$(ls -A "$td")" ] || fail "$what: left in the private directory: $(ls -AR "$td")"
 	grep -q "^n=21000 " "$TMP/out" || fail "$what: longrun's output: $(cat "$TMP/out")"
 }
