@@ -47,6 +47,7 @@ struct sp_srv {
 	 * it waits in poll: another thread reads the model meanwhile (record's
 	 * timeline writer); NULL: none */
 	pthread_mutex_t *model_lock;
+	unsigned idle_rounds; /* rounds in a row that found nothing */
 };
 
 /* 1 when path cannot be an element of LD_PRELOAD (spaces, colons...). */
