@@ -34,7 +34,7 @@
 
 #define TLW_BATCH 4096  /* events per transaction */
 #define TLW_SLEEP_MS 50 /* between looks when nothing new is in the file */
-#define TLW_WARM_MS 200 /* between looks for modules to open */
+#define TLW_WARM_MS 200 /* between looks for modules to open, at least */
 
 struct sp_tlw {
 	struct sp_coll *c;
@@ -56,6 +56,7 @@ struct sp_tlw {
 	struct hmap opened;
 	size_t warm_stacks; /* c->stacks.count at the last look */
 	uint64_t warm_at;   /* monotonic ms of the last look */
+	uint64_t warm_gap;  /* ms until the next one */
 };
 
 static uint64_t mono_ms(void)
@@ -117,9 +118,15 @@ static void *tlw_main(void *arg)
 		avail = w->c->nspilled - w->c->spill_nbatch; /* in the file */
 		nstacks = w->c->stacks.count;
 		pthread_mutex_unlock(w->lock);
-		if (w->sym && nstacks != w->warm_stacks && mono_ms() - w->warm_at >= TLW_WARM_MS) {
+		if (w->sym && nstacks != w->warm_stacks && mono_ms() - w->warm_at >= w->warm_gap) {
+			/* a look reads every stack under the lock: after one that
+			 * found no new module, wait twice as long (up to 6.4 s),
+			 * so that 40,000 stacks do not hold the collector up */
 			w->warm_stacks = nstacks;
-			sp_profile_sym_prewarm(w->sym, w->c, w->lock, &w->opened);
+			if (sp_profile_sym_prewarm(w->sym, w->c, w->lock, &w->opened))
+				w->warm_gap = TLW_WARM_MS;
+			else if (w->warm_gap < 32 * TLW_WARM_MS)
+				w->warm_gap *= 2;
 			w->warm_at = mono_ms();
 		}
 		if (avail > w->done)
@@ -186,6 +193,7 @@ struct sp_tlw *sp_tlw_start(struct sp_coll *c, pthread_mutex_t *lock, const char
 	pthread_mutex_init(&w->mx, NULL);
 	pthread_cond_init(&w->cv, NULL);
 	hmap_init(&w->opened, sizeof(uint64_t), 1);
+	w->warm_gap = TLW_WARM_MS;
 	/* the profile's symbolizer, here unless it would ask debuginfod
 	 * servers (write_frames unsets DEBUGINFOD_URLS first, which this
 	 * thread cannot do: the command is yet to inherit the environment) */
