@@ -23,6 +23,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -179,8 +180,9 @@ struct sp_tlw *sp_tlw_start(struct sp_coll *c, pthread_mutex_t *lock, const char
 			    const char *debug_path)
 {
 	struct sp_tlw *w;
+	sigset_t all, old;
 	char err[256];
-	int fd;
+	int fd, rc;
 
 	if (!c->spill || c->nevents || c->nspilled)
 		return NULL;
@@ -210,7 +212,14 @@ struct sp_tlw *sp_tlw_start(struct sp_coll *c, pthread_mutex_t *lock, const char
 	    sp_profile_timeline_init(w->db, err, sizeof(err)) < 0 ||
 	    sp_evins_open(&w->ins, w->db) < 0)
 		goto fail;
-	if (pthread_create(&w->th, NULL, tlw_main, w) != 0)
+	/* the thread takes no signal: SIGCHLD, SIGINT and the others the
+	 * supervisor forwards are the collector's thread's, and none
+	 * interrupts a system call of the writer */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	rc = pthread_create(&w->th, NULL, tlw_main, w);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (rc != 0)
 		goto fail;
 	w->running = 1;
 	return w;
