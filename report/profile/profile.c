@@ -1413,11 +1413,18 @@ static int timeline_adopt(struct sp_timeline *tl, const struct sp_coll *c, const
 	ssize_t n;
 	int in, ok = 1;
 
+	struct stat made;
+
 	if (tl->used || !tl->events || c->nevents || tl->events > c->nspilled)
 		return 0;
 	tl->used = 1;
-	if (rename(tl->path, tmp) == 0)
+	/* renamed, the file keeps the owner and mode tmp was created with
+	 * (a setgid directory's group, say), not the private directory's */
+	if (fstat(fd, &made) == 0 && rename(tl->path, tmp) == 0) {
+		(void)!chown(tmp, (uid_t)-1, made.st_gid);
+		(void)!chmod(tmp, made.st_mode & 07777);
 		return 1;
+	}
 	if (errno != EXDEV || (in = open(tl->path, O_RDONLY | O_CLOEXEC)) < 0)
 		return 0;
 	while (ok && (n = read(in, buf, sizeof(buf))) != 0) {
