@@ -138,6 +138,8 @@ $(BUILD)/tests/%: tests/%.c $(LIBCLI) $(LIBSYM)
 
 # check_unwind compiles the unwinder itself (#include "../preload/unwind.c").
 $(BUILD)/tests/check_unwind: preload/unwind.c preload/sp_preload.h preload/sp_wire.h
+# check_params runs the bound values' hash and probe (header-only) itself.
+$(BUILD)/tests/check_params: preload/sp_params.h preload/sp_probe.h
 
 # Test programs: built with -g at -O2, no frame pointers (what users ship).
 $(BUILD)/progs/%: tests/progs/%.c

@@ -135,7 +135,7 @@ void sp_read_config(void)
 		sp_cfg.send_timeout_ms = (int)l;
 	if (env_long("SQLPROF_FOLLOW", 0, 1, &l))
 		sp_cfg.follow = (int)l;
-	if (env_long("SQLPROF_PARAMS", 0, 1, &l))
+	if (env_long("SQLPROF_PARAMS", 0, 2, &l))
 		sp_cfg.params = (int)l;
 	/* about 1 % of all executions hashed at most, whatever the rate */
 	sp_cfg.params_keep = rate > 0.01 ? (uint64_t)(0.01 / rate * 18446744073709551615.0) : UINT64_MAX;

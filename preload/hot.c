@@ -8,18 +8,22 @@
  *
  * An execution of `SELECT ...` read to the end, then reset:
  *
- *   sqlite3_step #1   dispatch: one test of the thread's state word
- *                     statement: this thread's last one? (key compare)
- *                     clock; no execution in progress -> start it:
- *                       start, db, rows, slow_at, SQLite's counters;
- *                       sampling countdown (1 in 1/rate: run.c walks the
- *                       stack instead)
+ *   sqlite3_step #1   dispatch: the statement sqlite3_step may run inline
+ *                     (fast_stmt: none unless the thread's state allows
+ *                     it, and inside another execution's call)? one key
+ *                     compare
+ *                     no execution in progress -> start it: its record
+ *                       is this thread's, for this caller (one compare
+ *                       of agg_tag); sampling countdown (1 in 1/rate:
+ *                       run.c walks the stack instead); started++;
+ *                       clock: start, db, rows, slow_at
  *                     cur = this run; real step; clock; cur = none
  *                     db += t1 - t0; ROW: rows++, slow? (run.c)
- *   sqlite3_step #2   the same, DONE: the end, inline:
- *                       counters now - at start; the thread's query
- *                       record (stats.c) += count, db, wall, rows, min,
- *                       max, counters, histogram bucket; N+1 run goes on
+ *   sqlite3_step #2   the same, DONE: the end, inline: the query record
+ *                       (stats.c) += count, db, wall, rows, min, max,
+ *                       histogram bucket; N+1 run goes on (run_until);
+ *                       start, db = 0; SQLite's counters now stored in
+ *                       the record's segment, which the statement owns
  *   sqlite3_reset     nothing in progress: straight to the original
  *
  * No lock, malloc, stdio, system call or record: the totals live in the
@@ -45,16 +49,14 @@ SP_INLINE uintptr_t stmt_key(const struct sp_stmt *s)
 	return *(const uintptr_t *)(const void *)&s->key;
 }
 
-/* &sp_tls, computed afresh: after the real call nothing of ours is kept
- * in a register, so sqlite3_step saves none (the compiler would keep the
- * thread pointer in a callee-saved one, for twelve pushes and pops a
- * call). */
-SP_INLINE struct sp_thread *tls_fresh(void)
+/* sp_tls through %fs, its offset loaded afresh (one load): sqlite3_step
+ * keeps its run, not the thread, across the real call. */
+SP_INLINE __seg_fs struct sp_thread *tls_fs(void)
 {
-	struct sp_thread *t;
+	uintptr_t off;
 
-	__asm__ volatile("movq %%fs:0, %0\n\taddq sp_tls@gottpoff(%%rip), %0" : "=r"(t));
-	return t;
+	__asm__("movq sp_tls@gottpoff(%%rip), %0" : "=r"(off));
+	return (__seg_fs struct sp_thread *)off;
 }
 
 /* The slow end: anything but a plain execution whose histogram bucket
@@ -74,8 +76,13 @@ static __attribute__((noinline)) int end_other(struct sp_thread *t, struct sp_ru
 		struct sp_agg_query *q = s->agg;
 		uint64_t start = r->start;
 
-		sp_agg_add(q, r, end, sp_status_delta(r, st));
+		sp_v4u now;
+		int owned;
+		sp_v4u d = sp_exec_delta(q, s, r, st, &now, &owned);
+
+		sp_agg_add(q, r, end, d, owned ? &now : NULL);
 		r->start = 0;
+		r->db = 0;
 		sp_run_note(t, q, s->shape, start, end);
 		return rc;
 	}
@@ -110,35 +117,39 @@ static __attribute__((noinline)) int end_drawn(struct sp_thread *t, struct sp_ru
  * hand: no call, so no register to save). Anything else goes to
  * end_drawn (a drawn execution's end) or end_other: flags (nested, sampled, first, failed, slow-noted, counters
  * through the API), the slow threshold, a first value in its histogram
- * block, or an N+1 run that does not go on. The run test also proves the
- * query record is this thread's: t->run_q is always one of its own.
+ * block, or an N+1 run that does not go on (run_until is 0 but in the
+ * open run's record). The record is this thread's: sqlite3_step runs
+ * inline only a statement bound to it (agg_tag, fast_stmt), and the other
+ * callers test it; a flag is set for an execution with none (NOREC).
  */
 SP_INLINE int end_plain(struct sp_thread *t, struct sp_run *r, int rc, uint64_t end,
 			const int abandoned)
 {
 	struct sp_stmt *s = (struct sp_stmt *)r;
 	struct sp_agg_query *q = s->agg;
-	int off = t->status_off; /* >= 0: set before any plain start (run.c) */
 	uint64_t db = r->db, blk;
 	uint32_t i;
 	__m128i now;
 
 	/* the run test first: it also fails for a statement with no record
 	 * (agg NULL), before anything is read through it */
-	if (unlikely(r->flags != 0 || end >= r->slow_at || t->run_q != q ||
-		     r->start >= t->run_until))
+	if (unlikely(r->flags != 0 || end >= r->slow_at || r->start >= q->run_until))
 		return end_drawn(t, r, rc, end, abandoned);
 	i = sp_hist_index(db);
 	blk = q->hist[i / SP_HIST_PER_BLOCK];
 	if (unlikely(!blk))
 		return end_other(t, r, rc, end, abandoned);
-	now = _mm_loadu_si128((const __m128i *)(uintptr_t)(stmt_key(s) + (uintptr_t)off +
-							   4 * SQLITE_STMTSTATUS_FULLSCAN_STEP));
-	sp_agg_add_in(q, r, end, _mm_sub_epi32(now, _mm_load_si128((const __m128i *)r->base)),
-		      &((struct sp_agg_hist *)(uintptr_t)blk)->bucket[i % SP_HIST_PER_BLOCK]);
-	++*t->run_len;
-	t->run_until = end + sp_cfg.run_gap;
-	r->start = 0;
+	/* SQLite's counters: the statement owns its record's segment (it
+	 * took it when bound: agg_tag), so its counters now are all there
+	 * is to store */
+	now = _mm_loadu_si128((const __m128i *)s->counters); /* set: it owns the segment */
+	sp_agg_add_in(q, r, end, &((struct sp_agg_hist *)(uintptr_t)blk)->bucket[i % SP_HIST_PER_BLOCK]);
+	q->run_open++;
+	q->run_until = end + sp_cfg.run_gap;
+	/* start and db: 0 between executions, one store */
+	_mm_store_si128((__m128i *)(void *)&r->start, _mm_setzero_si128());
+	if (unlikely(sp_seg_store(q, now)))
+		return sp_seg_fold_rc(q, rc);
 	return rc;
 }
 
@@ -230,8 +241,17 @@ static __attribute__((noinline)) int step_general(sqlite3_stmt *st, int drawn)
 	if (!r->start)
 		t0 = sp_run_begin_slow(t, s, st, drawn, (uintptr_t)__builtin_return_address(0),
 				       frame);
-	r->db -= t0;
 	outer = t->cur;
+	/* sqlite3_step may run the next steps of st inline (sp_fast_off),
+	 * when its record is this thread's (the inline end reads through agg
+	 * without a test of whose it is) and it is in no other call: while
+	 * t->cur is set, fast_stmt is none or the statement in its own call,
+	 * so sqlite3_step need not test t->cur */
+	if (t->state == SP_TS_FAST && s->agg_arena == t->arena_id && !outer) {
+		t->last_stmt = s;
+		t->fast_stmt = s;
+	}
+	r->db -= t0;
 	t->cur = r;
 	rc = sp_real.step(st);
 	t1 = sp_now();
@@ -243,6 +263,10 @@ static __attribute__((noinline)) int step_general(sqlite3_stmt *st, int drawn)
 			sp_run_on_row(t, s, t1);
 		return rc;
 	}
+	/* an execution whose record is not this thread's (another thread's,
+	 * the parent's before fork, none) ends in run.c */
+	if (unlikely(s->agg_arena != t->arena_id))
+		return end_other(t, r, rc, t1, 0);
 	return end_exec(t, r, rc, t1);
 }
 
@@ -255,7 +279,7 @@ static __attribute__((noinline)) int step_general(sqlite3_stmt *st, int drawn)
 static __attribute__((noinline)) int step_sampled(sqlite3_stmt *st)
 {
 	struct sp_thread *t = &sp_tls;
-	struct sp_run *r = &t->last_stmt->run;
+	struct sp_run *r = &t->fast_stmt->run;
 	uint64_t t0, t1;
 	int rc;
 
@@ -265,7 +289,7 @@ static __attribute__((noinline)) int step_sampled(sqlite3_stmt *st)
 		return step_general(st, -1);
 	}
 	t->skip = sp_cfg.rate_one ? 1 : sp_draw_gap(t);
-	t->last_stmt->agg->started++; /* sqlite3_step's checks hold: bound here */
+	t->fast_stmt->agg->started++; /* sqlite3_step's checks hold: bound here */
 	r->stack_id = sp_stack_capture_inline(t);
 	r->flags = r->stack_id ? SP_EXEC_RANDOM | SP_EXEC_SAMPLED : SP_EXEC_RANDOM;
 	sp_status_base(r, st);
@@ -315,33 +339,31 @@ SP_EXPORT int sqlite3_step(sqlite3_stmt *st)
 	uint64_t t0, t1;
 	int rc;
 
-	if (unlikely(t->state != SP_TS_FAST))
+	/* fast_stmt is sp_stmt_none unless the state is SP_TS_FAST, and NULL
+	 * never matches: no statement's key is 0 (sp_stmt_none's is 1). In
+	 * another execution's call (t->cur) it is none, or that execution's
+	 * own statement (a program that steps a statement inside its own
+	 * step: r stays in a register, nothing is lost but its time) */
+	s = t->fast_stmt;
+	if (unlikely(stmt_key(s) != (uintptr_t)st))
 		return step_cold(st);
-	/* NULL never matches: no statement's key is 0 (sp_stmt_none's is 1) */
-	s = t->last_stmt;
-	if (unlikely(stmt_key(s) != (uintptr_t)st ||
-		     t->cur != NULL))
-		return step_general(st, -1);
 	r = &s->run;
 	if (!r->start) {
-		int off = t->status_off; /* >= 0: SP_TS_COUNTERS */
-		sp_v4u base;
-
-		/* the record is this thread's, for this caller */
-		if (unlikely(s->agg_arena != t->arena_id ||
-			     s->agg_caller != (uintptr_t)__builtin_return_address(0)))
+		/* the record is this thread's, for this caller: one test of
+		 * both (agg_tag); a thread without an arena has tag 0, and a
+		 * return address alone never equals a tag's bits 48-63 */
+		if (unlikely(((uintptr_t)__builtin_return_address(0) ^ t->arena_tag) != s->agg_tag))
 			return step_general(st, -1);
 		if (unlikely(--t->skip == 0))
 			return step_sampled(st);
 		s->agg->started++; /* bound to this thread's record: not NULL */
 		t0 = sp_rdtsc();
 		r->start = t0;
-		r->db = -t0;
+		r->db -= t0; /* 0 between executions */
 		r->rows = 0;
 		r->slow_at = t0 + sp_cfg.slow_span;
-		__builtin_memcpy(&base, (const char *)st + off + 4 * SQLITE_STMTSTATUS_FULLSCAN_STEP,
-				 sizeof(base));
-		__builtin_memcpy(r->base, &base, sizeof(base));
+		/* no counters read: the statement owns its record's segment,
+		 * whose last end is this start's (sp_seg_end) */
 	} else {
 		t0 = sp_rdtsc();
 		r->db -= t0;
@@ -349,8 +371,23 @@ SP_EXPORT int sqlite3_step(sqlite3_stmt *st)
 	t->cur = r; /* was NULL */
 	rc = sp_real.step(st);
 	t1 = sp_rdtsc();
-	t = tls_fresh();
-	return step_after(t, t->cur, rc, t1);
+	/* r stays in the register the alignment push saves anyway; the
+	 * thread's TLS offset is loaded again */
+	tls_fs()->cur = NULL;
+	r->db += t1;
+	/* the end reads db again: kept out of a register, the row's add is
+	 * one instruction */
+	__asm__ volatile("" ::: "memory");
+	if (likely(rc == SQLITE_ROW)) {
+		r->rows++;
+		if (unlikely(t1 >= r->slow_at))
+			return row_slow(&sp_tls, r, t1);
+		return rc;
+	}
+	/* the plain end inline: no call, no arguments to move */
+	if (likely(rc == SQLITE_DONE))
+		return end_plain(&sp_tls, r, SQLITE_DONE, t1, 0);
+	return end_other(&sp_tls, r, rc, t1, 0);
 }
 
 /* reset and finalize end an execution still in progress (rows not all
@@ -359,7 +396,10 @@ SP_EXPORT int sqlite3_step(sqlite3_stmt *st)
  * inside this statement's own step (t->cur), is not the end. */
 static __attribute__((noinline)) void abandon(struct sp_thread *t, struct sp_stmt *s)
 {
-	end_abandoned(t, &s->run, sp_now());
+	if (unlikely(s->agg_arena != t->arena_id)) /* see step_general */
+		end_other(t, &s->run, SQLITE_ROW, sp_now(), 1);
+	else
+		end_abandoned(t, &s->run, sp_now());
 }
 
 /* Any reset but sqlite3_reset's own case: a NULL statement, one not

@@ -22,6 +22,7 @@
  * compares its key without testing the state first */
 __thread struct sp_thread sp_tls __attribute__((tls_model("initial-exec"))) = {
 	.last_stmt = &sp_stmt_none,
+	.fast_stmt = &sp_stmt_none,
 };
 uint32_t sp_proc_pid; /* pid of the process image we initialised */
 atomic_ulong sp_unloads;
@@ -125,6 +126,7 @@ void sp_thread_ready(struct sp_thread *t)
 		t->last_stmt = &sp_stmt_none;
 	t->status_off = -1; /* the first start through run.c reads the probe's */
 	t->state &= ~SP_TS_COUNTERS;
+	sp_fast_off(t);
 	t->run_q = &sp_no_run;
 	sp_arena_get(t);
 	t->state |= SP_TS_SETUP | (sp_clock_tsc ? SP_TS_TSC : 0);
@@ -174,6 +176,7 @@ static void on_fork_child(void)
 	atomic_store_explicit(&cached_pid, 0, memory_order_relaxed);
 	t->tid = 0;
 	t->state &= ~SP_TS_FAST; /* set up again at the next call */
+	sp_fast_off(t);
 	t->cur = NULL;
 	t->exec_depth = 0;
 	sp_stats_fork_child();

@@ -15,6 +15,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "sp_params.h"
 #include "sp_preload.h"
 
 int sp_use_cfi_unwinder;
@@ -156,63 +157,12 @@ void sp_emit_exec(struct sp_thread *t, struct sp_run *r, uint64_t sql_id, uint64
 
 uint64_t sp_params_key[2];
 
-#define ROTL(x, b) (uint64_t)(((x) << (b)) | ((x) >> (64 - (b))))
-#define SIPROUND                                                                                   \
-	do {                                                                                       \
-		v0 += v1;                                                                          \
-		v1 = ROTL(v1, 13);                                                                 \
-		v1 ^= v0;                                                                          \
-		v0 = ROTL(v0, 32);                                                                 \
-		v2 += v3;                                                                          \
-		v3 = ROTL(v3, 16);                                                                 \
-		v3 ^= v2;                                                                          \
-		v0 += v3;                                                                          \
-		v3 = ROTL(v3, 21);                                                                 \
-		v3 ^= v0;                                                                          \
-		v2 += v1;                                                                          \
-		v1 = ROTL(v1, 17);                                                                 \
-		v1 ^= v2;                                                                          \
-		v2 = ROTL(v2, 32);                                                                 \
-	} while (0)
-
-/* SipHash-2-4 of p[0..n) under k: a keyed hash, so that a profile holding
- * the hash of a low-entropy value (a small id, a PIN) does not give the
- * value away to someone trying every candidate. */
-static uint64_t siphash24(const uint64_t k[2], const unsigned char *p, size_t n)
-{
-	uint64_t v0 = 0x736f6d6570736575ULL ^ k[0], v1 = 0x646f72616e646f6dULL ^ k[1];
-	uint64_t v2 = 0x6c7967656e657261ULL ^ k[0], v3 = 0x7465646279746573ULL ^ k[1];
-	uint64_t b = (uint64_t)n << 56, m;
-	size_t i, left = n & 7;
-
-	for (i = 0; i + 8 <= n; i += 8) {
-		memcpy(&m, p + i, 8);
-		v3 ^= m;
-		SIPROUND;
-		SIPROUND;
-		v0 ^= m;
-	}
-	for (m = 0; left; left--)
-		m |= (uint64_t)p[i + left - 1] << (8 * (left - 1));
-	b |= m;
-	v3 ^= b;
-	SIPROUND;
-	SIPROUND;
-	v0 ^= b;
-	v2 ^= 0xff;
-	SIPROUND;
-	SIPROUND;
-	SIPROUND;
-	SIPROUND;
-	return v0 ^ v1 ^ v2 ^ v3;
-}
-
-/* The keyed hash of st's SQL with its bound values in it (never 0), or 0
- * when it cannot be had. Only for randomly drawn executions of statements
- * (sqlite3_expanded_sql formats and allocates: some 2,200 instructions for
- * `SELECT ?1+1`); a statement without parameters is its text (sql_id).
- * SQLPROF_PARAMS=0 turns it off. Keeps errno. */
-static uint64_t params_hash_slow(struct sp_thread *t, sqlite3_stmt *st, uint64_t sql_id);
+/* The keyed hash of st's bound values with its sql_id (never 0), or 0
+ * when it cannot be had (params.c: from the statement's parameter array,
+ * ~400 instructions for `SELECT ?1+1`, or sqlite3_expanded_sql's text
+ * where the start-up probe did not validate that array's layout, ~2,200).
+ * Only for randomly drawn executions of statements; a statement without
+ * parameters is its sql_id. SQLPROF_PARAMS=0 turns it off. Keeps errno. */
 
 /* The test, inline at the sampled end: most drawn executions at rates
  * above 0.01 are passed over, and a call for them cost ~30 instructions. */
@@ -225,43 +175,17 @@ params_hash(struct sp_thread *t, const struct sp_run *r, sqlite3_stmt *st, uint6
 	if (sp_cfg.params_keep != UINT64_MAX && nexec > 64) {
 		/* above rate 0.01, past a statement's first 64 executions, a
 		 * drawn execution is hashed with probability 0.01 / rate, so
-		 * about 1 % of all executions are (hashing them all made the
-		 * trivial loop 2.78 times slower at rate 1 instead of 1.38);
-		 * the duplicate rule counts hashed executions only */
+		 * about 1 % of all executions are (hashing them all makes the
+		 * trivial loop 1.64 times slower at rate 1 instead of 1.38,
+		 * even from the parameter array: 2.78 with the text); the
+		 * duplicate rule counts hashed executions only */
 		t->rng ^= t->rng << 13;
 		t->rng ^= t->rng >> 7;
 		t->rng ^= t->rng << 17;
 		if (t->rng >= sp_cfg.params_keep)
 			return 0;
 	}
-	return params_hash_slow(t, st, sql_id);
-}
-
-static __attribute__((noinline)) uint64_t params_hash_slow(struct sp_thread *t, sqlite3_stmt *st,
-							   uint64_t sql_id)
-{
-	uint64_t h = 0;
-	char *x;
-	int saved;
-
-	if (!sp_real.expanded_sql || !sp_real.free)
-		return 0;
-	/* errno is read only here: most drawn executions are not hashed */
-	saved = errno;
-	if (sp_real.bind_parameter_count && sp_real.bind_parameter_count(st) == 0) {
-		errno = saved;
-		return siphash24(sp_params_key, (const unsigned char *)&sql_id, sizeof(sql_id)) | 1;
-	}
-	sp_guard_in(t);
-	x = sp_real.expanded_sql(st);
-	if (x) {
-		h = siphash24(sp_params_key, (const unsigned char *)x, strlen(x));
-		h += !h;
-		sp_real.free(x);
-	}
-	sp_guard_out(t);
-	errno = saved;
-	return h;
+	return sp_params_hash(t, st, sql_id);
 }
 
 static void write_error(struct sp_thread *t, struct sp_run *run, uint64_t sql_id, sqlite3 *db,
@@ -363,6 +287,7 @@ static void run_unlink(struct sp_thread *t, struct sp_run *r)
 static void run_clear(struct sp_run *r)
 {
 	r->start = 0;
+	r->db = 0; /* the inline start subtracts its clock from it */
 	r->flags = 0;
 	r->seq = 0;
 	r->nested_time = 0;
@@ -384,12 +309,29 @@ static int bind_stmt(struct sp_thread *t, struct sp_stmt *s, uintptr_t caller)
 	struct sp_agg_query *q = a ? sp_agg_get(a, s->sql_id, SP_KIND_STMT, caller, &created) : NULL;
 
 	if (q) {
+		sqlite3_stmt *st = (sqlite3_stmt *)atomic_load_explicit(&s->key, memory_order_relaxed);
+
 		s->agg = q;
 		s->agg_arena = t->arena_id;
 		s->agg_caller = caller;
+		s->agg_tag = 0;
+		/* Its counters follow q's segment when they can be read in place
+		 * (through the API, every end adds its deltas). Only then may
+		 * sqlite3_step start it inline, which reads no counters: agg_tag
+		 * is 0 (never equal to caller ^ a tag) otherwise, and when the
+		 * caller or the tag does not fit. */
+		int off = atomic_load_explicit(&sp_status_off, memory_order_relaxed);
+
+		if (off >= 0 && (uintptr_t)st > 1) {
+			sp_seg_take(t, q, s, st);
+			s->counters = (uintptr_t)st + (uintptr_t)off + 4 * SQLITE_STMTSTATUS_FULLSCAN_STEP;
+			if (t->arena_tag && caller < (1ULL << 48))
+				s->agg_tag = caller ^ t->arena_tag;
+		}
 	} else {
 		s->agg = NULL;
 		s->agg_arena = 0; /* every execution comes here: unattributed */
+		s->agg_tag = 0;
 	}
 	return created;
 }
@@ -400,8 +342,10 @@ uint64_t sp_run_begin_slow(struct sp_thread *t, struct sp_stmt *s, sqlite3_stmt 
 	struct sp_run *r = &s->run;
 	int new_site = 0;
 
-	if (s->agg_arena != t->arena_id || s->agg_caller != caller)
-		new_site = bind_stmt(t, s, caller);
+	if (s->agg_arena != t->arena_id || s->agg_caller != caller ||
+	    (s->agg && s->agg->seg_owner != (uint64_t)(uintptr_t)s &&
+	     atomic_load_explicit(&sp_status_off, memory_order_relaxed) >= 0))
+		new_site = bind_stmt(t, s, caller); /* (and take its segment back) */
 	sp_stream_tick(); /* a collector gone, or one to connect to */
 	if (unlikely(atomic_load_explicit(&sp_sql_pending, memory_order_relaxed)))
 		sp_sql_flush(t);
@@ -438,12 +382,18 @@ uint64_t sp_run_begin_slow(struct sp_thread *t, struct sp_stmt *s, sqlite3_stmt 
 	if (t->status_off < 0) {
 		r->flags |= SP_RUN_API; /* its end reads them through the API too */
 		t->state &= ~SP_TS_COUNTERS;
+		sp_fast_off(t);
 	} else {
 		t->state |= SP_TS_COUNTERS; /* the inline start may read them */
 	}
 	/* the walk's time is not the execution's */
 	if (s->agg)
 		s->agg->started++;
+	else
+		r->flags |= SP_RUN_NOREC;
+	/* the inline end stores the counters of a segment's owner only */
+	if (s->agg && s->agg->seg_owner != (uint64_t)(uintptr_t)s)
+		r->flags |= SP_RUN_NOSEG;
 	r->start = sp_now();
 	r->slow_at = r->start + sp_cfg.slow_span;
 	return r->start;
@@ -473,7 +423,14 @@ static struct sp_agg_query *end_record(struct sp_thread *t, struct sp_stmt *s, i
 		*inherited = 1;
 		return NULL;
 	}
+	/* Begun on another thread: its counters at start are that record's
+	 * segment's last end when the statement owned it (read only: that
+	 * thread closes it), its base otherwise. It ends outside the segment
+	 * it opens here. */
+	if (s->agg && s->agg->seg_owner == (uint64_t)(uintptr_t)s && !(s->run.flags & SP_RUN_NOSEG))
+		__builtin_memcpy(s->run.base, s->agg->seg_cur, sizeof(s->run.base));
 	bind_stmt(t, s, s->agg_caller); /* the caller it started from */
+	s->run.flags |= SP_RUN_NOSEG;
 	return s->agg;
 }
 
@@ -496,8 +453,8 @@ void sp_run_end_slow(struct sp_thread *t, struct sp_stmt *s, sqlite3_stmt *st, i
 {
 	struct sp_run *r = &s->run;
 	struct sp_agg_query *q;
-	sp_v4u delta;
-	int inherited, saved;
+	sp_v4u delta, now;
+	int inherited, saved, owned;
 
 	if (!r->start)
 		return;
@@ -514,7 +471,7 @@ void sp_run_end_slow(struct sp_thread *t, struct sp_stmt *s, sqlite3_stmt *st, i
 		if (!(r->flags & SP_EXEC_SAMPLED))
 			take_stack(t, r);
 	}
-	delta = sp_status_delta(r, st);
+	delta = sp_exec_delta(q, s, r, st, &now, &owned);
 	if (unlikely(rc != SQLITE_DONE && rc != SQLITE_ROW)) {
 		sqlite3 *db = (sqlite3 *)(uintptr_t)s->db;
 
@@ -530,7 +487,7 @@ void sp_run_end_slow(struct sp_thread *t, struct sp_stmt *s, sqlite3_stmt *st, i
 		rc = SQLITE_OK;
 	}
 	if (q) {
-		sp_agg_add(q, r, end, delta);
+		sp_agg_add(q, r, end, delta, owned ? &now : NULL);
 		agg_extra(q, r, rc);
 		if (!(r->flags & SP_EXEC_NESTED))
 			sp_run_note(t, q, s->shape, r->start, end);
@@ -551,15 +508,18 @@ void sp_run_end_sampled(struct sp_thread *t, struct sp_stmt *s, sqlite3_stmt *st
 {
 	struct sp_run *r = &s->run;
 	struct sp_agg_query *q = s->agg;
-	sp_v4u delta = sp_status_delta(r, st);
+	sp_v4u now;
+	int owned;
+	sp_v4u delta = sp_exec_delta(q, s, r, st, &now, &owned);
 	uint64_t start = r->start;
 
-	sp_agg_add(q, r, end, delta);
+	sp_agg_add(q, r, end, delta, owned ? &now : NULL);
 	if (r->stack_id) {
 		q->samples++;
 		emit_exec(t, r, s->sql_id, s->db, SQLITE_OK, end, delta, params_hash(t, r, st, s->sql_id, s->agg ? (uint32_t)s->agg->count : 0));
 	}
 	r->start = 0;
+	r->db = 0;
 	r->flags = 0;
 	r->seq = 0;
 	r->stack_id = 0;
@@ -582,8 +542,11 @@ void sp_run_stale(struct sp_thread *t, struct sp_stmt *s)
 	if (!inherited) {
 		r->flags |= SP_EXEC_ABANDONED | SP_EXEC_STATUS_RESET;
 		if (q) {
-			sp_agg_add(q, r, r->start + r->db, zero);
+			sp_agg_add(q, r, r->start + r->db, zero, NULL);
 			agg_extra(q, r, 0);
+			/* its counters up to its last end are in the segment */
+			if (q->seg_owner == (uint64_t)(uintptr_t)s)
+				sp_seg_close(q);
 		} else {
 			sp_stats_unattributed();
 		}
@@ -669,7 +632,7 @@ static void exec_account(struct sp_thread *t, struct sp_run *r, sqlite3 *db, int
 	if (flags & SP_EXEC_ABANDONED)
 		r->db = end - r->start;
 	if (q) {
-		sp_agg_add(q, r, end, zero);
+		sp_agg_add(q, r, end, zero, NULL);
 		agg_extra(q, r, rc);
 		if (!(r->flags & SP_EXEC_NESTED))
 			sp_run_note(t, q, r->shape ^ 0x9E3779B97F4A7C15ULL, r->start, end);

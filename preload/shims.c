@@ -239,6 +239,10 @@ SP_EXPORT int sqlite3_exec(sqlite3 *db, const char *sql,
 		errno = saved;
 		return rc;
 	}
+	/* inside the call, every step is nested in it: none runs inline
+	 * (sqlite3_step does not test t->cur), until a step outside any
+	 * call sets fast_stmt again (step_general) */
+	sp_fast_off(t);
 	t->cur = run;
 	if (cb) {
 		struct exec_cb e = { cb, arg, run, db };

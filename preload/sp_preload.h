@@ -141,7 +141,12 @@ SP_INLINE uint64_t sp_now(void)
 /* Bits of sp_run.flags that are ours and never sent. */
 #define SP_RUN_HAS_NESTED (1u << 15) /* a nested execution credited its time */
 #define SP_RUN_API (1u << 14)        /* counters read through the API at start */
-#define SP_RUN_PRIVATE (SP_RUN_HAS_NESTED | SP_RUN_API)
+#define SP_RUN_NOREC (1u << 13)      /* no query record (agg NULL): never the
+				      * inline end, which reads through agg */
+#define SP_RUN_NOSEG (1u << 12)      /* its statement does not own its record's
+				      * counter segment (stats.c): base holds
+				      * its counters at start */
+#define SP_RUN_PRIVATE (SP_RUN_HAS_NESTED | SP_RUN_API | SP_RUN_NOREC | SP_RUN_NOSEG)
 
 /*
  * State of one execution in progress (a statement's, or an exec call's).
@@ -150,7 +155,8 @@ SP_INLINE uint64_t sp_now(void)
  */
 struct sp_run {
 	uint64_t start;       /* first step; 0: no execution in progress */
-	uint64_t db;          /* time inside the step calls */
+	uint64_t db;          /* time inside the step calls; 0 while start
+			       * is (every end clears both) */
 	uint64_t rows;
 	uint64_t slow_at;     /* clock value from which it is slow; UINT64_MAX
 			       * once noted */
@@ -186,6 +192,11 @@ struct sp_stmt {
 	uint32_t pad;
 	uintptr_t agg_caller;  /* the caller agg is the record of: an execution
 				* started from another return address rebinds */
+	uint64_t agg_tag;      /* agg_caller ^ the arena's tag (bits 48-63):
+				* sqlite3_step's one test of both; 0: none */
+	uintptr_t counters;    /* where SQLite's four counters are in the
+				* statement object: set with agg_tag, which
+				* needs them read in place */
 };
 
 /* ---- stats.c: the shared statistics ---- */
@@ -195,6 +206,10 @@ struct sp_thread;
 /* One thread's arena (private part; the shared part is its chunks). */
 struct sp_arena {
 	uint64_t id;                 /* pid << 32 | number */
+	uint64_t tag;                /* number << 48, or 0 from number 65536 on:
+				      * numbers go on in a forked child, so no
+				      * arena of this process has another's tag,
+				      * and a return address is below 2^48 */
 	uint32_t number;
 	struct sp_agg_arena *sh;     /* its SP_AGG_ARENA record */
 	struct sp_stats_chunk *chunk; /* current chunk */
@@ -255,18 +270,24 @@ struct sp_thread {
 				* reads it here, one load from TLS */
 	struct sp_run *cur;    /* execution whose call (step, exec) we are in */
 	uint64_t arena_id;     /* arena ? arena->id : an id no statement has */
+	uint64_t arena_tag;    /* arena ? arena->tag : 0 */
 	struct sp_arena *arena;
 	/* the open N+1 run: the query record it is credited to (&sp_no_run:
-	 * none), and its length (in the arena's shared record) */
+	 * none), which holds its length and the clock value before which the
+	 * next execution must start to go on with it (run_open, run_until:
+	 * shared, so the collector sees an open run) */
 	struct sp_agg_query *run_q;
-	uint64_t *run_len;
-	/* the open run goes on only with an execution that starts before
-	 * this: the last one's end + sp_cfg.run_gap */
-	uint64_t run_until;
 	uint64_t run_pauses;   /* longer pauses the open run went on across */
 	struct sp_stmt *last_stmt; /* the statement this thread looked up last;
 				    * valid while its slot's key is still that
 				    * statement (never NULL once set up) */
+	struct sp_stmt *fast_stmt; /* the statement sqlite3_step may run inline:
+				    * last_stmt, set by step_general while the
+				    * state is SP_TS_FAST, or sp_stmt_none (key
+				    * 1, never a statement's). Whatever takes
+				    * the state off SP_TS_FAST or changes
+				    * last_stmt resets it (sp_fast_off), so
+				    * sqlite3_step tests the key alone */
 	uint64_t skip;         /* executions until the next random draw hits */
 	struct sp_ring *ring;  /* NULL until the thread's first record */
 	uint64_t seq;          /* last execution number given */
@@ -307,6 +328,15 @@ SP_INLINE void sp_guard_out(struct sp_thread *t)
 SP_INLINE int sp_guarded(const struct sp_thread *t)
 {
 	return t->state >= SP_TS_GUARD;
+}
+
+/* The thread leaves SP_TS_FAST (or last_stmt changes): sqlite3_step
+ * stops running anything inline until step_general sees the state
+ * SP_TS_FAST again. */
+extern struct sp_stmt sp_stmt_none;
+SP_INLINE void sp_fast_off(struct sp_thread *t)
+{
+	t->fast_stmt = &sp_stmt_none;
 }
 
 /* Make the thread ready for the inline path (ids, fork child restart,
@@ -356,8 +386,10 @@ SP_INLINE struct sp_stmt *sp_stmt_lookup(struct sp_thread *t, sqlite3_stmt *st)
 	if (likely(atomic_load_explicit(&s->key, memory_order_acquire) == (uintptr_t)st))
 		return s;
 	s = sp_stmt_find_hot(st);
-	if (s)
+	if (s) {
 		t->last_stmt = s;
+		t->fast_stmt = &sp_stmt_none; /* step_general sets it again */
+	}
 	return s;
 }
 
@@ -453,25 +485,84 @@ SP_INLINE sp_v4u sp_status_delta(const struct sp_run *r, sqlite3_stmt *st)
 	return now - b;
 }
 
+/* ---- SQLite's counters in segments (stats.c; sp_wire.h, seg_*) ---- */
+
+/* s (key st, whose counters are read in place) takes q's segment: the
+ * open one is closed, a new one opens at st's counters now; a statement
+ * that had it and is still bound to q gives it up (and rebinds at its
+ * next start). The calling thread owns q. */
+void sp_seg_take(struct sp_thread *t, struct sp_agg_query *q, struct sp_stmt *s, sqlite3_stmt *st);
+/* q's owner is gone (finalized, freed, or left for good): the segment is
+ * closed at its last end. */
+void sp_seg_close(struct sp_agg_query *q);
+/* A lane of the open segment reached 2^31: closed and opened again at
+ * the owner's counters of its last end. */
+void sp_seg_fold(struct sp_agg_query *q);
+
+/* Does the execution r of s end in q's segment (s owns it, and r's start
+ * counters are the segment's)? */
+SP_INLINE int sp_seg_owned(const struct sp_agg_query *q, const struct sp_stmt *s,
+			   const struct sp_run *r)
+{
+	return q && q->seg_owner == (uint64_t)(uintptr_t)s && !(r->flags & (SP_RUN_API | SP_RUN_NOSEG));
+}
+
+/* sp_seg_fold, returning rc: the inline end's tail call, so that nothing
+ * of sqlite3_step's is kept across it. */
+int sp_seg_fold_rc(struct sp_agg_query *q, int rc);
+
+/* The owner's execution ended with its statement's counters at now: one
+ * store. Returns non-zero when a lane passed 2^31: the segment must be
+ * folded (sp_seg_fold). */
+SP_INLINE int sp_seg_store(struct sp_agg_query *q, __m128i now)
+{
+	_mm_store_si128((__m128i *)(void *)q->seg_cur, now);
+	return _mm_movemask_ps(_mm_castsi128_ps(
+		_mm_sub_epi32(now, _mm_load_si128((const __m128i *)(const void *)q->seg_base))));
+}
+
+SP_INLINE void sp_seg_end(struct sp_agg_query *q, __m128i now)
+{
+	if (unlikely(sp_seg_store(q, now)))
+		sp_seg_fold(q);
+}
+
+/* SQLite's counters of an execution of s ending in q: now (*now), and
+ * since its start - for an owner, its segment's last end, for anyone
+ * else, its base. *owned: whether it ends in the segment. */
+SP_INLINE sp_v4u sp_exec_delta(const struct sp_agg_query *q, const struct sp_stmt *s,
+			       const struct sp_run *r, sqlite3_stmt *st, sp_v4u *now, int *owned)
+{
+	sp_v4u b;
+
+	*now = sp_status_read(st);
+	*owned = sp_seg_owned(q, s, r);
+	if (*owned)
+		__builtin_memcpy(&b, q->seg_cur, sizeof(b));
+	else
+		__builtin_memcpy(&b, r->base, sizeof(b));
+	return *now - b;
+}
+
 /*
- * Add one ended execution to its query record (the arena's owner only):
- * d, SQLite's four counters' deltas; bucket, its histogram bucket. Plain
- * stores and no call: a reader sees every field only grow.
+ * Add one ended execution to its query record (the arena's owner only),
+ * but for SQLite's counters (sp_seg_end, or sp_agg_add's sums): bucket,
+ * its histogram bucket. Plain stores and no call: a reader sees every
+ * field only grow.
  */
 SP_INLINE void sp_agg_add_in(struct sp_agg_query *q, const struct sp_run *r, uint64_t end,
-			     __m128i d, uint64_t *bucket)
+			     uint64_t *bucket)
 {
 	uint64_t db = r->db;
-	__m128i zero = _mm_setzero_si128(), c;
 
-	c = _mm_loadu_si128((const __m128i *)(void *)&q->fullscan_steps);
-	_mm_storeu_si128((__m128i *)(void *)&q->fullscan_steps,
-			 _mm_add_epi64(c, _mm_unpacklo_epi32(d, zero)));
-	c = _mm_loadu_si128((const __m128i *)(void *)&q->autoindex);
-	_mm_storeu_si128((__m128i *)(void *)&q->autoindex, _mm_add_epi64(c, _mm_unpackhi_epi32(d, zero)));
 	q->count++;
 	q->db += db;
-	q->wall += end - r->start;
+	{
+		uint64_t w = end - r->start; /* in a register: one add to memory */
+
+		__asm__("" : "+r"(w));
+		q->wall += w;
+	}
 	q->rows += r->rows;
 	if (unlikely(db < q->min))
 		q->min = db;
@@ -493,17 +584,28 @@ SP_INLINE uint64_t *sp_agg_bucket(struct sp_agg_query *q, uint64_t db)
 	return b ? &b[i % SP_HIST_PER_BLOCK] : NULL;
 }
 
-/* sp_agg_add_in for any execution (d: the counters' deltas). */
+/* sp_agg_add_in for any execution. SQLite's counters: seg_now, the
+ * owner's at its end (sp_exec_delta), or NULL: d, the deltas, go to the
+ * sums. */
 SP_INLINE void sp_agg_add(struct sp_agg_query *q, const struct sp_run *r, uint64_t end,
-			  sp_v4u d)
+			  sp_v4u d, const sp_v4u *seg_now)
 {
 	uint64_t *bucket = sp_agg_bucket(q, r->db), lost = 0;
-	__m128i dv;
 
-	__builtin_memcpy(&dv, &d, sizeof(dv));
-	sp_agg_add_in(q, r, end, dv, bucket ? bucket : &lost);
+	sp_agg_add_in(q, r, end, bucket ? bucket : &lost);
 	if (!bucket)
 		q->hist_lost++;
+	if (seg_now) {
+		__m128i v;
+
+		__builtin_memcpy(&v, seg_now, sizeof(v));
+		sp_seg_end(q, v);
+	} else {
+		q->fullscan_steps += d[0];
+		q->sorts += d[1];
+		q->autoindex += d[2];
+		q->vm_steps += d[3];
+	}
 }
 
 /* A top-level execution of q, from start to end, ended: its thread's N+1
@@ -512,11 +614,13 @@ SP_INLINE void sp_agg_add(struct sp_agg_query *q, const struct sp_run *r, uint64
 SP_INLINE void sp_run_note(struct sp_thread *t, struct sp_agg_query *q, uint64_t shape,
 			   uint64_t start, uint64_t end)
 {
-	if (likely(t->run_q == q && start < t->run_until))
-		++*t->run_len;
+	/* run_until is 0 but in the open run's record */
+	if (likely(start < q->run_until))
+		q->run_open++;
 	else
 		sp_run_switch(t, q, shape, start);
-	t->run_until = end + sp_cfg.run_gap;
+	if (t->run_q == q) /* not when q could not open a run */
+		q->run_until = end + sp_cfg.run_gap;
 }
 
 SP_INLINE uint64_t sp_rng_next(struct sp_thread *t)

@@ -23,15 +23,18 @@
 #ifndef SP_WIRE_H
 #define SP_WIRE_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #define SP_WIRE_MAGIC 0x46525053u /* "SPRF" little-endian */
-#define SP_WIRE_VERSION 5
-#define SP_WIRE_MIN_VERSION 5 /* oldest version this reader accepts (3: totals in
+#define SP_WIRE_VERSION 6
+#define SP_WIRE_MIN_VERSION 6 /* oldest version this reader accepts (3: totals in
                                * shared statistics, EXEC records are events;
                                * 4: MODULE records name the mapped file, STACK
                                * records their map; 5: EXEC records carry
-                               * params, PLAN records schema_id) */
+                               * params, PLAN records schema_id; 6: shared
+                               * statistics records are 16-byte multiples,
+                               * SP_AGG_QUERY's counters 16-aligned) */
 
 /* Largest message a writer may send and a reader must accept. */
 #define SP_MSG_MAX (256 * 1024)
@@ -415,8 +418,8 @@ struct sp_rec_stats_copy {
  * writer stores is trusted: lengths, offsets and counts are checked.
  *
  * Times are in the clock of the image (HELLO's clock field: TSC ticks or
- * nanoseconds). Pointers between records (hist[], runs, errs,
- * run_query) are the writer's own addresses: the reader subtracts
+ * nanoseconds). Pointers between records (hist[], runs, errs) are the
+ * writer's own addresses: the reader subtracts
  * sp_stats_hdr.base to get an offset into the memfd, and checks it.
  */
 #define SP_STATS_MAGIC 0x54535053u /* "SPST" little-endian */
@@ -494,9 +497,6 @@ struct sp_stats_chunk {
 struct sp_agg_arena {
 	struct sp_rec_hdr h;  /* SP_AGG_ARENA */
 	uint32_t arena, tid;  /* number, and the thread that made it */
-	uint64_t run_query;   /* address of the SP_AGG_QUERY the open run is
-			       * credited to (0: no run open) */
-	uint64_t run_len;     /* its length so far */
 };
 
 /* Latency histogram: values v (db time, clock units) are bucketed
@@ -551,10 +551,12 @@ struct sp_agg_query {
 	uint64_t rows;
 	uint64_t nested_time; /* db time of executions nested in these */
 	uint64_t nested;      /* of count, executions that ran nested */
-	uint64_t min, max;    /* db time of one execution (min: UINT64_MAX
-			       * while count is 0) */
-	/* SQLite's counters, summed, in its order (aCounter[1..4]) */
+	uint64_t min;         /* db time of one execution (UINT64_MAX while
+			       * count is 0) */
+	/* SQLite's counters, in its order (aCounter[1..4]): the sums of the
+	 * closed segments (below; sp_agg_counters gives the whole figure) */
 	uint64_t fullscan_steps, sorts, autoindex, vm_steps;
+	uint64_t max;         /* db time of one execution */
 	uint64_t errors;      /* of count, executions that failed */
 	uint64_t samples;     /* of count, executions with a stack */
 	uint64_t prepares, prepare_time;
@@ -568,11 +570,50 @@ struct sp_agg_query {
 			       * (a record per text and calling site: the
 			       * collector keeps exact counts per caller, for
 			       * the sites' figures); 0: prepares, exec calls */
-};
+	/* The thread's open N+1 run, when it is credited here (at most one
+	 * record of an arena has it): its length so far (0: not here), and
+	 * the clock value before which the next execution must start to go
+	 * on with it (0 when not here: the inline end's one test) */
+	uint64_t run_open;
+	uint64_t run_until;
+	uint64_t pad2;
+	/* The open segment of SQLite's counters. SQLite keeps them per
+	 * statement, summed over its executions, so a statement's executions
+	 * credited here in a row add up to its counters now less its counters
+	 * when they began: the statement this record's segment follows (its
+	 * owner, seg_owner) stores its counters at each end (seg_cur, one
+	 * store), and the figure is the sums above plus seg_cur - seg_base,
+	 * lane by lane modulo 2^32 (a segment is closed before a lane
+	 * reaches 2^31). Another statement's executions add to the sums. */
+	uint32_t seg_base[4] __attribute__((aligned(16)));
+	uint32_t seg_cur[4];
+	/* Closing and opening a segment is a transaction: seg_gen is odd
+	 * while it runs, and the record's figure before it is the shadow's
+	 * sums plus its open part, so a reader, or a process that died in
+	 * one, has the counters whole either way. */
+	uint32_t seg_shadow_open[4];
+	uint64_t seg_shadow_sums[4];
+	uint64_t seg_gen;
+	uint64_t seg_owner;   /* the preload's statement slot; 0: none */
+} __attribute__((aligned(16)));
+
+/* SQLite's counters of a copied SP_AGG_QUERY record (c: fullscan steps,
+ * sorts, automatic indexes, VM steps). */
+static inline void sp_agg_counters(const struct sp_agg_query *a, uint64_t c[4])
+{
+	const int shadow = (int)(a->seg_gen & 1);
+	const uint64_t s[4] = { a->fullscan_steps, a->sorts, a->autoindex, a->vm_steps };
+	int i;
+
+	for (i = 0; i < 4; i++)
+		c[i] = shadow ? a->seg_shadow_sums[i] + a->seg_shadow_open[i]
+			      : s[i] + (uint32_t)(a->seg_cur[i] - a->seg_base[i]);
+}
 
 struct sp_agg_hist {
 	struct sp_rec_hdr h;  /* SP_AGG_HIST; flags: block number */
 	uint64_t bucket[SP_HIST_PER_BLOCK];
+	uint64_t pad;         /* to a multiple of 16 bytes */
 };
 
 /* Run lengths as the collector keeps them: i < 16 is length i + 1, then
@@ -595,6 +636,7 @@ static inline int sp_run_len_bucket(uint64_t len)
 struct sp_agg_runs {
 	struct sp_rec_hdr h;  /* SP_AGG_RUNS */
 	uint64_t by_len[SP_AGG_RUN_BUCKETS];
+	uint64_t pad;         /* to a multiple of 16 bytes */
 };
 
 #define SP_AGG_ERR_CODES 8
@@ -607,5 +649,15 @@ struct sp_agg_errs {
 	} code[SP_AGG_ERR_CODES];
 	uint64_t other;       /* failures with a code beyond the table */
 };
+
+/* Every record of a chunk is a multiple of 16 bytes after a 16-byte chunk
+ * header, so each starts 16-aligned (sp_agg_add_in's vector adds). */
+_Static_assert(sizeof(struct sp_stats_chunk) % 16 == 0, "chunk header");
+_Static_assert(sizeof(struct sp_agg_arena) % 16 == 0, "SP_AGG_ARENA");
+_Static_assert(sizeof(struct sp_agg_query) % 16 == 0, "SP_AGG_QUERY");
+_Static_assert(sizeof(struct sp_agg_hist) % 16 == 0, "SP_AGG_HIST");
+_Static_assert(sizeof(struct sp_agg_runs) % 16 == 0, "SP_AGG_RUNS");
+_Static_assert(sizeof(struct sp_agg_errs) % 16 == 0, "SP_AGG_ERRS");
+_Static_assert(offsetof(struct sp_agg_query, seg_cur) % 16 == 0, "segment aligned");
 
 #endif /* SP_WIRE_H */

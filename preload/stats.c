@@ -338,6 +338,76 @@ void sp_agg_error(struct sp_agg_query *q, int rc)
 	e->other++;
 }
 
+/*
+ * SQLite's counters in segments (sp_wire.h, seg_*). A transaction: the
+ * record's figure so far goes to the shadow, seg_gen turns odd, the open
+ * segment is added to the sums and a new one opens at open (NULL: closed,
+ * at its last end) for owner, and seg_gen turns even. A reader that sees
+ * seg_gen odd (a live one mid-way, or the record of a process that died
+ * there) takes the shadow; one that sees it change reads again.
+ */
+static void seg_move(struct sp_agg_query *q, const uint32_t *open, uint64_t owner)
+{
+	uint32_t v[4], now[4];
+	int i;
+
+	for (i = 0; i < 4; i++)
+		v[i] = q->seg_cur[i] - q->seg_base[i];
+	memcpy(now, open ? open : q->seg_cur, sizeof(now));
+	q->seg_shadow_sums[0] = q->fullscan_steps;
+	q->seg_shadow_sums[1] = q->sorts;
+	q->seg_shadow_sums[2] = q->autoindex;
+	q->seg_shadow_sums[3] = q->vm_steps;
+	memcpy(q->seg_shadow_open, v, sizeof(v));
+	__atomic_store_n(&q->seg_gen, q->seg_gen + 1, __ATOMIC_RELEASE);
+	__atomic_thread_fence(__ATOMIC_RELEASE);
+	q->fullscan_steps += v[0];
+	q->sorts += v[1];
+	q->autoindex += v[2];
+	q->vm_steps += v[3];
+	memcpy(q->seg_base, now, sizeof(now));
+	memcpy(q->seg_cur, now, sizeof(now));
+	q->seg_owner = owner;
+	__atomic_store_n(&q->seg_gen, q->seg_gen + 1, __ATOMIC_RELEASE);
+}
+
+void sp_seg_take(struct sp_thread *t, struct sp_agg_query *q, struct sp_stmt *s, sqlite3_stmt *st)
+{
+	struct sp_stmt *prev = (struct sp_stmt *)(uintptr_t)q->seg_owner;
+	sp_v4u now = sp_status_read(st);
+	uint32_t open[4];
+
+	if (prev && prev != s && prev->agg == q && prev->agg_arena == t->arena_id) {
+		/* still bound here (a slot is never unmapped, whatever it holds
+		 * now): it starts through run.c next, and takes the segment
+		 * back; an execution of it in progress ends outside it, from
+		 * its counters at start, which are the segment's last end */
+		prev->agg_tag = 0;
+		if (prev->run.start && !(prev->run.flags & SP_RUN_NOSEG)) {
+			memcpy(prev->run.base, q->seg_cur, sizeof(prev->run.base));
+			prev->run.flags |= SP_RUN_NOSEG;
+		}
+	}
+	memcpy(open, &now, sizeof(open));
+	seg_move(q, open, (uint64_t)(uintptr_t)s);
+}
+
+void sp_seg_close(struct sp_agg_query *q)
+{
+	seg_move(q, NULL, 0);
+}
+
+void sp_seg_fold(struct sp_agg_query *q)
+{
+	seg_move(q, NULL, q->seg_owner);
+}
+
+int sp_seg_fold_rc(struct sp_agg_query *q, int rc)
+{
+	sp_seg_fold(q);
+	return rc;
+}
+
 /* Credit a closed run of len executions to q. */
 static void run_credit(struct sp_agg_query *q, uint64_t len)
 {
@@ -380,23 +450,35 @@ void sp_run_switch(struct sp_thread *t, struct sp_agg_query *q, uint64_t shape, 
 	 * preempted inside a caller's loop (a loaded machine: make check)
 	 * keeps its run; a service loop, every execution after a pause,
 	 * makes runs of 2 at most. */
-	if (t->run_q != &sp_no_run && a->run_shape == shape &&
-	    (start < t->run_until || t->run_pauses < 1 + *t->run_len / 16)) {
-		if (start >= t->run_until)
+	struct sp_agg_query *old = t->run_q;
+
+	if (old != &sp_no_run && a->run_shape == shape &&
+	    (start < old->run_until || t->run_pauses < 1 + old->run_open / 16)) {
+		uint64_t len = old->run_open + 1;
+
+		if (start >= old->run_until)
 			t->run_pauses++;
-		t->run_q = q;
-		a->sh->run_query = (uint64_t)(uintptr_t)q;
-		++*t->run_len;
+		/* the run moves to q: there first, so that a reader never
+		 * misses it (it may see it twice for a moment) */
+		if (old != q) {
+			q->run_open = len;
+			old->run_open = 0;
+			old->run_until = 0;
+			t->run_q = q;
+		} else {
+			q->run_open = len;
+		}
 		return;
 	}
-	if (t->run_q != &sp_no_run)
-		run_credit(t->run_q, *t->run_len);
+	if (old != &sp_no_run) {
+		run_credit(old, old->run_open);
+		old->run_open = 0;
+		old->run_until = 0;
+	}
 	a->run_shape = shape;
 	t->run_pauses = 0;
-	a->sh->run_len = 1;
-	a->sh->run_query = (uint64_t)(uintptr_t)q;
+	q->run_open = 1;
 	t->run_q = q;
-	t->run_len = &a->sh->run_len;
 }
 
 /* Close the thread's open run (thread exit: the arena goes to another). */
@@ -406,11 +488,10 @@ void sp_run_close(struct sp_thread *t)
 
 	if (!a || t->run_q == &sp_no_run)
 		return;
-	run_credit(t->run_q, *t->run_len);
-	a->sh->run_query = 0;
-	a->sh->run_len = 0;
+	run_credit(t->run_q, t->run_q->run_open);
+	t->run_q->run_open = 0;
+	t->run_q->run_until = 0;
 	t->run_q = &sp_no_run;
-	t->run_len = NULL;
 }
 
 /* Thread exit: close its run; the arena waits for the next new thread. */
@@ -423,6 +504,7 @@ static void arena_gone(void *arg)
 		sp_run_close(t);
 	t->arena = NULL;
 	t->arena_id = ARENA_NONE;
+	t->arena_tag = 0;
 	pthread_mutex_lock(&arena_lock);
 	a->next_idle = idle_arenas;
 	idle_arenas = a;
@@ -437,6 +519,7 @@ struct sp_arena *sp_arena_get(struct sp_thread *t)
 	if (t->arena)
 		return t->arena;
 	t->arena_id = ARENA_NONE;
+	t->arena_tag = 0;
 	if (!sp_stats)
 		return NULL;
 	pthread_mutex_lock(&arena_lock);
@@ -452,6 +535,7 @@ struct sp_arena *sp_arena_get(struct sp_thread *t)
 			return NULL;
 		a->number = atomic_fetch_add(&arena_numbers, 1) + 1;
 		a->id = (uint64_t)sp_my_pid() << 32 | a->number;
+		a->tag = a->number < 65536 ? (uint64_t)a->number << 48 : 0;
 		rec = arena_reserve(a, sizeof(*rec));
 		if (!rec) {
 			munmap(a, sizeof(*a));
@@ -472,8 +556,8 @@ struct sp_arena *sp_arena_get(struct sp_thread *t)
 		pthread_setspecific(arena_key, a);
 	t->arena = a;
 	t->arena_id = a->id;
+	t->arena_tag = a->tag;
 	t->run_q = &sp_no_run;
-	t->run_len = NULL;
 	return a;
 }
 
@@ -566,6 +650,6 @@ void sp_stats_fork_child(void)
 		pthread_setspecific(arena_key, NULL);
 	sp_tls.arena = NULL;
 	sp_tls.arena_id = ARENA_NONE;
+	sp_tls.arena_tag = 0;
 	sp_tls.run_q = &sp_no_run;
-	sp_tls.run_len = NULL;
 }

@@ -24,6 +24,7 @@
 
 #include "fingerprint.h"
 #include "sp_preload.h"
+#include "sp_params.h"
 #include "sp_probe.h"
 
 atomic_ullong sp_untracked;
@@ -640,31 +641,47 @@ static int file_of_cb(struct dl_phdr_info *info, size_t size, void *arg)
 	return 0;
 }
 
+/* The name, device and inode of the libsqlite3 file holding sp_real.step:
+ * 0, or -1 when not known (the program itself, or no such file). */
+static int lib_file(const char **name, unsigned long long *dev, unsigned long long *ino)
+{
+	struct file_of f = { (uintptr_t)sp_real.step, NULL };
+	struct stat st;
+
+	dl_iterate_phdr(file_of_cb, &f);
+	if (!f.name || !*f.name || stat(f.name, &st) < 0)
+		return -1;
+	*name = f.name;
+	*dev = (unsigned long long)st.st_dev;
+	*ino = (unsigned long long)st.st_ino;
+	return 0;
+}
+
 /* The layout sqlprof record found for its own libsqlite3, when ours is the
  * same file (device and inode): -1 otherwise. */
-static int layout_from_env(void)
+static int layout_from_env(int have_file, unsigned long long fdev, unsigned long long fino)
 {
 	const char *env = getenv(SP_ENV_STATUS_LAYOUT);
-	struct file_of f = { (uintptr_t)sp_real.step, NULL };
 	unsigned long long dev, ino;
-	struct stat st;
 	int off;
 
 	if (!env || sscanf(env, "%d:%llu:%llu", &off, &dev, &ino) != 3 || off < 0 || off > 65536)
 		return -1;
-	dl_iterate_phdr(file_of_cb, &f);
-	if (!f.name || !*f.name || stat(f.name, &st) < 0 || (unsigned long long)st.st_dev != dev ||
-	    (unsigned long long)st.st_ino != ino)
+	if (!have_file || dev != fdev || ino != fino)
 		return -1;
 	return off;
 }
 
+#define PROBE_SYM(h, field, name) (*(void **)&api.field = dlsym(h, name))
+
 /*
- * Find where this libsqlite3 keeps its statement counters (sp_probe.h):
+ * Find where this libsqlite3 keeps its statement counters (sp_probe.h)
+ * and its statements' bound values (sp_probe_params, for params.c):
  * handed over by sqlprof record when it is the same library file, else
- * probed here. Called at the first prepare, when the application has
- * initialised SQLite (we never initialise it first: that would break its
- * sqlite3_config calls). SQLPROF_STATUS=api skips it.
+ * probed here, both on one private connection. Called at the first
+ * prepare, when the application has initialised SQLite (we never
+ * initialise it first: that would break its sqlite3_config calls).
+ * SQLPROF_STATUS=api skips the counters' probe.
  */
 static void probe_status_layout(void)
 {
@@ -672,27 +689,52 @@ static void probe_status_layout(void)
 		.open_v2 = sp_real.open_v2, .close = sp_real.close,
 		.prepare_v2 = sp_real.prepare_v2, .step = sp_real.step, .reset = sp_real.reset,
 		.finalize = sp_real.finalize, .stmt_status = sp_real.stmt_status,
+		.bind_parameter_count = sp_real.bind_parameter_count,
 	};
 	const char *env = getenv("SQLPROF_STATUS");
-	int off;
+	int counters = !(env && !strcmp(env, "api")), params, have_file, off = -1;
+	unsigned long long dev = 0, ino = 0;
+	const char *name = NULL;
+	sqlite3 *db;
+	void *h = NULL;
 
-	if (env && !strcmp(env, "api"))
-		return;
-	off = layout_from_env();
-	if (off < 0) {
-		api.db_config = (int (*)(sqlite3 *, int, ...))dlsym(RTLD_NEXT, "sqlite3_db_config");
-		api.msize = (sqlite3_uint64(*)(void *))dlsym(RTLD_NEXT, "sqlite3_msize");
-		if (!api.db_config || !api.msize) {
-			void *h = sp_real.dlopen ? sp_real.dlopen("libsqlite3.so.0", RTLD_LAZY | RTLD_NOLOAD)
-						 : NULL;
-
-			if (!h)
-				return;
-			api.db_config = (int (*)(sqlite3 *, int, ...))dlsym(h, "sqlite3_db_config");
-			api.msize = (sqlite3_uint64(*)(void *))dlsym(h, "sqlite3_msize");
-		}
-		off = sp_probe_counters(&api);
+	have_file = lib_file(&name, &dev, &ino) == 0;
+	if (counters)
+		off = layout_from_env(have_file, dev, ino);
+	params = sp_params_probe_wanted(dev, ino, have_file);
+	if ((!counters || off >= 0) && !params)
+		goto done;
+	/* not interposed: the primary library's own, from the object that
+	 * holds sp_real.step (another SQLite may come first in the global
+	 * scope), else through RTLD_NEXT or libsqlite3.so.0's handle */
+	if (have_file && sp_real.dlopen)
+		h = sp_real.dlopen(name, RTLD_LAZY | RTLD_NOLOAD);
+	if (!h && dlsym(RTLD_NEXT, "sqlite3_db_config") && dlsym(RTLD_NEXT, "sqlite3_msize"))
+		h = RTLD_NEXT;
+	if (!h && sp_real.dlopen)
+		h = sp_real.dlopen("libsqlite3.so.0", RTLD_LAZY | RTLD_NOLOAD);
+	if (!h) {
+		if (params)
+			sp_params_probe(&api, NULL); /* fails: the text */
+		goto done;
 	}
+	PROBE_SYM(h, db_config, "sqlite3_db_config");
+	PROBE_SYM(h, msize, "sqlite3_msize");
+	PROBE_SYM(h, bind_int64, "sqlite3_bind_int64");
+	PROBE_SYM(h, bind_double, "sqlite3_bind_double");
+	PROBE_SYM(h, bind_text, "sqlite3_bind_text");
+	PROBE_SYM(h, bind_blob, "sqlite3_bind_blob");
+	PROBE_SYM(h, bind_null, "sqlite3_bind_null");
+	PROBE_SYM(h, bind_zeroblob, "sqlite3_bind_zeroblob");
+	PROBE_SYM(h, clear_bindings, "sqlite3_clear_bindings");
+	db = sp_probe_open(&api);
+	if (counters && off < 0)
+		off = sp_probe_counters_db(&api, db);
+	if (params)
+		sp_params_probe(&api, db);
+	if (db)
+		api.close(db);
+done:
 	if (off >= 0)
 		atomic_store_explicit(&sp_status_off, off, memory_order_release);
 }

@@ -140,11 +140,12 @@ static int setenv_prepend(const char *var, const char *val, char sep)
 }
 
 /*
- * Find where this libsqlite3 keeps its statement counters (sp_probe.h) once,
- * and hand it to every process the command starts: a process whose
- * libsqlite3 is the same file (device and inode) takes it instead of
- * opening a connection of its own to probe (~470,000 instructions each).
- * Anything unusual (no such file, probe fails) sets nothing.
+ * Find where this libsqlite3 keeps its statement counters and its
+ * statements' bound values (sp_probe.h) once, and hand them to every
+ * process the command starts: a process whose libsqlite3 is the same file
+ * (device and inode) takes them instead of opening a connection of its
+ * own to probe (~470,000 instructions each). Anything unusual (no such
+ * file, a probe fails) sets nothing for it.
  */
 static void status_layout_env(void)
 {
@@ -152,17 +153,32 @@ static void status_layout_env(void)
 		.open_v2 = sqlite3_open_v2, .close = sqlite3_close, .db_config = sqlite3_db_config,
 		.msize = sqlite3_msize, .prepare_v2 = sqlite3_prepare_v2, .step = sqlite3_step,
 		.reset = sqlite3_reset, .finalize = sqlite3_finalize,
-		.stmt_status = sqlite3_stmt_status,
+		.stmt_status = sqlite3_stmt_status, .bind_int64 = sqlite3_bind_int64,
+		.bind_double = sqlite3_bind_double, .bind_text = sqlite3_bind_text,
+		.bind_blob = sqlite3_bind_blob, .bind_null = sqlite3_bind_null,
+		.bind_zeroblob = sqlite3_bind_zeroblob,
+		.bind_parameter_count = sqlite3_bind_parameter_count,
+		.clear_bindings = sqlite3_clear_bindings,
 	};
+	struct sp_params_layout params;
 	Dl_info info;
 	struct stat st;
-	char val[96];
+	sqlite3 *db;
+	char val[160];
 	int off;
 
 	if (!dladdr((void *)(uintptr_t)sqlite3_step, &info) || !info.dli_fname ||
 	    stat(info.dli_fname, &st) < 0)
 		return;
-	off = sp_probe_counters(&api);
+	db = sp_probe_open(&api);
+	off = sp_probe_counters_db(&api, db);
+	if (sp_probe_params_db(&api, db, &params) == 0) {
+		sp_params_layout_format(val, sizeof(val), &params, (unsigned long long)st.st_dev,
+					(unsigned long long)st.st_ino);
+		setenv(SP_ENV_PARAMS_LAYOUT, val, 1);
+	}
+	if (db)
+		sqlite3_close(db);
 	if (off < 0)
 		return;
 	snprintf(val, sizeof(val), "%d:%llu:%llu", off, (unsigned long long)st.st_dev,

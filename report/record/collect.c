@@ -1438,6 +1438,25 @@ static int stats_get(const uint8_t *map, size_t off, uint16_t type, void *out, s
 	return 0;
 }
 
+/* A QUERY record copied out whole: its counter segment's transaction
+ * count (seg_gen) the same before and after the copy, or the last of a
+ * few tries (a writer that keeps moving it; any copy is then one of its
+ * states but perhaps for a lane). */
+static void copy_query(const uint8_t *p, struct sp_agg_query *a)
+{
+	const uint64_t *gen = (const uint64_t *)(const void *)(p + offsetof(struct sp_agg_query, seg_gen));
+	int tries;
+
+	for (tries = 0; tries < 8; tries++) {
+		uint64_t g = __atomic_load_n(gen, __ATOMIC_ACQUIRE);
+
+		memcpy(a, p, sizeof(*a));
+		__atomic_thread_fence(__ATOMIC_ACQUIRE);
+		if (__atomic_load_n(gen, __ATOMIC_ACQUIRE) == g)
+			return;
+	}
+}
+
 static uint64_t sat_add(uint64_t a, uint64_t b)
 {
 	return a + b < a ? UINT64_MAX : a + b;
@@ -1517,10 +1536,11 @@ void sp_coll_stats_merge(struct sp_coll *c, uint32_t pid, const void *mapv, size
 				struct sp_agg_query a;
 				struct qkey qk;
 				struct sp_qagg *q;
-				uint64_t db_ns;
+				uint64_t db_ns, counters[4];
 				uint32_t b;
 
-				memcpy(&a, cb + off, sizeof(a));
+				copy_query(cb + off, &a);
+				sp_agg_counters(&a, counters);
 				if (a.kind == SP_KIND_STMT && a.started != (uint32_t)a.count) {
 					uint32_t *d = hmap_get(&started, &a.sql_id, 1, NULL);
 
@@ -1556,10 +1576,10 @@ void sp_coll_stats_merge(struct sp_coll *c, uint32_t pid, const void *mapv, size
 				}
 				q->wall_ns = sat_add(q->wall_ns, to_ns(c, &conv, a.wall));
 				q->rows = sat_add(q->rows, a.rows);
-				q->vm_steps = sat_add(q->vm_steps, a.vm_steps);
-				q->fullscan_steps = sat_add(q->fullscan_steps, a.fullscan_steps);
-				q->sorts = sat_add(q->sorts, a.sorts);
-				q->autoindex = sat_add(q->autoindex, a.autoindex);
+				q->fullscan_steps = sat_add(q->fullscan_steps, counters[0]);
+				q->sorts = sat_add(q->sorts, counters[1]);
+				q->autoindex = sat_add(q->autoindex, counters[2]);
+				q->vm_steps = sat_add(q->vm_steps, counters[3]);
 				q->errors = sat_add(q->errors, a.errors);
 				q->nested = sat_add(q->nested, a.nested);
 				q->samples = sat_add(q->samples, a.samples);
@@ -1584,6 +1604,15 @@ void sp_coll_stats_merge(struct sp_coll *c, uint32_t pid, const void *mapv, size
 					}
 					q->runs_by_len[0] = sat_add(q->runs_by_len[0],
 								    a.runs > longer ? a.runs - longer : 0);
+				}
+				/* the thread's open N+1 run, when it is credited
+				 * here: it ends with the image */
+				if (a.run_open) {
+					q->runs = sat_add(q->runs, 1);
+					if (a.run_open > q->max_run)
+						q->max_run = a.run_open;
+					if (sp_qagg_runs(q))
+						q->runs_by_len[sp_run_bucket(a.run_open)]++;
 				}
 				if (a.errs) {
 					struct sp_agg_errs er;
@@ -1664,28 +1693,6 @@ void sp_coll_stats_merge(struct sp_coll *c, uint32_t pid, const void *mapv, size
 				}
 			} else if (rh.type == SP_AGG_QUERY) {
 				p->stats_bad++; /* a query record of another length */
-			} else if (rh.type == SP_AGG_ARENA && rh.len == sizeof(struct sp_agg_arena)) {
-				/* its open N+1 run ends with the image: credit it */
-				struct sp_agg_arena ar;
-				struct sp_agg_query a;
-
-				memcpy(&ar, cb + off, sizeof(ar));
-				if (ar.run_query && ar.run_len &&
-				    stats_get(map, stats_ref(ar.run_query, h.base, used, nchunks, sizeof(a)),
-					      SP_AGG_QUERY, &a, sizeof(a)) == 0) {
-					struct qkey qk = { a.sql_id, a.kind > SP_KIND_EXEC ? SP_KIND_STMT : a.kind };
-					struct sp_qagg *q = hmap_get(&c->queries, &qk, 1, NULL);
-
-					if (q) {
-						q->runs = sat_add(q->runs, 1);
-						if (ar.run_len > q->max_run)
-							q->max_run = ar.run_len;
-						if (sp_qagg_runs(q))
-							q->runs_by_len[sp_run_bucket(ar.run_len)]++;
-					}
-				} else if (ar.run_query) {
-					p->stats_bad++;
-				}
 			}
 next:
 			off += rh.len;

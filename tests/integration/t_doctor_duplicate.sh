@@ -20,7 +20,7 @@ doc=$(sed -n '/# query doctor/,$p' "$TMP/d.txt")
 grep -q '^duplicate   SELECT value FROM settings WHERE KEY = ?' <<<"$doc" ||
 	fail "the repeated query is not flagged: $doc"
 # past a statement's first 64 executions, about 1 % of all are hashed
-# above rate 0.01 (the bound values cost ~2,200 instructions): at --rate 1,
+# above rate 0.01 (~400 instructions a hash; t_params_hash.sh): at --rate 1,
 # 65 of 66 hashed executions repeat
 grep -qE 'evidence: [0-9]+ of [0-9]+ drawn executions had the bound values of an earlier one \(one set of values: [0-9]+\)' <<<"$doc" ||
 	fail "wrong evidence: $doc"

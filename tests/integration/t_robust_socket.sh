@@ -33,7 +33,7 @@ exe = b"/forged/" + marker
 hello = rec(1, struct.pack("<IIIIQQQQII", pid, pid, 1, 0, 0, 0, 0, 0, 1, len(exe)) + exe)
 text = rec(2, struct.pack("<IIQII", pid, pid, sql_id, len(sql), len(sql)) + sql)
 body = hello + text
-msg = struct.pack("<IHHIIQQ", 0x46525053, 5, 0, pid, 32 + len(body), 1, 0) + body  # version 5
+msg = struct.pack("<IHHIIQQ", 0x46525053, 6, 0, pid, 32 + len(body), 1, 0) + body  # version 6
 s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
 try:
     s.connect(path)
