@@ -31,7 +31,8 @@
  *
  * With the plan goes the schema it was taken under (a SCHEMA record, once
  * per connection and content), which the doctor needs to check an index
- * before suggesting it. Reading sqlite_schema is a read of the database,
+ * before suggesting it: only with a plan that reads a table, other than
+ * an INSERT's (no finding could use it otherwise). Reading sqlite_schema is a read of the database,
  * so it is done only where it can take no lock, hence never wait, call a
  * busy handler or hold up another connection: an in-memory or temporary
  * database (sqlite3_db_filename gives ""), or one on which the program's
@@ -105,6 +106,18 @@ static int insert_text(const char *sql)
 		sql++;
 	return (!strncasecmp(sql, "INSERT", 6) || !strncasecmp(sql, "REPLACE", 7)) &&
 	       !strcasestr(sql, "SELECT");
+}
+
+/* 1 when a plan line reads a table (or a view, a subquery, a CTE): a
+ * SCAN or SEARCH other than "SCAN CONSTANT ROW". Only such a plan can be a
+ * doctor's finding (an index checked against the schema); without one the
+ * schema is not read: reading it, the first time on a connection that has
+ * not loaded it, cost 130,000 instructions for `SELECT ?1+1`. */
+static int plan_line_reads(const char *detail)
+{
+	if (!strncmp(detail, "SEARCH ", 7))
+		return 1;
+	return !strncmp(detail, "SCAN ", 5) && strcmp(detail + 5, "CONSTANT ROW");
 }
 
 static uint64_t fnv1a(uint64_t h, const void *p, size_t n)
@@ -205,7 +218,7 @@ void sp_plan_capture(struct sp_thread *t, sqlite3_stmt *st, uint64_t sql_id, uin
 	size_t n = 0, len, sn = 0;
 	uint64_t schema_id = 0;
 	uint16_t sflags = 0;
-	int saved = errno, rc;
+	int saved = errno, rc, reads = 0;
 
 	if (!sp_cfg.plans || !conn || t->cur || !sp_real.stmt_isexplain || !sp_real.column_text ||
 	    !sp_real.column_int || !sp_real.extended_errcode)
@@ -248,6 +261,7 @@ void sp_plan_capture(struct sp_thread *t, sqlite3_stmt *st, uint64_t sql_id, uin
 
 			if (w < 0)
 				break;
+			reads |= detail && plan_line_reads(detail);
 			n += (size_t)w < sizeof(text) - n ? (size_t)w : sizeof(text) - n - 1;
 		}
 	}
@@ -260,8 +274,8 @@ void sp_plan_capture(struct sp_thread *t, sqlite3_stmt *st, uint64_t sql_id, uin
 		restore_ok(conn);
 	}
 	/* an INSERT's plan is never a finding's: a dump restore's 100,000
-	 * distinct texts read no schema */
-	if (n && !insert_text(sql) && sp_real.extended_errcode(conn) == SQLITE_OK &&
+	 * distinct texts read no schema; nor is one that reads no table */
+	if (n && reads && !insert_text(sql) && sp_real.extended_errcode(conn) == SQLITE_OK &&
 	    (schema = malloc(SP_SCHEMA_MAX)))
 		sn = schema_capture(conn, schema, SP_SCHEMA_MAX, &sflags);
 	if (sp_real.extended_errcode(conn) != SQLITE_OK) {

@@ -29,6 +29,28 @@ __thread struct sp_run sp_exec_runs[SP_EXEC_DEPTH] __attribute__((tls_model("ini
  * gives exactly the choices of one Bernoulli draw per execution, at the
  * price of a decrement instead of a random number each time.
  */
+/* ln(u) for u in (0, 1], within 1e-7 of it and never above it: the
+ * exponent, and for the mantissa m in [1, 2) the series of
+ * 2 atanh((m - 1) / (m + 1)) to its eleventh power - some 25
+ * instructions, against libm's log and its call, 44 more, once a drawn
+ * execution. About one gap in a million comes out one execution off. */
+static double draw_ln(double u)
+{
+	uint64_t b;
+	double m, s, s2;
+	int e;
+
+	memcpy(&b, &u, sizeof(b));
+	e = (int)((b >> 52) & 0x7ff) - 1023;
+	b = (b & 0x000fffffffffffffULL) | 0x3ff0000000000000ULL;
+	memcpy(&m, &b, sizeof(m));
+	s = (m - 1.0) / (m + 1.0);
+	s2 = s * s;
+	return e * 0.6931471805599453 +
+	       2.0 * s *
+		       (1.0 + s2 * (1.0 / 3 + s2 * (1.0 / 5 + s2 * (1.0 / 7 + s2 * (1.0 / 9 + s2 / 11)))));
+}
+
 uint64_t sp_draw_gap(struct sp_thread *t)
 {
 	double u, g;
@@ -37,9 +59,12 @@ uint64_t sp_draw_gap(struct sp_thread *t)
 		return 1;
 	if (sp_cfg.rate <= 0.0)
 		return UINT64_MAX;
-	/* u uniform in (0, 1] from the top 53 bits */
+	/* u uniform in (0, 1] from the top 53 bits: normal, so draw_ln's
+	 * exponent is its own */
 	u = (double)((sp_rng_next(t) >> 11) + 1) * 0x1p-53;
-	g = floor(log(u) / sp_cfg.log_q);
+	g = floor(draw_ln(u) / sp_cfg.log_q);
+	if (g < 0.0) /* not for an ln at or below 0, but a gap is never below 1 */
+		g = 0.0;
 	if (!(g < 1e18))
 		return (uint64_t)1e18;
 	return (uint64_t)g + 1;

@@ -45,6 +45,9 @@
 
 /* Environment variables that carry the collector's address and options. */
 #define SP_ENV_SOCK "SQLPROF_SOCK"
+/* `sqlprof record` hands its TSC calibration (ticks per ns) to the
+ * preload, which then measures none of its own (internal) */
+#define SP_ENV_TSC_PER_NS "SQLPROF_TSC_PER_NS"
 
 struct sp_msg_hdr {
 	uint32_t magic;   /* SP_WIRE_MAGIC */

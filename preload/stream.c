@@ -114,13 +114,37 @@ static uint64_t tsc_ref, mono_ref;
 /* ------------------------------------------------------------------ */
 /* Clock calibration                                                   */
 
-/* Measure the TSC rate against CLOCK_MONOTONIC over ~200 us. Only the
- * slow-query threshold depends on it; the collector converts times with
- * its own, longer calibration. */
+/* The TSC rate, once per process image: the one `sqlprof record`
+ * measured over 2 ms and hands over (SQLPROF_TSC_PER_NS, ticks per ns),
+ * else measured against CLOCK_MONOTONIC over ~200 us. The slow-query
+ * threshold, the runs' gap and the HELLO's calibration depend on it; the
+ * constructor asked for it twice, and each asked spun 200 us. */
 double sp_tsc_per_ns(void)
 {
+	static int measured;
+	const char *env;
 	uint64_t m0, m1, c0, c1;
+	char *end;
+	double v;
 
+	if (measured)
+		return tsc_per_ns;
+	measured = 1;
+	env = getenv(SP_ENV_TSC_PER_NS);
+	if (env && *env) {
+		int saved = errno;
+
+		errno = 0;
+		v = strtod(env, &end);
+		if (!errno && !*end && v >= 0.01 && v <= 100.0) {
+			errno = saved;
+			tsc_ref = sp_rdtsc();
+			mono_ref = sp_mono_ns();
+			tsc_per_ns = v;
+			return tsc_per_ns;
+		}
+		errno = saved; /* not a rate (set by hand): measured instead */
+	}
 	m0 = sp_mono_ns();
 	c0 = sp_rdtsc();
 	do
@@ -766,6 +790,11 @@ void *sp_rec_reserve_slow(struct sp_thread *t, uint32_t len)
 /* ------------------------------------------------------------------ */
 /* Module map                                                          */
 
+struct map_line {
+	uint64_t lo, hi;
+	const char *at; /* just past "lo-hi" in the maps text */
+};
+
 struct modbuf {
 	uint8_t *p;
 	size_t len, cap;
@@ -773,7 +802,14 @@ struct modbuf {
 	char exe[4096];
 	char *rel;  /* the mapped file's path (malloc'd, PATH_MAX) */
 	char *maps; /* /proc/self/maps, read once */
+	struct map_line *lines; /* its lines by address (malloc'd), nlines */
+	size_t nlines;
+	int counted; /* the loader's add/sub counters taken from this walk */
 };
+
+/* last dlpi_adds/dlpi_subs seen (by a module map or sp_modules_changed);
+ * read and written by any thread */
+static _Atomic unsigned long long seen_adds, seen_subs;
 
 static const uint8_t *find_build_id(const struct dl_phdr_info *info, size_t *len)
 {
@@ -866,54 +902,86 @@ static unsigned long long parse_num(const char **p, int base)
  * cost 15 instructions an execution over a 100,000-execution run, for
  * the lines of one map).
  */
-static int mapped_file(const char *maps, uint64_t addr, uint64_t *dev, uint64_t *ino,
+static int mapped_file(const struct modbuf *mb, uint64_t addr, uint64_t *dev, uint64_t *ino,
 		       char *path, size_t cap)
 {
-	const char *line = maps;
+	size_t lo = 0, hi = mb->nlines;
+	const char *q, *nl, *slash;
+	unsigned long long maj, min, inode;
+	size_t len;
 
-	while (line && *line) {
-		const char *nl = strchr(line, '\n'), *q = line, *slash;
-		unsigned long long lo, hi, maj, min, inode;
-		size_t len;
+	while (lo < hi) { /* the last line starting at or below addr */
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (mb->lines[mid].lo <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (!lo || addr >= mb->lines[lo - 1].hi)
+		return -1;
+	q = mb->lines[lo - 1].at;
+	nl = strchr(q, '\n');
+	for (int field = 0; field < 2; field++) { /* perms, offset */
+		while (*q == ' ')
+			q++;
+		while (*q && *q != ' ' && *q != '\n')
+			q++;
+	}
+	while (*q == ' ')
+		q++;
+	maj = parse_num(&q, 16);
+	if (*q++ != ':')
+		return -1;
+	min = parse_num(&q, 16);
+	while (*q == ' ')
+		q++;
+	inode = parse_num(&q, 10);
+	slash = strchr(q, '/');
+	if (!slash || (nl && slash > nl))
+		return -1;
+	len = nl ? (size_t)(nl - slash) : strlen(slash);
+	if (len >= 10 && !memcmp(slash + len - 10, " (deleted)", 10))
+		len -= 10;
+	if (len >= cap)
+		return -1;
+	memcpy(path, slash, len);
+	path[len] = 0;
+	*dev = makedev((unsigned)maj, (unsigned)min);
+	*ino = inode;
+	return 0;
+}
+
+/* Index mb->maps by address (the kernel lists mappings in address
+ * order): one parse of each line's range per module map, where looking
+ * each module up from the first line cost modules x lines (a Python
+ * process: ~100 modules over ~400 lines at every map). No index (no
+ * memory): no module gets its file's identity. */
+static void index_maps(struct modbuf *mb)
+{
+	size_t cap = 0;
+
+	for (const char *line = mb->maps; line && *line;) {
+		const char *nl = strchr(line, '\n'), *q = line;
+		uint64_t lo, hi;
 
 		lo = parse_num(&q, 16);
-		if (*q++ != '-')
-			goto next;
-		hi = parse_num(&q, 16);
-		if (addr < lo || addr >= hi)
-			goto next;
-		for (int field = 0; field < 2; field++) { /* perms, offset */
-			while (*q == ' ')
-				q++;
-			while (*q && *q != ' ' && *q != '\n')
-				q++;
+		if (*q++ == '-') {
+			hi = parse_num(&q, 16);
+			if (mb->nlines == cap) {
+				struct map_line *nv = realloc(mb->lines, (cap = cap ? 2 * cap : 256) *
+									 sizeof(*nv));
+
+				if (!nv) {
+					mb->nlines = 0;
+					return;
+				}
+				mb->lines = nv;
+			}
+			mb->lines[mb->nlines++] = (struct map_line){ lo, hi, q };
 		}
-		while (*q == ' ')
-			q++;
-		maj = parse_num(&q, 16);
-		if (*q++ != ':')
-			return -1;
-		min = parse_num(&q, 16);
-		while (*q == ' ')
-			q++;
-		inode = parse_num(&q, 10);
-		slash = strchr(q, '/');
-		if (!slash || (nl && slash > nl))
-			return -1;
-		len = nl ? (size_t)(nl - slash) : strlen(slash);
-		if (len >= 10 && !memcmp(slash + len - 10, " (deleted)", 10))
-			len -= 10;
-		if (len >= cap)
-			return -1;
-		memcpy(path, slash, len);
-		path[len] = 0;
-		*dev = makedev((unsigned)maj, (unsigned)min);
-		*ino = inode;
-		return 0;
-next:
 		line = nl ? nl + 1 : NULL;
 	}
-	return -1;
 }
 
 /* Which objects provide the sqlite3 API (sp_dyn_sqlite_kind), worked
@@ -960,7 +1028,15 @@ static int module_cb(struct dl_phdr_info *info, size_t info_size, void *arg)
 	struct stat st;
 	int i;
 
-	(void)info_size;
+	/* The map being sent is what the loader's counters say now (the walk
+	 * holds its lock): sp_modules_changed must not walk and send it again
+	 * at the first stack (it did: 50,000 instructions at every start). */
+	if (!mb->counted &&
+	    info_size >= offsetof(struct dl_phdr_info, dlpi_subs) + sizeof(info->dlpi_subs)) {
+		atomic_store_explicit(&seen_adds, info->dlpi_adds, memory_order_relaxed);
+		atomic_store_explicit(&seen_subs, info->dlpi_subs, memory_order_relaxed);
+		mb->counted = 1;
+	}
 	for (i = 0; i < info->dlpi_phnum; i++) {
 		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
 
@@ -979,7 +1055,7 @@ static int module_cb(struct dl_phdr_info *info, size_t info_size, void *arg)
 		path = mb->exe;
 	if (!mb->rel)
 		mb->rel = malloc(4096);
-	if (mb->maps && mb->rel && mapped_file(mb->maps, lo, &dev, &ino, mb->rel, 4096) == 0) {
+	if (mb->nlines && mb->rel && mapped_file(mb, lo, &dev, &ino, mb->rel, 4096) == 0) {
 		if (path[0] != '/')
 			path = mb->rel; /* dlopen'd by a relative path */
 		if (stat(path, &st) == 0 && (uint64_t)st.st_dev == dev && (uint64_t)st.st_ino == ino) {
@@ -1050,6 +1126,7 @@ void sp_modules_maybe_send(void)
 	n = readlink("/proc/self/exe", mb.exe, sizeof(mb.exe) - 1);
 	mb.exe[n > 0 ? n : 0] = 0;
 	mb.maps = read_maps();
+	index_maps(&mb);
 	sp_py_modules_changed();
 	sp_guard_in(&sp_tls);
 	dl_iterate_phdr(module_cb, &mb);
@@ -1073,15 +1150,13 @@ void sp_modules_maybe_send(void)
 	free(mb.p);
 	free(mb.rel);
 	free(mb.maps);
+	free(mb.lines);
 }
 
 uint32_t sp_modules_generation(void)
 {
 	return atomic_load_explicit(&module_gen, memory_order_acquire);
 }
-
-/* last dlpi_adds/dlpi_subs seen; read and written by any thread */
-static _Atomic unsigned long long seen_adds, seen_subs;
 
 static int counters_cb(struct dl_phdr_info *info, size_t size, void *arg)
 {

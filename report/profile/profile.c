@@ -124,10 +124,6 @@ static const char schema[] =
 	" PRIMARY KEY(pid, stack_id, idx));"
 	"CREATE TABLE errors(fp_id INTEGER, kind TEXT, rc INTEGER, message TEXT, pid INTEGER,"
 	" stack_id INTEGER, count INTEGER);"
-	"CREATE TABLE events(pid INTEGER, tid INTEGER, seq INTEGER, parent_seq INTEGER,"
-	" fp_id INTEGER, kind TEXT, sql_id INTEGER, stack_id INTEGER, start_ns INTEGER,"
-	" wall_ns INTEGER, db_ns INTEGER, self_ns INTEGER, rows INTEGER, vm_steps INTEGER,"
-	" rc INTEGER, flags INTEGER);"
 	"CREATE TABLE modules(pid INTEGER, generation INTEGER, path TEXT, build_id TEXT,"
 	" bias INTEGER, lo INTEGER, hi INTEGER, sqlite INTEGER);";
 
@@ -142,10 +138,20 @@ static const char indexes[] =
 	"CREATE INDEX stack_samples_query ON stack_samples(fp_id, kind);"
 	"CREATE INDEX callers_query ON callers(fp_id, kind);"
 	"CREATE INDEX errors_fp ON errors(fp_id);"
-	"CREATE INDEX modules_pid ON modules(pid);"
-	/* the timelines read events in thread order (chrome) and in start
-	 * order (perfetto), streamed: 1 M events sorted by SQLite at export
-	 * took 3.8 and 4.1 s, through these 2.3 s each (1.05 s to make them) */
+	"CREATE INDEX modules_pid ON modules(pid);";
+
+/* The events table and its indexes, apart: `sqlprof record` builds them
+ * while the command runs (sp_timeline, report/record/timeline.c), and the
+ * profile then starts from that file (sp_profile_write). The timelines
+ * read events in thread order (chrome) and in start order (perfetto),
+ * streamed: 1 M events sorted by SQLite at export took 3.8 and 4.1 s,
+ * through these indexes 2.3 s each (1.05 s to make them). */
+static const char events_table[] =
+	"CREATE TABLE events(pid INTEGER, tid INTEGER, seq INTEGER, parent_seq INTEGER,"
+	" fp_id INTEGER, kind TEXT, sql_id INTEGER, stack_id INTEGER, start_ns INTEGER,"
+	" wall_ns INTEGER, db_ns INTEGER, self_ns INTEGER, rows INTEGER, vm_steps INTEGER,"
+	" rc INTEGER, flags INTEGER);";
+static const char events_indexes[] =
 	"CREATE INDEX events_thread ON events(pid, tid, start_ns);"
 	"CREATE INDEX events_start ON events(start_ns);";
 
@@ -322,10 +328,69 @@ static int write_py_frame(sqlite3_stmt *st, const struct sp_coll *c, uint64_t pi
 	return step_done(st);
 }
 
+/* A module a stack needs, copied out of the model for sp_profile_sym_prewarm. */
+struct warm_req {
+	char *path;
+	uint8_t build_id[64];
+	uint32_t build_id_len;
+	uint64_t bias, pc;
+};
+
+size_t sp_profile_sym_prewarm(struct sym_ctx *sym, struct sp_coll *c, pthread_mutex_t *lock,
+			      struct hmap *opened)
+{
+	struct modidx mi = { 0 };
+	struct warm_req *req = NULL;
+	size_t nreq = 0, capreq = 0, it = 0, i;
+	const struct { uint64_t pid, stack_id; } *key;
+	struct sp_stack *s;
+
+	pthread_mutex_lock(lock);
+	if (modidx_build(&mi, c) < 0)
+		goto unlock;
+	while ((s = hmap_next(&c->stacks, &it, (const void **)&key))) {
+		for (uint32_t f = 0; f < s->depth; f++) {
+			const struct sp_module *mod;
+			uint64_t h;
+			int created;
+
+			if (s->pcs[f] & SP_PYFRAME_BIT)
+				continue;
+			mod = find_module(&mi, (uint32_t)key->pid, s, s->pcs[f]);
+			if (!mod || !mod->path)
+				continue;
+			h = sp_hash64(mod->path, strlen(mod->path)) ^
+			    sp_hash64(mod->build_id, mod->build_id_len < 64 ? mod->build_id_len : 64);
+			if (!hmap_get(opened, &h, 1, &created) || !created)
+				continue;
+			if (sp_module_changed(mod) || SP_GROW(req, capreq, nreq + 1, 8) < 0)
+				continue;
+			req[nreq].path = strdup(mod->path);
+			req[nreq].build_id_len = mod->build_id_len < 64 ? mod->build_id_len : 64;
+			memcpy(req[nreq].build_id, mod->build_id, req[nreq].build_id_len);
+			req[nreq].bias = mod->bias;
+			req[nreq].pc = s->pcs[f];
+			nreq += req[nreq].path != NULL;
+		}
+	}
+unlock:
+	pthread_mutex_unlock(lock);
+	free(mi.v);
+	for (i = 0; i < nreq; i++) {
+		const struct sym_result *res;
+
+		sym_lookup(sym, req[i].path, req[i].build_id, req[i].build_id_len, req[i].bias,
+			   req[i].pc, 1, &res);
+		free(req[i].path);
+	}
+	free(req);
+	return nreq;
+}
+
 static int write_frames(sqlite3 *db, struct sp_coll *c, const struct sp_meta *m)
 {
 	sqlite3_stmt *st = prep(db, "INSERT INTO frames VALUES(?,?,?,?,?,?,?,?,?)");
-	struct sym_ctx *sym = sym_open();
+	struct sym_ctx *sym = m->sym ? m->sym : sym_open();
 	struct modidx mi = { 0 };
 	size_t it = 0;
 	const struct { uint64_t pid, stack_id; } *key;
@@ -335,12 +400,12 @@ static int write_frames(sqlite3 *db, struct sp_coll *c, const struct sp_meta *m)
 
 	if (!st || !sym || modidx_build(&mi, c) < 0) {
 		sqlite3_finalize(st);
-		if (sym)
+		if (sym && sym != m->sym)
 			sym_close(sym);
 		free(mi.v);
 		return -1;
 	}
-	if (m->debug_path)
+	if (m->debug_path && sym != m->sym) /* a given one has it already */
 		sym_set_debug_path(sym, m->debug_path);
 	for (it = 0; (m_ = hmap_next(&c->modules, &it, NULL));)
 		m_->changed = sp_module_changed(m_);
@@ -415,7 +480,8 @@ static int write_frames(sqlite3 *db, struct sp_coll *c, const struct sp_meta *m)
 		}
 	}
 	sqlite3_finalize(st);
-	sym_close(sym);
+	if (sym != m->sym)
+		sym_close(sym);
 	free(mi.v);
 	return rc;
 }
@@ -432,6 +498,7 @@ struct pw {
 	struct hmap fagg;   /* {fp_id, kind} -> struct fagg */
 	char *err;
 	size_t errlen;
+	uint64_t pre_events; /* spilled events already in the file (a timeline) */
 };
 
 /* A step's exits: the reason into w->err, st (may be NULL) finalized,
@@ -488,6 +555,8 @@ static int write_meta(struct pw *w)
 	META_TEXT("rate", buf);
 	META_INT("lost", sp_coll_lost(c));
 	META_INT("events_dropped", c->events_dropped);
+	if (w->pre_events) /* put in the events table while the command ran */
+		META_INT("events_prewritten", w->pre_events);
 	META_INT("bad_messages", c->bad_messages);
 	META_INT("runs", m->repeat > 0 ? m->repeat : 1);
 	{
@@ -553,6 +622,30 @@ static int write_processes(struct pw *w)
 	return 0;
 }
 
+/* 1 for the preload's placeholder texts, which keep their own text as
+ * their fingerprint (readable) */
+static int placeholder(const char *text)
+{
+	return text[0] == '<' && text[strlen(text) - 1] == '>' &&
+	       (!strcmp(text, "<statement without SQL text>") ||
+		!strcmp(text, SP_SQL_UNATTRIBUTED_TEXT));
+}
+
+uint64_t sp_profile_sql_fp_id(const struct sp_sql *s)
+{
+	const char *text = s->text ? s->text : "";
+	uint64_t id = 0;
+	char *made;
+
+	if (placeholder(text))
+		return sp_hash64(text, strlen(text));
+	if (s->fp_id)
+		return s->fp_id;
+	made = sp_fingerprint(text, strlen(text), &id);
+	free(made);
+	return made ? id : 0;
+}
+
 /* statements: one row per SQL text, with its fingerprint's id; fills
  * w->fps (sql_id -> fpinfo) and w->fptext (each fingerprint's text, made
  * once per id) for every step after. */
@@ -579,9 +672,7 @@ static int write_statements(struct pw *w)
 		if (!fi)
 			return pw_nomem(w, st);
 		fi->text = text;
-		if (text[0] == '<' && text[strlen(text) - 1] == '>' &&
-		    (!strcmp(text, "<statement without SQL text>") ||
-		     !strcmp(text, SP_SQL_UNATTRIBUTED_TEXT))) {
+		if (placeholder(text)) {
 			/* the preload's placeholder: keep it readable */
 			fi->fp_id = sp_hash64(text, strlen(text));
 			fp = hmap_get(&w->fptext, &fi->fp_id, 1, &created);
@@ -882,20 +973,101 @@ static int write_errors(struct pw *w)
 
 /* events: the sampled executions, those in memory then those in the
  * spill file (read back in blocks). */
+/* One event's 16 values, from parameter base + 1 on. */
+static void bind_event(sqlite3_stmt *st, int base, const struct sp_event *e, uint64_t fp_id)
+{
+	sqlite3_bind_int64(st, base + 1, e->pid);
+	sqlite3_bind_int64(st, base + 2, e->tid);
+	sqlite3_bind_int64(st, base + 3, (sqlite3_int64)e->seq);
+	sqlite3_bind_int64(st, base + 4, (sqlite3_int64)e->parent_seq);
+	sqlite3_bind_int64(st, base + 5, (sqlite3_int64)fp_id);
+	sqlite3_bind_text(st, base + 6, kind_name(e->kind), -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, base + 7, (sqlite3_int64)e->sql_id);
+	sqlite3_bind_int64(st, base + 8, (sqlite3_int64)e->stack_id);
+	sqlite3_bind_int64(st, base + 9, (sqlite3_int64)e->start_ns);
+	sqlite3_bind_int64(st, base + 10, (sqlite3_int64)e->wall_ns);
+	sqlite3_bind_int64(st, base + 11, (sqlite3_int64)e->db_ns);
+	sqlite3_bind_int64(st, base + 12, (sqlite3_int64)e->self_ns);
+	sqlite3_bind_int64(st, base + 13, (sqlite3_int64)e->rows);
+	sqlite3_bind_int64(st, base + 14, e->vm_steps);
+	sqlite3_bind_int64(st, base + 15, e->rc);
+	sqlite3_bind_int64(st, base + 16, e->flags);
+}
+
+int sp_evins_open(struct sp_evins *x, sqlite3 *db)
+{
+	char sql[64 + SP_EVINS_ROWS * 36], *p = sql;
+
+	memset(x, 0, sizeof(*x));
+	p += sprintf(p, "INSERT INTO events VALUES");
+	for (int r = 0; r < SP_EVINS_ROWS; r++)
+		p += sprintf(p, "%s(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", r ? "," : "");
+	if (sqlite3_prepare_v2(db, sql, -1, &x->many, NULL) != SQLITE_OK ||
+	    sqlite3_prepare_v2(db, "INSERT INTO events VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", -1,
+			       &x->one, NULL) != SQLITE_OK) {
+		sp_evins_close(x);
+		return -1;
+	}
+	return 0;
+}
+
+int sp_evins_add(struct sp_evins *x, const struct sp_event *e, uint64_t fp_id)
+{
+	x->ev[x->n] = *e;
+	x->fp[x->n++] = fp_id;
+	if (x->n < SP_EVINS_ROWS)
+		return 0;
+	for (int r = 0; r < SP_EVINS_ROWS; r++)
+		bind_event(x->many, r * 16, &x->ev[r], x->fp[r]);
+	x->n = 0;
+	return step_done(x->many);
+}
+
+int sp_evins_flush(struct sp_evins *x)
+{
+	int n = x->n;
+
+	x->n = 0;
+	for (int r = 0; r < n; r++) {
+		bind_event(x->one, 0, &x->ev[r], x->fp[r]);
+		if (step_done(x->one) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+void sp_evins_close(struct sp_evins *x)
+{
+	sqlite3_finalize(x->many);
+	sqlite3_finalize(x->one);
+	x->many = x->one = NULL;
+	x->n = 0;
+}
+
+int sp_profile_timeline_init(sqlite3 *db, char *err, size_t errlen)
+{
+	char sql[sizeof(events_table) + sizeof(events_indexes) + 64];
+
+	snprintf(sql, sizeof(sql), "PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF; %s%s",
+		 events_table, events_indexes);
+	return exec_sql(db, sql, err, errlen);
+}
+
 static int write_events(struct pw *w)
 {
 	sqlite3 *db = w->db;
 	struct sp_coll *c = w->c;
 	char *err = w->err;
 	size_t errlen = w->errlen;
-	sqlite3_stmt *st = NULL;
 	struct sp_event spilled[256];
+	struct sp_evins x;
 
-	st = prep(db, "INSERT INTO events VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
-	if (!st)
-		return pw_sqlerr(w, st);
-	/* the spill file holds exactly nspilled events (flushed above) */
-	for (size_t i = 0, nin = 0, at = 0; i < c->nevents + c->nspilled; i++) {
+	if (sp_evins_open(&x, db) < 0)
+		return pw_sqlerr(w, NULL);
+	/* the spill file holds exactly nspilled events (flushed above); the
+	 * first pre_events of them are in the file already (a timeline: then
+	 * no event is in memory) */
+	for (size_t i = w->pre_events, nin = 0, at = 0; i < c->nevents + c->nspilled; i++) {
 		const struct sp_event *e;
 		const struct fpinfo *fi;
 
@@ -919,28 +1091,17 @@ static int write_events(struct pw *w)
 			e = &spilled[at++];
 		}
 		fi = hmap_get(&w->fps, &e->sql_id, 0, NULL);
-
-		sqlite3_bind_int64(st, 1, e->pid);
-		sqlite3_bind_int64(st, 2, e->tid);
-		sqlite3_bind_int64(st, 3, (sqlite3_int64)e->seq);
-		sqlite3_bind_int64(st, 4, (sqlite3_int64)e->parent_seq);
-		sqlite3_bind_int64(st, 5, (sqlite3_int64)(fi ? fi->fp_id : 0));
-		sqlite3_bind_text(st, 6, kind_name(e->kind), -1, SQLITE_STATIC);
-		sqlite3_bind_int64(st, 7, (sqlite3_int64)e->sql_id);
-		sqlite3_bind_int64(st, 8, (sqlite3_int64)e->stack_id);
-		sqlite3_bind_int64(st, 9, (sqlite3_int64)e->start_ns);
-		sqlite3_bind_int64(st, 10, (sqlite3_int64)e->wall_ns);
-		sqlite3_bind_int64(st, 11, (sqlite3_int64)e->db_ns);
-		sqlite3_bind_int64(st, 12, (sqlite3_int64)e->self_ns);
-		sqlite3_bind_int64(st, 13, (sqlite3_int64)e->rows);
-		sqlite3_bind_int64(st, 14, e->vm_steps);
-		sqlite3_bind_int64(st, 15, e->rc);
-		sqlite3_bind_int64(st, 16, e->flags);
-		if (step_done(st) < 0)
-			return pw_sqlerr(w, st);
+		if (sp_evins_add(&x, e, fi ? fi->fp_id : 0) < 0)
+			goto fail;
 	}
-	sqlite3_finalize(st);
+	if (sp_evins_flush(&x) < 0)
+		goto fail;
+	sp_evins_close(&x);
 	return 0;
+fail:
+	pw_sqlerr(w, NULL);
+	sp_evins_close(&x);
+	return -1;
 }
 
 /* run_totals: what each run of --repeat added, per (run, fingerprint, kind). */
@@ -1174,8 +1335,8 @@ static int write_symbols(struct pw *w)
  * indexes, COMMIT. Returns 0, or -1 with a one-line reason in err (the
  * transaction is then left open: the caller discards the file).
  */
-static int write_all(sqlite3 *db, struct sp_coll *c, const struct sp_meta *m, char *err,
-		     size_t errlen)
+static int write_all(sqlite3 *db, struct sp_coll *c, const struct sp_meta *m,
+		     uint64_t pre_events, int adopted, char *err, size_t errlen)
 {
 	static int (*const steps[])(struct pw *) = {
 		write_meta,
@@ -1194,7 +1355,8 @@ static int write_all(sqlite3 *db, struct sp_coll *c, const struct sp_meta *m, ch
 		write_modules,
 		write_symbols,
 	};
-	struct pw w = { .db = db, .c = c, .m = m, .err = err, .errlen = errlen };
+	struct pw w = { .db = db, .c = c, .m = m, .err = err, .errlen = errlen,
+			.pre_events = pre_events };
 	size_t it, i;
 	void *v;
 	int rc = -1;
@@ -1206,7 +1368,9 @@ static int write_all(sqlite3 *db, struct sp_coll *c, const struct sp_meta *m, ch
 	hmap_init(&w.fptext, sizeof(uint64_t), sizeof(char *));
 	hmap_init(&w.fagg, 2 * sizeof(uint64_t), sizeof(struct fagg));
 
-	if (exec_sql(db, schema, err, errlen) < 0 || exec_sql(db, "BEGIN", err, errlen) < 0)
+	if (exec_sql(db, schema, err, errlen) < 0 ||
+	    (!adopted && exec_sql(db, events_table, err, errlen) < 0) ||
+	    exec_sql(db, "BEGIN", err, errlen) < 0)
 		goto out;
 	for (i = 0; i < sizeof(steps) / sizeof(steps[0]); i++)
 		if (steps[i](&w) < 0)
@@ -1215,7 +1379,9 @@ static int write_all(sqlite3 *db, struct sp_coll *c, const struct sp_meta *m, ch
 		pw_sqlerr(&w, NULL);
 		goto out;
 	}
-	if (exec_sql(db, indexes, err, errlen) < 0 || exec_sql(db, "COMMIT", err, errlen) < 0)
+	if (exec_sql(db, indexes, err, errlen) < 0 ||
+	    (!adopted && exec_sql(db, events_indexes, err, errlen) < 0) ||
+	    exec_sql(db, "COMMIT", err, errlen) < 0)
 		goto out;
 	rc = 0;
 out:
@@ -1233,12 +1399,51 @@ out:
 	return rc;
 }
 
+/*
+ * Make tmp (just created, empty, open as fd) the timeline's file: renamed
+ * over it, or copied into fd when the timeline is on another file system.
+ * Used once: a second attempt (save_elsewhere) writes every event itself.
+ * Returns 1 when tmp holds the timeline's events table, 0 when tmp is to
+ * be written from scratch (it is empty again then).
+ */
+static int timeline_adopt(struct sp_timeline *tl, const struct sp_coll *c, const char *tmp,
+			  int fd)
+{
+	char buf[65536];
+	ssize_t n;
+	int in, ok = 1;
+
+	struct stat made;
+
+	if (tl->used || !tl->events || c->nevents || tl->events > c->nspilled)
+		return 0;
+	tl->used = 1;
+	/* renamed, the file keeps the owner and mode tmp was created with
+	 * (a setgid directory's group, say), not the private directory's */
+	if (fstat(fd, &made) == 0 && rename(tl->path, tmp) == 0) {
+		(void)!chown(tmp, (uid_t)-1, made.st_gid);
+		(void)!chmod(tmp, made.st_mode & 07777);
+		return 1;
+	}
+	if (errno != EXDEV || (in = open(tl->path, O_RDONLY | O_CLOEXEC)) < 0)
+		return 0;
+	while (ok && (n = read(in, buf, sizeof(buf))) != 0) {
+		ok = n > 0 && write(fd, buf, (size_t)n) == n;
+		if (n < 0 && errno == EINTR)
+			ok = 1;
+	}
+	close(in);
+	if (!ok)
+		(void)!ftruncate(fd, 0); /* failing, the open below fails */
+	return ok;
+}
+
 int sp_profile_write(const char *path, struct sp_coll *c, const struct sp_meta *m, char *err,
 		     size_t errlen)
 {
 	char *tmp = NULL;
 	sqlite3 *db = NULL;
-	int fd, rc = -1;
+	int fd, rc = -1, adopted = 0;
 
 	if (asprintf(&tmp, "%s.tmp.%d", path, (int)getpid()) < 0) {
 		snprintf(err, errlen, "out of memory");
@@ -1250,12 +1455,14 @@ int sp_profile_write(const char *path, struct sp_coll *c, const struct sp_meta *
 		snprintf(err, errlen, "cannot create %s: %s", tmp, strerror(errno));
 		goto out;
 	}
+	if (m->timeline)
+		adopted = timeline_adopt(m->timeline, c, tmp, fd);
 	close(fd);
 	if (sqlite3_open_v2(tmp, &db, SQLITE_OPEN_READWRITE, NULL) != SQLITE_OK) {
 		snprintf(err, errlen, "cannot open %s: %s", tmp, db ? sqlite3_errmsg(db) : "no memory");
 		goto out;
 	}
-	if (write_all(db, c, m, err, errlen) < 0)
+	if (write_all(db, c, m, adopted ? m->timeline->events : 0, adopted, err, errlen) < 0)
 		goto out;
 	if (sqlite3_close(db) != SQLITE_OK) {
 		snprintf(err, errlen, "closing %s: %s", tmp, sqlite3_errmsg(db));

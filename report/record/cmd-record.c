@@ -39,6 +39,7 @@
 #include "series.h"
 #include "serve.h"
 #include "supervise.h"
+#include "timeline.h"
 #include "why.h"
 #include "sp_probe.h"
 
@@ -485,6 +486,11 @@ struct recording {
 	struct sp_srv srv;
 	struct sp_coll c;
 	FILE *spill;                 /* sampled executions, unlinked file */
+	/* the timeline writer (NULL: none) and the lock on c it shares: held
+	 * by this thread from collector_open on, except in poll */
+	struct sp_tlw *tlw;
+	pthread_mutex_t model_lock;
+	struct sp_timeline timeline;
 	char *cmdline;               /* the command line, for the profile */
 	struct hmap snap;            /* {sql_id, kind} -> cumulative {count, total_ns} */
 	struct sp_run_total *rt;     /* per-run totals (--repeat) */
@@ -665,6 +671,12 @@ static int collector_open(struct recording *r)
 	}
 	if (r->spill)
 		sp_coll_spill(&r->c, r->spill, (size_t)r->o.max_events);
+	/* the timeline is written while the command runs (timeline.c);
+	 * without the writer, the profile writes it at the end */
+	pthread_mutex_lock(&r->model_lock);
+	if (r->spill &&
+	    (r->tlw = sp_tlw_start(&r->c, &r->model_lock, r->dir, r->o.debug_path)) != NULL)
+		r->srv.model_lock = &r->model_lock;
 
 	cmdf = open_memstream(&r->cmdline, &cmdlen);
 	for (int i = 0; cmdf && r->cmd[i]; i++)
@@ -684,6 +696,12 @@ __attribute__((noreturn)) static void exec_command(const struct recording *r, in
 	setenv_prepend("LD_PRELOAD", r->lib, ':');
 	asan_link_order_env();
 	setenv(SP_ENV_SOCK, r->sockpath, 1);
+	if (r->c.ns_per_tick > 0) {
+		char tpn[32];
+
+		snprintf(tpn, sizeof(tpn), "%.9g", 1.0 / r->c.ns_per_tick);
+		setenv(SP_ENV_TSC_PER_NS, tpn, 1);
+	}
 	if (r->o.rate)
 		setenv("SQLPROF_RATE", r->o.rate, 1);
 	if (r->o.seed)
@@ -888,6 +906,11 @@ static int write_profile(struct recording *r, char *saved, size_t savedlen, int 
 	span[0] = span[1] - meta.duration_ns;
 	meta.extra = record_series;
 	meta.extra_arg = span;
+	sp_tlw_stop(r->tlw, &r->model_lock, &r->timeline);
+	r->srv.model_lock = NULL;
+	if (r->timeline.events)
+		meta.timeline = &r->timeline;
+	meta.sym = sp_tlw_sym(r->tlw);
 	*exit_status = meta.exit_status;
 	wrote = sp_out_write(r->o.output, &r->c, &meta, saved, savedlen, err, sizeof(err));
 	if (wrote < 0)
@@ -969,6 +992,8 @@ static void recording_close(struct recording *r)
 	if (r->srv.lfd >= 0)
 		unlink(r->sockpath);
 	sp_srv_close(&r->srv);
+	sp_tlw_free(r->tlw); /* the thread stopped, its file removed */
+	r->tlw = NULL;
 	if (r->dir[0] && !strstr(r->dir, "XXXXXX")) /* made by mkdtemp */
 		rmdir(r->dir);
 	free(r->cmdline);
@@ -992,6 +1017,7 @@ int cmd_record(int argc, char **argv)
 		.o = { .output = SP_PROFILE_DEFAULT, .follow = 1, .grace_s = 10.0, .repeat = 1,
 		       .max_events = 5000000 },
 		.srv = { .lfd = -1 },
+		.model_lock = PTHREAD_MUTEX_INITIALIZER,
 	};
 	char saved[PATH_MAX + 32];
 	int rc, cmd, wrote, exit_status;

@@ -174,10 +174,11 @@ int sp_srv_listen(struct sp_srv *s, const char *path, char *err, size_t errlen)
  * that never stops sending cannot keep the rings from being read. */
 #define DRAIN_BATCH 1024
 
-/* Longest wait between two readings of the rings while there are some:
- * a writer whose ring is full waits for us, then drops records. The
- * preload wakes us (SP_MSG_WAKE) when a ring is half full; this bounds the
- * delay when such a wake-up cannot be sent. Without rings: 100 ms. */
+/* Longest wait between two readings of the rings while they bring
+ * records: a writer whose ring is full waits for us, then drops records.
+ * The preload wakes us (SP_MSG_WAKE) when a ring is half full; this bounds
+ * the delay when such a wake-up cannot be sent. Rounds that find nothing
+ * double it, up to 100 ms (sp_srv_round); without rings: 100 ms. */
 #define RING_POLL_MS 10
 
 /* Read the pending messages of one client (descriptors included, see
@@ -270,9 +271,20 @@ int sp_srv_round(struct sp_srv *s, int extra, int timeout_ms, int accept_anyway)
 	/* the last slot: the caller's (a signal's pipe, so it is seen at once) */
 	pf[npf + 1].fd = extra;
 	pf[npf + 1].events = POLLIN;
+	/* With rings, every RING_POLL_MS while they bring records, longer
+	 * (doubled up to 100 ms) after rounds that found none: an idle
+	 * program's collector woke 100 times a second for nothing, and a ring
+	 * filling up wakes us anyway (SP_MSG_WAKE at half full). */
 	if (timeout_ms < 0)
-		timeout_ms = s->c->nrings ? RING_POLL_MS : 100;
+		timeout_ms = !s->c->nrings ? 100 :
+			     RING_POLL_MS << (s->idle_rounds < 4 ? s->idle_rounds : 4);
+	if (timeout_ms > 100)
+		timeout_ms = 100;
+	if (s->model_lock)
+		pthread_mutex_unlock(s->model_lock);
 	n = poll(pf, npf + 2, timeout_ms);
+	if (s->model_lock)
+		pthread_mutex_lock(s->model_lock);
 	if (n > 0 && extra >= 0 && (pf[npf + 1].revents & POLLIN))
 		rc |= SP_SRV_EXTRA;
 	if (((n > 0 && (pf[0].revents & POLLIN)) || accept_anyway) && s->lfd >= 0 &&
@@ -294,8 +306,14 @@ int sp_srv_round(struct sp_srv *s, int extra, int timeout_ms, int accept_anyway)
 	}
 	free(pf);
 	/* every wakeup, and at least every RING_POLL_MS: the rings */
-	if (s->c->nrings && sp_coll_rings_drain(s->c, 0))
+	if (s->c->nrings && sp_coll_rings_drain(s->c, 0)) {
 		rc |= SP_SRV_DATA;
+		s->idle_rounds = 0;
+	} else if (n == 0) {
+		s->idle_rounds += s->idle_rounds < 16;
+	} else {
+		s->idle_rounds = 0; /* a message: the program is busy again */
+	}
 	for (i = j = 0; i < s->ncl; i++)
 		if (s->cl[i].fd >= 0)
 			s->cl[j++] = s->cl[i];

@@ -12,6 +12,7 @@
 #ifndef SP_SERVE_H
 #define SP_SERVE_H
 
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -42,6 +43,11 @@ struct sp_srv {
 	 * read as a process's (and its message refused) */
 	void (*on_view)(struct sp_srv *s, const struct sp_client *cl);
 	void *arg;
+	/* held by the caller around sp_srv_round and let go of only while
+	 * it waits in poll: another thread reads the model meanwhile (record's
+	 * timeline writer); NULL: none */
+	pthread_mutex_t *model_lock;
+	unsigned idle_rounds; /* rounds in a row that found nothing */
 };
 
 /* 1 when path cannot be an element of LD_PRELOAD (spaces, colons...). */
