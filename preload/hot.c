@@ -103,9 +103,7 @@ static __attribute__((noinline)) int end_drawn(struct sp_thread *t, struct sp_ru
 	if ((r->flags & ~(SP_EXEC_RANDOM | SP_EXEC_SAMPLED)) == 0 && (r->flags & SP_EXEC_RANDOM) &&
 	    (abandoned || rc == SQLITE_DONE) && end < r->slow_at && s->agg_arena == t->arena_id &&
 	    s->agg) {
-		sp_run_end_sampled(t, s, (sqlite3_stmt *)atomic_load_explicit(&s->key, memory_order_relaxed),
-				   end);
-		return rc;
+		return sp_run_end_sampled(s, rc, end); /* our arguments: a bare jump */
 	}
 	return end_other(t, r, rc, end, abandoned);
 }
@@ -270,38 +268,95 @@ static __attribute__((noinline)) int step_general(sqlite3_stmt *st, int drawn)
 	return end_exec(t, r, rc, t1);
 }
 
-/*
- * The countdown hit at the start of an execution that sqlite3_step could
- * otherwise start inline (its checks hold): draw the next gap, take the
- * stack here - one frame of ours for the walk to climb, since sqlite3_step
- * jumps to us - and run the step as sqlite3_step does.
- */
-static __attribute__((noinline)) int step_sampled(sqlite3_stmt *st)
+/* A drawn execution starts at t0 (read after its stack was taken: the
+ * walk's time is not the execution's) with stack h (0: none), the next
+ * gap drawn: the rest of sqlite3_step's start, and the step. Only r is
+ * kept across the real call, and nothing is called before it. */
+static __attribute__((noinline)) int step_drawn(sqlite3_stmt *st, uint64_t h, uint64_t t0)
 {
 	struct sp_thread *t = &sp_tls;
-	struct sp_run *r = &t->fast_stmt->run;
-	uint64_t t0, t1;
+	struct sp_run *r;
+	uint64_t t1;
 	int rc;
 
-	if (unlikely(!sp_same_process())) {
-		/* a raw clone child: its own process from now on */
-		sp_raw_clone_child();
-		return step_general(st, -1);
-	}
-	t->skip = sp_cfg.rate_one ? 1 : sp_draw_gap(t);
+	r = &t->fast_stmt->run;
 	t->fast_stmt->agg->started++; /* sqlite3_step's checks hold: bound here */
-	r->stack_id = sp_stack_capture_inline(t);
-	r->flags = r->stack_id ? SP_EXEC_RANDOM | SP_EXEC_SAMPLED : SP_EXEC_RANDOM;
-	sp_status_base(r, st);
+	r->stack_id = h;
+	r->flags = h ? SP_EXEC_RANDOM | SP_EXEC_SAMPLED : SP_EXEC_RANDOM;
+	/* fast_stmt is set in SP_TS_FAST only, which holds SP_TS_COUNTERS:
+	 * t->status_off >= 0 (the base of a statement that does not own
+	 * its record's segment) */
+	__builtin_memcpy(r->base, (const char *)st + t->status_off + 4 * SQLITE_STMTSTATUS_FULLSCAN_STEP,
+			 sizeof(r->base));
 	r->rows = 0;
-	t0 = sp_rdtsc(); /* the walk's time is not the execution's */
 	r->start = t0;
 	r->db = -t0;
 	r->slow_at = t0 + sp_cfg.slow_span;
 	t->cur = r;
 	rc = sp_real.step(st);
 	t1 = sp_rdtsc();
-	return step_after(t, r, rc, t1);
+	/* r stays in the register the alignment push saves anyway */
+	return step_after(&sp_tls, r, rc, t1);
+}
+
+/* The next gap to draw, then step_drawn (the draw's time is not the
+ * execution's either). */
+static __attribute__((noinline)) int step_gap(sqlite3_stmt *st, uint64_t h)
+{
+	struct sp_thread *t = &sp_tls;
+
+	t->skip = sp_cfg.rate_one ? 1 : sp_draw_gap(t);
+	return step_drawn(st, h, sp_rdtsc());
+}
+
+/* step_sampled's walk. Reached by a jump from step_sampled, itself
+ * reached by a jump from sqlite3_step: this frame's return address is
+ * the program's, as step_sampled's was. */
+static __attribute__((noinline)) int step_walked(sqlite3_stmt *st)
+{
+	const uintptr_t *fp = __builtin_frame_address(0);
+
+	if (unlikely(!sp_same_process())) {
+		/* a raw clone child: its own process from now on */
+		sp_raw_clone_child();
+		return step_general(st, -1);
+	}
+	return step_gap(st, sp_stack_walk(&sp_tls, (uintptr_t)(fp + 2), fp[0], fp[1], 1));
+}
+
+/*
+ * The countdown hit at the start of an execution that sqlite3_step could
+ * otherwise start inline (its checks hold): take the stack, then
+ * step_drawn. sqlite3_step jumps here, so this frame's return address is
+ * the program's: a walk starts at its caller's frame (fp + 2, fp[0],
+ * fp[1]), and most drawn executions only check, here, that the stack is
+ * this thread's last one (sp_memo_same) and that the stream's tick is not
+ * due (the TSC clock: SP_TS_FAST). Every call is a jump, so this saves no
+ * register; anything else is step_walked's. (Were a call not a jump, as
+ * without optimization, the frames of ours it added would be skipped like
+ * any of ours at the leaf: the stacks stay right, the memo would only
+ * never tell here.)
+ */
+static __attribute__((noinline)) int step_sampled(sqlite3_stmt *st)
+{
+	const uintptr_t *fp = __builtin_frame_address(0); /* a frame pointer */
+	struct sp_thread *t = &sp_tls;
+	uint64_t now;
+
+	if (likely(sp_same_process()) &&
+	    likely(atomic_load_explicit(&sp_py_state, memory_order_relaxed) == SP_PY_STATE_OFF) &&
+	    likely(sp_memo_same((uintptr_t)(fp + 2), fp[0], fp[1])) &&
+	    /* the tick is due before the test: a new collector has no stack */
+	    likely((now = sp_rdtsc()) <
+		   atomic_load_explicit(&sp_stream_tick_at, memory_order_relaxed)) &&
+	    likely(sp_memo.id == t->last_stack)) {
+		if (likely(sp_cfg.rate_one)) {
+			t->skip = 1;
+			return step_drawn(st, sp_memo.id, now); /* now: the start */
+		}
+		return step_gap(st, sp_memo.id);
+	}
+	return step_walked(st);
 }
 
 /* Not resolved yet, profiling off, inside the profiler, a NULL statement,

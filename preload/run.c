@@ -11,6 +11,7 @@
  * lost with a full ring loses an event, counted, never a count.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <execinfo.h>
 #include <math.h>
 #include <string.h>
@@ -122,15 +123,65 @@ int sp_backtrace_keep_errno(uintptr_t *pcs, int max)
 	return n;
 }
 
-/* The stack of the calling thread above libsqlprof, as a stack id. */
-__attribute__((noinline)) uint64_t sp_stack_capture(struct sp_thread *t)
+uint64_t sp_stack_walk(struct sp_thread *t, uintptr_t rsp, uintptr_t rbp, uintptr_t pc,
+		       int entered)
 {
-	return sp_stack_capture_inline(t);
+	uintptr_t pcs[SP_STACK_MAX + 8];
+	int max = sp_cfg.depth + 8, n = -1, noted = 0, skip, depth;
+	int py = atomic_load_explicit(&sp_py_state, memory_order_relaxed) != SP_PY_STATE_OFF;
+	uint64_t h;
+
+	/* entered: the walk starts in the program's frame; pcs[0] stands for
+	 * the frame of ours it was entered from, as for any other walk */
+	pcs[0] = (uintptr_t)&sp_stack_walk;
+	if (likely(sp_use_cfi_unwinder))
+		n = sp_unwind_noting(pcs + entered, max - entered, rsp, rbp, pc, &noted);
+	if (likely(n >= 0))
+		n += entered;
+	else /* not ours to unwind (signal frame, no CFI): libgcc's */
+		n = sp_backtrace_keep_errno(pcs, max);
+	if (unlikely(py)) /* CPython's frames: not in the memo's words */
+		n = sp_py_splice(t, pcs, n, SP_STACK_MAX + 8);
+	h = sp_stack_id(pcs, n);
+	if (noted)
+		sp_memo_done(py ? 0 : h);
+	if (!h)
+		return 0;
+	/* a sampled execution is a slow path: the collector gone, or one to
+	 * connect to (a new one has no stack: last_stack is forgotten) */
+	sp_stream_tick();
+	/* the same stack as this thread's last one: sent already */
+	if (likely(h == t->last_stack))
+		return h;
+	depth = sp_stack_span(pcs, n, &skip);
+	return sp_stack_note(t, pcs + skip, depth, h);
+}
+
+/*
+ * The common case first, in the frame the walk starts from: this
+ * thread's last stack again (sp_memo_same: a few words checked, no walk,
+ * no hash), sent already. CPython's frames are not in the memo: with them
+ * on, every stack is walked.
+ */
+__attribute__((noinline)) uint64_t sp_stack_take(struct sp_thread *t)
+{
+	/* __builtin_frame_address(0) gives this function a frame pointer:
+	 * fp[0] is our caller's rbp, fp[1] our return address, fp + 2 our
+	 * caller's rsp (as in sp_unwind) */
+	const uintptr_t *fp = __builtin_frame_address(0);
+
+	if (likely(atomic_load_explicit(&sp_py_state, memory_order_relaxed) == SP_PY_STATE_OFF) &&
+	    likely(sp_memo_same((uintptr_t)(fp + 2), fp[0], fp[1]))) {
+		sp_stream_tick();
+		if (likely(sp_memo.id == t->last_stack))
+			return sp_memo.id;
+	}
+	return sp_stack_walk(t, (uintptr_t)(fp + 2), fp[0], fp[1], 0);
 }
 
 static void take_stack(struct sp_thread *t, struct sp_run *r)
 {
-	r->stack_id = sp_stack_capture(t);
+	r->stack_id = sp_stack_take(t);
 	if (r->stack_id)
 		r->flags |= SP_EXEC_SAMPLED;
 }
@@ -144,10 +195,22 @@ static inline uint64_t run_seq(struct sp_thread *t, struct sp_run *r)
 	return r->seq;
 }
 
+/* The counters' deltas into x in the record's order (vm_steps first),
+ * from SQLite's (fullscan, sort, autoindex, vm): one shuffle, one store.
+ * (Copied as they came, vm landed on rc and vm_steps was never written:
+ * every event's and site's VM steps were whatever the ring held.) */
+SP_INLINE void exec_counters(struct sp_rec_exec *x, sp_v4u delta)
+{
+	sp_v4u v = __builtin_shufflevector(delta, delta, 3, 0, 1, 2);
+
+	__builtin_memcpy(&x->vm_steps, &v, sizeof(v));
+}
+
 /* The EXEC event of a sampled execution that ended at end: every field
- * stored once (no clearing first), header and ids in one store each. */
-void sp_emit_exec(struct sp_thread *t, struct sp_run *r, uint64_t sql_id, uint64_t db, int rc,
-		  uint64_t end, sp_v4u delta, uint64_t params)
+ * stored once (no clearing first), header and ids in one store each.
+ * Inline in the sampled end, which keeps its values in registers. */
+SP_INLINE void emit_exec_in(struct sp_thread *t, struct sp_run *r, uint64_t sql_id, uint64_t db,
+			    int rc, uint64_t end, sp_v4u delta, uint64_t params)
 {
 	struct sp_rec_exec *x = sp_rec_reserve(t, sizeof(*x));
 	uint64_t w;
@@ -168,12 +231,18 @@ void sp_emit_exec(struct sp_thread *t, struct sp_run *r, uint64_t sql_id, uint64
 	x->nested_time = r->nested_time;
 	x->rows = r->rows;
 	x->stack_id = r->stack_id;
-	__builtin_memcpy(&x->fullscan_steps, &delta, sizeof(delta));
+	exec_counters(x, delta);
 	x->rc = rc;
 	x->kind = r->kind;
 	x->pad = 0;
 	x->params = params;
 	sp_rec_commit(t, sizeof(*x));
+}
+
+void sp_emit_exec(struct sp_thread *t, struct sp_run *r, uint64_t sql_id, uint64_t db, int rc,
+		  uint64_t end, sp_v4u delta, uint64_t params)
+{
+	emit_exec_in(t, r, sql_id, db, rc, end, delta, params);
 }
 
 #define emit_exec sp_emit_exec
@@ -526,11 +595,56 @@ void sp_run_end_slow(struct sp_thread *t, struct sp_stmt *s, sqlite3_stmt *st, i
 	errno = saved;
 }
 
+/* The EXEC event of a drawn execution that ended plainly, with its stack
+ * (sp_run_end_sampled): what end_drawn's tests make constant is stored as
+ * a constant - flags RANDOM | SAMPLED (nothing private: not nested, no
+ * nested time), no parent, rc 0 and kind SP_KIND_STMT (0) - the rest
+ * straight from the run. */
+SP_INLINE void emit_sampled(struct sp_thread *t, const struct sp_run *r, uint64_t sql_id,
+			    uint64_t db, uint64_t end, sp_v4u delta, uint64_t params)
+{
+	struct sp_rec_exec *x = sp_rec_reserve(t, sizeof(*x));
+	uint64_t w;
+
+	if (!x)
+		return;
+	w = SP_REC_EXEC | (uint64_t)(SP_EXEC_RANDOM | SP_EXEC_SAMPLED) << 16 |
+	    (uint64_t)sizeof(*x) << 32;
+	__builtin_memcpy(&x->h, &w, sizeof(w));
+	/* tid, pid are adjacent in sp_thread: one load, turned to pid, tid */
+	_Static_assert(offsetof(struct sp_thread, pid) == offsetof(struct sp_thread, tid) + 4,
+		       "sp_thread: pid right after tid");
+	__builtin_memcpy(&w, &t->tid, sizeof(w));
+	w = w >> 32 | w << 32;
+	__builtin_memcpy(&x->pid, &w, sizeof(w));
+	x->sql_id = sql_id;
+	x->seq = r->seq ? r->seq : ++t->seq; /* a nested one may have asked */
+	x->parent_seq = 0;
+	x->db = db;
+	x->start = r->start;
+	x->wall = end - r->start;
+	x->db_time = r->db;
+	x->nested_time = 0;
+	x->rows = r->rows;
+	x->stack_id = r->stack_id;
+	exec_counters(x, delta);
+	w = 0; /* rc SQLITE_OK, kind SP_KIND_STMT, pad */
+	__builtin_memcpy(&x->rc, &w, sizeof(w));
+	x->params = params;
+	sp_rec_commit(t, sizeof(*x));
+}
+
 /* The end of a randomly sampled execution that is otherwise plain
  * (flags RANDOM and perhaps SAMPLED, DONE or abandoned, not slow, its
- * record this thread's): the plain additions, and its event. */
-void sp_run_end_sampled(struct sp_thread *t, struct sp_stmt *s, sqlite3_stmt *st, uint64_t end)
+ * record this thread's): the plain additions, SQLite's counters in its
+ * segment when the statement owns it, and its event written here
+ * (emit_sampled).
+ * Takes end_drawn's arguments as they come (the thread is the calling
+ * one's) and returns rc, so that end_drawn's call is a bare jump. */
+int sp_run_end_sampled(struct sp_stmt *s, int rc, uint64_t end)
 {
+	struct sp_thread *t = &sp_tls;
+	sqlite3_stmt *st = (sqlite3_stmt *)atomic_load_explicit(&s->key, memory_order_relaxed);
 	struct sp_run *r = &s->run;
 	struct sp_agg_query *q = s->agg;
 	sp_v4u now;
@@ -538,10 +652,27 @@ void sp_run_end_sampled(struct sp_thread *t, struct sp_stmt *s, sqlite3_stmt *st
 	sp_v4u delta = sp_exec_delta(q, s, r, st, &now, &owned);
 	uint64_t start = r->start;
 
-	sp_agg_add(q, r, end, delta, owned ? &now : NULL);
+	{
+		uint32_t i = sp_hist_index(r->db);
+		uint64_t blk = q->hist[i / SP_HIST_PER_BLOCK];
+
+		if (likely(blk && owned)) {
+			/* end_plain's: its bucket's block there, its counters
+			 * stored in the segment it owns */
+			__m128i v;
+
+			sp_agg_add_in(q, r, end,
+				      &((struct sp_agg_hist *)(uintptr_t)blk)->bucket[i % SP_HIST_PER_BLOCK]);
+			__builtin_memcpy(&v, &now, sizeof(v));
+			sp_seg_end(q, v);
+		} else {
+			sp_agg_add(q, r, end, delta, owned ? &now : NULL);
+		}
+	}
 	if (r->stack_id) {
 		q->samples++;
-		emit_exec(t, r, s->sql_id, s->db, SQLITE_OK, end, delta, params_hash(t, r, st, s->sql_id, s->agg ? (uint32_t)s->agg->count : 0));
+		emit_sampled(t, r, s->sql_id, s->db, end, delta,
+			     params_hash(t, r, st, s->sql_id, (uint32_t)q->count));
 	}
 	r->start = 0;
 	r->db = 0;
@@ -549,6 +680,7 @@ void sp_run_end_sampled(struct sp_thread *t, struct sp_stmt *s, sqlite3_stmt *st
 	r->seq = 0;
 	r->stack_id = 0;
 	sp_run_note(t, q, s->shape, start, end);
+	return rc;
 }
 
 /* An execution whose statement SQLite freed without our finalize shim

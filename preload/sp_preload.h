@@ -655,9 +655,6 @@ uint64_t sp_stack_note(struct sp_thread *t, const uintptr_t *pcs, int depth, uin
 int sp_unwind(uintptr_t *pcs, int max);
 extern int sp_use_cfi_unwinder;
 int sp_backtrace_keep_errno(uintptr_t *pcs, int max);
-/* The calling thread's stack above libsqlprof, as a stack id (0: none).
- * Keeps errno. Inlined where a walk starts, so that it has fewer frames of
- * ours to climb. */
 /* Libraries unloaded (dlclose) so far, and a salt of this process image:
  * both are mixed into stack ids, so that the same pcs in a library loaded
  * where an unloaded one was, or in a new image of the same pid (exec
@@ -693,28 +690,29 @@ SP_INLINE void sp_stream_tick(void)
 	if (unlikely(now >= atomic_load_explicit(&sp_stream_tick_at, memory_order_relaxed)))
 		sp_stream_tick_slow(now);
 }
-SP_INLINE uint64_t sp_stack_capture_inline(struct sp_thread *t)
-{
-	uintptr_t pcs[SP_STACK_MAX + 8], lo, span;
-	int n = -1, skip = 1, depth, i, max;
-	uint64_t h = 0xcbf29ce484222325ULL;
 
-	if (likely(sp_use_cfi_unwinder))
-		n = sp_unwind(pcs, sp_cfg.depth + 8);
-	if (unlikely(n < 0)) /* not ours to unwind (signal frame, no CFI): libgcc's */
-		n = sp_backtrace_keep_errno(pcs, sp_cfg.depth + 8);
-	if (unlikely(atomic_load_explicit(&sp_py_state, memory_order_relaxed) != SP_PY_STATE_OFF))
-		n = sp_py_splice(t, pcs, n, SP_STACK_MAX + 8); /* CPython's frames */
-	/* read after the walk, so that nothing waits in memory across it */
-	lo = sp_self_lo;
-	span = sp_self_hi - sp_self_lo;
-	max = sp_cfg.depth;
-	/* pcs[0] is always ours: the function this is inlined into */
-	while (skip < n && pcs[skip] - lo < span)
-		skip++;
-	depth = n - skip;
-	if (depth > max)
-		depth = max;
+/* Where pcs[0..n) (pcs[0] always ours: the walk's caller) leaves
+ * libsqlprof, and how many frames from there the stack keeps. */
+SP_INLINE int sp_stack_span(const uintptr_t *pcs, int n, int *skip)
+{
+	uintptr_t lo = sp_self_lo, span = sp_self_hi - sp_self_lo;
+	int k = 1, depth;
+
+	while (k < n && pcs[k] - lo < span)
+		k++;
+	*skip = k;
+	depth = n - k;
+	return depth > sp_cfg.depth ? sp_cfg.depth : depth;
+}
+
+/* The stack id of pcs[0..n) as a walk from inside libsqlprof gave them:
+ * FNV-1a of the pcs above our own frames (at most sp_cfg.depth of them),
+ * their number, the image salt and the unloads so far; 0: no frame. */
+SP_INLINE uint64_t sp_stack_id(const uintptr_t *pcs, int n)
+{
+	uint64_t h = 0xcbf29ce484222325ULL;
+	int skip, depth = sp_stack_span(pcs, n, &skip), i;
+
 	if (depth <= 0)
 		return 0;
 	for (i = 0; i < depth; i++)
@@ -722,22 +720,99 @@ SP_INLINE uint64_t sp_stack_capture_inline(struct sp_thread *t)
 	h ^= (uint64_t)depth;
 	h ^= sp_image_salt +
 	     atomic_load_explicit(&sp_unloads, memory_order_relaxed) * 0x9E3779B97F4A7C15ULL;
-	h |= 1; /* 0 means no stack */
-	/* a sampled execution is a slow path: the collector gone, or one to
-	 * connect to (a new one has no stack: last_stack is forgotten) */
-	sp_stream_tick();
-	/* the same stack as this thread's last one: sent already */
-	if (likely(h == t->last_stack))
-		return h;
-	return sp_stack_note(t, pcs + skip, depth, h);
+	return h | 1; /* 0 means no stack */
 }
-uint64_t sp_stack_capture(struct sp_thread *t);
+
+/*
+ * The last walk of this thread (unwind.c): where it started, and the
+ * stack words that decided it, so that the next walk from there can tell
+ * it would climb the same frames by checking those words (sp_memo_same).
+ */
+#define SP_MEMO_MAX 64
+struct sp_memo_word {
+	uintptr_t at, val;
+};
+struct sp_walk_memo {
+	uintptr_t rsp0, pc0, rbp0; /* the walk's start; rsp0 0: no memo */
+	uint64_t unloads;          /* sp_unloads then */
+	uint64_t id;               /* its stack id (not 0) */
+	uint32_t n;                /* words in w */
+	uint8_t rbp0_used;         /* a frame-pointer CFA came from rbp0 */
+	uint8_t state;             /* bit 0: being checked or written (busy);
+				    * above: walks since the memo last told
+				    * (a check that tells stores 1, then 0) */
+	uint8_t rest;              /* walks left without a memo (unwind.c) */
+	struct sp_memo_word w[SP_MEMO_MAX];
+};
+extern __thread struct sp_walk_memo sp_memo __attribute__((tls_model("initial-exec")));
+
+/* Walk the stack from a frame of ours (rsp: its caller's stack pointer,
+ * rbp and pc as that frame left them), as sp_unwind does from its own,
+ * noting the walk in sp_memo when the fast loop alone made it: then
+ * *noted is 1 and the memo stays busy until sp_memo_done gives its id.
+ * Returns sp_unwind's result. Keeps errno. */
+int sp_unwind_noting(uintptr_t *pcs, int max, uintptr_t rsp, uintptr_t rbp, uintptr_t pc,
+		     int *noted);
+
+SP_INLINE void sp_memo_done(uint64_t id)
+{
+	sp_memo.id = id;
+	if (!id)
+		sp_memo.rsp0 = 0; /* no stack: nothing to remember */
+	atomic_signal_fence(memory_order_seq_cst);
+	sp_memo.state &= (uint8_t)~1u;
+}
+
+/* 1 when a walk from (rsp, rbp, pc) would be this thread's last noted
+ * one: same start, and every word it read unchanged (unwind.c, "the last
+ * walk"). Its id is then sp_memo.id. The walk's max is not compared: each
+ * place a walk starts from (pc) always asks for the same one. */
+SP_INLINE int sp_memo_same(uintptr_t rsp, uintptr_t rbp, uintptr_t pc)
+{
+	const struct sp_memo_word *wend;
+	uint8_t state = sp_memo.state;
+	intptr_t i;
+
+	if (!(sp_memo.rsp0 == rsp && sp_memo.pc0 == pc && !(state & 1) &&
+	      sp_memo.unloads == atomic_load_explicit(&sp_unloads, memory_order_relaxed) &&
+	      (!sp_memo.rbp0_used || sp_memo.rbp0 == rbp)))
+		return 0;
+	/* counted up to 0 from -n: one add and branch a word (n >= 1: a
+	 * walk that read no word is not noted) */
+	wend = sp_memo.w + sp_memo.n;
+	i = -(intptr_t)sp_memo.n;
+	sp_memo.state = 1; /* busy */
+	atomic_signal_fence(memory_order_seq_cst);
+	do {
+		if (*(const uintptr_t *)wend[i].at != wend[i].val) {
+			atomic_signal_fence(memory_order_seq_cst);
+			sp_memo.state = state; /* not told: the misses stand */
+			return 0;
+		}
+	} while (++i);
+	atomic_signal_fence(memory_order_seq_cst);
+	sp_memo.state = 0; /* told: no miss since */
+	return 1;
+}
+
+/* The calling thread's stack above libsqlprof, as a stack id (0: none),
+ * its STACK record written if it is new to this thread (run.c). The walk
+ * starts at its own frame. Keeps errno. */
+uint64_t sp_stack_take(struct sp_thread *t);
+/* The same, for a walk from (rsp, rbp, pc): the frame of a function of
+ * ours (its caller's stack pointer, the rbp and return address it saved),
+ * or with entered 1 the state at the entry of one the program jumped to
+ * (pc is the program's); the memo could not tell (sp_memo_same). */
+uint64_t sp_stack_walk(struct sp_thread *t, uintptr_t rsp, uintptr_t rbp, uintptr_t pc,
+		       int entered);
 void sp_emit_exec(struct sp_thread *t, struct sp_run *r, uint64_t sql_id, uint64_t db, int rc,
 		  uint64_t end, sp_v4u delta, uint64_t params);
 /* The key of the bound values' hashes (sp_rec_exec.params): drawn at
  * start-up, never sent. */
 extern uint64_t sp_params_key[2];
-void sp_run_end_sampled(struct sp_thread *t, struct sp_stmt *s, sqlite3_stmt *st, uint64_t end);
+/* The end of a drawn execution that is otherwise plain (end_drawn's
+ * tests hold); returns rc. */
+int sp_run_end_sampled(struct sp_stmt *s, int rc, uint64_t end); /* on this thread */
 void sp_stack_sets_reset(void); /* fork child: stacks are resent per pid */
 int sp_unwind_init(void);       /* unwind.c: cached CFI unwinder; -1: backtrace() */
 /* 1 when [addr, addr + len) lies in the calling thread's stack. */

@@ -663,46 +663,16 @@ __attribute__((noinline, cold)) static int walk_first(uintptr_t *pcs, int max,
 	return walk_slow(pcs + max, 1 - (intptr_t)max, max, (uintptr_t)(fp + 2), fp[0], fp[1]);
 }
 
-/*
- * Walk the stack of the calling thread. pcs[0] is the return address into
- * the caller of sp_unwind, then one per frame to the outermost. Returns
- * the number of pcs (>= 0), or -1 when the walk met something it cannot
- * unwind before reaching the outermost frame (the caller then uses
- * backtrace()), or when sp_unwind_init was not run or the thread runs on
- * another stack (sigaltstack). errno is preserved.
- *
- * A warm frame is 17 or 18 instructions (K_SP; tests/check_unwind.c says
- * how to count them): a hash, two loads and a test of the slot, a bound
- * test of the CFA, two loads from the stack, the store of the pc. The loop
- * calls nothing, so the walk saves few registers; the slow path takes
- * over the rest of the walk (walk_slow).
- */
-__attribute__((noinline)) int sp_unwind(uintptr_t *pcs, int max)
+/* sp_unwind's fast loop from (rsp, rbp, pc): pc, then one per frame. */
+static inline __attribute__((always_inline)) int walk_plain(uintptr_t *pcs, int max, uintptr_t rsp, uintptr_t rbp, uintptr_t pc)
 {
-	/* __builtin_frame_address(0) gives this function a frame pointer
-	 * (push %rbp; mov %rsp,%rbp): fp[0] is our caller's rbp, fp[1] our
-	 * return address, fp + 2 our caller's rsp. */
-	const uintptr_t *fp = __builtin_frame_address(0);
-	char *c;
-	uintptr_t hi8, rsp, rbp, pc, *end;
-	intptr_t i; /* the next pc goes to end[i], i < 0 */
+	char *c = (char *)atomic_load_explicit(&cache, memory_order_relaxed);
+	uintptr_t hi8 = stack.hi - 8, *end = pcs + max;
+	intptr_t i = -(intptr_t)max;
 	uint64_t key, val, x;
 	int64_t rbp_off;
 	size_t off;
 
-	/* Not known yet (lo = hi = 0), or not on this stack. The bounds are
-	 * set only after the cache, so c below is not NULL. */
-	if (unlikely((uintptr_t)fp - stack.lo >= stack.hi - stack.lo))
-		return walk_first(pcs, max, fp);
-	if (unlikely(max <= 0))
-		return 0;
-	c = (char *)atomic_load_explicit(&cache, memory_order_relaxed);
-	hi8 = stack.hi - 8;
-	end = pcs + max;
-	i = -(intptr_t)max;
-	rbp = fp[0];
-	pc = fp[1];
-	rsp = (uintptr_t)(fp + 2);
 	for (;;) {
 		/* pc 0 is the outermost frame: it is stored, and dropped when
 		 * its lookup misses (slot 0 never matches 0: sp_unwind_init). */
@@ -737,7 +707,200 @@ __attribute__((noinline)) int sp_unwind(uintptr_t *pcs, int max)
 	return (int)(max + i);
 }
 
+/*
+ * Walk the stack of the calling thread. pcs[0] is the return address into
+ * the caller of sp_unwind, then one per frame to the outermost. Returns
+ * the number of pcs (>= 0), or -1 when the walk met something it cannot
+ * unwind before reaching the outermost frame (the caller then uses
+ * backtrace()), or when sp_unwind_init was not run or the thread runs on
+ * another stack (sigaltstack). errno is preserved.
+ *
+ * A warm frame is 17 or 18 instructions (K_SP; tests/check_unwind.c says
+ * how to count them): a hash, two loads and a test of the slot, a bound
+ * test of the CFA, two loads from the stack, the store of the pc. The loop
+ * calls nothing, so the walk saves few registers; the slow path takes
+ * over the rest of the walk (walk_slow).
+ */
+__attribute__((noinline)) int sp_unwind(uintptr_t *pcs, int max)
+{
+	/* __builtin_frame_address(0) gives this function a frame pointer
+	 * (push %rbp; mov %rsp,%rbp): fp[0] is our caller's rbp, fp[1] our
+	 * return address, fp + 2 our caller's rsp. */
+	const uintptr_t *fp = __builtin_frame_address(0);
+
+	/* Not known yet (lo = hi = 0), or not on this stack. The bounds are
+	 * set only after the cache, so the cache walk_plain reads is there. */
+	if (unlikely((uintptr_t)fp - stack.lo >= stack.hi - stack.lo))
+		return walk_first(pcs, max, fp);
+	if (unlikely(max <= 0))
+		return 0;
+	return walk_plain(pcs, max, (uintptr_t)(fp + 2), fp[0], fp[1]);
+}
+
+/*
+ * The last walk (sp_memo, sp_preload.h). A walk is a function of where it
+ * starts (rsp, rbp and the first pc: a frame of ours), of the rules of the
+ * pcs it meets (a function of the pc: the code there) and of the words it
+ * reads from the stack. So when a walk would start where this thread's
+ * last one started and every word that one read that decided something
+ * (each return address, and the saved rbp each frame-pointer CFA was
+ * computed from; rbp itself when it came from the start) still holds the
+ * value it read, it would climb the same frames to the same pcs: the stack
+ * id is the last one's, and a program that issues its queries from one
+ * place checks a few words (sp_memo_same) instead of climbing and hashing
+ * (the trivial loop: 5 words, ~45 instructions, against ~170). A saved
+ * rbp that no frame-pointer frame used later is not checked: its value
+ * changes nothing. Only walks the fast loop made alone are noted (every
+ * rule cached, none K_GEN, at most SP_MEMO_MAX words), and a library
+ * unloaded since (sp_unloads: its rules may be another's now) makes a new
+ * walk. Every word checked lies between the walk's start
+ * and the top of the stack as the walk found it, above the checker's own
+ * frame, so checking never faults. busy (state bit 0) keeps a signal
+ * handler that walks on the same thread (it would meet a signal frame
+ * first, but nothing is assumed) from using or changing the memo while
+ * the thread checks or writes it.
+ */
+__thread struct sp_walk_memo sp_memo __attribute__((tls_model("initial-exec")));
+
+/* sp_unwind's fast loop from (rsp, rbp, pc), noting in sp_memo the words
+ * that decide the walk. Returns sp_unwind's result; *ok 1 when sp_memo.w
+ * holds them all (no slow path, no overflow). */
+static int walk_noting(uintptr_t *pcs, int max, uintptr_t rsp, uintptr_t rbp, uintptr_t pc,
+		       int *ok)
+{
+	char *c = (char *)atomic_load_explicit(&cache, memory_order_relaxed);
+	uintptr_t hi8 = stack.hi - 8, *end = pcs + max, rbp_at = 0;
+	struct sp_memo_word *w = sp_memo.w, *wend = sp_memo.w + SP_MEMO_MAX - 1;
+	intptr_t i = -(intptr_t)max;
+	uint64_t key, val, x;
+	int64_t rbp_off;
+	size_t off;
+	int over = 0;
+
+	*ok = 0;
+	sp_memo.rbp0_used = 0;
+	for (;;) {
+		end[i] = pc;
+		if (unlikely(++i == 0)) {
+			i = -(pc == 0);
+			break;
+		}
+		off = slot_of(pc);
+		key = atomic_load_explicit((_Atomic uint64_t *)(c + off), memory_order_relaxed);
+		val = atomic_load_explicit((_Atomic uint64_t *)(c + off + 8), memory_order_relaxed);
+		x = key ^ val ^ pc;
+		if (likely(x == 0)) { /* K_SP */
+			rsp += (uint32_t)val;
+			if (unlikely(rsp > hi8))
+				break;
+			rbp_off = (int64_t)val >> 32;
+			if (rbp_off) {
+				rbp_at = rsp + rbp_off;
+				rbp = *(const uintptr_t *)rbp_at;
+			}
+		} else if (x == SALT_FP) {
+			uintptr_t cfa = rbp + val;
+
+			/* this frame's CFA is rbp's doing: where rbp came from */
+			if (rbp_at) {
+				w->at = rbp_at;
+				w->val = rbp;
+				w++;
+			} else {
+				sp_memo.rbp0_used = 1;
+			}
+			if (unlikely(cfa < rsp + 16 || cfa > hi8))
+				break;
+			rbp_at = cfa - 16;
+			rbp = *(const uintptr_t *)rbp_at;
+			rsp = cfa;
+		} else if (x == SALT_END) {
+			break;
+		} else {
+			return walk_slow(end, i, max, rsp, rbp, pc);
+		}
+		pc = ((const uintptr_t *)rsp)[-1];
+		w->at = rsp - 8;
+		w->val = pc;
+		w++;
+		if (unlikely(w >= wend)) { /* too deep to note: walk on */
+			over = 1;
+			w = sp_memo.w;
+		}
+	}
+	sp_memo.n = (uint32_t)(w - sp_memo.w);
+	*ok = !over;
+	return (int)(max + i);
+}
+
+/*
+ * A thread whose stacks keep changing (a loop over several call paths,
+ * each drawn execution from another) pays for noting walks that never
+ * tell: after MISS_REST walks in a row that the memo did not tell, the
+ * next REST_WALKS walk without one (no check: rsp0 0; no noting), then
+ * it is tried again. A check that tells resets the count (state).
+ */
+#define MISS_REST 4
+#define REST_WALKS 16
+
+int sp_unwind_noting(uintptr_t *pcs, int max, uintptr_t rsp, uintptr_t rbp, uintptr_t pc,
+		     int *noted)
+{
+	uint64_t unloads = atomic_load_explicit(&sp_unloads, memory_order_relaxed);
+	unsigned misses;
+	int n, ok;
+
+	*noted = 0;
+	if (unlikely(rsp - 16 - stack.lo >= stack.hi - stack.lo)) {
+		/* bounds not known yet (the thread's first walk), or another
+		 * stack (sigaltstack): walk_first's tests */
+		if (!atomic_load_explicit(&cache, memory_order_acquire) ||
+		    (!stack.hi && stack_bounds() < 0) || rsp - 16 - stack.lo >= stack.hi - stack.lo)
+			return -1;
+		if (max <= 0)
+			return 0;
+		pcs[0] = pc;
+		if (max == 1)
+			return 1 - (pc == 0);
+		return walk_slow(pcs + max, 1 - (intptr_t)max, max, rsp, rbp, pc);
+	}
+	if (unlikely(max <= 0))
+		return 0;
+	if (unlikely(sp_memo.state & 1))
+		return -1; /* a signal handler inside a walk of this thread's:
+			    * the memo is not ours to change, libgcc's walk is */
+	if (unlikely(sp_memo.rest)) {
+		sp_memo.rest--;
+		return walk_plain(pcs, max, rsp, rbp, pc);
+	}
+	/* a memo there that did not tell: one more walk it missed */
+	misses = (sp_memo.state >> 1) + (sp_memo.rsp0 != 0);
+	if (unlikely(misses >= MISS_REST)) {
+		sp_memo.rsp0 = 0;
+		sp_memo.state = 0;
+		sp_memo.rest = REST_WALKS - 1;
+		return walk_plain(pcs, max, rsp, rbp, pc);
+	}
+	sp_memo.state = (uint8_t)(misses << 1 | 1);
+	atomic_signal_fence(memory_order_seq_cst);
+	sp_memo.rsp0 = 0;
+	n = walk_noting(pcs, max, rsp, rbp, pc, &ok);
+	if (ok && sp_memo.n > 0) { /* sp_memo_same checks one word at least */
+		sp_memo.rsp0 = rsp;
+		sp_memo.pc0 = pc;
+		sp_memo.rbp0 = rbp;
+		sp_memo.unloads = unloads;
+		*noted = 1; /* busy until sp_memo_done */
+		return n;
+	}
+	atomic_signal_fence(memory_order_seq_cst);
+	sp_memo.state &= (uint8_t)~1u;
+	return n;
+}
+
 #else /* not x86-64: always fall back to backtrace() */
+
+__thread struct sp_walk_memo sp_memo; /* never noted: rsp0 stays 0 */
 
 int sp_unwind_init(void)
 {
@@ -748,6 +911,18 @@ int sp_unwind(uintptr_t *pcs, int max)
 {
 	(void)pcs;
 	(void)max;
+	return -1;
+}
+
+int sp_unwind_noting(uintptr_t *pcs, int max, uintptr_t rsp, uintptr_t rbp, uintptr_t pc,
+		     int *noted)
+{
+	(void)pcs;
+	(void)max;
+	(void)rsp;
+	(void)rbp;
+	(void)pc;
+	*noted = 0;
 	return -1;
 }
 

@@ -28,6 +28,13 @@
 
 #define MAXF 128
 
+/* What sp_stack_id reads, defined elsewhere in the preload: no frame is
+ * ours past pcs[0] (an empty text range), ids keep MAXF frames. */
+uintptr_t sp_self_lo, sp_self_hi;
+struct sp_config sp_cfg = { .depth = MAXF };
+uint64_t sp_image_salt = 0x5a5a5a5a00000000ULL;
+atomic_ulong sp_unloads;
+
 struct cap {
 	uintptr_t ours[MAXF];
 	void *ref[MAXF];
@@ -429,6 +436,335 @@ START_TEST(test_signal)
 }
 END_TEST
 
+/* ---- the last walk (sp_memo) ---- */
+
+struct idcap;
+__attribute__((noinline)) static int deep_id(int d, struct idcap *c);
+
+/* The id a walk from capture_id's caller gives (as step_sampled takes
+ * its stack: the memo checked in this frame, else a noting walk from the
+ * caller's frame), and the one a full walk gives. n: that walk's result,
+ * or SAME when the memo told. */
+#define SAME (-2)
+struct idcap {
+	uint64_t id, ref;
+	int n;
+	uintptr_t frame; /* capture_id's */
+};
+
+__attribute__((noinline)) static void capture_id(struct idcap *c)
+{
+	const uintptr_t *fp = __builtin_frame_address(0);
+	uintptr_t pcs[MAXF], ref[MAXF];
+	int n, noted;
+
+	if (sp_memo_same((uintptr_t)(fp + 2), fp[0], fp[1])) {
+		c->id = sp_memo.id;
+		c->n = SAME;
+	} else {
+		pcs[0] = 1; /* stands for this frame: sp_stack_id skips it */
+		n = sp_unwind_noting(pcs + 1, MAXF - 1, (uintptr_t)(fp + 2), fp[0], fp[1], &noted);
+		c->id = n >= 0 ? sp_stack_id(pcs, n + 1) : 0;
+		if (noted)
+			sp_memo_done(c->id);
+		c->n = n;
+	}
+	c->frame = (uintptr_t)fp;
+	n = sp_unwind(ref, MAXF);
+	c->ref = n >= 0 ? sp_stack_id(ref, n) : 0;
+	__asm__ volatile("" ::: "memory");
+}
+
+/* Two callers of capture_id with one frame layout: capture_id's frame is
+ * at the same address under either, only the return address differs. */
+__attribute__((noinline)) static void via_a(struct idcap *c)
+{
+	sink += 1;
+	capture_id(c);
+	sink += 2;
+}
+
+__attribute__((noinline)) static void via_b(struct idcap *c)
+{
+	sink += 3;
+	capture_id(c);
+	sink += 4;
+}
+
+/* via_a from two call sites of one frame: the stacks differ three frames
+ * up, at a word the memo checks. */
+__attribute__((noinline)) static void top(int which, struct idcap *c)
+{
+	if (which) {
+		sink += 5;
+		via_a(c);
+		sink -= 7;
+	} else {
+		sink += 11;
+		via_a(c);
+		sink -= 13;
+	}
+}
+
+/* c's id is the full walk's; the memo's (same 1) or walked (0) */
+#define CK_ID(c, same)                                                                            \
+	do {                                                                                       \
+		ck_assert_uint_ne((c).ref, 0);                                                     \
+		ck_assert_uint_eq((c).id, (c).ref);                                                \
+		if (same)                                                                          \
+			ck_assert_int_eq((c).n, SAME);                                   \
+		else                                                                               \
+			ck_assert_int_gt((c).n, 2);                                                \
+	} while (0)
+
+/* One call site for many walks (a loop in the test itself would be
+ * unrolled into several): r[k] from fn(k, &r[k]) for k < n. */
+static volatile int n_sink;
+
+__attribute__((noinline)) static void each(void (*fn)(int, struct idcap *), struct idcap *r, int n)
+{
+	int k;
+
+	for (k = 0; k < n + n_sink; k++)
+		fn(k, &r[k]);
+}
+
+static int deep_n; /* deep_k's depth */
+
+static void a_k(int k, struct idcap *c) { (void)k; via_a(c); }
+static void a_then_b(int k, struct idcap *c) { (k < 4 ? via_a : via_b)(c); }
+static void a_or_b(int k, struct idcap *c) { (k % 2 ? via_b : via_a)(c); }
+static void top_k(int k, struct idcap *c) { top(k / 2 % 2, c); }
+static void unload_k(int k, struct idcap *c)
+{
+	if (k == 3)
+		atomic_fetch_add(&sp_unloads, 1);
+	via_a(c);
+}
+static void deep_k(int k, struct idcap *c) { (void)k; deep_id(deep_n, c); }
+
+/* Frame-pointer frames whose CFAs move while the leaf's frame does not:
+ * fp_p1 with a 256-byte array and fp_p2 with a smaller one (fp_n2,
+ * found by the test) each call fp_leaf with the rest of 512, so
+ * capture_id's frame is at the same address under both, and the return
+ * address into fp_p1 stays in memory (in fp_leaf's array, never written)
+ * under fp_p2. Only the saved rbp the walk computed fp_leaf's CFA from
+ * tells the stacks apart. */
+static int fp_n2;
+__attribute__((noinline)) static void fp_leaf(int m, struct idcap *c)
+{
+	volatile char buf[m];
+
+	buf[0] = 1;
+	capture_id(c);
+	sink += buf[0];
+}
+
+__attribute__((noinline)) static void fp_p1(int n, struct idcap *c)
+{
+	volatile char pad[n];
+
+	pad[0] = 0;
+	fp_leaf(512 - n, c);
+	sink += pad[0];
+}
+
+__attribute__((noinline)) static void fp_p2(int n, struct idcap *c)
+{
+	volatile char pad[n];
+
+	pad[0] = 0;
+	fp_leaf(512 - n, c);
+	sink += 2u * pad[0];
+}
+
+/* Forget the walks the memo missed (and a rest from it): for patterns
+ * that miss every time, so that the memo is still checked. */
+static void memo_keen(void)
+{
+	sp_memo.state &= 1;
+	sp_memo.rest = 0;
+}
+
+static void fp_k(int k, struct idcap *c)
+{
+	memo_keen();
+	if (k % 2)
+		fp_p2(fp_n2, c);
+	else
+		fp_p1(256, c);
+}
+
+START_TEST(test_memo)
+{
+	struct idcap r[12];
+	int k;
+
+	ck_assert_int_eq(sp_unwind_init(), 0);
+	/* a walk from a new place is cold (rules computed), then noted,
+	 * then the memo's */
+	each(a_k, r, 4);
+	for (k = 0; k < 4; k++)
+		ck_assert_uint_eq(r[k].id, r[k].ref);
+	CK_ID(r[1], 0);
+	CK_ID(r[2], 1);
+	CK_ID(r[3], 1);
+	/* the same frame under another caller: the first word differs (each
+	 * new call site is cold, then noted) */
+	each(a_then_b, r, 8);
+	CK_ID(r[1], 0);
+	CK_ID(r[2], 1);
+	CK_ID(r[3], 1);
+	CK_ID(r[4], 0);
+	CK_ID(r[6], 1);
+	ck_assert_uint_ne(r[3].id, r[4].id);
+	ck_assert_uint_eq(r[6].id, r[4].id);
+	each(a_or_b, r, 8);
+	for (k = 0; k < 8; k++)
+		CK_ID(r[k], 0); /* every one walked */
+	ck_assert_uint_eq(r[0].id, r[2].id);
+	ck_assert_uint_ne(r[0].id, r[1].id);
+	/* the first words are the same, the third is not: pairs */
+	memo_keen();
+	each(top_k, r, 12);
+	for (k = 4; k < 12; k++)
+		CK_ID(r[k], k % 2);
+	ck_assert_uint_ne(r[4].id, r[6].id);
+	ck_assert_uint_eq(r[4].id, r[8].id);
+	/* the same first words, another saved rbp under fp_p2 */
+	fp_p1(256, &r[0]);
+	for (fp_n2 = 16; fp_n2 < 256; fp_n2 += 8) {
+		fp_p2(fp_n2, &r[1]);
+		if (r[1].frame == r[0].frame)
+			break;
+	}
+	ck_assert_int_lt(fp_n2, 256);
+	each(fp_k, r, 8);
+	for (k = 1; k < 8; k++)
+		ck_assert_uint_eq(r[k].frame, r[0].frame);
+	for (k = 2; k < 8; k++)
+		CK_ID(r[k], 0);
+	ck_assert_uint_ne(r[6].id, r[7].id);
+	/* stacks that keep changing: after 4 walks the memo did not tell, 16
+	 * without it (neither checked nor noted), then it is tried again */
+	memo_keen();
+	each(a_or_b, r, 8);
+	for (k = 0; k < 8; k++)
+		CK_ID(r[k], 0);
+	ck_assert_int_gt(sp_memo.rest, 8);
+	ck_assert_uint_eq(sp_memo.rsp0, 0);
+	{
+		struct idcap many[24];
+
+		each(a_k, many, 24);
+		for (k = 0; k < 24; k++)
+			ck_assert_uint_eq(many[k].id, many[k].ref);
+		ck_assert_int_ge(many[4].n, 0); /* resting */
+		CK_ID(many[22], 1);
+		CK_ID(many[23], 1);
+		ck_assert_int_eq(sp_memo.rest, 0);
+	}
+	/* a library unloaded: the rules may be another's, so the walk is
+	 * made again (the unloads are in the id too) */
+	memo_keen();
+	each(unload_k, r, 5);
+	CK_ID(r[2], 1);
+	CK_ID(r[3], 0);
+	CK_ID(r[4], 1);
+	ck_assert_uint_ne(r[2].id, r[3].id);
+	/* too deep to note (SP_MEMO_MAX words): walked every time, same ids */
+	memo_keen();
+	deep_n = SP_MEMO_MAX;
+	each(deep_k, r, 4);
+	for (k = 0; k < 4; k++) {
+		ck_assert_uint_eq(r[k].id, r[k].ref);
+		ck_assert_int_gt(r[k].n, SP_MEMO_MAX);
+	}
+	ck_assert_uint_eq(r[3].id, r[1].id);
+	/* a walk that read no word (max 1) is not noted: sp_memo_same checks
+	 * one at least */
+	{
+		const uintptr_t *fp = __builtin_frame_address(0);
+		uintptr_t pcs[2];
+		int noted = 1;
+
+		ck_assert_int_eq(sp_unwind_noting(pcs, 1, (uintptr_t)(fp + 2), fp[0], fp[1], &noted),
+				 1);
+		ck_assert_int_eq(noted, 0);
+		ck_assert_int_eq(sp_memo.state & 1, 0);
+		ck_assert_int_eq(sp_unwind_noting(pcs, 2, (uintptr_t)(fp + 2), fp[0], fp[1], &noted),
+				 2);
+		ck_assert_int_eq(noted, 1);
+		sp_memo_done(0);
+		ck_assert(!sp_memo_same((uintptr_t)(fp + 2), fp[0], fp[1]));
+	}
+	/* deep, but not too deep: noted */
+	memo_keen();
+	deep_n = SP_MEMO_MAX / 3;
+	each(deep_k, r, 4);
+	CK_ID(r[2], 1);
+	CK_ID(r[3], 1);
+}
+END_TEST
+
+/* Mixed recursion to depth d (all three kinds of frames), then
+ * capture_id; returns 0. */
+__attribute__((noinline)) static int deep_id(int d, struct idcap *c)
+{
+	volatile char buf[(d & 7) + 16];
+	int r;
+
+	if (d == 0) {
+		capture_id(c);
+		return 0;
+	}
+	buf[d & 7] = (char)d;
+	if (d % 2) {
+		r = deep_id(d - 1, c);
+		return r + buf[d & 7] - (char)d;
+	}
+	sink += d;
+	r = deep_id(d - 1, c);
+	sink -= (unsigned)d;
+	return r;
+}
+
+/* Walks of every depth and kind from several threads at once, each twice:
+ * every id capture_id gives, memo or not, is the full walk's. */
+static void *memo_main(void *arg)
+{
+	int *bad = arg, k;
+	struct idcap c;
+
+	for (k = 0; k < 3000; k++) {
+		deep_id(1 + (k / 3) % 24, &c);
+		if (c.id != c.ref || !c.ref)
+			(*bad)++;
+		/* the third of three once warm: the memo's */
+		if (k >= 24 * 3 && k % 3 == 2 && c.n != SAME)
+			(*bad)++;
+	}
+	return NULL;
+}
+
+START_TEST(test_memo_threads)
+{
+	pthread_t th[WALKERS];
+	int bad[WALKERS] = { 0 }, i;
+	struct idcap c;
+
+	ck_assert_int_eq(sp_unwind_init(), 0);
+	for (i = 0; i < WALKERS; i++)
+		ck_assert_int_eq(pthread_create(&th[i], NULL, memo_main, &bad[i]), 0);
+	for (i = 0; i < WALKERS; i++) {
+		pthread_join(th[i], NULL);
+		ck_assert_int_eq(bad[i], 0);
+	}
+	deep_id(5, &c);
+	ck_assert_uint_eq(c.id, c.ref);
+}
+END_TEST
+
 /* ---- cost ---- */
 
 static double now_ns(void)
@@ -504,9 +840,11 @@ int main(int argc, char **argv)
 	tcase_add_test(tc, test_max);
 	tcase_add_test(tc, test_errno);
 	tcase_add_test(tc, test_signal);
+	tcase_add_test(tc, test_memo);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("threads");
 	tcase_add_test(tc, test_threads);
+	tcase_add_test(tc, test_memo_threads);
 	tcase_set_timeout(tc, 60);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("cost");
