@@ -303,6 +303,47 @@ SP_EXPORT void *sqlite3_profile(sqlite3 *db, void (*cb)(void *, const char *, sq
 	return sp_real.profile ? sp_real.profile(db, cb, arg) : NULL;
 }
 
+/*
+ * sqlite3_stmt_status, for its reset flag: SQLite's counter op of st
+ * goes back to 0, which the preload must see. A statement that owns its
+ * query record's counter segment has the segment closed before and
+ * opened after (stats.c); an execution in progress that adds deltas from
+ * its counters at start has that counter's start moved back by the value
+ * reset. Anything else is the original's alone.
+ */
+SP_EXPORT int sqlite3_stmt_status(sqlite3_stmt *st, int op, int reset)
+{
+	struct sp_thread *t = &sp_tls;
+	const struct sp_lib *L;
+	struct sp_stmt *s;
+	int rc, saved;
+
+	NEED();
+	if (unlikely((L = SP_FOREIGN_STMT(st, __builtin_return_address(0))) != NULL))
+		return L->fn.stmt_status ? L->fn.stmt_status(st, op, reset) : 0;
+	if (unlikely(!sp_real.stmt_status))
+		return 0;
+	if (!reset || op < SQLITE_STMTSTATUS_FULLSCAN_STEP || op > SQLITE_STMTSTATUS_VM_STEP || !st ||
+	    !sp_hot || sp_guarded(t))
+		return sp_real.stmt_status(st, op, reset);
+	saved = errno;
+	sp_thread_ready(t);
+	s = sp_stmts ? sp_stmt_find_hot(st) : NULL;
+	if (s && s->agg && s->agg_arena == t->arena_id &&
+	    s->agg->seg_owner == (uint64_t)(uintptr_t)s &&
+	    atomic_load_explicit(&sp_status_off, memory_order_relaxed) >= 0) {
+		rc = sp_seg_status_reset(t, s->agg, s, st, op);
+	} else {
+		uint32_t before = (uint32_t)sp_real.stmt_status(st, op, 0);
+
+		rc = sp_real.stmt_status(st, op, 1);
+		if (s && s->run.start)
+			s->run.base[op - SQLITE_STMTSTATUS_FULLSCAN_STEP] -= before;
+	}
+	errno = saved;
+	return rc;
+}
+
 SP_EXPORT int sqlite3_set_authorizer(sqlite3 *db,
 				     int (*cb)(void *, int, const char *, const char *,
 					       const char *, const char *),

@@ -49,7 +49,8 @@ struct sp_real {
 	int (*reset)(sqlite3_stmt *);
 	int (*finalize)(sqlite3_stmt *);
 	int (*exec)(sqlite3 *, const char *, int (*)(void *, int, char **, char **), void *, char **);
-	/* Used by the profiler itself, never interposed. */
+	/* Used by the profiler itself, never interposed (stmt_status is, for
+	 * its reset flag: shims.c). */
 	const char *(*sql)(sqlite3_stmt *);
 	int (*stmt_status)(sqlite3_stmt *, int, int);
 	sqlite3 *(*db_handle)(sqlite3_stmt *);
@@ -506,6 +507,13 @@ SP_INLINE int sp_seg_owned(const struct sp_agg_query *q, const struct sp_stmt *s
 {
 	return q && q->seg_owner == (uint64_t)(uintptr_t)s && !(r->flags & (SP_RUN_API | SP_RUN_NOSEG));
 }
+
+/* The program resets counter op (1-4) of st, s, which owns q's segment,
+ * through sqlite3_stmt_status: the segment is closed at the counters
+ * before the reset and opened at them after it. Returns the original's
+ * result. */
+int sp_seg_status_reset(struct sp_thread *t, struct sp_agg_query *q, struct sp_stmt *s,
+			sqlite3_stmt *st, int op);
 
 /* sp_seg_fold, returning rc: the inline end's tail call, so that nothing
  * of sqlite3_step's is kept across it. */

@@ -392,6 +392,20 @@ void sp_seg_take(struct sp_thread *t, struct sp_agg_query *q, struct sp_stmt *s,
 	seg_move(q, open, (uint64_t)(uintptr_t)s);
 }
 
+int sp_seg_status_reset(struct sp_thread *t, struct sp_agg_query *q, struct sp_stmt *s,
+			sqlite3_stmt *st, int op)
+{
+	sp_v4u now = sp_status_read(st);
+	int rc;
+
+	/* everything so far is the segment's, an execution in progress
+	 * included; it goes on from the counters after the reset */
+	memcpy(q->seg_cur, &now, sizeof(q->seg_cur));
+	rc = sp_real.stmt_status(st, op, 1);
+	sp_seg_take(t, q, s, st);
+	return rc;
+}
+
 void sp_seg_close(struct sp_agg_query *q)
 {
 	seg_move(q, NULL, 0);

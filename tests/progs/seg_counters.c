@@ -6,10 +6,12 @@
  * finalized per call, two statements of one text stepped in turns from
  * one call site (the segment changes hands at every start), executions
  * abandoned by reset, failures, a long loop of one statement, automatic
- * indexes, and a statement that moves between two threads within an
- * execution. The ground truth is SQLite's own: each statement's counters
- * (sqlite3_stmt_status), read just before it is finalized, summed per
- * SQL text. Prints one line per text: "sql|vm|fullscan|sorts|autoindex".
+ * indexes, a statement that moves between two threads within an
+ * execution, and counters the program resets (sqlite3_stmt_status with
+ * its reset flag) between executions and in the middle of one. The
+ * ground truth is SQLite's own: each statement's counters
+ * (sqlite3_stmt_status), read just before it is finalized or reset,
+ * summed per SQL text. Prints one line per text: "sql|vm|fullscan|sorts|autoindex".
  * For tests/integration/t_seg_counters.sh.
  *
  * Usage: seg_counters [kill]   kill: prints the lines, then SIGKILLs
@@ -61,6 +63,14 @@ static void count(int i, sqlite3_stmt *st)
 
 	for (k = 0; k < 4; k++)
 		want[i][k] += sqlite3_stmt_status(st, ops[k], 0);
+}
+
+/* The program resets counter op of st: what it held is counted. */
+static void reset_counter(int i, sqlite3_stmt *st, int op)
+{
+	int k = op == SQLITE_STMTSTATUS_VM_STEP ? 0 : op == SQLITE_STMTSTATUS_FULLSCAN_STEP ? 1 : op == SQLITE_STMTSTATUS_SORT ? 2 : 3;
+
+	want[i][k] += sqlite3_stmt_status(st, op, 1);
 }
 
 static void done(int i, sqlite3_stmt *st)
@@ -191,7 +201,19 @@ int main(int argc, char **argv)
 
 		for (i = 0; i < 50; i++) {
 			sqlite3_bind_text(st, 1, i % 2 ? "v%1%" : "%9", -1, SQLITE_STATIC);
-			run(st, -1);
+			if (i % 10 == 9) {
+				/* reset in the middle of an execution */
+				if (sqlite3_step(st) != SQLITE_ROW)
+					die("mid-reset");
+				reset_counter(7, st, SQLITE_STMTSTATUS_VM_STEP);
+				run(st, -1);
+			} else {
+				run(st, -1);
+			}
+			if (i % 10 == 4) { /* and between two */
+				reset_counter(7, st, SQLITE_STMTSTATUS_VM_STEP);
+				reset_counter(7, st, SQLITE_STMTSTATUS_FULLSCAN_STEP);
+			}
 		}
 		done(7, st);
 	}
