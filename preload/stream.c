@@ -221,6 +221,55 @@ static int fd_is_ours(void)
 	       st.st_ino == sock_ino && S_ISSOCK(st.st_mode);
 }
 
+/*
+ * Let go of our connection to connect again, under conn_lock. Another
+ * thread may have read sock_fd a moment ago and be about to send on that
+ * number, and a number closed now could be the program's next open - its
+ * own socket, even. So the number is not closed: an unconnected socket of
+ * ours is put in its place (dup3), where a late send fails (ENOTCONN), and
+ * it is closed at the next connection let go of, a second or more later
+ * (sp_stream_check's pace), if it is still that socket. Without a spare
+ * socket, the number is closed as before.
+ */
+static int retired_fd = -1;
+static dev_t retired_dev;
+static ino_t retired_ino;
+
+static int retired_is_ours(void)
+{
+	struct stat st;
+
+	return retired_fd >= 0 && fstat(retired_fd, &st) == 0 && st.st_dev == retired_dev &&
+	       st.st_ino == retired_ino && S_ISSOCK(st.st_mode);
+}
+
+static void sock_let_go(void)
+{
+	struct stat st;
+	int spare;
+
+	if (sock_fd < 0)
+		return;
+	if (!fd_is_ours()) { /* the program's number now: never touched */
+		sock_fd = -1;
+		return;
+	}
+	if (retired_is_ours())
+		close(retired_fd);
+	retired_fd = -1;
+	spare = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	if (spare >= 0 && fstat(spare, &st) == 0 && dup3(spare, sock_fd, O_CLOEXEC) >= 0) {
+		retired_fd = sock_fd;
+		retired_dev = st.st_dev;
+		retired_ino = st.st_ino;
+	} else {
+		close(sock_fd);
+	}
+	if (spare >= 0)
+		close(spare);
+	sock_fd = -1;
+}
+
 /* The collector holds our statistics' memfd (HELLO carried it). */
 int sp_stats_shared;
 #define stats_shared sp_stats_shared
@@ -1257,9 +1306,7 @@ void sp_stream_check(void)
 		int had = ever_connected;
 
 		pthread_mutex_lock(&conn_lock);
-		if (sock_fd >= 0 && fd_is_ours())
-			close(sock_fd);
-		sock_fd = -1;
+		sock_let_go();
 		set_stream_dead(0);
 		atomic_store(&congested_until, 0);
 		pthread_mutex_unlock(&conn_lock);
@@ -1396,6 +1443,9 @@ void sp_stream_fork_child(void)
 	if (sock_fd >= 0 && fd_is_ours())
 		close(sock_fd); /* ours: the parent keeps its own copy */
 	sock_fd = -1;
+	if (retired_is_ours()) /* one thread here: no late sender */
+		close(retired_fd);
+	retired_fd = -1;
 	set_stream_dead(0);
 	atomic_store(&congested_until, 0);
 	atomic_store(&msg_seq, 0);
@@ -1633,9 +1683,7 @@ void sp_stream_exit(void)
 		 * totals: HELLO with the statistics, the rings, then BYE. */
 		pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel);
 		pthread_mutex_lock(&conn_lock);
-		if (sock_fd >= 0 && fd_is_ours())
-			close(sock_fd);
-		sock_fd = -1;
+		sock_let_go();
 		set_stream_dead(0);
 		pthread_mutex_unlock(&conn_lock);
 		stats_shared = 0;
