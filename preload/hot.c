@@ -50,7 +50,15 @@ SP_INLINE uintptr_t stmt_key(const struct sp_stmt *s)
 }
 
 /* sp_tls through %fs, its offset loaded afresh (one load): sqlite3_step
- * keeps its run, not the thread, across the real call. */
+ * keeps its run, not the thread, across the real call. ThreadSanitizer
+ * would take the offset for an address (its shadow of it faults): there,
+ * the plain thread pointer. */
+#if defined(__SANITIZE_THREAD__)
+SP_INLINE struct sp_thread *tls_fs(void)
+{
+	return &sp_tls;
+}
+#else
 SP_INLINE __seg_fs struct sp_thread *tls_fs(void)
 {
 	uintptr_t off;
@@ -58,6 +66,7 @@ SP_INLINE __seg_fs struct sp_thread *tls_fs(void)
 	__asm__("movq sp_tls@gottpoff(%%rip), %0" : "=r"(off));
 	return (__seg_fs struct sp_thread *)off;
 }
+#endif
 
 /* The slow end: anything but a plain execution whose histogram bucket
  * exists and whose N+1 run goes on, or a drawn one that ended as a plain
