@@ -181,8 +181,6 @@ SP_INLINE int end_exec(struct sp_thread *t, struct sp_run *r, int rc, uint64_t e
 
 static int step_cold(sqlite3_stmt *st);
 
-static int end_other(struct sp_thread *t, struct sp_run *r, int rc, uint64_t end, int abandoned);
-SP_INLINE int end_exec(struct sp_thread *t, struct sp_run *r, int rc, uint64_t end);
 static int row_slow(struct sp_thread *t, struct sp_run *r, uint64_t now);
 
 /* After the real sqlite3_step of a fast or sampled step returned rc at
@@ -292,11 +290,9 @@ static __attribute__((noinline)) int step_drawn(sqlite3_stmt *st, uint64_t h, ui
 	t->fast_stmt->agg->started++; /* sqlite3_step's checks hold: bound here */
 	r->stack_id = h;
 	r->flags = h ? SP_EXEC_RANDOM | SP_EXEC_SAMPLED : SP_EXEC_RANDOM;
-	/* fast_stmt is set in SP_TS_FAST only, which holds SP_TS_COUNTERS:
-	 * t->status_off >= 0 (the base of a statement that does not own
-	 * its record's segment) */
-	__builtin_memcpy(r->base, (const char *)st + t->status_off + 4 * SQLITE_STMTSTATUS_FULLSCAN_STEP,
-			 sizeof(r->base));
+	/* no counters read: the statement owns its record's segment (agg_tag
+	 * matched), whose last end is this start's; one that gives it up
+	 * mid-way gets its base then (sp_seg_take) */
 	r->rows = 0;
 	r->start = t0;
 	r->db = -t0;

@@ -124,7 +124,6 @@ void sp_thread_ready(struct sp_thread *t)
 		t->skip = sp_draw_gap(t);
 	if (!t->last_stmt)
 		t->last_stmt = &sp_stmt_none;
-	t->status_off = -1; /* the first start through run.c reads the probe's */
 	t->state &= ~SP_TS_COUNTERS;
 	sp_fast_off(t);
 	t->run_q = &sp_no_run;

@@ -472,8 +472,7 @@ uint64_t sp_run_begin_slow(struct sp_thread *t, struct sp_stmt *s, sqlite3_stmt 
 	r->db = 0;
 	r->rows = 0;
 	sp_status_base(r, st);
-	t->status_off = atomic_load_explicit(&sp_status_off, memory_order_relaxed);
-	if (t->status_off < 0) {
+	if (atomic_load_explicit(&sp_status_off, memory_order_relaxed) < 0) {
 		r->flags |= SP_RUN_API; /* its end reads them through the API too */
 		t->state &= ~SP_TS_COUNTERS;
 		sp_fast_off(t);

@@ -334,11 +334,9 @@ SP_EXPORT int sqlite3_stmt_status(sqlite3_stmt *st, int op, int reset)
 	    atomic_load_explicit(&sp_status_off, memory_order_relaxed) >= 0) {
 		rc = sp_seg_status_reset(t, s->agg, s, st, op);
 	} else {
-		uint32_t before = (uint32_t)sp_real.stmt_status(st, op, 0);
-
-		rc = sp_real.stmt_status(st, op, 1);
+		rc = sp_real.stmt_status(st, op, 1); /* the value it held */
 		if (s && s->run.start)
-			s->run.base[op - SQLITE_STMTSTATUS_FULLSCAN_STEP] -= before;
+			s->run.base[op - SQLITE_STMTSTATUS_FULLSCAN_STEP] -= (uint32_t)rc;
 	}
 	errno = saved;
 	return rc;

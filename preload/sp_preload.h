@@ -266,9 +266,6 @@ struct sp_thread {
 	uint32_t tid;          /* 0 until sp_thread_init (also after fork) */
 	uint32_t pid;          /* set with tid */
 	uint32_t exec_depth;   /* exec calls running (exec_runs in use) */
-	int32_t status_off;    /* sp_status_off as this thread last read it
-				* (-1 until the probe found it): the hot path
-				* reads it here, one load from TLS */
 	struct sp_run *cur;    /* execution whose call (step, exec) we are in */
 	uint64_t arena_id;     /* arena ? arena->id : an id no statement has */
 	uint64_t arena_tag;    /* arena ? arena->tag : 0 */
@@ -305,7 +302,7 @@ extern __thread struct sp_run sp_exec_runs[SP_EXEC_DEPTH];
 
 #define SP_TS_SETUP 1u
 #define SP_TS_TSC 2u
-#define SP_TS_COUNTERS 4u /* status_off >= 0: SQLite's counters read in place */
+#define SP_TS_COUNTERS 4u /* sp_status_off >= 0: SQLite's counters read in place */
 #define SP_TS_FAST (SP_TS_SETUP | SP_TS_TSC | SP_TS_COUNTERS)
 #define SP_TS_GUARD 8u
 
@@ -475,15 +472,6 @@ SP_INLINE void sp_status_base(struct sp_run *r, sqlite3_stmt *st)
 	sp_v4u v = sp_status_read(st);
 
 	__builtin_memcpy(r->base, &v, sizeof(v));
-}
-
-/* Counters since the execution started: fullscan, sort, autoindex, vm. */
-SP_INLINE sp_v4u sp_status_delta(const struct sp_run *r, sqlite3_stmt *st)
-{
-	sp_v4u b, now = sp_status_read(st);
-
-	__builtin_memcpy(&b, r->base, sizeof(b));
-	return now - b;
 }
 
 /* ---- SQLite's counters in segments (stats.c; sp_wire.h, seg_*) ---- */
