@@ -94,7 +94,10 @@ static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_mutex_t conn_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct sp_ring *rings;
 static pthread_key_t thread_key;
-static int sock_fd = -1;
+/* _Atomic: conn_get_hello reads it without conn_lock, other threads
+ * write it under the lock (a reconnect); every access is a plain move on
+ * x86-64 but for the stores' xchg, and none is on a per-execution path. */
+static _Atomic int sock_fd = -1;
 static dev_t sock_dev;
 static ino_t sock_ino;
 static atomic_ullong msg_seq;
@@ -1036,30 +1039,40 @@ static void index_maps(struct modbuf *mb)
 /* Which objects provide the sqlite3 API (sp_dyn_sqlite_kind), worked
  * out once per mapped file and address: the scan of libsqlite3's symbols
  * at every module map cost 2 instructions an execution over the
- * 100,000-execution loop. Read and written only in module_cb, which
- * dl_iterate_phdr runs under the loader's lock. */
+ * 100,000-execution loop. Used only in module_cb, which glibc's
+ * dl_iterate_phdr runs under the loader's lock; kind_lock makes that
+ * explicit (a libc or a sanitizer's interceptor need not hold one). */
 #define KIND_CACHE 64
 static struct {
 	uint64_t lo, dev, ino;
 	int kind;
 } kind_cache[KIND_CACHE];
 static unsigned kind_cached;
+static pthread_mutex_t kind_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static int module_kind(struct dl_phdr_info *info, uint64_t lo, uint64_t dev, uint64_t ino)
 {
-	unsigned n = kind_cached < KIND_CACHE ? kind_cached : KIND_CACHE, i;
+	unsigned n, i;
 	int kind;
 
+	pthread_mutex_lock(&kind_lock);
+	n = kind_cached < KIND_CACHE ? kind_cached : KIND_CACHE;
 	for (i = 0; i < n; i++)
-		if (kind_cache[i].lo == lo && kind_cache[i].dev == dev && kind_cache[i].ino == ino)
-			return kind_cache[i].kind;
+		if (kind_cache[i].lo == lo && kind_cache[i].dev == dev && kind_cache[i].ino == ino) {
+			kind = kind_cache[i].kind;
+			pthread_mutex_unlock(&kind_lock);
+			return kind;
+		}
+	pthread_mutex_unlock(&kind_lock);
 	kind = sp_dyn_sqlite_kind(info);
 	if (ino) { /* a file we know: the same file at the same address */
+		pthread_mutex_lock(&kind_lock);
 		i = kind_cached++ % KIND_CACHE;
 		kind_cache[i].lo = lo;
 		kind_cache[i].dev = dev;
 		kind_cache[i].ino = ino;
 		kind_cache[i].kind = kind;
+		pthread_mutex_unlock(&kind_lock);
 	}
 	return kind;
 }
@@ -1421,6 +1434,7 @@ void sp_stream_fork_child(void)
 
 	pthread_mutex_init(&reg_lock, NULL);
 	pthread_mutex_init(&conn_lock, NULL);
+	pthread_mutex_init(&kind_lock, NULL);
 	for (r = rings; r; r = next) {
 		struct stat st;
 
