@@ -31,6 +31,11 @@
 #include "sp_preload.h"
 
 #define CHUNK SP_STATS_CHUNK
+#ifndef F_SEAL_FUTURE_WRITE
+#define SP_SEAL_FUTURE_WRITE 0x0010 /* Linux 5.1 */
+#else
+#define SP_SEAL_FUTURE_WRITE F_SEAL_FUTURE_WRITE
+#endif
 #define ARENA_NONE 1 /* the arena_id of a thread without an arena: no
 		      * statement is ever bound to it */
 
@@ -125,14 +130,25 @@ int sp_stats_init(void)
 			close(fd);
 			fd = -1;
 		} else {
-			/* the collector maps it too: never shrunk under it */
-			(void)fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW);
+			/* the collector maps it too: never shrunk under it;
+			 * and written only through the mapping made above
+			 * (F_SEAL_FUTURE_WRITE: no process, the collector
+			 * included, can map it writable or write to it; the
+			 * hot path follows addresses kept in it: docs/design.md,
+			 * "Threat model"). A kernel without that seal (before
+			 * 5.1) gets no shared statistics: copies at exit. */
+			if (fcntl(fd, F_ADD_SEALS,
+				  F_SEAL_SHRINK | F_SEAL_GROW | SP_SEAL_FUTURE_WRITE) < 0) {
+				close(fd);
+				fd = -1;
+			}
 			/* out of the program's way; with no room that high, do
 			 * without it (the mapping stays): the totals then go as
 			 * copies at exit, as without memfd */
-			hi = sp_fd_high(fd);
+			hi = fd < 0 ? -1 : sp_fd_high(fd);
 			if (hi < 0) {
-				close(fd);
+				if (fd >= 0)
+					close(fd);
 				fd = -1;
 			} else {
 				fd = hi;

@@ -338,6 +338,59 @@ static void hello(void)
 	}
 }
 
+/*
+ * Who the collector may be (docs/design.md, "Threat model"). The program's
+ * SQL texts, its statistics and its rings go only to a listener that runs
+ * as the program's own user - its real or effective uid now or at start-up
+ * - or as root when SQLPROF_TRUST_ROOT=1, and only through a socket in a
+ * directory such a user owns and nobody else may enter or write (0700, not
+ * a symbolic link: another local user who made /tmp/sqlprof-UID first
+ * could otherwise listen there). Checked at every connect; a refusal is
+ * EPERM, and nothing is written into that directory either.
+ */
+static uid_t trust_uid0, trust_euid0; /* the uids at start-up */
+static int trust_root;                /* SQLPROF_TRUST_ROOT=1 */
+static int sock_untrusted;            /* the last connect was refused so */
+
+static int uid_trusted(uid_t u)
+{
+	return u == trust_uid0 || u == trust_euid0 || u == getuid() || u == geteuid() ||
+	       (u == 0 && trust_root);
+}
+
+/* 0 when sock_path's directory may hold our collector's socket, else an
+ * errno: ENOENT/ENOTDIR (none yet: a collector may come), EPERM. */
+static int sock_dir_check(void)
+{
+	char dir[sizeof(sock_path)];
+	const char *slash = strrchr(sock_path, '/');
+	struct stat st;
+
+	if (!slash)
+		strcpy(dir, ".");
+	else if (slash == sock_path)
+		strcpy(dir, "/");
+	else
+		snprintf(dir, sizeof(dir), "%.*s", (int)(slash - sock_path), sock_path);
+	if (lstat(dir, &st) < 0)
+		return errno == ENOENT || errno == ENOTDIR ? errno : EPERM;
+	if (!S_ISDIR(st.st_mode) || (st.st_mode & 077) || !uid_trusted(st.st_uid))
+		return EPERM;
+	return 0;
+}
+
+/* 0 when the peer of connected socket fd is a trusted uid (SO_PEERCRED:
+ * the listener's credentials when it called listen), else EPERM. */
+static int sock_peer_check(int fd)
+{
+	struct ucred uc;
+	socklen_t len = sizeof(uc);
+
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &uc, &len) < 0 || len != sizeof(uc))
+		return EPERM;
+	return uid_trusted(uc.uid) ? 0 : EPERM;
+}
+
 /* Connect once per process (again after fork). Returns the fd or -1.
  * Takes conn_lock; callers never hold reg_lock. */
 /* Set while this thread connects: HELLO, sent then, must not take the
@@ -367,6 +420,13 @@ static int conn_get_hello(int say_hello)
 		set_stream_dead(1);
 		goto out;
 	}
+	sock_untrusted = 0;
+	conn_errno = sock_dir_check();
+	if (conn_errno) {
+		sock_untrusted = conn_errno == EPERM;
+		set_stream_dead(1);
+		goto out;
+	}
 	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
 	if (fd < 0) {
 		conn_errno = errno; /* a seccomp filter, no descriptor left */
@@ -386,6 +446,14 @@ static int conn_get_hello(int say_hello)
 	}
 	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || fstat(fd, &st) < 0) {
 		conn_errno = errno;
+		close(fd);
+		set_stream_dead(1);
+		goto out;
+	}
+	/* before anything is sent: a listener of another user gets nothing */
+	conn_errno = sock_peer_check(fd);
+	if (conn_errno) {
+		sock_untrusted = 1;
 		close(fd);
 		set_stream_dead(1);
 		goto out;
@@ -1408,6 +1476,13 @@ int sp_stream_init(void)
 	if (!path || strlen(path) >= sizeof(sock_path))
 		return -1;
 	strcpy(sock_path, path);
+	trust_uid0 = getuid();
+	trust_euid0 = geteuid();
+	{
+		const char *tr = getenv("SQLPROF_TRUST_ROOT");
+
+		trust_root = tr && !strcmp(tr, "1");
+	}
 	if (pthread_key_create(&thread_key, thread_gone) != 0)
 		return -1;
 	if (conn_get() >= 0)
@@ -1593,6 +1668,12 @@ static void unrep_mark(void)
 	const char *slash = strrchr(sock_path, '/');
 
 	unreported = UNREP_FILE;
+	if (sock_untrusted) {
+		/* nothing goes into another user's directory */
+		unreported = UNREP_COUNTED;
+		sp_stats_count_unreported();
+		return;
+	}
 	if (slash && (size_t)(slash - sock_path) < sizeof(sock_path))
 		snprintf(unrep_path, sizeof(unrep_path), "%.*s/unrep.%u.%llu", (int)(slash - sock_path),
 			 sock_path, (unsigned)getpid(), (unsigned long long)sp_mono_ns());
