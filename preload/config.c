@@ -17,6 +17,7 @@
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <time.h>
+#include <sys/prctl.h>
 #include <unistd.h>
 
 #include "sp_preload.h"
@@ -114,6 +115,51 @@ static int kernel_clock_is_tsc(void)
 	return n >= 3 && strncmp(buf, "tsc", 3) == 0 && (n == 3 || buf[3] == '\n');
 }
 
+/*
+ * Whether the TSC may time executions when the kernel keeps another
+ * clocksource (kvm-clock, hyperv_clocksource, xen: every cloud VM): the
+ * CPU says its TSC is invariant - it runs at one rate in every P-, C- and
+ * T-state (CPUID 0x80000007 EDX bit 8, which Linux shows as constant_tsc
+ * and nonstop_tsc) - and rdtsc is allowed in this process (PR_GET_TSC; a
+ * process that sets PR_TSC_SIGSEGV would fault on it). A kernel that
+ * prefers its paravirtual clock does so for the wall clock's long-term
+ * accuracy, not because the TSC cannot measure microseconds; an interval
+ * that still comes out negative (a thread moved between unsynchronised
+ * counters, a host that paused) is clamped to 0 and counted
+ * (sp_stats_hdr.clamped).
+ */
+static int tsc_invariant(void)
+{
+	unsigned a, b, c, d;
+	int tsc = 0;
+
+	__asm__ volatile("cpuid" : "=a"(a), "=b"(b), "=c"(c), "=d"(d) : "a"(0x80000000u), "c"(0));
+	if (a < 0x80000007u)
+		return 0;
+	__asm__ volatile("cpuid" : "=a"(a), "=b"(b), "=c"(c), "=d"(d) : "a"(0x80000007u), "c"(0));
+	if (!(d & (1u << 8)))
+		return 0;
+	if (prctl(PR_GET_TSC, &tsc, 0, 0, 0) == 0 && tsc == PR_TSC_SIGSEGV)
+		return 0;
+	return 1;
+}
+
+/* SQLPROF_CLOCK=auto: the TSC when the kernel uses it, or the CPU's is
+ * invariant. */
+static int clock_auto(void)
+{
+	return kernel_clock_is_tsc() || tsc_invariant();
+}
+
+/* SQLPROF_CLOCK=tsc: the TSC whatever the CPU says, unless rdtsc would
+ * fault here. */
+static int clock_forced_tsc(void)
+{
+	int tsc = 0;
+
+	return !(prctl(PR_GET_TSC, &tsc, 0, 0, 0) == 0 && tsc == PR_TSC_SIGSEGV);
+}
+
 void sp_read_config(void)
 {
 	double rate = DEFAULT_RATE, slow_ms = DEFAULT_SLOW_MS;
@@ -145,11 +191,13 @@ void sp_read_config(void)
 	clk = getenv("SQLPROF_CLOCK");
 	if (clk && strcmp(clk, "monotonic") == 0)
 		sp_clock_tsc = 0;
-	else if (clk && *clk && strcmp(clk, "auto") != 0 && strcmp(clk, "tsc") != 0) {
+	else if (clk && strcmp(clk, "tsc") == 0)
+		sp_clock_tsc = clock_forced_tsc();
+	else if (clk && *clk && strcmp(clk, "auto") != 0) {
 		sp_warn_bad("SQLPROF_CLOCK", clk, "expected auto, tsc or monotonic");
-		sp_clock_tsc = kernel_clock_is_tsc();
+		sp_clock_tsc = clock_auto();
 	} else
-		sp_clock_tsc = kernel_clock_is_tsc();
+		sp_clock_tsc = clock_auto();
 	sp_cfg.slow_ticks = (uint64_t)(slow_ms * 1e6); /* ns; to ticks in sp_init */
 	sp_cfg.slow_span = sp_cfg.slow_ticks ? sp_cfg.slow_ticks : (uint64_t)1 << 63;
 	sp_cfg.run_gap = SP_RUN_GAP_NS; /* ns; to ticks in sp_init */

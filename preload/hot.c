@@ -77,6 +77,7 @@ static __attribute__((noinline)) int end_other(struct sp_thread *t, struct sp_ru
 	struct sp_stmt *s = (struct sp_stmt *)r; /* run comes first */
 	sqlite3_stmt *st = (sqlite3_stmt *)atomic_load_explicit(&s->key, memory_order_relaxed);
 
+	sp_run_clamp(r, &end);
 	/* a drawn execution's plain end never comes here: end_drawn took it */
 	if (r->flags == 0 && (abandoned || rc == SQLITE_DONE) && end < r->slow_at &&
 	    s->agg_arena == t->arena_id && s->agg) {
@@ -109,6 +110,7 @@ static __attribute__((noinline)) int end_drawn(struct sp_thread *t, struct sp_ru
 {
 	struct sp_stmt *s = (struct sp_stmt *)r; /* run comes first */
 
+	sp_run_clamp(r, &end);
 	if ((r->flags & ~(SP_EXEC_RANDOM | SP_EXEC_SAMPLED)) == 0 && (r->flags & SP_EXEC_RANDOM) &&
 	    (abandoned || rc == SQLITE_DONE) && end < r->slow_at && s->agg_arena == t->arena_id &&
 	    s->agg) {
@@ -140,7 +142,10 @@ SP_INLINE int end_plain(struct sp_thread *t, struct sp_run *r, int rc, uint64_t 
 
 	/* the run test first: it also fails for a statement with no record
 	 * (agg NULL), before anything is read through it */
-	if (unlikely(r->flags != 0 || end >= r->slow_at || r->start >= q->run_until))
+	/* db above the wall time, or a wall time below 0: the clock went
+	 * back (sp_run_clamp) */
+	if (unlikely(r->flags != 0 || end >= r->slow_at || r->start >= q->run_until ||
+		     db > end - r->start || (int64_t)(end - r->start) < 0))
 		return end_drawn(t, r, rc, end, abandoned);
 	i = sp_hist_index(db);
 	blk = q->hist[i / SP_HIST_PER_BLOCK];

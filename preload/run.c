@@ -551,6 +551,7 @@ void sp_run_end_slow(struct sp_thread *t, struct sp_stmt *s, sqlite3_stmt *st, i
 
 	if (!r->start)
 		return;
+	sp_run_clamp(r, &end);
 	q = end_record(t, s, &inherited);
 	if (inherited) {
 		run_clear(r);
@@ -849,6 +850,7 @@ void sp_exec_end(struct sp_thread *t, struct sp_run *r, sqlite3 *db, int rc, uin
 	}
 	if (!t->exec_depth)
 		return; /* closed as vanished meanwhile: not ours any more */
+	sp_run_clamp(r, &end);
 	exec_finish(t, r, db, rc, end);
 	t->exec_depth--;
 }

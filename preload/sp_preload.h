@@ -567,6 +567,16 @@ SP_INLINE void sp_agg_add_in(struct sp_agg_query *q, const struct sp_run *r, uin
 	++*bucket;
 }
 
+/* An execution's times came out negative, or its db time above its wall
+ * time (the clock went back: config.c, tsc_invariant): clamped, and
+ * counted in the statistics header (stats.c). */
+void sp_run_clamp_slow(struct sp_run *r, uint64_t *end);
+SP_INLINE void sp_run_clamp(struct sp_run *r, uint64_t *end)
+{
+	if (unlikely((int64_t)(*end - r->start) < 0 || r->db > *end - r->start))
+		sp_run_clamp_slow(r, end);
+}
+
 /* The histogram bucket of db in q, its block made if need be; NULL when
  * there is no room (the value is counted in hist_lost). */
 SP_INLINE uint64_t *sp_agg_bucket(struct sp_agg_query *q, uint64_t db)

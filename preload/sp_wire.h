@@ -468,7 +468,11 @@ struct sp_stats_hdr {
 				 * preloads) */
 	uint32_t seen;         /* enum sp_seen: what the image saw that the
 				* collector cannot (0 in older writers) */
-	uint32_t pad2;
+	uint32_t clamped;      /* executions whose time came out negative
+				* (the TSC of another CPU, a host that paused:
+				* config.c) and was clamped: wall to 0, db
+				* time to at most the wall time (was padding:
+				* 0 from older preloads) */
 };
 
 /* Bits of sp_stats_hdr.seen, set by the image for record's warnings:

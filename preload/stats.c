@@ -683,3 +683,13 @@ void sp_stats_fork_child(void)
 	sp_tls.arena_tag = 0;
 	sp_tls.run_q = &sp_no_run;
 }
+
+void sp_run_clamp_slow(struct sp_run *r, uint64_t *end)
+{
+	if ((int64_t)(*end - r->start) < 0)
+		*end = r->start;
+	if (r->db > *end - r->start)
+		r->db = *end - r->start;
+	if (sp_stats)
+		__atomic_fetch_add(&sp_stats->clamped, 1, __ATOMIC_RELAXED);
+}

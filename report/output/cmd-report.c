@@ -244,6 +244,9 @@ static void print_table(const struct sp_qset *qs, const struct report_opts *o, s
 	if (qs->events_dropped)
 		printf("; %llu sampled execution%s left out of the timeline (--max-events)",
 		       (unsigned long long)qs->events_dropped, pl((double)qs->events_dropped));
+	if (qs->clock_clamped)
+		printf("; %llu execution%s' times clamped (the clock went back)",
+		       (unsigned long long)qs->clock_clamped, pl((double)qs->clock_clamped));
 	if (qs->untracked)
 		printf("; untracked %llu", (unsigned long long)qs->untracked);
 	if (qs->bad_messages)
@@ -654,8 +657,9 @@ static void print_json(const struct sp_qset *qs, size_t n, const struct sp_attri
 		printf(", \"rate\": %.17g", qs->rate);
 	else
 		printf(", \"rate\": null");
-	printf(", \"runs\": %lld, \"events_dropped\": %llu,", (long long)qs->runs,
-	       (unsigned long long)qs->events_dropped);
+	printf(", \"runs\": %lld, \"events_dropped\": %llu, \"clock_clamped\": %llu,",
+	       (long long)qs->runs, (unsigned long long)qs->events_dropped,
+	       (unsigned long long)qs->clock_clamped);
 	print_json_window(&qs->window);
 	printf(" \"queries\": [");
 	for (i = 0; i < n; i++) {

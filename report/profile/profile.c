@@ -560,6 +560,25 @@ static int write_meta(struct pw *w)
 	META_INT("bad_messages", c->bad_messages);
 	META_INT("runs", m->repeat > 0 ? m->repeat : 1);
 	{
+		/* executions whose times came out negative and were clamped */
+		uint64_t clamped = 0;
+		size_t it = 0;
+		const struct sp_proc *p;
+
+		size_t ntsc = 0, nmono = 0;
+
+		while ((p = hmap_next(&c->procs, &it, NULL))) {
+			clamped += p->clamped;
+			if (p->hello)
+				*(p->clock == SP_CLOCK_TSC ? &ntsc : &nmono) += 1;
+		}
+		if (clamped)
+			META_INT("clock_clamped", clamped);
+		/* the clock the processes timed executions with */
+		if (ntsc || nmono)
+			META_TEXT("clock", !nmono ? "tsc" : !ntsc ? "monotonic" : "mixed");
+	}
+	{
 		uint64_t complete, unrep = sp_coll_unreported(c, &complete);
 
 		/* processes that could not connect: all, and those whose

@@ -43,6 +43,8 @@ struct sp_qset {
 	double rate;  /* meta "rate": the sampling rate; -1: unknown */
 	int64_t runs; /* meta "runs" (record --repeat); -1: unknown */
 	uint64_t events_dropped; /* meta "events_dropped" */
+	uint64_t clock_clamped;  /* meta "clock_clamped": executions whose
+				  * times were clamped (the clock went back) */
 	struct sp_window window; /* the window loaded (window.on), see below */
 };
 

@@ -230,12 +230,14 @@ static const char *procs(size_t n)
 static void explain_empty(const struct sp_coll *c, int follow, int status, const char *cmd)
 {
 	size_t it = 0, foreign = 0, mapped = 0, nosqlite = 0, badenv = 0, deep = 0;
+	uint64_t clamped = 0;
 	const struct sp_proc *p;
 	char why[PATH_MAX + 160];
 
 	while ((p = hmap_next(&c->procs, &it, NULL))) {
 		foreign += p->foreign_libs > 0;
 		deep += p->deepbind_late > 0;
+		clamped += p->clamped;
 		badenv += (p->seen & SP_SEEN_BAD_ENV) != 0;
 		if (p->execs)
 			continue;
@@ -247,6 +249,12 @@ static void explain_empty(const struct sp_coll *c, int follow, int status, const
 			"sqlprof: warning: %zu %s ignored a bad SQLPROF_* value the program set "
 			"(the defaults were used)\n",
 			badenv, procs(badenv));
+	if (clamped)
+		fprintf(stderr,
+			"sqlprof: warning: the clock went back during %llu %s (a thread moved "
+			"to a CPU whose time-stamp counter lags, or the host paused): their times "
+			"were clamped (SQLPROF_CLOCK=monotonic avoids it)\n",
+			(unsigned long long)clamped, clamped == 1 ? "execution" : "executions");
 	if (deep)
 		fprintf(stderr,
 			"sqlprof: warning: %zu %s loaded a library with RTLD_DEEPBIND from "

@@ -1487,6 +1487,8 @@ void sp_coll_stats_merge(struct sp_coll *c, uint32_t pid, const void *mapv, size
 		p->foreign_libs = h.foreign_libs;
 	if (h.deepbind_late > p->deepbind_late)
 		p->deepbind_late = h.deepbind_late;
+	if (h.clamped > p->clamped)
+		p->clamped = h.clamped;
 	p->seen |= h.seen;
 	p->execs += h.unattributed;
 	if (h.unattributed) {
