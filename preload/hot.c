@@ -119,33 +119,99 @@ static __attribute__((noinline)) int end_drawn(struct sp_thread *t, struct sp_ru
 	return end_other(t, r, rc, end, abandoned);
 }
 
+/* end_plain_tail's cases that call: a fold, a switch sp_run_switch takes
+ * whole. A function of its own so that end_plain_tail saves no register. */
+static __attribute__((noinline)) int end_plain_slow(struct sp_agg_query *q, const struct sp_stmt *s,
+						    uint64_t start, uint64_t end, int rc,
+						    int fold_switched)
+{
+	struct sp_thread *t = &sp_tls;
+
+	if (fold_switched & 1)
+		sp_seg_fold(q);
+	if (!(fold_switched & 2))
+		return rc;
+	sp_run_switch(t, q, s->shape, start);
+	if (t->run_q == q) /* not when q could not open a run */
+		q->run_until = end + sp_cfg.run_gap;
+	return rc;
+}
+
+/* The rest of end_plain's end when the thread's N+1 run does not go on
+ * with q (switched: another statement ran last, the usual case of
+ * statements in turn) or a lane of q's counter segment reached 2^31
+ * (fold): a tail call, so end_plain keeps no register across a call.
+ * The common switch - a run of one execution of another shape closes, one
+ * of q opens - is sp_run_switch's by hand, without its call. */
+static __attribute__((noinline)) int end_plain_tail(struct sp_agg_query *q, const struct sp_stmt *s,
+						    uint64_t start, uint64_t end, int rc,
+						    int fold_switched)
+{
+	struct sp_thread *t = &sp_tls;
+	struct sp_agg_query *old;
+	struct sp_arena *a;
+
+	if (unlikely(fold_switched != 2)) /* a fold: rare */
+		return end_plain_slow(q, s, start, end, rc, fold_switched);
+	old = t->run_q;
+	a = t->arena;
+	if (likely(old != &sp_no_run && old != q && a && a->run_shape == s->shape &&
+		   start < old->run_until)) {
+		/* sp_run_switch: the same shape in time, the run goes on,
+		 * moved to q (there first: a reader never misses it) */
+		q->run_open = old->run_open + 1;
+		old->run_open = 0;
+		old->run_until = 0;
+		t->run_q = q;
+		q->run_until = end + sp_cfg.run_gap;
+		return rc;
+	}
+	if (likely(old != &sp_no_run && old != q && old->run_open == 1 && a &&
+		   a->run_shape != s->shape)) {
+		/* sp_run_switch: run_credit(old, 1), then q opens a run */
+		old->runs++;
+		if (unlikely(!old->max_run))
+			old->max_run = 1;
+		q->run_open = 1; /* there first: a reader never misses it */
+		old->run_open = 0;
+		old->run_until = 0;
+		a->run_shape = s->shape;
+		t->run_pauses = 0;
+		t->run_q = q;
+		q->run_until = end + sp_cfg.run_gap;
+		return rc;
+	}
+	return end_plain_slow(q, s, start, end, rc, fold_switched);
+}
+
 /*
  * End of a plain execution: DONE (abandoned 0) or reset/finalize before
  * it (abandoned 1; a constant in each copy). It is added to its query
  * record with nothing but loads and stores (sp_agg_add's arithmetic, by
  * hand: no call, so no register to save). Anything else goes to
  * end_drawn (a drawn execution's end) or end_other: flags (nested, sampled, first, failed, slow-noted, counters
- * through the API), the slow threshold, a first value in its histogram
- * block, or an N+1 run that does not go on (run_until is 0 but in the
- * open run's record). The record is this thread's: sqlite3_step runs
- * inline only a statement bound to it (agg_tag, fast_stmt), and the other
- * callers test it; a flag is set for an execution with none (NOREC).
+ * through the API), the slow threshold, a clock that went back, or a
+ * first value in its histogram block. The thread's N+1 run going on is
+ * two stores; switching to q (statements in turn) is end_plain_tail's.
+ * The record is this thread's: sqlite3_step runs inline only a statement
+ * bound to it (agg_tag, fast_stmt), and the other callers test it; a flag
+ * is set for an execution with none (NOREC), tested before anything is
+ * read through agg.
  */
 SP_INLINE int end_plain(struct sp_thread *t, struct sp_run *r, int rc, uint64_t end,
 			const int abandoned)
 {
 	struct sp_stmt *s = (struct sp_stmt *)r;
 	struct sp_agg_query *q = s->agg;
-	uint64_t db = r->db, blk;
+	uint64_t db = r->db, blk, start = r->start;
 	uint32_t i;
+	int switched, fold;
 	__m128i now;
 
-	/* the run test first: it also fails for a statement with no record
-	 * (agg NULL), before anything is read through it */
 	/* db above the wall time, or a wall time below 0: the clock went
 	 * back (sp_run_clamp) */
-	if (unlikely(r->flags != 0 || end >= r->slow_at || r->start >= q->run_until ||
-		     db > end - r->start || (int64_t)(end - r->start) < 0))
+	if (unlikely(r->flags != 0 || end >= r->slow_at || db > end - start ||
+		     (int64_t)(end - start) < 0))
 		return end_drawn(t, r, rc, end, abandoned);
 	i = sp_hist_index(db);
 	blk = q->hist[i / SP_HIST_PER_BLOCK];
@@ -156,12 +222,17 @@ SP_INLINE int end_plain(struct sp_thread *t, struct sp_run *r, int rc, uint64_t 
 	 * is to store */
 	now = _mm_loadu_si128((const __m128i *)s->counters); /* set: it owns the segment */
 	sp_agg_add_in(q, r, end, &((struct sp_agg_hist *)(uintptr_t)blk)->bucket[i % SP_HIST_PER_BLOCK]);
-	q->run_open++;
-	q->run_until = end + sp_cfg.run_gap;
+	/* run_until is 0 but in the open run's record */
+	switched = start >= q->run_until;
+	if (likely(!switched)) {
+		q->run_open++;
+		q->run_until = end + sp_cfg.run_gap;
+	}
 	/* start and db: 0 between executions, one store */
 	_mm_store_si128((__m128i *)(void *)&r->start, _mm_setzero_si128());
-	if (unlikely(sp_seg_store(q, now)))
-		return sp_seg_fold_rc(q, rc);
+	fold = sp_seg_store(q, now) != 0;
+	if (unlikely(fold | switched))
+		return end_plain_tail(q, s, start, end, rc, fold | switched << 1);
 	return rc;
 }
 
@@ -390,6 +461,35 @@ static __attribute__((noinline)) int step_cold(sqlite3_stmt *st)
 	return step_general(st, -1);
 }
 
+/* sqlite3_step itself, reached without the PLT (an alias, below) */
+int sp_step_self(sqlite3_stmt *st) __attribute__((visibility("hidden")));
+
+/*
+ * sqlite3_step's statement is not fast_stmt: when the thread may run any
+ * statement inline (SP_TS_FAST, in no execution's call) and st's slot is
+ * bound to this thread's arena, st becomes fast_stmt (and last_stmt, for
+ * sqlite3_reset) and sqlite3_step runs again, inline: a program that
+ * steps several statements in turn (every ORM) pays one probe of the
+ * statement index for each switch, not step_general (issue 25: two
+ * statements in turn +470 instructions per execution, 1,000 +725).
+ * Reached and left by jumps: sqlite3_step's return address (the caller
+ * its agg_tag is tested against) stays the program's.
+ */
+static __attribute__((noinline)) int step_switch(sqlite3_stmt *st)
+{
+	struct sp_thread *t = &sp_tls;
+	struct sp_stmt *s;
+
+	if (unlikely(t->state != SP_TS_FAST || t->cur))
+		return step_cold(st);
+	s = sp_stmt_find_hot(st);
+	if (unlikely(!s || s->agg_arena != t->arena_id))
+		return step_cold(st);
+	t->last_stmt = s;
+	t->fast_stmt = s;
+	return sp_step_self(st);
+}
+
 /*
  * The common case inline: a set-up thread on the TSC clock, in no other
  * execution's call, stepping the statement it looked up last. An
@@ -411,7 +511,7 @@ SP_EXPORT int sqlite3_step(sqlite3_stmt *st)
 	 * step: r stays in a register, nothing is lost but its time) */
 	s = t->fast_stmt;
 	if (unlikely(stmt_key(s) != (uintptr_t)st))
-		return step_cold(st);
+		return step_switch(st);
 	r = &s->run;
 	if (!r->start) {
 		/* the record is this thread's, for this caller: one test of
@@ -454,6 +554,8 @@ SP_EXPORT int sqlite3_step(sqlite3_stmt *st)
 		return end_plain(&sp_tls, r, SQLITE_DONE, t1, 0);
 	return end_other(&sp_tls, r, rc, t1, 0);
 }
+
+extern __typeof__(sqlite3_step) sp_step_self __attribute__((alias("sqlite3_step")));
 
 /* reset and finalize end an execution still in progress (rows not all
  * consumed). sqlite3_step resets the statement itself when it re-prepares

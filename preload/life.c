@@ -178,6 +178,7 @@ static void on_fork_child(void)
 	sp_fast_off(t);
 	t->cur = NULL;
 	t->exec_depth = 0;
+	sp_stmt_fork_child();
 	sp_stats_fork_child();
 	sp_stream_fork_child();
 	sp_py_fork_child();
@@ -206,7 +207,7 @@ static void init(void)
 	if (!sp_cfg.follow)
 		setenv("SQLPROF_FOLLOW_ROOT", "1", 1);
 	sp_stmt_tables_init();
-	if (!sp_stmts)
+	if (!atomic_load(&sp_stmt_idx))
 		return;
 	dl_iterate_phdr(self_range_cb, (void *)(uintptr_t)&init);
 	backtrace(warm, 4);

@@ -328,7 +328,7 @@ SP_EXPORT int sqlite3_stmt_status(sqlite3_stmt *st, int op, int reset)
 		return sp_real.stmt_status(st, op, reset);
 	saved = errno;
 	sp_thread_ready(t);
-	s = sp_stmts ? sp_stmt_find_hot(st) : NULL;
+	s = sp_stmt_find_hot(st);
 	if (s && s->agg && s->agg_arena == t->arena_id &&
 	    s->agg->seg_owner == (uint64_t)(uintptr_t)s &&
 	    atomic_load_explicit(&sp_status_off, memory_order_relaxed) >= 0) {

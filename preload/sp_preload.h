@@ -191,6 +191,7 @@ struct sp_stmt {
 	uint64_t shape;        /* run key: the text without its literals */
 	uint32_t nexec;        /* executions started (first-exec sampling) */
 	uint32_t pad;
+	struct sp_stmt *next_free; /* stmt.c's free list, under its lock */
 	uintptr_t agg_caller;  /* the caller agg is the record of: an execution
 				* started from another return address rebinds */
 	uint64_t agg_tag;      /* agg_caller ^ the arena's tag (bits 48-63):
@@ -343,34 +344,56 @@ void sp_thread_ready(struct sp_thread *t);
 void sp_thread_init(struct sp_thread *t);
 
 /* ---- stmt.c: the table of live statements ---- */
-#define STMT_BITS 16
-#define STMT_N (1u << STMT_BITS)
-#define STMT_MAX_PROBE 64
-extern struct sp_stmt *sp_stmts;
+/*
+ * Live statements, keyed by sqlite3_stmt pointer: an open-addressing
+ * index (linear probing, at most half full counting tombstones) of
+ * pointers to slots that never move (slabs, stmt.c). The index grows by
+ * doubling: a new one is built and published, the old one kept, since a
+ * reader may still be probing it; what it finds there is checked against
+ * the slot's own key, the truth. Any number of live statements is held.
+ */
+struct sp_stmt_ent {
+	_Atomic uintptr_t key; /* sqlite3_stmt*, 0 empty, 1 tombstone */
+	struct sp_stmt *s;     /* its slot (set before key is published) */
+};
+struct sp_stmt_index {
+	uint64_t mask;                /* entries - 1 */
+	uint32_t shift;               /* 64 - log2(entries) */
+	uint32_t pad;
+	struct sp_stmt_index *older;  /* the index this one replaced */
+	size_t used, live;            /* entries with a key; live ones */
+	struct sp_stmt_ent e[];
+};
+extern struct sp_stmt_index *_Atomic sp_stmt_idx; /* NULL: no table */
 extern struct sp_stmt sp_stmt_none; /* last_stmt before any lookup */
 
-SP_INLINE uint64_t sp_stmt_hash(const void *p)
+SP_INLINE uint64_t sp_stmt_hash(const void *p, uint32_t shift)
 {
-	return ((uint64_t)(uintptr_t)p * 0x9E3779B97F4A7C15ULL) >> (64 - STMT_BITS);
+	return ((uint64_t)(uintptr_t)p * 0x9E3779B97F4A7C15ULL) >> shift;
 }
 
-/* The tracked state of a statement, or NULL. The table exists once a
- * thread is set up (SP_TS_SETUP). */
+/* The tracked state of a statement, or NULL (also with no table, and for
+ * a NULL statement). */
 SP_INLINE struct sp_stmt *sp_stmt_find_hot(sqlite3_stmt *st)
 {
-	uint64_t i = sp_stmt_hash(st);
+	const struct sp_stmt_index *x = atomic_load_explicit(&sp_stmt_idx, memory_order_acquire);
 	uintptr_t key = (uintptr_t)st;
-	int n;
+	uint64_t i;
 
-	for (n = 0; n < STMT_MAX_PROBE; n++, i = (i + 1) & (STMT_N - 1)) {
-		uintptr_t k = atomic_load_explicit(&sp_stmts[i].key, memory_order_acquire);
+	if (unlikely(!x || key < 2))
+		return NULL;
+	for (i = sp_stmt_hash(st, x->shift);; i = (i + 1) & x->mask) {
+		uintptr_t k = atomic_load_explicit(&x->e[i].key, memory_order_acquire);
 
-		if (likely(k == key))
-			return &sp_stmts[i];
+		if (likely(k == key)) {
+			struct sp_stmt *s = x->e[i].s;
+
+			/* an older index's entry may be stale: the slot says */
+			return atomic_load_explicit(&s->key, memory_order_acquire) == key ? s : NULL;
+		}
 		if (k == 0)
 			return NULL;
 	}
-	return NULL;
 }
 
 /* sp_stmt_find_hot, trying first the statement this thread looked up
@@ -408,6 +431,7 @@ int sp_first_exec(uint64_t sql_id, uint32_t kind);
 int sp_first_site(uint64_t shape, uint64_t stack_id);
 extern atomic_ullong sp_untracked;
 void sp_stmt_tables_init(void);
+void sp_stmt_fork_child(void); /* the table's lock, free in the child */
 void sp_probe_status_once(void);
 /* Before the program's sqlite3_auto_extension: the probe's connection
  * must not run the program's extensions (keeps errno). */
@@ -958,7 +982,7 @@ void sp_stats_note_seen(uint32_t bits); /* stats.c: enum sp_seen bits into the h
  * exists, and only for a statement that is not ours. */
 #define SP_FOREIGN_STMT(st, ra)                                                           \
 	(unlikely(atomic_load_explicit(&sp_libs_foreign, memory_order_relaxed)) &&        \
-			 !((st) && sp_stmts && sp_stmt_find_hot(st))                     \
+			 !sp_stmt_find_hot(st)                                            \
 		 ? sp_lib_of(ra)                                                          \
 		 : NULL)
 /* The link map of the object holding addr (NULL: none); the primary's. */

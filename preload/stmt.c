@@ -197,9 +197,11 @@ void sp_stack_sets_reset(void)
 		memset(stack_sent, 0, sizeof(*stack_sent));
 }
 
+static void stmt_index_init(void);
+
 void sp_stmt_tables_init(void)
 {
-	sp_stmts = map_zero(sizeof(struct sp_stmt) * STMT_N);
+	stmt_index_init();
 	sql_sent = map_zero(sizeof(struct idset));
 	sql_executed = map_zero(sizeof(struct idset));
 	first_sites = map_zero(sizeof(struct idset));
@@ -209,15 +211,88 @@ void sp_stmt_tables_init(void)
 }
 
 /*
- * Live statements, keyed by sqlite3_stmt pointer. Open addressing with
- * linear probing; 0 = empty, 1 = tombstone (reused by inserts). A slot's
- * fields other than key belong to whichever thread is using the statement:
- * SQLite forbids stepping one statement from two threads at once.
- * 65536 slots, mapped lazily: a program with more live statements than
- * STMT_MAX_LOAD gets them counted as "untracked" (reported), not lost.
+ * Live statements (sp_preload.h, struct sp_stmt_index): the index and the
+ * slots. Lookups take no lock; inserting, forgetting and growing take
+ * tab_lock, a spin lock holding the owner thread's sp_tls address: a
+ * signal handler that prepares a statement while its thread holds it gets
+ * no slot (the statement is untracked, counted) instead of a deadlock. A
+ * slot freed by finalize goes to the free list and is reused, as a
+ * tombstone slot was in the fixed table before: every holder of a slot
+ * pointer (last_stmt, fast_stmt) checks its key. Memory: 16 bytes of
+ * index (at most half full) and one slot (sizeof(struct sp_stmt)) per
+ * live statement, in slabs that double up to 4 MiB; an index replaced by
+ * a larger one is kept (at most as much again).
  */
-struct sp_stmt *sp_stmts;
+struct sp_stmt_index *_Atomic sp_stmt_idx;
+static _Atomic uintptr_t tab_lock;
+static struct sp_stmt *slot_free;  /* free slots, under tab_lock */
+static struct sp_stmt *slab_next, *slab_end; /* unused part of the last slab */
+static size_t slab_slots = 256;    /* size of the next slab */
+#define INDEX_FIRST_BITS 12        /* 4096 entries, 64 KiB */
 
+static int tab_lock_take(void)
+{
+	uintptr_t me = (uintptr_t)&sp_tls, cur = 0;
+
+	while (!atomic_compare_exchange_weak_explicit(&tab_lock, &cur, me, memory_order_acquire,
+						      memory_order_relaxed)) {
+		if (cur == me)
+			return -1; /* re-entered from a signal handler */
+		cur = 0;
+		__builtin_ia32_pause();
+	}
+	return 0;
+}
+
+static void tab_lock_drop(void)
+{
+	atomic_store_explicit(&tab_lock, 0, memory_order_release);
+}
+
+void sp_stmt_fork_child(void)
+{
+	/* the thread that held it is not in the child; the table is whole
+	 * (every change is published with one store) */
+	atomic_store_explicit(&tab_lock, 0, memory_order_relaxed);
+}
+
+static struct sp_stmt_index *index_new(uint32_t bits)
+{
+	struct sp_stmt_index *x = map_zero(sizeof(*x) + (sizeof(struct sp_stmt_ent) << bits));
+
+	if (x) {
+		x->mask = ((uint64_t)1 << bits) - 1;
+		x->shift = 64 - bits;
+	}
+	return x;
+}
+
+static void stmt_index_init(void)
+{
+	atomic_store(&sp_stmt_idx, index_new(INDEX_FIRST_BITS));
+}
+
+/* A slot, from the free list or a slab; NULL without memory. Under tab_lock. */
+static struct sp_stmt *slot_alloc(void)
+{
+	struct sp_stmt *s = slot_free;
+
+	if (s) {
+		slot_free = s->next_free;
+		return s;
+	}
+	if (slab_next == slab_end) {
+		struct sp_stmt *m = map_zero(slab_slots * sizeof(*m));
+
+		if (!m)
+			return NULL;
+		slab_next = m;
+		slab_end = m + slab_slots;
+		if (slab_slots * sizeof(*m) < ((size_t)4 << 20))
+			slab_slots *= 2;
+	}
+	return slab_next++;
+}
 
 /* Every field of a slot but its key. */
 static void stmt_clear(struct sp_stmt *s)
@@ -227,55 +302,130 @@ static void stmt_clear(struct sp_stmt *s)
 	       sizeof(*s) - offsetof(struct sp_stmt, key) - sizeof(s->key));
 }
 
-static struct sp_stmt *stmt_insert(sqlite3_stmt *st)
+/* The entry of key in x (its slot's key still key), or NULL; *hole: the
+ * first tombstone or empty entry on the way (where key would go). */
+static struct sp_stmt_ent *index_probe(struct sp_stmt_index *x, uintptr_t key,
+				       struct sp_stmt_ent **hole)
 {
-	uint64_t i = sp_stmt_hash(st);
-	uintptr_t key = (uintptr_t)st;
-	int n;
+	uint64_t i;
 
-	if (!sp_stmts)
+	*hole = NULL;
+	for (i = sp_stmt_hash((void *)key, x->shift);; i = (i + 1) & x->mask) {
+		struct sp_stmt_ent *e = &x->e[i];
+		uintptr_t k = atomic_load_explicit(&e->key, memory_order_relaxed);
+
+		if (k == key)
+			return e;
+		if (k == 1 && !*hole)
+			*hole = e;
+		if (k == 0) {
+			if (!*hole)
+				*hole = e;
+			return NULL;
+		}
+	}
+}
+
+/* A larger (or, with many tombstones, a clean) index holding x's live
+ * entries, published; x is kept for readers still in it. Under tab_lock. */
+static struct sp_stmt_index *index_grow(struct sp_stmt_index *x)
+{
+	uint32_t bits = 64 - x->shift;
+	struct sp_stmt_index *n;
+	uint64_t i;
+
+	if (x->live + 1 > (x->mask + 1) / 4)
+		bits++;
+	n = index_new(bits);
+	if (!n)
 		return NULL;
-	for (n = 0; n < STMT_MAX_PROBE; n++, i = (i + 1) & (STMT_N - 1)) {
-		uintptr_t k = atomic_load_explicit(&sp_stmts[i].key, memory_order_acquire);
+	for (i = 0; i <= x->mask; i++) {
+		uintptr_t k = atomic_load_explicit(&x->e[i].key, memory_order_relaxed);
+		struct sp_stmt_ent *hole;
 
-		if (k == key) {
-			/* A statement SQLite freed itself (sqlite3VdbeFinalize
-			 * inside schema loading), its memory now reused: start
-			 * afresh. An execution it left open is reported first. */
-			struct sp_stmt *s = &sp_stmts[i];
+		if (k < 2)
+			continue;
+		index_probe(n, k, &hole);
+		hole->s = x->e[i].s;
+		atomic_store_explicit(&hole->key, k, memory_order_relaxed);
+		n->used++;
+		n->live++;
+	}
+	n->older = x;
+	atomic_store_explicit(&sp_stmt_idx, n, memory_order_release);
+	return n;
+}
 
+/*
+ * The slot of st, made if new. fresh: st was just prepared, so a slot
+ * already under its key belonged to a statement SQLite freed itself
+ * (sqlite3VdbeFinalize inside schema loading) whose memory was reused:
+ * started afresh, an execution it left open reported first. NULL: no
+ * memory, or re-entered from a signal handler (untracked).
+ */
+static struct sp_stmt *stmt_insert(sqlite3_stmt *st, int fresh)
+{
+	uintptr_t key = (uintptr_t)st;
+	struct sp_stmt_index *x;
+	struct sp_stmt_ent *e, *hole;
+	struct sp_stmt *s = NULL;
+
+	if (key < 2 || !atomic_load_explicit(&sp_stmt_idx, memory_order_relaxed) ||
+	    tab_lock_take() < 0)
+		return NULL;
+	x = atomic_load_explicit(&sp_stmt_idx, memory_order_relaxed);
+	e = index_probe(x, key, &hole);
+	if (e) {
+		s = e->s;
+		if (fresh) {
 			if (s->run.start)
 				sp_run_stale(&sp_tls, s);
 			stmt_clear(s);
-			return s;
 		}
-		if (k == 0 || k == 1) {
-			/* Fill the slot before publishing the key. */
-			if (atomic_compare_exchange_strong(&sp_stmts[i].key, &k, (uintptr_t)2)) {
-				struct sp_stmt *s = &sp_stmts[i];
-
-				stmt_clear(s);
-				atomic_store_explicit(&s->key, key, memory_order_release);
-				return s;
-			}
-		}
+		goto out;
 	}
-	return NULL;
-}
-
-static struct sp_stmt *sp_stmt_find(sqlite3_stmt *st)
-{
-	if (unlikely(!sp_stmts))
-		return NULL;
-	return sp_stmt_find_hot(st);
+	if (atomic_load_explicit(&hole->key, memory_order_relaxed) == 0 &&
+	    x->used + 1 > (x->mask + 1) / 2) {
+		x = index_grow(x);
+		if (!x)
+			goto out;
+		index_probe(x, key, &hole);
+	}
+	s = slot_alloc();
+	if (!s)
+		goto out;
+	stmt_clear(s);
+	atomic_store_explicit(&s->key, key, memory_order_release);
+	if (atomic_load_explicit(&hole->key, memory_order_relaxed) == 0)
+		x->used++;
+	x->live++;
+	hole->s = s; /* before the key: a reader that sees the key sees it */
+	atomic_store_explicit(&hole->key, key, memory_order_release);
+out:
+	tab_lock_drop();
+	return s;
 }
 
 void sp_stmt_forget(sqlite3_stmt *st)
 {
-	struct sp_stmt *s = sp_stmt_find(st);
+	struct sp_stmt_index *x;
+	struct sp_stmt_ent *e, *hole;
 
-	if (s)
+	if ((uintptr_t)st < 2 || !atomic_load_explicit(&sp_stmt_idx, memory_order_relaxed) ||
+	    tab_lock_take() < 0)
+		return;
+	x = atomic_load_explicit(&sp_stmt_idx, memory_order_relaxed);
+	e = index_probe(x, (uintptr_t)st, &hole);
+	if (e) {
+		struct sp_stmt *s = e->s;
+
 		atomic_store_explicit(&s->key, (uintptr_t)1, memory_order_release);
+		atomic_store_explicit(&e->key, (uintptr_t)1, memory_order_release);
+		x->live--;
+		s->next_free = slot_free;
+		slot_free = s;
+	}
+	tab_lock_drop();
 }
 
 /* ------------------------------------------------------------------ */
@@ -572,8 +722,9 @@ void sp_stmt_prepared_text(struct sp_thread *t, sqlite3_stmt *st, const char *te
 	sp_thread_ready(t);
 	sp_guard_in(t);
 	sp_probe_status_once();
-	s = stmt_insert(st);
+	s = stmt_insert(st, 1);
 	if (!s) {
+		atomic_fetch_add_explicit(&sp_untracked, 1, memory_order_relaxed);
 		sp_guard_out(t);
 		return;
 	}
@@ -592,7 +743,7 @@ void sp_stmt_prepared_text(struct sp_thread *t, sqlite3_stmt *st, const char *te
  * inside a libsqlite3 whose internal calls bypass the PLT). */
 struct sp_stmt *sp_stmt_adopt(struct sp_thread *t, sqlite3_stmt *st)
 {
-	struct sp_stmt *s = stmt_insert(st);
+	struct sp_stmt *s = stmt_insert(st, 0);
 	int saved;
 
 	if (!s) {
