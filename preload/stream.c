@@ -826,6 +826,12 @@ lost:
 	return NULL;
 }
 
+void *sp_rec_reentered(void)
+{
+	atomic_fetch_add(&sp_lost, 1);
+	return NULL;
+}
+
 void *sp_rec_reserve_slow(struct sp_thread *t, uint32_t len)
 {
 	int cancel;
