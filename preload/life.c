@@ -15,6 +15,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/random.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -44,6 +45,21 @@ uint32_t sp_my_pid(void)
 		atomic_store_explicit(&cached_pid, p, memory_order_relaxed);
 	}
 	return p;
+}
+
+/* Extending a file past RLIMIT_FSIZE's soft limit raises SIGXFSZ, which
+ * kills by default (and, blocked, stays pending): every file of ours is
+ * sized within it (issue 23). A memfd counts. */
+uint64_t sp_fsize_room(void)
+{
+	struct rlimit rl;
+	int saved = errno;
+
+	if (getrlimit(RLIMIT_FSIZE, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY) {
+		errno = saved;
+		return UINT64_MAX;
+	}
+	return (uint64_t)rl.rlim_cur;
 }
 
 static inline uint64_t mix64(uint64_t x)

@@ -1005,6 +1005,9 @@ extern atomic_int sp_libs_foreign;
 const struct sp_lib *sp_lib_of(const void *ra);
 void sp_stats_note_foreign_lib(void); /* stats.c: counted for the collector */
 void sp_stats_note_seen(uint32_t bits); /* stats.c: enum sp_seen bits into the header */
+/* The size a file of ours may grow to without SIGXFSZ: RLIMIT_FSIZE's
+ * soft limit, UINT64_MAX without one (life.c). */
+uint64_t sp_fsize_room(void);
 /* In an exported shim, after NEED(): its caller's foreign library, or
  * NULL when the call is the primary's. */
 #define SP_FOREIGN() sp_lib_of(__builtin_return_address(0))

@@ -88,6 +88,7 @@ static void *map_private(size_t len)
 int sp_stats_init(void)
 {
 	long mb = 512;
+	int fsize_cut = 0;
 	const char *env = getenv("SQLPROF_STATS_MB");
 	size_t size;
 	void *m = MAP_FAILED;
@@ -111,7 +112,15 @@ int sp_stats_init(void)
 		struct stat st;
 		int hi;
 
+		/* within RLIMIT_FSIZE (a larger size raises SIGXFSZ: issue
+		 * 23), said (SP_SEEN_FSIZE, below) when that made it smaller */
+		uint64_t room = sp_fsize_room();
+
 		for (; size >= ((size_t)1 << 20); size /= 2) {
+			if ((uint64_t)size > room) {
+				fsize_cut = 1;
+				continue;
+			}
 			if (ftruncate(fd, (off_t)size) < 0)
 				continue;
 			m = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
@@ -163,7 +172,7 @@ int sp_stats_init(void)
 	sp_stats->chunk_size = CHUNK;
 	sp_stats->size = size;
 	sp_stats->base = (uint64_t)(uintptr_t)m;
-	sp_stats->seen = sp_env_bad ? SP_SEEN_BAD_ENV : 0;
+	sp_stats->seen = (sp_env_bad ? SP_SEEN_BAD_ENV : 0) | (fsize_cut ? SP_SEEN_FSIZE : 0);
 	__atomic_store_n(&sp_stats->nchunks, 1, __ATOMIC_RELEASE);
 	return 0;
 }

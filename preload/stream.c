@@ -621,21 +621,27 @@ static int ring_announce(const struct sp_ring_shared *sh, int mfd)
  * (mono ns): a stuck collector must not cost a memfd per record. */
 static __thread uint64_t ring_retry_at __attribute__((tls_model("initial-exec")));
 
-static struct sp_ring *ring_new(struct sp_thread *t)
+/*
+ * A ring's memory: its memfd, sized, and both mappings, the private part
+ * set up but for the owner (pid, tid). 0, or -1 with nothing left over.
+ * RLIMIT_FSIZE applies to a memfd: sizing one beyond it raises SIGXFSZ
+ * (blocked, it stays pending), so a limit below the ring's size makes no
+ * ring (the thread's records are lost, counted, and record says why).
+ */
+static int ring_make(struct sp_ring **rp, int *mfdp)
 {
 	struct sp_ring *r = MAP_FAILED;
 	struct sp_ring_shared *sh = MAP_FAILED;
 	int mfd;
 
-	if (stream_dead() || (ring_retry_at && sp_mono_ns() < ring_retry_at))
-		return NULL;
-	if ((r = ring_reuse(t)) != NULL)
-		return r;
-	r = MAP_FAILED;
+	if (sp_fsize_room() < (uint64_t)SHARED_LEN) {
+		sp_stats_note_seen(SP_SEEN_FSIZE);
+		return -1;
+	}
 	/* MFD_CLOEXEC | MFD_ALLOW_SEALING: the collector seals it against shrinking */
 	mfd = (int)syscall(SYS_memfd_create, "sqlprof-ring", 1u | 2u);
 	if (mfd < 0)
-		goto fail;
+		return -1;
 	if (ftruncate(mfd, (off_t)SHARED_LEN) < 0)
 		goto fail;
 	sh = mmap(NULL, SHARED_LEN, PROT_READ | PROT_WRITE, MAP_SHARED, mfd, 0);
@@ -649,15 +655,133 @@ static struct sp_ring *ring_new(struct sp_thread *t)
 	 * sampled execution). */
 	r->dontfork = 0;
 	r->mfd = -1;
-	if (!t->tid)
-		sp_thread_init(t);
 	sh->magic = SP_RING_MAGIC;
 	sh->size = RING_SIZE;
-	sh->pid = (uint32_t)getpid();
-	sh->tid = t->tid;
 	r->sh = sh;
 	r->data = sh->data;
 	r->poked = (uint32_t)-1; /* no tail yet woken for */
+	*rp = r;
+	*mfdp = mfd;
+	return 0;
+fail:
+	close(mfd);
+	if (sh != MAP_FAILED)
+		munmap(sh, SHARED_LEN);
+	if (r != MAP_FAILED)
+		munmap(r, sizeof(*r));
+	return -1;
+}
+
+/*
+ * Rings made ahead, at start-up (the constructor, a forked child's first
+ * SQLite call): a thread that starts writing later takes one instead of
+ * asking the kernel for a memfd, so a program that confines itself with
+ * a seccomp allowlist after its first queries is not killed for our
+ * memfd_create (issue 23). Their descriptors are out of the program's
+ * way (above FD_HIGH) from the start; under reg_lock.
+ */
+#define RING_SPARES 2
+static struct {
+	struct sp_ring *r;
+	int mfd;
+	dev_t dev;
+	ino_t ino;
+} spares[RING_SPARES];
+static int nspares;
+
+static void spares_make(void)
+{
+	for (int i = 0; i < RING_SPARES; i++) {
+		struct sp_ring *r;
+		struct stat st;
+		int mfd, hi;
+
+		pthread_mutex_lock(&reg_lock);
+		hi = nspares;
+		pthread_mutex_unlock(&reg_lock);
+		if (hi >= RING_SPARES)
+			return;
+
+		if (ring_make(&r, &mfd) < 0)
+			return;
+		hi = sp_fd_high(mfd);
+		if (hi < 0 || fstat(hi, &st) != 0) {
+			close(hi < 0 ? mfd : hi);
+			munmap(r->sh, SHARED_LEN);
+			munmap(r, sizeof(*r));
+			return;
+		}
+		pthread_mutex_lock(&reg_lock);
+		if (nspares < RING_SPARES) {
+			spares[nspares].r = r;
+			spares[nspares].mfd = hi;
+			spares[nspares].dev = st.st_dev;
+			spares[nspares].ino = st.st_ino;
+			nspares++;
+			r = NULL;
+		}
+		pthread_mutex_unlock(&reg_lock);
+		if (r) { /* another thread filled them meanwhile */
+			close(hi);
+			munmap(r->sh, SHARED_LEN);
+			munmap(r, sizeof(*r));
+			return;
+		}
+	}
+}
+
+/* A spare ring and its memfd (high already), or -1 when none is left. */
+static int spare_take(struct sp_ring **rp, int *mfdp)
+{
+	int rc = -1;
+
+	pthread_mutex_lock(&reg_lock);
+	if (nspares > 0) {
+		nspares--;
+		*rp = spares[nspares].r;
+		*mfdp = spares[nspares].mfd;
+		rc = 0;
+	}
+	pthread_mutex_unlock(&reg_lock);
+	return rc;
+}
+
+/* A forked child: the spares' memory is shared with the parent. */
+static void spares_drop_inherited(void)
+{
+	while (nspares > 0) {
+		struct stat st;
+
+		nspares--;
+		if (fstat(spares[nspares].mfd, &st) == 0 && st.st_dev == spares[nspares].dev &&
+		    st.st_ino == spares[nspares].ino)
+			close(spares[nspares].mfd);
+		munmap(spares[nspares].r->sh, SHARED_LEN);
+		munmap(spares[nspares].r, sizeof(*spares[nspares].r));
+	}
+}
+
+static struct sp_ring *ring_new(struct sp_thread *t)
+{
+	struct sp_ring *r = NULL;
+	struct sp_ring_shared *sh;
+	int mfd = -1, spare;
+
+	if (stream_dead() || (ring_retry_at && sp_mono_ns() < ring_retry_at))
+		return NULL;
+	if ((r = ring_reuse(t)) != NULL)
+		return r;
+	r = NULL;
+	spare = spare_take(&r, &mfd) == 0;
+	if (!spare && ring_make(&r, &mfd) < 0) {
+		r = NULL;
+		goto fail;
+	}
+	sh = r->sh;
+	if (!t->tid)
+		sp_thread_init(t);
+	sh->pid = (uint32_t)getpid();
+	sh->tid = t->tid;
 	/* the collector is gone or not taking messages now: fail */
 	if (ring_announce(sh, mfd) < 0)
 		goto fail;
@@ -666,7 +790,7 @@ static struct sp_ring *ring_new(struct sp_thread *t)
 		 * to the next collector (an agent restarted): its records
 		 * not read yet are read by that one */
 		struct stat st;
-		int hi = sp_fd_high(mfd);
+		int hi = spare ? mfd : sp_fd_high(mfd);
 
 		r->mfd = -1;
 		/* at most RING_FDS_KEPT, and only in the range above
@@ -699,15 +823,16 @@ static struct sp_ring *ring_new(struct sp_thread *t)
 	t->ring = r;
 	return r;
 fail:
-	/* No ring (no memfd under a seccomp filter, no memory, no collector
-	 * taking it): the thread's records are lost, counted, and it tries
-	 * again a second later - not a failing system call per record. */
+	/* No ring (no memfd under a seccomp filter, no memory, no room under
+	 * RLIMIT_FSIZE, no collector taking it): the thread's records are
+	 * lost, counted, and it tries again a second later - not a failing
+	 * system call per record. */
 	if (mfd >= 0)
 		close(mfd);
-	if (sh != MAP_FAILED)
-		munmap(sh, SHARED_LEN);
-	if (r != MAP_FAILED)
+	if (r) {
+		munmap(r->sh, SHARED_LEN);
 		munmap(r, sizeof(*r));
+	}
 	ring_retry_at = sp_mono_ns() + 1000000000u;
 	return NULL;
 }
@@ -1368,6 +1493,7 @@ void sp_stream_child_start(void)
 	sp_stream_restart = 0;
 	if (!sp_stats)
 		sp_stats_init(); /* the child's own totals, sent with its HELLO */
+	spares_make(); /* its own: the parent's were let go of at fork */
 	if (hello_owed) {
 		/* connected before a uid change: say hello now */
 		int cancel;
@@ -1416,6 +1542,7 @@ int sp_stream_init(void)
 	strcpy(sock_path, path);
 	if (pthread_key_create(&thread_key, thread_gone) != 0)
 		return -1;
+	spares_make();
 	if (conn_get() >= 0)
 		return 0;
 	if (collector_gone(conn_errno)) {
@@ -1457,6 +1584,7 @@ void sp_stream_fork_child(void)
 	}
 	rings = NULL;
 	idle_rings = NULL;
+	spares_drop_inherited();
 	sp_tls.ring = NULL;
 	/* the thread-exit handler must not see the parent's ring */
 	pthread_setspecific(thread_key, NULL);

@@ -520,6 +520,29 @@ __attribute__((noinline, cold)) static int stack_bounds(void)
 		errno = saved;
 		return 0;
 	}
+	{
+		/* Another thread. glibc puts its descriptor (pthread_self(),
+		 * the thread pointer) at the top of the thread's stack block,
+		 * its static TLS just below, and the stack below that, all in
+		 * one mapping (a stack the program gave, pthread_attr_setstack,
+		 * too): every frame lies below the descriptor, and the walk
+		 * reads nothing beneath the caller's stack pointer, so the low
+		 * bound only has to be below the frames of later walks - taken
+		 * 1 MiB below this one's (deeper walks go to backtrace()).
+		 * pthread_getattr_np, the fallback, would also malloc and ask
+		 * the kernel for the thread's CPU affinity (sched_getaffinity:
+		 * a system call a seccomp filter installed after the program's
+		 * first query may not allow, issue 23). */
+		uintptr_t here = (uintptr_t)__builtin_frame_address(0);
+		uintptr_t tp = (uintptr_t)pthread_self();
+
+		if (tp > here && tp - here < ((uintptr_t)1 << 30)) {
+			stack.hi = tp;
+			stack.lo = here > ((uintptr_t)1 << 20) ? here - ((uintptr_t)1 << 20) : 0;
+			errno = saved;
+			return 0;
+		}
+	}
 	if (pthread_getattr_np(pthread_self(), &a) != 0)
 		goto out;
 	if (pthread_attr_getstack(&a, &addr, &size) == 0 && size >= 64) {
