@@ -187,16 +187,12 @@ struct sp_thread_more *sp_thread_more(struct sp_thread *t)
 /* Keeps errno: it runs before the original in the step, reset and
  * finalize shims, and in a forked child it connects (which fails with
  * ECONNREFUSED when the collector is gone). */
-void sp_thread_ready(struct sp_thread *t)
+/* sp_thread_ready's set-up, out of its line: the common call (set up
+ * already) stays a test and a return. */
+static __attribute__((noinline, cold)) void thread_setup(struct sp_thread *t)
 {
-	int saved;
+	int saved = errno;
 
-	if (t->state & SP_TS_SETUP) {
-		if (likely(sp_same_process()))
-			return;
-		sp_raw_clone_child(); /* and set up again, as this process */
-	}
-	saved = errno;
 	/* guarded while it sets up (a lock held, the arena half made): a
 	 * signal handler's SQLite calls meanwhile run unprofiled, counted
 	 * (sp_step_guarded) */
@@ -219,6 +215,16 @@ void sp_thread_ready(struct sp_thread *t)
 	t->state |= SP_TS_SETUP | (sp_clock_tsc ? SP_TS_TSC : 0);
 	sp_guard_out(t);
 	errno = saved;
+}
+
+void sp_thread_ready(struct sp_thread *t)
+{
+	if (t->state & SP_TS_SETUP) {
+		if (likely(sp_same_process()))
+			return;
+		sp_raw_clone_child(); /* and set up again, as this process */
+	}
+	thread_setup(t);
 }
 
 static int self_range_cb(struct dl_phdr_info *info, size_t size, void *arg)
