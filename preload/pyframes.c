@@ -36,7 +36,7 @@
 #include "py_layouts.h"
 #include "sp_preload.h"
 
-#define PY_FRAMES_MAX 128 /* Python frames read per stack */
+#define PY_FRAMES_MAX SP_PY_FRAMES_MAX
 #define PY_NAME_MAX 255
 #define PY_FILE_MAX 1023
 #define PY_TABLE_MAX 16384
@@ -446,9 +446,11 @@ static int read_frames(uintptr_t *code, uint32_t *off, uint8_t *entry, int max)
  */
 int sp_py_splice(struct sp_thread *t, uintptr_t *pcs, int n, int cap)
 {
-	uintptr_t code[PY_FRAMES_MAX], out[SP_STACK_MAX + 8];
-	uint32_t off[PY_FRAMES_MAX];
-	uint8_t entry[PY_FRAMES_MAX];
+	/* in the thread's page, not on the stack (3.8 KiB): the caller holds
+	 * the page's walk buffers (walk_busy) */
+	uintptr_t *code = t->more->py_code, *out = t->more->py_out;
+	uint32_t *off = t->more->py_off;
+	uint8_t *entry = t->more->py_entry;
 	int state = atomic_load_explicit(&py_state, memory_order_acquire), saved = errno;
 	int np, i, j = 0, k = 0;
 
@@ -488,8 +490,8 @@ int sp_py_splice(struct sp_thread *t, uintptr_t *pcs, int n, int cap)
 		if (atomic_fetch_add(&py_checked, 1) + 1 >= PY_CHECKS)
 			atomic_store(&py_direct, 1);
 	}
-	if (cap > (int)(sizeof(out) / sizeof(out[0])))
-		cap = (int)(sizeof(out) / sizeof(out[0]));
+	if (cap > SP_STACK_MAX + 8)
+		cap = SP_STACK_MAX + 8;
 	for (i = 0; i < n && j < cap; i++) {
 		if (pcs[i] - eval_lo >= eval_hi - eval_lo || k >= np) {
 			out[j++] = pcs[i];

@@ -122,14 +122,30 @@ int sp_backtrace_keep_errno(uintptr_t *pcs, int max)
 	return n;
 }
 
+/* A walk that cannot have its thread's page (a signal handler's inside
+ * another walk of the thread, or no page): this many pcs on the stack,
+ * without CPython's frames. */
+#define WALK_SMALL 72
+
 uint64_t sp_stack_walk(struct sp_thread *t, uintptr_t rsp, uintptr_t rbp, uintptr_t pc,
 		       int entered)
 {
-	uintptr_t pcs[SP_STACK_MAX + 8];
-	int max = sp_cfg.depth + 8, n = -1, noted = 0, skip, depth;
+	struct sp_thread_more *m = t->more;
+	uintptr_t small[WALK_SMALL], *pcs = small;
+	int max = sp_cfg.depth + 8, n = -1, noted = 0, skip, depth, own = 0;
 	int py = atomic_load_explicit(&sp_py_state, memory_order_relaxed) != SP_PY_STATE_OFF;
 	uint64_t h;
 
+	if (likely(m != &sp_more_none && !m->walk_busy)) {
+		m->walk_busy = 1;
+		atomic_signal_fence(memory_order_seq_cst);
+		pcs = m->pcs;
+		own = 1;
+	} else {
+		py = 0;
+		if (max > WALK_SMALL)
+			max = WALK_SMALL;
+	}
 	/* entered: the walk starts in the program's frame; pcs[0] stands for
 	 * the frame of ours it was entered from, as for any other walk */
 	pcs[0] = (uintptr_t)&sp_stack_walk;
@@ -145,16 +161,22 @@ uint64_t sp_stack_walk(struct sp_thread *t, uintptr_t rsp, uintptr_t rbp, uintpt
 	h = sp_stack_id(pcs, n);
 	if (noted)
 		sp_memo_done(SP_MEMO(t), py ? 0 : h);
-	if (!h)
-		return 0;
-	/* a sampled execution is a slow path: the collector gone, or one to
-	 * connect to (a new one has no stack: last_stack is forgotten) */
-	sp_stream_tick();
-	/* the same stack as this thread's last one: sent already */
-	if (likely(h == t->last_stack))
-		return h;
-	depth = sp_stack_span(pcs, n, &skip);
-	return sp_stack_note(t, pcs + skip, depth, h);
+	if (h) {
+		/* a sampled execution is a slow path: the collector gone, or
+		 * one to connect to (a new one has no stack: last_stack is
+		 * forgotten) */
+		sp_stream_tick();
+		/* the same stack as this thread's last one: sent already */
+		if (unlikely(h != t->last_stack)) {
+			depth = sp_stack_span(pcs, n, &skip);
+			h = sp_stack_note(t, pcs + skip, depth, h);
+		}
+	}
+	if (own) {
+		atomic_signal_fence(memory_order_seq_cst);
+		m->walk_busy = 0;
+	}
+	return h;
 }
 
 /*

@@ -672,6 +672,7 @@ extern uint64_t sp_image_salt;
 /* pyframes.c: the Python frames of a CPython process */
 #define SP_PY_STATE_OFF 4
 extern atomic_int sp_py_state;
+/* pcs: t->more->pcs, the caller holding walk_busy (its buffers are used) */
 int sp_py_splice(struct sp_thread *t, uintptr_t *pcs, int n, int cap);
 void sp_py_fork_child(void);
 void sp_py_modules_changed(void); /* stream.c: the map changed, look again */
@@ -762,10 +763,21 @@ struct sp_walk_memo {
  * be had: its memo never tells (rsp0 0) and is never written, and it has
  * no exec runs (sp_exec_begin: not tracked).
  */
+#define SP_PY_FRAMES_MAX 128 /* Python frames read per stack (pyframes.c) */
 struct sp_thread_more {
 	struct sp_walk_memo memo;
 	struct sp_run exec_runs[SP_EXEC_DEPTH];
 	struct sp_thread_more *next_idle; /* life.c's idle list */
+	/* A stack walk's buffers (run.c, sp_stack_walk; pyframes.c,
+	 * sp_py_splice), 6 KiB that were on the stack: walk_busy from the
+	 * walk's start to its end, so a signal handler's walk on this
+	 * thread meanwhile takes a small buffer of its own instead */
+	uint32_t walk_busy;
+	uintptr_t pcs[SP_STACK_MAX + 8];
+	uintptr_t py_out[SP_STACK_MAX + 8];
+	uintptr_t py_code[SP_PY_FRAMES_MAX];
+	uint32_t py_off[SP_PY_FRAMES_MAX];
+	uint8_t py_entry[SP_PY_FRAMES_MAX];
 };
 extern struct sp_thread_more sp_more_none;
 /* t's sp_thread_more, mapped (or taken from the idle list) on first use;
