@@ -8,8 +8,8 @@
  * hard) to it, as a worker that limits itself does. Then runs N
  * executions of a prepared INSERT and N of a SELECT on an in-memory
  * database in the main thread, and N of each again in each of THREADS
- * threads (default 1) running at the same time (each needs a ring of its
- * own), and prints its totals. Exits 0, 1 on an SQLite error, 2 on bad
+ * threads (default 1) running at the same time, none ending before all
+ * ran their queries (each needs a ring of its own), and prints its totals. Exits 0, 1 on an SQLite error, 2 on bad
  * usage.
  */
 #include <pthread.h>
@@ -52,8 +52,12 @@ static pthread_barrier_t all_started;
 
 static void *thread_work(void *arg)
 {
+	void *r;
+
 	pthread_barrier_wait(&all_started); /* every thread alive at once */
-	return work(arg);
+	r = work(arg);
+	pthread_barrier_wait(&all_started); /* and none gone before all ran */
+	return r;
 }
 
 int main(int argc, char **argv)
