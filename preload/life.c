@@ -274,6 +274,9 @@ static void on_fork_child(void)
 	t->cur = NULL;
 	t->exec_depth = 0;
 	t->rec_busy = 0; /* a fork from a handler inside a record's writing */
+	/* another thread may have held the idle pages' lock at fork(): it
+	 * does not exist here (the pages it held are copies, still good) */
+	atomic_flag_clear_explicit(&idle_more_lock, memory_order_relaxed);
 	sp_stats_fork_child();
 	sp_stream_fork_child();
 	sp_py_fork_child();
