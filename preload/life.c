@@ -184,9 +184,6 @@ struct sp_thread_more *sp_thread_more(struct sp_thread *t)
 	return m;
 }
 
-/* Keeps errno: it runs before the original in the step, reset and
- * finalize shims, and in a forked child it connects (which fails with
- * ECONNREFUSED when the collector is gone). */
 /* sp_thread_ready's set-up, out of its line: the common call (set up
  * already) stays a test and a return. */
 static __attribute__((noinline, cold)) void thread_setup(struct sp_thread *t)
@@ -217,6 +214,9 @@ static __attribute__((noinline, cold)) void thread_setup(struct sp_thread *t)
 	errno = saved;
 }
 
+/* Keeps errno: it runs before the original in the step, reset and
+ * finalize shims, and in a forked child it connects (which fails with
+ * ECONNREFUSED when the collector is gone). */
 void sp_thread_ready(struct sp_thread *t)
 {
 	if (t->state & SP_TS_SETUP) {
