@@ -674,55 +674,43 @@ fail:
 
 /*
  * Rings made ahead, at start-up (the constructor, a forked child's first
- * SQLite call): a thread that starts writing later takes one instead of
- * asking the kernel for a memfd, so a program that confines itself with
- * a seccomp allowlist after its first queries is not killed for our
- * memfd_create (issue 23). Their descriptors are out of the program's
- * way (above FD_HIGH) from the start; under reg_lock.
+ * SQLite call), once connected: announced to the collector at once, their
+ * descriptors closed (they cost the program none), so a thread that
+ * starts writing later takes one with no system call at all - a program
+ * that confines itself with a seccomp allowlist after its first queries
+ * is not killed for our memfd_create (issue 23). A ring carries any
+ * thread's records (each says its tid). A spare is not kept to announce
+ * again: after a reconnect the untaken ones are dropped (a new collector
+ * does not know them). Under reg_lock.
  */
 #define RING_SPARES 2
-static struct {
-	struct sp_ring *r;
-	int mfd;
-	dev_t dev;
-	ino_t ino;
-} spares[RING_SPARES];
+static struct sp_ring *spares[RING_SPARES];
 static int nspares;
 
 static void spares_make(void)
 {
 	for (int i = 0; i < RING_SPARES; i++) {
 		struct sp_ring *r;
-		struct stat st;
-		int mfd, hi;
+		int mfd, n;
 
 		pthread_mutex_lock(&reg_lock);
-		hi = nspares;
+		n = nspares;
 		pthread_mutex_unlock(&reg_lock);
-		if (hi >= RING_SPARES)
+		if (n >= RING_SPARES || stream_dead() || sock_fd < 0 || ring_make(&r, &mfd) < 0)
 			return;
-
-		if (ring_make(&r, &mfd) < 0)
-			return;
-		hi = sp_fd_high(mfd);
-		if (hi < 0 || fstat(hi, &st) != 0) {
-			close(hi < 0 ? mfd : hi);
-			munmap(r->sh, SHARED_LEN);
-			munmap(r, sizeof(*r));
-			return;
+		r->sh->pid = (uint32_t)getpid();
+		r->sh->tid = sp_tls.tid ? sp_tls.tid : r->sh->pid;
+		n = ring_announce(r->sh, mfd);
+		close(mfd);
+		if (n == 0) {
+			pthread_mutex_lock(&reg_lock);
+			if (nspares < RING_SPARES) {
+				spares[nspares++] = r;
+				r = NULL;
+			}
+			pthread_mutex_unlock(&reg_lock);
 		}
-		pthread_mutex_lock(&reg_lock);
-		if (nspares < RING_SPARES) {
-			spares[nspares].r = r;
-			spares[nspares].mfd = hi;
-			spares[nspares].dev = st.st_dev;
-			spares[nspares].ino = st.st_ino;
-			nspares++;
-			r = NULL;
-		}
-		pthread_mutex_unlock(&reg_lock);
-		if (r) { /* another thread filled them meanwhile */
-			close(hi);
+		if (r) { /* not announced, or another thread filled them */
 			munmap(r->sh, SHARED_LEN);
 			munmap(r, sizeof(*r));
 			return;
@@ -730,34 +718,28 @@ static void spares_make(void)
 	}
 }
 
-/* A spare ring and its memfd (high already), or -1 when none is left. */
-static int spare_take(struct sp_ring **rp, int *mfdp)
+/* A spare ring, announced already, or NULL when none is left. */
+static struct sp_ring *spare_take(void)
 {
-	int rc = -1;
+	struct sp_ring *r = NULL;
 
 	pthread_mutex_lock(&reg_lock);
-	if (nspares > 0) {
-		nspares--;
-		*rp = spares[nspares].r;
-		*mfdp = spares[nspares].mfd;
-		rc = 0;
-	}
+	if (nspares > 0)
+		r = spares[--nspares];
 	pthread_mutex_unlock(&reg_lock);
-	return rc;
+	return r;
 }
 
-/* A forked child: the spares' memory is shared with the parent. */
-static void spares_drop_inherited(void)
+/* Let go of the spares not taken: a forked child's (the parent's rings;
+ * async-signal-safe), or after a reconnect (unknown to the new
+ * collector). The caller holds reg_lock or is alone. */
+static void spares_drop(void)
 {
 	while (nspares > 0) {
-		struct stat st;
+		struct sp_ring *r = spares[--nspares];
 
-		nspares--;
-		if (fstat(spares[nspares].mfd, &st) == 0 && st.st_dev == spares[nspares].dev &&
-		    st.st_ino == spares[nspares].ino)
-			close(spares[nspares].mfd);
-		munmap(spares[nspares].r->sh, SHARED_LEN);
-		munmap(spares[nspares].r, sizeof(*spares[nspares].r));
+		munmap(r->sh, SHARED_LEN);
+		munmap(r, sizeof(*r));
 	}
 }
 
@@ -765,21 +747,21 @@ static struct sp_ring *ring_new(struct sp_thread *t)
 {
 	struct sp_ring *r = NULL;
 	struct sp_ring_shared *sh;
-	int mfd = -1, spare;
+	int mfd = -1;
 
 	if (stream_dead() || (ring_retry_at && sp_mono_ns() < ring_retry_at))
 		return NULL;
 	if ((r = ring_reuse(t)) != NULL)
 		return r;
-	r = NULL;
-	spare = spare_take(&r, &mfd) == 0;
-	if (!spare && ring_make(&r, &mfd) < 0) {
+	if (!t->tid)
+		sp_thread_init(t);
+	if ((r = spare_take()) != NULL)
+		goto registered; /* announced at start-up */
+	if (ring_make(&r, &mfd) < 0) {
 		r = NULL;
 		goto fail;
 	}
 	sh = r->sh;
-	if (!t->tid)
-		sp_thread_init(t);
 	sh->pid = (uint32_t)getpid();
 	sh->tid = t->tid;
 	/* the collector is gone or not taking messages now: fail */
@@ -790,7 +772,7 @@ static struct sp_ring *ring_new(struct sp_thread *t)
 		 * to the next collector (an agent restarted): its records
 		 * not read yet are read by that one */
 		struct stat st;
-		int hi = spare ? mfd : sp_fd_high(mfd);
+		int hi = sp_fd_high(mfd);
 
 		r->mfd = -1;
 		/* at most RING_FDS_KEPT, and only in the range above
@@ -815,6 +797,7 @@ static struct sp_ring *ring_new(struct sp_thread *t)
 		}
 		mfd = -1;
 	}
+registered:
 	pthread_mutex_lock(&reg_lock);
 	r->next = rings;
 	rings = r;
@@ -1394,6 +1377,7 @@ static void rings_announce_again(void)
 
 	pthread_mutex_lock(&reg_lock);
 	r = rings;
+	spares_drop(); /* announced to the last collector only */
 	pthread_mutex_unlock(&reg_lock);
 	for (; r; r = r->next) {
 		struct stat st;
@@ -1493,7 +1477,6 @@ void sp_stream_child_start(void)
 	sp_stream_restart = 0;
 	if (!sp_stats)
 		sp_stats_init(); /* the child's own totals, sent with its HELLO */
-	spares_make(); /* its own: the parent's were let go of at fork */
 	if (hello_owed) {
 		/* connected before a uid change: say hello now */
 		int cancel;
@@ -1508,8 +1491,12 @@ void sp_stream_child_start(void)
 		pthread_setcancelstate(cancel, NULL);
 		return;
 	}
-	if (conn_get() < 0 && !collector_gone(conn_errno)) /* connects and says hello */
-		unrep_mark();
+	if (conn_get() < 0) { /* connects and says hello */
+		if (!collector_gone(conn_errno))
+			unrep_mark();
+		return;
+	}
+	spares_make(); /* its own: the parent's were let go of at fork */
 }
 
 /*
@@ -1542,9 +1529,10 @@ int sp_stream_init(void)
 	strcpy(sock_path, path);
 	if (pthread_key_create(&thread_key, thread_gone) != 0)
 		return -1;
-	spares_make();
-	if (conn_get() >= 0)
+	if (conn_get() >= 0) {
+		spares_make();
 		return 0;
+	}
 	if (collector_gone(conn_errno)) {
 		/* no collector listens yet (an agent not started, or
 		 * restarting): profiled all the same, into our statistics;
@@ -1584,7 +1572,7 @@ void sp_stream_fork_child(void)
 	}
 	rings = NULL;
 	idle_rings = NULL;
-	spares_drop_inherited();
+	spares_drop();
 	sp_tls.ring = NULL;
 	/* the thread-exit handler must not see the parent's ring */
 	pthread_setspecific(thread_key, NULL);
