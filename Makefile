@@ -103,7 +103,7 @@ deps:
 
 $(BUILD)/obj/preload/%.o: preload/%.c preload/*.h
 	@mkdir -p $(@D)
-	$(CC) $(PRELOAD_CFLAGS) -fPIC -fvisibility=hidden -ftls-model=initial-exec -fno-tree-slp-vectorize -c $< -o $@
+	$(CC) $(PRELOAD_CFLAGS) -fPIC -fvisibility=hidden -ftls-model=initial-exec -fno-tree-slp-vectorize -fstack-usage -c $< -o $@
 
 $(BUILD)/obj/%.o: %.c $(REPORT_H) $(wildcard symbolizer/*.h preload/sp_wire.h preload/sp_probe.h)
 	@mkdir -p $(@D)

@@ -422,20 +422,21 @@ static __attribute__((noinline)) int step_sampled(sqlite3_stmt *st)
 {
 	const uintptr_t *fp = __builtin_frame_address(0); /* a frame pointer */
 	struct sp_thread *t = &sp_tls;
+	struct sp_walk_memo *m = SP_MEMO(t); /* a page of its own: one load */
 	uint64_t now;
 
 	if (likely(sp_same_process()) &&
 	    likely(atomic_load_explicit(&sp_py_state, memory_order_relaxed) == SP_PY_STATE_OFF) &&
-	    likely(sp_memo_same((uintptr_t)(fp + 2), fp[0], fp[1])) &&
+	    likely(sp_memo_same(m, (uintptr_t)(fp + 2), fp[0], fp[1])) &&
 	    /* the tick is due before the test: a new collector has no stack */
 	    likely((now = sp_rdtsc()) <
 		   atomic_load_explicit(&sp_stream_tick_at, memory_order_relaxed)) &&
-	    likely(sp_memo.id == t->last_stack)) {
+	    likely(m->id == t->last_stack)) {
 		if (likely(sp_cfg.rate_one)) {
 			t->skip = 1;
-			return step_drawn(st, sp_memo.id, now); /* now: the start */
+			return step_drawn(st, m->id, now); /* now: the start */
 		}
-		return step_gap(st, sp_memo.id);
+		return step_gap(st, m->id);
 	}
 	return step_walked(st);
 }
@@ -456,8 +457,10 @@ static __attribute__((noinline)) int step_cold(sqlite3_stmt *st)
 		return L->fn.step ? L->fn.step(st) : MISSING;
 	if (unlikely(!sp_real.step))
 		return MISSING;
-	if (!sp_hot || sp_guarded(t) || !st)
+	if (!sp_hot || !st)
 		return sp_real.step(st);
+	if (sp_guarded(t))
+		return sp_step_guarded(t, st); /* ours, or a signal handler's */
 	return step_general(st, -1);
 }
 

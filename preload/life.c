@@ -9,10 +9,13 @@
 #include <execinfo.h>
 #include <link.h>
 #include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/random.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -23,7 +26,9 @@
 __thread struct sp_thread sp_tls __attribute__((tls_model("initial-exec"))) = {
 	.last_stmt = &sp_stmt_none,
 	.fast_stmt = &sp_stmt_none,
+	.more = &sp_more_none,
 };
+struct sp_thread_more sp_more_none; /* never written: see sp_preload.h */
 uint32_t sp_proc_pid; /* pid of the process image we initialised */
 atomic_ulong sp_unloads;
 uint64_t sp_image_salt;
@@ -40,6 +45,21 @@ uint32_t sp_my_pid(void)
 		atomic_store_explicit(&cached_pid, p, memory_order_relaxed);
 	}
 	return p;
+}
+
+/* Extending a file past RLIMIT_FSIZE's soft limit raises SIGXFSZ, which
+ * kills by default (and, blocked, stays pending): every file of ours is
+ * sized within it (issue 23). A memfd counts. */
+uint64_t sp_fsize_room(void)
+{
+	struct rlimit rl;
+	int saved = errno;
+
+	if (getrlimit(RLIMIT_FSIZE, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY) {
+		errno = saved;
+		return UINT64_MAX;
+	}
+	return (uint64_t)rl.rlim_cur;
 }
 
 static inline uint64_t mix64(uint64_t x)
@@ -101,19 +121,79 @@ void sp_raw_clone_child(void)
 	errno = saved;
 }
 
-/* Keeps errno: it runs before the original in the step, reset and
- * finalize shims, and in a forked child it connects (which fails with
- * ECONNREFUSED when the collector is gone). */
-void sp_thread_ready(struct sp_thread *t)
+/*
+ * The threads' sp_thread_more pages (sp_preload.h): one mmap'd page a
+ * thread, mapped at its set-up and handed at its exit (more_gone, a
+ * thread-specific key's destructor) to the next thread set up, so a
+ * program that starts many short threads maps a page per thread it runs
+ * at a time. The idle list's lock is only ever tried by a taker (a
+ * signal handler may be the one setting the thread up, and may have
+ * interrupted a push): a taker that finds it held maps a page instead.
+ */
+static pthread_key_t more_key;
+static int more_key_ok;
+static struct sp_thread_more *idle_more;
+static atomic_flag idle_more_lock = ATOMIC_FLAG_INIT;
+
+static void more_gone(void *arg)
 {
+	struct sp_thread_more *m = arg;
+	struct sp_thread *t = &sp_tls;
+
+	if (t->more != m)
+		return;
+	t->more = &sp_more_none; /* later SQLite calls of this thread: none */
+	if (t->exec_depth)
+		return; /* its runs may still be pointed to: the page stays */
+	while (atomic_flag_test_and_set_explicit(&idle_more_lock, memory_order_acquire))
+		sched_yield(); /* another thread's push or take: a few moves */
+	m->next_idle = idle_more;
+	idle_more = m;
+	atomic_flag_clear_explicit(&idle_more_lock, memory_order_release);
+}
+
+struct sp_thread_more *sp_thread_more(struct sp_thread *t)
+{
+	struct sp_thread_more *m = NULL;
 	int saved;
 
-	if (t->state & SP_TS_SETUP) {
-		if (likely(sp_same_process()))
-			return;
-		sp_raw_clone_child(); /* and set up again, as this process */
-	}
+	if (t->more != &sp_more_none)
+		return t->more;
 	saved = errno;
+	if (!atomic_flag_test_and_set_explicit(&idle_more_lock, memory_order_acquire)) {
+		m = idle_more;
+		if (m)
+			idle_more = m->next_idle;
+		atomic_flag_clear_explicit(&idle_more_lock, memory_order_release);
+	}
+	if (!m) {
+		void *p = mmap(NULL, sizeof(*m), PROT_READ | PROT_WRITE,
+			       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+		if (p == MAP_FAILED) {
+			errno = saved;
+			return t->more; /* none: no memo, no exec runs */
+		}
+		m = p;
+	}
+	memset(m, 0, sizeof(*m));
+	t->more = m;
+	if (more_key_ok)
+		pthread_setspecific(more_key, m);
+	errno = saved;
+	return m;
+}
+
+/* sp_thread_ready's set-up, out of its line: the common call (set up
+ * already) stays a test and a return. */
+static __attribute__((noinline, cold)) void thread_setup(struct sp_thread *t)
+{
+	int saved = errno;
+
+	/* guarded while it sets up (a lock held, the arena half made): a
+	 * signal handler's SQLite calls meanwhile run unprofiled, counted
+	 * (sp_step_guarded) */
+	sp_guard_in(t);
 	if (unlikely(!t->tid))
 		sp_thread_init(t);
 	if (unlikely(sp_stream_restart))
@@ -127,9 +207,24 @@ void sp_thread_ready(struct sp_thread *t)
 	t->state &= ~SP_TS_COUNTERS;
 	sp_fast_off(t);
 	t->run_q = &sp_no_run;
+	sp_thread_more(t);
 	sp_arena_get(t);
 	t->state |= SP_TS_SETUP | (sp_clock_tsc ? SP_TS_TSC : 0);
+	sp_guard_out(t);
 	errno = saved;
+}
+
+/* Keeps errno: it runs before the original in the step, reset and
+ * finalize shims, and in a forked child it connects (which fails with
+ * ECONNREFUSED when the collector is gone). */
+void sp_thread_ready(struct sp_thread *t)
+{
+	if (t->state & SP_TS_SETUP) {
+		if (likely(sp_same_process()))
+			return;
+		sp_raw_clone_child(); /* and set up again, as this process */
+	}
+	thread_setup(t);
 }
 
 static int self_range_cb(struct dl_phdr_info *info, size_t size, void *arg)
@@ -179,6 +274,10 @@ static void on_fork_child(void)
 	t->cur = NULL;
 	t->exec_depth = 0;
 	sp_stmt_fork_child();
+	t->rec_busy = 0; /* a fork from a handler inside a record's writing */
+	/* another thread may have held the idle pages' lock at fork(): it
+	 * does not exist here (the pages it held are copies, still good) */
+	atomic_flag_clear_explicit(&idle_more_lock, memory_order_relaxed);
 	sp_stats_fork_child();
 	sp_stream_fork_child();
 	sp_py_fork_child();
@@ -239,6 +338,7 @@ static void init(void)
 		sp_params_key[1] = mix64(sp_params_key[0] ^ sp_rdtsc() ^ sp_proc_pid);
 	}
 	alive_init();
+	more_key_ok = pthread_key_create(&more_key, more_gone) == 0;
 	pthread_atfork(NULL, on_fork_parent, on_fork_child);
 	sp_resolve();
 	sp_stats_init();

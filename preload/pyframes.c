@@ -36,7 +36,7 @@
 #include "py_layouts.h"
 #include "sp_preload.h"
 
-#define PY_FRAMES_MAX 128 /* Python frames read per stack */
+#define PY_FRAMES_MAX SP_PY_FRAMES_MAX
 #define PY_NAME_MAX 255
 #define PY_FILE_MAX 1023
 #define PY_TABLE_MAX 16384
@@ -246,22 +246,32 @@ static int64_t read_bytes(uintptr_t o, uint8_t *out, size_t max, size_t *got)
 }
 
 /* Send the code object at addr, whose name, file and first line are
- * known, under number num. 0 when sent. */
+ * known, under number num. 0 when sent. The strings and the table are
+ * read straight into the record, reserved at its largest (~17.7 KiB, one
+ * record per code object) and committed at its length: no buffer of
+ * that size in static TLS (each thread's stack paid for it) or on the
+ * stack. */
 static int send_code(struct sp_thread *t, uintptr_t addr, uintptr_t name, uintptr_t file,
 		     int32_t firstlineno, uint32_t num)
 {
-	static __thread char buf[PY_NAME_MAX * 2 + PY_FILE_MAX + PY_TABLE_MAX + 8]
-		__attribute__((tls_model("initial-exec")));
+	const uint32_t rmax =
+		(uint32_t)((sizeof(struct sp_rec_pycode) + PY_NAME_MAX * 2 + PY_FILE_MAX +
+			    PY_TABLE_MAX + 7) & ~(size_t)7);
 	uint8_t *table;
+	char *buf;
 	int nl, ql = 0, fl;
 	size_t tl = 0;
 	int64_t whole;
 	uint32_t rl;
 	struct sp_rec_pycode *r;
 
+	r = sp_rec_reserve(t, rmax);
+	if (!r)
+		return -1;
+	buf = (char *)(r + 1);
 	nl = read_str(name, buf, PY_NAME_MAX);
 	if (nl < 0)
-		return -1;
+		goto cancel;
 	if (L->co_qualname) {
 		ql = read_str(rd_ptr(addr + L->co_qualname), buf + nl, PY_NAME_MAX);
 		if (ql < 0)
@@ -269,15 +279,12 @@ static int send_code(struct sp_thread *t, uintptr_t addr, uintptr_t name, uintpt
 	}
 	fl = read_str(file, buf + nl + ql, PY_FILE_MAX);
 	if (fl < 0)
-		return -1;
+		goto cancel;
 	table = (uint8_t *)buf + nl + ql + fl;
 	whole = read_bytes(rd_ptr(addr + L->co_table), table, PY_TABLE_MAX, &tl);
 	if (whole < 0)
-		return -1;
+		goto cancel;
 	rl = (uint32_t)((sizeof(*r) + (size_t)nl + (size_t)ql + (size_t)fl + tl + 7) & ~(size_t)7);
-	r = sp_rec_reserve(t, rl);
-	if (!r)
-		return -1;
 	memset(r, 0, sizeof(*r));
 	r->h.type = SP_REC_PYCODE;
 	r->h.flags = (size_t)whole > tl ? SP_PYCODE_TABLE_CUT : 0;
@@ -292,11 +299,13 @@ static int send_code(struct sp_thread *t, uintptr_t addr, uintptr_t name, uintpt
 	r->qualname_len = (uint16_t)ql;
 	r->file_len = (uint16_t)fl;
 	r->table_len = (uint32_t)tl;
-	memcpy(r + 1, buf, (size_t)nl + (size_t)ql + (size_t)fl + tl);
 	memset((char *)(r + 1) + nl + ql + fl + tl, 0,
 	       rl - sizeof(*r) - (size_t)nl - (size_t)ql - (size_t)fl - tl);
 	sp_rec_commit(t, rl);
 	return 0;
+cancel:
+	sp_rec_cancel(t);
+	return -1;
 }
 
 /* Checking a layout: a code object whose file is a str. */
@@ -437,9 +446,11 @@ static int read_frames(uintptr_t *code, uint32_t *off, uint8_t *entry, int max)
  */
 int sp_py_splice(struct sp_thread *t, uintptr_t *pcs, int n, int cap)
 {
-	uintptr_t code[PY_FRAMES_MAX], out[SP_STACK_MAX + 8];
-	uint32_t off[PY_FRAMES_MAX];
-	uint8_t entry[PY_FRAMES_MAX];
+	/* in the thread's page, not on the stack (3.8 KiB): the caller holds
+	 * the page's walk buffers (walk_busy) */
+	uintptr_t *code = t->more->py_code, *out = t->more->py_out;
+	uint32_t *off = t->more->py_off;
+	uint8_t *entry = t->more->py_entry;
 	int state = atomic_load_explicit(&py_state, memory_order_acquire), saved = errno;
 	int np, i, j = 0, k = 0;
 
@@ -479,8 +490,8 @@ int sp_py_splice(struct sp_thread *t, uintptr_t *pcs, int n, int cap)
 		if (atomic_fetch_add(&py_checked, 1) + 1 >= PY_CHECKS)
 			atomic_store(&py_direct, 1);
 	}
-	if (cap > (int)(sizeof(out) / sizeof(out[0])))
-		cap = (int)(sizeof(out) / sizeof(out[0]));
+	if (cap > SP_STACK_MAX + 8)
+		cap = SP_STACK_MAX + 8;
 	for (i = 0; i < n && j < cap; i++) {
 		if (pcs[i] - eval_lo >= eval_hi - eval_lo || k >= np) {
 			out[j++] = pcs[i];

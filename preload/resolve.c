@@ -90,6 +90,7 @@ static void resolve_from(void *h, struct sp_real *r)
 	RESOLVE(h, r, expanded_sql, "sqlite3_expanded_sql");
 	RESOLVE(h, r, free, "sqlite3_free");
 	RESOLVE(h, r, bind_parameter_count, "sqlite3_bind_parameter_count");
+	RESOLVE(h, r, stmt_busy, "sqlite3_stmt_busy");
 	RESOLVE(h, r, trace_v2, "sqlite3_trace_v2");
 	RESOLVE(h, r, trace, "sqlite3_trace");
 	RESOLVE(h, r, profile, "sqlite3_profile");

@@ -21,7 +21,6 @@
 
 int sp_use_cfi_unwinder;
 uintptr_t sp_self_lo, sp_self_hi;
-__thread struct sp_run sp_exec_runs[SP_EXEC_DEPTH] __attribute__((tls_model("initial-exec")));
 
 /*
  * Gap to the next execution the random draw picks, counting this one: a
@@ -123,19 +122,36 @@ int sp_backtrace_keep_errno(uintptr_t *pcs, int max)
 	return n;
 }
 
+/* A walk that cannot have its thread's page (a signal handler's inside
+ * another walk of the thread, or no page): this many pcs on the stack,
+ * without CPython's frames. */
+#define WALK_SMALL 72
+
 uint64_t sp_stack_walk(struct sp_thread *t, uintptr_t rsp, uintptr_t rbp, uintptr_t pc,
 		       int entered)
 {
-	uintptr_t pcs[SP_STACK_MAX + 8];
-	int max = sp_cfg.depth + 8, n = -1, noted = 0, skip, depth;
+	struct sp_thread_more *m = t->more;
+	uintptr_t small[WALK_SMALL], *pcs = small;
+	int max = sp_cfg.depth + 8, n = -1, noted = 0, skip, depth, own = 0;
 	int py = atomic_load_explicit(&sp_py_state, memory_order_relaxed) != SP_PY_STATE_OFF;
 	uint64_t h;
 
+	if (likely(m != &sp_more_none && !m->walk_busy)) {
+		m->walk_busy = 1;
+		atomic_signal_fence(memory_order_seq_cst);
+		pcs = m->pcs;
+		own = 1;
+	} else {
+		py = 0;
+		if (max > WALK_SMALL)
+			max = WALK_SMALL;
+	}
 	/* entered: the walk starts in the program's frame; pcs[0] stands for
 	 * the frame of ours it was entered from, as for any other walk */
 	pcs[0] = (uintptr_t)&sp_stack_walk;
 	if (likely(sp_use_cfi_unwinder))
-		n = sp_unwind_noting(pcs + entered, max - entered, rsp, rbp, pc, &noted);
+		n = sp_unwind_noting(SP_MEMO(t), pcs + entered, max - entered, rsp, rbp, pc,
+				     &noted);
 	if (likely(n >= 0))
 		n += entered;
 	else /* not ours to unwind (signal frame, no CFI): libgcc's */
@@ -144,17 +160,23 @@ uint64_t sp_stack_walk(struct sp_thread *t, uintptr_t rsp, uintptr_t rbp, uintpt
 		n = sp_py_splice(t, pcs, n, SP_STACK_MAX + 8);
 	h = sp_stack_id(pcs, n);
 	if (noted)
-		sp_memo_done(py ? 0 : h);
-	if (!h)
-		return 0;
-	/* a sampled execution is a slow path: the collector gone, or one to
-	 * connect to (a new one has no stack: last_stack is forgotten) */
-	sp_stream_tick();
-	/* the same stack as this thread's last one: sent already */
-	if (likely(h == t->last_stack))
-		return h;
-	depth = sp_stack_span(pcs, n, &skip);
-	return sp_stack_note(t, pcs + skip, depth, h);
+		sp_memo_done(SP_MEMO(t), py ? 0 : h);
+	if (h) {
+		/* a sampled execution is a slow path: the collector gone, or
+		 * one to connect to (a new one has no stack: last_stack is
+		 * forgotten) */
+		sp_stream_tick();
+		/* the same stack as this thread's last one: sent already */
+		if (unlikely(h != t->last_stack)) {
+			depth = sp_stack_span(pcs, n, &skip);
+			h = sp_stack_note(t, pcs + skip, depth, h);
+		}
+	}
+	if (own) {
+		atomic_signal_fence(memory_order_seq_cst);
+		m->walk_busy = 0;
+	}
+	return h;
 }
 
 /*
@@ -169,12 +191,13 @@ __attribute__((noinline)) uint64_t sp_stack_take(struct sp_thread *t)
 	 * fp[0] is our caller's rbp, fp[1] our return address, fp + 2 our
 	 * caller's rsp (as in sp_unwind) */
 	const uintptr_t *fp = __builtin_frame_address(0);
+	struct sp_walk_memo *m = SP_MEMO(t);
 
 	if (likely(atomic_load_explicit(&sp_py_state, memory_order_relaxed) == SP_PY_STATE_OFF) &&
-	    likely(sp_memo_same((uintptr_t)(fp + 2), fp[0], fp[1]))) {
+	    likely(sp_memo_same(m, (uintptr_t)(fp + 2), fp[0], fp[1]))) {
 		sp_stream_tick();
-		if (likely(sp_memo.id == t->last_stack))
-			return sp_memo.id;
+		if (likely(m->id == t->last_stack))
+			return m->id;
 	}
 	return sp_stack_walk(t, (uintptr_t)(fp + 2), fp[0], fp[1], 0);
 }
@@ -342,7 +365,7 @@ static void close_vanished(struct sp_thread *t, uintptr_t frame)
 {
 	if (!frame)
 		return;
-	while (t->exec_depth && t->cur == &sp_exec_runs[t->exec_depth - 1] &&
+	while (t->exec_depth && t->cur == &t->more->exec_runs[t->exec_depth - 1] &&
 	       exec_gone(t->cur, frame)) {
 		struct sp_run *r = t->cur;
 
@@ -713,6 +736,26 @@ void sp_run_stale(struct sp_thread *t, struct sp_stmt *s)
 	run_clear(r);
 }
 
+/*
+ * A step while this thread is inside our own work (the guard): our own
+ * SQLite calls (a plan's, the probe's, a schema load inside them: their
+ * statements are never in the table, which only the shims fill, and not
+ * while guarded), or a signal handler's that interrupted us (issue 23).
+ * Nothing of ours may run for it - what it interrupted may be half done -
+ * but a program's execution that starts here (a tracked statement, not
+ * busy) is counted, in the statistics' unattributed executions, so the
+ * totals stay exact. Its record (time, rows, query) is not had; an
+ * execution started here and ended by a later profiled step would be
+ * counted twice (not seen yet).
+ */
+int sp_step_guarded(struct sp_thread *t, sqlite3_stmt *st)
+{
+	(void)t;
+	if (st && sp_real.stmt_busy && !sp_real.stmt_busy(st) && sp_stmt_find_hot(st))
+		sp_stats_unattributed();
+	return sp_real.step(st);
+}
+
 /* ---- sqlite3_exec ---- */
 
 struct sp_run *sp_exec_begin(struct sp_thread *t, uint64_t sql_id, uint64_t shape, uintptr_t frame)
@@ -720,13 +763,14 @@ struct sp_run *sp_exec_begin(struct sp_thread *t, uint64_t sql_id, uint64_t shap
 	struct sp_run *r;
 
 	close_vanished(t, frame);
-	if (t->exec_depth >= SP_EXEC_DEPTH)
+	/* too deep, or no page for the thread's runs: sp_exec_deep's */
+	if (t->exec_depth >= SP_EXEC_DEPTH || t->more == &sp_more_none)
 		return NULL;
 	if (!t->exec_depth)
 		sp_stream_tick();
 	if (unlikely(atomic_load_explicit(&sp_sql_pending, memory_order_relaxed)))
 		sp_sql_flush(t);
-	r = &sp_exec_runs[t->exec_depth++];
+	r = &t->more->exec_runs[t->exec_depth++];
 	run_clear(r);
 	r->kind = SP_KIND_EXEC;
 	r->frame = frame;
@@ -843,8 +887,8 @@ void sp_exec_end(struct sp_thread *t, struct sp_run *r, sqlite3 *db, int rc, uin
 	/* The call returned, so its frame is live: the exec calls inside it
 	 * whose frames vanished are counted, abandoned; r is the innermost
 	 * exec again. */
-	while (t->exec_depth && &sp_exec_runs[t->exec_depth - 1] != r) {
-		exec_account(t, &sp_exec_runs[t->exec_depth - 1], NULL, SQLITE_OK, end,
+	while (t->exec_depth && &t->more->exec_runs[t->exec_depth - 1] != r) {
+		exec_account(t, &t->more->exec_runs[t->exec_depth - 1], NULL, SQLITE_OK, end,
 			     SP_EXEC_ABANDONED);
 		t->exec_depth--;
 	}

@@ -63,6 +63,7 @@ struct sp_real {
 	char *(*expanded_sql)(sqlite3_stmt *); /* the duplicate rule (run.c) */
 	int (*bind_parameter_count)(sqlite3_stmt *);
 	void (*free)(void *);
+	int (*stmt_busy)(sqlite3_stmt *); /* a guarded step (run.c) */
 	/* callback registrations, interposed only to note them (plan.c) */
 	int (*trace_v2)(sqlite3 *, unsigned, int (*)(unsigned, void *, void *, void *), void *);
 	void *(*trace)(sqlite3 *, void (*)(void *, const char *), void *);
@@ -221,6 +222,7 @@ struct sp_arena {
 	size_t tab_cap, tab_used;
 	struct sp_arena *next;       /* registry, under its lock */
 	struct sp_arena *next_idle;
+	int busy;                    /* being changed (stats.c, arena_enter) */
 };
 
 extern struct sp_stats_hdr *sp_stats; /* NULL: no shared statistics */
@@ -292,14 +294,22 @@ struct sp_thread {
 	uint64_t seq;          /* last execution number given */
 	uint64_t rng;
 	uint64_t last_stack;   /* id of the last stack this thread sent or saw sent */
+	/* Below: not read by the inline path. */
+	struct sp_thread_more *more; /* the thread's larger state (life.c,
+				      * sp_thread_more): &sp_more_none until
+				      * it is set up, or when no page was to
+				      * be had */
+	uint32_t rec_busy;     /* 1 from sp_rec_reserve to sp_rec_commit (or
+				* sp_rec_cancel): a signal handler that
+				* writes a record meanwhile on this thread
+				* counts it lost instead (stream.c) */
 };
 extern __thread struct sp_thread sp_tls;
 
 /* sqlite3_exec calls run nested at most this deep per thread are
- * profiled; their state lives here, never on a stack frame that an
- * exception or longjmp could take away. */
+ * profiled; their state lives in the thread's sp_thread_more, never on a
+ * stack frame that an exception or longjmp could take away. */
 #define SP_EXEC_DEPTH 8
-extern __thread struct sp_run sp_exec_runs[SP_EXEC_DEPTH];
 
 #define SP_TS_SETUP 1u
 #define SP_TS_TSC 2u
@@ -696,6 +706,7 @@ extern uint64_t sp_image_salt;
 /* pyframes.c: the Python frames of a CPython process */
 #define SP_PY_STATE_OFF 4
 extern atomic_int sp_py_state;
+/* pcs: t->more->pcs, the caller holding walk_busy (its buffers are used) */
 int sp_py_splice(struct sp_thread *t, uintptr_t *pcs, int n, int cap);
 void sp_py_fork_child(void);
 void sp_py_modules_changed(void); /* stream.c: the map changed, look again */
@@ -774,54 +785,87 @@ struct sp_walk_memo {
 	uint8_t rest;              /* walks left without a memo (unwind.c) */
 	struct sp_memo_word w[SP_MEMO_MAX];
 };
-extern __thread struct sp_walk_memo sp_memo __attribute__((tls_model("initial-exec")));
+
+/*
+ * What a thread keeps beyond sp_tls: too large for static TLS, whose every
+ * byte each thread of the program pays for in its stack (a thread made
+ * with a 16 KiB stack failed with EINVAL when it was 20 KiB) and which an
+ * audit library's loading needs room in ("cannot allocate memory in
+ * static TLS block"). One page, mapped when the thread is set up
+ * (sp_thread_ready) and kept for the next thread when this one exits
+ * (life.c). sp_more_none stands for it meanwhile, or when no page was to
+ * be had: its memo never tells (rsp0 0) and is never written, and it has
+ * no exec runs (sp_exec_begin: not tracked).
+ */
+#define SP_PY_FRAMES_MAX 128 /* Python frames read per stack (pyframes.c) */
+struct sp_thread_more {
+	struct sp_walk_memo memo;
+	struct sp_run exec_runs[SP_EXEC_DEPTH];
+	struct sp_thread_more *next_idle; /* life.c's idle list */
+	/* A stack walk's buffers (run.c, sp_stack_walk; pyframes.c,
+	 * sp_py_splice), 6 KiB that were on the stack: walk_busy from the
+	 * walk's start to its end, so a signal handler's walk on this
+	 * thread meanwhile takes a small buffer of its own instead */
+	uint32_t walk_busy;
+	uintptr_t pcs[SP_STACK_MAX + 8];
+	uintptr_t py_out[SP_STACK_MAX + 8];
+	uintptr_t py_code[SP_PY_FRAMES_MAX];
+	uint32_t py_off[SP_PY_FRAMES_MAX];
+	uint8_t py_entry[SP_PY_FRAMES_MAX];
+};
+extern struct sp_thread_more sp_more_none;
+/* t's sp_thread_more, mapped (or taken from the idle list) on first use;
+ * &sp_more_none when none can be had. Async-signal-safe. */
+struct sp_thread_more *sp_thread_more(struct sp_thread *t);
+#define SP_MEMO(t) (&(t)->more->memo) /* the thread's memo: one load */
 
 /* Walk the stack from a frame of ours (rsp: its caller's stack pointer,
  * rbp and pc as that frame left them), as sp_unwind does from its own,
- * noting the walk in sp_memo when the fast loop alone made it: then
- * *noted is 1 and the memo stays busy until sp_memo_done gives its id.
- * Returns sp_unwind's result. Keeps errno. */
-int sp_unwind_noting(uintptr_t *pcs, int max, uintptr_t rsp, uintptr_t rbp, uintptr_t pc,
-		     int *noted);
+ * noting the walk in memo m (the thread's) when the fast loop alone made
+ * it: then *noted is 1 and the memo stays busy until sp_memo_done gives
+ * its id. sp_more_none's memo is never noted in. Returns sp_unwind's
+ * result. Keeps errno. */
+int sp_unwind_noting(struct sp_walk_memo *m, uintptr_t *pcs, int max, uintptr_t rsp,
+		     uintptr_t rbp, uintptr_t pc, int *noted);
 
-SP_INLINE void sp_memo_done(uint64_t id)
+SP_INLINE void sp_memo_done(struct sp_walk_memo *m, uint64_t id)
 {
-	sp_memo.id = id;
+	m->id = id;
 	if (!id)
-		sp_memo.rsp0 = 0; /* no stack: nothing to remember */
+		m->rsp0 = 0; /* no stack: nothing to remember */
 	atomic_signal_fence(memory_order_seq_cst);
-	sp_memo.state &= (uint8_t)~1u;
+	m->state &= (uint8_t)~1u;
 }
 
 /* 1 when a walk from (rsp, rbp, pc) would be this thread's last noted
  * one: same start, and every word it read unchanged (unwind.c, "the last
- * walk"). Its id is then sp_memo.id. The walk's max is not compared: each
+ * walk"). Its id is then m->id (m: SP_MEMO(t)). The walk's max is not compared: each
  * place a walk starts from (pc) always asks for the same one. */
-SP_INLINE int sp_memo_same(uintptr_t rsp, uintptr_t rbp, uintptr_t pc)
+SP_INLINE int sp_memo_same(struct sp_walk_memo *m, uintptr_t rsp, uintptr_t rbp, uintptr_t pc)
 {
 	const struct sp_memo_word *wend;
-	uint8_t state = sp_memo.state;
+	uint8_t state = m->state;
 	intptr_t i;
 
-	if (!(sp_memo.rsp0 == rsp && sp_memo.pc0 == pc && !(state & 1) &&
-	      sp_memo.unloads == atomic_load_explicit(&sp_unloads, memory_order_relaxed) &&
-	      (!sp_memo.rbp0_used || sp_memo.rbp0 == rbp)))
+	if (!(m->rsp0 == rsp && m->pc0 == pc && !(state & 1) &&
+	      m->unloads == atomic_load_explicit(&sp_unloads, memory_order_relaxed) &&
+	      (!m->rbp0_used || m->rbp0 == rbp)))
 		return 0;
 	/* counted up to 0 from -n: one add and branch a word (n >= 1: a
 	 * walk that read no word is not noted) */
-	wend = sp_memo.w + sp_memo.n;
-	i = -(intptr_t)sp_memo.n;
-	sp_memo.state = 1; /* busy */
+	wend = m->w + m->n;
+	i = -(intptr_t)m->n;
+	m->state = 1; /* busy */
 	atomic_signal_fence(memory_order_seq_cst);
 	do {
 		if (*(const uintptr_t *)wend[i].at != wend[i].val) {
 			atomic_signal_fence(memory_order_seq_cst);
-			sp_memo.state = state; /* not told: the misses stand */
+			m->state = state; /* not told: the misses stand */
 			return 0;
 		}
 	} while (++i);
 	atomic_signal_fence(memory_order_seq_cst);
-	sp_memo.state = 0; /* told: no miss since */
+	m->state = 0; /* told: no miss since */
 	return 1;
 }
 
@@ -840,6 +884,10 @@ void sp_emit_exec(struct sp_thread *t, struct sp_run *r, uint64_t sql_id, uint64
 /* The key of the bound values' hashes (sp_rec_exec.params): drawn at
  * start-up, never sent. */
 extern uint64_t sp_params_key[2];
+/* sqlite3_step on a thread inside the profiler's own work (sp_guarded):
+ * the original's result; a program's execution starting there counted
+ * (run.c). */
+int sp_step_guarded(struct sp_thread *t, sqlite3_stmt *st);
 /* The end of a drawn execution that is otherwise plain (end_drawn's
  * tests hold); returns rc. */
 int sp_run_end_sampled(struct sp_stmt *s, int rc, uint64_t end); /* on this thread */
@@ -877,21 +925,40 @@ struct sp_ring {
 
 void *sp_rec_reserve_slow(struct sp_thread *t, uint32_t len); /* NULL: lost */
 
+/* A record reserved while another of the same thread is between its
+ * reserve and commit: a signal handler's on that thread (lost, counted). */
+void *sp_rec_reentered(void);
+
 /* Reserve len bytes (multiple of 8) in the thread's ring; NULL when the
  * record is lost (counted). The common case is a compare against the
  * producer's own limit (wlimit: where the free linear space ends, as of
- * the last slow reservation). */
+ * the last slow reservation). A reservation that succeeds must be
+ * followed by sp_rec_commit or sp_rec_cancel: until then the thread is
+ * writing (rec_busy) and a record that a signal handler on the same
+ * thread reserves meanwhile is lost, counted, instead of written over
+ * this one (issue 23: "bad record length 2614792021"). */
 SP_INLINE void *sp_rec_reserve(struct sp_thread *t, uint32_t len)
 {
-	struct sp_ring *r = t->ring;
+	struct sp_ring *r;
+	void *p;
 
+	if (unlikely(t->rec_busy))
+		return sp_rec_reentered();
+	t->rec_busy = 1;
+	atomic_signal_fence(memory_order_seq_cst);
+	r = t->ring;
 	if (likely(r != NULL)) {
 		uint32_t hd = r->head;
 
 		if (likely(r->wlimit - hd >= len)) /* wlimit never falls behind head */
 			return r->data + (hd & SP_RING_MASK);
 	}
-	return sp_rec_reserve_slow(t, len);
+	p = sp_rec_reserve_slow(t, len);
+	if (unlikely(!p)) {
+		atomic_signal_fence(memory_order_seq_cst);
+		t->rec_busy = 0;
+	}
+	return p;
 }
 
 SP_INLINE void sp_rec_commit(struct sp_thread *t, uint32_t len)
@@ -900,6 +967,15 @@ SP_INLINE void sp_rec_commit(struct sp_thread *t, uint32_t len)
 
 	r->head += len;
 	__atomic_store_n(&r->sh->head, r->head, __ATOMIC_RELEASE);
+	atomic_signal_fence(memory_order_seq_cst);
+	t->rec_busy = 0;
+}
+
+/* A reservation given up: nothing written counts (the head stays). */
+SP_INLINE void sp_rec_cancel(struct sp_thread *t)
+{
+	atomic_signal_fence(memory_order_seq_cst);
+	t->rec_busy = 0;
 }
 int sp_stream_init(void);       /* constructor: connect, hello */
 /* Move our descriptor out of the program's way: the descriptor to use,
@@ -975,6 +1051,9 @@ extern atomic_int sp_libs_foreign;
 const struct sp_lib *sp_lib_of(const void *ra);
 void sp_stats_note_foreign_lib(void); /* stats.c: counted for the collector */
 void sp_stats_note_seen(uint32_t bits); /* stats.c: enum sp_seen bits into the header */
+/* The size a file of ours may grow to without SIGXFSZ: RLIMIT_FSIZE's
+ * soft limit, UINT64_MAX without one (life.c). */
+uint64_t sp_fsize_room(void);
 /* In an exported shim, after NEED(): its caller's foreign library, or
  * NULL when the call is the primary's. */
 #define SP_FOREIGN() sp_lib_of(__builtin_return_address(0))

@@ -488,6 +488,11 @@ enum sp_seen {
 	SP_SEEN_SQLITE_MAPPED = 1 << 1,
 	/* at exit, with no execution counted, no libsqlite3 was mapped */
 	SP_SEEN_NO_SQLITE = 1 << 2,
+	/* RLIMIT_FSIZE left no room for a memfd of ours at its size (the
+	 * kernel would have raised SIGXFSZ): the statistics were made
+	 * smaller (or private, delivered as copies at exit), or a thread
+	 * had no ring (its records lost, counted) */
+	SP_SEEN_FSIZE = 1 << 3,
 };
 
 struct sp_stats_chunk {

@@ -93,6 +93,7 @@ static void *map_private(size_t len)
 int sp_stats_init(void)
 {
 	long mb = 512;
+	int fsize_cut = 0;
 	const char *env = getenv("SQLPROF_STATS_MB");
 	size_t size;
 	void *m = MAP_FAILED;
@@ -116,7 +117,15 @@ int sp_stats_init(void)
 		struct stat st;
 		int hi;
 
+		/* within RLIMIT_FSIZE (a larger size raises SIGXFSZ: issue
+		 * 23), said (SP_SEEN_FSIZE, below) when that made it smaller */
+		uint64_t room = sp_fsize_room();
+
 		for (; size >= ((size_t)1 << 20); size /= 2) {
+			if ((uint64_t)size > room) {
+				fsize_cut = 1;
+				continue;
+			}
 			if (ftruncate(fd, (off_t)size) < 0)
 				continue;
 			m = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
@@ -179,7 +188,7 @@ int sp_stats_init(void)
 	sp_stats->chunk_size = CHUNK;
 	sp_stats->size = size;
 	sp_stats->base = (uint64_t)(uintptr_t)m;
-	sp_stats->seen = sp_env_bad ? SP_SEEN_BAD_ENV : 0;
+	sp_stats->seen = (sp_env_bad ? SP_SEEN_BAD_ENV : 0) | (fsize_cut ? SP_SEEN_FSIZE : 0);
 	__atomic_store_n(&sp_stats->nchunks, 1, __ATOMIC_RELEASE);
 	return 0;
 }
@@ -265,16 +274,35 @@ static int tab_grow(struct sp_arena *a)
 	return 0;
 }
 
-struct sp_agg_query *sp_agg_get(struct sp_arena *a, uint64_t sql_id, uint32_t kind,
-				uint64_t caller, int *created)
+/*
+ * A signal handler that runs SQLite on the thread it interrupted may come
+ * here while the thread itself is half-way through changing its arena
+ * (a record made, the table grown: issue 23). Each change marks the arena
+ * busy (arena_enter); a handler's call that finds it busy makes nothing:
+ * its execution is counted as unattributed (sp_agg_get's NULL), its
+ * histogram value in hist_lost, its error code in errors alone.
+ */
+static int arena_enter(struct sp_arena *a)
+{
+	if (!a || a->busy)
+		return -1;
+	a->busy = 1;
+	atomic_signal_fence(memory_order_seq_cst);
+	return 0;
+}
+
+static void arena_leave(struct sp_arena *a)
+{
+	atomic_signal_fence(memory_order_seq_cst);
+	a->busy = 0;
+}
+
+static struct sp_agg_query *agg_get(struct sp_arena *a, uint64_t sql_id, uint32_t kind,
+				    uint64_t caller, int *created)
 {
 	struct sp_agg_query *q;
 	size_t j;
 
-	if (created)
-		*created = 0;
-	if (!a)
-		return NULL;
 	if ((a->tab_used + 1) * 2 > a->tab_cap && tab_grow(a) < 0 && !a->tab)
 		return NULL;
 	for (j = aslot_hash(sql_id, kind, caller) & (a->tab_cap - 1); a->tab[j].used;
@@ -304,6 +332,20 @@ struct sp_agg_query *sp_agg_get(struct sp_arena *a, uint64_t sql_id, uint32_t ki
 	return q;
 }
 
+struct sp_agg_query *sp_agg_get(struct sp_arena *a, uint64_t sql_id, uint32_t kind,
+				uint64_t caller, int *created)
+{
+	struct sp_agg_query *q;
+
+	if (created)
+		*created = 0;
+	if (arena_enter(a) < 0)
+		return NULL;
+	q = agg_get(a, sql_id, kind, caller, created);
+	arena_leave(a);
+	return q;
+}
+
 /* Histogram block `block` of q, made now (its first value); NULL when
  * there is no room (the value is counted in hist_lost). */
 uint64_t *sp_agg_hist_block(struct sp_agg_query *q, uint32_t block)
@@ -311,16 +353,19 @@ uint64_t *sp_agg_hist_block(struct sp_agg_query *q, uint32_t block)
 	struct sp_arena *a = sp_tls.arena /* only the owner adds to its records */;
 	struct sp_agg_hist *h;
 
-	if (!a || block >= SP_HIST_BLOCKS)
+	if (block >= SP_HIST_BLOCKS || arena_enter(a) < 0)
 		return NULL;
 	h = arena_reserve(a, sizeof(*h));
-	if (!h)
+	if (!h) {
+		arena_leave(a);
 		return NULL;
+	}
 	h->h.type = SP_AGG_HIST;
 	h->h.flags = (uint16_t)block;
 	h->h.len = sizeof(*h);
 	arena_publish(a);
 	q->hist[block] = (uint64_t)(uintptr_t)h;
+	arena_leave(a);
 	return h->bucket;
 }
 
@@ -332,13 +377,18 @@ void sp_agg_error(struct sp_agg_query *q, int rc)
 	if (!e) {
 		struct sp_arena *a = sp_tls.arena /* only the owner adds to its records */;
 
-		e = a ? arena_reserve(a, sizeof(*e)) : NULL;
-		if (!e)
+		if (arena_enter(a) < 0)
 			return; /* the failure is still in q->errors */
+		e = arena_reserve(a, sizeof(*e));
+		if (!e) {
+			arena_leave(a);
+			return;
+		}
 		e->h.type = SP_AGG_ERRS;
 		e->h.len = sizeof(*e);
 		arena_publish(a);
 		q->errs = (uint64_t)(uintptr_t)e;
+		arena_leave(a);
 	}
 	for (i = 0; i < SP_AGG_ERR_CODES; i++) {
 		if (e->code[i].rc == rc && e->code[i].count) {
@@ -450,13 +500,18 @@ static void run_credit(struct sp_agg_query *q, uint64_t len)
 		if (!r) {
 			struct sp_arena *a = sp_tls.arena /* only the owner adds to its records */;
 
-			r = a ? arena_reserve(a, sizeof(*r)) : NULL;
-			if (!r)
+			if (arena_enter(a) < 0)
 				return; /* counted in runs and max_run only */
+			r = arena_reserve(a, sizeof(*r));
+			if (!r) {
+				arena_leave(a);
+				return;
+			}
 			r->h.type = SP_AGG_RUNS;
 			r->h.len = sizeof(*r);
 			arena_publish(a);
 			q->runs_by_len = (uint64_t)(uintptr_t)r;
+			arena_leave(a);
 		}
 		r->by_len[sp_run_len_bucket(len)]++;
 	}

@@ -689,21 +689,27 @@ static int ring_announce(const struct sp_ring_shared *sh, int mfd)
  * (mono ns): a stuck collector must not cost a memfd per record. */
 static __thread uint64_t ring_retry_at __attribute__((tls_model("initial-exec")));
 
-static struct sp_ring *ring_new(struct sp_thread *t)
+/*
+ * A ring's memory: its memfd, sized, and both mappings, the private part
+ * set up but for the owner (pid, tid). 0, or -1 with nothing left over.
+ * RLIMIT_FSIZE applies to a memfd: sizing one beyond it raises SIGXFSZ
+ * (blocked, it stays pending), so a limit below the ring's size makes no
+ * ring (the thread's records are lost, counted, and record says why).
+ */
+static int ring_make(struct sp_ring **rp, int *mfdp)
 {
 	struct sp_ring *r = MAP_FAILED;
 	struct sp_ring_shared *sh = MAP_FAILED;
 	int mfd;
 
-	if (stream_dead() || (ring_retry_at && sp_mono_ns() < ring_retry_at))
-		return NULL;
-	if ((r = ring_reuse(t)) != NULL)
-		return r;
-	r = MAP_FAILED;
+	if (sp_fsize_room() < (uint64_t)SHARED_LEN) {
+		sp_stats_note_seen(SP_SEEN_FSIZE);
+		return -1;
+	}
 	/* MFD_CLOEXEC | MFD_ALLOW_SEALING: the collector seals it against shrinking */
 	mfd = (int)syscall(SYS_memfd_create, "sqlprof-ring", 1u | 2u);
 	if (mfd < 0)
-		goto fail;
+		return -1;
 	if (ftruncate(mfd, (off_t)SHARED_LEN) < 0)
 		goto fail;
 	sh = mmap(NULL, SHARED_LEN, PROT_READ | PROT_WRITE, MAP_SHARED, mfd, 0);
@@ -717,15 +723,115 @@ static struct sp_ring *ring_new(struct sp_thread *t)
 	 * sampled execution). */
 	r->dontfork = 0;
 	r->mfd = -1;
-	if (!t->tid)
-		sp_thread_init(t);
 	sh->magic = SP_RING_MAGIC;
 	sh->size = RING_SIZE;
-	sh->pid = (uint32_t)getpid();
-	sh->tid = t->tid;
 	r->sh = sh;
 	r->data = sh->data;
 	r->poked = (uint32_t)-1; /* no tail yet woken for */
+	*rp = r;
+	*mfdp = mfd;
+	return 0;
+fail:
+	close(mfd);
+	if (sh != MAP_FAILED)
+		munmap(sh, SHARED_LEN);
+	if (r != MAP_FAILED)
+		munmap(r, sizeof(*r));
+	return -1;
+}
+
+/*
+ * Rings made ahead, at start-up (the constructor, a forked child's first
+ * SQLite call), once connected: announced to the collector at once, their
+ * descriptors closed (they cost the program none), so a thread that
+ * starts writing later takes one with no system call at all - a program
+ * that confines itself with a seccomp allowlist after its first queries
+ * is not killed for our memfd_create (issue 23). A ring carries any
+ * thread's records (each says its tid). A spare is not kept to announce
+ * again: after a reconnect the untaken ones are dropped (a new collector
+ * does not know them). Under reg_lock.
+ */
+#define RING_SPARES 2
+static struct sp_ring *spares[RING_SPARES];
+static int nspares;
+
+static void spares_make(void)
+{
+	for (int i = 0; i < RING_SPARES; i++) {
+		struct sp_ring *r;
+		int mfd, n;
+
+		pthread_mutex_lock(&reg_lock);
+		n = nspares;
+		pthread_mutex_unlock(&reg_lock);
+		if (n >= RING_SPARES || stream_dead() || sock_fd < 0 || ring_make(&r, &mfd) < 0)
+			return;
+		r->sh->pid = (uint32_t)getpid();
+		r->sh->tid = sp_tls.tid ? sp_tls.tid : r->sh->pid;
+		n = ring_announce(r->sh, mfd);
+		close(mfd);
+		if (n == 0) {
+			pthread_mutex_lock(&reg_lock);
+			if (nspares < RING_SPARES) {
+				spares[nspares++] = r;
+				r = NULL;
+			}
+			pthread_mutex_unlock(&reg_lock);
+		}
+		if (r) { /* not announced, or another thread filled them */
+			munmap(r->sh, SHARED_LEN);
+			munmap(r, sizeof(*r));
+			return;
+		}
+	}
+}
+
+/* A spare ring, announced already, or NULL when none is left. */
+static struct sp_ring *spare_take(void)
+{
+	struct sp_ring *r = NULL;
+
+	pthread_mutex_lock(&reg_lock);
+	if (nspares > 0)
+		r = spares[--nspares];
+	pthread_mutex_unlock(&reg_lock);
+	return r;
+}
+
+/* Let go of the spares not taken: a forked child's (the parent's rings;
+ * async-signal-safe), or after a reconnect (unknown to the new
+ * collector). The caller holds reg_lock or is alone. */
+static void spares_drop(void)
+{
+	while (nspares > 0) {
+		struct sp_ring *r = spares[--nspares];
+
+		munmap(r->sh, SHARED_LEN);
+		munmap(r, sizeof(*r));
+	}
+}
+
+static struct sp_ring *ring_new(struct sp_thread *t)
+{
+	struct sp_ring *r = NULL;
+	struct sp_ring_shared *sh;
+	int mfd = -1;
+
+	if (stream_dead() || (ring_retry_at && sp_mono_ns() < ring_retry_at))
+		return NULL;
+	if ((r = ring_reuse(t)) != NULL)
+		return r;
+	if (!t->tid)
+		sp_thread_init(t);
+	if ((r = spare_take()) != NULL)
+		goto registered; /* announced at start-up */
+	if (ring_make(&r, &mfd) < 0) {
+		r = NULL;
+		goto fail;
+	}
+	sh = r->sh;
+	sh->pid = (uint32_t)getpid();
+	sh->tid = t->tid;
 	/* the collector is gone or not taking messages now: fail */
 	if (ring_announce(sh, mfd) < 0)
 		goto fail;
@@ -759,6 +865,7 @@ static struct sp_ring *ring_new(struct sp_thread *t)
 		}
 		mfd = -1;
 	}
+registered:
 	pthread_mutex_lock(&reg_lock);
 	r->next = rings;
 	rings = r;
@@ -767,15 +874,16 @@ static struct sp_ring *ring_new(struct sp_thread *t)
 	t->ring = r;
 	return r;
 fail:
-	/* No ring (no memfd under a seccomp filter, no memory, no collector
-	 * taking it): the thread's records are lost, counted, and it tries
-	 * again a second later - not a failing system call per record. */
+	/* No ring (no memfd under a seccomp filter, no memory, no room under
+	 * RLIMIT_FSIZE, no collector taking it): the thread's records are
+	 * lost, counted, and it tries again a second later - not a failing
+	 * system call per record. */
 	if (mfd >= 0)
 		close(mfd);
-	if (sh != MAP_FAILED)
-		munmap(sh, SHARED_LEN);
-	if (r != MAP_FAILED)
+	if (r) {
+		munmap(r->sh, SHARED_LEN);
 		munmap(r, sizeof(*r));
+	}
 	ring_retry_at = sp_mono_ns() + 1000000000u;
 	return NULL;
 }
@@ -891,6 +999,12 @@ static void *reserve_slow(struct sp_thread *t, uint32_t len)
 lost:
 	atomic_fetch_add(&sp_lost, 1);
 	errno = saved;
+	return NULL;
+}
+
+void *sp_rec_reentered(void)
+{
+	atomic_fetch_add(&sp_lost, 1);
 	return NULL;
 }
 
@@ -1331,6 +1445,7 @@ static void rings_announce_again(void)
 
 	pthread_mutex_lock(&reg_lock);
 	r = rings;
+	spares_drop(); /* announced to the last collector only */
 	pthread_mutex_unlock(&reg_lock);
 	for (; r; r = r->next) {
 		struct stat st;
@@ -1444,8 +1559,12 @@ void sp_stream_child_start(void)
 		pthread_setcancelstate(cancel, NULL);
 		return;
 	}
-	if (conn_get() < 0 && !collector_gone(conn_errno)) /* connects and says hello */
-		unrep_mark();
+	if (conn_get() < 0) { /* connects and says hello */
+		if (!collector_gone(conn_errno))
+			unrep_mark();
+		return;
+	}
+	spares_make(); /* its own: the parent's were let go of at fork */
 }
 
 /*
@@ -1485,8 +1604,10 @@ int sp_stream_init(void)
 	}
 	if (pthread_key_create(&thread_key, thread_gone) != 0)
 		return -1;
-	if (conn_get() >= 0)
+	if (conn_get() >= 0) {
+		spares_make();
 		return 0;
+	}
 	if (collector_gone(conn_errno)) {
 		/* no collector listens yet (an agent not started, or
 		 * restarting): profiled all the same, into our statistics;
@@ -1526,6 +1647,7 @@ void sp_stream_fork_child(void)
 	}
 	rings = NULL;
 	idle_rings = NULL;
+	spares_drop();
 	sp_tls.ring = NULL;
 	/* the thread-exit handler must not see the parent's ring */
 	pthread_setspecific(thread_key, NULL);

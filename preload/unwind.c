@@ -520,6 +520,29 @@ __attribute__((noinline, cold)) static int stack_bounds(void)
 		errno = saved;
 		return 0;
 	}
+	{
+		/* Another thread. glibc puts its descriptor (pthread_self(),
+		 * the thread pointer) at the top of the thread's stack block,
+		 * its static TLS just below, and the stack below that, all in
+		 * one mapping (a stack the program gave, pthread_attr_setstack,
+		 * too): every frame lies below the descriptor, and the walk
+		 * reads nothing beneath the caller's stack pointer, so the low
+		 * bound only has to be below the frames of later walks - taken
+		 * 1 MiB below this one's (deeper walks go to backtrace()).
+		 * pthread_getattr_np, the fallback, would also malloc and ask
+		 * the kernel for the thread's CPU affinity (sched_getaffinity:
+		 * a system call a seccomp filter installed after the program's
+		 * first query may not allow, issue 23). */
+		uintptr_t here = (uintptr_t)__builtin_frame_address(0);
+		uintptr_t tp = (uintptr_t)pthread_self();
+
+		if (tp > here && tp - here < ((uintptr_t)1 << 30)) {
+			stack.hi = tp;
+			stack.lo = here > ((uintptr_t)1 << 20) ? here - ((uintptr_t)1 << 20) : 0;
+			errno = saved;
+			return 0;
+		}
+	}
 	if (pthread_getattr_np(pthread_self(), &a) != 0)
 		goto out;
 	if (pthread_attr_getstack(&a, &addr, &size) == 0 && size >= 64) {
@@ -738,7 +761,7 @@ __attribute__((noinline)) int sp_unwind(uintptr_t *pcs, int max)
 }
 
 /*
- * The last walk (sp_memo, sp_preload.h). A walk is a function of where it
+ * The last walk (the thread's memo, SP_MEMO: sp_preload.h). A walk is a function of where it
  * starts (rsp, rbp and the first pc: a frame of ours), of the rules of the
  * pcs it meets (a function of the pc: the code there) and of the words it
  * reads from the stack. So when a walk would start where this thread's
@@ -760,17 +783,16 @@ __attribute__((noinline)) int sp_unwind(uintptr_t *pcs, int max)
  * first, but nothing is assumed) from using or changing the memo while
  * the thread checks or writes it.
  */
-__thread struct sp_walk_memo sp_memo __attribute__((tls_model("initial-exec")));
 
-/* sp_unwind's fast loop from (rsp, rbp, pc), noting in sp_memo the words
- * that decide the walk. Returns sp_unwind's result; *ok 1 when sp_memo.w
+/* sp_unwind's fast loop from (rsp, rbp, pc), noting in memo m the words
+ * that decide the walk. Returns sp_unwind's result; *ok 1 when m->w
  * holds them all (no slow path, no overflow). */
-static int walk_noting(uintptr_t *pcs, int max, uintptr_t rsp, uintptr_t rbp, uintptr_t pc,
-		       int *ok)
+static int walk_noting(struct sp_walk_memo *m, uintptr_t *pcs, int max, uintptr_t rsp,
+		       uintptr_t rbp, uintptr_t pc, int *ok)
 {
 	char *c = (char *)atomic_load_explicit(&cache, memory_order_relaxed);
 	uintptr_t hi8 = stack.hi - 8, *end = pcs + max, rbp_at = 0;
-	struct sp_memo_word *w = sp_memo.w, *wend = sp_memo.w + SP_MEMO_MAX - 1;
+	struct sp_memo_word *w = m->w, *wend = m->w + SP_MEMO_MAX - 1;
 	intptr_t i = -(intptr_t)max;
 	uint64_t key, val, x;
 	int64_t rbp_off;
@@ -778,7 +800,7 @@ static int walk_noting(uintptr_t *pcs, int max, uintptr_t rsp, uintptr_t rbp, ui
 	int over = 0;
 
 	*ok = 0;
-	sp_memo.rbp0_used = 0;
+	m->rbp0_used = 0;
 	for (;;) {
 		end[i] = pc;
 		if (unlikely(++i == 0)) {
@@ -807,7 +829,7 @@ static int walk_noting(uintptr_t *pcs, int max, uintptr_t rsp, uintptr_t rbp, ui
 				w->val = rbp;
 				w++;
 			} else {
-				sp_memo.rbp0_used = 1;
+				m->rbp0_used = 1;
 			}
 			if (unlikely(cfa < rsp + 16 || cfa > hi8))
 				break;
@@ -825,10 +847,10 @@ static int walk_noting(uintptr_t *pcs, int max, uintptr_t rsp, uintptr_t rbp, ui
 		w++;
 		if (unlikely(w >= wend)) { /* too deep to note: walk on */
 			over = 1;
-			w = sp_memo.w;
+			w = m->w;
 		}
 	}
-	sp_memo.n = (uint32_t)(w - sp_memo.w);
+	m->n = (uint32_t)(w - m->w);
 	*ok = !over;
 	return (int)(max + i);
 }
@@ -843,8 +865,8 @@ static int walk_noting(uintptr_t *pcs, int max, uintptr_t rsp, uintptr_t rbp, ui
 #define MISS_REST 4
 #define REST_WALKS 16
 
-int sp_unwind_noting(uintptr_t *pcs, int max, uintptr_t rsp, uintptr_t rbp, uintptr_t pc,
-		     int *noted)
+int sp_unwind_noting(struct sp_walk_memo *m, uintptr_t *pcs, int max, uintptr_t rsp,
+		     uintptr_t rbp, uintptr_t pc, int *noted)
 {
 	uint64_t unloads = atomic_load_explicit(&sp_unloads, memory_order_relaxed);
 	unsigned misses;
@@ -866,41 +888,42 @@ int sp_unwind_noting(uintptr_t *pcs, int max, uintptr_t rsp, uintptr_t rbp, uint
 	}
 	if (unlikely(max <= 0))
 		return 0;
-	if (unlikely(sp_memo.state & 1))
+	if (unlikely(m == &sp_more_none.memo))
+		return walk_plain(pcs, max, rsp, rbp, pc); /* nowhere to note */
+	if (unlikely(m->state & 1))
 		return -1; /* a signal handler inside a walk of this thread's:
 			    * the memo is not ours to change, libgcc's walk is */
-	if (unlikely(sp_memo.rest)) {
-		sp_memo.rest--;
+	if (unlikely(m->rest)) {
+		m->rest--;
 		return walk_plain(pcs, max, rsp, rbp, pc);
 	}
 	/* a memo there that did not tell: one more walk it missed */
-	misses = (sp_memo.state >> 1) + (sp_memo.rsp0 != 0);
+	misses = (m->state >> 1) + (m->rsp0 != 0);
 	if (unlikely(misses >= MISS_REST)) {
-		sp_memo.rsp0 = 0;
-		sp_memo.state = 0;
-		sp_memo.rest = REST_WALKS - 1;
+		m->rsp0 = 0;
+		m->state = 0;
+		m->rest = REST_WALKS - 1;
 		return walk_plain(pcs, max, rsp, rbp, pc);
 	}
-	sp_memo.state = (uint8_t)(misses << 1 | 1);
+	m->state = (uint8_t)(misses << 1 | 1);
 	atomic_signal_fence(memory_order_seq_cst);
-	sp_memo.rsp0 = 0;
-	n = walk_noting(pcs, max, rsp, rbp, pc, &ok);
-	if (ok && sp_memo.n > 0) { /* sp_memo_same checks one word at least */
-		sp_memo.rsp0 = rsp;
-		sp_memo.pc0 = pc;
-		sp_memo.rbp0 = rbp;
-		sp_memo.unloads = unloads;
+	m->rsp0 = 0;
+	n = walk_noting(m, pcs, max, rsp, rbp, pc, &ok);
+	if (ok && m->n > 0) { /* sp_memo_same checks one word at least */
+		m->rsp0 = rsp;
+		m->pc0 = pc;
+		m->rbp0 = rbp;
+		m->unloads = unloads;
 		*noted = 1; /* busy until sp_memo_done */
 		return n;
 	}
 	atomic_signal_fence(memory_order_seq_cst);
-	sp_memo.state &= (uint8_t)~1u;
+	m->state &= (uint8_t)~1u;
 	return n;
 }
 
 #else /* not x86-64: always fall back to backtrace() */
 
-__thread struct sp_walk_memo sp_memo; /* never noted: rsp0 stays 0 */
 
 int sp_unwind_init(void)
 {
@@ -914,8 +937,8 @@ int sp_unwind(uintptr_t *pcs, int max)
 	return -1;
 }
 
-int sp_unwind_noting(uintptr_t *pcs, int max, uintptr_t rsp, uintptr_t rbp, uintptr_t pc,
-		     int *noted)
+int sp_unwind_noting(struct sp_walk_memo *m, uintptr_t *pcs, int max, uintptr_t rsp,
+		     uintptr_t rbp, uintptr_t pc, int *noted)
 {
 	(void)pcs;
 	(void)max;

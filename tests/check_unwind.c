@@ -34,6 +34,11 @@ uintptr_t sp_self_lo, sp_self_hi;
 struct sp_config sp_cfg = { .depth = MAXF };
 uint64_t sp_image_salt = 0x5a5a5a5a00000000ULL;
 atomic_ulong sp_unloads;
+/* The preload keeps a thread's memo in its sp_thread_more page (life.c);
+ * here, a thread-local one. sp_more_none's is never noted in. */
+struct sp_thread_more sp_more_none;
+static __thread struct sp_walk_memo thread_memo;
+#define sp_memo thread_memo
 
 struct cap {
 	uintptr_t ours[MAXF];
@@ -458,15 +463,15 @@ __attribute__((noinline)) static void capture_id(struct idcap *c)
 	uintptr_t pcs[MAXF], ref[MAXF];
 	int n, noted;
 
-	if (sp_memo_same((uintptr_t)(fp + 2), fp[0], fp[1])) {
+	if (sp_memo_same(&sp_memo, (uintptr_t)(fp + 2), fp[0], fp[1])) {
 		c->id = sp_memo.id;
 		c->n = SAME;
 	} else {
 		pcs[0] = 1; /* stands for this frame: sp_stack_id skips it */
-		n = sp_unwind_noting(pcs + 1, MAXF - 1, (uintptr_t)(fp + 2), fp[0], fp[1], &noted);
+		n = sp_unwind_noting(&sp_memo, pcs + 1, MAXF - 1, (uintptr_t)(fp + 2), fp[0], fp[1], &noted);
 		c->id = n >= 0 ? sp_stack_id(pcs, n + 1) : 0;
 		if (noted)
-			sp_memo_done(c->id);
+			sp_memo_done(&sp_memo, c->id);
 		c->n = n;
 	}
 	c->frame = (uintptr_t)fp;
@@ -688,15 +693,15 @@ START_TEST(test_memo)
 		uintptr_t pcs[2];
 		int noted = 1;
 
-		ck_assert_int_eq(sp_unwind_noting(pcs, 1, (uintptr_t)(fp + 2), fp[0], fp[1], &noted),
+		ck_assert_int_eq(sp_unwind_noting(&sp_memo, pcs, 1, (uintptr_t)(fp + 2), fp[0], fp[1], &noted),
 				 1);
 		ck_assert_int_eq(noted, 0);
 		ck_assert_int_eq(sp_memo.state & 1, 0);
-		ck_assert_int_eq(sp_unwind_noting(pcs, 2, (uintptr_t)(fp + 2), fp[0], fp[1], &noted),
+		ck_assert_int_eq(sp_unwind_noting(&sp_memo, pcs, 2, (uintptr_t)(fp + 2), fp[0], fp[1], &noted),
 				 2);
 		ck_assert_int_eq(noted, 1);
-		sp_memo_done(0);
-		ck_assert(!sp_memo_same((uintptr_t)(fp + 2), fp[0], fp[1]));
+		sp_memo_done(&sp_memo, 0);
+		ck_assert(!sp_memo_same(&sp_memo, (uintptr_t)(fp + 2), fp[0], fp[1]));
 	}
 	/* deep, but not too deep: noted */
 	memo_keen();

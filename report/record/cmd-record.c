@@ -229,7 +229,7 @@ static const char *procs(size_t n)
  * status, the command's binary. */
 static void explain_empty(const struct sp_coll *c, int follow, int status, const char *cmd)
 {
-	size_t it = 0, foreign = 0, mapped = 0, nosqlite = 0, badenv = 0, deep = 0;
+	size_t it = 0, foreign = 0, mapped = 0, nosqlite = 0, badenv = 0, deep = 0, fsize = 0;
 	uint64_t clamped = 0;
 	const struct sp_proc *p;
 	char why[PATH_MAX + 160];
@@ -239,6 +239,7 @@ static void explain_empty(const struct sp_coll *c, int follow, int status, const
 		deep += p->deepbind_late > 0;
 		clamped += p->clamped;
 		badenv += (p->seen & SP_SEEN_BAD_ENV) != 0;
+		fsize += (p->seen & SP_SEEN_FSIZE) != 0;
 		if (p->execs)
 			continue;
 		mapped += (p->seen & SP_SEEN_SQLITE_MAPPED) != 0;
@@ -255,6 +256,13 @@ static void explain_empty(const struct sp_coll *c, int follow, int status, const
 			"to a CPU whose time-stamp counter lags, or the host paused): their times "
 			"were clamped (SQLPROF_CLOCK=monotonic avoids it)\n",
 			(unsigned long long)clamped, clamped == 1 ? "execution" : "executions");
+	if (fsize)
+		fprintf(stderr,
+			"sqlprof: warning: %zu %s ran under a file size limit (RLIMIT_FSIZE, "
+			"ulimit -f) too low for the profiler's shared memory: its statistics were "
+			"made smaller or delivered at exit only, or a thread's records were lost "
+			"(counted); nothing was raised in the program\n",
+			fsize, procs(fsize));
 	if (deep)
 		fprintf(stderr,
 			"sqlprof: warning: %zu %s loaded a library with RTLD_DEEPBIND from "
