@@ -231,6 +231,7 @@ int sp_stats_init(void);     /* constructor (and a forked child) */
 void sp_stats_count_unreported(void);
 extern int sp_stats_shared; /* stream.c: the collector holds our memfd */
 int sp_stats_fd(void);       /* the memfd, to send with HELLO; -1 none */
+uint32_t sp_stats_ino_lo(void); /* its inode's low 32 bits (0: none), for BYE */
 void sp_stats_fork_child(void);
 /* The calling thread's arena (made or reused on first use); NULL when
  * there is no room or no statistics. */

@@ -46,7 +46,11 @@ struct sp_module {
 int sp_module_changed(const struct sp_module *m);
 
 struct sp_proc {
-	uint32_t pid, ppid;
+	uint32_t pid, ppid;   /* as we name them (SO_PEERCRED: our pid namespace) */
+	uint32_t ns_pid;      /* the pid it knows itself by (its HELLO's), when it
+			       * runs in another pid namespace; else 0 */
+	uint32_t stats_ino;   /* its statistics memfd's inode, low 32 bits (a
+			       * BYE file names it: sp_rec_bye.stats_ino) */
 	char *exe;
 	int hello, bye, sqlite_found, clock;
 	uint64_t tsc_ref, mono_ref;
@@ -98,7 +102,10 @@ struct sp_proc {
 struct sp_ring {
 	struct sp_ring_shared *sh; /* map_len bytes, MAP_SHARED */
 	size_t map_len;
-	uint32_t pid, tid, size;   /* as announced and checked */
+	uint32_t pid;              /* the process's key (sp_proc.pid) */
+	uint32_t rpid;             /* the pid its header and records carry (the
+				    * process's own: another namespace's) */
+	uint32_t tid, size;        /* as announced and checked */
 	uint32_t tail;             /* ours: every record before it was read */
 	uint32_t image;            /* sp_proc.image when it was announced */
 	int broken;                /* reported once; never read again */
