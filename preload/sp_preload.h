@@ -76,6 +76,10 @@ extern atomic_int sp_resolved; /* 1 once libsqlite3's functions are resolved */
 /* 1 when profiling is on and the originals are known. */
 extern int sp_hot;
 int sp_resolve(void);            /* 0 when the sqlite3 originals are known */
+/* Another copy of libsqlprof.so comes before this one in the search
+ * order (this one then stays inert) / after it (resolve.c). */
+int sp_copy_before_us(void);
+int sp_copy_after_us(void);
 
 /* In a shim: resolve the originals if that has not happened yet. */
 #define NEED()                                                                \

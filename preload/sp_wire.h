@@ -487,6 +487,9 @@ enum sp_seen {
 	SP_SEEN_SQLITE_MAPPED = 1 << 1,
 	/* at exit, with no execution counted, no libsqlite3 was mapped */
 	SP_SEEN_NO_SQLITE = 1 << 2,
+	/* another copy of libsqlprof.so came later in LD_PRELOAD: ignored
+	 * (it passed every call through) */
+	SP_SEEN_SECOND_COPY = 1 << 3,
 };
 
 struct sp_stats_chunk {

@@ -229,7 +229,7 @@ static const char *procs(size_t n)
  * status, the command's binary. */
 static void explain_empty(const struct sp_coll *c, int follow, int status, const char *cmd)
 {
-	size_t it = 0, foreign = 0, mapped = 0, nosqlite = 0, badenv = 0, deep = 0;
+	size_t it = 0, foreign = 0, mapped = 0, nosqlite = 0, badenv = 0, deep = 0, copies = 0;
 	const struct sp_proc *p;
 	char why[PATH_MAX + 160];
 
@@ -237,6 +237,7 @@ static void explain_empty(const struct sp_coll *c, int follow, int status, const
 		foreign += p->foreign_libs > 0;
 		deep += p->deepbind_late > 0;
 		badenv += (p->seen & SP_SEEN_BAD_ENV) != 0;
+		copies += (p->seen & SP_SEEN_SECOND_COPY) != 0;
 		if (p->execs)
 			continue;
 		mapped += (p->seen & SP_SEEN_SQLITE_MAPPED) != 0;
@@ -247,6 +248,12 @@ static void explain_empty(const struct sp_coll *c, int follow, int status, const
 			"sqlprof: warning: %zu %s ignored a bad SQLPROF_* value the program set "
 			"(the defaults were used)\n",
 			badenv, procs(badenv));
+	if (copies)
+		fprintf(stderr,
+			"sqlprof: warning: %zu %s had a second copy of libsqlprof.so in "
+			"LD_PRELOAD (one from `sqlprof env` as well as record's?): it was ignored, "
+			"the first one profiled\n",
+			copies, procs(copies));
 	if (deep)
 		fprintf(stderr,
 			"sqlprof: warning: %zu %s loaded a library with RTLD_DEEPBIND from "
