@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "fingerprint.h"
@@ -612,7 +613,8 @@ static int write_processes(struct pw *w)
 		sqlite3_bind_int64(st, 5, (sqlite3_int64)p->lost);
 		sqlite3_bind_int64(st, 6, (sqlite3_int64)p->untracked);
 		sqlite3_bind_int(st, 7, p->sqlite_found);
-		sqlite3_bind_int(st, 8, p->bye);
+		/* it exited: its BYE came, or the kernel told (sp_coll_settle) */
+		sqlite3_bind_int(st, 8, p->bye || (p->exit_known && WIFEXITED(p->exit_status)));
 		sqlite3_bind_int64(st, 9, (sqlite3_int64)p->msgs);
 		sqlite3_bind_int64(st, 10, (sqlite3_int64)p->bad_msgs);
 		if (p->ns_pid) /* NULL: in the recorder's pid namespace */

@@ -791,6 +791,8 @@ static int collect_run(struct recording *r)
 			pid_t w = waitpid(r->pid, &r->status, WNOHANG);
 
 			if (w == r->pid) {
+				/* its own end, whatever its goodbye said */
+				sp_coll_exit_status(&r->c, (uint32_t)r->pid, r->status);
 				r->exited = 1;
 				r->t_exit = now;
 				sp_sup_exited();
@@ -845,6 +847,7 @@ static int finish_run(struct recording *r)
 	sp_coll_rings_close(&r->c);
 	sp_srv_read_bye_files(&r->c, r->dir, "sqlprof record");
 	sp_coll_read_unreported(&r->c, r->dir);
+	sp_coll_settle(&r->c, 1); /* how those that said no goodbye ended */
 	sp_coll_finish(&r->c);
 	while ((q = hmap_next(&r->c.queries, &it, (const void **)&qk))) {
 		uint64_t *prev = hmap_get(&r->snap, qk, 1, NULL);

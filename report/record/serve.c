@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
@@ -218,6 +219,30 @@ static int drain(struct sp_srv *s, struct sp_client *cl)
 	return 0;
 }
 
+#ifndef SO_PEERPIDFD
+#define SO_PEERPIDFD 77
+#endif
+
+/* A pidfd of the peer of fd (Linux 6.5), else one opened on its pid
+ * (5.3) when that pid still names the process (its start time), else -1.
+ * Kept to learn how the process ended when it says no goodbye. */
+static int peer_pidfd(int fd, const struct ucred *cr, uint64_t start)
+{
+	int pfd = -1;
+	socklen_t len = sizeof(pfd);
+
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERPIDFD, &pfd, &len) == 0 && pfd >= 0) {
+		(void)fcntl(pfd, F_SETFD, FD_CLOEXEC);
+		return pfd;
+	}
+	pfd = (int)syscall(SYS_pidfd_open, (pid_t)cr->pid, 0);
+	if (pfd >= 0 && (!start || sp_srv_proc_start((uint32_t)cr->pid) != start)) {
+		close(pfd);
+		pfd = -1;
+	}
+	return pfd;
+}
+
 /* Accept every pending connection of our uid. -1 when out of memory. */
 static int accept_all(struct sp_srv *s)
 {
@@ -249,6 +274,7 @@ static int accept_all(struct sp_srv *s)
 		s->cl[s->ncl].pid = (uint32_t)cr.pid;
 		s->cl[s->ncl].start = sp_srv_proc_start((uint32_t)cr.pid);
 		s->cl[s->ncl].greeted = 0;
+		s->cl[s->ncl].pidfd = peer_pidfd(fd, &cr, s->cl[s->ncl].start);
 		s->ncl++;
 		s->accepted++;
 	}
@@ -300,6 +326,11 @@ int sp_srv_round(struct sp_srv *s, int extra, int timeout_ms, int accept_anyway)
 		if (r < 0) {
 			close(s->cl[i].fd);
 			s->cl[i].fd = -1;
+			if (r == -1)
+				sp_coll_conn_end(s->c, s->cl[i].pid, s->cl[i].pidfd);
+			else if (s->cl[i].pidfd >= 0)
+				close(s->cl[i].pidfd);
+			s->cl[i].pidfd = -1;
 			if (r == -1 && s->on_close)
 				s->on_close(s, &s->cl[i]);
 		}
@@ -323,8 +354,11 @@ int sp_srv_round(struct sp_srv *s, int extra, int timeout_ms, int accept_anyway)
 
 void sp_srv_close(struct sp_srv *s)
 {
-	for (size_t i = 0; i < s->ncl; i++)
+	for (size_t i = 0; i < s->ncl; i++) {
 		close(s->cl[i].fd);
+		if (s->cl[i].pidfd >= 0)
+			close(s->cl[i].pidfd);
+	}
 	free(s->cl);
 	s->cl = NULL;
 	s->ncl = s->capcl = 0;
