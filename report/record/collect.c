@@ -241,6 +241,22 @@ static uint32_t proc_ppid(uint32_t pid)
 	return ppid;
 }
 
+/* The pid we know the one process by that knows itself by ns_pid, 0 when
+ * none or more than one do. */
+static uint32_t ns_parent(struct sp_coll *c, uint32_t ns_pid)
+{
+	const struct sp_proc *q;
+	uint32_t found = 0;
+	size_t it = 0, n = 0;
+
+	while ((q = hmap_next(&c->procs, &it, NULL)))
+		if (q->ns_pid == ns_pid) {
+			found = q->pid;
+			n++;
+		}
+	return n == 1 ? found : 0;
+}
+
 /* Fixed part of each known record type; 0 = unknown (skipped). */
 static size_t fixed_len(uint16_t type)
 {
@@ -635,9 +651,13 @@ static void apply(struct sp_coll *c, struct sp_proc *p, const uint8_t *rec, uint
 		p->image++;
 		p->hello = 1;
 		p->ppid = h->ppid;
-		/* its parent as we name it, not as it does (0 when gone) */
+		/* its parent as we name it, not as it does: from /proc, else
+		 * (it is gone already) the one process that knows itself by
+		 * the pid it gave, else 0 */
 		if (p->ns_pid)
 			p->ppid = proc_ppid(p->pid);
+		if (p->ns_pid && !p->ppid && h->ppid)
+			p->ppid = ns_parent(c, h->ppid);
 		p->clock = h->clock == SP_CLOCK_TSC ? SP_CLOCK_TSC : SP_CLOCK_MONOTONIC;
 		p->tsc_ref = h->tsc_ref;
 		p->mono_ref = h->mono_ref_ns;
@@ -858,11 +878,11 @@ struct msg_info {
 /*
  * The pid a process in another pid namespace knows itself by (the last
  * of the NSpid line of /proc/PID/status, which names it in every
- * namespace from ours down to its own), or 0 when it is in ours or
- * /proc cannot tell. World-readable: a process that dropped its
- * privileges still answers.
+ * namespace from ours down to its own), 0 when it is in ours, -1 when
+ * /proc has no such process (gone). World-readable: a process that
+ * dropped its privileges still answers.
  */
-static uint32_t ns_pid_of(uint32_t pid)
+static int64_t ns_pid_of(uint32_t pid)
 {
 	char path[64], buf[4096], *l, *end;
 	unsigned long v, last = 0;
@@ -872,11 +892,11 @@ static uint32_t ns_pid_of(uint32_t pid)
 	snprintf(path, sizeof(path), "/proc/%u/status", pid);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
-		return 0;
+		return errno == ENOENT || errno == ESRCH ? -1 : 0;
 	n = read(fd, buf, sizeof(buf) - 1);
 	close(fd);
 	if (n <= 0)
-		return 0;
+		return n < 0 && errno == ESRCH ? -1 : 0;
 	buf[n] = 0;
 	l = strstr(buf, "\nNSpid:");
 	if (!l)
@@ -919,10 +939,15 @@ static int msg_check(struct sp_coll *c, const uint8_t *msg, size_t len, uint32_t
 	if (peer_pid && mh.pid != peer_pid) {
 		/* Only a peer in another pid namespace knows itself by another
 		 * pid: the one the kernel names it by there (checked once per
-		 * process). Its records are kept under peer_pid (the key). */
+		 * process). Its records are kept under peer_pid (the key) in
+		 * any case. A peer already gone (a short-lived child whose
+		 * messages we read late) cannot be checked: its claim only
+		 * names its own row. */
 		const struct sp_proc *p = hmap_get(&c->procs, &peer_pid, 0, NULL);
+		int64_t ns;
 
-		if (!(p && p->ns_pid == mh.pid) && ns_pid_of(peer_pid) != mh.pid)
+		if (!(p && p->ns_pid == mh.pid) && (ns = ns_pid_of(peer_pid)) != (int64_t)mh.pid &&
+		    ns != -1)
 			return fail(c, "pid does not match the connected peer", 8);
 	}
 	mi->mh = mh;
@@ -1363,24 +1388,19 @@ void sp_coll_rings_close(struct sp_coll *c)
  */
 static uint32_t file_key(struct sp_coll *c, const struct msg_info *mi)
 {
-	uint32_t pid = mi->mh.pid, found = 0;
+	uint32_t pid = mi->mh.pid, found;
 	const struct sp_proc *p = hmap_get(&c->procs, &pid, 0, NULL), *q;
-	size_t it = 0, n = 0;
+	size_t it = 0;
 
 	if (mi->bye_ino) {
 		while ((q = hmap_next(&c->procs, &it, NULL)))
 			if (q->stats_ino == mi->bye_ino && (q->ns_pid ? q->ns_pid : q->pid) == pid)
 				return q->pid;
-		it = 0;
 	}
 	if (p && !p->ns_pid)
 		return pid;
-	while ((q = hmap_next(&c->procs, &it, NULL)))
-		if (q->ns_pid == pid) {
-			found = q->pid;
-			n++;
-		}
-	return n == 1 ? found : pid;
+	found = ns_parent(c, pid);
+	return found ? found : pid;
 }
 
 int sp_coll_input(struct sp_coll *c, const uint8_t *msg, size_t len, uint32_t peer_pid, int fd)
