@@ -942,12 +942,13 @@ static int msg_check(struct sp_coll *c, const uint8_t *msg, size_t len, uint32_t
 		 * process). Its records are kept under peer_pid (the key) in
 		 * any case. A peer already gone (a short-lived child whose
 		 * messages we read late) cannot be checked: its claim only
-		 * names its own row. */
+		 * names its own row, unless that pid is known to us as a
+		 * process of our namespace. */
 		const struct sp_proc *p = hmap_get(&c->procs, &peer_pid, 0, NULL);
 		int64_t ns;
 
 		if (!(p && p->ns_pid == mh.pid) && (ns = ns_pid_of(peer_pid)) != (int64_t)mh.pid &&
-		    ns != -1)
+		    (ns != -1 || (p && p->hello)))
 			return fail(c, "pid does not match the connected peer", 8);
 	}
 	mi->mh = mh;
