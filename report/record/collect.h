@@ -361,7 +361,8 @@ int sp_coll_message(struct sp_coll *c, const uint8_t *msg, size_t len, uint32_t 
 /*
  * The connection of the process pid ended (sp_coll_recv returned -1).
  * pidfd (taken over, -1: none) names the process: when it ended without
- * BYE, it is kept to learn how the process ended (sp_coll_settle).
+ * BYE (p->died), it is kept to learn how the process ended
+ * (sp_coll_settle).
  */
 void sp_coll_conn_end(struct sp_coll *c, uint32_t pid, int pidfd);
 /* The wait status of the process pid, learned by its parent (record's

@@ -223,20 +223,22 @@ static int drain(struct sp_srv *s, struct sp_client *cl)
 #define SO_PEERPIDFD 77
 #endif
 
-/* A pidfd of the peer of fd (Linux 6.5), else one opened on its pid
- * (5.3) when that pid still names the process (its start time), else -1.
- * Kept to learn how the process ended when it says no goodbye. */
-static int peer_pidfd(int fd, const struct ucred *cr, uint64_t start)
+/* A pidfd of the peer of the client cl (SO_PEERPIDFD, Linux 6.5; for a
+ * peer already reaped, 6.16), else one opened on its pid (5.3) when that
+ * pid still names the process (its start time), else -1. Taken when a
+ * connection ends without BYE, to learn how the process ended: not held
+ * for every connection (an agent's descriptors go to its clients). */
+static int peer_pidfd(const struct sp_client *cl)
 {
 	int pfd = -1;
 	socklen_t len = sizeof(pfd);
 
-	if (getsockopt(fd, SOL_SOCKET, SO_PEERPIDFD, &pfd, &len) == 0 && pfd >= 0) {
+	if (getsockopt(cl->fd, SOL_SOCKET, SO_PEERPIDFD, &pfd, &len) == 0 && pfd >= 0) {
 		(void)fcntl(pfd, F_SETFD, FD_CLOEXEC);
 		return pfd;
 	}
-	pfd = (int)syscall(SYS_pidfd_open, (pid_t)cr->pid, 0);
-	if (pfd >= 0 && (!start || sp_srv_proc_start((uint32_t)cr->pid) != start)) {
+	pfd = (int)syscall(SYS_pidfd_open, (pid_t)cl->pid, 0);
+	if (pfd >= 0 && (!cl->start || sp_srv_proc_start(cl->pid) != cl->start)) {
 		close(pfd);
 		pfd = -1;
 	}
@@ -274,7 +276,6 @@ static int accept_all(struct sp_srv *s)
 		s->cl[s->ncl].pid = (uint32_t)cr.pid;
 		s->cl[s->ncl].start = sp_srv_proc_start((uint32_t)cr.pid);
 		s->cl[s->ncl].greeted = 0;
-		s->cl[s->ncl].pidfd = peer_pidfd(fd, &cr, s->cl[s->ncl].start);
 		s->ncl++;
 		s->accepted++;
 	}
@@ -324,13 +325,15 @@ int sp_srv_round(struct sp_srv *s, int extra, int timeout_ms, int accept_anyway)
 		rc |= SP_SRV_DATA;
 		r = drain(s, &s->cl[i]);
 		if (r < 0) {
+			if (r == -1) {
+				/* ended without BYE: how did the process end? */
+				const struct sp_proc *p = hmap_get(&s->c->procs, &s->cl[i].pid, 0, NULL);
+
+				sp_coll_conn_end(s->c, s->cl[i].pid,
+						 p && p->died ? peer_pidfd(&s->cl[i]) : -1);
+			}
 			close(s->cl[i].fd);
 			s->cl[i].fd = -1;
-			if (r == -1)
-				sp_coll_conn_end(s->c, s->cl[i].pid, s->cl[i].pidfd);
-			else if (s->cl[i].pidfd >= 0)
-				close(s->cl[i].pidfd);
-			s->cl[i].pidfd = -1;
 			if (r == -1 && s->on_close)
 				s->on_close(s, &s->cl[i]);
 		}
@@ -354,11 +357,8 @@ int sp_srv_round(struct sp_srv *s, int extra, int timeout_ms, int accept_anyway)
 
 void sp_srv_close(struct sp_srv *s)
 {
-	for (size_t i = 0; i < s->ncl; i++) {
+	for (size_t i = 0; i < s->ncl; i++)
 		close(s->cl[i].fd);
-		if (s->cl[i].pidfd >= 0)
-			close(s->cl[i].pidfd);
-	}
 	free(s->cl);
 	s->cl = NULL;
 	s->ncl = s->capcl = 0;

@@ -24,9 +24,6 @@ struct sp_client {
 	uint64_t start; /* the peer's start time (/proc/PID/stat, clock ticks
 			 * after boot): with pid, names its process */
 	int greeted;    /* its first message was looked at (a viewer's?) */
-	int pidfd;      /* the peer's pidfd (SO_PEERPIDFD), -1: none; handed
-			 * to the collector when the connection ends
-			 * (sp_coll_conn_end: how did it end?) */
 };
 
 struct sp_srv {
