@@ -300,6 +300,10 @@ static void init(void)
 	/* Never profile the collector itself (its own profile writes). */
 	if (dlsym(RTLD_DEFAULT, "sqlprof_is_collector"))
 		return;
+	/* A second copy of libsqlprof.so in LD_PRELOAD: the first profiles,
+	 * this one passes every call through (resolve.c) */
+	if (sp_copy_before_us())
+		return;
 	sp_read_config();
 	if (!sp_cfg.follow && getenv("SQLPROF_FOLLOW_ROOT"))
 		return; /* an exec'd child under --no-follow */
@@ -342,6 +346,8 @@ static void init(void)
 	pthread_atfork(NULL, on_fork_parent, on_fork_child);
 	sp_resolve();
 	sp_stats_init();
+	if (sp_copy_after_us())
+		sp_stats_note_seen(SP_SEEN_SECOND_COPY); /* record says so */
 	if (sp_stream_init() == 0) {
 		sp_cfg.enabled = 1;
 		if (atomic_load(&sp_resolved))

@@ -169,6 +169,94 @@ static int claim_primary(void *h, const void *lm)
 	return 0;
 }
 
+/* ---- a second copy of libsqlprof.so in LD_PRELOAD (an installed one
+ * from `sqlprof env` and a build tree's from `record`). Both export the
+ * same shims, so the program's calls reach the first copy only, but that
+ * copy's dlsym(RTLD_NEXT) finds the second copy's shims: every execution
+ * would be timed twice and counted by two collectors' clients. The first
+ * copy in the search order profiles; a later one sees it (its exported
+ * sqlprof_next_sym is not its own) and stays inert, passing every call
+ * through; the first resolves the originals past it, asking each copy in
+ * the way for what comes after it. ---- */
+
+/* Exported: the definition of name after this copy in the search order.
+ * Another copy, earlier in it, calls this to see past us. Never a tail
+ * call: RTLD_NEXT is taken from the return address, which must be ours. */
+SP_EXPORT void *sqlprof_next_sym(const char *name);
+SP_EXPORT __attribute__((noinline)) void *sqlprof_next_sym(const char *name)
+{
+	void *sym = dlsym(RTLD_NEXT, name);
+
+	__asm__ volatile("" : "+r"(sym)::"memory");
+	return sym;
+}
+
+typedef void *(*sp_next_fn)(const char *);
+
+static void find_tools(void);
+
+/* The sqlprof_next_sym of the object lm when it is another copy of
+ * libsqlprof.so; else NULL. Takes the loader's lock (once per lookup). */
+static sp_next_fn copy_next(const void *lm)
+{
+	const struct link_map *m = lm;
+	void *h, *f;
+
+	if (!lm || lm == self_lm || !m->l_name || !m->l_name[0] || !sp_real.dlopen)
+		return NULL;
+	h = sp_real.dlopen(m->l_name, RTLD_LAZY | RTLD_NOLOAD);
+	if (!h)
+		return NULL;
+	f = dlsym(h, "sqlprof_next_sym");
+	dlclose(h); /* NOLOAD: it stays loaded as it was */
+	return f && lm_of(f) == lm ? (sp_next_fn)(uintptr_t)f : NULL;
+}
+
+/*
+ * dlsym(RTLD_NEXT, name), past the other copies of libsqlprof.so (inert:
+ * their shims would only add their own time). *h is RTLD_NEXT, or when a
+ * copy was passed over, a handle of the object defining name (kept, so
+ * that the rest is resolved from it too), or RTLD_NEXT again when that
+ * object has none (the program itself): its calls then go through the
+ * inert copy, which passes them on.
+ */
+static void *next_past_copies(const char *name, void **h)
+{
+	void *sym = dlsym(RTLD_NEXT, name), *past;
+	sp_next_fn next;
+	int hops = 0;
+
+	*h = RTLD_NEXT;
+	find_tools();
+	for (past = sym; past && hops < 8 && (next = copy_next(lm_of(past))); hops++)
+		past = next(name);
+	if (hops && past && !copy_next(lm_of(past))) {
+		const struct link_map *m = lm_of(past);
+		void *own = m && m->l_name && m->l_name[0] && sp_real.dlopen
+				    ? sp_real.dlopen(m->l_name, RTLD_LAZY | RTLD_NOLOAD)
+				    : NULL;
+
+		if (own) {
+			*h = own;
+			sym = past;
+		}
+	}
+	return sym;
+}
+
+int sp_copy_before_us(void)
+{
+	void *f = dlsym(RTLD_DEFAULT, "sqlprof_next_sym");
+
+	find_tools();
+	return f && self_lm && lm_of(f) != self_lm;
+}
+
+int sp_copy_after_us(void)
+{
+	return dlsym(RTLD_NEXT, "sqlprof_next_sym") != NULL;
+}
+
 static void find_tools(void)
 {
 	if (!sp_real.dlopen)
@@ -198,7 +286,7 @@ int sp_resolve(void)
 	if (atomic_load_explicit(&sp_resolved, memory_order_acquire))
 		return 0;
 	find_tools();
-	step = dlsym(RTLD_NEXT, "sqlite3_step");
+	step = next_past_copies("sqlite3_step", &h);
 	for (i = 0; !step && sp_real.dlopen && i < sizeof(names) / sizeof(names[0]); i++) {
 		h = sp_real.dlopen(names[i], RTLD_LAZY | RTLD_NOLOAD);
 		if (h)
@@ -245,7 +333,7 @@ static int lib_lookup(const void *lm)
 	const void *def;
 	int lib = 0;
 
-	step = dlsym(RTLD_NEXT, "sqlite3_step"); /* the global scope comes first */
+	step = next_past_copies("sqlite3_step", &h); /* the global scope comes first */
 	if (!step && sp_real.dlopen && map->l_name && map->l_name[0]) {
 		own = sp_real.dlopen(map->l_name, RTLD_LAZY | RTLD_NOLOAD);
 		if (own)

@@ -77,6 +77,10 @@ extern atomic_int sp_resolved; /* 1 once libsqlite3's functions are resolved */
 /* 1 when profiling is on and the originals are known. */
 extern int sp_hot;
 int sp_resolve(void);            /* 0 when the sqlite3 originals are known */
+/* Another copy of libsqlprof.so comes before this one in the search
+ * order (this one then stays inert) / after it (resolve.c). */
+int sp_copy_before_us(void);
+int sp_copy_after_us(void);
 
 /* In a shim: resolve the originals if that has not happened yet. */
 #define NEED()                                                                \
@@ -234,6 +238,7 @@ int sp_stats_init(void);     /* constructor (and a forked child) */
 void sp_stats_count_unreported(void);
 extern int sp_stats_shared; /* stream.c: the collector holds our memfd */
 int sp_stats_fd(void);       /* the memfd, to send with HELLO; -1 none */
+uint32_t sp_stats_ino_lo(void); /* its inode's low 32 bits (0: none), for BYE */
 void sp_stats_fork_child(void);
 /* The calling thread's arena (made or reused on first use); NULL when
  * there is no room or no statistics. */

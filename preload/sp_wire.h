@@ -328,7 +328,10 @@ struct sp_rec_bye {
 	uint64_t untracked;  /* executions of statements we could not track */
 	uint64_t lost;       /* event records dropped (never a total) */
 	int32_t status;      /* exit status if known, else -1 */
-	uint32_t pad;
+	uint32_t stats_ino;  /* low 32 bits of the inode of the image's
+			      * statistics memfd, 0 without one: names the
+			      * image in a BYE file whatever pid namespace it
+			      * ran in (was padding: 0 from older preloads) */
 };
 
 #define SP_ALIGN8(n) (((n) + 7u) & ~7u)
@@ -493,6 +496,9 @@ enum sp_seen {
 	 * smaller (or private, delivered as copies at exit), or a thread
 	 * had no ring (its records lost, counted) */
 	SP_SEEN_FSIZE = 1 << 3,
+	/* another copy of libsqlprof.so came later in LD_PRELOAD: ignored
+	 * (it passed every call through) */
+	SP_SEEN_SECOND_COPY = 1 << 4,
 };
 
 struct sp_stats_chunk {

@@ -193,6 +193,11 @@ int sp_stats_init(void)
 	return 0;
 }
 
+uint32_t sp_stats_ino_lo(void)
+{
+	return stats_fd >= 0 ? (uint32_t)stats_ino : 0;
+}
+
 /* The memfd, while it is still ours (the program may have closed it). */
 int sp_stats_fd(void)
 {

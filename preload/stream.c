@@ -1934,6 +1934,7 @@ void sp_stream_exit(void)
 	b.untracked = atomic_load(&sp_untracked);
 	b.lost = atomic_load(&sp_lost);
 	b.status = -1;
+	b.stats_ino = sp_stats_ino_lo(); /* names us in a BYE file, across pid namespaces */
 	if (unreported == UNREP_FILE) {
 		/* no connection: everything goes to our file */
 		unrep_write(&b);

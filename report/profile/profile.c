@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "fingerprint.h"
@@ -95,7 +96,7 @@ static const char schema[] =
 	"CREATE TABLE meta(key TEXT PRIMARY KEY, value);"
 	"CREATE TABLE processes(pid INTEGER PRIMARY KEY, ppid INTEGER, exe TEXT,"
 	" executions INTEGER, lost INTEGER, untracked INTEGER, sqlite_found INTEGER,"
-	" clean_exit INTEGER, messages INTEGER, bad_messages INTEGER);"
+	" clean_exit INTEGER, messages INTEGER, bad_messages INTEGER, ns_pid INTEGER);"
 	"CREATE TABLE queries(fp_id INTEGER, kind TEXT, fingerprint TEXT, sql TEXT,"
 	" count INTEGER, total_ns INTEGER, self_ns INTEGER, wall_ns INTEGER,"
 	" min_ns INTEGER, max_ns INTEGER, rows INTEGER, vm_steps INTEGER,"
@@ -617,7 +618,7 @@ static int write_processes(struct pw *w)
 	size_t it;
 	void *v;
 
-	st = prep(db, "INSERT INTO processes VALUES(?,?,?,?,?,?,?,?,?,?)");
+	st = prep(db, "INSERT INTO processes VALUES(?,?,?,?,?,?,?,?,?,?,?)");
 	if (!st)
 		return pw_sqlerr(w, st);
 	it = 0;
@@ -631,9 +632,14 @@ static int write_processes(struct pw *w)
 		sqlite3_bind_int64(st, 5, (sqlite3_int64)p->lost);
 		sqlite3_bind_int64(st, 6, (sqlite3_int64)p->untracked);
 		sqlite3_bind_int(st, 7, p->sqlite_found);
-		sqlite3_bind_int(st, 8, p->bye);
+		/* it exited: its BYE came, or the kernel told (sp_coll_settle) */
+		sqlite3_bind_int(st, 8, p->bye || (p->exit_known && WIFEXITED(p->exit_status)));
 		sqlite3_bind_int64(st, 9, (sqlite3_int64)p->msgs);
 		sqlite3_bind_int64(st, 10, (sqlite3_int64)p->bad_msgs);
+		if (p->ns_pid) /* NULL: in the recorder's pid namespace */
+			sqlite3_bind_int64(st, 11, p->ns_pid);
+		else
+			sqlite3_bind_null(st, 11);
 		if (step_done(st) < 0)
 			return pw_sqlerr(w, st);
 	}

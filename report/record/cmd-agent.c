@@ -782,7 +782,9 @@ static void reap_gone(struct agent *a)
 
 		for (j = 0; j < a->srv.ncl && a->srv.cl[j].pid != pid; j++)
 			;
-		if (j == a->srv.ncl && p && p->died && kill((pid_t)pid, 0) < 0 && errno == ESRCH) {
+		/* no BYE: died, or exited without one (sp_coll_settle) */
+		if (j == a->srv.ncl && p && (p->died || !p->bye) && kill((pid_t)pid, 0) < 0 &&
+		    errno == ESRCH) {
 			sp_coll_proc_gone(&a->c, pid);
 			i = 0; /* the list changed */
 			continue;
@@ -1179,6 +1181,7 @@ int cmd_agent(int argc, char **argv)
 		}
 		now = sp_srv_mono_ns();
 		if (now >= next && snap == 0) {
+			sp_coll_settle(&a.c, 0); /* ended without goodbye: how? */
 			reap_gone(&a);
 			sp_srv_read_bye_files(&a.c, sockdir, "sqlprof agent");
 			/* the texts and events the rings hold, then the copy */
@@ -1201,6 +1204,7 @@ int cmd_agent(int argc, char **argv)
 	sp_coll_rings_drain(&a.c, 0);
 	sp_srv_read_bye_files(&a.c, sockdir, "sqlprof agent");
 	sp_coll_read_unreported(&a.c, sockdir);
+	sp_coll_settle(&a.c, 1);
 	if (write_profile(&a, err, sizeof(err)) < 0) {
 		fprintf(stderr, "sqlprof agent: %s\n", err);
 		goto out;

@@ -229,7 +229,7 @@ static const char *procs(size_t n)
  * status, the command's binary. */
 static void explain_empty(const struct sp_coll *c, int follow, int status, const char *cmd)
 {
-	size_t it = 0, foreign = 0, mapped = 0, nosqlite = 0, badenv = 0, deep = 0, fsize = 0;
+	size_t it = 0, foreign = 0, mapped = 0, nosqlite = 0, badenv = 0, deep = 0, fsize = 0, copies = 0;
 	uint64_t clamped = 0;
 	const struct sp_proc *p;
 	char why[PATH_MAX + 160];
@@ -240,6 +240,7 @@ static void explain_empty(const struct sp_coll *c, int follow, int status, const
 		clamped += p->clamped;
 		badenv += (p->seen & SP_SEEN_BAD_ENV) != 0;
 		fsize += (p->seen & SP_SEEN_FSIZE) != 0;
+		copies += (p->seen & SP_SEEN_SECOND_COPY) != 0;
 		if (p->execs)
 			continue;
 		mapped += (p->seen & SP_SEEN_SQLITE_MAPPED) != 0;
@@ -263,6 +264,12 @@ static void explain_empty(const struct sp_coll *c, int follow, int status, const
 			"made smaller or delivered at exit only, or a thread's records were lost "
 			"(counted); nothing was raised in the program\n",
 			fsize, procs(fsize));
+	if (copies)
+		fprintf(stderr,
+			"sqlprof: warning: %zu %s had a second copy of libsqlprof.so in "
+			"LD_PRELOAD (one from `sqlprof env` as well as record's?): it was ignored, "
+			"the first one profiled\n",
+			copies, procs(copies));
 	if (deep)
 		fprintf(stderr,
 			"sqlprof: warning: %zu %s loaded a library with RTLD_DEEPBIND from "
@@ -800,6 +807,8 @@ static int collect_run(struct recording *r)
 			pid_t w = waitpid(r->pid, &r->status, WNOHANG);
 
 			if (w == r->pid) {
+				/* its own end, whatever its goodbye said */
+				sp_coll_exit_status(&r->c, (uint32_t)r->pid, r->status);
 				r->exited = 1;
 				r->t_exit = now;
 				sp_sup_exited();
@@ -854,6 +863,7 @@ static int finish_run(struct recording *r)
 	sp_coll_rings_close(&r->c);
 	sp_srv_read_bye_files(&r->c, r->dir, "sqlprof record");
 	sp_coll_read_unreported(&r->c, r->dir);
+	sp_coll_settle(&r->c, 1); /* how those that said no goodbye ended */
 	sp_coll_finish(&r->c);
 	while ((q = hmap_next(&r->c.queries, &it, (const void **)&qk))) {
 		uint64_t *prev = hmap_get(&r->snap, qk, 1, NULL);

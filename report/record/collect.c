@@ -28,8 +28,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
 #include <sys/stat.h>
 #include <sys/vfs.h>
 #include <linux/magic.h>
@@ -141,8 +144,11 @@ void sp_coll_free(struct sp_coll *c)
 	size_t it;
 	void *v;
 
-	for (it = 0; (v = hmap_next(&c->procs, &it, NULL));)
+	for (it = 0; (v = hmap_next(&c->procs, &it, NULL));) {
 		free(((struct sp_proc *)v)->exe);
+		if (((struct sp_proc *)v)->pidfd)
+			close(((struct sp_proc *)v)->pidfd - 1);
+	}
 	for (it = 0; (v = hmap_next(&c->sqls, &it, NULL));)
 		free(((struct sp_sql *)v)->text);
 	for (it = 0; (v = hmap_next(&c->queries, &it, NULL));) {
@@ -208,6 +214,47 @@ static struct sp_proc *proc_get(struct sp_coll *c, uint32_t pid)
 	if (p && created)
 		p->pid = pid;
 	return p;
+}
+
+/* The parent of the process pid as we name it (/proc/PID/stat, field 4),
+ * 0 when it cannot be read. */
+static uint32_t proc_ppid(uint32_t pid)
+{
+	char path[64], buf[1024], *q;
+	unsigned ppid = 0;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%u/stat", pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = 0;
+	/* the command name, field 2, may hold anything: after the last ')' */
+	q = strrchr(buf, ')');
+	if (!q || sscanf(q + 1, " %*c %u", &ppid) != 1)
+		return 0;
+	return ppid;
+}
+
+/* The pid we know the one process by that knows itself by ns_pid, 0 when
+ * none or more than one do. */
+static uint32_t ns_parent(struct sp_coll *c, uint32_t ns_pid)
+{
+	const struct sp_proc *q;
+	uint32_t found = 0;
+	size_t it = 0, n = 0;
+
+	while ((q = hmap_next(&c->procs, &it, NULL)))
+		if (q->ns_pid == ns_pid) {
+			found = q->pid;
+			n++;
+		}
+	return n == 1 ? found : 0;
 }
 
 /* Fixed part of each known record type; 0 = unknown (skipped). */
@@ -592,6 +639,9 @@ static void apply(struct sp_coll *c, struct sp_proc *p, const uint8_t *rec, uint
 	case SP_REC_HELLO: {
 		const struct sp_rec_hello *h = (const void *)rec;
 
+		/* in another pid namespace: the pid it knows itself by, for
+		 * display (msg_check verified it) */
+		p->ns_pid = h->pid != p->pid ? h->pid : 0;
 		if (p->hello && (h->h.flags & SP_HELLO_RECONNECT)) {
 			p->reconnects++;
 			p->died = 0;
@@ -601,6 +651,13 @@ static void apply(struct sp_coll *c, struct sp_proc *p, const uint8_t *rec, uint
 		p->image++;
 		p->hello = 1;
 		p->ppid = h->ppid;
+		/* its parent as we name it, not as it does: from /proc, else
+		 * (it is gone already) the one process that knows itself by
+		 * the pid it gave, else 0 */
+		if (p->ns_pid)
+			p->ppid = proc_ppid(p->pid);
+		if (p->ns_pid && !p->ppid && h->ppid)
+			p->ppid = ns_parent(c, h->ppid);
 		p->clock = h->clock == SP_CLOCK_TSC ? SP_CLOCK_TSC : SP_CLOCK_MONOTONIC;
 		p->tsc_ref = h->tsc_ref;
 		p->mono_ref = h->mono_ref_ns;
@@ -716,6 +773,7 @@ static void apply(struct sp_coll *c, struct sp_proc *p, const uint8_t *rec, uint
 		const struct sp_rec_bye *r = (const void *)rec;
 
 		p->bye = 1;
+		p->died = 0; /* a BYE read from a file after its connection ended */
 		/* its rings go when its connection closes (sp_coll_recv) */
 		if (p->bye_image != p->image + 1)
 			p->bye_base = p->bye_execs; /* this image's first BYE */
@@ -814,7 +872,45 @@ struct msg_info {
 	struct sp_rec_stats stats; /* the last of them */
 	int fresh_hello;         /* a HELLO not flagged SP_HELLO_RECONNECT */
 	int bye;                 /* a BYE record */
+	uint32_t bye_ino;        /* its stats_ino (0: none) */
 };
+
+/*
+ * The pid a process in another pid namespace knows itself by (the last
+ * of the NSpid line of /proc/PID/status, which names it in every
+ * namespace from ours down to its own), 0 when it is in ours, -1 when
+ * /proc has no such process (gone). World-readable: a process that
+ * dropped its privileges still answers.
+ */
+static int64_t ns_pid_of(uint32_t pid)
+{
+	char path[64], buf[4096], *l, *end;
+	unsigned long v, last = 0;
+	ssize_t n;
+	int fd, levels = 0;
+
+	snprintf(path, sizeof(path), "/proc/%u/status", pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ENOENT || errno == ESRCH ? -1 : 0;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return n < 0 && errno == ESRCH ? -1 : 0;
+	buf[n] = 0;
+	l = strstr(buf, "\nNSpid:");
+	if (!l)
+		return 0;
+	for (l += 7; *l && *l != '\n'; l = end) {
+		errno = 0;
+		v = strtoul(l, &end, 10);
+		if (end == l || errno || v == 0 || v > UINT32_MAX)
+			break;
+		last = v;
+		levels++;
+	}
+	return levels >= 2 ? (uint32_t)last : 0;
+}
 
 /* Size of the aligned copy of one record (the largest fits a message). */
 #define REC_BUF_WORDS ((SP_MSG_MAX + 7) / 8)
@@ -840,8 +936,21 @@ static int msg_check(struct sp_coll *c, const uint8_t *msg, size_t len, uint32_t
 		return fail(c, "unsupported stream version", 4);
 	if (mh.len != len || len > SP_MSG_MAX + sizeof(mh))
 		return fail(c, "message length mismatch", 12);
-	if (peer_pid && mh.pid != peer_pid)
-		return fail(c, "pid does not match the connected peer", 8);
+	if (peer_pid && mh.pid != peer_pid) {
+		/* Only a peer in another pid namespace knows itself by another
+		 * pid: the one the kernel names it by there (checked once per
+		 * process). Its records are kept under peer_pid (the key) in
+		 * any case. A peer already gone (a short-lived child whose
+		 * messages we read late) cannot be checked: its claim only
+		 * names its own row, unless that pid is known to us as a
+		 * process of our namespace. */
+		const struct sp_proc *p = hmap_get(&c->procs, &peer_pid, 0, NULL);
+		int64_t ns;
+
+		if (!(p && p->ns_pid == mh.pid) && (ns = ns_pid_of(peer_pid)) != (int64_t)mh.pid &&
+		    (ns != -1 || (p && p->hello)))
+			return fail(c, "pid does not match the connected peer", 8);
+	}
 	mi->mh = mh;
 	for (off = sizeof(mh); off < len;) {
 		struct sp_rec_hdr rh;
@@ -876,6 +985,7 @@ static int msg_check(struct sp_coll *c, const uint8_t *msg, size_t len, uint32_t
 				mi->fresh_hello = 1;
 			} else if (rh.type == SP_REC_BYE) {
 				mi->bye = 1;
+				mi->bye_ino = ((const struct sp_rec_bye *)(const void *)rec_buf)->stats_ino;
 			}
 		}
 		off += rh.len;
@@ -886,14 +996,16 @@ static int msg_check(struct sp_coll *c, const uint8_t *msg, size_t len, uint32_t
 /*
  * Apply a message msg_check accepted. A message synthesized from a ring
  * (from_ring) is not a message of the connection: it does not count in
- * the message totals and carries no sequence number or loss count.
+ * the message totals and carries no sequence number or loss count. The
+ * records go to the process key (the pid we know it by: sp_coll_input),
+ * whatever pid they carry (checked: the header's).
  * Returns 0, or -1 when the process entry cannot be allocated (nothing
  * applied).
  */
 static int msg_apply(struct sp_coll *c, const uint8_t *msg, size_t len, const struct sp_msg_hdr *mh,
-		     int from_ring, uint64_t *rec_buf)
+		     uint32_t key, int from_ring, uint64_t *rec_buf)
 {
-	struct sp_proc *p = proc_get(c, mh->pid);
+	struct sp_proc *p = proc_get(c, key);
 	size_t off;
 
 	if (!p)
@@ -981,9 +1093,9 @@ static int ring_check(struct sp_coll *c, const struct sp_ring_shared *sh, size_t
 
 /* Put a checked mapping into the registry. Returns 0, or -1 (unmapped). */
 static int ring_register(struct sp_coll *c, void *map, size_t map_len, const struct sp_rec_ring *rec,
-			 uint32_t tail)
+			 uint32_t key, uint32_t tail)
 {
-	struct sp_proc *p = hmap_get(&c->procs, &rec->pid, 0, NULL);
+	struct sp_proc *p = hmap_get(&c->procs, &key, 0, NULL);
 	struct sp_ring *r;
 
 	if (SP_GROW(c->rings, c->rings_cap, c->nrings + 1, 16) < 0)
@@ -993,7 +1105,8 @@ static int ring_register(struct sp_coll *c, void *map, size_t map_len, const str
 		goto nomem;
 	r->sh = map;
 	r->map_len = map_len;
-	r->pid = rec->pid;
+	r->pid = key;
+	r->rpid = rec->pid;
 	r->tid = rec->tid;
 	r->size = rec->size;
 	r->tail = tail;
@@ -1014,7 +1127,7 @@ int sp_coll_ring_add(struct sp_coll *c, void *map, size_t map_len, const struct 
 		munmap(map, map_len);
 		return -1;
 	}
-	return ring_register(c, map, map_len, rec, tail);
+	return ring_register(c, map, map_len, rec, rec->pid, tail);
 }
 
 /*
@@ -1127,19 +1240,19 @@ static int ring_chunk(struct sp_coll *c, struct sp_ring *r, size_t clen, uint32_
 	uint64_t rec_buf[REC_BUF_WORDS];
 	struct sp_proc *p = hmap_get(&c->procs, &r->pid, 0, NULL);
 	struct sp_msg_hdr mh = {
-		.magic = SP_WIRE_MAGIC, .version = SP_WIRE_VERSION, .pid = r->pid,
+		.magic = SP_WIRE_MAGIC, .version = SP_WIRE_VERSION, .pid = r->rpid,
 		.len = (uint32_t)(sizeof(mh) + clen), .seq = 0, .lost = p ? p->lost : 0,
 	};
 	struct msg_info mi;
 
 	memcpy(c->ring_buf, &mh, sizeof(mh));
-	if (msg_check(c, c->ring_buf, sizeof(mh) + clen, r->pid, &mi, rec_buf) < 0)
+	if (msg_check(c, c->ring_buf, sizeof(mh) + clen, 0, &mi, rec_buf) < 0)
 		return ring_broken(c, r, 1, "%s of the records from position %u", c->last_error,
 				   from);
 	if (mi.nring || mi.nstats)
 		return ring_broken(c, r, 0, "a %s record inside a ring (from position %u)",
 				   mi.nring ? "RING" : "STATS", from);
-	if (msg_apply(c, c->ring_buf, sizeof(mh) + clen, &mh, 1, rec_buf) < 0)
+	if (msg_apply(c, c->ring_buf, sizeof(mh) + clen, &mh, r->pid, 1, rec_buf) < 0)
 		return ring_broken(c, r, 1, "%s", c->last_error);
 	return 0;
 }
@@ -1265,6 +1378,32 @@ void sp_coll_rings_close(struct sp_coll *c)
 	}
 }
 
+/*
+ * The process a message read from a file (no peer: a BYE file, an
+ * unreported image's file) belongs to. Its pid is the one the process
+ * knows itself by: in another pid namespace, not the one we know it by.
+ * A BYE names its image's statistics (the memfd's inode, low 32 bits):
+ * the process that shared them and knows itself by that pid; else the
+ * process of ours with that pid; else the one process that knows itself
+ * by it; else the pid as it is.
+ */
+static uint32_t file_key(struct sp_coll *c, const struct msg_info *mi)
+{
+	uint32_t pid = mi->mh.pid, found;
+	const struct sp_proc *p = hmap_get(&c->procs, &pid, 0, NULL), *q;
+	size_t it = 0;
+
+	if (mi->bye_ino) {
+		while ((q = hmap_next(&c->procs, &it, NULL)))
+			if (q->stats_ino == mi->bye_ino && (q->ns_pid ? q->ns_pid : q->pid) == pid)
+				return q->pid;
+	}
+	if (p && !p->ns_pid)
+		return pid;
+	found = ns_parent(c, pid);
+	return found ? found : pid;
+}
+
 int sp_coll_input(struct sp_coll *c, const uint8_t *msg, size_t len, uint32_t peer_pid, int fd)
 {
 	uint64_t rec_buf[REC_BUF_WORDS];
@@ -1276,7 +1415,7 @@ int sp_coll_input(struct sp_coll *c, const uint8_t *msg, size_t len, uint32_t pe
 
 	if (msg_check(c, msg, len, peer_pid, &mi, rec_buf) < 0)
 		goto bad;
-	pid = mi.mh.pid;
+	pid = peer_pid ? peer_pid : file_key(c, &mi);
 	if (fd >= 0 && mi.nring + mi.nstats != 1) {
 		failf(c, mi.nring + mi.nstats ? "%u RING and STATS records with one descriptor"
 					      : "a descriptor without a RING or STATS record",
@@ -1303,9 +1442,9 @@ int sp_coll_input(struct sp_coll *c, const uint8_t *msg, size_t len, uint32_t pe
 			rings_retire(c, pid, p->image);
 		sp_coll_stats_retire(c, pid, p->image);
 	}
-	if (msg_apply(c, msg, len, &mi.mh, 0, rec_buf) < 0)
+	if (msg_apply(c, msg, len, &mi.mh, pid, 0, rec_buf) < 0)
 		goto bad;
-	if (map && ring_register(c, map, map_len, &mi.ring, tail) < 0)
+	if (map && ring_register(c, map, map_len, &mi.ring, pid, tail) < 0)
 		return -1; /* the message itself was applied */
 	if (fd >= 0) {
 		/* STATS: the message is applied; a mapping that fails is
@@ -1401,6 +1540,7 @@ int sp_coll_stats_add(struct sp_coll *c, uint32_t pid, int fd, const struct sp_r
 						     .pid = pid, .image = p->image,
 						     .clock = p->clock, .ino = (uint64_t)st.st_ino };
 	p->no_stats = 0;
+	p->stats_ino = (uint32_t)st.st_ino;
 	if (c->stats_added)
 		c->stats_added(c, pid, (uint64_t)st.st_ino);
 	return 0;
@@ -1910,6 +2050,120 @@ size_t sp_coll_read_unreported(struct sp_coll *c, const char *dir)
 	return done;
 }
 
+/* ---- how a process whose connection ended without BYE ended ---------- */
+
+/* PIDFD_GET_INFO (Linux 6.15), declared here: older headers lack it. The
+ * first published layout (PIDFD_INFO_SIZE_VER0, 64 bytes); the kernel
+ * takes the size from the request. */
+struct sp_pidfd_info {
+	uint64_t mask, cgroupid;
+	uint32_t pid, tgid, ppid, ruid, rgid, euid, egid, suid, sgid, fsuid, fsgid;
+	int32_t exit_code;
+};
+#define SP_PIDFD_GET_INFO _IOWR(0xFF, 11, struct sp_pidfd_info)
+#define SP_PIDFD_INFO_EXIT (1ull << 3)
+
+/* 1 with the wait status in *status when the process of pidfd (pid as
+ * we name it) has ended and the kernel tells how; 0 while it runs, or
+ * ended and cannot tell (yet); -1 when it is gone and nothing will tell. */
+static int exit_of(int pidfd, uint32_t pid, int *status)
+{
+	struct sp_pidfd_info info;
+	char path[64], buf[2048], *q;
+	int fd, field, code;
+	ssize_t n;
+
+	memset(&info, 0, sizeof(info));
+	info.mask = SP_PIDFD_INFO_EXIT;
+	if (ioctl(pidfd, SP_PIDFD_GET_INFO, &info) == 0 && (info.mask & SP_PIDFD_INFO_EXIT)) {
+		*status = info.exit_code; /* reaped */
+		return 1;
+	}
+	/* not reaped yet: a zombie's exit code, while the pid is still its
+	 * (a signal 0 through the pidfd reaches a zombie, not a reaped one) */
+	snprintf(path, sizeof(path), "/proc/%u/stat", pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
+	if (fd >= 0)
+		close(fd);
+	if (syscall(SYS_pidfd_send_signal, pidfd, 0, NULL, 0) < 0)
+		return errno == ESRCH ? -1 : 0;
+	if (n <= 0)
+		return 0;
+	buf[n] = 0;
+	q = strrchr(buf, ')');
+	if (!q || q[1] != ' ' || (q[2] != 'Z' && q[2] != 'X'))
+		return 0; /* running (it closed our descriptor), or exiting */
+	/* exit_code is field 52; q + 2 is field 3 */
+	for (field = 3, q += 2; *q && field < 52; q++)
+		if (*q == ' ')
+			field++;
+	if (field != 52 || sscanf(q, "%d", &code) != 1)
+		return 0;
+	*status = code;
+	return 1;
+}
+
+static void proc_verdict(struct sp_proc *p)
+{
+	/* it exited: it did not die, goodbye or not */
+	if (p->exit_known && WIFEXITED(p->exit_status))
+		p->died = 0;
+}
+
+static void settle_one(struct sp_proc *p, int final)
+{
+	int status, r;
+
+	if (!p->pidfd)
+		return;
+	r = p->died ? exit_of(p->pidfd - 1, p->pid, &status) : -1;
+	if (r == 1) {
+		p->exit_known = 1;
+		p->exit_status = status;
+		proc_verdict(p);
+	}
+	if (r != 0 || final) {
+		close(p->pidfd - 1);
+		p->pidfd = 0;
+	}
+}
+
+void sp_coll_settle(struct sp_coll *c, int final)
+{
+	size_t it = 0;
+	struct sp_proc *p;
+
+	while ((p = hmap_next(&c->procs, &it, NULL)))
+		settle_one(p, final);
+}
+
+void sp_coll_conn_end(struct sp_coll *c, uint32_t pid, int pidfd)
+{
+	struct sp_proc *p = hmap_get(&c->procs, &pid, 0, NULL);
+
+	if (!p || !p->died || pidfd < 0) {
+		if (pidfd >= 0)
+			close(pidfd);
+		return;
+	}
+	if (p->pidfd)
+		close(p->pidfd - 1);
+	p->pidfd = pidfd + 1;
+	settle_one(p, 0);
+}
+
+void sp_coll_exit_status(struct sp_coll *c, uint32_t pid, int status)
+{
+	struct sp_proc *p = hmap_get(&c->procs, &pid, 0, NULL);
+
+	if (!p)
+		return;
+	p->exit_known = 1;
+	p->exit_status = status;
+	proc_verdict(p);
+}
+
 /* Descriptors received with one message at most: more make it bad. */
 #define RECV_FDS 8
 
@@ -1970,9 +2224,12 @@ int sp_coll_recv(struct sp_coll *c, int sock, uint32_t peer_pid, uint8_t *buf, s
 			sp_coll_stats_retire(c, peer_pid, p->image);
 		} else {
 			sp_coll_rings_drain(c, peer_pid);
-			if (p)
+			if (p) {
 				p->died = 1; /* unless it reconnects (it closed our
-					      * descriptor): see SP_HELLO_RECONNECT */
+					      * descriptor): see SP_HELLO_RECONNECT,
+					      * or it exited (sp_coll_settle) */
+				proc_verdict(p);
+			}
 		}
 		return -1;
 	}

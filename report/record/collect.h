@@ -46,7 +46,11 @@ struct sp_module {
 int sp_module_changed(const struct sp_module *m);
 
 struct sp_proc {
-	uint32_t pid, ppid;
+	uint32_t pid, ppid;   /* as we name them (SO_PEERCRED: our pid namespace) */
+	uint32_t ns_pid;      /* the pid it knows itself by (its HELLO's), when it
+			       * runs in another pid namespace; else 0 */
+	uint32_t stats_ino;   /* its statistics memfd's inode, low 32 bits (a
+			       * BYE file names it: sp_rec_bye.stats_ino) */
 	char *exe;
 	int hello, bye, sqlite_found, clock;
 	uint64_t tsc_ref, mono_ref;
@@ -74,7 +78,13 @@ struct sp_proc {
 #define SP_PROC_RUNNING 4
 	uint64_t running[SP_PROC_RUNNING];
 	uint32_t nrunning;
-	int died; /* its image's connection ended without BYE */
+	int died; /* its image's connection ended without BYE, and it did not
+		   * exit (a signal, a crash), or its end is not known */
+	int pidfd;            /* 1 + a pidfd of the process while its connection
+			       * ended without BYE and its end is not known
+			       * (sp_coll_settle); 0: none */
+	int exit_known;       /* exit_status is its wait status */
+	int exit_status;
 	int no_stats;         /* an image came without shared statistics */
 	uint64_t untracked;
 	uint64_t msgs, bad_msgs, gaps;
@@ -100,7 +110,10 @@ struct sp_proc {
 struct sp_ring {
 	struct sp_ring_shared *sh; /* map_len bytes, MAP_SHARED */
 	size_t map_len;
-	uint32_t pid, tid, size;   /* as announced and checked */
+	uint32_t pid;              /* the process's key (sp_proc.pid) */
+	uint32_t rpid;             /* the pid its header and records carry (the
+				    * process's own: another namespace's) */
+	uint32_t tid, size;        /* as announced and checked */
 	uint32_t tail;             /* ours: every record before it was read */
 	uint32_t image;            /* sp_proc.image when it was announced */
 	int broken;                /* reported once; never read again */
@@ -347,6 +360,26 @@ int sp_coll_message(struct sp_coll *c, const uint8_t *msg, size_t len, uint32_t 
  *  - a BYE reads the pid's rings one last time and frees them.
  * Returns 0, or -1 as sp_coll_message (fd closed, nothing applied).
  */
+/*
+ * The connection of the process pid ended (sp_coll_recv returned -1).
+ * pidfd (taken over, -1: none) names the process: when it ended without
+ * BYE (p->died), it is kept to learn how the process ended
+ * (sp_coll_settle).
+ */
+void sp_coll_conn_end(struct sp_coll *c, uint32_t pid, int pidfd);
+/* The wait status of the process pid, learned by its parent (record's
+ * command): it exited (not died) or was killed. */
+void sp_coll_exit_status(struct sp_coll *c, uint32_t pid, int status);
+/*
+ * For every process whose connection ended without BYE: how it ended,
+ * when the kernel can tell (PIDFD_GET_INFO's exit code, Linux 6.15, once
+ * it was reaped; before that, a zombie's /proc/PID/stat). One that exited
+ * did not die: it ended by exit_group without libc's exit (a Go program,
+ * a raw system call) or its goodbye could not be sent (a seccomp filter).
+ * Processes still running keep their pidfd; at the end (final) every
+ * pidfd is closed.
+ */
+void sp_coll_settle(struct sp_coll *c, int final);
 int sp_coll_input(struct sp_coll *c, const uint8_t *msg, size_t len, uint32_t peer_pid, int fd);
 /*
  * Receive one pending message from the SOCK_SEQPACKET connection sock of

@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
@@ -218,6 +219,32 @@ static int drain(struct sp_srv *s, struct sp_client *cl)
 	return 0;
 }
 
+#ifndef SO_PEERPIDFD
+#define SO_PEERPIDFD 77
+#endif
+
+/* A pidfd of the peer of the client cl (SO_PEERPIDFD, Linux 6.5; for a
+ * peer already reaped, 6.16), else one opened on its pid (5.3) when that
+ * pid still names the process (its start time), else -1. Taken when a
+ * connection ends without BYE, to learn how the process ended: not held
+ * for every connection (an agent's descriptors go to its clients). */
+static int peer_pidfd(const struct sp_client *cl)
+{
+	int pfd = -1;
+	socklen_t len = sizeof(pfd);
+
+	if (getsockopt(cl->fd, SOL_SOCKET, SO_PEERPIDFD, &pfd, &len) == 0 && pfd >= 0) {
+		(void)fcntl(pfd, F_SETFD, FD_CLOEXEC);
+		return pfd;
+	}
+	pfd = (int)syscall(SYS_pidfd_open, (pid_t)cl->pid, 0);
+	if (pfd >= 0 && (!cl->start || sp_srv_proc_start(cl->pid) != cl->start)) {
+		close(pfd);
+		pfd = -1;
+	}
+	return pfd;
+}
+
 /* Accept every pending connection of our uid. -1 when out of memory. */
 static int accept_all(struct sp_srv *s)
 {
@@ -298,6 +325,13 @@ int sp_srv_round(struct sp_srv *s, int extra, int timeout_ms, int accept_anyway)
 		rc |= SP_SRV_DATA;
 		r = drain(s, &s->cl[i]);
 		if (r < 0) {
+			if (r == -1) {
+				/* ended without BYE: how did the process end? */
+				const struct sp_proc *p = hmap_get(&s->c->procs, &s->cl[i].pid, 0, NULL);
+
+				sp_coll_conn_end(s->c, s->cl[i].pid,
+						 p && p->died ? peer_pidfd(&s->cl[i]) : -1);
+			}
 			close(s->cl[i].fd);
 			s->cl[i].fd = -1;
 			if (r == -1 && s->on_close)
