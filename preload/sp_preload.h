@@ -222,6 +222,9 @@ struct sp_arena {
 	struct sp_stats_chunk *chunk; /* current chunk */
 	uint8_t *free, *end;         /* free space in it */
 	uint64_t run_shape;          /* shape of the open run */
+	struct sp_agg_query *fold[2]; /* per kind: texts with no room of
+				      * their own (SP_SQL_FOLDED), made with
+				      * the arena; NULL: none */
 	struct sp_aslot *tab;        /* (sql_id, kind) -> query record */
 	size_t tab_cap, tab_used;
 	struct sp_arena *next;       /* registry, under its lock */

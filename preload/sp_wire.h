@@ -442,6 +442,11 @@ enum sp_agg_type {
  * (an id no FNV-1a text hash is expected to take), and its text. */
 #define SP_SQL_UNATTRIBUTED 0x554e415454524942ull /* "BIRTTANU" */
 #define SP_SQL_UNATTRIBUTED_TEXT "<executions with no room for their query: SQLPROF_STATS_MB was full>"
+/* The query record each arena keeps per kind for texts that found no room
+ * for a record of their own (the statistics full): their count, times,
+ * rows, errors, prepares and counters, exact, under one text. */
+#define SP_SQL_FOLDED 0x44444c4f46505355ull /* "USPFOLDD" */
+#define SP_SQL_FOLDED_TEXT "<texts folded together: SQLPROF_STATS_MB was full; their totals are exact>"
 
 struct sp_stats_hdr {
 	uint32_t magic;      /* SP_STATS_MAGIC */

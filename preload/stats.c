@@ -302,21 +302,32 @@ static void arena_leave(struct sp_arena *a)
 	a->busy = 0;
 }
 
-static struct sp_agg_query *agg_get(struct sp_arena *a, uint64_t sql_id, uint32_t kind,
-				    uint64_t caller, int *created)
+/* The statements' fold record gets its whole histogram with it (16
+ * blocks, 4.2 KB an arena, sparse until used): when it is used, nothing
+ * else has room. Exec calls' fold record keeps count and times only. */
+static void fold_hist(struct sp_arena *a, struct sp_agg_query *q)
 {
-	struct sp_agg_query *q;
-	size_t j;
+	uint32_t b;
 
-	if ((a->tab_used + 1) * 2 > a->tab_cap && tab_grow(a) < 0 && !a->tab)
-		return NULL;
-	for (j = aslot_hash(sql_id, kind, caller) & (a->tab_cap - 1); a->tab[j].used;
-	     j = (j + 1) & (a->tab_cap - 1))
-		if (a->tab[j].sql_id == sql_id && a->tab[j].kind == kind && a->tab[j].caller == caller)
-			return a->tab[j].q;
-	if (a->tab_used + 1 >= a->tab_cap)
-		return NULL; /* could not grow, and full */
-	q = arena_reserve(a, sizeof(*q));
+	for (b = 0; q && b < SP_HIST_BLOCKS; b++) {
+		struct sp_agg_hist *h = arena_reserve(a, sizeof(*h));
+
+		if (!h)
+			return;
+		h->h.type = SP_AGG_HIST;
+		h->h.flags = (uint16_t)b;
+		h->h.len = sizeof(*h);
+		arena_publish(a);
+		q->hist[b] = (uint64_t)(uintptr_t)h;
+	}
+}
+
+/* A new query record in a's chunks, published; NULL without room. */
+static struct sp_agg_query *agg_new(struct sp_arena *a, uint64_t sql_id, uint32_t kind,
+				    uint64_t caller)
+{
+	struct sp_agg_query *q = arena_reserve(a, sizeof(*q));
+
 	if (!q)
 		return NULL;
 	q->h.type = SP_AGG_QUERY;
@@ -326,6 +337,29 @@ static struct sp_agg_query *agg_get(struct sp_arena *a, uint64_t sql_id, uint32_
 	q->caller = caller;
 	q->min = UINT64_MAX;
 	arena_publish(a);
+	return q;
+}
+
+static struct sp_agg_query *agg_get(struct sp_arena *a, uint64_t sql_id, uint32_t kind,
+				    uint64_t caller, int *created)
+{
+	struct sp_agg_query *q;
+	size_t j;
+
+	/* no room for a record of its own: the arena's fold record of its kind */
+	struct sp_agg_query *fold = kind <= SP_KIND_EXEC ? a->fold[kind] : NULL;
+
+	if ((a->tab_used + 1) * 2 > a->tab_cap && tab_grow(a) < 0 && !a->tab)
+		return fold;
+	for (j = aslot_hash(sql_id, kind, caller) & (a->tab_cap - 1); a->tab[j].used;
+	     j = (j + 1) & (a->tab_cap - 1))
+		if (a->tab[j].sql_id == sql_id && a->tab[j].kind == kind && a->tab[j].caller == caller)
+			return a->tab[j].q;
+	if (a->tab_used + 1 >= a->tab_cap)
+		return fold; /* could not grow, and full */
+	q = agg_new(a, sql_id, kind, caller);
+	if (!q)
+		return fold;
 	a->tab[j].sql_id = sql_id;
 	a->tab[j].kind = kind;
 	a->tab[j].caller = caller;
@@ -637,6 +671,11 @@ struct sp_arena *sp_arena_get(struct sp_thread *t)
 		rec->tid = t->tid;
 		arena_publish(a);
 		a->sh = rec;
+		/* made now, in the arena's first chunk: there when nothing
+		 * else has room any more */
+		a->fold[SP_KIND_STMT] = agg_new(a, SP_SQL_FOLDED, SP_KIND_STMT, 0);
+		a->fold[SP_KIND_EXEC] = agg_new(a, SP_SQL_FOLDED, SP_KIND_EXEC, 0);
+		fold_hist(a, a->fold[SP_KIND_STMT]);
 		pthread_mutex_lock(&arena_lock);
 		a->next = arenas;
 		arenas = a;

@@ -653,7 +653,7 @@ static int placeholder(const char *text)
 {
 	return text[0] == '<' && text[strlen(text) - 1] == '>' &&
 	       (!strcmp(text, "<statement without SQL text>") ||
-		!strcmp(text, SP_SQL_UNATTRIBUTED_TEXT));
+		!strcmp(text, SP_SQL_UNATTRIBUTED_TEXT) || !strcmp(text, SP_SQL_FOLDED_TEXT));
 }
 
 uint64_t sp_profile_sql_fp_id(const struct sp_sql *s)

@@ -1689,6 +1689,19 @@ void sp_coll_stats_merge(struct sp_coll *c, uint32_t pid, const void *mapv, size
 					if (d)
 						*d += a.started - (uint32_t)a.count;
 				}
+				if (a.sql_id == SP_SQL_FOLDED && !a.count && !a.prepares)
+					goto next; /* every arena has one: only used ones show */
+				if (a.sql_id == SP_SQL_FOLDED) {
+					uint64_t id = SP_SQL_FOLDED;
+					int created;
+					struct sp_sql *fs = hmap_get(&c->sqls, &id, 1, &created);
+
+					if (fs && created) {
+						fs->text = dup_n((const uint8_t *)SP_SQL_FOLDED_TEXT,
+								 sizeof(SP_SQL_FOLDED_TEXT) - 1);
+						fs->full_len = sizeof(SP_SQL_FOLDED_TEXT) - 1;
+					}
+				}
 				qk.sql_id = a.sql_id;
 				qk.kind = a.kind > SP_KIND_EXEC ? SP_KIND_STMT : a.kind;
 				q = hmap_get(&c->queries, &qk, 1, NULL);

@@ -106,7 +106,8 @@ static const char *fp_of(struct sp_live_state *s, const struct sp_coll *names, u
 		return NULL;
 	text = sq->text;
 	if (text[0] == '<' && (!strcmp(text, "<statement without SQL text>") ||
-			       !strcmp(text, SP_SQL_UNATTRIBUTED_TEXT)))
+			       !strcmp(text, SP_SQL_UNATTRIBUTED_TEXT) ||
+			       !strcmp(text, SP_SQL_FOLDED_TEXT)))
 		id = sp_hash64(text, strlen(text));
 	else
 		id = sq->fp_id;
