@@ -42,6 +42,7 @@
  * (immutable), after the program is done with it.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -178,6 +179,10 @@ static size_t schema_capture(sqlite3 *conn, char *buf, size_t cap, uint16_t *fla
 	return n;
 }
 
+enum { PLAN_NEW, PLAN_SEEN, PLAN_BUSY, PLAN_FULL };
+static int plan_mark(uint64_t k);
+static uint64_t plan_key(uint64_t db, uint64_t shape);
+
 /* Send the SCHEMA record of id unless this connection sent it already. */
 static void schema_send(struct sp_thread *t, uint64_t db, uint64_t id, uint16_t flags,
 			const char *text, size_t n)
@@ -185,7 +190,7 @@ static void schema_send(struct sp_thread *t, uint64_t db, uint64_t id, uint16_t 
 	uint32_t rl = SP_ALIGN8(sizeof(struct sp_rec_schema) + n);
 	struct sp_rec_schema *r;
 
-	if (!sp_plan_once(db, id ^ 0x5c4e3a0000000001ULL))
+	if (plan_mark(plan_key(db, id ^ 0x5c4e3a0000000001ULL)) != PLAN_NEW)
 		return;
 	r = sp_rec_reserve(t, rl);
 	if (!r)
@@ -202,38 +207,241 @@ static void schema_send(struct sp_thread *t, uint64_t db, uint64_t id, uint16_t 
 	sp_rec_commit(t, rl);
 }
 
+/* ---- the (connection, fingerprint) pairs planned ---- */
+
+/*
+ * Every pair whose plan was taken, or found impossible and said so: an
+ * open-addressing set of 64-bit keys (0 empty) in memory of its own,
+ * doubled when half full, up to sp_cfg.plans_max keys (SQLPROF_PLANS_MAX,
+ * stated in the PLAN record that reports the bound). Used at prepare time
+ * only, under plan_lock taken with trylock: a thread that finds it held
+ * (another thread inserting, or a signal handler of this one re-entering)
+ * skips the plan this time and tries again at the text's next prepare;
+ * it never waits.
+ */
+static pthread_mutex_t plan_lock = PTHREAD_MUTEX_INITIALIZER;
+static uint64_t *plan_keys;
+static size_t plan_cap, plan_used;
+static atomic_int plan_bound_said;
+
+
+static uint64_t plan_key(uint64_t db, uint64_t shape)
+{
+	uint64_t k = db * 0x9E3779B97F4A7C15ULL;
+
+	k ^= k >> 29;
+	k ^= shape;
+	return k ? k : 1;
+}
+
+/* Insert k into a table of cap slots (a power of two) that has room. */
+static int set_put(uint64_t *keys, size_t cap, uint64_t k)
+{
+	size_t i = (size_t)((k * 0xff51afd7ed558ccdULL) >> 20) & (cap - 1);
+
+	for (;; i = (i + 1) & (cap - 1)) {
+		if (keys[i] == k)
+			return PLAN_SEEN;
+		if (!keys[i]) {
+			keys[i] = k;
+			return PLAN_NEW;
+		}
+	}
+}
+
+static int set_has(const uint64_t *keys, size_t cap, uint64_t k)
+{
+	size_t i = (size_t)((k * 0xff51afd7ed558ccdULL) >> 20) & (cap - 1);
+
+	if (!keys)
+		return 0;
+	for (;; i = (i + 1) & (cap - 1)) {
+		if (keys[i] == k)
+			return 1;
+		if (!keys[i])
+			return 0;
+	}
+}
+
+/* Note the pair k: PLAN_NEW the first time (now noted), PLAN_SEEN after,
+ * PLAN_BUSY when the set is in use elsewhere, PLAN_FULL when it holds
+ * sp_cfg.plans_max pairs (or no memory for more). Keeps errno. */
+static int plan_mark(uint64_t k)
+{
+	int saved = errno, rc;
+
+	if (pthread_mutex_trylock(&plan_lock) != 0)
+		return PLAN_BUSY;
+	if (set_has(plan_keys, plan_cap, k)) {
+		rc = PLAN_SEEN;
+	} else if (plan_used >= (size_t)sp_cfg.plans_max) {
+		rc = PLAN_FULL;
+	} else {
+		if ((plan_used + 1) * 2 > plan_cap) {
+			size_t cap = plan_cap ? plan_cap * 2 : 1024, i;
+			uint64_t *keys = calloc(cap, sizeof(*keys));
+
+			if (!keys) {
+				rc = PLAN_FULL;
+				goto unlock;
+			}
+			for (i = 0; i < plan_cap; i++)
+				if (plan_keys[i])
+					set_put(keys, cap, plan_keys[i]);
+			free(plan_keys);
+			plan_keys = keys;
+			plan_cap = cap;
+		}
+		rc = set_put(plan_keys, plan_cap, k);
+		plan_used += rc == PLAN_NEW;
+	}
+unlock:
+	pthread_mutex_unlock(&plan_lock);
+	errno = saved;
+	return rc;
+}
+
+/* 1 when the pair k was noted, or the set is in use elsewhere (the pair
+ * is then left for a later prepare). Keeps errno. */
+static int plan_seen(uint64_t k)
+{
+	int saved = errno, rc;
+
+	if (pthread_mutex_trylock(&plan_lock) != 0)
+		return 1;
+	rc = set_has(plan_keys, plan_cap, k);
+	pthread_mutex_unlock(&plan_lock);
+	errno = saved;
+	return rc;
+}
+
+/* In the child after fork(): a lock another thread held at the fork is
+ * free again (the set is the parent's copy, complete or not). */
+void sp_plan_fork_child(void)
+{
+	static const pthread_mutex_t init = PTHREAD_MUTEX_INITIALIZER;
+
+	memcpy(&plan_lock, &init, sizeof(init));
+	atomic_store_explicit(&plan_bound_said, 0, memory_order_relaxed);
+}
+
+/* Send a PLAN record of sql_id on db: the plan (flags 0) or why there is
+ * none (SP_PLAN_NONE...), text of n bytes. */
+static void plan_send(struct sp_thread *t, uint16_t flags, uint64_t sql_id, uint64_t db,
+		      uint64_t schema_id, const char *text, size_t n)
+{
+	uint32_t rl = SP_ALIGN8(sizeof(struct sp_rec_plan) + n);
+	struct sp_rec_plan *r;
+
+	if (!t->tid)
+		sp_thread_init(t);
+	r = sp_rec_reserve(t, rl);
+	if (!r)
+		return;
+	memset(r, 0, rl);
+	r->h.type = SP_REC_PLAN;
+	r->h.len = rl;
+	r->h.flags = flags;
+	r->pid = (uint32_t)getpid();
+	r->tid = t->tid;
+	r->sql_id = sql_id;
+	r->db = db;
+	r->text_len = (uint32_t)n;
+	r->schema_id = schema_id;
+	memcpy(r + 1, text, n);
+	sp_rec_commit(t, rl);
+}
+
+/* The set is full: say so, once per process, with the text it refused. */
+static void plan_bound(struct sp_thread *t, uint64_t sql_id, uint64_t db)
+{
+	char why[160];
+	int n;
+
+	if (atomic_exchange_explicit(&plan_bound_said, 1, memory_order_relaxed))
+		return;
+	n = snprintf(why, sizeof(why),
+		     "the process planned %ld (connection, query) pairs, its bound "
+		     "(SQLPROF_PLANS_MAX): later queries have no plan",
+		     sp_cfg.plans_max);
+	if (n > 0)
+		plan_send(t, SP_PLAN_NONE | SP_PLAN_BOUND, sql_id, db, 0, why,
+			  (size_t)n < sizeof(why) ? (size_t)n : sizeof(why) - 1);
+}
+
+/* No plan of this fingerprint can be taken on db: say why, once per
+ * (connection, fingerprint). Keeps errno. */
+static void plan_none(struct sp_thread *t, uint64_t key, uint64_t sql_id, uint64_t db,
+		      const char *why)
+{
+	switch (plan_mark(key)) {
+	case PLAN_NEW:
+		plan_send(t, SP_PLAN_NONE, sql_id, db, 0, why, strlen(why));
+		break;
+	case PLAN_FULL:
+		plan_bound(t, sql_id, db);
+		break;
+	default:
+		break;
+	}
+}
+
 /*
  * Take the plan of st (just prepared by the program, successfully, on
  * connection db, outside any execution of this thread) and send it as a
- * PLAN record, unless that could be seen (the file's heading). Keeps
- * errno and the connection's error state.
+ * PLAN record, once per connection and fingerprint (shape: the text
+ * without its literals, sp_sql_note): a dump's 100,000 INSERT texts of one
+ * shape cost one EXPLAIN, and the plan stands for all of them in the
+ * profile. Where a plan cannot be taken without the program seeing it
+ * (the file's heading), a PLAN record says why instead. Keeps errno and
+ * the connection's error state. Its buffers are on the heap: the program's
+ * thread may have a small stack.
  */
-void sp_plan_capture(struct sp_thread *t, sqlite3_stmt *st, uint64_t sql_id, uint64_t db)
+void sp_plan_capture(struct sp_thread *t, sqlite3_stmt *st, uint64_t sql_id, uint64_t shape,
+		     uint64_t db)
 {
 	sqlite3 *conn = (sqlite3 *)(uintptr_t)db;
 	sqlite3_mutex *mx;
-	const char *sql;
-	char *q = NULL, text[PLAN_MAX], *schema = NULL;
+	const char *sql, *why = NULL;
+	char *q = NULL, *text = NULL, *schema = NULL;
 	sqlite3_stmt *ex = NULL;
 	size_t n = 0, len, sn = 0;
-	uint64_t schema_id = 0;
+	uint64_t schema_id = 0, key = plan_key(db, shape);
 	uint16_t sflags = 0;
-	int saved = errno, rc, reads = 0;
+	int saved = errno, rc, reads = 0, mark = PLAN_BUSY, failed = 0;
 
 	if (!sp_cfg.plans || !conn || t->cur || !sp_real.stmt_isexplain || !sp_real.column_text ||
 	    !sp_real.column_int || !sp_real.extended_errcode)
 		return;
-	if (sp_real.stmt_isexplain(st) || sp_db_has_callbacks(db) || sp_plan_blocked() ||
-	    sp_plan_resolve() != 0)
+	if (sp_real.stmt_isexplain(st) || sp_plan_resolve() != 0)
 		goto out;
 	sql = sp_real.sql(st);
 	if (!sql || !plannable(sql))
 		goto out;
+	/* a pair seen (or the set in use elsewhere) needs nothing more: one
+	 * lookup, before any allocation or the connection's mutex */
+	if (plan_seen(key))
+		goto out;
+	if (sp_db_has_callbacks(db))
+		why = "the program registered a callback (trace, profile, authorizer, "
+		      "progress), a virtual table module or extension loading on this "
+		      "connection: EXPLAIN would run its code";
+	else if (sp_plan_blocked())
+		why = "the program loaded extension code or logs through SQLITE_CONFIG_LOG "
+		      "unfiltered: EXPLAIN could run its code";
+	else if (sp_plan_alloc_foreign())
+		why = "the program gave SQLite an allocator of its own (SQLITE_CONFIG_MALLOC "
+		      "or HEAP): EXPLAIN would take its allocations";
+	if (why) {
+		plan_none(t, key, sql_id, db, why);
+		goto out;
+	}
 	len = strlen(sql);
 	if (len > (size_t)INT32_MAX - 20)
 		goto out;
 	q = malloc(len + 20);
-	if (!q)
+	text = malloc(PLAN_MAX);
+	if (!q || !text)
 		goto out;
 	memcpy(q, "EXPLAIN QUERY PLAN ", 19);
 	memcpy(q + 19, sql, len + 1);
@@ -247,22 +455,29 @@ void sp_plan_capture(struct sp_thread *t, sqlite3_stmt *st, uint64_t sql_id, uin
 	 * fit SQLITE_LIMIT_SQL_LENGTH is not tried (it would fail with
 	 * SQLITE_TOOBIG). The state must be the program's SQLITE_OK, which is
 	 * what is restored should anything of ours fail; another thread of a
-	 * serialized connection may have changed it since the prepare. */
-	if (len + 19 > (size_t)sp_plan_real.limit(conn, SQLITE_LIMIT_SQL_LENGTH, -1) ||
-	    sp_real.extended_errcode(conn) != SQLITE_OK || !sp_plan_once(db, sql_id))
+	 * serialized connection may have changed it since the prepare (then
+	 * the pair is left for a later prepare). */
+	if (sp_real.extended_errcode(conn) != SQLITE_OK)
+		goto unlock;
+	if (len + 19 > (size_t)sp_plan_real.limit(conn, SQLITE_LIMIT_SQL_LENGTH, -1)) {
+		why = "the text with EXPLAIN QUERY PLAN before it is longer than "
+		      "SQLITE_LIMIT_SQL_LENGTH";
+		goto unlock;
+	}
+	if ((mark = plan_mark(key)) != PLAN_NEW)
 		goto unlock;
 	sp_plan_quiet++;
 	rc = sp_real.prepare_v2(conn, q, (int)(len + 19), &ex, NULL);
 	if (rc == SQLITE_OK && ex) {
-		while (sp_real.step(ex) == SQLITE_ROW && n < sizeof(text) - 1) {
+		while (sp_real.step(ex) == SQLITE_ROW && n < PLAN_MAX - 1) {
 			const char *detail = (const char *)sp_real.column_text(ex, 3);
-			int w = snprintf(text + n, sizeof(text) - n, "%d|%d|%s\n", sp_real.column_int(ex, 0),
+			int w = snprintf(text + n, PLAN_MAX - n, "%d|%d|%s\n", sp_real.column_int(ex, 0),
 					 sp_real.column_int(ex, 1), detail ? detail : "");
 
 			if (w < 0)
 				break;
 			reads |= detail && plan_line_reads(detail);
-			n += (size_t)w < sizeof(text) - n ? (size_t)w : sizeof(text) - n - 1;
+			n += (size_t)w < PLAN_MAX - n ? (size_t)w : PLAN_MAX - n - 1;
 		}
 	}
 	if (ex)
@@ -271,6 +486,7 @@ void sp_plan_capture(struct sp_thread *t, sqlite3_stmt *st, uint64_t sql_id, uin
 	 * the program must find the state its prepare left. */
 	if (sp_real.extended_errcode(conn) != SQLITE_OK) {
 		n = 0; /* a failed step: no plan rather than part of one */
+		failed = sp_real.extended_errcode(conn);
 		restore_ok(conn);
 	}
 	/* an INSERT's plan is never a finding's: a dump restore's 100,000
@@ -286,31 +502,29 @@ void sp_plan_capture(struct sp_thread *t, sqlite3_stmt *st, uint64_t sql_id, uin
 unlock:
 	sp_plan_real.mutex_leave(mx);
 	sp_guard_out(t);
+	if (mark == PLAN_FULL)
+		plan_bound(t, sql_id, db);
+	if (why) {
+		plan_none(t, key, sql_id, db, why);
+		goto out;
+	}
+	if (failed) {
+		int w = snprintf(text, PLAN_MAX, "EXPLAIN QUERY PLAN failed (SQLite error %d)", failed);
+
+		if (w > 0)
+			plan_send(t, SP_PLAN_NONE, sql_id, db, 0, text, (size_t)w);
+		goto out;
+	}
 	if (n && sn) {
 		schema_id = fnv1a(fnv1a(0xcbf29ce484222325ULL, &sflags, sizeof(sflags)), schema, sn);
 		schema_id += !schema_id;
 		schema_send(t, db, schema_id, sflags, schema, sn);
 	}
-	if (n) {
-		uint32_t rl = SP_ALIGN8(sizeof(struct sp_rec_plan) + n);
-		struct sp_rec_plan *r = sp_rec_reserve(t, rl);
-
-		if (r) {
-			memset(r, 0, rl);
-			r->h.type = SP_REC_PLAN;
-			r->h.len = rl;
-			r->pid = (uint32_t)getpid();
-			r->tid = t->tid;
-			r->sql_id = sql_id;
-			r->db = db;
-			r->text_len = (uint32_t)n;
-			r->schema_id = schema_id;
-			memcpy(r + 1, text, n);
-			sp_rec_commit(t, rl);
-		}
-	}
+	if (n)
+		plan_send(t, 0, sql_id, db, schema_id, text, n);
 out:
 	free(q);
+	free(text);
 	free(schema);
 	errno = saved;
 }

@@ -108,6 +108,7 @@ static const char schema[] =
 	" total_ns INTEGER);"
 	"CREATE TABLE plans(fp_id INTEGER, sql_id INTEGER, plan TEXT, connections INTEGER,"
 	" schema_id INTEGER);"
+	"CREATE TABLE plan_gaps(fp_id INTEGER, sql_id INTEGER, reason TEXT, connections INTEGER);"
 	"CREATE TABLE schemas(schema_id INTEGER PRIMARY KEY, sql TEXT);"
 	"CREATE TABLE duplicates(fp_id INTEGER, kind TEXT, samples INTEGER, repeats INTEGER,"
 	" top INTEGER, PRIMARY KEY(fp_id, kind));"
@@ -134,6 +135,7 @@ static const char indexes[] =
 	"CREATE INDEX runs_query ON runs(fp_id, kind);"
 	"CREATE UNIQUE INDEX run_totals_key ON run_totals(fp_id, kind, run);"
 	"CREATE INDEX plans_fp ON plans(fp_id);"
+	"CREATE INDEX plan_gaps_fp ON plan_gaps(fp_id);"
 	"CREATE INDEX statements_fp ON statements(fp_id);"
 	"CREATE INDEX stack_samples_query ON stack_samples(fp_id, kind);"
 	"CREATE INDEX callers_query ON callers(fp_id, kind);"
@@ -558,6 +560,14 @@ static int write_meta(struct pw *w)
 	if (w->pre_events) /* put in the events table while the command ran */
 		META_INT("events_prewritten", w->pre_events);
 	META_INT("bad_messages", c->bad_messages);
+	if (c->plans_bound) { /* the bound that left later queries without a plan */
+		char why[400];
+
+		snprintf(why, sizeof(why), "%u process%s: %s", c->plans_bound,
+			 c->plans_bound == 1 ? "" : "es",
+			 c->plans_bound_why ? c->plans_bound_why : "plan table full");
+		META_TEXT("plans_bound", why);
+	}
 	META_INT("runs", m->repeat > 0 ? m->repeat : 1);
 	{
 		uint64_t complete, unrep = sp_coll_unreported(c, &complete);
@@ -1161,12 +1171,15 @@ static int write_run_totals(struct pw *w)
 	return 0;
 }
 
-/* plans: per (SQL text, plan), with the schema it was planned against. */
+/* plans: per (SQL text, plan), with the schema it was planned against;
+ * the preload plans the first text of each fingerprint on a connection,
+ * and readers look plans up by fingerprint. plan_gaps: per (SQL text,
+ * reason), why no plan could be taken on some connection. */
 static int write_plans(struct pw *w)
 {
 	sqlite3 *db = w->db;
 	struct sp_coll *c = w->c;
-	sqlite3_stmt *st = NULL;
+	sqlite3_stmt *st = NULL, *gap = NULL;
 	size_t it;
 	const void *k;
 	void *v;
@@ -1174,12 +1187,28 @@ static int write_plans(struct pw *w)
 	st = prep(db, "INSERT INTO plans VALUES(?,?,?,?,?)");
 	if (!st)
 		return pw_sqlerr(w, st);
+	gap = prep(db, "INSERT INTO plan_gaps VALUES(?,?,?,?)");
+	if (!gap) {
+		sqlite3_finalize(st);
+		return pw_sqlerr(w, gap);
+	}
 	it = 0;
 	while ((v = hmap_next(&c->plans, &it, &k))) {
 		const uint64_t *pk = k; /* sql_id, hash */
 		const struct sp_plan *pl = v;
 		const struct fpinfo *fi = hmap_get(&w->fps, &pk[0], 0, NULL);
 
+		if (pl->none) {
+			sqlite3_bind_int64(gap, 1, (sqlite3_int64)(fi ? fi->fp_id : 0));
+			sqlite3_bind_int64(gap, 2, (sqlite3_int64)pk[0]);
+			sqlite3_bind_text(gap, 3, pl->text ? pl->text : "", -1, SQLITE_STATIC);
+			sqlite3_bind_int64(gap, 4, (sqlite3_int64)pl->connections);
+			if (step_done(gap) < 0) {
+				sqlite3_finalize(st);
+				return pw_sqlerr(w, gap);
+			}
+			continue;
+		}
 		sqlite3_bind_int64(st, 1, (sqlite3_int64)(fi ? fi->fp_id : 0));
 		sqlite3_bind_int64(st, 2, (sqlite3_int64)pk[0]);
 		sqlite3_bind_text(st, 3, pl->text ? pl->text : "", -1, SQLITE_STATIC);
@@ -1188,10 +1217,13 @@ static int write_plans(struct pw *w)
 			sqlite3_bind_int64(st, 5, (sqlite3_int64)pl->schema_id);
 		else
 			sqlite3_bind_null(st, 5);
-		if (step_done(st) < 0)
+		if (step_done(st) < 0) {
+			sqlite3_finalize(gap);
 			return pw_sqlerr(w, st);
+		}
 	}
 	sqlite3_finalize(st);
+	sqlite3_finalize(gap);
 	return 0;
 }
 
