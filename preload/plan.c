@@ -179,8 +179,94 @@ static size_t schema_capture(sqlite3 *conn, char *buf, size_t cap, uint16_t *fla
 	return n;
 }
 
+/* ---- PLAN and SCHEMA records the ring had no room for ---- */
+
+/*
+ * Kept (copies, at most PENDING_MAX bytes, under pending_lock) and sent
+ * again when the ring has room, as SQL texts are (stmt.c, sp_sql_flush,
+ * which calls sp_plan_flush): a busy collector must not leave a
+ * fingerprint without its plan, which is taken once. Beyond the bound a
+ * record is lost, and its pair forgotten so that a later prepare takes the
+ * plan again.
+ */
+#define PENDING_MAX (8u << 20)
+struct pending_rec {
+	struct pending_rec *next;
+	uint32_t len;
+	uint64_t rec[];
+};
+static pthread_mutex_t pending_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct pending_rec *pending_head, **pending_tail = &pending_head;
+static size_t pending_bytes;
+
+/* Write rec (rl bytes, rl a multiple of 8) into the thread's ring, or keep
+ * a copy to send later. 0, or -1 when it is lost. Keeps errno. */
+static int rec_emit(struct sp_thread *t, const void *rec, uint32_t rl)
+{
+	struct pending_rec *p;
+	void *r;
+	int saved = errno;
+
+	if (!t->tid)
+		sp_thread_init(t);
+	r = sp_rec_reserve(t, rl);
+	if (r) {
+		memcpy(r, rec, rl);
+		sp_rec_commit(t, rl);
+		errno = saved;
+		return 0;
+	}
+	if (pthread_mutex_trylock(&pending_lock) != 0) {
+		errno = saved;
+		return -1;
+	}
+	if (pending_bytes + rl > PENDING_MAX || !(p = malloc(sizeof(*p) + rl))) {
+		pthread_mutex_unlock(&pending_lock);
+		errno = saved;
+		return -1;
+	}
+	p->next = NULL;
+	p->len = rl;
+	memcpy(p->rec, rec, rl);
+	*pending_tail = p;
+	pending_tail = &p->next;
+	pending_bytes += rl;
+	atomic_store_explicit(&sp_sql_pending, 1, memory_order_relaxed);
+	pthread_mutex_unlock(&pending_lock);
+	errno = saved;
+	return 0;
+}
+
+/* Send the records kept, in order, while the ring has room (called by
+ * sp_sql_flush, the thread guarded). Returns 1 when some are still kept. */
+int sp_plan_flush(struct sp_thread *t)
+{
+	struct pending_rec *p;
+	int more;
+
+	if (!pending_head || pthread_mutex_trylock(&pending_lock) != 0)
+		return pending_head != NULL; /* racy reads: at worst a flush more */
+	while ((p = pending_head) != NULL) {
+		void *r = sp_rec_reserve(t, p->len);
+
+		if (!r)
+			break;
+		memcpy(r, p->rec, p->len);
+		sp_rec_commit(t, p->len);
+		pending_head = p->next;
+		pending_bytes -= p->len;
+		free(p);
+	}
+	if (!pending_head)
+		pending_tail = &pending_head;
+	more = pending_head != NULL;
+	pthread_mutex_unlock(&pending_lock);
+	return more;
+}
+
 enum { PLAN_NEW, PLAN_SEEN, PLAN_BUSY, PLAN_FULL };
 static int plan_mark(uint64_t k);
+static void plan_forget(uint64_t k);
 static uint64_t plan_key(uint64_t db, uint64_t shape);
 
 /* Send the SCHEMA record of id unless this connection sent it already. */
@@ -188,14 +274,16 @@ static void schema_send(struct sp_thread *t, uint64_t db, uint64_t id, uint16_t 
 			const char *text, size_t n)
 {
 	uint32_t rl = SP_ALIGN8(sizeof(struct sp_rec_schema) + n);
+	uint64_t key = plan_key(db, id ^ 0x5c4e3a0000000001ULL);
 	struct sp_rec_schema *r;
 
-	if (plan_mark(plan_key(db, id ^ 0x5c4e3a0000000001ULL)) != PLAN_NEW)
+	if (plan_mark(key) != PLAN_NEW)
 		return;
-	r = sp_rec_reserve(t, rl);
-	if (!r)
+	r = calloc(1, rl); /* built here, then into the ring or kept */
+	if (!r) {
+		plan_forget(key);
 		return;
-	memset(r, 0, rl);
+	}
 	r->h.type = SP_REC_SCHEMA;
 	r->h.len = rl;
 	r->h.flags = flags;
@@ -204,7 +292,9 @@ static void schema_send(struct sp_thread *t, uint64_t db, uint64_t id, uint16_t 
 	r->schema_id = id;
 	r->text_len = (uint32_t)n;
 	memcpy(r + 1, text, n);
-	sp_rec_commit(t, rl);
+	if (rec_emit(t, r, rl) < 0)
+		plan_forget(key);
+	free(r);
 }
 
 /* ---- the (connection, fingerprint) pairs planned ---- */
@@ -221,9 +311,10 @@ static void schema_send(struct sp_thread *t, uint64_t db, uint64_t id, uint16_t 
  */
 static pthread_mutex_t plan_lock = PTHREAD_MUTEX_INITIALIZER;
 static uint64_t *plan_keys;
-static size_t plan_cap, plan_used;
+static size_t plan_cap, plan_slots, plan_used; /* slots: keys and tombstones */
 static atomic_int plan_bound_said;
 
+#define PLAN_GONE UINT64_MAX /* a tombstone: the pair's record was lost */
 
 static uint64_t plan_key(uint64_t db, uint64_t shape)
 {
@@ -231,7 +322,7 @@ static uint64_t plan_key(uint64_t db, uint64_t shape)
 
 	k ^= k >> 29;
 	k ^= shape;
-	return k ? k : 1;
+	return k && k != PLAN_GONE ? k : 1;
 }
 
 /* Insert k into a table of cap slots (a power of two) that has room. */
@@ -277,7 +368,7 @@ static int plan_mark(uint64_t k)
 	} else if (plan_used >= (size_t)sp_cfg.plans_max) {
 		rc = PLAN_FULL;
 	} else {
-		if ((plan_used + 1) * 2 > plan_cap) {
+		if ((plan_slots + 1) * 2 > plan_cap) {
 			size_t cap = plan_cap ? plan_cap * 2 : 1024, i;
 			uint64_t *keys = calloc(cap, sizeof(*keys));
 
@@ -286,19 +377,44 @@ static int plan_mark(uint64_t k)
 				goto unlock;
 			}
 			for (i = 0; i < plan_cap; i++)
-				if (plan_keys[i])
+				if (plan_keys[i] && plan_keys[i] != PLAN_GONE)
 					set_put(keys, cap, plan_keys[i]);
 			free(plan_keys);
 			plan_keys = keys;
 			plan_cap = cap;
+			plan_slots = plan_used;
 		}
 		rc = set_put(plan_keys, plan_cap, k);
 		plan_used += rc == PLAN_NEW;
+		plan_slots += rc == PLAN_NEW;
 	}
 unlock:
 	pthread_mutex_unlock(&plan_lock);
 	errno = saved;
 	return rc;
+}
+
+/* The record of pair k was lost (the ring full): forget the pair, so that
+ * the next prepare of its fingerprint on that connection tries again.
+ * Keeps errno. */
+static void plan_forget(uint64_t k)
+{
+	int saved = errno;
+	size_t i;
+
+	if (pthread_mutex_trylock(&plan_lock) != 0)
+		return; /* in use: the plan stays missing */
+	if (plan_keys) {
+		for (i = (size_t)((k * 0xff51afd7ed558ccdULL) >> 20) & (plan_cap - 1); plan_keys[i];
+		     i = (i + 1) & (plan_cap - 1))
+			if (plan_keys[i] == k) {
+				plan_keys[i] = PLAN_GONE;
+				plan_used--;
+				break;
+			}
+	}
+	pthread_mutex_unlock(&plan_lock);
+	errno = saved;
 }
 
 /* 1 when the pair k was noted, or the set is in use elsewhere (the pair
@@ -322,23 +438,28 @@ void sp_plan_fork_child(void)
 	static const pthread_mutex_t init = PTHREAD_MUTEX_INITIALIZER;
 
 	memcpy(&plan_lock, &init, sizeof(init));
+	memcpy(&pending_lock, &init, sizeof(init));
+	/* the records kept are the parent's to send (its pid is in them) */
+	pending_head = NULL;
+	pending_tail = &pending_head;
+	pending_bytes = 0;
 	atomic_store_explicit(&plan_bound_said, 0, memory_order_relaxed);
 }
 
 /* Send a PLAN record of sql_id on db: the plan (flags 0) or why there is
- * none (SP_PLAN_NONE...), text of n bytes. */
-static void plan_send(struct sp_thread *t, uint16_t flags, uint64_t sql_id, uint64_t db,
-		      uint64_t schema_id, const char *text, size_t n)
+ * none (SP_PLAN_NONE...), text of n bytes. 0, or -1 when it is lost (no
+ * room in the ring, nor to keep it for later). */
+static int plan_send(struct sp_thread *t, uint16_t flags, uint64_t sql_id, uint64_t db,
+		     uint64_t schema_id, const char *text, size_t n)
 {
 	uint32_t rl = SP_ALIGN8(sizeof(struct sp_rec_plan) + n);
-	struct sp_rec_plan *r;
+	struct sp_rec_plan *r = calloc(1, rl); /* built here, then into the ring or kept */
+	int rc;
 
+	if (!r)
+		return -1;
 	if (!t->tid)
 		sp_thread_init(t);
-	r = sp_rec_reserve(t, rl);
-	if (!r)
-		return;
-	memset(r, 0, rl);
 	r->h.type = SP_REC_PLAN;
 	r->h.len = rl;
 	r->h.flags = flags;
@@ -349,7 +470,9 @@ static void plan_send(struct sp_thread *t, uint16_t flags, uint64_t sql_id, uint
 	r->text_len = (uint32_t)n;
 	r->schema_id = schema_id;
 	memcpy(r + 1, text, n);
-	sp_rec_commit(t, rl);
+	rc = rec_emit(t, r, rl);
+	free(r);
+	return rc;
 }
 
 /* The set is full: say so, once per process, with the text it refused. */
@@ -364,9 +487,9 @@ static void plan_bound(struct sp_thread *t, uint64_t sql_id, uint64_t db)
 		     "the process planned %ld (connection, query) pairs, its bound "
 		     "(SQLPROF_PLANS_MAX): later queries have no plan",
 		     sp_cfg.plans_max);
-	if (n > 0)
-		plan_send(t, SP_PLAN_NONE | SP_PLAN_BOUND, sql_id, db, 0, why,
-			  (size_t)n < sizeof(why) ? (size_t)n : sizeof(why) - 1);
+	if (n > 0 && plan_send(t, SP_PLAN_NONE | SP_PLAN_BOUND, sql_id, db, 0, why,
+			       (size_t)n < sizeof(why) ? (size_t)n : sizeof(why) - 1) < 0)
+		atomic_store_explicit(&plan_bound_said, 0, memory_order_relaxed);
 }
 
 /* No plan of this fingerprint can be taken on db: say why, once per
@@ -376,7 +499,8 @@ static void plan_none(struct sp_thread *t, uint64_t key, uint64_t sql_id, uint64
 {
 	switch (plan_mark(key)) {
 	case PLAN_NEW:
-		plan_send(t, SP_PLAN_NONE, sql_id, db, 0, why, strlen(why));
+		if (plan_send(t, SP_PLAN_NONE, sql_id, db, 0, why, strlen(why)) < 0)
+			plan_forget(key); /* said again at a later prepare */
 		break;
 	case PLAN_FULL:
 		plan_bound(t, sql_id, db);
@@ -511,8 +635,8 @@ unlock:
 	if (failed) {
 		int w = snprintf(text, PLAN_MAX, "EXPLAIN QUERY PLAN failed (SQLite error %d)", failed);
 
-		if (w > 0)
-			plan_send(t, SP_PLAN_NONE, sql_id, db, 0, text, (size_t)w);
+		if (w > 0 && plan_send(t, SP_PLAN_NONE, sql_id, db, 0, text, (size_t)w) < 0)
+			plan_forget(key);
 		goto out;
 	}
 	if (n && sn) {
@@ -520,8 +644,10 @@ unlock:
 		schema_id += !schema_id;
 		schema_send(t, db, schema_id, sflags, schema, sn);
 	}
-	if (n)
-		plan_send(t, 0, sql_id, db, schema_id, text, n);
+	/* a plan lost with a full ring is taken again at the next prepare of
+	 * its fingerprint on this connection */
+	if (n && plan_send(t, 0, sql_id, db, schema_id, text, n) < 0)
+		plan_forget(key);
 out:
 	free(q);
 	free(text);

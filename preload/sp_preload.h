@@ -900,6 +900,9 @@ uint32_t sp_my_pid(void);
 void sp_plan_capture(struct sp_thread *t, sqlite3_stmt *st, uint64_t sql_id, uint64_t shape,
 		     uint64_t db);
 void sp_plan_fork_child(void);
+/* Send the PLAN and SCHEMA records kept for want of room; 1 while some
+ * are still kept (sp_sql_pending stays set). */
+int sp_plan_flush(struct sp_thread *t);
 /* stmt.c: per-connection notes for plan.c */
 void sp_db_note_callbacks(sqlite3 *db);
 int sp_db_has_callbacks(uint64_t db);

@@ -443,7 +443,9 @@ void sp_sql_flush(struct sp_thread *t)
 		pending_bytes -= p->len;
 		free(p);
 	}
-	atomic_store_explicit(&sp_sql_pending, pending != NULL, memory_order_relaxed);
+	/* the PLAN and SCHEMA records kept (plan.c) go after the texts */
+	atomic_store_explicit(&sp_sql_pending, pending != NULL || sp_plan_flush(t),
+			      memory_order_relaxed);
 	pthread_mutex_unlock(&pending_lock);
 	sp_guard_out(t);
 }
