@@ -68,8 +68,8 @@ EOF_PY
 # The sqlite3 shell: the reason, where there is no plan.
 if command -v sqlite3 >/dev/null; then
 	sqlite3 "$TMP/s.db" "CREATE TABLE t(a, b); INSERT INTO t VALUES (1, 2)"
-	"$SQLPROF" record -q -o "$TMP/sh.db" -- sqlite3 "$TMP/s.db" "SELECT b FROM t WHERE a = 1" >/dev/null 2>&1 ||
-		fail "the shell under record failed"
+	"$SQLPROF" record -q -o "$TMP/sh.db" -- sqlite3 "$TMP/s.db" "SELECT b FROM t WHERE a = 1" >"$TMP/sh.out" 2>"$TMP/sh.err" ||
+		fail "the shell under record failed: $(cat "$TMP/sh.err")"
 	"$SQLPROF" report --plans "$TMP/sh.db" >"$TMP/sh.txt" 2>&1
 	grep -A3 "SELECT b FROM t WHERE a = ?" "$TMP/sh.txt" | grep -q "no plan: the program registered" ||
 		{ cat "$TMP/sh.txt" >&2; fail "the shell's query has neither a plan nor a reason"; }
