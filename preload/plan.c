@@ -492,14 +492,47 @@ static void plan_bound(struct sp_thread *t, uint64_t sql_id, uint64_t db)
 		atomic_store_explicit(&plan_bound_said, 0, memory_order_relaxed);
 }
 
+/* The SCHEMA record naming conn's main database file (sent once per
+ * connection and file): its id, 0 for an in-memory or temporary database.
+ * Only the name is read here (sqlite3_db_filename: no I/O, no
+ * allocation), under the connection's mutex. */
+static uint64_t file_schema_id(struct sp_thread *t, sqlite3 *conn, uint64_t db)
+{
+	sqlite3_mutex *mx;
+	const char *fn;
+	char *path = NULL;
+	uint16_t flags = SP_SCHEMA_FILE;
+	uint64_t id = 0;
+	size_t n = 0;
+
+	if (!sp_plan_real.db_filename)
+		return 0;
+	mx = sp_plan_real.db_mutex(conn);
+	sp_plan_real.mutex_enter(mx);
+	fn = sp_plan_real.db_filename(conn, "main");
+	if (fn && *fn && (n = strlen(fn)) < 4096 && (path = malloc(n + 1)))
+		memcpy(path, fn, n + 1);
+	sp_plan_real.mutex_leave(mx);
+	if (!path)
+		return 0;
+	id = fnv1a(fnv1a(0xcbf29ce484222325ULL, &flags, sizeof(flags)), path, n);
+	id += !id;
+	schema_send(t, db, id, flags, path, n);
+	free(path);
+	return id;
+}
+
 /* No plan of this fingerprint can be taken on db: say why, once per
- * (connection, fingerprint). Keeps errno. */
+ * (connection, fingerprint), with the database file when there is one
+ * (the collector may plan the text on the file after the run, where no
+ * code of the program's can run). Keeps errno. */
 static void plan_none(struct sp_thread *t, uint64_t key, uint64_t sql_id, uint64_t db,
 		      const char *why)
 {
 	switch (plan_mark(key)) {
 	case PLAN_NEW:
-		if (plan_send(t, SP_PLAN_NONE, sql_id, db, 0, why, strlen(why)) < 0)
+		if (plan_send(t, SP_PLAN_NONE, sql_id, db,
+			      file_schema_id(t, (sqlite3 *)(uintptr_t)db, db), why, strlen(why)) < 0)
 			plan_forget(key); /* said again at a later prepare */
 		break;
 	case PLAN_FULL:
