@@ -1235,7 +1235,7 @@ static int write_plans(struct pw *w)
 	}
 	sqlite3_finalize(st);
 	sqlite3_finalize(gap);
-	return plans_after_run(w);
+	return w->m->live ? 0 : plans_after_run(w);
 }
 
 /*
