@@ -28,6 +28,7 @@ struct sp_config sp_cfg = {
 	.send_timeout_ms = 100,
 	.follow = 1,
 	.plans = 1,
+	.plans_max = SP_PLANS_MAX_DEFAULT,
 	.params = 1,
 };
 int sp_clock_tsc;
@@ -187,6 +188,8 @@ void sp_read_config(void)
 	sp_cfg.params_keep = rate > 0.01 ? (uint64_t)(0.01 / rate * 18446744073709551615.0) : UINT64_MAX;
 	if (env_long("SQLPROF_PLANS", 0, 1, &l))
 		sp_cfg.plans = (int)l;
+	if (env_long("SQLPROF_PLANS_MAX", 1, SP_PLANS_MAX_LIMIT, &l))
+		sp_cfg.plans_max = l;
 
 	clk = getenv("SQLPROF_CLOCK");
 	if (clk && strcmp(clk, "monotonic") == 0)

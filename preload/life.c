@@ -281,6 +281,7 @@ static void on_fork_child(void)
 	sp_stats_fork_child();
 	sp_stream_fork_child();
 	sp_py_fork_child();
+	sp_plan_fork_child();
 	errno = saved;
 }
 

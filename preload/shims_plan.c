@@ -39,6 +39,9 @@ __thread int sp_plan_quiet __attribute__((tls_model("initial-exec")));
 static atomic_int plan_resolved;    /* 1 once every required original is known */
 static atomic_int foreign_code;     /* extension code may register modules unseen */
 static atomic_int log_unfiltered;   /* a log callback runs without our filter */
+static atomic_int alloc_foreign;    /* the program's allocator serves SQLite */
+
+static int in_libsqlite3(const void *addr);
 
 #define PLAN_RESOLVE(h, field, name) \
 	(*(void **)&p->field = dlsym(h, name))
@@ -91,6 +94,33 @@ int sp_plan_blocked(void)
 {
 	return atomic_load_explicit(&foreign_code, memory_order_relaxed) ||
 	       atomic_load_explicit(&log_unfiltered, memory_order_relaxed);
+}
+
+int sp_plan_alloc_foreign(void)
+{
+	return atomic_load_explicit(&alloc_foreign, memory_order_relaxed);
+}
+
+/* ---- SQLITE_CONFIG_MALLOC, SQLITE_CONFIG_HEAP ---- */
+
+/* After a successful sqlite3_config: an allocator of the program's own
+ * (methods whose xMalloc is not libsqlite3's: SQLite copies the struct,
+ * so the function is what tells; or a heap of its memory for memsys5)
+ * serves every allocation SQLite makes, ours too. A plan taken then would
+ * take the program's turns (a fault-injecting allocator would fail our
+ * EXPLAIN instead of the program's statement, or count differently), so
+ * plan capture stays off from then on. SQLite's own call from
+ * sqlite3_initialize (the default methods) changes nothing. */
+static void note_alloc(int op, uint64_t a)
+{
+	if (op == SQLITE_CONFIG_HEAP) {
+		atomic_store(&alloc_foreign, 1);
+	} else if (op == SQLITE_CONFIG_MALLOC && a) {
+		const sqlite3_mem_methods *m = (const sqlite3_mem_methods *)(uintptr_t)a;
+
+		if (!in_libsqlite3((const void *)(uintptr_t)m->xMalloc))
+			atomic_store(&alloc_foreign, 1);
+	}
 }
 
 /* ---- SQLITE_CONFIG_LOG ---- */
@@ -184,8 +214,12 @@ SP_EXPORT int sqlite3_config(int op, ...)
 		return L->plan.config ? L->plan.config(op, a, b, c) : MISSING;
 	if (unlikely(!sp_plan_real.config))
 		return MISSING;
-	if (op != SQLITE_CONFIG_LOG)
-		return sp_plan_real.config(op, a, b, c);
+	if (op != SQLITE_CONFIG_LOG) {
+		rc = sp_plan_real.config(op, a, b, c);
+		if (rc == SQLITE_OK && (op == SQLITE_CONFIG_MALLOC || op == SQLITE_CONFIG_HEAP))
+			note_alloc(op, a);
+		return rc;
+	}
 	fn = (void (*)(void *, int, const char *))(uintptr_t)a;
 	if (fn && sp_cfg.enabled && sp_cfg.plans) {
 		struct log_slot *s = log_slot_for(fn, (void *)(uintptr_t)b);

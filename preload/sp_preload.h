@@ -111,6 +111,7 @@ struct sp_config {
 	int send_timeout_ms;
 	int follow;
 	int plans;               /* SQLPROF_PLANS: capture query plans */
+	long plans_max;          /* SQLPROF_PLANS_MAX: (connection, fingerprint) pairs */
 	int params;              /* SQLPROF_PARAMS: hash drawn executions' values */
 	uint64_t params_keep;    /* a drawn execution is hashed when a draw of
 				  * 64 random bits is below this: 0.01 / rate of
@@ -1014,11 +1015,15 @@ void sp_sql_sent_reset(void);
 uint32_t sp_my_pid(void);
 
 /* ---- plan.c ---- */
-void sp_plan_capture(struct sp_thread *t, sqlite3_stmt *st, uint64_t sql_id, uint64_t db);
+void sp_plan_capture(struct sp_thread *t, sqlite3_stmt *st, uint64_t sql_id, uint64_t shape,
+		     uint64_t db);
+void sp_plan_fork_child(void);
+/* Send the PLAN and SCHEMA records kept for want of room; 1 while some
+ * are still kept (sp_sql_pending stays set). */
+int sp_plan_flush(struct sp_thread *t);
 /* stmt.c: per-connection notes for plan.c */
 void sp_db_note_callbacks(sqlite3 *db);
 int sp_db_has_callbacks(uint64_t db);
-int sp_plan_once(uint64_t db, uint64_t sql_id); /* 1 the first time */
 
 /* ---- shims_plan.c: keeping plan capture invisible (used by plan.c) ---- */
 /* Originals only plan capture and its shims need, resolved lazily by
@@ -1103,6 +1108,10 @@ extern __thread int sp_plan_quiet;
  * modules are registered unseen), or the program's log callback is
  * installed without our filter. */
 int sp_plan_blocked(void);
+/* 1 once the program installed an allocator of its own for SQLite
+ * (SQLITE_CONFIG_MALLOC with methods outside libsqlite3, or
+ * SQLITE_CONFIG_HEAP): plan capture would take its turns. */
+int sp_plan_alloc_foreign(void);
 
 /* ---- a loaded object's dynamic section (elfdyn.c) ---- */
 

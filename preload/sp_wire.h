@@ -293,12 +293,23 @@ struct sp_rec_error {
 };
 #define SP_ERROR_EXEC 1 /* h.flags: the failed execution is an sqlite3_exec call */
 
+/* A plan is taken once per (connection, fingerprint): sql_id is the first
+ * text of that fingerprint prepared on the connection, and the plan stands
+ * for every text of its fingerprint. h.flags SP_PLAN_NONE: no plan could
+ * be taken there, and text says why (once per connection and fingerprint);
+ * with SP_PLAN_BOUND as well: the process's table of planned pairs is full
+ * (text says its size), so no later fingerprint of the process gets a plan
+ * (sent once per process). */
+#define SP_PLAN_NONE 1
+#define SP_PLAN_BOUND 2
+#define SP_PLANS_MAX_DEFAULT (1L << 20) /* SQLPROF_PLANS_MAX: pairs per process */
+#define SP_PLANS_MAX_LIMIT (1L << 26)
 struct sp_rec_plan {
-	struct sp_rec_hdr h;
+	struct sp_rec_hdr h; /* flags: SP_PLAN_NONE, SP_PLAN_BOUND */
 	uint32_t pid, tid;
 	uint64_t sql_id;
 	uint64_t db;
-	uint32_t text_len; /* plan lines, "id|parent|detail\n" each */
+	uint32_t text_len; /* plan lines, "id|parent|detail\n" each; or why none */
 	uint32_t pad;
 	uint64_t schema_id; /* SP_REC_SCHEMA of the connection when planned, 0: none */
 	/* char text[text_len], padded to 8 */

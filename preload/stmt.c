@@ -52,7 +52,7 @@ static inline uint64_t mix64(uint64_t x)
 struct idset {
 	_Atomic uint64_t slot[1u << IDSET_BITS];
 };
-static struct idset *sql_sent, *sql_executed, *first_sites, *stack_sent, *plan_done, *db_callbacks;
+static struct idset *sql_sent, *sql_executed, *first_sites, *stack_sent, *db_callbacks;
 
 /* Returns 1 if id was not in the set (and is now), 0 if it was. Probing is
  * bounded: when IDSET_PROBES slots from the id's home are taken, the set
@@ -138,12 +138,6 @@ int sp_db_has_callbacks(uint64_t db)
 	return idset_find(db_callbacks, db, &unsure) != NULL || unsure;
 }
 
-int sp_plan_once(uint64_t db, uint64_t sql_id)
-{
-	/* full: treat as done - never EXPLAIN on every prepare */
-	return idset_add_or(plan_done, mix64(db) ^ sql_id, 0);
-}
-
 static void *map_zero(size_t len)
 {
 	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE,
@@ -206,7 +200,6 @@ void sp_stmt_tables_init(void)
 	sql_executed = map_zero(sizeof(struct idset));
 	first_sites = map_zero(sizeof(struct idset));
 	stack_sent = map_zero(sizeof(struct idset));
-	plan_done = map_zero(sizeof(struct idset));
 	db_callbacks = map_zero(sizeof(struct idset));
 }
 
@@ -436,6 +429,9 @@ void sp_stmt_forget(sqlite3_stmt *st)
  * quoted strings, blobs) and with blanks collapsed, so that a loop that
  * writes its values into the text ("... WHERE id = 7", "= 8") runs one
  * query for the N+1 runs, as the collector's fingerprints group them.
+ * Never coarser than the collector's fingerprint (report/profile/
+ * fingerprint.c): quoted identifiers and comments are kept verbatim, so
+ * that one plan per shape (plan.c) is a plan for every fingerprint.
  * Computed once per text and statement, never per execution.
  */
 static uint64_t sql_shape(const char *s, size_t n)
@@ -456,6 +452,40 @@ static uint64_t sql_shape(const char *s, size_t n)
 					break;
 			i++;
 			MIX('?');
+			blank = ident = 0;
+			continue;
+		}
+		if (c == '"' || c == '`' || c == '[') {
+			/* a quoted identifier, verbatim: the collector keeps its
+			 * case, and a quote inside it starts no string */
+			unsigned char close = c == '[' ? ']' : c;
+
+			MIX(c);
+			for (i++; i < n; i++) {
+				MIX(s[i]);
+				if ((unsigned char)s[i] == close) {
+					if (close == ']' || !(i + 1 < n && s[i + 1] == (char)close))
+						break;
+					i++;
+					MIX(s[i]);
+				}
+			}
+			i++;
+			blank = ident = 0;
+			continue;
+		}
+		if ((c == '-' && i + 1 < n && s[i + 1] == '-') ||
+		    (c == '/' && i + 1 < n && s[i + 1] == '*')) {
+			/* a comment, verbatim (a quote inside it starts no string) */
+			int line = c == '-';
+
+			for (; i < n; i++) {
+				MIX(s[i]);
+				if (line ? s[i] == '\n' : (s[i] == '/' && i > 1 && s[i - 1] == '*' &&
+							   s[i - 2] != '/'))
+					break;
+			}
+			i++;
 			blank = ident = 0;
 			continue;
 		}
@@ -563,7 +593,9 @@ void sp_sql_flush(struct sp_thread *t)
 		pending_bytes -= p->len;
 		free(p);
 	}
-	atomic_store_explicit(&sp_sql_pending, pending != NULL, memory_order_relaxed);
+	/* the PLAN and SCHEMA records kept (plan.c) go after the texts */
+	atomic_store_explicit(&sp_sql_pending, pending != NULL || sp_plan_flush(t),
+			      memory_order_relaxed);
 	pthread_mutex_unlock(&pending_lock);
 	sp_guard_out(t);
 }
@@ -735,7 +767,7 @@ void sp_stmt_prepared_text(struct sp_thread *t, sqlite3_stmt *st, const char *te
 		q->prepare_time += t1 - t0;
 	}
 	sp_guard_out(t);
-	sp_plan_capture(t, st, s->sql_id, s->db);
+	sp_plan_capture(t, st, s->sql_id, s->shape, s->db);
 	sp_modules_maybe_send();
 }
 

@@ -256,6 +256,16 @@ static void print_table(const struct sp_qset *qs, const struct report_opts *o, s
 		       (unsigned long long)qs->unreported, qs->unreported == 1 ? "" : "es",
 		       (unsigned long long)qs->unreported_missing);
 	printf("\n");
+	if (qs->plans_bound) { /* the bound that left queries without a plan */
+		char *why = strdup(qs->plans_bound);
+
+		if (why) {
+			sp_term_clean(why);
+			printf("# plans: bound reached in %s; %llu of %zu quer%s have no plan\n", why,
+			       (unsigned long long)qs->no_plan, qs->n, qs->n == 1 ? "y" : "ies");
+			free(why);
+		}
+	}
 	if (qs->command)
 		printf("# command: %s\n", qs->command);
 	if (qs->window.on)
@@ -347,8 +357,17 @@ static void print_table(const struct sp_qset *qs, const struct report_opts *o, s
 		printf("  %s%s\n", exec ? "[exec] " : "", sql);
 		free(sql);
 		print_table_sites(a, r, o->stacks);
-		if (o->plans && r->plan)
+		if (o->plans && r->plan) {
 			print_plan(r);
+		} else if (o->plans && r->plan_gap) {
+			char *why = strdup(r->plan_gap);
+
+			if (why) {
+				sp_term_clean(why);
+				printf("%10s no plan: %s\n", "", why);
+				free(why);
+			}
+		}
 	}
 	if (n < qs->n)
 		printf("# ... %zu more quer%s (--top)\n", qs->n - n, qs->n - n == 1 ? "y" : "ies");
@@ -660,6 +679,12 @@ static void print_json(const struct sp_qset *qs, size_t n, const struct sp_attri
 	printf(", \"runs\": %lld, \"events_dropped\": %llu, \"clock_clamped\": %llu,",
 	       (long long)qs->runs, (unsigned long long)qs->events_dropped,
 	       (unsigned long long)qs->clock_clamped);
+	printf(" \"plans_bound\": ");
+	if (qs->plans_bound)
+		sp_json_str(stdout, qs->plans_bound);
+	else
+		printf("null");
+	printf(", \"no_plan\": %llu,", (unsigned long long)qs->no_plan);
 	print_json_window(&qs->window);
 	printf(" \"queries\": [");
 	for (i = 0; i < n; i++) {
@@ -691,6 +716,11 @@ static void print_json(const struct sp_qset *qs, size_t n, const struct sp_attri
 		else
 			printf("null");
 		print_json_plan_nodes(r->plan);
+		printf(", \"plan_missing\": ");
+		if (!r->plan && r->plan_gap)
+			sp_json_str(stdout, r->plan_gap);
+		else
+			printf("null");
 		printf(", \"folded\": %s", r->folded ? "true" : "false");
 		print_json_sites(a, r);
 		printf("}");

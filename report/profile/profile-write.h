@@ -41,6 +41,9 @@ struct sp_meta {
 	const struct sp_run_total *runs; /* per-run totals, NULL if none */
 	size_t nruns;
 	int repeat;            /* runs recorded */
+	/* processes may still be running (the agent's snapshots): no plan is
+	 * taken on their database files (plan_gaps stay gaps) */
+	int live;
 	/* Called inside the profile's transaction, after every table of the
 	 * format is filled: a writer's own tables and meta rows (the agent's
 	 * state, profile-format.md). NULL: none. Returns 0 or -1. */

@@ -29,12 +29,12 @@
  * ours). A file changed or removed since the run gives what it holds now,
  * or nothing.
  */
-static char *file_schema(const char *path)
+/* The database file at path, opened as file_schema says; NULL when it
+ * cannot be. */
+static sqlite3 *open_program_file(const char *path)
 {
-	char uri[8192], err[256], *out = NULL;
-	size_t o = 0, n = 0, cap = 0;
-	sqlite3 *db;
-	sqlite3_stmt *st = NULL;
+	char uri[8192], err[256];
+	size_t o = 0;
 	struct stat sb;
 	const char *p;
 
@@ -52,7 +52,16 @@ static char *file_schema(const char *path)
 	if (*p || o + 16 >= sizeof(uri))
 		return NULL;
 	snprintf(uri + o, sizeof(uri) - o, "?immutable=1");
-	db = sp_untrusted_open(uri, SQLITE_OPEN_URI, sb.st_size, NULL, err, sizeof(err));
+	return sp_untrusted_open(uri, SQLITE_OPEN_URI, sb.st_size, NULL, err, sizeof(err));
+}
+
+static char *file_schema(const char *path)
+{
+	char *out = NULL;
+	size_t n = 0, cap = 0;
+	sqlite3 *db = open_program_file(path);
+	sqlite3_stmt *st = NULL;
+
 	if (!db)
 		return NULL;
 	if (sqlite3_prepare_v2(db,
@@ -109,6 +118,7 @@ static const char schema[] =
 	" total_ns INTEGER);"
 	"CREATE TABLE plans(fp_id INTEGER, sql_id INTEGER, plan TEXT, connections INTEGER,"
 	" schema_id INTEGER);"
+	"CREATE TABLE plan_gaps(fp_id INTEGER, sql_id INTEGER, reason TEXT, connections INTEGER);"
 	"CREATE TABLE schemas(schema_id INTEGER PRIMARY KEY, sql TEXT);"
 	"CREATE TABLE duplicates(fp_id INTEGER, kind TEXT, samples INTEGER, repeats INTEGER,"
 	" top INTEGER, PRIMARY KEY(fp_id, kind));"
@@ -135,6 +145,7 @@ static const char indexes[] =
 	"CREATE INDEX runs_query ON runs(fp_id, kind);"
 	"CREATE UNIQUE INDEX run_totals_key ON run_totals(fp_id, kind, run);"
 	"CREATE INDEX plans_fp ON plans(fp_id);"
+	"CREATE INDEX plan_gaps_fp ON plan_gaps(fp_id);"
 	"CREATE INDEX statements_fp ON statements(fp_id);"
 	"CREATE INDEX stack_samples_query ON stack_samples(fp_id, kind);"
 	"CREATE INDEX callers_query ON callers(fp_id, kind);"
@@ -559,6 +570,14 @@ static int write_meta(struct pw *w)
 	if (w->pre_events) /* put in the events table while the command ran */
 		META_INT("events_prewritten", w->pre_events);
 	META_INT("bad_messages", c->bad_messages);
+	if (c->plans_bound) { /* the bound that left later queries without a plan */
+		char why[400];
+
+		snprintf(why, sizeof(why), "%u process%s: %s", c->plans_bound,
+			 c->plans_bound == 1 ? "" : "es",
+			 c->plans_bound_why ? c->plans_bound_why : "plan table full");
+		META_TEXT("plans_bound", why);
+	}
 	META_INT("runs", m->repeat > 0 ? m->repeat : 1);
 	{
 		/* executions whose times came out negative and were clamped */
@@ -1186,12 +1205,17 @@ static int write_run_totals(struct pw *w)
 	return 0;
 }
 
-/* plans: per (SQL text, plan), with the schema it was planned against. */
+static int plans_after_run(struct pw *w);
+
+/* plans: per (SQL text, plan), with the schema it was planned against;
+ * the preload plans the first text of each fingerprint on a connection,
+ * and readers look plans up by fingerprint. plan_gaps: per (SQL text,
+ * reason), why no plan could be taken on some connection. */
 static int write_plans(struct pw *w)
 {
 	sqlite3 *db = w->db;
 	struct sp_coll *c = w->c;
-	sqlite3_stmt *st = NULL;
+	sqlite3_stmt *st = NULL, *gap = NULL;
 	size_t it;
 	const void *k;
 	void *v;
@@ -1199,12 +1223,28 @@ static int write_plans(struct pw *w)
 	st = prep(db, "INSERT INTO plans VALUES(?,?,?,?,?)");
 	if (!st)
 		return pw_sqlerr(w, st);
+	gap = prep(db, "INSERT INTO plan_gaps VALUES(?,?,?,?)");
+	if (!gap) {
+		sqlite3_finalize(st);
+		return pw_sqlerr(w, gap);
+	}
 	it = 0;
 	while ((v = hmap_next(&c->plans, &it, &k))) {
 		const uint64_t *pk = k; /* sql_id, hash */
 		const struct sp_plan *pl = v;
 		const struct fpinfo *fi = hmap_get(&w->fps, &pk[0], 0, NULL);
 
+		if (pl->none) {
+			sqlite3_bind_int64(gap, 1, (sqlite3_int64)(fi ? fi->fp_id : 0));
+			sqlite3_bind_int64(gap, 2, (sqlite3_int64)pk[0]);
+			sqlite3_bind_text(gap, 3, pl->text ? pl->text : "", -1, SQLITE_STATIC);
+			sqlite3_bind_int64(gap, 4, (sqlite3_int64)pl->connections);
+			if (step_done(gap) < 0) {
+				sqlite3_finalize(st);
+				return pw_sqlerr(w, gap);
+			}
+			continue;
+		}
 		sqlite3_bind_int64(st, 1, (sqlite3_int64)(fi ? fi->fp_id : 0));
 		sqlite3_bind_int64(st, 2, (sqlite3_int64)pk[0]);
 		sqlite3_bind_text(st, 3, pl->text ? pl->text : "", -1, SQLITE_STATIC);
@@ -1213,10 +1253,120 @@ static int write_plans(struct pw *w)
 			sqlite3_bind_int64(st, 5, (sqlite3_int64)pl->schema_id);
 		else
 			sqlite3_bind_null(st, 5);
-		if (step_done(st) < 0)
+		if (step_done(st) < 0) {
+			sqlite3_finalize(gap);
 			return pw_sqlerr(w, st);
+		}
 	}
 	sqlite3_finalize(st);
+	sqlite3_finalize(gap);
+	return w->m->live ? 0 : plans_after_run(w);
+}
+
+/*
+ * Plans taken after the run: a fingerprint the preload could not plan in
+ * the program (its callbacks, modules, extensions or allocator on the
+ * connection: plan_gaps) on a database file is planned here, on the file
+ * opened as file_schema does (read-only, immutable, defensive: none of the
+ * program's code exists here to run, and the program is not held up).
+ * The plan is that of the file as it is now; one of a query on a virtual
+ * table of the program's modules, or on what the file no longer has,
+ * fails and stays a gap. Rows get connections 0: taken after the run.
+ * At most AFTER_MAX plans and AFTER_FILES files.
+ */
+#define AFTER_MAX 100000
+#define AFTER_FILES 16
+static int plans_after_run(struct pw *w)
+{
+	struct sp_coll *c = w->c;
+	struct {
+		uint64_t id;
+		sqlite3 *db;
+	} files[AFTER_FILES];
+	size_t nfiles = 0, done = 0, it = 0, f;
+	sqlite3_stmt *has = prep(w->db, "SELECT 1 FROM plans WHERE fp_id = ?"), *ins = NULL;
+	const void *k;
+	void *v;
+	int rc = 0;
+
+	if (!has)
+		return pw_sqlerr(w, has);
+	ins = prep(w->db, "INSERT INTO plans VALUES(?,?,?,0,?)");
+	if (!ins)
+		return pw_sqlerr(w, ins);
+	while ((v = hmap_next(&c->plans, &it, &k)) && done < AFTER_MAX) {
+		const uint64_t *pk = k;
+		const struct sp_plan *pl = v;
+		const struct fpinfo *fi = hmap_get(&w->fps, &pk[0], 0, NULL);
+		const struct sp_sql *sq = hmap_get(&c->sqls, &pk[0], 0, NULL);
+		const struct sp_schema *sc;
+		sqlite3 *db = NULL;
+		sqlite3_stmt *ex = NULL;
+		char *q, *text = NULL;
+		size_t n = 0, cap = 0;
+		int found;
+
+		if (!pl->none || !pl->schema_id || !fi || !sq || !sq->text || sq->truncated ||
+		    !(sc = hmap_get(&c->schemas, &pl->schema_id, 0, NULL)) || !sc->file)
+			continue;
+		sqlite3_bind_int64(has, 1, (sqlite3_int64)fi->fp_id);
+		found = sqlite3_step(has) == SQLITE_ROW;
+		sqlite3_reset(has);
+		if (found)
+			continue;
+		for (f = 0; f < nfiles; f++)
+			if (files[f].id == pl->schema_id)
+				db = files[f].db;
+		if (f == nfiles) {
+			if (nfiles == AFTER_FILES)
+				continue;
+			files[nfiles].id = pl->schema_id;
+			db = files[nfiles++].db = open_program_file(sc->text);
+		}
+		if (!db || !(q = malloc(strlen(sq->text) + 20)))
+			continue;
+		memcpy(q, "EXPLAIN QUERY PLAN ", 19);
+		strcpy(q + 19, sq->text);
+		if (sqlite3_prepare_v2(db, q, -1, &ex, NULL) == SQLITE_OK && ex) {
+			while (sqlite3_step(ex) == SQLITE_ROW) {
+				const char *d = (const char *)sqlite3_column_text(ex, 3);
+				size_t need = n + (d ? strlen(d) : 0) + 32;
+
+				if (need > cap) {
+					char *x = need < 8192 ? realloc(text, need * 2) : NULL;
+
+					if (!x)
+						break;
+					text = x;
+					cap = need * 2;
+				}
+				n += (size_t)snprintf(text + n, cap - n, "%d|%d|%s\n",
+						      sqlite3_column_int(ex, 0), sqlite3_column_int(ex, 1),
+						      d ? d : "");
+			}
+		}
+		sqlite3_finalize(ex);
+		free(q);
+		if (n) {
+			sqlite3_bind_int64(ins, 1, (sqlite3_int64)fi->fp_id);
+			sqlite3_bind_int64(ins, 2, (sqlite3_int64)pk[0]);
+			sqlite3_bind_text(ins, 3, text, (int)n, SQLITE_TRANSIENT);
+			sqlite3_bind_int64(ins, 4, (sqlite3_int64)pl->schema_id);
+			if (step_done(ins) < 0) {
+				free(text);
+				rc = -1;
+				break;
+			}
+			done++;
+		}
+		free(text);
+	}
+	for (f = 0; f < nfiles; f++)
+		sqlite3_close(files[f].db);
+	sqlite3_finalize(has);
+	if (rc < 0)
+		return pw_sqlerr(w, ins);
+	sqlite3_finalize(ins);
 	return 0;
 }
 

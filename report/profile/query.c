@@ -311,6 +311,23 @@ int sp_qset_load_window(sqlite3 *db, const struct sp_window *w, struct sp_qset *
 		sqlite3_finalize(st);
 		st = NULL;
 	}
+	/* why no plan could be taken, where there is none (profiles before
+	 * plan_gaps have no such table: nothing to say then) */
+	if (sqlite3_prepare_v2(db,
+			       "SELECT fp_id, reason FROM plan_gaps ORDER BY fp_id, connections DESC, rowid",
+			       -1, &st, NULL) == SQLITE_OK) {
+		while (sqlite3_step(st) == SQLITE_ROW)
+			for (int kx = 0; kx < 2; kx++) {
+				struct qkey k = { sqlite3_column_int64(st, 0), kx };
+				size_t *ix = hmap_get(&idx, &k, 0, NULL);
+
+				if (ix && !qs->rows[*ix - 1].plan_gap &&
+				    !(qs->rows[*ix - 1].plan_gap = col_dup(st, 1)))
+					goto nomem;
+			}
+		sqlite3_finalize(st);
+		st = NULL;
+	}
 	/* fold an exec's one statement into the exec's row */
 	for (size_t i = 0; i < qs->n; i++) {
 		struct sp_qrow *e = &qs->rows[i], *t;
@@ -337,6 +354,10 @@ int sp_qset_load_window(sqlite3 *db, const struct sp_window *w, struct sp_qset *
 			t->plan = NULL;
 			e->nplans = t->nplans;
 		}
+		if (!e->plan_gap) {
+			e->plan_gap = t->plan_gap;
+			t->plan_gap = NULL;
+		}
 		e->folded = 1;
 		t->count = 0; /* removed below */
 	}
@@ -348,6 +369,7 @@ int sp_qset_load_window(sqlite3 *db, const struct sp_window *w, struct sp_qset *
 				free(qs->rows[i].fingerprint);
 				free(qs->rows[i].sql);
 				free(qs->rows[i].plan);
+				free(qs->rows[i].plan_gap);
 				continue;
 			}
 			qs->rows[j++] = qs->rows[i];
@@ -355,6 +377,8 @@ int sp_qset_load_window(sqlite3 *db, const struct sp_window *w, struct sp_qset *
 		qs->n = j;
 	}
 	hmap_free(&idx);
+	for (size_t i = 0; i < qs->n; i++)
+		qs->no_plan += !qs->rows[i].plan && !qs->rows[i].plan_gap;
 	qs->lost = scalar(db, "SELECT COALESCE(SUM(lost),0) FROM processes");
 	qs->executions = scalar(db, "SELECT COALESCE(SUM(count),0) FROM queries");
 	if (w) {
@@ -394,6 +418,12 @@ int sp_qset_load_window(sqlite3 *db, const struct sp_window *w, struct sp_qset *
 		    SQLITE_OK) {
 			if (sqlite3_step(cs) == SQLITE_ROW)
 				qs->died = col_dup(cs, 0);
+			sqlite3_finalize(cs);
+		}
+		if (sqlite3_prepare_v2(db, "SELECT value FROM meta WHERE key='plans_bound'", -1, &cs,
+				       NULL) == SQLITE_OK) {
+			if (sqlite3_step(cs) == SQLITE_ROW)
+				qs->plans_bound = col_dup(cs, 0);
 			sqlite3_finalize(cs);
 		}
 		qs->exit_status = -1;
@@ -453,10 +483,12 @@ void sp_qset_free(struct sp_qset *qs)
 		free(qs->rows[i].fingerprint);
 		free(qs->rows[i].sql);
 		free(qs->rows[i].plan);
+		free(qs->rows[i].plan_gap);
 	}
 	free(qs->rows);
 	free(qs->command);
 	free(qs->died);
+	free(qs->plans_bound);
 	memset(qs, 0, sizeof(*qs));
 }
 

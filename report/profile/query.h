@@ -26,6 +26,7 @@ struct sp_qrow {
 	double mean_ns;
 	char *plan;               /* EXPLAIN QUERY PLAN lines, NULL if none */
 	int nplans;               /* distinct plans seen (>1: it changed) */
+	char *plan_gap;           /* why no plan could be taken (plan_gaps), or NULL */
 	int folded;               /* an exec row that took in its one statement's row */
 };
 
@@ -40,6 +41,8 @@ struct sp_qset {
 	char *command;
 	int64_t exit_status, duration_ns; /* of the command (meta); -1: unknown */
 	char *died; /* meta "died": PID\tEXE\tN\tSQL lines (sp_coll_deaths), or NULL */
+	char *plans_bound; /* meta "plans_bound": processes whose plan table was full, or NULL */
+	uint64_t no_plan;  /* queries with neither a plan nor a reason in plan_gaps */
 	double rate;  /* meta "rate": the sampling rate; -1: unknown */
 	int64_t runs; /* meta "runs" (record --repeat); -1: unknown */
 	uint64_t events_dropped; /* meta "events_dropped" */

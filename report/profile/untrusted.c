@@ -19,7 +19,7 @@
 const char *const sp_profile_tables[] = {
 	"meta",       "processes",     "queries", "runs",   "run_totals", "plans",   "histograms",
 	"statements", "stack_samples", "frames",  "errors", "events",     "modules", "callers",
-	"schemas",    "duplicates",    "intervals", "interval_queries",
+	"schemas",    "duplicates",    "intervals", "interval_queries", "plan_gaps",
 	NULL,
 };
 

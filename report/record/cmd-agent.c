@@ -737,6 +737,7 @@ static int write_profile(struct agent *a, char *err, size_t errlen)
 	meta.exit_status = 0;
 	meta.rate = 0.01;
 	meta.repeat = 1;
+	meta.live = 1;
 	meta.extra = write_state;
 	meta.extra_arg = a;
 	return sp_profile_write(a->output, &a->c, &meta, err, errlen);

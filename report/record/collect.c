@@ -164,6 +164,8 @@ void sp_coll_free(struct sp_coll *c)
 	for (it = 0; (v = hmap_next(&c->plans, &it, NULL));)
 		free(((struct sp_plan *)v)->text);
 	hmap_free(&c->plans);
+	free(c->plans_bound_why);
+	c->plans_bound_why = NULL;
 	for (it = 0; (v = hmap_next(&c->schemas, &it, NULL));)
 		free(((struct sp_schema *)v)->text);
 	hmap_free(&c->schemas);
@@ -787,13 +789,25 @@ static void apply(struct sp_coll *c, struct sp_proc *p, const uint8_t *rec, uint
 	case SP_REC_PLAN: {
 		const struct sp_rec_plan *r = (const void *)rec;
 		const uint8_t *text = rec + sizeof(*r);
-		uint64_t k[2] = { r->sql_id, sp_hash_bytes(text, r->text_len) };
+		int none = (r->h.flags & SP_PLAN_NONE) != 0;
+		/* a reason is kept apart from a plan of the same bytes */
+		uint64_t k[2] = { r->sql_id, sp_hash_bytes(text, r->text_len) ^ (uint64_t)none };
 		int created;
-		struct sp_plan *pl = hmap_get(&c->plans, k, 1, &created);
+		struct sp_plan *pl;
 
+		if (none && (r->h.flags & SP_PLAN_BOUND)) {
+			/* once per process: its later queries have no plan */
+			c->plans_bound++;
+			if (!c->plans_bound_why)
+				c->plans_bound_why = dup_n(text, r->text_len);
+			break;
+		}
+		pl = hmap_get(&c->plans, k, 1, &created);
 		if (pl) {
-			if (created)
+			if (created) {
 				pl->text = dup_n(text, r->text_len);
+				pl->none = none;
+			}
 			if (!pl->schema_id)
 				pl->schema_id = r->schema_id;
 			pl->connections++;

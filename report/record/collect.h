@@ -178,8 +178,9 @@ struct sp_stack {
 
 struct sp_plan {
 	uint64_t connections; /* how many connections reported this plan */
-	char *text;           /* "id|parent|detail" lines */
+	char *text;           /* "id|parent|detail" lines; with none, why no plan */
 	uint64_t schema_id;   /* the first schema it was reported under, 0: none */
+	int none;             /* SP_PLAN_NONE: no plan could be taken, text says why */
 };
 
 /* Per SQL text: its randomly drawn statement executions with a hash of
@@ -246,7 +247,10 @@ struct sp_coll {
 			       * from the statistics (exact), to find those
 			       * whose ERROR record was lost */
 	struct hmap modules; /* {pid, generation, lo} -> struct sp_module */
-	struct hmap plans;   /* {sql_id, plan hash} -> struct sp_plan */
+	struct hmap plans;   /* {sql_id, plan hash} -> struct sp_plan; a plan
+			      * stands for every text of its fingerprint */
+	uint32_t plans_bound;    /* processes whose table of plans was full */
+	char *plans_bound_why;   /* the first one's words (SP_PLAN_BOUND) */
 	struct hmap schemas; /* schema_id -> struct sp_schema */
 	/* the duplicate rule: bound values of randomly drawn executions */
 	struct hmap dupvals; /* {sql_id, pid, params hash} -> executions */

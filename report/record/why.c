@@ -37,6 +37,7 @@ static const struct envvar vars[] = {
 	{ "SQLPROF_SEND_TIMEOUT_MS", V_LONG, 0, 10000, NULL },
 	{ "SQLPROF_FOLLOW", V_LONG, 0, 1, NULL },
 	{ "SQLPROF_PLANS", V_LONG, 0, 1, NULL },
+	{ "SQLPROF_PLANS_MAX", V_LONG, 1, (double)SP_PLANS_MAX_LIMIT, NULL },
 	{ "SQLPROF_STATS_MB", V_LONG, 1, 4095, NULL },
 	{ "SQLPROF_CLOCK", V_WORDS, 0, 0, "auto tsc monotonic" },
 	{ "SQLPROF_UNWIND", V_WORDS, 0, 0, "cfi libgcc" },
