@@ -162,14 +162,13 @@ static void usage(FILE *f)
 		"  sqlprof top\n");
 }
 
-/* The socket's directory: made 0700 when missing (its parent must
- * exist), else it must be a directory of ours (not a symbolic link)
- * that nobody else may write in. Returns 0, or -1 with a reason. */
-static int socket_dir(const char *path, char *err, size_t errlen)
+/* The socket's directory (sp_srv_own_dir; strict for the /tmp
+ * fallback). Returns 0, or -1 with a reason. */
+static int socket_dir(const char *path, int shared, char *err, size_t errlen)
 {
 	char dir[PATH_MAX];
 	const char *slash = strrchr(path, '/');
-	struct stat st;
+	size_t n;
 
 	if (!slash || slash == path || (size_t)(slash - path) >= sizeof(dir)) {
 		snprintf(err, errlen, "--socket wants an absolute path in a directory, not '%s'", path);
@@ -177,19 +176,12 @@ static int socket_dir(const char *path, char *err, size_t errlen)
 	}
 	memcpy(dir, path, (size_t)(slash - path));
 	dir[slash - path] = 0;
-	if (mkdir(dir, 0700) < 0 && errno != EEXIST) {
-		snprintf(err, errlen, "cannot create %s: %s", dir, strerror(errno));
-		return -1;
-	}
-	if (lstat(dir, &st) < 0) {
-		snprintf(err, errlen, "%s: %s", dir, strerror(errno));
-		return -1;
-	}
-	if (!S_ISDIR(st.st_mode) || st.st_uid != getuid() || (st.st_mode & 022)) {
-		snprintf(err, errlen,
-			 "%s must be a directory of uid %u that others cannot write in (it holds "
-			 "the socket and the files processes leave for the agent)",
-			 dir, (unsigned)getuid());
+	if (sp_srv_own_dir(dir, shared, err, errlen) < 0) {
+		n = strlen(err);
+		if (n < errlen)
+			snprintf(err + n, errlen - n, shared ? "; " SP_SRV_DIR_ADVICE :
+					"; it holds the socket and the files processes leave for "
+					"the agent: use a directory of yours");
 		return -1;
 	}
 	return 0;
@@ -1040,7 +1032,7 @@ int cmd_agent(int argc, char **argv)
 	const char *sock = NULL, *metrics = NULL;
 	double interval = 10;
 	uint64_t top_n = 200;
-	int opt, quiet = 0, rc = SP_EXIT_INTERNAL, listening = 0;
+	int opt, quiet = 0, rc = SP_EXIT_INTERNAL, listening = 0, shared = 0;
 	uint64_t next;
 	pid_t snap = 0;
 	struct sigaction sa;
@@ -1083,7 +1075,7 @@ int cmd_agent(int argc, char **argv)
 		}
 	}
 	if (!sock) {
-		if (sp_srv_default_socket(sockpath, sizeof(sockpath)) < 0) {
+		if ((shared = sp_srv_default_socket(sockpath, sizeof(sockpath))) < 0) {
 			fprintf(stderr, "sqlprof agent: no default socket path; use --socket\n");
 			return SP_EXIT_USAGE;
 		}
@@ -1091,7 +1083,7 @@ int cmd_agent(int argc, char **argv)
 		fprintf(stderr, "sqlprof agent: --socket path too long\n");
 		return SP_EXIT_USAGE;
 	}
-	if (sp_out_check(a.output, err, sizeof(err)) < 0 || socket_dir(sockpath, err, sizeof(err)) < 0 ||
+	if (sp_out_check(a.output, err, sizeof(err)) < 0 || socket_dir(sockpath, shared > 0, err, sizeof(err)) < 0 ||
 	    socket_claim(sockpath, err, sizeof(err)) < 0) {
 		fprintf(stderr, "sqlprof agent: %s\n", err);
 		return SP_EXIT_USAGE;
