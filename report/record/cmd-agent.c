@@ -45,6 +45,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -137,7 +138,8 @@ static void usage(FILE *f)
 		"long as it runs, into one profile brought up to date every interval.\n"
 		"\n"
 		"  -o, --output FILE     profile to write (default " SP_PROFILE_DEFAULT "); a profile an\n"
-		"                        earlier agent wrote there is continued\n"
+		"                        earlier agent wrote there is continued; locked (FILE.lock)\n"
+		"                        while the agent runs: a second agent on it exits 2\n"
 		"      --socket PATH     socket to listen on (default $XDG_RUNTIME_DIR/sqlprof/sock,\n"
 		"                        /run/sqlprof/sock for root); its directory is made 0700\n"
 		"      --interval S      write the profile at least every S seconds (default 10);\n"
@@ -185,6 +187,78 @@ static int socket_dir(const char *path, int shared, char *err, size_t errlen)
 		return -1;
 	}
 	return 0;
+}
+
+/*
+ * The profile's lock: "PROFILE.lock" in the profile's directory (by its
+ * real path, so that every name of the profile finds the same lock),
+ * flock'ed for the agent's life: a second agent writing the same profile
+ * would replace the first one's totals with its own. The holder's pid is
+ * written in it; flock goes with the process however it ends (the
+ * snapshot children share it and go before their parent), and a clean
+ * end removes the file while holding it (a taker checks that the file it
+ * locked is still the one at that name). Returns the descriptor, or -1
+ * with a reason; lockpath[len] gets the path.
+ */
+static int profile_lock(const char *output, char *lockpath, size_t len, char *err, size_t errlen)
+{
+	char dir[PATH_MAX], real[PATH_MAX];
+	const char *slash = strrchr(output, '/'), *base = slash ? slash + 1 : output;
+
+	if (!slash)
+		snprintf(dir, sizeof(dir), ".");
+	else if (slash == output)
+		snprintf(dir, sizeof(dir), "/");
+	else
+		snprintf(dir, sizeof(dir), "%.*s", (int)(slash - output), output);
+	if (!realpath(dir, real)) {
+		snprintf(err, errlen, "%s: %s", dir, strerror(errno));
+		return -1;
+	}
+	if (snprintf(lockpath, len, "%s/%s.lock", strcmp(real, "/") ? real : "", base) >= (int)len) {
+		snprintf(err, errlen, "%s: path too long for its lock", output);
+		return -1;
+	}
+	for (int tries = 0; tries < 100; tries++) {
+		struct stat a, b;
+		char pid[32];
+		ssize_t n;
+		int fd = open(lockpath, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+
+		if (fd < 0) {
+			snprintf(err, errlen, "cannot create the lock %s: %s", lockpath, strerror(errno));
+			return -1;
+		}
+		if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+			int e = errno;
+
+			n = e == EWOULDBLOCK ? pread(fd, pid, sizeof(pid) - 1, 0) : -1;
+			close(fd);
+			if (e != EWOULDBLOCK) {
+				snprintf(err, errlen, "cannot lock %s: %s", lockpath, strerror(e));
+				return -1;
+			}
+			pid[n > 0 ? n : 0] = 0;
+			pid[strcspn(pid, "\n")] = 0;
+			snprintf(err, errlen,
+				 "%s is being written by another agent (pid %s; lock %s): give this one "
+				 "another -o, or stop that one first",
+				 output, pid[0] ? pid : "unknown", lockpath);
+			return -1;
+		}
+		if (fstat(fd, &a) == 0 && stat(lockpath, &b) == 0 && a.st_dev == b.st_dev &&
+		    a.st_ino == b.st_ino) {
+			n = snprintf(pid, sizeof(pid), "%ld\n", (long)getpid());
+			/* failing, the lock holds all the same; a second
+			 * agent's message lacks the pid */
+			if (ftruncate(fd, 0) == 0)
+				(void)!pwrite(fd, pid, (size_t)n, 0);
+			return fd;
+		}
+		close(fd); /* removed by the agent that held it: take the new one */
+	}
+	snprintf(err, errlen, "cannot lock %s: it keeps changing", lockpath);
+	return -1;
 }
 
 /* A socket left at path by an agent that is gone is removed; one an agent
@@ -1028,7 +1102,9 @@ int cmd_agent(int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	static struct agent a; /* its address goes to the profile writer */
-	char sockpath[PATH_MAX], sockdir[PATH_MAX], err[PATH_MAX + 512], *slash;
+	char sockpath[PATH_MAX], sockdir[PATH_MAX], err[2 * PATH_MAX + 512], *slash;
+	char lockpath[PATH_MAX + 16];
+	int lockfd = -1;
 	const char *sock = NULL, *metrics = NULL;
 	double interval = 10;
 	uint64_t top_n = 200;
@@ -1083,9 +1159,15 @@ int cmd_agent(int argc, char **argv)
 		fprintf(stderr, "sqlprof agent: --socket path too long\n");
 		return SP_EXIT_USAGE;
 	}
-	if (sp_out_check(a.output, err, sizeof(err)) < 0 || socket_dir(sockpath, shared > 0, err, sizeof(err)) < 0 ||
+	if (sp_out_check(a.output, err, sizeof(err)) < 0 ||
+	    (lockfd = profile_lock(a.output, lockpath, sizeof(lockpath), err, sizeof(err))) < 0 ||
+	    socket_dir(sockpath, shared > 0, err, sizeof(err)) < 0 ||
 	    socket_claim(sockpath, err, sizeof(err)) < 0) {
 		fprintf(stderr, "sqlprof agent: %s\n", err);
+		if (lockfd >= 0) {
+			unlink(lockpath);
+			close(lockfd);
+		}
 		return SP_EXIT_USAGE;
 	}
 	snprintf(sockdir, sizeof(sockdir), "%s", sockpath);
@@ -1214,5 +1296,10 @@ out:
 	free(a.carried_h.r);
 	free(a.live_h.r);
 	sp_live_state_free(&a.ls);
+	/* removed while still held: a new agent takes a new file */
+	if (lockfd >= 0) {
+		unlink(lockpath);
+		close(lockfd);
+	}
 	return rc;
 }
