@@ -648,7 +648,16 @@ static int collector_open(struct recording *r)
 	r->tmp = getenv("TMPDIR");
 	snprintf(r->dir, sizeof(r->dir), "%s/sqlprof.XXXXXX", r->tmp && *r->tmp ? r->tmp : "/tmp");
 	if (!mkdtemp(r->dir)) { /* mkdtemp creates it 0700 */
-		fprintf(stderr, "sqlprof record: cannot create a private directory: %s\n", strerror(errno));
+		if (r->tmp && *r->tmp)
+			fprintf(stderr,
+				"sqlprof record: cannot create a private directory in TMPDIR=%s: "
+				"%s; set TMPDIR to a directory you may write in\n",
+				r->tmp, strerror(errno));
+		else
+			fprintf(stderr,
+				"sqlprof record: cannot create a private directory in /tmp (TMPDIR "
+				"is not set): %s; set TMPDIR to a directory you may write in\n",
+				strerror(errno));
 		return -1;
 	}
 	snprintf(r->sockpath, sizeof(r->sockpath), "%s/s", r->dir);
