@@ -558,6 +558,12 @@ static int write_meta(struct pw *w)
 	if (w->pre_events) /* put in the events table while the command ran */
 		META_INT("events_prewritten", w->pre_events);
 	META_INT("bad_messages", c->bad_messages);
+	/* descriptors the collector could not take (out of them) and the
+	 * images whose totals were lost with them or could not be mapped */
+	META_INT("descriptors_lost", c->fds_lost);
+	META_INT("statistics_lost", c->stats_lost);
+	META_INT("executions_missing", sp_coll_missing(c));
+	META_INT("descriptor_waits", c->fd_waits);
 	META_INT("runs", m->repeat > 0 ? m->repeat : 1);
 	{
 		uint64_t complete, unrep = sp_coll_unreported(c, &complete);

@@ -931,12 +931,20 @@ static int state_load(struct agent *a, const char *path, char *err, size_t errle
 	sqlite3_finalize(st);
 	st = NULL;
 	if (sqlite3_prepare_v2(db, "SELECT key, value FROM meta WHERE key IN ('started',"
-				   " 'agent_restarts', 'agent_ns_per_tick')", -1, &st, NULL) != SQLITE_OK)
+				   " 'agent_restarts', 'agent_ns_per_tick', 'descriptors_lost',"
+				   " 'statistics_lost', 'descriptor_waits')", -1, &st, NULL) != SQLITE_OK)
 		goto sqlerr;
 	while (sqlite3_step(st) == SQLITE_ROW) {
 		const char *key = (const char *)sqlite3_column_text(st, 0);
 
-		if (key && !strcmp(key, "started"))
+		/* losses stay said across restarts */
+		if (key && !strcmp(key, "descriptors_lost"))
+			a->c.fds_lost = col_u64(st, 1);
+		else if (key && !strcmp(key, "statistics_lost"))
+			a->c.stats_lost = col_u64(st, 1);
+		else if (key && !strcmp(key, "descriptor_waits"))
+			a->c.fd_waits = col_u64(st, 1);
+		else if (key && !strcmp(key, "started"))
 			a->started = sqlite3_column_int64(st, 1);
 		else if (key && !strcmp(key, "agent_ns_per_tick"))
 			a->carried_tick = sqlite3_column_double(st, 1);
@@ -1194,6 +1202,8 @@ int cmd_agent(int argc, char **argv)
 	a.c.ns_per_tick = a.carried_tick > 0 ? a.carried_tick : sp_srv_calibrate_tsc();
 	a.c.stats_added = carried_match;
 	a.c.stats_added_arg = &a;
+	/* a descriptor per connected process: as many as we may have */
+	sp_srv_raise_nofile(NULL);
 	if (sp_srv_init(&a.srv, &a.c, "sqlprof agent") < 0)
 		goto out;
 	a.srv.on_view = view_answer;
@@ -1271,7 +1281,16 @@ int cmd_agent(int argc, char **argv)
 		waitpid(snap, NULL, 0);
 	if (!quiet)
 		fprintf(stderr, "sqlprof agent: %s, writing %s\n", strsignal(stop_sig), a.output);
-	/* the end: everything read, then written in place */
+	/* the end: connections that waited for descriptors (serve.c) taken
+	 * and read, as descriptors free up (processes that ended close
+	 * theirs; at most 1000 rounds), then everything read and written in
+	 * place */
+	for (int i = 0; i < 1000; i++) {
+		int r = sp_srv_round(&a.srv, -1, 20, 1);
+
+		if (r < 0 || (!(r & SP_SRV_DATA) && !sp_srv_pending(&a.srv)))
+			break;
+	}
 	sp_coll_rings_drain(&a.c, 0);
 	sp_srv_read_bye_files(&a.c, sockdir, "sqlprof agent");
 	sp_coll_read_unreported(&a.c, sockdir);
@@ -1279,11 +1298,27 @@ int cmd_agent(int argc, char **argv)
 		fprintf(stderr, "sqlprof agent: %s\n", err);
 		goto out;
 	}
-	if (!quiet)
-		fprintf(stderr, "sqlprof agent: %llu execution%s from %zu process%s, %llu events lost\n",
+	/* what could not be taken is said even with -q: executions missing */
+	if (!quiet || a.c.stats_lost || a.c.fds_lost || a.c.fd_waits || sp_coll_missing(&a.c)) {
+		fprintf(stderr, "sqlprof agent: %llu execution%s from %zu process%s, %llu events lost",
 			(unsigned long long)sp_coll_executions(&a.c),
 			sp_coll_executions(&a.c) == 1 ? "" : "s", a.c.procs.count,
 			a.c.procs.count == 1 ? "" : "es", (unsigned long long)sp_coll_lost(&a.c));
+		if (a.c.stats_lost)
+			fprintf(stderr, ", the totals of %llu process%s lost (statistics not received)",
+				(unsigned long long)a.c.stats_lost, a.c.stats_lost == 1 ? "" : "es");
+		if (a.c.fds_lost)
+			fprintf(stderr, ", %llu descriptor%s lost (out of descriptors)",
+				(unsigned long long)a.c.fds_lost, a.c.fds_lost == 1 ? "" : "s");
+		if (sp_coll_missing(&a.c))
+			fprintf(stderr, ", %llu executions missing (the processes said they ran them)",
+				(unsigned long long)sp_coll_missing(&a.c));
+		if (a.c.fd_waits)
+			fprintf(stderr, "; out of descriptors %llu time%s (processes waited to "
+					"connect: executions may be missing)",
+				(unsigned long long)a.c.fd_waits, a.c.fd_waits == 1 ? "" : "s");
+		fputc('\n', stderr);
+	}
 	rc = SP_EXIT_OK;
 out:
 	if (listening)

@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -223,22 +224,82 @@ static int drain(struct sp_srv *s, struct sp_client *cl)
 	return 0;
 }
 
+int sp_srv_raise_nofile(struct rlimit *old)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
+		return -1;
+	if (old)
+		*old = rl;
+	if (rl.rlim_cur == rl.rlim_max)
+		return 0;
+	rl.rlim_cur = rl.rlim_max;
+	return setrlimit(RLIMIT_NOFILE, &rl);
+}
+
+/* Descriptors open in this process (/proc/self/fd, less the one reading
+ * it), or 0 when it cannot be read. */
+static unsigned long open_fds(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	unsigned long n = 0;
+
+	if (!d)
+		return 0;
+	while (readdir(d))
+		n++;
+	closedir(d);
+	return n > 3 ? n - 3 : 0; /* ".", ".." and d's own */
+}
+
+/* Whether a connection may be taken now: not when the descriptors left
+ * under RLIMIT_NOFILE are SP_SRV_FD_HEADROOM or fewer, since a message
+ * that comes with a descriptor (a HELLO's statistics, a thread's ring)
+ * and finds none left loses it ("control data truncated"): the process
+ * then waits in the listener's backlog, its messages queued and its
+ * totals in its own memory, until a process ends. Said once. */
+static int fds_left(struct sp_srv *s)
+{
+	struct rlimit rl;
+	unsigned long n;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur == RLIM_INFINITY ||
+	    rl.rlim_cur > 1UL << 20)
+		return 1;
+	n = open_fds();
+	/* a quarter of a small limit; and never none at all connected (a
+	 * limit so low would keep everything out) */
+	if (n + (rl.rlim_cur / 4 < SP_SRV_FD_HEADROOM ? rl.rlim_cur / 4 : SP_SRV_FD_HEADROOM) <
+		    rl.rlim_cur ||
+	    !s->ncl)
+		return 1;
+	if (!s->c->fd_waits++)
+		fprintf(stderr,
+			"\n%s: %lu descriptors open of RLIMIT_NOFILE %llu (hard limit %llu): new "
+			"processes wait until others end; raise the hard limit (ulimit -Hn, "
+			"systemd's LimitNOFILE=)\n",
+			s->who, n, (unsigned long long)rl.rlim_cur, (unsigned long long)rl.rlim_max);
+	return 0;
+}
+
 /* Accept every pending connection of our uid. -1 when out of memory. */
 static int accept_all(struct sp_srv *s)
 {
 	for (;;) {
-		int fd = accept4(s->lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+		int fd;
 		struct ucred cr;
 		socklen_t crl = sizeof(cr);
 
+		if (!fds_left(s)) {
+			/* not looked at again for 50 ms: no spinning on it */
+			s->accept_after = sp_srv_mono_ns() + 50000000u;
+			return 0;
+		}
+		fd = accept4(s->lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
 		if (fd < 0) {
-			if (errno == EMFILE || errno == ENFILE) {
-				/* out of descriptors: the pending connection
-				 * stays readable; do not spin on it */
-				struct timespec ts = { 0, 10000000 };
-
-				nanosleep(&ts, NULL);
-			}
+			if (errno == EMFILE || errno == ENFILE)
+				s->accept_after = sp_srv_mono_ns() + 50000000u;
 			return 0;
 		}
 		/* our uid, or root: another user's process is refused before
@@ -275,7 +336,8 @@ int sp_srv_round(struct sp_srv *s, int extra, int timeout_ms, int accept_anyway)
 
 	if (!pf)
 		return -1;
-	pf[0].fd = s->lfd;
+	/* the listener, unless connections wait for descriptors (accept_all) */
+	pf[0].fd = s->accept_after && sp_srv_mono_ns() < s->accept_after ? -1 : s->lfd;
 	pf[0].events = POLLIN;
 	for (i = 0; i < npf; i++) {
 		pf[i + 1].fd = s->cl[i].fd;
@@ -300,8 +362,9 @@ int sp_srv_round(struct sp_srv *s, int extra, int timeout_ms, int accept_anyway)
 		pthread_mutex_lock(s->model_lock);
 	if (n > 0 && extra >= 0 && (pf[npf + 1].revents & POLLIN))
 		rc |= SP_SRV_EXTRA;
-	if (((n > 0 && (pf[0].revents & POLLIN)) || accept_anyway) && s->lfd >= 0 &&
-	    accept_all(s) < 0) {
+	if (((n > 0 && (pf[0].revents & POLLIN)) || accept_anyway ||
+	     (s->accept_after && sp_srv_mono_ns() >= s->accept_after)) &&
+	    s->lfd >= 0 && (s->accept_after = 0, accept_all(s) < 0)) {
 		free(pf);
 		return -1;
 	}
@@ -332,6 +395,13 @@ int sp_srv_round(struct sp_srv *s, int extra, int timeout_ms, int accept_anyway)
 			s->cl[j++] = s->cl[i];
 	s->ncl = j;
 	return rc;
+}
+
+int sp_srv_pending(const struct sp_srv *s)
+{
+	struct pollfd p = { .fd = s->lfd, .events = POLLIN };
+
+	return s->lfd >= 0 && poll(&p, 1, 0) == 1 && (p.revents & POLLIN);
 }
 
 void sp_srv_close(struct sp_srv *s)

@@ -68,6 +68,8 @@ struct sp_srv {
 	pthread_mutex_t *model_lock;
 	unsigned idle_rounds; /* rounds in a row that found nothing */
 	uint64_t refused;     /* connections of another uid closed unread */
+	uint64_t accept_after; /* mono ns: connections wait for descriptors
+				* until then (0: none wait) */
 	struct sp_ratelog log_bad; /* "dropped a bad message" lines */
 };
 
@@ -101,6 +103,14 @@ int sp_srv_default_socket(char *out, size_t len);
  * others may not write in. Returns 0, or -1 with the path and why in err.
  */
 int sp_srv_own_dir(const char *dir, int strict, char *err, size_t errlen);
+/* Descriptors kept free for what connected processes send: a new
+ * connection waits in the backlog when fewer would be left. */
+#define SP_SRV_FD_HEADROOM 16
+/* Raise the soft RLIMIT_NOFILE to the hard one (a collector holds a
+ * descriptor per process); *old gets the limits before (so that a
+ * command started afterwards gets them back). 0 or -1. */
+struct rlimit;
+int sp_srv_raise_nofile(struct rlimit *old);
 /* Set s up for collector c (s->lfd -1, a message buffer). 0 or -1. */
 int sp_srv_init(struct sp_srv *s, struct sp_coll *c, const char *who);
 /* Listen on a SOCK_SEQPACKET socket at path (which must not exist).
@@ -119,6 +129,8 @@ int sp_srv_listen(struct sp_srv *s, const char *path, char *err, size_t errlen);
 #define SP_SRV_DATA 1
 #define SP_SRV_EXTRA 2
 int sp_srv_round(struct sp_srv *s, int extra, int timeout_ms, int accept_anyway);
+/* 1 when connections wait to be accepted (for descriptors, say). */
+int sp_srv_pending(const struct sp_srv *s);
 /* Close every connection and the listener (its path is the caller's);
  * say how many peers were refused and bad-message lines not written. */
 void sp_srv_close(struct sp_srv *s);
