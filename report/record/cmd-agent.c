@@ -113,6 +113,7 @@ struct agent {
 	struct sp_live_state ls; /* the live views' state (live.h) */
 	struct sp_metrics *metrics; /* --metrics, NULL: none */
 	double carried_tick;   /* ns per TSC tick of the agent before us, 0: none */
+	int lockfd;            /* the profile's lock (profile_lock), -1: none */
 };
 
 static int sig_pipe[2] = { -1, -1 };
@@ -828,6 +829,11 @@ static pid_t snapshot(struct agent *a)
 		if (a->srv.lfd >= 0)
 			close(a->srv.lfd);
 		sp_metrics_forget(a->metrics);
+		/* nor the profile's lock: an agent started after ours was
+		 * killed takes it at once (this write only renames a
+		 * complete profile over the output) */
+		if (a->lockfd >= 0)
+			close(a->lockfd);
 		if (write_profile(a, err, sizeof(err)) < 0) {
 			fprintf(stderr, "sqlprof agent: %s\n", err);
 			_exit(1);
@@ -1123,6 +1129,7 @@ int cmd_agent(int argc, char **argv)
 
 	optind = 1;
 	a.output = SP_PROFILE_DEFAULT;
+	a.lockfd = -1;
 	while ((opt = getopt_long(argc, argv, "o:qh", longopts, NULL)) != -1) {
 		switch (opt) {
 		case 'o': a.output = optarg; break;
@@ -1168,7 +1175,7 @@ int cmd_agent(int argc, char **argv)
 		return SP_EXIT_USAGE;
 	}
 	if (sp_out_check(a.output, err, sizeof(err)) < 0 ||
-	    (lockfd = profile_lock(a.output, lockpath, sizeof(lockpath), err, sizeof(err))) < 0 ||
+	    (a.lockfd = lockfd = profile_lock(a.output, lockpath, sizeof(lockpath), err, sizeof(err))) < 0 ||
 	    socket_dir(sockpath, shared > 0, err, sizeof(err)) < 0 ||
 	    socket_claim(sockpath, err, sizeof(err)) < 0) {
 		fprintf(stderr, "sqlprof agent: %s\n", err);
