@@ -308,9 +308,9 @@ static int accept_all(struct sp_srv *s)
 		    (cr.uid != getuid() && cr.uid != 0)) {
 			if (!s->refused++)
 				fprintf(stderr,
-					"\n%s: refused a connection from uid %d (pid %d): only uid %u "
-					"and root may connect; further ones are counted\n",
-					s->who, crl == sizeof(cr) ? (int)cr.uid : -1,
+					"\n%s: refused a connection from uid %d\n%s: (pid %d; only "
+					"uid %u and root may connect; more of these are counted)\n",
+					s->who, crl == sizeof(cr) ? (int)cr.uid : -1, s->who,
 					crl == sizeof(cr) ? (int)cr.pid : -1, (unsigned)getuid());
 			close(fd);
 			continue;

@@ -106,19 +106,20 @@ as_v_bg sh -c 'umask 0; exec "$0" agent -o "$1" --socket "$2" --interval 0.5' \
 	"$SQLPROF" "$TMP/w/p.db" "$S" 2>"$TMP/peer.err" &
 AG=$!
 wait_started "$S" "$AG" || fail "no agent on $S: $(cat "$TMP/peer.err")"
-for _ in $(seq 1 20); do
-	as_a /usr/bin/python3 -c '
+as_a /usr/bin/python3 -c '
 import socket, sys
-s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-s.connect(sys.argv[1])
-s.settimeout(10)
-try:
-    s.send(b"x" * 64)
-    sys.exit(0 if s.recv(1) == b"" else 1)  # closed by the agent
-except (ConnectionResetError, BrokenPipeError):
-    sys.exit(0)  # closed by the agent, the message unread
+for _ in range(20):
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    s.connect(sys.argv[1])
+    s.settimeout(10)
+    try:
+        s.send(b"x" * 64)
+        if s.recv(1) != b"":  # closed by the agent
+            sys.exit(1)
+    except (ConnectionResetError, BrokenPipeError):
+        pass  # closed by the agent, the message unread
+    s.close()
 ' "$S" || fail "a connection of $ATTACKER's was not closed by the agent"
-done
 timeout 20 "$SQLPROF" top --once --socket "$S" >"$TMP/top.out" 2>"$TMP/top.err" ||
 	fail "root's sqlprof top --once: exit $?: $(cat "$TMP/top.err")"
 kill -TERM "$AG"
