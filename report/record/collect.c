@@ -1984,11 +1984,12 @@ int sp_coll_recv(struct sp_coll *c, int sock, uint32_t peer_pid, uint8_t *buf, s
 		}
 		return -1;
 	}
-	if (mh.msg_flags & MSG_CTRUNC) {
-		/* out of descriptors (or more than RECV_FDS): whatever came
-		 * is let go, the message applied without it and the loss
-		 * counted (sp_coll_input); one without a RING or STATS record
-		 * is refused as before */
+	if ((mh.msg_flags & MSG_CTRUNC) && nfd < RECV_FDS) {
+		/* out of descriptors (the kernel stops installing them at the
+		 * first that fails; more than RECV_FDS is a bad message, below):
+		 * whatever came is let go, the message applied without it and
+		 * the loss counted (sp_coll_input); one without a RING or STATS
+		 * record is refused as before */
 		c->fds_lost++;
 		while (nfd)
 			close(fds[--nfd]);
@@ -2002,6 +2003,10 @@ int sp_coll_recv(struct sp_coll *c, int sock, uint32_t peer_pid, uint8_t *buf, s
 		if (rc == 0)
 			return 1;
 		goto bad; /* counted and said by sp_coll_input */
+	}
+	if (mh.msg_flags & MSG_CTRUNC) {
+		failf(c, "control data truncated (more than %d descriptors)", RECV_FDS);
+		goto bad;
 	}
 	if (nfd > 1) {
 		failf(c, "%d descriptors with one message", nfd);
