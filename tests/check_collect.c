@@ -46,6 +46,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -2525,6 +2526,28 @@ START_TEST(test_ring_fd_passing)
 		send_fds(sv[1], &e, many, 12);
 		ck_assert_int_eq(recv_one(&c, sv[0], me, buf, MSG_CAP, "12 fds"), -2);
 		ck_assert_ptr_nonnull(strstr(c.last_error, "truncated"));
+	}
+	/* out of descriptors (issue 23, item 11): the ring's descriptor
+	 * cannot be installed (MSG_CTRUNC, none received); the message is
+	 * applied without it and the loss counted, not dropped silently */
+	{
+		struct rlimit old, low;
+		uint64_t fl = c.fds_lost, rl = c.rings_lost, nr = c.nrings;
+		int lowest = dup(0);
+
+		ck_assert_int_ge(lowest, 0);
+		close(lowest);
+		ck_assert_int_eq(getrlimit(RLIMIT_NOFILE, &old), 0);
+		low = old;
+		low.rlim_cur = (rlim_t)lowest; /* no number left to install one at */
+		send_fds(sv[1], &e, &mfd, 1);
+		ck_assert_int_eq(setrlimit(RLIMIT_NOFILE, &low), 0);
+		k = sp_coll_recv(&c, sv[0], me, buf, MSG_CAP);
+		ck_assert_int_eq(setrlimit(RLIMIT_NOFILE, &old), 0);
+		ck_assert_int_eq(k, 1);
+		ck_assert_uint_eq(c.fds_lost, fl + 1);
+		ck_assert_uint_eq(c.rings_lost, rl + 1);
+		ck_assert_uint_eq(c.nrings, nr); /* no ring registered */
 	}
 	/* bad: not a memfd (a pipe) */
 	send_fds(sv[1], &e, &pfd[0], 1);

@@ -251,6 +251,21 @@ static void print_table(const struct sp_qset *qs, const struct report_opts *o, s
 		printf("; untracked %llu", (unsigned long long)qs->untracked);
 	if (qs->bad_messages)
 		printf("; bad messages %llu", (unsigned long long)qs->bad_messages);
+	if (qs->statistics_lost)
+		printf("; the totals of %llu process%s lost (statistics not received: the "
+		       "collector was out of descriptors or memory)",
+		       (unsigned long long)qs->statistics_lost, qs->statistics_lost == 1 ? "" : "es");
+	if (qs->descriptors_lost)
+		printf("; %llu descriptor%s lost", (unsigned long long)qs->descriptors_lost,
+		       qs->descriptors_lost == 1 ? "" : "s");
+	if (qs->executions_missing)
+		printf("; %llu execution%s missing (the processes said they ran them)",
+		       (unsigned long long)qs->executions_missing,
+		       qs->executions_missing == 1 ? "" : "s");
+	if (qs->descriptor_waits)
+		printf("; the collector ran out of descriptors (processes waited to connect %llu "
+		       "time%s: executions may be missing; raise its RLIMIT_NOFILE)",
+		       (unsigned long long)qs->descriptor_waits, qs->descriptor_waits == 1 ? "" : "s");
 	if (qs->unreported)
 		printf("; %llu process%s could not connect (%llu missing)",
 		       (unsigned long long)qs->unreported, qs->unreported == 1 ? "" : "es",

@@ -578,6 +578,12 @@ static int write_meta(struct pw *w)
 			 c->plans_bound_why ? c->plans_bound_why : "plan table full");
 		META_TEXT("plans_bound", why);
 	}
+	/* descriptors the collector could not take (out of them) and the
+	 * images whose totals were lost with them or could not be mapped */
+	META_INT("descriptors_lost", c->fds_lost);
+	META_INT("statistics_lost", c->stats_lost);
+	META_INT("executions_missing", sp_coll_missing(c));
+	META_INT("descriptor_waits", c->fd_waits);
 	META_INT("runs", m->repeat > 0 ? m->repeat : 1);
 	{
 		/* executions whose times came out negative and were clamped */

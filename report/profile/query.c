@@ -402,6 +402,14 @@ int sp_qset_load_window(sqlite3 *db, const struct sp_window *w, struct sp_qset *
 	qs->sqlite_processes = scalar(db, "SELECT COUNT(*) FROM processes WHERE executions > 0");
 	qs->untracked = scalar(db, "SELECT COALESCE(SUM(untracked),0) FROM processes");
 	qs->bad_messages = scalar(db, "SELECT CAST(value AS INTEGER) FROM meta WHERE key='bad_messages'");
+	qs->descriptors_lost =
+		scalar(db, "SELECT CAST(value AS INTEGER) FROM meta WHERE key='descriptors_lost'");
+	qs->statistics_lost =
+		scalar(db, "SELECT CAST(value AS INTEGER) FROM meta WHERE key='statistics_lost'");
+	qs->executions_missing =
+		scalar(db, "SELECT CAST(value AS INTEGER) FROM meta WHERE key='executions_missing'");
+	qs->descriptor_waits =
+		scalar(db, "SELECT CAST(value AS INTEGER) FROM meta WHERE key='descriptor_waits'");
 	qs->unreported = scalar(db, "SELECT CAST(value AS INTEGER) FROM meta WHERE key='unreported'");
 	qs->unreported_missing =
 		scalar(db, "SELECT CAST(value AS INTEGER) FROM meta WHERE key='unreported_missing'");

@@ -34,6 +34,7 @@ struct sp_qset {
 	struct sp_qrow *rows;
 	size_t n;
 	uint64_t lost, executions, processes, bad_messages, untracked;
+	uint64_t descriptors_lost, statistics_lost, executions_missing, descriptor_waits; /* meta: what the collector could not take */
 	uint64_t sqlite_processes; /* processes with executions (the rest ran no SQLite) */
 	/* processes that could not connect (meta), and of them those whose
 	 * executions are missing */

@@ -45,6 +45,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -112,6 +113,7 @@ struct agent {
 	struct sp_live_state ls; /* the live views' state (live.h) */
 	struct sp_metrics *metrics; /* --metrics, NULL: none */
 	double carried_tick;   /* ns per TSC tick of the agent before us, 0: none */
+	int lockfd;            /* the profile's lock (profile_lock), -1: none */
 };
 
 static int sig_pipe[2] = { -1, -1 };
@@ -137,7 +139,8 @@ static void usage(FILE *f)
 		"long as it runs, into one profile brought up to date every interval.\n"
 		"\n"
 		"  -o, --output FILE     profile to write (default " SP_PROFILE_DEFAULT "); a profile an\n"
-		"                        earlier agent wrote there is continued\n"
+		"                        earlier agent wrote there is continued; locked (FILE.lock)\n"
+		"                        while the agent runs: a second agent on it exits 2\n"
 		"      --socket PATH     socket to listen on (default $XDG_RUNTIME_DIR/sqlprof/sock,\n"
 		"                        /run/sqlprof/sock for root); its directory is made 0700\n"
 		"      --interval S      write the profile at least every S seconds (default 10);\n"
@@ -162,14 +165,13 @@ static void usage(FILE *f)
 		"  sqlprof top\n");
 }
 
-/* The socket's directory: made 0700 when missing (its parent must
- * exist), else it must be a directory of ours (not a symbolic link)
- * that nobody else may write in. Returns 0, or -1 with a reason. */
-static int socket_dir(const char *path, char *err, size_t errlen)
+/* The socket's directory (sp_srv_own_dir; strict for the /tmp
+ * fallback). Returns 0, or -1 with a reason. */
+static int socket_dir(const char *path, int shared, char *err, size_t errlen)
 {
 	char dir[PATH_MAX];
 	const char *slash = strrchr(path, '/');
-	struct stat st;
+	size_t n;
 
 	if (!slash || slash == path || (size_t)(slash - path) >= sizeof(dir)) {
 		snprintf(err, errlen, "--socket wants an absolute path in a directory, not '%s'", path);
@@ -177,22 +179,87 @@ static int socket_dir(const char *path, char *err, size_t errlen)
 	}
 	memcpy(dir, path, (size_t)(slash - path));
 	dir[slash - path] = 0;
-	if (mkdir(dir, 0700) < 0 && errno != EEXIST) {
-		snprintf(err, errlen, "cannot create %s: %s", dir, strerror(errno));
-		return -1;
-	}
-	if (lstat(dir, &st) < 0) {
-		snprintf(err, errlen, "%s: %s", dir, strerror(errno));
-		return -1;
-	}
-	if (!S_ISDIR(st.st_mode) || st.st_uid != getuid() || (st.st_mode & 022)) {
-		snprintf(err, errlen,
-			 "%s must be a directory of uid %u that others cannot write in (it holds "
-			 "the socket and the files processes leave for the agent)",
-			 dir, (unsigned)getuid());
+	if (sp_srv_own_dir(dir, shared, err, errlen) < 0) {
+		n = strlen(err);
+		if (n < errlen)
+			snprintf(err + n, errlen - n, shared ? "; " SP_SRV_DIR_ADVICE :
+					"; it holds the socket and the files processes leave for "
+					"the agent: use a directory of yours");
 		return -1;
 	}
 	return 0;
+}
+
+/*
+ * The profile's lock: "PROFILE.lock" in the profile's directory (by its
+ * real path, so that every name of the profile finds the same lock),
+ * flock'ed for the agent's life: a second agent writing the same profile
+ * would replace the first one's totals with its own. The holder's pid is
+ * written in it; flock goes with the process however it ends (the
+ * snapshot children share it and go before their parent), and a clean
+ * end removes the file while holding it (a taker checks that the file it
+ * locked is still the one at that name). Returns the descriptor, or -1
+ * with a reason; lockpath[len] gets the path.
+ */
+static int profile_lock(const char *output, char *lockpath, size_t len, char *err, size_t errlen)
+{
+	char dir[PATH_MAX], real[PATH_MAX];
+	const char *slash = strrchr(output, '/'), *base = slash ? slash + 1 : output;
+
+	if (!slash)
+		snprintf(dir, sizeof(dir), ".");
+	else if (slash == output)
+		snprintf(dir, sizeof(dir), "/");
+	else
+		snprintf(dir, sizeof(dir), "%.*s", (int)(slash - output), output);
+	if (!realpath(dir, real)) {
+		snprintf(err, errlen, "%s: %s", dir, strerror(errno));
+		return -1;
+	}
+	if (snprintf(lockpath, len, "%s/%s.lock", strcmp(real, "/") ? real : "", base) >= (int)len) {
+		snprintf(err, errlen, "%s: path too long for its lock", output);
+		return -1;
+	}
+	for (int tries = 0; tries < 100; tries++) {
+		struct stat a, b;
+		char pid[32];
+		ssize_t n;
+		int fd = open(lockpath, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+
+		if (fd < 0) {
+			snprintf(err, errlen, "cannot create the lock %s: %s", lockpath, strerror(errno));
+			return -1;
+		}
+		if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+			int e = errno;
+
+			n = e == EWOULDBLOCK ? pread(fd, pid, sizeof(pid) - 1, 0) : -1;
+			close(fd);
+			if (e != EWOULDBLOCK) {
+				snprintf(err, errlen, "cannot lock %s: %s", lockpath, strerror(e));
+				return -1;
+			}
+			pid[n > 0 ? n : 0] = 0;
+			pid[strcspn(pid, "\n")] = 0;
+			snprintf(err, errlen,
+				 "%s is being written by another agent (pid %s; lock %s): give this one "
+				 "another -o, or stop that one first",
+				 output, pid[0] ? pid : "unknown", lockpath);
+			return -1;
+		}
+		if (fstat(fd, &a) == 0 && stat(lockpath, &b) == 0 && a.st_dev == b.st_dev &&
+		    a.st_ino == b.st_ino) {
+			n = snprintf(pid, sizeof(pid), "%ld\n", (long)getpid());
+			/* failing, the lock holds all the same; a second
+			 * agent's message lacks the pid */
+			if (ftruncate(fd, 0) == 0)
+				(void)!pwrite(fd, pid, (size_t)n, 0);
+			return fd;
+		}
+		close(fd); /* removed by the agent that held it: take the new one */
+	}
+	snprintf(err, errlen, "cannot lock %s: it keeps changing", lockpath);
+	return -1;
 }
 
 /* A socket left at path by an agent that is gone is removed; one an agent
@@ -763,6 +830,11 @@ static pid_t snapshot(struct agent *a)
 		if (a->srv.lfd >= 0)
 			close(a->srv.lfd);
 		sp_metrics_forget(a->metrics);
+		/* nor the profile's lock: an agent started after ours was
+		 * killed takes it at once (this write only renames a
+		 * complete profile over the output) */
+		if (a->lockfd >= 0)
+			close(a->lockfd);
 		if (write_profile(a, err, sizeof(err)) < 0) {
 			fprintf(stderr, "sqlprof agent: %s\n", err);
 			_exit(1);
@@ -868,12 +940,20 @@ static int state_load(struct agent *a, const char *path, char *err, size_t errle
 	sqlite3_finalize(st);
 	st = NULL;
 	if (sqlite3_prepare_v2(db, "SELECT key, value FROM meta WHERE key IN ('started',"
-				   " 'agent_restarts', 'agent_ns_per_tick')", -1, &st, NULL) != SQLITE_OK)
+				   " 'agent_restarts', 'agent_ns_per_tick', 'descriptors_lost',"
+				   " 'statistics_lost', 'descriptor_waits')", -1, &st, NULL) != SQLITE_OK)
 		goto sqlerr;
 	while (sqlite3_step(st) == SQLITE_ROW) {
 		const char *key = (const char *)sqlite3_column_text(st, 0);
 
-		if (key && !strcmp(key, "started"))
+		/* losses stay said across restarts */
+		if (key && !strcmp(key, "descriptors_lost"))
+			a->c.fds_lost = col_u64(st, 1);
+		else if (key && !strcmp(key, "statistics_lost"))
+			a->c.stats_lost = col_u64(st, 1);
+		else if (key && !strcmp(key, "descriptor_waits"))
+			a->c.fd_waits = col_u64(st, 1);
+		else if (key && !strcmp(key, "started"))
 			a->started = sqlite3_column_int64(st, 1);
 		else if (key && !strcmp(key, "agent_ns_per_tick"))
 			a->carried_tick = sqlite3_column_double(st, 1);
@@ -1039,17 +1119,20 @@ int cmd_agent(int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	static struct agent a; /* its address goes to the profile writer */
-	char sockpath[PATH_MAX], sockdir[PATH_MAX], err[PATH_MAX + 512], *slash;
+	char sockpath[PATH_MAX], sockdir[PATH_MAX], err[2 * PATH_MAX + 512], *slash;
+	char lockpath[PATH_MAX + 16];
+	int lockfd = -1;
 	const char *sock = NULL, *metrics = NULL;
 	double interval = 10;
 	uint64_t top_n = 200;
-	int opt, quiet = 0, rc = SP_EXIT_INTERNAL, listening = 0;
+	int opt, quiet = 0, rc = SP_EXIT_INTERNAL, listening = 0, shared = 0;
 	uint64_t next;
 	pid_t snap = 0;
 	struct sigaction sa;
 
 	optind = 1;
 	a.output = SP_PROFILE_DEFAULT;
+	a.lockfd = -1;
 	while ((opt = getopt_long(argc, argv, "o:qh", longopts, NULL)) != -1) {
 		switch (opt) {
 		case 'o': a.output = optarg; break;
@@ -1086,7 +1169,7 @@ int cmd_agent(int argc, char **argv)
 		}
 	}
 	if (!sock) {
-		if (sp_srv_default_socket(sockpath, sizeof(sockpath)) < 0) {
+		if ((shared = sp_srv_default_socket(sockpath, sizeof(sockpath))) < 0) {
 			fprintf(stderr, "sqlprof agent: no default socket path; use --socket\n");
 			return SP_EXIT_USAGE;
 		}
@@ -1094,9 +1177,15 @@ int cmd_agent(int argc, char **argv)
 		fprintf(stderr, "sqlprof agent: --socket path too long\n");
 		return SP_EXIT_USAGE;
 	}
-	if (sp_out_check(a.output, err, sizeof(err)) < 0 || socket_dir(sockpath, err, sizeof(err)) < 0 ||
+	if (sp_out_check(a.output, err, sizeof(err)) < 0 ||
+	    (a.lockfd = lockfd = profile_lock(a.output, lockpath, sizeof(lockpath), err, sizeof(err))) < 0 ||
+	    socket_dir(sockpath, shared > 0, err, sizeof(err)) < 0 ||
 	    socket_claim(sockpath, err, sizeof(err)) < 0) {
 		fprintf(stderr, "sqlprof agent: %s\n", err);
+		if (lockfd >= 0) {
+			unlink(lockpath);
+			close(lockfd);
+		}
 		return SP_EXIT_USAGE;
 	}
 	snprintf(sockdir, sizeof(sockdir), "%s", sockpath);
@@ -1123,6 +1212,8 @@ int cmd_agent(int argc, char **argv)
 	a.c.ns_per_tick = a.carried_tick > 0 ? a.carried_tick : sp_srv_calibrate_tsc();
 	a.c.stats_added = carried_match;
 	a.c.stats_added_arg = &a;
+	/* a descriptor per connected process: as many as we may have */
+	sp_srv_raise_nofile(NULL);
 	if (sp_srv_init(&a.srv, &a.c, "sqlprof agent") < 0)
 		goto out;
 	a.srv.on_view = view_answer;
@@ -1201,7 +1292,16 @@ int cmd_agent(int argc, char **argv)
 		waitpid(snap, NULL, 0);
 	if (!quiet)
 		fprintf(stderr, "sqlprof agent: %s, writing %s\n", strsignal(stop_sig), a.output);
-	/* the end: everything read, then written in place */
+	/* the end: connections that waited for descriptors (serve.c) taken
+	 * and read, as descriptors free up (processes that ended close
+	 * theirs; at most 1000 rounds), then everything read and written in
+	 * place */
+	for (int i = 0; i < 1000; i++) {
+		int r = sp_srv_round(&a.srv, -1, 20, 1);
+
+		if (r < 0 || (!(r & SP_SRV_DATA) && !sp_srv_pending(&a.srv)))
+			break;
+	}
 	sp_coll_rings_drain(&a.c, 0);
 	sp_srv_read_bye_files(&a.c, sockdir, "sqlprof agent");
 	sp_coll_read_unreported(&a.c, sockdir);
@@ -1210,11 +1310,27 @@ int cmd_agent(int argc, char **argv)
 		fprintf(stderr, "sqlprof agent: %s\n", err);
 		goto out;
 	}
-	if (!quiet)
-		fprintf(stderr, "sqlprof agent: %llu execution%s from %zu process%s, %llu events lost\n",
+	/* what could not be taken is said even with -q: executions missing */
+	if (!quiet || a.c.stats_lost || a.c.fds_lost || a.c.fd_waits || sp_coll_missing(&a.c)) {
+		fprintf(stderr, "sqlprof agent: %llu execution%s from %zu process%s, %llu events lost",
 			(unsigned long long)sp_coll_executions(&a.c),
 			sp_coll_executions(&a.c) == 1 ? "" : "s", a.c.procs.count,
 			a.c.procs.count == 1 ? "" : "es", (unsigned long long)sp_coll_lost(&a.c));
+		if (a.c.stats_lost)
+			fprintf(stderr, ", the totals of %llu process%s lost (statistics not received)",
+				(unsigned long long)a.c.stats_lost, a.c.stats_lost == 1 ? "" : "es");
+		if (a.c.fds_lost)
+			fprintf(stderr, ", %llu descriptor%s lost (out of descriptors)",
+				(unsigned long long)a.c.fds_lost, a.c.fds_lost == 1 ? "" : "s");
+		if (sp_coll_missing(&a.c))
+			fprintf(stderr, ", %llu executions missing (the processes said they ran them)",
+				(unsigned long long)sp_coll_missing(&a.c));
+		if (a.c.fd_waits)
+			fprintf(stderr, "; out of descriptors %llu time%s (processes waited to "
+					"connect: executions may be missing)",
+				(unsigned long long)a.c.fd_waits, a.c.fd_waits == 1 ? "" : "s");
+		fputc('\n', stderr);
+	}
 	rc = SP_EXIT_OK;
 out:
 	if (listening)
@@ -1227,5 +1343,10 @@ out:
 	free(a.carried_h.r);
 	free(a.live_h.r);
 	sp_live_state_free(&a.ls);
+	/* removed while still held: a new agent takes a new file */
+	if (lockfd >= 0) {
+		unlink(lockpath);
+		close(lockfd);
+	}
 	return rc;
 }

@@ -5,7 +5,10 @@
  * the caller's LD_PRELOAD held) and SQLPROF_SOCK, as shell `export`
  * lines (eval "$(sqlprof env)") or as systemd `Environment=` lines for a
  * drop-in. It checks nothing about the agent: a service started before
- * its agent connects when the agent appears.
+ * its agent connects when the agent appears. Only the default socket of
+ * a user without XDG_RUNTIME_DIR, /tmp/sqlprof-UID/sock, has its
+ * directory made here (0700) or refused when it is not the user's own
+ * 0700 directory: anyone may create a name in /tmp first.
  */
 #include <getopt.h>
 #include <limits.h>
@@ -25,7 +28,9 @@ static void usage(FILE *f)
 		"Print the environment that makes a program report to `sqlprof agent`.\n"
 		"\n"
 		"      --socket PATH  the agent's socket (default: the agent's default,\n"
-		"                     $XDG_RUNTIME_DIR/sqlprof/sock, /run/sqlprof/sock for root)\n"
+		"                     $XDG_RUNTIME_DIR/sqlprof/sock, /run/sqlprof/sock for root,\n"
+		"                     else /tmp/sqlprof-UID/sock, its directory made 0700 here\n"
+		"                     and refused unless it is yours and 0700)\n"
 		"      --systemd      Environment= lines for a unit's drop-in, instead of\n"
 		"                     export lines for a shell\n"
 		"  -h, --help         this text\n"
@@ -68,7 +73,7 @@ int cmd_env(int argc, char **argv)
 	};
 	char lib[PATH_MAX], sock[PATH_MAX];
 	const char *s = NULL;
-	int opt, systemd = 0;
+	int opt, systemd = 0, shared;
 
 	optind = 1;
 	while ((opt = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
@@ -88,9 +93,20 @@ int cmd_env(int argc, char **argv)
 			fprintf(stderr, "sqlprof env: --socket wants an absolute path\n");
 			return SP_EXIT_USAGE;
 		}
-	} else if (sp_srv_default_socket(sock, sizeof(sock)) < 0) {
+	} else if ((shared = sp_srv_default_socket(sock, sizeof(sock))) < 0) {
 		fprintf(stderr, "sqlprof env: no default socket path; use --socket\n");
 		return SP_EXIT_USAGE;
+	} else if (shared) {
+		/* /tmp/sqlprof-UID: made here, 0700, before any service
+		 * connects, or refused when someone else made it first */
+		char dir[PATH_MAX], err[PATH_MAX + 256];
+
+		snprintf(dir, sizeof(dir), "%s", sock);
+		*strrchr(dir, '/') = 0;
+		if (sp_srv_own_dir(dir, 1, err, sizeof(err)) < 0) {
+			fprintf(stderr, "sqlprof env: %s; " SP_SRV_DIR_ADVICE "\n", err);
+			return SP_EXIT_USAGE;
+		}
 	}
 	if (sp_srv_find_lib(lib, sizeof(lib)) < 0)
 		return SP_EXIT_USAGE;

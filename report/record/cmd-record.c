@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -524,6 +525,8 @@ struct recording {
 	int status, exited, tty;
 	const char *why;             /* why collecting stopped before every client left */
 	char whybuf[96];
+	struct rlimit nofile;        /* RLIMIT_NOFILE before we raised it */
+	int nofile_set;              /* nofile holds it */
 };
 
 /* Parse the options into o. Returns -1 to go on (*cmd: the index of the
@@ -664,6 +667,10 @@ static int collector_open(struct recording *r)
 	sp_coll_init(&r->c);
 	hmap_init(&r->snap, 2 * sizeof(uint64_t), 2 * sizeof(uint64_t));
 	r->c.diag = stderr; /* broken rings */
+	/* a descriptor per connected process: as many as we may have (the
+	 * command gets the limits it would have had: exec_command) */
+	if (sp_srv_raise_nofile(&r->nofile) == 0)
+		r->nofile_set = 1;
 	if (sp_srv_init(&r->srv, &r->c, "sqlprof record") < 0)
 		return -1;
 	r->c.ns_per_tick = sp_srv_calibrate_tsc();
@@ -671,7 +678,16 @@ static int collector_open(struct recording *r)
 	r->tmp = getenv("TMPDIR");
 	snprintf(r->dir, sizeof(r->dir), "%s/sqlprof.XXXXXX", r->tmp && *r->tmp ? r->tmp : "/tmp");
 	if (!mkdtemp(r->dir)) { /* mkdtemp creates it 0700 */
-		fprintf(stderr, "sqlprof record: cannot create a private directory: %s\n", strerror(errno));
+		if (r->tmp && *r->tmp)
+			fprintf(stderr,
+				"sqlprof record: cannot create a private directory in TMPDIR=%s: "
+				"%s; set TMPDIR to a directory you may write in\n",
+				r->tmp, strerror(errno));
+		else
+			fprintf(stderr,
+				"sqlprof record: cannot create a private directory in /tmp (TMPDIR "
+				"is not set): %s; set TMPDIR to a directory you may write in\n",
+				strerror(errno));
 		return -1;
 	}
 	snprintf(r->sockpath, sizeof(r->sockpath), "%s/s", r->dir);
@@ -716,6 +732,8 @@ __attribute__((noreturn)) static void exec_command(const struct recording *r, in
 	int xerr;
 
 	sp_sup_child();
+	if (r->nofile_set)
+		setrlimit(RLIMIT_NOFILE, &r->nofile);
 	setenv_prepend("LD_PRELOAD", r->lib, ':');
 	asan_link_order_env();
 	setenv(SP_ENV_SOCK, r->sockpath, 1);
@@ -1000,8 +1018,14 @@ static void print_summary(struct recording *r, const char *where)
 		ex == 1 ? "" : "s", used, procs(used));
 	if (c->procs.count > used)
 		fprintf(stderr, " (and %zu that ran no SQLite)", c->procs.count - used);
-	fprintf(stderr, ", %llu event%s lost; profile in %s\n", (unsigned long long)lost,
-		lost == 1 ? "" : "s", where);
+	fprintf(stderr, ", %llu event%s lost", (unsigned long long)lost, lost == 1 ? "" : "s");
+	if (c->stats_lost)
+		fprintf(stderr, ", the totals of %llu %s lost (statistics not received)",
+			(unsigned long long)c->stats_lost, procs(c->stats_lost));
+	if (c->fds_lost)
+		fprintf(stderr, ", %llu descriptor%s lost", (unsigned long long)c->fds_lost,
+			c->fds_lost == 1 ? "" : "s");
+	fprintf(stderr, "; profile in %s\n", where);
 }
 
 /* Release everything collector_open (and the runs) made: SIGCHLD back to

@@ -1436,7 +1436,16 @@ int sp_coll_input(struct sp_coll *c, const uint8_t *msg, size_t len, uint32_t pe
 		      mi.nring + mi.nstats);
 		goto bad;
 	}
-	if (fd < 0 && (mi.nring || mi.nstats)) {
+	if (fd < 0 && (mi.nring || mi.nstats) && c->fd_missing) {
+		/* the kernel could not hand it to us (out of descriptors): the
+		 * message without it, its loss counted (a HELLO's process gets
+		 * its row, without its totals) */
+		if (mi.nstats)
+			c->stats_lost++;
+		else
+			c->rings_lost++;
+		mi.nring = 0;
+	} else if (fd < 0 && (mi.nring || mi.nstats)) {
 		failf(c, "a %s record without its descriptor", mi.nring ? "RING" : "STATS");
 		goto bad;
 	}
@@ -1538,6 +1547,7 @@ int sp_coll_stats_add(struct sp_coll *c, uint32_t pid, int fd, const struct sp_r
 	close(fd);
 	if (m == MAP_FAILED) {
 		p->no_stats = 1;
+		c->stats_lost++; /* its totals: counted, said in the profile */
 		return failf(c, "cannot map the statistics of pid %u: %s", pid, strerror(errno));
 	}
 	memcpy(&h, m, sizeof(h));
@@ -2260,8 +2270,28 @@ int sp_coll_recv(struct sp_coll *c, int sock, uint32_t peer_pid, uint8_t *buf, s
 		}
 		return -1;
 	}
+	if ((mh.msg_flags & MSG_CTRUNC) && nfd < RECV_FDS) {
+		/* out of descriptors (the kernel stops installing them at the
+		 * first that fails; more than RECV_FDS is a bad message, below):
+		 * whatever came is let go, the message applied without it and
+		 * the loss counted (sp_coll_input); one without a RING or STATS
+		 * record is refused as before */
+		c->fds_lost++;
+		while (nfd)
+			close(fds[--nfd]);
+		if ((size_t)n > cap) {
+			failf(c, "oversized message (%zd bytes)", n);
+			goto bad;
+		}
+		c->fd_missing = 1;
+		rc = sp_coll_input(c, buf, (size_t)n, peer_pid, -1);
+		c->fd_missing = 0;
+		if (rc == 0)
+			return 1;
+		goto bad; /* counted and said by sp_coll_input */
+	}
 	if (mh.msg_flags & MSG_CTRUNC) {
-		failf(c, "control data truncated (descriptors lost)");
+		failf(c, "control data truncated (more than %d descriptors)", RECV_FDS);
 		goto bad;
 	}
 	if (nfd > 1) {
@@ -2289,6 +2319,23 @@ void sp_coll_spill(struct sp_coll *c, FILE *f, size_t max)
 {
 	c->spill = f;
 	c->events_max = max;
+}
+
+uint64_t sp_coll_missing(const struct sp_coll *c)
+{
+	size_t it = 0, i;
+	const struct sp_proc *p;
+	uint64_t n = 0;
+
+	while ((p = hmap_next(&c->procs, &it, NULL))) {
+		if (!p->bye || p->carried || p->bye_execs <= p->execs)
+			continue;
+		for (i = 0; i < c->nstats && c->stats[i].pid != p->pid; i++)
+			;
+		if (i == c->nstats)
+			n += p->bye_execs - p->execs;
+	}
+	return n;
 }
 
 uint64_t sp_coll_lost(const struct sp_coll *c)

@@ -280,6 +280,17 @@ struct sp_coll {
 	uint64_t spill_failed;
 	int spill_errno;
 	uint64_t records, messages, bad_messages;
+	/* Messages whose descriptor could not be received (MSG_CTRUNC: the
+	 * collector was out of descriptors): applied without it. Of them,
+	 * images whose statistics (their totals) were lost that way, or
+	 * could not be mapped (sp_coll_stats_add); rings lost. Said in the
+	 * profile's meta (descriptors_lost, statistics_lost) and the
+	 * report's header: executions missing are never silent. */
+	uint64_t fds_lost, stats_lost, rings_lost;
+	/* times connections were left waiting for descriptors (serve.c): a
+	 * process that waits may lose what it cannot send meanwhile */
+	uint64_t fd_waits;
+	int fd_missing; /* the message being applied lost its descriptor */
 	double ns_per_tick; /* collector's TSC calibration */
 	char last_error[256];
 	/* Rings being read, in no order. A ring leaves this list (unmapped)
@@ -432,6 +443,11 @@ void sp_coll_proc_gone(struct sp_coll *c, uint32_t pid);
 /* End of the recording: read every ring one last time and free them all. */
 void sp_coll_rings_close(struct sp_coll *c);
 uint64_t sp_coll_lost(const struct sp_coll *c);
+/* Executions that processes said they ran (their BYE) beyond those their
+ * merged statistics hold, over the processes whose statistics are
+ * merged (none mapped still): totals that never reached us (a descriptor
+ * or a message lost). Said in meta executions_missing and the report. */
+uint64_t sp_coll_missing(const struct sp_coll *c);
 /* Send sampled executions to f (owned by the caller, opened w+, empty)
  * from now on, keeping at most max of them. */
 void sp_coll_spill(struct sp_coll *c, FILE *f, size_t max);

@@ -10,7 +10,17 @@
  * no lock, between two readings of the services' rings: it delays them
  * by its rendering (about a millisecond for 200 queries), never longer,
  * as the response is sent by later rounds as the socket takes it.
- * Connections are capped (64, idle ones closed after 30 s).
+ *
+ * Slow clients (slowloris). We accept connections ourselves and hand
+ * them to libmicrohttpd (MHD_add_connection), so that: a request has
+ * REQUEST_S seconds from its connection (or the previous answer on it)
+ * to the end of its answer, after which its socket is shut down (MHD then
+ * closes it), whatever trickle of bytes keeps it from being idle; and at
+ * most MAX_CONN connections are kept: a new one when all are taken shuts
+ * down the oldest that is not being answered. A client that sends a byte
+ * every few seconds on each of 64 connections therefore cannot keep a
+ * scrape out: the scrape's connection is the newest. Idle ones are closed
+ * after REQUEST_S too (MHD_OPTION_CONNECTION_TIMEOUT).
  *
  * The exposition: per fingerprint and kind (the profile's queries rows),
  * counters of executions, rows and errors and a histogram of db time per
@@ -34,15 +44,29 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <microhttpd.h>
 
 #include "metrics.h"
 
+/* Connections kept, and the time a request has (see above). */
+#define MAX_CONN 64
+#define REQUEST_S 10
+
+struct mconn {
+	int fd;         /* -1: free slot */
+	uint64_t since; /* mono ns: accepted, or its last answer sent */
+	int answering;  /* its request is being answered (handler reached) */
+	int shut;       /* shut down by us; MHD closes it */
+};
+
 struct sp_metrics {
 	struct MHD_Daemon *d;
 	int lfd, outer, mhd_epoll;
+	struct mconn conns[MAX_CONN + 16]; /* shut ones linger until MHD closes them */
+	uint64_t evicted;  /* connections shut down: too slow, or the oldest */
 	size_t top_n;
 	sp_metrics_totals_fn totals;
 	void *arg;
@@ -264,6 +288,116 @@ static enum MHD_Result answer(struct MHD_Connection *conn, unsigned code, const 
 static const char reconnecting[] =
 	"the agent restarted: the processes of the previous one are reconnecting\n";
 
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static struct mconn *conn_of(struct sp_metrics *m, struct MHD_Connection *conn)
+{
+	const union MHD_ConnectionInfo *ci =
+		MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+
+	if (!ci)
+		return NULL;
+	for (size_t i = 0; i < sizeof(m->conns) / sizeof(m->conns[0]); i++)
+		if (m->conns[i].fd == ci->connect_fd)
+			return &m->conns[i];
+	return NULL;
+}
+
+/* MHD closed a connection: its slot is free. */
+static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
+			  enum MHD_ConnectionNotificationCode code)
+{
+	struct sp_metrics *m = cls;
+	struct mconn *c;
+
+	(void)socket_context;
+	if (code == MHD_CONNECTION_NOTIFY_CLOSED && (c = conn_of(m, conn)))
+		c->fd = -1;
+}
+
+/* An answer was sent (or the request given up): the connection's next
+ * request has its own REQUEST_S. */
+static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
+			 enum MHD_RequestTerminationCode toe)
+{
+	struct sp_metrics *m = cls;
+	struct mconn *c = conn_of(m, conn);
+
+	(void)con_cls;
+	(void)toe;
+	if (c) {
+		c->since = mono_ns();
+		c->answering = 0;
+	}
+}
+
+static void shut(struct sp_metrics *m, struct mconn *c)
+{
+	shutdown(c->fd, SHUT_RDWR);
+	c->shut = 1;
+	m->evicted++;
+}
+
+/* Take every pending connection: the oldest one not being answered is
+ * shut down when MAX_CONN are kept already. */
+static void accept_all(struct sp_metrics *m)
+{
+	const size_t nslot = sizeof(m->conns) / sizeof(m->conns[0]);
+
+	for (;;) {
+		struct sockaddr_storage sa;
+		socklen_t sl = sizeof(sa);
+		struct mconn *freeslot = NULL, *oldest = NULL;
+		size_t live = 0;
+		int fd = accept4(m->lfd, (struct sockaddr *)&sa, &sl, SOCK_CLOEXEC | SOCK_NONBLOCK);
+
+		if (fd < 0)
+			return;
+		for (size_t i = 0; i < nslot; i++) {
+			struct mconn *c = &m->conns[i];
+
+			if (c->fd < 0) {
+				if (!freeslot)
+					freeslot = c;
+				continue;
+			}
+			if (c->shut)
+				continue;
+			live++;
+			if (!c->answering && (!oldest || c->since < oldest->since))
+				oldest = c;
+		}
+		if (live >= MAX_CONN && oldest)
+			shut(m, oldest);
+		if (!freeslot || (live >= MAX_CONN && !oldest)) {
+			close(fd); /* every slot answering or lingering: refused */
+			continue;
+		}
+		*freeslot = (struct mconn){ .fd = fd, .since = mono_ns() };
+		if (MHD_add_connection(m->d, fd, (struct sockaddr *)&sa, sl) != MHD_YES)
+			freeslot->fd = -1; /* MHD closed it */
+	}
+}
+
+/* Requests past their REQUEST_S are shut down. */
+static void expire(struct sp_metrics *m)
+{
+	uint64_t now = mono_ns(), limit = (uint64_t)REQUEST_S * 1000000000u;
+
+	for (size_t i = 0; i < sizeof(m->conns) / sizeof(m->conns[0]); i++) {
+		struct mconn *c = &m->conns[i];
+
+		if (c->fd >= 0 && !c->shut && now - c->since > limit)
+			shut(m, c);
+	}
+}
+
 static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char *url,
 			      const char *method, const char *version, const char *upload_data,
 			      size_t *upload_data_size, void **con_cls)
@@ -275,6 +409,10 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char
 	char *body = NULL;
 	size_t len = 0;
 	int t;
+	struct mconn *c = conn_of(m, conn);
+
+	if (c)
+		c->answering = 1;
 
 	if (strcmp(url, "/metrics"))
 		return answer(conn, MHD_HTTP_NOT_FOUND, "not found: sqlprof serves GET /metrics\n", NULL);
@@ -415,10 +553,16 @@ struct sp_metrics *sp_metrics_start(const char *hostport, size_t top_n, sp_metri
 	m->lfd = listen_on(hostport, err, errlen);
 	if (m->lfd < 0)
 		goto fail;
-	m->d = MHD_start_daemon(MHD_USE_EPOLL | MHD_USE_ERROR_LOG, 0, NULL, NULL, handle, m,
-				MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL, MHD_OPTION_LISTEN_SOCKET,
-				m->lfd, MHD_OPTION_CONNECTION_LIMIT, (unsigned)64,
-				MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)30, MHD_OPTION_END);
+	for (size_t i = 0; i < sizeof(m->conns) / sizeof(m->conns[0]); i++)
+		m->conns[i].fd = -1;
+	/* connections are ours to accept (accept_all) */
+	m->d = MHD_start_daemon(MHD_USE_EPOLL | MHD_USE_ERROR_LOG | MHD_USE_NO_LISTEN_SOCKET, 0, NULL,
+				NULL, handle, m, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
+				MHD_OPTION_CONNECTION_LIMIT,
+				(unsigned)(sizeof(m->conns) / sizeof(m->conns[0])),
+				MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)REQUEST_S,
+				MHD_OPTION_NOTIFY_CONNECTION, on_connection, m,
+				MHD_OPTION_NOTIFY_COMPLETED, on_completed, m, MHD_OPTION_END);
 	if (!m->d) {
 		snprintf(err, errlen, "--metrics: libmicrohttpd would not start on %s", hostport);
 		goto fail;
@@ -433,6 +577,7 @@ struct sp_metrics *sp_metrics_start(const char *hostport, size_t top_n, sp_metri
 	memset(&ev, 0, sizeof(ev));
 	ev.events = EPOLLIN;
 	if (epoll_ctl(m->outer, EPOLL_CTL_ADD, m->mhd_epoll, &ev) < 0 ||
+	    epoll_ctl(m->outer, EPOLL_CTL_ADD, m->lfd, &ev) < 0 ||
 	    (watch_fd >= 0 && epoll_ctl(m->outer, EPOLL_CTL_ADD, watch_fd, &ev) < 0)) {
 		snprintf(err, errlen, "--metrics: epoll_ctl: %s", strerror(errno));
 		goto fail;
@@ -450,6 +595,8 @@ int sp_metrics_fd(const struct sp_metrics *m)
 
 void sp_metrics_run(struct sp_metrics *m)
 {
+	accept_all(m);
+	expire(m);
 	MHD_run(m->d);
 }
 
@@ -457,9 +604,10 @@ int sp_metrics_timeout_ms(struct sp_metrics *m)
 {
 	MHD_UNSIGNED_LONG_LONG t;
 
-	if (MHD_get_timeout(m->d, &t) != MHD_YES)
-		return -1;
-	return t > INT_MAX ? INT_MAX : (int)t;
+	/* the next request's end is looked at within a second */
+	if (MHD_get_timeout(m->d, &t) != MHD_YES || t > 1000)
+		t = 1000;
+	return (int)t;
 }
 
 void sp_metrics_forget(struct sp_metrics *m)
@@ -477,8 +625,8 @@ void sp_metrics_stop(struct sp_metrics *m)
 	if (!m)
 		return;
 	if (m->d)
-		MHD_stop_daemon(m->d); /* closes the listener it was given */
-	else if (m->lfd >= 0)
+		MHD_stop_daemon(m->d); /* closes its connections */
+	if (m->lfd >= 0)
 		close(m->lfd);
 	if (m->outer >= 0)
 		close(m->outer);

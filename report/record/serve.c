@@ -5,9 +5,13 @@
  * calibration, the listening socket, one poll round over the listener,
  * the connections and the rings, and the BYE files.
  *
- * Peers are accepted only from our own uid (SO_PEERCRED); a message is
+ * Peers are accepted only from our own uid or root (SO_PEERCRED); others
+ * are closed unread, the first said and all counted. A message is
  * accepted only with the pid the kernel gives for its connection
- * (collect.c checks). It does not decide when collecting ends.
+ * (collect.c checks). What a peer can make us log is rate-limited
+ * (sp_ratelog): a same-uid client sending nothing but bad messages gets
+ * SP_RATELOG_BURST lines per period and a count. It does not decide when
+ * collecting ends.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -17,8 +21,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
@@ -212,8 +218,8 @@ static int drain(struct sp_srv *s, struct sp_client *cl)
 			return 0;
 		if (r == -1)
 			return -1;
-		if (r == -2)
-			fprintf(stderr, "\n%s: dropped a bad message from pid %u: %s\n", "sqlprof",
+		if (r == -2 && sp_ratelog(&s->log_bad, stderr, s->who, "bad messages dropped"))
+			fprintf(stderr, "\n%s: dropped a bad message from pid %u: %s\n", s->who,
 				cl->pid, s->c->last_error);
 	}
 	return 0;
@@ -245,26 +251,94 @@ static int peer_pidfd(const struct sp_client *cl)
 	return pfd;
 }
 
+int sp_srv_raise_nofile(struct rlimit *old)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
+		return -1;
+	if (old)
+		*old = rl;
+	if (rl.rlim_cur == rl.rlim_max)
+		return 0;
+	rl.rlim_cur = rl.rlim_max;
+	return setrlimit(RLIMIT_NOFILE, &rl);
+}
+
+/* Descriptors open in this process (/proc/self/fd, less the one reading
+ * it), or 0 when it cannot be read. */
+static unsigned long open_fds(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	unsigned long n = 0;
+
+	if (!d)
+		return 0;
+	while (readdir(d))
+		n++;
+	closedir(d);
+	return n > 3 ? n - 3 : 0; /* ".", ".." and d's own */
+}
+
+/* Whether a connection may be taken now: not when the descriptors left
+ * under RLIMIT_NOFILE are SP_SRV_FD_HEADROOM or fewer, since a message
+ * that comes with a descriptor (a HELLO's statistics, a thread's ring)
+ * and finds none left loses it ("control data truncated"): the process
+ * then waits in the listener's backlog, its messages queued and its
+ * totals in its own memory, until a process ends. Said once. */
+static int fds_left(struct sp_srv *s)
+{
+	struct rlimit rl;
+	unsigned long n;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur == RLIM_INFINITY ||
+	    rl.rlim_cur > 1UL << 20)
+		return 1;
+	n = open_fds();
+	/* a quarter of a small limit; and never none at all connected (a
+	 * limit so low would keep everything out) */
+	if (n + (rl.rlim_cur / 4 < SP_SRV_FD_HEADROOM ? rl.rlim_cur / 4 : SP_SRV_FD_HEADROOM) <
+		    rl.rlim_cur ||
+	    !s->ncl)
+		return 1;
+	if (!s->c->fd_waits++)
+		fprintf(stderr,
+			"\n%s: %lu descriptors open of RLIMIT_NOFILE %llu (hard limit %llu): new "
+			"processes wait until others end; raise the hard limit (ulimit -Hn, "
+			"systemd's LimitNOFILE=)\n",
+			s->who, n, (unsigned long long)rl.rlim_cur, (unsigned long long)rl.rlim_max);
+	return 0;
+}
+
 /* Accept every pending connection of our uid. -1 when out of memory. */
 static int accept_all(struct sp_srv *s)
 {
 	for (;;) {
-		int fd = accept4(s->lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+		int fd;
 		struct ucred cr;
 		socklen_t crl = sizeof(cr);
 
-		if (fd < 0) {
-			if (errno == EMFILE || errno == ENFILE) {
-				/* out of descriptors: the pending connection
-				 * stays readable; do not spin on it */
-				struct timespec ts = { 0, 10000000 };
-
-				nanosleep(&ts, NULL);
-			}
+		if (!fds_left(s)) {
+			/* not looked at again for 50 ms: no spinning on it */
+			s->accept_after = sp_srv_mono_ns() + 50000000u;
 			return 0;
 		}
-		if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &crl) < 0 || cr.uid != getuid()) {
-			fprintf(stderr, "\nsqlprof: refused a connection from uid %d\n", (int)cr.uid);
+		fd = accept4(s->lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+		if (fd < 0) {
+			if (errno == EMFILE || errno == ENFILE)
+				s->accept_after = sp_srv_mono_ns() + 50000000u;
+			return 0;
+		}
+		/* our uid, or root: another user's process is refused before
+		 * anything of it is read (the first one said, all counted) */
+		if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &crl) < 0 ||
+		    (cr.uid != getuid() && cr.uid != 0)) {
+			if (!s->refused++)
+				fprintf(stderr,
+					"\n%s: refused a connection from uid %d\n%s: (pid %d; only "
+					"uid %u and root may connect; more of these are counted)\n",
+					s->who, crl == sizeof(cr) ? (int)cr.uid : -1, s->who,
+					crl == sizeof(cr) ? (int)cr.pid : -1, (unsigned)getuid());
 			close(fd);
 			continue;
 		}
@@ -289,7 +363,8 @@ int sp_srv_round(struct sp_srv *s, int extra, int timeout_ms, int accept_anyway)
 
 	if (!pf)
 		return -1;
-	pf[0].fd = s->lfd;
+	/* the listener, unless connections wait for descriptors (accept_all) */
+	pf[0].fd = s->accept_after && sp_srv_mono_ns() < s->accept_after ? -1 : s->lfd;
 	pf[0].events = POLLIN;
 	for (i = 0; i < npf; i++) {
 		pf[i + 1].fd = s->cl[i].fd;
@@ -314,8 +389,9 @@ int sp_srv_round(struct sp_srv *s, int extra, int timeout_ms, int accept_anyway)
 		pthread_mutex_lock(s->model_lock);
 	if (n > 0 && extra >= 0 && (pf[npf + 1].revents & POLLIN))
 		rc |= SP_SRV_EXTRA;
-	if (((n > 0 && (pf[0].revents & POLLIN)) || accept_anyway) && s->lfd >= 0 &&
-	    accept_all(s) < 0) {
+	if (((n > 0 && (pf[0].revents & POLLIN)) || accept_anyway ||
+	     (s->accept_after && sp_srv_mono_ns() >= s->accept_after)) &&
+	    s->lfd >= 0 && (s->accept_after = 0, accept_all(s) < 0)) {
 		free(pf);
 		return -1;
 	}
@@ -355,8 +431,20 @@ int sp_srv_round(struct sp_srv *s, int extra, int timeout_ms, int accept_anyway)
 	return rc;
 }
 
+int sp_srv_pending(const struct sp_srv *s)
+{
+	struct pollfd p = { .fd = s->lfd, .events = POLLIN };
+
+	return s->lfd >= 0 && poll(&p, 1, 0) == 1 && (p.revents & POLLIN);
+}
+
 void sp_srv_close(struct sp_srv *s)
 {
+	sp_ratelog_flush(&s->log_bad, stderr, s->who, "bad messages dropped");
+	if (s->refused)
+		fprintf(stderr, "%s: %llu connection%s refused (peers of another uid)\n", s->who,
+			(unsigned long long)s->refused, s->refused == 1 ? "" : "s");
+	s->refused = 0;
 	for (size_t i = 0; i < s->ncl; i++)
 		close(s->cl[i].fd);
 	free(s->cl);
@@ -369,10 +457,39 @@ void sp_srv_close(struct sp_srv *s)
 	s->buf = NULL;
 }
 
+int sp_ratelog(struct sp_ratelog *r, FILE *f, const char *who, const char *what)
+{
+	uint64_t now = sp_srv_mono_ns();
+
+	if (r->n && now - r->start >= (uint64_t)SP_RATELOG_PERIOD_S * 1000000000u) {
+		sp_ratelog_flush(r, f, who, what);
+		r->n = 0;
+	}
+	if (!r->n)
+		r->start = now;
+	if (r->n < SP_RATELOG_BURST) {
+		r->n++;
+		return 1;
+	}
+	r->suppressed++;
+	return 0;
+}
+
+void sp_ratelog_flush(struct sp_ratelog *r, FILE *f, const char *who, const char *what)
+{
+	if (!r->suppressed)
+		return;
+	fprintf(f, "%s: %llu more %s not shown (at most %d lines every %d s)\n", who,
+		(unsigned long long)r->suppressed, what, SP_RATELOG_BURST, SP_RATELOG_PERIOD_S);
+	r->suppressed = 0;
+}
+
 /* Goodbyes the preload could not send (collector stalled or gone) are
  * left as files in our private directory: read them like messages. */
 void sp_srv_read_bye_files(struct sp_coll *c, const char *dir, const char *who)
 {
+	static struct sp_ratelog bye_log;
+
 	DIR *d = opendir(dir);
 	struct dirent *e;
 
@@ -393,7 +510,8 @@ void sp_srv_read_bye_files(struct sp_coll *c, const char *dir, const char *who)
 		n = read(fd, msg, sizeof(msg));
 		close(fd);
 		unlink(path);
-		if (n > 0 && sp_coll_message(c, msg, (size_t)n, 0) < 0)
+		if (n > 0 && sp_coll_message(c, msg, (size_t)n, 0) < 0 &&
+		    sp_ratelog(&bye_log, stderr, who, "bad goodbye files ignored"))
 			fprintf(stderr, "%s: ignored %s: %s\n", who, e->d_name, c->last_error);
 	}
 	closedir(d);
@@ -402,13 +520,77 @@ void sp_srv_read_bye_files(struct sp_coll *c, const char *dir, const char *who)
 int sp_srv_default_socket(char *out, size_t len)
 {
 	const char *xdg = getenv("XDG_RUNTIME_DIR");
-	int n;
+	int n, shared = 0;
 
-	if (getuid() == 0)
+	if (getuid() == 0) {
 		n = snprintf(out, len, "/run/sqlprof/sock");
-	else if (xdg && xdg[0] == '/')
+	} else if (xdg && xdg[0] == '/') {
 		n = snprintf(out, len, "%s/sqlprof/sock", xdg);
-	else
+	} else {
 		n = snprintf(out, len, "%s/sqlprof-%u/sock", "/tmp", (unsigned)getuid());
-	return n > 0 && (size_t)n < len ? 0 : -1;
+		shared = 1;
+	}
+	return n > 0 && (size_t)n < len ? shared : -1;
+}
+
+int sp_srv_own_dir(const char *dir, int strict, char *err, size_t errlen)
+{
+	struct stat st, fst;
+	unsigned uid = (unsigned)getuid();
+	int made = 0, fd, rc = -1;
+
+	if (mkdir(dir, 0700) == 0)
+		made = 1;
+	else if (errno != EEXIST) {
+		snprintf(err, errlen, "cannot create %s: %s", dir, strerror(errno));
+		return -1;
+	}
+	if (lstat(dir, &st) < 0) {
+		snprintf(err, errlen, "%s: %s", dir, strerror(errno));
+		return -1;
+	}
+	if (S_ISLNK(st.st_mode)) {
+		snprintf(err, errlen, "%s is a symbolic link (of uid %u), not a directory of yours",
+			 dir, (unsigned)st.st_uid);
+		return -1;
+	}
+	if (!S_ISDIR(st.st_mode)) {
+		snprintf(err, errlen, "%s is not a directory", dir);
+		return -1;
+	}
+	if (st.st_uid != uid) {
+		snprintf(err, errlen,
+			 "%s is owned by uid %u, not by you (uid %u): another user may be listening "
+			 "there for your processes' SQL and statistics",
+			 dir, (unsigned)st.st_uid, uid);
+		return -1;
+	}
+	/* the directory itself, to check what was looked at is what is
+	 * there (nobody else can rename or remove a directory of ours in
+	 * a sticky /tmp, nor anywhere they may not write) */
+	fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0 || fstat(fd, &fst) < 0) {
+		snprintf(err, errlen, "%s: %s", dir, strerror(errno));
+		goto out;
+	}
+	if (fst.st_dev != st.st_dev || fst.st_ino != st.st_ino || fst.st_uid != uid) {
+		snprintf(err, errlen, "%s changed while it was checked", dir);
+		goto out;
+	}
+	if (made && (fst.st_mode & 07777) != 0700 && fchmod(fd, 0700) == 0)
+		fst.st_mode = (fst.st_mode & ~07777u) | 0700; /* a umask took bits of ours */
+	if (strict && (fst.st_mode & 07777) != 0700) {
+		snprintf(err, errlen, "%s has mode %04o, not 0700", dir, (unsigned)(fst.st_mode & 07777));
+		goto out;
+	}
+	if (!strict && (fst.st_mode & 022)) {
+		snprintf(err, errlen, "%s has mode %04o: others may write in it", dir,
+			 (unsigned)(fst.st_mode & 07777));
+		goto out;
+	}
+	rc = 0;
+out:
+	if (fd >= 0)
+		close(fd);
+	return rc;
 }

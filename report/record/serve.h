@@ -15,8 +15,27 @@
 #include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "collect.h"
+
+/*
+ * A rate limit on lines a peer can cause: the first SP_RATELOG_BURST of a
+ * period of SP_RATELOG_PERIOD_S seconds are written, the others counted
+ * and said in one line when the next period starts, or at sp_ratelog_flush.
+ */
+#define SP_RATELOG_BURST 10
+#define SP_RATELOG_PERIOD_S 60
+struct sp_ratelog {
+	uint64_t start;      /* mono ns the period began */
+	unsigned n;          /* lines written in it */
+	uint64_t suppressed; /* lines not written, not said yet */
+};
+/* 1 when the line may be written (what: the lines' kind, for the count's
+ * line, e.g. "bad messages dropped"). */
+int sp_ratelog(struct sp_ratelog *r, FILE *f, const char *who, const char *what);
+/* Say how many lines were not written, if any. */
+void sp_ratelog_flush(struct sp_ratelog *r, FILE *f, const char *who, const char *what);
 
 struct sp_client {
 	int fd;
@@ -48,6 +67,10 @@ struct sp_srv {
 	 * timeline writer); NULL: none */
 	pthread_mutex_t *model_lock;
 	unsigned idle_rounds; /* rounds in a row that found nothing */
+	uint64_t refused;     /* connections of another uid closed unread */
+	uint64_t accept_after; /* mono ns: connections wait for descriptors
+				* until then (0: none wait) */
+	struct sp_ratelog log_bad; /* "dropped a bad message" lines */
 };
 
 /* 1 when path cannot be an element of LD_PRELOAD (spaces, colons...). */
@@ -63,8 +86,31 @@ double sp_srv_calibrate_tsc(void);
 uint64_t sp_srv_proc_start(uint32_t pid);
 
 /* The agent's socket when none is given: $XDG_RUNTIME_DIR/sqlprof/sock,
- * /run/sqlprof/sock for root, else /tmp/sqlprof-UID/sock. 0 or -1. */
+ * /run/sqlprof/sock for root, else /tmp/sqlprof-UID/sock. Returns 0, 1
+ * for the last (in a directory anyone may create first: see
+ * sp_srv_own_dir, strict), or -1 when it does not fit. */
 int sp_srv_default_socket(char *out, size_t len);
+/* The text that says what to do when the default socket's directory is
+ * refused (the end of a sentence). */
+#define SP_SRV_DIR_ADVICE                                                                          \
+	"set XDG_RUNTIME_DIR to a directory of yours (mode 0700), or give --socket PATH in one; "  \
+	"remove the directory if you do not know who made it"
+/*
+ * The socket's directory dir: made 0700 when missing (its parent must
+ * exist), then checked with lstat and, once opened, fstat: a directory,
+ * not a symbolic link, of our uid, with mode exactly 0700 when strict
+ * (the /tmp fallback, where another user may make it first), else one
+ * others may not write in. Returns 0, or -1 with the path and why in err.
+ */
+int sp_srv_own_dir(const char *dir, int strict, char *err, size_t errlen);
+/* Descriptors kept free for what connected processes send: a new
+ * connection waits in the backlog when fewer would be left. */
+#define SP_SRV_FD_HEADROOM 16
+/* Raise the soft RLIMIT_NOFILE to the hard one (a collector holds a
+ * descriptor per process); *old gets the limits before (so that a
+ * command started afterwards gets them back). 0 or -1. */
+struct rlimit;
+int sp_srv_raise_nofile(struct rlimit *old);
 /* Set s up for collector c (s->lfd -1, a message buffer). 0 or -1. */
 int sp_srv_init(struct sp_srv *s, struct sp_coll *c, const char *who);
 /* Listen on a SOCK_SEQPACKET socket at path (which must not exist).
@@ -83,7 +129,10 @@ int sp_srv_listen(struct sp_srv *s, const char *path, char *err, size_t errlen);
 #define SP_SRV_DATA 1
 #define SP_SRV_EXTRA 2
 int sp_srv_round(struct sp_srv *s, int extra, int timeout_ms, int accept_anyway);
-/* Close every connection and the listener (its path is the caller's). */
+/* 1 when connections wait to be accepted (for descriptors, say). */
+int sp_srv_pending(const struct sp_srv *s);
+/* Close every connection and the listener (its path is the caller's);
+ * say how many peers were refused and bad-message lines not written. */
 void sp_srv_close(struct sp_srv *s);
 /* Read the BYE files ("bye.*") the preload left in dir, then remove them. */
 void sp_srv_read_bye_files(struct sp_coll *c, const char *dir, const char *who);
