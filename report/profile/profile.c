@@ -503,6 +503,18 @@ static int write_frames(sqlite3 *db, struct sp_coll *c, const struct sp_meta *m)
 				p += sprintf(p, "%s\n", notes[i]);
 		}
 	}
+	if (getenv("SQLPROF_SYMSTATS")) {
+		/* for tests: what the symbolizer opened and what came from its
+		 * cache, deterministic where times are not (configuration.md) */
+		struct sym_stats ss;
+
+		sym_get_stats(sym, &ss);
+		fprintf(stderr,
+			"sqlprof: symbolizer: %lu modules opened, %lu lookups, %lu from cache files"
+			" (%lu files used, %lu stale, %lu rejected)\n",
+			ss.modules_opened, ss.lookups, ss.cache_hits, ss.cache_files, ss.cache_stale,
+			ss.cache_rejected);
+	}
 	sqlite3_finalize(st);
 	if (sym != m->sym)
 		sym_close(sym);
