@@ -152,6 +152,11 @@ struct sym_ctx {
 	const char **notes; /* every module's note, once each */
 	size_t nnotes, notes_cap;
 	int cache_fd; /* the persistent cache's directory, or -1 */
+	/* hash of DEBUGINFOD_URLS when the cache was set, 0 when unset or
+	 * empty: libdwfl asks those servers for a debug file it does not find,
+	 * so results made with servers and without them are kept apart (read
+	 * once, as another thread may change the environment later) */
+	uint64_t cache_urls;
 };
 
 static const char *intern(struct sym_ctx *ctx, const char *s);
@@ -945,7 +950,8 @@ out:
 }
 
 /* The cache file's name for m: its build-id and a hash of the rest of its
- * key (path, debug path, libdw version, format), in name[]. */
+ * key (path, debug path, libdw version, debuginfod servers, format), in
+ * name[]. */
 static void cache_name(const struct sym_ctx *ctx, const struct module *m, char *name,
 		       size_t size, uint64_t *key)
 {
@@ -954,6 +960,7 @@ static void cache_name(const struct sym_ctx *ctx, const struct module *m, char *
 	char bid[2 * 64 + 1];
 	uint64_t h = hash_bytes(HASH_SEED, CACHE_MAGIC, 8);
 
+	h = hash_u64(h, ctx->cache_urls);
 	h = hash_bytes(h, m->path, strlen(m->path) + 1);
 	h = hash_bytes(h, dirs, strlen(dirs) + 1);
 	h = hash_bytes(h, ver ? ver : "", strlen(ver ? ver : "") + 1);
@@ -1535,6 +1542,11 @@ int sym_set_cache_dir(struct sym_ctx *ctx, const char *dir)
 		return -1;
 	}
 	ctx->cache_fd = fd;
+	{
+		const char *urls = getenv("DEBUGINFOD_URLS");
+
+		ctx->cache_urls = urls && *urls ? hash_bytes(HASH_SEED, urls, strlen(urls)) : 0;
+	}
 	return 0;
 }
 
