@@ -80,9 +80,11 @@ LIBCLI := $(BUILD)/lib/libspcli.a
 
 LIBS := -lsqlite3 -ldw -lelf -lm -lpthread
 # libmicrohttpd serves `sqlprof agent --metrics` (report/record/metrics.c): the
-# CLI links it, the preload and the unit tests do not.
+# CLI loads it (dlopen, by its soname) when --metrics starts, so that no other
+# command loads it and the 10 TLS libraries it needs; the fuzz targets link it.
 MHD_CFLAGS := $(shell pkg-config --cflags libmicrohttpd 2>/dev/null)
 MHD_LIBS := $(shell pkg-config --libs libmicrohttpd 2>/dev/null)
+MHD_SONAME := $(or $(shell objdump -p "$$(pkg-config --variable=libdir libmicrohttpd 2>/dev/null)/libmicrohttpd.so" 2>/dev/null | awk '/SONAME/ { print $$2 }'),libmicrohttpd.so.12)
 CHECK_LIBS := $(shell pkg-config --libs check 2>/dev/null)
 
 .PHONY: all check demo bench install clean help deps unit integration progs
@@ -128,9 +130,9 @@ $(LIBCLI): $(CLI_OBJ)
 
 $(SQLPROF): $(BUILD)/obj/report/main.o $(LIBCLI) $(LIBSYM)
 	@mkdir -p $(@D)
-	$(CC) -o $@ $< $(LIBCLI) $(LIBSYM) $(SAN_LDFLAGS) -rdynamic $(LIBS) $(MHD_LIBS)
+	$(CC) -o $@ $< $(LIBCLI) $(LIBSYM) $(SAN_LDFLAGS) -rdynamic $(LIBS) -ldl
 
-$(BUILD)/obj/report/record/metrics.o: ALL_CFLAGS += $(MHD_CFLAGS)
+$(BUILD)/obj/report/record/metrics.o: ALL_CFLAGS += $(MHD_CFLAGS) -DSP_MHD_SONAME=\"$(MHD_SONAME)\"
 
 $(BUILD)/tests/%: tests/%.c $(LIBCLI) $(LIBSYM)
 	@mkdir -p $(@D)

@@ -455,6 +455,29 @@ def acceptance(r):
              "%.2f ns" % w["collector_cpu_ns_per_execution"]
              if w.get("collector_cpu_ns_per_execution") is not None else "-"],
         ]))
+
+    fc = r.get("fixed_cost")
+    o.append("\n### Fixed cost of `sqlprof record`\n")
+    if not fc:
+        o.append("Not in these results.")
+    else:
+        o.append("Each command bare and under `sqlprof record` (default rate, the profile "
+                 "replaced each time), %d rounds taken in turn, median wall of the whole "
+                 "command. Clocksource: **%s**. *record* runs with its symbolization cache "
+                 "warm (every run after the first); *cold* is the one run that filled it; "
+                 "*no cache* is `SQLPROF_SYMCACHE=0` (every run symbolizes libc again).\n" % (
+                     fc["rounds"], fc["clocksource"]))
+        rows = []
+        for name, e in fc["commands"].items():
+            t = target_of(r, "fixed_cost_%s_ms" % name)
+            rows.append(["`%s`" % " ".join(e["argv"]), "%.1f ms" % e["bare_ms_median"],
+                         "%.1f ms" % e["record_ms_median"], "**+%.1f ms**" % e["over_bare_ms"],
+                         "≤ %g: %s" % (t["limit"], verdict(t["met"])) if t else "-",
+                         "%.1f ms" % e["record_cold_ms"],
+                         "%.1f ms (+%.1f)" % (e["record_nocache_ms_median"],
+                                              e["over_bare_nocache_ms"]), fc["clocksource"]])
+        o.append(table(["command", "bare", "record", "difference", "target", "cold cache",
+                        "no cache", "clocksource"], rows))
     return o
 
 

@@ -38,7 +38,14 @@ ltrace at a reduced size):
               profile's count of the INSERTs (must be all of them);
   wall_10m    10 M executions of the trivial loop, bare and under sqlprof
               record at the default rate, whole command, median of 3
-              interleaved rounds, and the collector's own CPU time.
+              interleaved rounds, and the collector's own CPU time;
+  fixed_cost  record's fixed cost: `sqlite3 :memory: 'select 1'` and a
+              Python one-liner, bare and under sqlprof record (default
+              rate), 20 interleaved rounds, median wall of each and their
+              difference in ms, with the clocksource; record with its
+              symbolization cache warm (the usual case: every run after the
+              first), and once each with it empty and without it
+              (SQLPROF_SYMCACHE=0).
 
 It never asserts a time: it records them. It does fail (exit 1) when a
 program misbehaves: no BENCH line, a non-zero exit, a result (check=)
@@ -51,7 +58,7 @@ usage: scripts/bench_run.py [--build DIR] [--out FILE] [--smoke] [--only PART]
   $BENCH_N  executions of the trivial loop under callgrind (default 100000)
   --smoke   tiny sizes, one round, every program once: for `make check`
             (tests/integration/t_bench_smoke.sh); seconds, not minutes.
-  --only    run one part (wall_10m) and print its JSON on stdout; nothing
+  --only    run one part (wall_10m, fixed_cost) and print its JSON on stdout; nothing
             is written (the programs of BUILD/bench must be built:
             scripts/bench_build.sh BUILD/bench).
 """
@@ -94,6 +101,7 @@ FULL = {
     # 5 interleaved rounds: with 3, one slow run of either configuration
     # on this shared 2-core machine moved the median ratio by 0.1
     "wall_10m_rounds": 5,
+    "fixed_cost_rounds": 20,
     # issue 12's scale workloads, each at growing sizes (the last is the
     # acceptance size)
     "scale_fps": [2000, 6000, 20000],
@@ -117,6 +125,7 @@ SMOKE = {
     "dump_rounds": 1,
     "wall_10m_n": 10000,
     "wall_10m_rounds": 1,
+    "fixed_cost_rounds": 1,
     "scale_fps": [100],
     "scale_procs": [4],
     "scale_events": [2000],
@@ -149,6 +158,9 @@ TARGETS = {
     # run).
     "dump_after_exit_s": 2.0,
     "wall_10m_ratio": 1.2,
+    # issue 25, acceptance 5: ms over bare, median of 20
+    "fixed_cost_sqlite3_ms": 30,
+    "fixed_cost_python_ms": 40,
     # issue 12 (scale): at the largest size of each workload
     "scale_fp_after_exit_s": 2.0,
     "scale_fp_report_s": 1.0,
@@ -743,6 +755,66 @@ class Bench:
              w["cmd_ratio_min"], (s.get("collector_cpu_ns_median") or 0) / 1e6))
         return w
 
+    FIXED_COST_CMDS = {
+        "sqlite3": ["sqlite3", ":memory:", "select 1"],
+        "python": ["python3", "-c",
+                   'import sqlite3; sqlite3.connect(":memory:").execute("select 1")'],
+    }
+
+    def fixed_cost(self):
+        """record's fixed cost (issue 25, acceptance 5): each command bare
+        and under `sqlprof record` (default rate, a profile replaced each
+        time, as a test suite wrapping each command does), R rounds taken in
+        turn, median wall of the whole command and the difference in ms.
+        record runs with a symbolization cache of its own (XDG_CACHE_HOME in
+        the bench's temporary directory): filled by one cold run first
+        (timed: cold_ms), then warm, the usual case; plus R runs with the
+        cache off (SQLPROF_SYMCACHE=0, every run symbolizes from scratch).
+        The clocksource is printed beside the figures."""
+        rounds = self.sz["fixed_cost_rounds"]
+        clock = machine()["clocksource"]
+        cache = os.path.join(self.tmp, "xdg-cache")
+        prof = os.path.join(self.tmp, "fixed.db")
+        res = {"rounds": rounds, "clocksource": clock, "commands": {}}
+
+        def once(argv, env):
+            t0 = time.monotonic_ns()
+            p = subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                               env=env, cwd=self.tmp, text=True)
+            t = time.monotonic_ns() - t0
+            if p.returncode != 0:
+                raise BenchError("fixed cost: %s exited %d: %s" % (
+                    " ".join(argv), p.returncode, p.stderr.strip()[-1000:]))
+            return t
+
+        for name, cmd in self.FIXED_COST_CMDS.items():
+            if not shutil.which(cmd[0]):
+                raise BenchError("fixed cost: %s not installed" % cmd[0])
+            rec = [self.sqlprof, "record", "-q", "-o", prof, "--"] + cmd
+            env_on = dict(self.env, XDG_CACHE_HOME=cache)
+            env_off = dict(self.env, SQLPROF_SYMCACHE="0")
+            shutil.rmtree(cache, ignore_errors=True)
+            cold = once(rec, env_on)
+            bare, warm, off = [], [], []
+            for _ in range(rounds):
+                bare.append(once(cmd, self.env))
+                warm.append(once(rec, env_on))
+                off.append(once(rec, env_off))
+            b, w, o = median(bare), median(warm), median(off)
+            e = {"argv": cmd, "bare_ns": bare, "record_ns": warm, "record_nocache_ns": off,
+                 "bare_ms_median": round(b / 1e6, 1), "record_ms_median": round(w / 1e6, 1),
+                 "record_nocache_ms_median": round(o / 1e6, 1),
+                 "record_cold_ms": round(cold / 1e6, 1),
+                 "over_bare_ms": round((w - b) / 1e6, 1),
+                 "over_bare_nocache_ms": round((o - b) / 1e6, 1)}
+            res["commands"][name] = e
+            log("fixed cost %-7s (clocksource %s): bare %.1f ms, record %.1f ms (+%.1f), "
+                "cold cache %.1f ms, no cache %.1f ms (+%.1f); medians of %d" % (
+                    name, clock, e["bare_ms_median"], e["record_ms_median"], e["over_bare_ms"],
+                    e["record_cold_ms"], e["record_nocache_ms_median"],
+                    e["over_bare_nocache_ms"], rounds))
+        return res
+
     # ---- issue 12: scale -------------------------------------------------------
 
     def cli_cost(self, args, what, ok=(0,)):
@@ -901,6 +973,7 @@ class Bench:
         res["speedtest1"] = self.speedtest1(res["skipped"])
         res["dump"] = self.dump_restore(res["skipped"])
         res["wall_10m"] = self.wall_10m()
+        res["fixed_cost"] = self.fixed_cost()
         res["scale"] = self.scale(res["skipped"])
         res["loadavg_end"] = [round(x, 2) for x in os.getloadavg()]
         res["targets"] = targets(res)
@@ -963,6 +1036,13 @@ def targets(res):
     add("wall_10m_ratio", "trivial loop, %s executions, whole command under record / bare, wall "
         "(median)" % "{:,}".format(sz(res, "wall_10m_n")), w10.get("cmd_ratio"),
         TARGETS["wall_10m_ratio"])
+
+    fc = (res.get("fixed_cost") or {}).get("commands", {})
+    for name, what in (("sqlite3", "`sqlite3 :memory: 'select 1'`"),
+                       ("python", "a Python one-liner (sqlite3 select 1)")):
+        add("fixed_cost_%s_ms" % name, "%s under record, ms over bare (median, clocksource %s)" %
+            (what, (res.get("fixed_cost") or {}).get("clocksource", "?")),
+            fc.get(name, {}).get("over_bare_ms"), TARGETS["fixed_cost_%s_ms" % name])
 
     # Issue 12 (scale), at the largest size of each workload.
     sc = res.get("scale") or {}
@@ -1068,7 +1148,7 @@ def main():
     ap.add_argument("--build", default=os.environ.get("BUILD", "build"))
     ap.add_argument("--out")
     ap.add_argument("--smoke", action="store_true")
-    ap.add_argument("--only", choices=["wall_10m"])
+    ap.add_argument("--only", choices=["wall_10m", "fixed_cost"])
     a = ap.parse_args()
     if a.only:
         tmp = tempfile.mkdtemp(prefix="sqlprof-bench.")

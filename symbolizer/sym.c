@@ -44,6 +44,11 @@
 #include <sys/stat.h>
 #include "sym.h"
 
+#include <fcntl.h>
+#include <limits.h>
+#include <unistd.h>
+#include <elfutils/libdwelf.h>
+
 #include <dlfcn.h>
 #include <dwarf.h>
 #include <elfutils/libdw.h>
@@ -84,6 +89,18 @@ struct str_node {
 	char s[];
 };
 
+/* What a module's results depend on apart from the module file itself
+ * (the persistent cache's inputs): its separate debug file and the
+ * names under which libdwfl looks for it, and the dwz file that one
+ * refers to. NULL / 0 when there is none. */
+struct cache_in {
+	char *debuglink; /* the file's .gnu_debuglink name */
+	char *debugfile; /* the separate debug file libdwfl took */
+	char *altname;   /* the debug file's .gnu_debugaltlink name */
+	unsigned char altbid[64];
+	size_t altbid_len;
+};
+
 struct module {
 	struct hnode h;
 	const char *path; /* interned; also the result's module name */
@@ -97,12 +114,23 @@ struct module {
 			    * (said once: sym_notes), or NULL */
 	char *debuginfo_path;
 	Dwfl_Callbacks callbacks;
+	int opened; /* module_open has run: lazily, at the first address the
+		     * persistent cache did not answer */
+	/* The persistent cache (sym_set_cache_dir): what the module's
+	 * results depend on besides its own bytes, found at open (or read
+	 * from its cache file), the hash of those files' state, and whether
+	 * this run added results worth writing back. */
+	struct cache_in cin;
+	uint64_t sig;
+	int sig_ok;  /* sig and cin are known */
+	size_t nnew; /* results symbolized here, not read from the cache */
 };
 
 struct entry {
 	struct hnode h;
 	const struct module *m;
 	uint64_t addr;
+	int cached; /* read from the module's cache file */
 	struct sym_result res;
 	struct sym_frame frames[];
 };
@@ -123,6 +151,12 @@ struct sym_ctx {
 	char error[512];
 	const char **notes; /* every module's note, once each */
 	size_t nnotes, notes_cap;
+	int cache_fd; /* the persistent cache's directory, or -1 */
+	/* hash of DEBUGINFOD_URLS when the cache was set, 0 when unset or
+	 * empty: libdwfl asks those servers for a debug file it does not find,
+	 * so results made with servers and without them are kept apart (read
+	 * once, as another thread may change the environment later) */
+	uint64_t cache_urls;
 };
 
 static const char *intern(struct sym_ctx *ctx, const char *s);
@@ -227,11 +261,20 @@ static void free_node(struct hnode *n)
 	free(n);
 }
 
+static void cache_in_free(struct cache_in *ci)
+{
+	free(ci->debuglink);
+	free(ci->debugfile);
+	free(ci->altname);
+	memset(ci, 0, sizeof(*ci));
+}
+
 static void free_module(struct hnode *n)
 {
 	struct module *m = (struct module *)n;
 	if (m->dwfl != NULL)
 		dwfl_end(m->dwfl);
+	cache_in_free(&m->cin);
 	free(m->build_id);
 	free(m->debuginfo_path);
 	free(m);
@@ -718,11 +761,574 @@ static void zstd_check(struct sym_ctx *ctx, struct module *m)
 	}
 }
 
+/* ---- the persistent cache ---------------------------------------------- */
+
+/*
+ * Results outlive the process in one file per module under the cache
+ * directory (sym_set_cache_dir), so that a later run symbolizing the same
+ * addresses of the same file opens neither it nor its debug file.  Why:
+ * libdw 0.188 inflates every compressed .debug_* section of a file when it
+ * opens its DWARF (dwarf_begin_elf), and libc6-dbg's are compressed: the
+ * first libc frame of a recording (__libc_start_call_main, under every
+ * stack) cost 205 M of the 258 M instructions of `sqlprof record -- sqlite3
+ * :memory: 'select 1'` (callgrind), and the module without debug info
+ * (the sqlite3 shell) had libdwfl load libdebuginfod and its 20 libraries.
+ *
+ * A file is used only while everything its results depend on is as it was
+ * when they were made: the module file (path, build-id, and its stat:
+ * device, inode, mode, size, mtime, ctime), the debug search path, the
+ * libdw version, and the stat - or absence - of every file libdwfl could
+ * take for its debug information (the build-id tree under each absolute
+ * debug dir, the .gnu_debuglink name in each debug dir, the debug file it
+ * took and the dwz file that one names).  These inputs are stored in the
+ * file and their hash is recomputed on load, a few stat calls: installing
+ * or removing a -dbg package, rebuilding a library or another --debug-dir
+ * leaves the file unused (and rewritten).  Modules without a build-id,
+ * unusable ones and ones with a note (sym_notes) are never cached: their
+ * note is said by opening them.
+ *
+ * The directory must be ours (owner, not group or world writable); a file
+ * is read whole (at most CACHE_MAX bytes) and checked field by field before
+ * any of it is used: one that is short, long, or holds a bad length, count
+ * or byte is ignored (and replaced).  Files are replaced whole by renaming
+ * a private temporary file, so concurrent runs read the old or the new
+ * file, never a mix (the last writer's stays).
+ */
+#define CACHE_MAGIC "SPSYMC1\n"
+#define CACHE_MAX (64u << 20)  /* bytes of one module's file */
+#define CACHE_STR_MAX 65535u   /* bytes of one string */
+#define CACHE_FRAMES_MAX 256u  /* frames of one result */
+#define CACHE_NONE 0xffffffffu /* a NULL string's length */
+
+/* h extended by the state of path: absent, or its identity and times. */
+static uint64_t sig_file(uint64_t h, const char *path)
+{
+	struct stat sb;
+
+	h = hash_bytes(h, path, strlen(path) + 1);
+	if (stat(path, &sb) != 0)
+		return hash_u64(h, 0);
+	h = hash_u64(h, 1);
+	h = hash_u64(h, (uint64_t)sb.st_dev);
+	h = hash_u64(h, (uint64_t)sb.st_ino);
+	h = hash_u64(h, (uint64_t)sb.st_mode);
+	h = hash_u64(h, (uint64_t)sb.st_size);
+	h = hash_u64(h, (uint64_t)sb.st_mtim.tv_sec);
+	h = hash_u64(h, (uint64_t)sb.st_mtim.tv_nsec);
+	h = hash_u64(h, (uint64_t)sb.st_ctim.tv_sec);
+	return hash_u64(h, (uint64_t)sb.st_ctim.tv_nsec);
+}
+
+/* sig_file of the path printed by fmt (a path too long: a mark of its own). */
+static uint64_t sig_path(uint64_t h, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static uint64_t sig_path(uint64_t h, const char *fmt, ...)
+{
+	char p[PATH_MAX];
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(p, sizeof(p), fmt, ap);
+	va_end(ap);
+	return n > 0 && (size_t)n < sizeof(p) ? sig_file(h, p) : hash_u64(h, 2);
+}
+
+/* h extended by DIR/.build-id/xx/rest.debug of the build-id bid. */
+static uint64_t sig_buildid(uint64_t h, const char *dir, size_t dirlen, const unsigned char *bid,
+			    size_t n)
+{
+	char hx[2 * 64 + 1];
+
+	if (n < 2 || n > 64)
+		return h;
+	hex(hx, sizeof(hx), bid, n);
+	return sig_path(h, "%.*s/.build-id/%.2s/%s.debug", (int)dirlen, dir, hx, hx + 2);
+}
+
+/*
+ * The hash of the state of every file m's results depend on, given the
+ * inputs ci (a superset of the places libdwfl's find_debuginfo looks in,
+ * dwfl_standard_find_debuginfo: by build-id under each absolute dir, by
+ * .gnu_debuglink name in the file's dir, in each relative dir under it
+ * and in each absolute dir followed by the file's dir).
+ */
+static uint64_t cache_sig(const struct sym_ctx *ctx, const struct module *m,
+			  const struct cache_in *ci)
+{
+	const char *dirs = ctx->debug_path ? ctx->debug_path : DEFAULT_DEBUGINFO_PATH;
+	const char *slash = strrchr(m->path, '/');
+	int fdl = slash ? (int)(slash - m->path) : 1;
+	const char *fdir = slash ? m->path : ".";
+	uint64_t h = sig_file(HASH_SEED, m->path);
+
+	for (const char *d = dirs;;) {
+		const char *end = strchr(d, ':');
+		size_t len = end ? (size_t)(end - d) : strlen(d);
+		const char *e = d;
+
+		while (len && (*e == '+' || *e == '-'))
+			e++, len--;
+		if (len && e[0] == '/') {
+			h = sig_buildid(h, e, len, m->build_id, m->build_id_len);
+			h = sig_buildid(h, e, len, ci->altbid, ci->altbid_len);
+			if (ci->debuglink) {
+				h = sig_path(h, "%.*s%.*s/%s", (int)len, e, fdl, fdir, ci->debuglink);
+				h = sig_path(h, "%.*s/%s", (int)len, e, ci->debuglink);
+			}
+		} else if (ci->debuglink) {
+			h = sig_path(h, "%.*s/%.*s%s%s", fdl, fdir, (int)len, e, len ? "/" : "",
+				     ci->debuglink);
+		}
+		if (!end)
+			break;
+		d = end + 1;
+	}
+	if (ci->debuglink && ci->debuglink[0] == '/')
+		h = sig_file(h, ci->debuglink);
+	if (ci->debugfile)
+		h = sig_file(h, ci->debugfile);
+	if (ci->altname) {
+		const char *base = ci->debugfile ? ci->debugfile : m->path;
+		const char *bs = strrchr(base, '/');
+
+		h = ci->altname[0] == '/'
+			    ? sig_file(h, ci->altname)
+			    : sig_path(h, "%.*s/%s", bs ? (int)(bs - base) : 1, bs ? base : ".",
+				       ci->altname);
+	}
+	return h;
+}
+
+/* A copy of s, or NULL for NULL; 0, or -1 on ENOMEM. */
+static int dup_opt(char **out, const char *s)
+{
+	*out = s ? strdup(s) : NULL;
+	return s && !*out ? -1 : 0;
+}
+
+/* After m opened without a note: its cache inputs and their hash
+ * (m->sig_ok); left unknown when anything is missing. */
+static void cache_capture(struct sym_ctx *ctx, struct module *m)
+{
+	struct cache_in ci = { 0 };
+	const char *mainfile = NULL, *debugfile = NULL, *s;
+	GElf_Addr b;
+	GElf_Word crc;
+	Dwarf_Addr bias;
+	Elf *elf;
+	Dwarf *dw;
+
+	if (ctx->cache_fd < 0 || m->mod == NULL || m->build_id_len == 0 || m->note)
+		return;
+	elf = dwfl_module_getelf(m->mod, &b);
+	s = elf ? dwelf_elf_gnu_debuglink(elf, &crc) : NULL;
+	if (dup_opt(&ci.debuglink, s) < 0)
+		goto out;
+	dwfl_module_info(m->mod, NULL, NULL, NULL, NULL, NULL, &mainfile, &debugfile);
+	if (dup_opt(&ci.debugfile, debugfile) < 0)
+		goto out;
+	dw = dwfl_module_getdwarf(m->mod, &bias);
+	if (dw) {
+		const char *alt = NULL;
+		const void *bid = NULL;
+		ssize_t n = dwelf_dwarf_gnu_debugaltlink(dw, &alt, &bid);
+
+		if (n > 0) {
+			if (n > 64 || dup_opt(&ci.altname, alt) < 0)
+				goto out;
+			memcpy(ci.altbid, bid, (size_t)n);
+			ci.altbid_len = (size_t)n;
+		}
+	}
+	m->sig = cache_sig(ctx, m, &ci);
+	m->cin = ci;
+	m->sig_ok = 1;
+	return;
+out:
+	cache_in_free(&ci);
+}
+
+/* The cache file's name for m: its build-id and a hash of the rest of its
+ * key (path, debug path, libdw version, debuginfod servers, format), in
+ * name[]. */
+static void cache_name(const struct sym_ctx *ctx, const struct module *m, char *name,
+		       size_t size, uint64_t *key)
+{
+	const char *dirs = ctx->debug_path ? ctx->debug_path : "";
+	const char *ver = dwfl_version(NULL);
+	char bid[2 * 64 + 1];
+	uint64_t h = hash_bytes(HASH_SEED, CACHE_MAGIC, 8);
+
+	h = hash_u64(h, ctx->cache_urls);
+	h = hash_bytes(h, m->path, strlen(m->path) + 1);
+	h = hash_bytes(h, dirs, strlen(dirs) + 1);
+	h = hash_bytes(h, ver ? ver : "", strlen(ver ? ver : "") + 1);
+	hex(bid, sizeof(bid), m->build_id, m->build_id_len);
+	snprintf(name, size, "%s-%016llx", bid, (unsigned long long)h);
+	*key = h;
+}
+
+/* A growing output buffer; failed is sticky. */
+struct obuf {
+	unsigned char *p;
+	size_t len, cap;
+	int failed;
+};
+
+static void put(struct obuf *o, const void *v, size_t n)
+{
+	if (o->failed)
+		return;
+	if (o->len + n > o->cap) {
+		size_t nc = o->cap ? o->cap * 2 : 4096;
+		unsigned char *np;
+
+		while (nc < o->len + n)
+			nc *= 2;
+		if (nc > CACHE_MAX || !(np = realloc(o->p, nc))) {
+			o->failed = 1;
+			return;
+		}
+		o->p = np;
+		o->cap = nc;
+	}
+	memcpy(o->p + o->len, v, n);
+	o->len += n;
+}
+
+static void put_u32(struct obuf *o, uint32_t v)
+{
+	put(o, &v, sizeof(v));
+}
+
+static void put_u64(struct obuf *o, uint64_t v)
+{
+	put(o, &v, sizeof(v));
+}
+
+static void put_str(struct obuf *o, const char *s)
+{
+	size_t n = s ? strlen(s) : 0;
+
+	if (s && n > CACHE_STR_MAX) {
+		o->failed = 1;
+		return;
+	}
+	put_u32(o, s ? (uint32_t)n : CACHE_NONE);
+	if (s)
+		put(o, s, n);
+}
+
+static void put_blob(struct obuf *o, const unsigned char *b, size_t n)
+{
+	put_u32(o, (uint32_t)n);
+	put(o, b, n);
+}
+
+/* A cursor over a file's bytes; bad is sticky. */
+struct ibuf {
+	const unsigned char *p;
+	size_t left;
+	int bad;
+};
+
+static const void *take(struct ibuf *in, size_t n)
+{
+	const void *r = in->p;
+
+	if (in->bad || n > in->left) {
+		in->bad = 1;
+		return NULL;
+	}
+	in->p += n;
+	in->left -= n;
+	return r;
+}
+
+static uint32_t get_u32(struct ibuf *in)
+{
+	const void *q = take(in, 4);
+	uint32_t v = 0;
+
+	if (q)
+		memcpy(&v, q, 4);
+	return v;
+}
+
+static uint64_t get_u64(struct ibuf *in)
+{
+	const void *q = take(in, 8);
+	uint64_t v = 0;
+
+	if (q)
+		memcpy(&v, q, 8);
+	return v;
+}
+
+/* A string of the file into a NUL-terminated malloc'd copy in *out (NULL
+ * for a NULL string): 0, or -1 when bad (too long, a NUL inside, past the
+ * end) or on ENOMEM. */
+static int get_str(struct ibuf *in, char **out)
+{
+	uint32_t n = get_u32(in);
+	const char *q;
+
+	*out = NULL;
+	if (in->bad || n == CACHE_NONE)
+		return in->bad ? -1 : 0;
+	if (n > CACHE_STR_MAX || !(q = take(in, n)) || memchr(q, 0, n) || !(*out = malloc(n + 1))) {
+		in->bad = 1;
+		return -1;
+	}
+	memcpy(*out, q, n);
+	(*out)[n] = 0;
+	return 0;
+}
+
+/* 1 when the next string of the file is s (NULL included), else 0. */
+static int str_is(struct ibuf *in, const char *s)
+{
+	char *v;
+	int same;
+
+	if (get_str(in, &v) < 0)
+		return 0;
+	same = (!v && !s) || (v && s && strcmp(v, s) == 0);
+	free(v);
+	return same;
+}
+
+/* The whole regular file name under the cache dir, ours, at most
+ * CACHE_MAX bytes: a malloc'd copy and its size, or NULL. */
+static unsigned char *cache_read(const struct sym_ctx *ctx, const char *name, size_t *size)
+{
+	int fd = openat(ctx->cache_fd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+	unsigned char *buf = NULL;
+	struct stat sb;
+	size_t off = 0;
+
+	if (fd < 0)
+		return NULL;
+	if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode) || sb.st_uid != geteuid() ||
+	    sb.st_size <= 0 || (uint64_t)sb.st_size > CACHE_MAX ||
+	    !(buf = malloc((size_t)sb.st_size)))
+		goto fail;
+	while (off < (size_t)sb.st_size) {
+		ssize_t r = read(fd, buf + off, (size_t)sb.st_size - off);
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			goto fail;
+		off += (size_t)r;
+	}
+	close(fd);
+	*size = off;
+	return buf;
+fail:
+	free(buf);
+	close(fd);
+	return NULL;
+}
+
+static const struct entry *entry_add(struct sym_ctx *ctx, const struct module *m, uint64_t addr,
+				     int cached);
+
+/* The entries of a cache file, from in: checked only (insert 0), or
+ * added to ctx for m (insert 1; then the file is known good). Returns the
+ * number of entries, or -1 when the bytes are bad (or on ENOMEM). */
+static long cache_entries(struct sym_ctx *ctx, const struct module *m, struct ibuf in, int insert)
+{
+	uint32_t n = get_u32(&in);
+	long done = 0;
+
+	for (uint32_t i = 0; i < n && !in.bad; i++) {
+		uint64_t addr = get_u64(&in);
+		uint32_t nf = get_u32(&in);
+
+		if (nf == 0 || nf > CACHE_FRAMES_MAX)
+			return -1;
+		ctx->scratch_len = 0;
+		for (uint32_t f = 0; f < nf && !in.bad; f++) {
+			struct sym_frame fr = { 0 };
+			char *fn = NULL, *file = NULL;
+			uint32_t line, col, inl;
+
+			get_str(&in, &fn);
+			get_str(&in, &file);
+			line = get_u32(&in);
+			col = get_u32(&in);
+			inl = get_u32(&in);
+			if (!in.bad && (!fn || !file || line > INT32_MAX || col > INT32_MAX || inl > 1))
+				in.bad = 1;
+			if (!in.bad && insert) {
+				fr.function = strcmp(fn, UNKNOWN) ? intern(ctx, fn) : UNKNOWN;
+				fr.file = strcmp(file, UNKNOWN) ? intern(ctx, file) : UNKNOWN;
+				fr.line = (int)line;
+				fr.column = (int)col;
+				fr.inlined = (int)inl;
+				if (!fr.function || !fr.file || push_frame(ctx, &fr) != 0)
+					in.bad = 1;
+			}
+			free(fn);
+			free(file);
+		}
+		if (!in.bad && insert && !entry_add(ctx, m, addr, 1))
+			in.bad = 1;
+		done++;
+	}
+	return in.bad || in.left ? -1 : done;
+}
+
+/*
+ * Before m is opened: its results from its cache file, if there is one
+ * for m and all its inputs are as they were (then m->sig and m->cin come
+ * from it). Anything short of that leaves the cache unused for m, and
+ * its file to be rewritten. Returns 0, -1 on ENOMEM.
+ */
+static int cache_load(struct sym_ctx *ctx, struct module *m)
+{
+	char name[256];
+	struct cache_in ci = { 0 };
+	struct ibuf in;
+	unsigned char *buf;
+	const unsigned char *bid;
+	const void *magic;
+	const char *ver = dwfl_version(NULL);
+	size_t size = 0;
+	uint64_t key, sig;
+	uint32_t bl;
+	int rc = 0;
+
+	if (ctx->cache_fd < 0 || m->build_id_len == 0)
+		return 0;
+	cache_name(ctx, m, name, sizeof(name), &key);
+	if (!(buf = cache_read(ctx, name, &size)))
+		return 0;
+	in = (struct ibuf){ .p = buf, .left = size };
+	magic = take(&in, 8);
+	if (!magic || memcmp(magic, CACHE_MAGIC, 8) != 0 || get_u64(&in) != key ||
+	    !str_is(&in, m->path) || !str_is(&in, ctx->debug_path) || !str_is(&in, ver ? ver : ""))
+		goto bad;
+	bl = get_u32(&in);
+	if (bl != m->build_id_len || !(bid = take(&in, bl)) || memcmp(bid, m->build_id, bl) != 0)
+		goto bad;
+	sig = get_u64(&in);
+	if (get_str(&in, &ci.debuglink) < 0 || get_str(&in, &ci.debugfile) < 0 ||
+	    get_str(&in, &ci.altname) < 0)
+		goto bad;
+	bl = get_u32(&in);
+	if (bl > 64 || !(bid = take(&in, bl)))
+		goto bad;
+	memcpy(ci.altbid, bid, bl);
+	ci.altbid_len = bl;
+	if (cache_sig(ctx, m, &ci) != sig) {
+		ctx->stats.cache_stale++; /* a file it depends on changed, came or went */
+		goto out;
+	}
+	if (cache_entries(ctx, m, in, 0) < 0)
+		goto bad;
+	if (cache_entries(ctx, m, in, 1) < 0) {
+		rc = -1; /* only ENOMEM is left */
+		goto out;
+	}
+	m->cin = ci;
+	memset(&ci, 0, sizeof(ci));
+	m->sig = sig;
+	m->sig_ok = 1;
+	ctx->stats.cache_files++;
+	goto out;
+bad:
+	ctx->stats.cache_rejected++;
+out:
+	cache_in_free(&ci);
+	free(buf);
+	return rc;
+}
+
+/*
+ * m's results, those from its cache file and those made here, written
+ * back as its new cache file when this run added any and m may be cached
+ * (best effort: on any failure the old file, if any, stays).
+ */
+static void cache_save(struct sym_ctx *ctx, const struct module *m)
+{
+	struct obuf o = { 0 };
+	char name[256], tmp[300];
+	const char *ver = dwfl_version(NULL);
+	uint64_t key;
+	uint32_t n = 0;
+	size_t count_at;
+	int fd;
+
+	if (ctx->cache_fd < 0 || !m->sig_ok || !m->nnew || m->note || m->error ||
+	    m->build_id_len == 0)
+		return;
+	cache_name(ctx, m, name, sizeof(name), &key);
+	put(&o, CACHE_MAGIC, 8);
+	put_u64(&o, key);
+	put_str(&o, m->path);
+	put_str(&o, ctx->debug_path);
+	put_str(&o, ver ? ver : "");
+	put_blob(&o, m->build_id, m->build_id_len);
+	put_u64(&o, m->sig);
+	put_str(&o, m->cin.debuglink);
+	put_str(&o, m->cin.debugfile);
+	put_str(&o, m->cin.altname);
+	put_blob(&o, m->cin.altbid, m->cin.altbid_len);
+	count_at = o.len;
+	put_u32(&o, 0);
+	for (size_t i = 0; i < ctx->entries.nbuckets; i++)
+		for (struct hnode *e = ctx->entries.buckets[i]; e; e = e->next) {
+			const struct entry *en = (const struct entry *)e;
+
+			if (en->m != m)
+				continue;
+			put_u64(&o, en->addr);
+			put_u32(&o, (uint32_t)en->res.nframes);
+			for (int f = 0; f < en->res.nframes; f++) {
+				put_str(&o, en->frames[f].function);
+				put_str(&o, en->frames[f].file);
+				put_u32(&o, (uint32_t)en->frames[f].line);
+				put_u32(&o, (uint32_t)en->frames[f].column);
+				put_u32(&o, (uint32_t)en->frames[f].inlined);
+			}
+			n++;
+		}
+	if (o.failed)
+		goto out;
+	memcpy(o.p + count_at, &n, sizeof(n));
+	snprintf(tmp, sizeof(tmp), ".tmp.%ld.%s", (long)getpid(), name);
+	fd = openat(ctx->cache_fd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0)
+		goto out;
+	for (size_t off = 0; off < o.len;) {
+		ssize_t w = write(fd, o.p + off, o.len - off);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0) {
+			close(fd);
+			unlinkat(ctx->cache_fd, tmp, 0);
+			goto out;
+		}
+		off += (size_t)w;
+	}
+	if (close(fd) != 0 || renameat(ctx->cache_fd, tmp, ctx->cache_fd, name) != 0)
+		unlinkat(ctx->cache_fd, tmp, 0);
+	else
+		ctx->stats.cache_written++;
+out:
+	free(o.p);
+}
+
 static int module_open(struct sym_ctx *ctx, struct module *m)
 {
 	char msg[sizeof(ctx->error)];
 	msg[0] = '\0';
 
+	m->opened = 1;
 	if (ctx->debug_path != NULL && (m->debuginfo_path = strdup(ctx->debug_path)) == NULL)
 		return -1;
 	m->callbacks = offline_callbacks;
@@ -765,6 +1371,19 @@ static int module_open(struct sym_ctx *ctx, struct module *m)
 	}
 	ctx->stats.modules_opened++;
 	zstd_check(ctx, m);
+	{
+		/* results read from the cache file stay good only if the
+		 * files are still as that file says (changed since it was
+		 * read: this run's results are not written back) */
+		uint64_t was = m->sig;
+		int had = m->sig_ok;
+
+		cache_in_free(&m->cin);
+		m->sig_ok = 0;
+		cache_capture(ctx, m);
+		if (had && m->sig_ok && m->sig != was)
+			m->sig_ok = 0;
+	}
 	return 0;
 fail:
 	if (m->dwfl != NULL)
@@ -778,7 +1397,7 @@ fail:
 	return 0;
 }
 
-/* Finds or creates (and opens) the module of the file: (path, build-id),
+/* Finds or creates the module of the file: (path, build-id),
  * or (path, size, mtime) without a build-id (a file rebuilt in place is
  * another file).  NULL on ENOMEM. */
 static struct module *module_get(struct sym_ctx *ctx, const char *path,
@@ -817,25 +1436,129 @@ static struct module *module_get(struct sym_ctx *ctx, const char *path,
 		memcpy(m->build_id, build_id, build_id_len);
 		m->build_id_len = build_id_len;
 	}
-	if (module_open(ctx, m) != 0 || htab_insert(&ctx->modules, &m->h) != 0)
+	if (htab_insert(&ctx->modules, &m->h) != 0)
 		goto enomem;
+	/* opened at its first address the cache does not answer; on ENOMEM
+	 * here the module simply has no cached results */
+	cache_load(ctx, m);
 	return m;
 enomem:
 	free_module(&m->h);
 	return NULL;
 }
 
+/* ctx->scratch as the result for (m, addr); cached: it came from m's
+ * cache file (which names an address twice: the first one stays).
+ * Returns the entry, NULL on ENOMEM. */
+static const struct entry *entry_add(struct sym_ctx *ctx, const struct module *m, uint64_t addr,
+				     int cached)
+{
+	uint64_t hash = hash_u64(hash_u64(HASH_SEED, (uintptr_t)m), addr);
+	size_t n = ctx->scratch_len;
+	struct entry *en;
+
+	for (struct hnode *e = htab_chain(&ctx->entries, hash); e; e = e->next)
+		if (((struct entry *)e)->m == m && ((struct entry *)e)->addr == addr)
+			return (struct entry *)e;
+	en = malloc(sizeof(*en) + n * sizeof(en->frames[0]));
+	if (en == NULL)
+		return NULL;
+	en->h.hash = hash;
+	en->m = m;
+	en->addr = addr;
+	en->cached = cached;
+	memcpy(en->frames, ctx->scratch, n * sizeof(en->frames[0]));
+	en->res.module = m->path;
+	en->res.nframes = (int)n;
+	en->res.frames = en->frames;
+	if (htab_insert(&ctx->entries, &en->h) != 0) {
+		free(en);
+		return NULL;
+	}
+	return en;
+}
+
 /* ---- public API -------------------------------------------------------- */
 
 struct sym_ctx *sym_open(void)
 {
-	return calloc(1, sizeof(struct sym_ctx));
+	struct sym_ctx *ctx = calloc(1, sizeof(struct sym_ctx));
+
+	if (ctx)
+		ctx->cache_fd = -1;
+	return ctx;
+}
+
+/* mkdir -p dir, each directory it makes 0700. 0, or -1 (errno). */
+static int mkdirs(const char *dir)
+{
+	char p[PATH_MAX];
+	size_t n = strlen(dir);
+
+	if (n == 0 || n >= sizeof(p)) {
+		errno = EINVAL;
+		return -1;
+	}
+	memcpy(p, dir, n + 1);
+	for (char *q = p + 1;; q++) {
+		if (*q == '/' || *q == 0) {
+			char c = *q;
+
+			*q = 0;
+			if (mkdir(p, 0700) != 0 && errno != EEXIST)
+				return -1;
+			*q = c;
+			if (!c)
+				break;
+		}
+	}
+	return 0;
+}
+
+int sym_set_cache_dir(struct sym_ctx *ctx, const char *dir)
+{
+	struct stat sb;
+	int fd;
+
+	if (ctx == NULL) {
+		errno = EINVAL;
+		return -1;
+	}
+	if (ctx->cache_fd >= 0)
+		close(ctx->cache_fd);
+	ctx->cache_fd = -1;
+	if (dir == NULL || dir[0] == '\0')
+		return 0;
+	if (mkdirs(dir) != 0)
+		return -1;
+	fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	if (fstat(fd, &sb) != 0 || sb.st_uid != geteuid() || (sb.st_mode & 022)) {
+		set_error(ctx, "sym_set_cache_dir: %s is not a directory of ours that only we may write"
+			  " to: not used", dir);
+		close(fd);
+		errno = EPERM;
+		return -1;
+	}
+	ctx->cache_fd = fd;
+	{
+		const char *urls = getenv("DEBUGINFOD_URLS");
+
+		ctx->cache_urls = urls && *urls ? hash_bytes(HASH_SEED, urls, strlen(urls)) : 0;
+	}
+	return 0;
 }
 
 void sym_close(struct sym_ctx *ctx)
 {
 	if (ctx == NULL)
 		return;
+	for (size_t i = 0; i < ctx->modules.nbuckets; i++)
+		for (struct hnode *e = ctx->modules.buckets[i]; e; e = e->next)
+			cache_save(ctx, (const struct module *)e);
+	if (ctx->cache_fd >= 0)
+		close(ctx->cache_fd);
 	htab_destroy(&ctx->entries, free_node);
 	htab_destroy(&ctx->modules, free_module);
 	htab_destroy(&ctx->strings, free_node);
@@ -885,35 +1608,25 @@ int sym_lookup(struct sym_ctx *ctx, const char *path, const unsigned char *build
 	uint64_t addr = (is_return_address && pc > 0 ? pc - 1 : pc) - bias;
 
 	uint64_t hash = hash_u64(hash_u64(HASH_SEED, (uintptr_t)m), addr);
+	const struct entry *en;
 	for (struct hnode *e = htab_chain(&ctx->entries, hash); e != NULL; e = e->next) {
-		struct entry *en = (struct entry *)e;
+		en = (const struct entry *)e;
 		if (e->hash == hash && en->m == m && en->addr == addr) {
 			if (m->error != NULL)
 				set_error(ctx, "%s", m->error);
 			ctx->stats.lookups++;
 			ctx->stats.address_hits++;
+			ctx->stats.cache_hits += en->cached;
 			*out = &en->res;
 			return 0;
 		}
 	}
 
-	if (symbolize(ctx, m, addr) != 0)
+	if (!m->opened && module_open(ctx, m) != 0)
 		goto enomem;
-	size_t n = ctx->scratch_len;
-	struct entry *en = malloc(sizeof(*en) + n * sizeof(en->frames[0]));
-	if (en == NULL)
+	if (symbolize(ctx, m, addr) != 0 || !(en = entry_add(ctx, m, addr, 0)))
 		goto enomem;
-	en->h.hash = hash;
-	en->m = m;
-	en->addr = addr;
-	memcpy(en->frames, ctx->scratch, n * sizeof(en->frames[0]));
-	en->res.module = m->path;
-	en->res.nframes = (int)n;
-	en->res.frames = en->frames;
-	if (htab_insert(&ctx->entries, &en->h) != 0) {
-		free(en);
-		goto enomem;
-	}
+	m->nnew++;
 	ctx->stats.lookups++;
 	*out = &en->res;
 	return 0;

@@ -35,6 +35,19 @@ void sym_close(struct sym_ctx *ctx);
  */
 void sym_set_debug_path(struct sym_ctx *ctx, const char *colon_separated_dirs);
 
+/*
+ * Keep results across runs in files under dir (made 0700 if missing), one
+ * per module file with a build-id: a later context with the same cache
+ * dir answers those addresses without opening the module or its debug
+ * file, with the same frames, as long as the module, its debug files and
+ * the debug path are what they were (checked by stat at the module's
+ * first lookup).  Written back by sym_close.  dir must be ours and not
+ * group- or world-writable, else it is not used: -1 (errno EPERM, or
+ * mkdir's/open's).  NULL or "" (the default): no cache.  Call it before the
+ * first lookup, after sym_set_debug_path.  0 on success.
+ */
+int sym_set_cache_dir(struct sym_ctx *ctx, const char *dir);
+
 struct sym_frame {
 	const char *function; /* demangled (C++ with parameter types), "??" if unknown */
 	const char *file;     /* source file path from DWARF, "??" if unknown */
@@ -84,6 +97,11 @@ struct sym_stats {
 	unsigned long modules_opened;  /* module cache misses (Dwfl created) */
 	unsigned long lookups;         /* successful sym_lookup calls */
 	unsigned long address_hits;    /* answered from the per-address cache */
+	unsigned long cache_hits;      /* of those, results read from a cache file */
+	unsigned long cache_files;     /* modules whose cache file was read and used */
+	unsigned long cache_stale;     /* cache files not used: a file they depend on changed */
+	unsigned long cache_rejected;  /* cache files not used: bad bytes */
+	unsigned long cache_written;   /* cache files written (sym_close) */
 };
 void sym_get_stats(const struct sym_ctx *ctx, struct sym_stats *out);
 

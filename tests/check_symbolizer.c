@@ -683,6 +683,96 @@ START_TEST(test_shared_across_biases)
 }
 END_TEST
 
+/* The persistent cache (sym_set_cache_dir): a second context with the same
+ * directory answers every probe with the frames the first one found,
+ * without opening the module; a module file changed since (its mtime)
+ * leaves the cache unused; a cache file cut short is rejected. */
+static void same_result(const struct sym_result *a, const struct sym_result *b)
+{
+	ck_assert_int_eq(a->nframes, b->nframes);
+	for (int f = 0; f < a->nframes; f++) {
+		ck_assert_str_eq(a->frames[f].function, b->frames[f].function);
+		ck_assert_str_eq(a->frames[f].file, b->frames[f].file);
+		ck_assert_int_eq(a->frames[f].line, b->frames[f].line);
+		ck_assert_int_eq(a->frames[f].column, b->frames[f].column);
+		ck_assert_int_eq(a->frames[f].inlined, b->frames[f].inlined);
+	}
+}
+
+START_TEST(test_persistent_cache)
+{
+	struct run run;
+	char dir[] = "/tmp/symcache.XXXXXX", cmd[256];
+	struct sym_ctx *a, *b;
+	struct sym_stats st;
+	unsigned long nmod;
+
+	run_fixture("symfix", &run);
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	a = sym_open();
+	b = sym_open();
+	ck_assert_int_eq(sym_set_cache_dir(a, dir), 0);
+	for (int i = 0; i < run.n; i++) {
+		const struct probe *p = &run.p[i];
+		const struct sym_result *r;
+
+		ck_assert_int_eq(sym_lookup(a, p->path, p->bid, p->bidlen, p->bias, p->pc,
+					    strcmp(p->kind, "ra") == 0, &r), 0);
+	}
+	sym_get_stats(a, &st);
+	nmod = st.modules_opened;
+	ck_assert_uint_ge(nmod, 1);
+	ck_assert_uint_eq(st.cache_files, 0);
+	/* a's results stay valid until sym_close(a): b is the oracle */
+	for (int i = 0; i < run.n; i++) {
+		const struct probe *p = &run.p[i];
+		const struct sym_result *r;
+
+		ck_assert_int_eq(sym_lookup(b, p->path, p->bid, p->bidlen, p->bias, p->pc,
+					    strcmp(p->kind, "ra") == 0, &r), 0);
+	}
+	sym_close(a); /* writes the cache */
+	a = sym_open();
+	ck_assert_int_eq(sym_set_cache_dir(a, dir), 0);
+	for (int i = 0; i < run.n; i++) {
+		const struct probe *p = &run.p[i];
+		const struct sym_result *ra, *rb;
+		int is_ra = strcmp(p->kind, "ra") == 0;
+
+		ck_assert_int_eq(sym_lookup(a, p->path, p->bid, p->bidlen, p->bias, p->pc, is_ra, &ra), 0);
+		ck_assert_int_eq(sym_lookup(b, p->path, p->bid, p->bidlen, p->bias, p->pc, is_ra, &rb), 0);
+		same_result(ra, rb);
+	}
+	sym_get_stats(a, &st);
+	ck_assert_uint_eq(st.modules_opened, 0);
+	ck_assert_uint_eq(st.cache_files, nmod);
+	ck_assert_uint_eq(st.cache_hits, st.lookups);
+	sym_close(a);
+
+	/* every cache file cut short: rejected, the module opened again */
+	snprintf(cmd, sizeof(cmd), "for f in %s/*; do truncate -s -3 \"$f\"; done", dir);
+	ck_assert_int_eq(system(cmd), 0);
+	a = sym_open();
+	ck_assert_int_eq(sym_set_cache_dir(a, dir), 0);
+	for (int i = 0; i < run.n; i++) {
+		const struct probe *p = &run.p[i];
+		const struct sym_result *ra, *rb;
+		int is_ra = strcmp(p->kind, "ra") == 0;
+
+		ck_assert_int_eq(sym_lookup(a, p->path, p->bid, p->bidlen, p->bias, p->pc, is_ra, &ra), 0);
+		ck_assert_int_eq(sym_lookup(b, p->path, p->bid, p->bidlen, p->bias, p->pc, is_ra, &rb), 0);
+		same_result(ra, rb);
+	}
+	sym_get_stats(a, &st);
+	ck_assert_uint_eq(st.cache_rejected, nmod);
+	ck_assert_uint_eq(st.modules_opened, nmod);
+	sym_close(a);
+	sym_close(b);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	ck_assert_int_eq(system(cmd), 0);
+}
+END_TEST
+
 /* eu-addr2line -f -i -C as an independent oracle for every probe. */
 static int have_addr2line(void)
 {
@@ -838,6 +928,7 @@ static Suite *symbolizer_suite(void)
 	tc = tcase_create("cache");
 	tcase_add_test(tc, test_cache);
 	tcase_add_test(tc, test_shared_across_biases);
+	tcase_add_test(tc, test_persistent_cache);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("oracle");

@@ -92,6 +92,14 @@ void sp_evins_close(struct sp_evins *x);
 struct sym_ctx;
 size_t sp_profile_sym_prewarm(struct sym_ctx *sym, struct sp_coll *c, pthread_mutex_t *lock,
 			      struct hmap *opened);
+/*
+ * A symbolizer for the CLI: sym_open with debug_path (NULL: the default
+ * dirs) and the persistent cache of results in $XDG_CACHE_HOME/sqlprof/sym
+ * (else $HOME/.cache/sqlprof/sym), unless SQLPROF_SYMCACHE is 0 or no such
+ * directory can be ours (then without it). The caller closes it (which
+ * writes the cache back). NULL on ENOMEM.
+ */
+struct sym_ctx *sp_sym_open(const char *debug_path);
 /* The fingerprint id the profile gives text s (as its statements row). */
 uint64_t sp_profile_sql_fp_id(const struct sp_sql *s);
 

@@ -7,6 +7,8 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -340,6 +342,30 @@ static int write_py_frame(sqlite3_stmt *st, const struct sp_coll *c, uint64_t pi
 	return step_done(st);
 }
 
+struct sym_ctx *sp_sym_open(const char *debug_path)
+{
+	struct sym_ctx *sym = sym_open();
+	const char *off = getenv("SQLPROF_SYMCACHE"), *xdg = getenv("XDG_CACHE_HOME");
+	const char *home = getenv("HOME");
+	char dir[PATH_MAX];
+	int n = -1;
+
+	if (!sym)
+		return NULL;
+	if (debug_path && *debug_path)
+		sym_set_debug_path(sym, debug_path);
+	if (off && !strcmp(off, "0"))
+		return sym;
+	/* XDG base directories: a relative XDG_CACHE_HOME is ignored */
+	if (xdg && xdg[0] == '/')
+		n = snprintf(dir, sizeof(dir), "%s/sqlprof/sym", xdg);
+	else if (home && home[0] == '/')
+		n = snprintf(dir, sizeof(dir), "%s/.cache/sqlprof/sym", home);
+	if (n > 0 && (size_t)n < sizeof(dir))
+		sym_set_cache_dir(sym, dir); /* not ours, not writable: none */
+	return sym;
+}
+
 /* A module a stack needs, copied out of the model for sp_profile_sym_prewarm. */
 struct warm_req {
 	char *path;
@@ -402,7 +428,7 @@ unlock:
 static int write_frames(sqlite3 *db, struct sp_coll *c, const struct sp_meta *m)
 {
 	sqlite3_stmt *st = prep(db, "INSERT INTO frames VALUES(?,?,?,?,?,?,?,?,?)");
-	struct sym_ctx *sym = m->sym ? m->sym : sym_open();
+	struct sym_ctx *sym = m->sym ? m->sym : sp_sym_open(m->debug_path);
 	struct modidx mi = { 0 };
 	size_t it = 0;
 	const struct { uint64_t pid, stack_id; } *key;
@@ -417,8 +443,6 @@ static int write_frames(sqlite3 *db, struct sp_coll *c, const struct sp_meta *m)
 		free(mi.v);
 		return -1;
 	}
-	if (m->debug_path && sym != m->sym) /* a given one has it already */
-		sym_set_debug_path(sym, m->debug_path);
 	for (it = 0; (m_ = hmap_next(&c->modules, &it, NULL));)
 		m_->changed = sp_module_changed(m_);
 	it = 0;
@@ -490,6 +514,18 @@ static int write_frames(sqlite3 *db, struct sp_coll *c, const struct sp_meta *m)
 			for (size_t i = 0; i < nn; i++)
 				p += sprintf(p, "%s\n", notes[i]);
 		}
+	}
+	if (getenv("SQLPROF_SYMSTATS")) {
+		/* for tests: what the symbolizer opened and what came from its
+		 * cache, deterministic where times are not (configuration.md) */
+		struct sym_stats ss;
+
+		sym_get_stats(sym, &ss);
+		fprintf(stderr,
+			"sqlprof: symbolizer: %lu modules opened, %lu lookups, %lu from cache files"
+			" (%lu files used, %lu stale, %lu rejected)\n",
+			ss.modules_opened, ss.lookups, ss.cache_hits, ss.cache_files, ss.cache_stale,
+			ss.cache_rejected);
 	}
 	sqlite3_finalize(st);
 	if (sym != m->sym)

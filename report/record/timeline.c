@@ -199,9 +199,8 @@ struct sp_tlw *sp_tlw_start(struct sp_coll *c, pthread_mutex_t *lock, const char
 	/* the profile's symbolizer, here unless it would ask debuginfod
 	 * servers (write_frames unsets DEBUGINFOD_URLS first, which this
 	 * thread cannot do: the command is yet to inherit the environment) */
-	if (!(getenv("DEBUGINFOD_URLS") && *getenv("DEBUGINFOD_URLS")) &&
-	    (w->sym = sym_open()) != NULL && debug_path)
-		sym_set_debug_path(w->sym, debug_path);
+	if (!(getenv("DEBUGINFOD_URLS") && *getenv("DEBUGINFOD_URLS")))
+		w->sym = sp_sym_open(debug_path);
 	snprintf(w->path, sizeof(w->path), "%s/timeline", dir);
 	/* 0600 before SQLite opens it, as the profile it becomes */
 	fd = open(w->path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);

@@ -13,6 +13,9 @@ if [ -z "${TMP:-}" ]; then
 	trap 'rm -rf "$TMP"' EXIT
 fi
 PYTHON=$(command -v python3 || echo /usr/bin/python3)
+# Each test starts with an empty symbolization cache of its own (sym.h,
+# sym_set_cache_dir), so that no test sees another's results.
+export XDG_CACHE_HOME="$TMP/xdg-cache"
 
 # fail MSG...: print the reason and exit 1.
 fail() {

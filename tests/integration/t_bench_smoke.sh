@@ -44,8 +44,15 @@ if r["capture"]["frames"] != 20:
                 % r["capture"]["frames"])
 if not r["collector"]["streamgen"]["records_per_s_cpu"] > 0:
     errs.append("streamgen: no ingest rate")
-if len(r["targets"]) != 20:
-    errs.append("expected 20 targets, got %d" % len(r["targets"]))
+if len(r["targets"]) != 22:
+    errs.append("expected 22 targets, got %d" % len(r["targets"]))
+fc = (r.get("fixed_cost") or {}).get("commands", {})
+for name in ("sqlite3", "python"):
+    e = fc.get(name)
+    if not e or not e["record_ms_median"] > 0 or not e["bare_ms_median"] > 0:
+        errs.append("fixed cost: no figures for %s" % name)
+if not (r.get("fixed_cost") or {}).get("clocksource"):
+    errs.append("fixed cost: no clocksource")
 sc = r.get("scale") or {}
 for k in ("fingerprints", "events"):
     if not sc.get(k):

@@ -58,6 +58,9 @@ paused() {
 	local what=$1 td=$2 pid i got= rec exe warm=0
 	rm -rf "$td" && mkdir -p "$td" || fail "cannot make $td"
 	rm -f "$TMP/p.db" "$TMP/started" "$TMP/go"
+	# an empty symbolization cache: a warm one answers longrun's frames
+	# without opening it (t_symcache)
+	rm -rf "$XDG_CACHE_HOME"
 	TMPDIR=$td timeout 120 "$SQLPROF" record -q --rate 1 -o "$TMP/p.db" -- \
 		"$PROGS/longrun" 21000 "$TMP/started" "$TMP/go" >"$TMP/out" 2>"$TMP/err" &
 	pid=$!
