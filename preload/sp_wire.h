@@ -515,6 +515,9 @@ enum sp_seen {
 	/* another copy of libsqlprof.so came later in LD_PRELOAD: ignored
 	 * (it passed every call through) */
 	SP_SEEN_SECOND_COPY = 1 << 4,
+	/* an address-space limit (RLIMIT_AS) made the statistics smaller:
+	 * texts past them are folded, their totals exact */
+	SP_SEEN_ASLIMIT = 1 << 5,
 };
 
 struct sp_stats_chunk {

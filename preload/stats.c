@@ -24,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -93,7 +94,7 @@ static void *map_private(size_t len)
 int sp_stats_init(void)
 {
 	long mb = 512;
-	int fsize_cut = 0;
+	int fsize_cut = 0, as_cut = 0;
 	const char *env = getenv("SQLPROF_STATS_MB");
 	size_t size;
 	void *m = MAP_FAILED;
@@ -111,6 +112,24 @@ int sp_stats_init(void)
 			mb = v;
 	}
 	size = (size_t)mb << 20;
+	{
+		/* Under an address-space limit (ulimit -v, RLIMIT_AS) the
+		 * mapping is the program's room too: at most a sixteenth of
+		 * the limit (a program that maps 600 MiB under 1 GiB must not
+		 * fail only under sqlprof: issue 23). Texts past what fits are
+		 * folded, their totals exact (agg_get); SP_SEEN_ASLIMIT says so. */
+		struct rlimit rl;
+
+		if (getrlimit(RLIMIT_AS, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY) {
+			size_t cap = (size_t)(rl.rlim_cur / 16);
+
+			if (size > cap) {
+				while (size > cap && size > ((size_t)1 << 20))
+					size /= 2;
+				as_cut = 1;
+			}
+		}
+	}
 	/* MFD_CLOEXEC | MFD_ALLOW_SEALING */
 	fd = (int)syscall(SYS_memfd_create, "sqlprof-stats", 1u | 2u);
 	if (fd >= 0) {
@@ -188,7 +207,8 @@ int sp_stats_init(void)
 	sp_stats->chunk_size = CHUNK;
 	sp_stats->size = size;
 	sp_stats->base = (uint64_t)(uintptr_t)m;
-	sp_stats->seen = (sp_env_bad ? SP_SEEN_BAD_ENV : 0) | (fsize_cut ? SP_SEEN_FSIZE : 0);
+	sp_stats->seen = (sp_env_bad ? SP_SEEN_BAD_ENV : 0) | (fsize_cut ? SP_SEEN_FSIZE : 0) |
+			 (as_cut ? SP_SEEN_ASLIMIT : 0);
 	__atomic_store_n(&sp_stats->nchunks, 1, __ATOMIC_RELEASE);
 	return 0;
 }

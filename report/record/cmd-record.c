@@ -230,7 +230,7 @@ static const char *procs(size_t n)
  * status, the command's binary. */
 static void explain_empty(const struct sp_coll *c, int follow, int status, const char *cmd)
 {
-	size_t it = 0, foreign = 0, mapped = 0, nosqlite = 0, badenv = 0, deep = 0, fsize = 0, copies = 0;
+	size_t it = 0, foreign = 0, mapped = 0, nosqlite = 0, badenv = 0, deep = 0, fsize = 0, copies = 0, aslimit = 0;
 	uint64_t clamped = 0;
 	const struct sp_proc *p;
 	char why[PATH_MAX + 160];
@@ -241,6 +241,7 @@ static void explain_empty(const struct sp_coll *c, int follow, int status, const
 		clamped += p->clamped;
 		badenv += (p->seen & SP_SEEN_BAD_ENV) != 0;
 		fsize += (p->seen & SP_SEEN_FSIZE) != 0;
+		aslimit += (p->seen & SP_SEEN_ASLIMIT) != 0;
 		copies += (p->seen & SP_SEEN_SECOND_COPY) != 0;
 		if (p->execs)
 			continue;
@@ -258,6 +259,12 @@ static void explain_empty(const struct sp_coll *c, int follow, int status, const
 			"to a CPU whose time-stamp counter lags, or the host paused): their times "
 			"were clamped (SQLPROF_CLOCK=monotonic avoids it)\n",
 			(unsigned long long)clamped, clamped == 1 ? "execution" : "executions");
+	if (aslimit)
+		fprintf(stderr,
+			"sqlprof: note: %zu %s ran under an address-space limit (RLIMIT_AS, "
+			"ulimit -v): the profiler kept its statistics to a sixteenth of it; texts past "
+			"them are folded together, their totals exact\n",
+			aslimit, procs(aslimit));
 	if (fsize)
 		fprintf(stderr,
 			"sqlprof: warning: %zu %s ran under a file size limit (RLIMIT_FSIZE, "
