@@ -209,6 +209,7 @@ static __attribute__((noinline, cold)) void thread_setup(struct sp_thread *t)
 	t->run_q = &sp_no_run;
 	sp_thread_more(t);
 	sp_arena_get(t);
+	sp_stream_spares();
 	t->state |= SP_TS_SETUP | (sp_clock_tsc ? SP_TS_TSC : 0);
 	sp_guard_out(t);
 	errno = saved;

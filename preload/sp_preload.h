@@ -1001,6 +1001,7 @@ extern uint32_t sp_proc_pid;
  * handler, where that is not allowed). */
 extern int sp_stream_restart;
 void sp_stream_child_start(void);
+void sp_stream_spares(void); /* first SQLite thread: the spare rings */
 /* Set when the image could not connect at start-up: its first SQLite
  * call (sp_thread_ready) says so (sp_stream_unrep_start). */
 extern int sp_unrep_pending;

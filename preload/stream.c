@@ -755,6 +755,66 @@ fail:
 static struct sp_ring *spares[RING_SPARES];
 static int nspares;
 
+/*
+ * Keep ring r's memfd (consumed), out of the program's way, to announce
+ * the ring again to the next collector (an agent restarted): its records
+ * not read yet are read by that one. At most RING_FDS_KEPT, and only in
+ * the range above FD_HIGH: under a low limit the top slots are the
+ * socket's and the statistics', and the descriptor is closed (r->mfd -1:
+ * the ring cannot be announced again).
+ */
+static void ring_keep_fd(struct sp_ring *r, int mfd)
+{
+	struct stat st;
+	int hi = sp_fd_high(mfd);
+
+	r->mfd = -1;
+	if (hi >= FD_HIGH && atomic_fetch_add(&ring_fds_kept, 1) >= RING_FDS_KEPT) {
+		atomic_fetch_sub(&ring_fds_kept, 1);
+		close(hi);
+		hi = -2;
+	} else if (hi >= 0 && hi < FD_HIGH) {
+		close(hi);
+		hi = -2;
+	}
+	if (hi >= 0 && fstat(hi, &st) == 0) {
+		r->mfd = hi;
+		r->mfd_dev = st.st_dev;
+		r->mfd_ino = st.st_ino;
+	} else if (hi >= 0) {
+		close(hi);
+	} else if (hi == -1) {
+		close(mfd);
+	}
+}
+
+/* A spare let go of: its kept descriptor too, if it is still ours. */
+static void spare_fd_close(struct sp_ring *r)
+{
+	struct stat st;
+
+	if (r->mfd >= 0 && fstat(r->mfd, &st) == 0 && st.st_dev == r->mfd_dev &&
+	    st.st_ino == r->mfd_ino) {
+		close(r->mfd);
+		atomic_fetch_sub(&ring_fds_kept, 1);
+	}
+	r->mfd = -1;
+}
+
+static void spares_make(void);
+
+/* The process's first thread set up for SQLite (life.c): the spare
+ * rings, made and announced once connected. Keeps errno. */
+void sp_stream_spares(void)
+{
+	static atomic_int done;
+	int saved = errno;
+
+	if (!atomic_exchange(&done, 1))
+		spares_make();
+	errno = saved;
+}
+
 static void spares_make(void)
 {
 	for (int i = 0; i < RING_SPARES; i++) {
@@ -769,7 +829,13 @@ static void spares_make(void)
 		r->sh->pid = (uint32_t)getpid();
 		r->sh->tid = sp_tls.tid ? sp_tls.tid : r->sh->pid;
 		n = ring_announce(r->sh, mfd);
-		close(mfd);
+		/* kept like any ring's (a taken spare is a thread's ring, to
+		 * announce again to a restarted agent: t_agent_series lost
+		 * every event after the restart without it) */
+		if (n == 0)
+			ring_keep_fd(r, mfd);
+		else
+			close(mfd);
 		if (n == 0) {
 			pthread_mutex_lock(&reg_lock);
 			if (nspares < RING_SPARES) {
@@ -779,6 +845,7 @@ static void spares_make(void)
 			pthread_mutex_unlock(&reg_lock);
 		}
 		if (r) { /* not announced, or another thread filled them */
+			spare_fd_close(r);
 			munmap(r->sh, SHARED_LEN);
 			munmap(r, sizeof(*r));
 			return;
@@ -806,6 +873,7 @@ static void spares_drop(void)
 	while (nspares > 0) {
 		struct sp_ring *r = spares[--nspares];
 
+		spare_fd_close(r);
 		munmap(r->sh, SHARED_LEN);
 		munmap(r, sizeof(*r));
 	}
@@ -835,36 +903,8 @@ static struct sp_ring *ring_new(struct sp_thread *t)
 	/* the collector is gone or not taking messages now: fail */
 	if (ring_announce(sh, mfd) < 0)
 		goto fail;
-	{
-		/* kept, out of the program's way, to announce the ring again
-		 * to the next collector (an agent restarted): its records
-		 * not read yet are read by that one */
-		struct stat st;
-		int hi = sp_fd_high(mfd);
-
-		r->mfd = -1;
-		/* at most RING_FDS_KEPT, and only in the range above
-		 * FD_HIGH: under a low limit the top slots are the socket's
-		 * and the statistics' */
-		if (hi >= FD_HIGH && atomic_fetch_add(&ring_fds_kept, 1) >= RING_FDS_KEPT) {
-			atomic_fetch_sub(&ring_fds_kept, 1);
-			close(hi);
-			hi = -2;
-		} else if (hi >= 0 && hi < FD_HIGH) {
-			close(hi);
-			hi = -2;
-		}
-		if (hi >= 0 && fstat(hi, &st) == 0) {
-			r->mfd = hi;
-			r->mfd_dev = st.st_dev;
-			r->mfd_ino = st.st_ino;
-		} else if (hi >= 0) {
-			close(hi);
-		} else if (hi == -1) {
-			close(mfd);
-		}
-		mfd = -1;
-	}
+	ring_keep_fd(r, mfd);
+	mfd = -1;
 registered:
 	pthread_mutex_lock(&reg_lock);
 	r->next = rings;
@@ -1605,7 +1645,8 @@ int sp_stream_init(void)
 	if (pthread_key_create(&thread_key, thread_gone) != 0)
 		return -1;
 	if (conn_get() >= 0) {
-		spares_make();
+		/* the spares wait for the first SQLite call (sp_stream_spares):
+		 * a program that never runs SQLite pays no ring */
 		return 0;
 	}
 	if (collector_gone(conn_errno)) {
