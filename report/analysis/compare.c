@@ -214,6 +214,9 @@ static int build_agg(struct sp_side *s)
 			s->agg.rows[s->agg.n].fingerprint = xstrdup(r->fingerprint);
 			s->agg.rows[s->agg.n].sql = xstrdup(r->sql);
 			s->agg.rows[s->agg.n].plan = NULL;
+			/* the profile's row owns it: a copy, or none (freed twice
+			 * by sp_qset_free before) */
+			s->agg.rows[s->agg.n].plan_gap = r->plan_gap ? xstrdup(r->plan_gap) : NULL;
 			s->agg.n++;
 		}
 	hmap_free(&keys);
@@ -285,6 +288,7 @@ static int build_agg(struct sp_side *s)
 			free(s->agg.rows[i].fingerprint);
 			free(s->agg.rows[i].sql);
 			free(s->agg.rows[i].plan);
+			free(s->agg.rows[i].plan_gap);
 		}
 	}
 	s->agg.n = j;
