@@ -1675,6 +1675,163 @@ static void note_sqlite_seen(uint64_t executions)
 								   : SP_SEEN_NO_SQLITE);
 }
 
+/* ---- SQL texts still pending at exit ---------------------------------- */
+
+/* A process that exits with SQL texts still pending (their ring was full
+ * when they were made: sp_sql_note kept copies) waits for its collector
+ * to make room for them at most EXIT_TEXTS_WAIT_NS in all, and at most
+ * EXIT_TEXTS_STALL_NS while the collector reads nothing (stopped,
+ * starved, gone); the texts still pending then go to a file. So a text
+ * is never lost at a normal exit, and the exit is never held up long. */
+#define EXIT_TEXTS_WAIT_NS 3000000000ull
+#define EXIT_TEXTS_STALL_NS 300000000ull
+
+/* Does a record of len bytes fit in t's ring now, without waiting
+ * (sp_sql_flush_room)? */
+int sp_ring_room(struct sp_thread *t, uint32_t len)
+{
+	struct sp_ring *r = t->ring;
+	uint32_t hd, off, need, used;
+
+	if (!r || r->orphan || len > RING_SIZE / 2)
+		return 0;
+	hd = r->head;
+	off = hd & RING_MASK;
+	need = RING_SIZE - off < len ? RING_SIZE - off + len : len;
+	used = hd - __atomic_load_n(&r->sh->tail, __ATOMIC_ACQUIRE);
+	return used <= RING_SIZE && RING_SIZE - used >= need;
+}
+
+/* A file of SQL messages being written (texts_file). */
+struct texts_out {
+	int fd, err;
+	uint32_t len;
+	uint8_t buf[64 * 1024]; /* records of one message */
+};
+static struct texts_out texts_out; /* touched at exit only */
+
+static void texts_out_flush(struct texts_out *o)
+{
+	struct sp_msg_hdr mh;
+	struct iovec iov[2];
+
+	if (!o->len || o->err)
+		return;
+	/* seq 0: not a message of the connection (no gap in its numbers,
+	 * whenever the file is read); only SQL records (sp_coll_texts) */
+	memset(&mh, 0, sizeof(mh));
+	mh.magic = SP_WIRE_MAGIC;
+	mh.version = SP_WIRE_VERSION;
+	mh.pid = (uint32_t)getpid();
+	mh.len = (uint32_t)sizeof(mh) + o->len;
+	mh.lost = atomic_load(&sp_lost);
+	iov[0].iov_base = &mh;
+	iov[0].iov_len = sizeof(mh);
+	iov[1].iov_base = o->buf;
+	iov[1].iov_len = o->len;
+	if (writev(o->fd, iov, 2) != (ssize_t)mh.len)
+		o->err = 1;
+	o->len = 0;
+}
+
+static int texts_out_add(void *arg, const void *rec, uint32_t len)
+{
+	struct texts_out *o = arg;
+
+	if (len > sizeof(o->buf))
+		return -1;
+	if (o->len + len > sizeof(o->buf))
+		texts_out_flush(o);
+	memcpy(o->buf + o->len, rec, len);
+	o->len += len;
+	return o->err ? -1 : 0;
+}
+
+/*
+ * The SQL texts still pending into a file texts.PID.NS of the collector's
+ * directory (written as tmp-t.PID.NS and renamed: the collector reads a
+ * whole file or none), which the collector reads with the BYE files: at
+ * the end of a recording, at each of the agent's intervals. Returns 0, or
+ * -1 (no directory, no file, a failed write). No malloc. Keeps errno.
+ */
+static int texts_file(void)
+{
+	const char *slash = strrchr(sock_path, '/');
+	char tmp[sizeof(sock_path) + 64], path[sizeof(sock_path) + 64];
+	unsigned long long ns = (unsigned long long)sp_mono_ns();
+	int saved = errno, rc = -1;
+	struct texts_out *o = &texts_out;
+
+	if (!slash || (size_t)(slash - sock_path) >= sizeof(sock_path))
+		return -1;
+	snprintf(tmp, sizeof(tmp), "%.*s/tmp-t.%u.%llu", (int)(slash - sock_path), sock_path,
+		 (unsigned)getpid(), ns);
+	snprintf(path, sizeof(path), "%.*s/texts.%u.%llu", (int)(slash - sock_path), sock_path,
+		 (unsigned)getpid(), ns);
+	o->fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (o->fd < 0)
+		goto out;
+	o->err = 0;
+	o->len = 0;
+	if (sp_sql_pending_each(texts_out_add, o) == 0) {
+		texts_out_flush(o);
+		if (!o->err)
+			rc = 0;
+	}
+	close(o->fd);
+	if (rc == 0 && rename(tmp, path) < 0)
+		rc = -1;
+	if (rc < 0)
+		unlink(tmp);
+out:
+	errno = saved;
+	return rc;
+}
+
+/*
+ * The exiting thread hands the SQL texts still pending to the collector:
+ * into its ring while the collector makes room (woken, and waited for
+ * within the bounds above), the rest into a texts file. Called before BYE,
+ * which has the collector read the rings. Not for an image that could not
+ * connect (unrep_write writes its texts).
+ */
+static void exit_texts(void)
+{
+	struct sp_thread *t = &sp_tls;
+	uint64_t start, last, now;
+	uint32_t tl = 0;
+	int left = 1;
+
+	if (!atomic_load_explicit(&sp_sql_pending, memory_order_relaxed))
+		return;
+	if (sock_fd >= 0 && !stream_dead()) {
+		if (!t->ring)
+			ring_new(t); /* a thread that wrote nothing yet */
+		start = last = sp_mono_ns();
+		if (t->ring)
+			tl = __atomic_load_n(&t->ring->sh->tail, __ATOMIC_ACQUIRE);
+		while (t->ring && (left = sp_sql_flush_room(t, sp_ring_room)) != 0) {
+			struct timespec ts = { 0, 1000000 };
+			uint32_t now_tl;
+
+			now = sp_mono_ns();
+			if (now - start >= EXIT_TEXTS_WAIT_NS || now - last >= EXIT_TEXTS_STALL_NS ||
+			    stream_dead())
+				break;
+			if (left > 0 && t->ring->poked != tl)
+				ring_wake(t->ring, tl); /* once per tail it publishes */
+			nanosleep(&ts, NULL);
+			now_tl = __atomic_load_n(&t->ring->sh->tail, __ATOMIC_ACQUIRE);
+			if (now_tl != tl) {
+				tl = now_tl;
+				last = sp_mono_ns();
+			}
+		}
+	}
+	if (left && atomic_load_explicit(&sp_sql_pending, memory_order_relaxed))
+		(void)texts_file();
+}
+
 void sp_stream_exit(void)
 {
 	struct sp_rec_bye b;
@@ -1731,6 +1888,8 @@ void sp_stream_exit(void)
 	b.untracked = atomic_load(&sp_untracked);
 	b.lost = atomic_load(&sp_lost);
 	b.status = -1;
+	if (unreported == UNREP_NO)
+		exit_texts(); /* before BYE: the collector reads the rings then */
 	if (unreported == UNREP_FILE) {
 		/* no connection: everything goes to our file */
 		unrep_write(&b);

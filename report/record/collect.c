@@ -1908,6 +1908,109 @@ size_t sp_coll_read_unreported(struct sp_coll *c, const char *dir)
 	return done;
 }
 
+int sp_coll_texts(struct sp_coll *c, const uint8_t *msg, size_t len)
+{
+	uint64_t *rec_buf = malloc(REC_BUF_WORDS * sizeof(uint64_t));
+	struct msg_info mi;
+	size_t off;
+
+	if (!rec_buf)
+		return fail(c, "out of memory", 0);
+	if (msg_check(c, msg, len, 0, &mi, rec_buf) < 0) {
+		free(rec_buf);
+		return -1;
+	}
+	for (off = sizeof(mi.mh); off < len;) { /* every record: SQL only */
+		struct sp_rec_hdr rh;
+
+		memcpy(&rh, msg + off, sizeof(rh));
+		if (rh.type != SP_REC_SQL) {
+			free(rec_buf);
+			return fail(c, "a texts file holds a record other than SQL", off);
+		}
+		off += rh.len;
+	}
+	for (off = sizeof(mi.mh); off < len;) {
+		struct sp_rec_hdr rh;
+
+		memcpy(&rh, msg + off, sizeof(rh));
+		memcpy(rec_buf, msg + off, rh.len);
+		apply(c, NULL, (const uint8_t *)rec_buf, SP_REC_SQL);
+		c->records++;
+		off += rh.len;
+	}
+	free(rec_buf);
+	return 0;
+}
+
+/* Largest texts file read: the preload keeps at most 16 MiB of texts,
+ * each with a record header (48 bytes) and a message header per 64 KiB. */
+#define TEXTS_FILE_MAX ((size_t)64 << 20)
+
+size_t sp_coll_read_texts(struct sp_coll *c, const char *dir, size_t *bad)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	uint8_t *buf = NULL;
+	size_t texts = 0, nbad = 0;
+
+	if (!d)
+		goto out;
+	while ((e = readdir(d))) {
+		char path[4096];
+		struct stat st;
+		uint64_t before;
+		off_t off = 0;
+		FILE *f;
+
+		if (strncmp(e->d_name, "texts.", 6))
+			continue;
+		if (!buf && !(buf = malloc(SP_MSG_MAX)))
+			break;
+		snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
+		f = fopen(path, "rbe");
+		unlink(path);
+		if (!f)
+			continue;
+		before = c->sqls.count;
+		/* a file of our own uid's, in our 0700 directory; still
+		 * checked record by record like any message */
+		if (fstat(fileno(f), &st) < 0 || !S_ISREG(st.st_mode) ||
+		    (size_t)st.st_size > TEXTS_FILE_MAX) {
+			nbad++;
+			fclose(f);
+			continue;
+		}
+		while (off + (off_t)sizeof(struct sp_msg_hdr) <= st.st_size) {
+			struct sp_msg_hdr mh;
+
+			if (fread(&mh, sizeof(mh), 1, f) != 1 || mh.len < sizeof(mh) ||
+			    mh.len > SP_MSG_MAX || off + (off_t)mh.len > st.st_size) {
+				nbad++;
+				break;
+			}
+			memcpy(buf, &mh, sizeof(mh));
+			if (mh.len > sizeof(mh) && fread(buf + sizeof(mh), mh.len - sizeof(mh), 1, f) != 1) {
+				nbad++;
+				break;
+			}
+			if (sp_coll_texts(c, buf, mh.len) < 0) {
+				nbad++;
+				break;
+			}
+			off += mh.len;
+		}
+		texts += c->sqls.count - before;
+		fclose(f);
+	}
+	closedir(d);
+out:
+	free(buf);
+	if (bad)
+		*bad = nbad;
+	return texts;
+}
+
 /* Descriptors received with one message at most: more make it bad. */
 #define RECV_FDS 8
 

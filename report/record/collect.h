@@ -301,6 +301,15 @@ uint64_t sp_coll_unreported(const struct sp_coll *c, uint64_t *complete);
  * connect (each a sequence of messages: HELLO, copies of the statistics,
  * BYE), oldest first, and remove them. Returns how many were read. */
 size_t sp_coll_read_unreported(struct sp_coll *c, const char *dir);
+/* Apply the SQL records of one message of a texts file (the texts a
+ * process still held when it exited, its collector too slow to take them
+ * in its ring): validated as any message, and holding SQL records only.
+ * No process is touched. Returns 0, or -1 as sp_coll_message. */
+int sp_coll_texts(struct sp_coll *c, const uint8_t *msg, size_t len);
+/* Read the files "texts.*" left in dir (messages for sp_coll_texts) and
+ * remove them. Returns how many texts they held; *bad (may be NULL) gets
+ * the number of files or messages refused. */
+size_t sp_coll_read_texts(struct sp_coll *c, const char *dir, size_t *bad);
 
 struct sp_sql {
 	char *text;

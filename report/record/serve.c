@@ -336,12 +336,19 @@ void sp_srv_close(struct sp_srv *s)
 }
 
 /* Goodbyes the preload could not send (collector stalled or gone) are
- * left as files in our private directory: read them like messages. */
+ * left as files in our private directory: read them like messages. So
+ * are the SQL texts a process still held when it exited (texts files). */
 void sp_srv_read_bye_files(struct sp_coll *c, const char *dir, const char *who)
 {
-	DIR *d = opendir(dir);
+	DIR *d;
 	struct dirent *e;
+	size_t bad = 0;
 
+	sp_coll_read_texts(c, dir, &bad);
+	if (bad)
+		fprintf(stderr, "%s: ignored %zu bad part%s of texts files: %s\n", who, bad,
+			bad == 1 ? "" : "s", c->last_error);
+	d = opendir(dir);
 	if (!d)
 		return;
 	while ((e = readdir(d))) {
