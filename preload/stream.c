@@ -1547,25 +1547,35 @@ static int file_sql(void *arg, const void *rec, uint32_t len)
  * directory is another uid's). Keeps errno. No malloc (also runs in the
  * _exit shim).
  */
+static int data_file(const char *path, uint16_t hello_flags, const struct sp_rec_bye *bye);
+
 static int unrep_write(const struct sp_rec_bye *bye)
 {
-	char tmp[sizeof(unrep_path) + 8], *slash;
+	return data_file(unrep_path, SP_HELLO_UNREPORTED, bye);
+}
+
+/* The messages of data_file's comment into path (through tmp--.NAME,
+ * renamed), HELLO flagged hello_flags. */
+static int data_file(const char *path, uint16_t hello_flags, const struct sp_rec_bye *bye)
+{
+	char tmp[sizeof(unrep_path) + 8];
+	const char *slash;
 	char buf[HELLO_MAX];
 	uint32_t len;
 	int fd, rc = -1, saved = errno;
 
-	if (!unrep_path[0])
+	if (!path[0])
 		return -1;
-	snprintf(tmp, sizeof(tmp), "%s", unrep_path);
-	slash = strrchr(tmp, '/');
-	if (!slash || strncmp(slash + 1, "unrep.", 6))
+	slash = strrchr(path, '/');
+	if (!slash || strlen(path) + 8 > sizeof(tmp))
 		return -1;
-	memcpy(slash + 1, "tmp--", 5); /* "tmp--.PID.TIME": not read */
+	/* "tmp--.unrep.PID.TIME": no reader takes it */
+	snprintf(tmp, sizeof(tmp), "%.*s/tmp--.%s", (int)(slash - path), path, slash + 1);
 	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
 	if (fd < 0)
 		goto out;
 	atomic_store(&msg_seq, 0); /* each file is read alone: its messages from 1 */
-	len = hello_build(buf, SP_HELLO_UNREPORTED);
+	len = hello_build(buf, hello_flags);
 	if (file_msg(fd, 0, buf, len, NULL, 0) < 0 ||
 	    (bye && sp_sql_pending_each(file_sql, &fd) < 0) || (bye && stats_copy_to(fd) < 0) ||
 	    (bye && file_msg(fd, SP_MSG_FINAL, bye, sizeof(*bye), NULL, 0) < 0)) {
@@ -1574,13 +1584,39 @@ static int unrep_write(const struct sp_rec_bye *bye)
 		goto out;
 	}
 	close(fd);
-	if (rename(tmp, unrep_path) == 0)
+	if (rename(tmp, path) == 0)
 		rc = 0;
 	else
 		unlink(tmp);
 out:
 	errno = saved;
 	return rc;
+}
+
+/*
+ * The collector this image reported to is gone (an agent killed or
+ * restarting) and none listens now, at exit: its totals would die with
+ * it, and only a BYE file said how many there were. So it leaves them
+ * in a file gone.PID.INO.NS of the collector's directory (INO: its
+ * statistics memfd's inode, which names the image to an agent that
+ * holds its earlier part): HELLO, the texts still pending, a copy of
+ * every chunk of its statistics and BYE, as an unreported image's file.
+ * The next agent on that socket reads it (sp_coll_read_gone). Returns 0,
+ * or -1 (then a BYE file is left, as before).
+ */
+static int gone_write(const struct sp_rec_bye *bye)
+{
+	const char *slash = strrchr(sock_path, '/');
+	char path[sizeof(unrep_path)];
+	struct stat st;
+	int sfd = sp_stats_fd();
+
+	if (!slash || (size_t)(slash - sock_path) >= sizeof(sock_path) || sfd < 0 ||
+	    fstat(sfd, &st) < 0)
+		return -1;
+	snprintf(path, sizeof(path), "%.*s/gone.%u.%llu.%llu", (int)(slash - sock_path), sock_path,
+		 (unsigned)getpid(), (unsigned long long)st.st_ino, (unsigned long long)sp_mono_ns());
+	return data_file(path, 0, bye);
 }
 
 /* The image could not connect (at start-up, and it now runs SQLite, or
@@ -1835,7 +1871,7 @@ static void exit_texts(void)
 void sp_stream_exit(void)
 {
 	struct sp_rec_bye b;
-	int sent = -1, cancel, locked;
+	int sent = -1, cancel, locked, gone;
 
 	memset(&b, 0, sizeof(b));
 	if (!stream_dead() && sock_fd >= 0 && fd_is_ours()) {
@@ -1862,9 +1898,13 @@ void sp_stream_exit(void)
 			rings_announce_again();
 		pthread_setcancelstate(cancel, NULL);
 	}
+	/* Still no collector, and none is there to take our totals (an agent
+	 * restarting, or down): they go to a gone file, for the next one */
+	gone = unreported == UNREP_NO && !hello_owed && stream_dead() && sock_path[0] && sp_stats &&
+	       collector_gone(conn_errno) && !sp_guarded(&sp_tls) && sp_stats_executions() > 0;
 	sp_guard_in(&sp_tls);
 	if (hello_owed || unreported == UNREP_IDLE || unreported == UNREP_COUNTED ||
-	    (unreported == UNREP_NO && !ever_connected) ||
+	    (unreported == UNREP_NO && !ever_connected && !gone) ||
 	    (sock_fd < 0 && !stream_dead() && atomic_load(&sp_lost) == 0)) {
 		/* Nothing was ever sent (a forked child that made no query,
 		 * or one connected before a uid change that ran none), or
@@ -1888,7 +1928,7 @@ void sp_stream_exit(void)
 	b.untracked = atomic_load(&sp_untracked);
 	b.lost = atomic_load(&sp_lost);
 	b.status = -1;
-	if (unreported == UNREP_NO)
+	if (unreported == UNREP_NO && !gone)
 		exit_texts(); /* before BYE: the collector reads the rings then */
 	if (unreported == UNREP_FILE) {
 		/* no connection: everything goes to our file */
@@ -1901,7 +1941,8 @@ void sp_stream_exit(void)
 		sent = send_msg(&b, sizeof(b), NULL, 0, SP_MSG_FINAL);
 	if (sent < 0) {
 		b.lost = atomic_load(&sp_lost);
-		bye_file(&b);
+		if (!gone || gone_write(&b) < 0)
+			bye_file(&b);
 	}
 	pthread_setcancelstate(cancel, NULL);
 	sp_guard_out(&sp_tls);

@@ -46,6 +46,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -75,6 +76,7 @@ enum { NQF = 0 QF(QF_COUNT) };
 /* One image's part of one query's totals (agent_live). */
 struct live_row {
 	uint32_t pid;
+	int gone_seen; /* reap_gone found its process gone once already */
 	uint64_t start, ino;
 	uint64_t sql_id, kind;
 	uint64_t v[NQF];
@@ -112,6 +114,7 @@ struct agent {
 	struct sp_live_state ls; /* the live views' state (live.h) */
 	struct sp_metrics *metrics; /* --metrics, NULL: none */
 	double carried_tick;   /* ns per TSC tick of the agent before us, 0: none */
+	uint64_t missing, missing_procs; /* sp_coll_missing at the last write */
 };
 
 static int sig_pipe[2] = { -1, -1 };
@@ -656,6 +659,14 @@ static int write_state(sqlite3 *db, void *arg)
 	if (sqlite3_step(st) != SQLITE_DONE)
 		goto out;
 	sqlite3_reset(st);
+	/* executions processes said they ran (BYE) that their statistics,
+	 * as merged, do not hold: never a silent loss */
+	a->missing = sp_coll_missing(&a->c, &a->missing_procs);
+	sqlite3_bind_text(st, 1, "agent_missing_executions", -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 2, (sqlite3_int64)a->missing);
+	if (sqlite3_step(st) != SQLITE_DONE)
+		goto out;
+	sqlite3_reset(st);
 	sqlite3_bind_text(st, 1, "agent_updated", -1, SQLITE_STATIC);
 	sqlite3_bind_int64(st, 2, (sqlite3_int64)time(NULL));
 	if (sqlite3_step(st) != SQLITE_DONE)
@@ -746,10 +757,17 @@ static int write_profile(struct agent *a, char *err, size_t errlen)
  * the child's pid, or -1 (then nothing was written). */
 static pid_t snapshot(struct agent *a)
 {
-	pid_t pid = fork();
+	pid_t parent = getpid(), pid = fork();
 
 	if (pid == 0) {
 		char err[PATH_MAX + 256];
+
+		/* dies with the agent: an agent killed (SIGKILL) mid-write
+		 * left this child writing on, and its profile, older than
+		 * the next agent's, replaced that one's (a restarted agent's
+		 * final profile found holding the killed one's totals) */
+		if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent)
+			_exit(1);
 
 		/* the agent's signals are the agent's: a group-wide SIGTERM
 		 * lets this write finish (the agent waits for it) */
@@ -789,14 +807,19 @@ static void reap_gone(struct agent *a)
 		}
 		i++;
 	}
-	/* carried images that will not come back: their part is final */
+	/* carried images that will not come back: their part is final. Gone
+	 * at two looks in a row: one that exited while no agent listened
+	 * left its totals in a gone file, renamed before it exited, so read
+	 * (before this, sp_srv_read_bye_files) by the second look at the
+	 * latest, and its part must still be here to be taken off then */
 	for (size_t i = 0; i < a->carried.n;) {
-		const struct live_row *r = &a->carried.r[i];
+		struct live_row *r = &a->carried.r[i];
 
-		if (sp_srv_proc_start(r->pid) != r->start)
+		if (sp_srv_proc_start(r->pid) != r->start && r->gone_seen++) {
 			a->carried.r[i] = a->carried.r[--a->carried.n];
-		else
-			i++;
+			continue;
+		}
+		i++;
 	}
 }
 
@@ -1179,8 +1202,10 @@ int cmd_agent(int argc, char **argv)
 		}
 		now = sp_srv_mono_ns();
 		if (now >= next && snap == 0) {
-			reap_gone(&a);
+			/* the files first: a gone file takes its image's part
+			 * off while reap_gone still has it */
 			sp_srv_read_bye_files(&a.c, sockdir, "sqlprof agent");
+			reap_gone(&a);
 			/* the texts and events the rings hold, then the copy */
 			if (a.c.nrings)
 				sp_coll_rings_drain(&a.c, 0);
@@ -1197,7 +1222,12 @@ int cmd_agent(int argc, char **argv)
 		waitpid(snap, NULL, 0);
 	if (!quiet)
 		fprintf(stderr, "sqlprof agent: %s, writing %s\n", strsignal(stop_sig), a.output);
-	/* the end: everything read, then written in place */
+	/* the end: everything read, then written in place - first what the
+	 * socket still holds (a process that ran while we were busy: its
+	 * totals came in a message not read yet), at most 2 s of it */
+	if (sp_srv_flush(&a.srv, 2000000000ull) < 0)
+		fprintf(stderr, "sqlprof agent: messages still coming after 2 s: the profile is written "
+				"without the rest\n");
 	sp_coll_rings_drain(&a.c, 0);
 	sp_srv_read_bye_files(&a.c, sockdir, "sqlprof agent");
 	sp_coll_read_unreported(&a.c, sockdir);
@@ -1210,6 +1240,12 @@ int cmd_agent(int argc, char **argv)
 			(unsigned long long)sp_coll_executions(&a.c),
 			sp_coll_executions(&a.c) == 1 ? "" : "s", a.c.procs.count,
 			a.c.procs.count == 1 ? "" : "es", (unsigned long long)sp_coll_lost(&a.c));
+	if (a.missing) /* said even with --quiet: the totals are short */
+		fprintf(stderr,
+			"sqlprof agent: %llu execution%s missing: %llu process%s said goodbye after more "
+			"executions than the profile holds for them (meta agent_missing_executions)\n",
+			(unsigned long long)a.missing, a.missing == 1 ? " is" : "s are",
+			(unsigned long long)a.missing_procs, a.missing_procs == 1 ? "" : "es");
 	rc = SP_EXIT_OK;
 out:
 	if (listening)

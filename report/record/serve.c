@@ -321,6 +321,23 @@ int sp_srv_round(struct sp_srv *s, int extra, int timeout_ms, int accept_anyway)
 	return rc;
 }
 
+int sp_srv_flush(struct sp_srv *s, uint64_t budget_ns)
+{
+	uint64_t end = sp_srv_mono_ns() + budget_ns;
+
+	for (;;) {
+		size_t acc = s->accepted;
+		int r = sp_srv_round(s, -1, 0, 1);
+
+		if (r < 0)
+			return -1;
+		if (!(r & SP_SRV_DATA) && s->accepted == acc)
+			return 0;
+		if (sp_srv_mono_ns() >= end)
+			return -1;
+	}
+}
+
 void sp_srv_close(struct sp_srv *s)
 {
 	for (size_t i = 0; i < s->ncl; i++)
@@ -337,7 +354,9 @@ void sp_srv_close(struct sp_srv *s)
 
 /* Goodbyes the preload could not send (collector stalled or gone) are
  * left as files in our private directory: read them like messages. So
- * are the SQL texts a process still held when it exited (texts files). */
+ * are the SQL texts a process still held when it exited (texts files),
+ * and the totals of a process that exited while no collector listened
+ * (gone files, before its BYE file if both are there). */
 void sp_srv_read_bye_files(struct sp_coll *c, const char *dir, const char *who)
 {
 	DIR *d;
@@ -348,6 +367,11 @@ void sp_srv_read_bye_files(struct sp_coll *c, const char *dir, const char *who)
 	if (bad)
 		fprintf(stderr, "%s: ignored %zu bad part%s of texts files: %s\n", who, bad,
 			bad == 1 ? "" : "s", c->last_error);
+	sp_coll_read_gone(c, dir, &bad);
+	if (bad)
+		fprintf(stderr, "%s: %zu file%s of processes that exited without a collector "
+				"could not be read whole: %s\n",
+			who, bad, bad == 1 ? "" : "s", c->last_error);
 	d = opendir(dir);
 	if (!d)
 		return;
