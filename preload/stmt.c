@@ -394,7 +394,6 @@ static void pending_add(uint64_t id, const char *sql, uint32_t n, size_t full_le
 	pthread_mutex_unlock(&pending_lock);
 }
 
-
 /*
  * At exit (stream.c, exit_texts): write the SQL records still pending
  * into t's ring while room(t, len) says a record of len bytes fits now,
@@ -446,8 +445,8 @@ void sp_sql_flush(struct sp_thread *t)
  * go to), or one that exits while its collector does not make room.
  * Another thread holding the list is waited for, at most ~100 ms (it
  * holds it for a flush only; _exit from a signal handler may have
- * interrupted that thread, hence no lock). Returns 0, or -1 when fn
- * failed or the list stayed held.
+ * interrupted that thread, hence no lock; the texts are then skipped).
+ * Returns 0, or -1 when fn failed.
  */
 int sp_sql_pending_each(int (*fn)(void *arg, const void *rec, uint32_t len), void *arg)
 {
@@ -459,7 +458,7 @@ int sp_sql_pending_each(int (*fn)(void *arg, const void *rec, uint32_t len), voi
 		struct timespec ts = { 0, 1000000 };
 
 		if (tries == 100)
-			return -1;
+			return 0; /* the texts are skipped, the file is kept */
 		nanosleep(&ts, NULL);
 	}
 	for (p = pending; p && rc == 0; p = p->next) {
