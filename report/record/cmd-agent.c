@@ -45,8 +45,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/mman.h>
-#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -235,6 +235,39 @@ static int socket_claim(const char *path, char *err, size_t errlen)
 		return -1;
 	}
 	return 0;
+}
+
+/*
+ * Take the lock of the socket's directory (flock, held by this agent and
+ * its snapshot children until they end). An agent killed (SIGKILL) while
+ * a child wrote its profile left that child writing on: the next agent
+ * continued from the profile before, and the child's, older than the new
+ * agent's, then replaced that one's (a restarted agent's final profile
+ * found holding the killed one's totals). So a new agent waits for such a
+ * child - at most 60 s, then goes on and says so - and continues from
+ * what it wrote. Returns the descriptor (kept open), or -1.
+ */
+static int dir_lock(const char *dir)
+{
+	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+	if (fd < 0)
+		return -1;
+	for (int i = 0; flock(fd, LOCK_EX | LOCK_NB) < 0; i++) {
+		struct timespec ts = { 0, 20000000 };
+
+		if (errno != EWOULDBLOCK && errno != EINTR) {
+			close(fd);
+			return -1;
+		}
+		if (i == 3000) {
+			fprintf(stderr, "sqlprof agent: a snapshot of the agent before still runs after "
+					"60 s: continuing without it\n");
+			return fd;
+		}
+		nanosleep(&ts, NULL);
+	}
+	return fd;
 }
 
 static int rows_add(struct rows *rs, const struct live_row *r)
@@ -757,17 +790,13 @@ static int write_profile(struct agent *a, char *err, size_t errlen)
  * the child's pid, or -1 (then nothing was written). */
 static pid_t snapshot(struct agent *a)
 {
-	pid_t parent = getpid(), pid = fork();
+	pid_t pid = fork();
 
 	if (pid == 0) {
 		char err[PATH_MAX + 256];
 
-		/* dies with the agent: an agent killed (SIGKILL) mid-write
-		 * left this child writing on, and its profile, older than
-		 * the next agent's, replaced that one's (a restarted agent's
-		 * final profile found holding the killed one's totals) */
-		if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent)
-			_exit(1);
+		/* keeps the agent's lock on the socket's directory (see
+		 * dir_lock) until it has written: a next agent waits for it */
 
 		/* the agent's signals are the agent's: a group-wide SIGTERM
 		 * lets this write finish (the agent waits for it) */
@@ -1063,7 +1092,7 @@ int cmd_agent(int argc, char **argv)
 	const char *sock = NULL, *metrics = NULL;
 	double interval = 10;
 	uint64_t top_n = 200;
-	int opt, quiet = 0, rc = SP_EXIT_INTERNAL, listening = 0;
+	int opt, quiet = 0, rc = SP_EXIT_INTERNAL, listening = 0, lock_fd = -1;
 	uint64_t next;
 	pid_t snap = 0;
 	struct sigaction sa;
@@ -1123,6 +1152,7 @@ int cmd_agent(int argc, char **argv)
 	slash = strrchr(sockdir, '/');
 	if (slash)
 		*slash = 0;
+	lock_fd = dir_lock(sockdir);
 	sp_coll_init(&a.c);
 	sp_live_state_init(&a.ls);
 	a.ls.profile = sp_live_abspath(a.output);
@@ -1251,6 +1281,8 @@ out:
 	if (listening)
 		unlink(sockpath);
 	sp_metrics_stop(a.metrics);
+	if (lock_fd >= 0)
+		close(lock_fd);
 	sp_srv_close(&a.srv);
 	sp_coll_free(&a.c);
 	free(a.carried.r);
