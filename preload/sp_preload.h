@@ -444,6 +444,9 @@ uint64_t sp_sql_note(struct sp_thread *t, const char *sql, size_t len, uint64_t 
 extern atomic_int sp_sql_pending;
 void sp_sql_flush(struct sp_thread *t);
 int sp_sql_pending_each(int (*fn)(void *arg, const void *rec, uint32_t len), void *arg);
+int sp_sql_flush_room(struct sp_thread *t, int (*room)(struct sp_thread *t, uint32_t len));
+/* Does a record of len bytes fit in the thread's ring now (stream.c)? */
+int sp_ring_room(struct sp_thread *t, uint32_t len);
 /* 1 the first time a text of this kind runs in the process */
 int sp_first_exec(uint64_t sql_id, uint32_t kind);
 /* 1 the first time a first execution of this shape has this stack */

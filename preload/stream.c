@@ -1785,25 +1785,35 @@ static int file_sql(void *arg, const void *rec, uint32_t len)
  * directory is another uid's). Keeps errno. No malloc (also runs in the
  * _exit shim).
  */
+static int data_file(const char *path, uint16_t hello_flags, const struct sp_rec_bye *bye);
+
 static int unrep_write(const struct sp_rec_bye *bye)
 {
-	char tmp[sizeof(unrep_path) + 8], *slash;
+	return data_file(unrep_path, SP_HELLO_UNREPORTED, bye);
+}
+
+/* The messages of data_file's comment into path (through tmp--.NAME,
+ * renamed), HELLO flagged hello_flags. */
+static int data_file(const char *path, uint16_t hello_flags, const struct sp_rec_bye *bye)
+{
+	char tmp[sizeof(unrep_path) + 8];
+	const char *slash;
 	char buf[HELLO_MAX];
 	uint32_t len;
 	int fd, rc = -1, saved = errno;
 
-	if (!unrep_path[0])
+	if (!path[0])
 		return -1;
-	snprintf(tmp, sizeof(tmp), "%s", unrep_path);
-	slash = strrchr(tmp, '/');
-	if (!slash || strncmp(slash + 1, "unrep.", 6))
+	slash = strrchr(path, '/');
+	if (!slash || strlen(path) + 8 > sizeof(tmp))
 		return -1;
-	memcpy(slash + 1, "tmp--", 5); /* "tmp--.PID.TIME": not read */
+	/* "tmp--.unrep.PID.TIME": no reader takes it */
+	snprintf(tmp, sizeof(tmp), "%.*s/tmp--.%s", (int)(slash - path), path, slash + 1);
 	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
 	if (fd < 0)
 		goto out;
 	atomic_store(&msg_seq, 0); /* each file is read alone: its messages from 1 */
-	len = hello_build(buf, SP_HELLO_UNREPORTED);
+	len = hello_build(buf, hello_flags);
 	if (file_msg(fd, 0, buf, len, NULL, 0) < 0 ||
 	    (bye && sp_sql_pending_each(file_sql, &fd) < 0) || (bye && stats_copy_to(fd) < 0) ||
 	    (bye && file_msg(fd, SP_MSG_FINAL, bye, sizeof(*bye), NULL, 0) < 0)) {
@@ -1812,13 +1822,39 @@ static int unrep_write(const struct sp_rec_bye *bye)
 		goto out;
 	}
 	close(fd);
-	if (rename(tmp, unrep_path) == 0)
+	if (rename(tmp, path) == 0)
 		rc = 0;
 	else
 		unlink(tmp);
 out:
 	errno = saved;
 	return rc;
+}
+
+/*
+ * The collector this image reported to is gone (an agent killed or
+ * restarting) and none listens now, at exit: its totals would die with
+ * it, and only a BYE file said how many there were. So it leaves them
+ * in a file gone.PID.INO.NS of the collector's directory (INO: its
+ * statistics memfd's inode, which names the image to an agent that
+ * holds its earlier part): HELLO, the texts still pending, a copy of
+ * every chunk of its statistics and BYE, as an unreported image's file.
+ * The next agent on that socket reads it (sp_coll_read_gone). Returns 0,
+ * or -1 (then a BYE file is left, as before).
+ */
+static int gone_write(const struct sp_rec_bye *bye)
+{
+	const char *slash = strrchr(sock_path, '/');
+	char path[sizeof(unrep_path)];
+	struct stat st;
+	int sfd = sp_stats_fd();
+
+	if (!slash || (size_t)(slash - sock_path) >= sizeof(sock_path) || sfd < 0 ||
+	    fstat(sfd, &st) < 0)
+		return -1;
+	snprintf(path, sizeof(path), "%.*s/gone.%u.%llu.%llu", (int)(slash - sock_path), sock_path,
+		 (unsigned)getpid(), (unsigned long long)st.st_ino, (unsigned long long)sp_mono_ns());
+	return data_file(path, 0, bye);
 }
 
 /* The image could not connect (at start-up, and it now runs SQLite, or
@@ -1919,10 +1955,167 @@ static void note_sqlite_seen(uint64_t executions)
 								   : SP_SEEN_NO_SQLITE);
 }
 
+/* ---- SQL texts still pending at exit ---------------------------------- */
+
+/* A process that exits with SQL texts still pending (their ring was full
+ * when they were made: sp_sql_note kept copies) waits for its collector
+ * to make room for them at most EXIT_TEXTS_WAIT_NS in all, and at most
+ * EXIT_TEXTS_STALL_NS while the collector reads nothing (stopped,
+ * starved, gone); the texts still pending then go to a file. So a text
+ * is never lost at a normal exit, and the exit is never held up long. */
+#define EXIT_TEXTS_WAIT_NS 3000000000ull
+#define EXIT_TEXTS_STALL_NS 300000000ull
+
+/* Does a record of len bytes fit in t's ring now, without waiting
+ * (sp_sql_flush_room)? */
+int sp_ring_room(struct sp_thread *t, uint32_t len)
+{
+	struct sp_ring *r = t->ring;
+	uint32_t hd, off, need, used;
+
+	if (!r || r->orphan || len > RING_SIZE / 2)
+		return 0;
+	hd = r->head;
+	off = hd & RING_MASK;
+	need = RING_SIZE - off < len ? RING_SIZE - off + len : len;
+	used = hd - __atomic_load_n(&r->sh->tail, __ATOMIC_ACQUIRE);
+	return used <= RING_SIZE && RING_SIZE - used >= need;
+}
+
+/* A file of SQL messages being written (texts_file). */
+struct texts_out {
+	int fd, err;
+	uint32_t len;
+	uint8_t buf[64 * 1024]; /* records of one message */
+};
+static struct texts_out texts_out; /* touched at exit only */
+
+static void texts_out_flush(struct texts_out *o)
+{
+	struct sp_msg_hdr mh;
+	struct iovec iov[2];
+
+	if (!o->len || o->err)
+		return;
+	/* seq 0: not a message of the connection (no gap in its numbers,
+	 * whenever the file is read); only SQL records (sp_coll_texts) */
+	memset(&mh, 0, sizeof(mh));
+	mh.magic = SP_WIRE_MAGIC;
+	mh.version = SP_WIRE_VERSION;
+	mh.pid = (uint32_t)getpid();
+	mh.len = (uint32_t)sizeof(mh) + o->len;
+	mh.lost = atomic_load(&sp_lost);
+	iov[0].iov_base = &mh;
+	iov[0].iov_len = sizeof(mh);
+	iov[1].iov_base = o->buf;
+	iov[1].iov_len = o->len;
+	if (writev(o->fd, iov, 2) != (ssize_t)mh.len)
+		o->err = 1;
+	o->len = 0;
+}
+
+static int texts_out_add(void *arg, const void *rec, uint32_t len)
+{
+	struct texts_out *o = arg;
+
+	if (len > sizeof(o->buf))
+		return -1;
+	if (o->len + len > sizeof(o->buf))
+		texts_out_flush(o);
+	memcpy(o->buf + o->len, rec, len);
+	o->len += len;
+	return o->err ? -1 : 0;
+}
+
+/*
+ * The SQL texts still pending into a file texts.PID.NS of the collector's
+ * directory (written as tmp-t.PID.NS and renamed: the collector reads a
+ * whole file or none), which the collector reads with the BYE files: at
+ * the end of a recording, at each of the agent's intervals. Returns 0, or
+ * -1 (no directory, no file, a failed write). No malloc. Keeps errno.
+ */
+static int texts_file(void)
+{
+	const char *slash = strrchr(sock_path, '/');
+	char tmp[sizeof(sock_path) + 64], path[sizeof(sock_path) + 64];
+	unsigned long long ns = (unsigned long long)sp_mono_ns();
+	int saved = errno, rc = -1;
+	struct texts_out *o = &texts_out;
+
+	if (!slash || (size_t)(slash - sock_path) >= sizeof(sock_path))
+		return -1;
+	snprintf(tmp, sizeof(tmp), "%.*s/tmp-t.%u.%llu", (int)(slash - sock_path), sock_path,
+		 (unsigned)getpid(), ns);
+	snprintf(path, sizeof(path), "%.*s/texts.%u.%llu", (int)(slash - sock_path), sock_path,
+		 (unsigned)getpid(), ns);
+	o->fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (o->fd < 0)
+		goto out;
+	o->err = 0;
+	o->len = 0;
+	if (sp_sql_pending_each(texts_out_add, o) == 0) {
+		texts_out_flush(o);
+		if (!o->err)
+			rc = 0;
+	}
+	close(o->fd);
+	if (rc == 0 && rename(tmp, path) < 0)
+		rc = -1;
+	if (rc < 0)
+		unlink(tmp);
+out:
+	errno = saved;
+	return rc;
+}
+
+/*
+ * The exiting thread hands the SQL texts still pending to the collector:
+ * into its ring while the collector makes room (woken, and waited for
+ * within the bounds above), the rest into a texts file. Called before BYE,
+ * which has the collector read the rings. Not for an image that could not
+ * connect (unrep_write writes its texts).
+ */
+static void exit_texts(void)
+{
+	struct sp_thread *t = &sp_tls;
+	uint64_t start, last, now;
+	uint32_t tl = 0;
+	int left = 1;
+
+	if (!atomic_load_explicit(&sp_sql_pending, memory_order_relaxed))
+		return;
+	if (sock_fd >= 0 && !stream_dead()) {
+		if (!t->ring)
+			ring_new(t); /* a thread that wrote nothing yet */
+		start = last = sp_mono_ns();
+		if (t->ring)
+			tl = __atomic_load_n(&t->ring->sh->tail, __ATOMIC_ACQUIRE);
+		while (t->ring && (left = sp_sql_flush_room(t, sp_ring_room)) != 0) {
+			struct timespec ts = { 0, 1000000 };
+			uint32_t now_tl;
+
+			now = sp_mono_ns();
+			if (now - start >= EXIT_TEXTS_WAIT_NS || now - last >= EXIT_TEXTS_STALL_NS ||
+			    stream_dead())
+				break;
+			if (left > 0 && t->ring->poked != tl)
+				ring_wake(t->ring, tl); /* once per tail it publishes */
+			nanosleep(&ts, NULL);
+			now_tl = __atomic_load_n(&t->ring->sh->tail, __ATOMIC_ACQUIRE);
+			if (now_tl != tl) {
+				tl = now_tl;
+				last = sp_mono_ns();
+			}
+		}
+	}
+	if (left && atomic_load_explicit(&sp_sql_pending, memory_order_relaxed))
+		(void)texts_file();
+}
+
 void sp_stream_exit(void)
 {
 	struct sp_rec_bye b;
-	int sent = -1, cancel, locked;
+	int sent = -1, cancel, locked, gone;
 
 	memset(&b, 0, sizeof(b));
 	if (!stream_dead() && sock_fd >= 0 && fd_is_ours()) {
@@ -1949,9 +2142,13 @@ void sp_stream_exit(void)
 			rings_announce_again();
 		pthread_setcancelstate(cancel, NULL);
 	}
+	/* Still no collector, and none is there to take our totals (an agent
+	 * restarting, or down): they go to a gone file, for the next one */
+	gone = unreported == UNREP_NO && !hello_owed && stream_dead() && sock_path[0] && sp_stats &&
+	       collector_gone(conn_errno) && !sp_guarded(&sp_tls) && sp_stats_executions() > 0;
 	sp_guard_in(&sp_tls);
 	if (hello_owed || unreported == UNREP_IDLE || unreported == UNREP_COUNTED ||
-	    (unreported == UNREP_NO && !ever_connected) ||
+	    (unreported == UNREP_NO && !ever_connected && !gone) ||
 	    (sock_fd < 0 && !stream_dead() && atomic_load(&sp_lost) == 0)) {
 		/* Nothing was ever sent (a forked child that made no query,
 		 * or one connected before a uid change that ran none), or
@@ -1976,6 +2173,8 @@ void sp_stream_exit(void)
 	b.lost = atomic_load(&sp_lost);
 	b.status = -1;
 	b.stats_ino = sp_stats_ino_lo(); /* names us in a BYE file, across pid namespaces */
+	if (unreported == UNREP_NO && !gone)
+		exit_texts(); /* before BYE: the collector reads the rings then */
 	if (unreported == UNREP_FILE) {
 		/* no connection: everything goes to our file */
 		unrep_write(&b);
@@ -1987,7 +2186,8 @@ void sp_stream_exit(void)
 		sent = send_msg(&b, sizeof(b), NULL, 0, SP_MSG_FINAL);
 	if (sent < 0) {
 		b.lost = atomic_load(&sp_lost);
-		bye_file(&b);
+		if (!gone || gone_write(&b) < 0)
+			bye_file(&b);
 	}
 	pthread_setcancelstate(cancel, NULL);
 	sp_guard_out(&sp_tls);

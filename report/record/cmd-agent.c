@@ -76,6 +76,7 @@ enum { NQF = 0 QF(QF_COUNT) };
 /* One image's part of one query's totals (agent_live). */
 struct live_row {
 	uint32_t pid;
+	int gone_seen; /* reap_gone found its process gone once already */
 	uint64_t start, ino;
 	uint64_t sql_id, kind;
 	uint64_t v[NQF];
@@ -114,6 +115,7 @@ struct agent {
 	struct sp_metrics *metrics; /* --metrics, NULL: none */
 	double carried_tick;   /* ns per TSC tick of the agent before us, 0: none */
 	int lockfd;            /* the profile's lock (profile_lock), -1: none */
+	uint64_t missing, missing_procs; /* sp_coll_missing_bye at the last write */
 };
 
 static int sig_pipe[2] = { -1, -1 };
@@ -299,6 +301,39 @@ static int socket_claim(const char *path, char *err, size_t errlen)
 		return -1;
 	}
 	return 0;
+}
+
+/*
+ * Take the lock of the socket's directory (flock, held by this agent and
+ * its snapshot children until they end). An agent killed (SIGKILL) while
+ * a child wrote its profile left that child writing on: the next agent
+ * continued from the profile before, and the child's, older than the new
+ * agent's, then replaced that one's (a restarted agent's final profile
+ * found holding the killed one's totals). So a new agent waits for such a
+ * child - at most 60 s, then goes on and says so - and continues from
+ * what it wrote. Returns the descriptor (kept open), or -1.
+ */
+static int dir_lock(const char *dir)
+{
+	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+	if (fd < 0)
+		return -1;
+	for (int i = 0; flock(fd, LOCK_EX | LOCK_NB) < 0; i++) {
+		struct timespec ts = { 0, 20000000 };
+
+		if (errno != EWOULDBLOCK && errno != EINTR) {
+			close(fd);
+			return -1;
+		}
+		if (i == 3000) {
+			fprintf(stderr, "sqlprof agent: a snapshot of the agent before still runs after "
+					"60 s: continuing without it\n");
+			return fd;
+		}
+		nanosleep(&ts, NULL);
+	}
+	return fd;
 }
 
 static int rows_add(struct rows *rs, const struct live_row *r)
@@ -723,6 +758,14 @@ static int write_state(sqlite3 *db, void *arg)
 	if (sqlite3_step(st) != SQLITE_DONE)
 		goto out;
 	sqlite3_reset(st);
+	/* executions processes said they ran (BYE) that their statistics,
+	 * as merged, do not hold: never a silent loss */
+	a->missing = sp_coll_missing_bye(&a->c, &a->missing_procs);
+	sqlite3_bind_text(st, 1, "agent_missing_executions", -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 2, (sqlite3_int64)a->missing);
+	if (sqlite3_step(st) != SQLITE_DONE)
+		goto out;
+	sqlite3_reset(st);
 	sqlite3_bind_text(st, 1, "agent_updated", -1, SQLITE_STATIC);
 	sqlite3_bind_int64(st, 2, (sqlite3_int64)time(NULL));
 	if (sqlite3_step(st) != SQLITE_DONE)
@@ -819,6 +862,9 @@ static pid_t snapshot(struct agent *a)
 	if (pid == 0) {
 		char err[PATH_MAX + 256];
 
+		/* keeps the agent's lock on the socket's directory (see
+		 * dir_lock) until it has written: a next agent waits for it */
+
 		/* the agent's signals are the agent's: a group-wide SIGTERM
 		 * lets this write finish (the agent waits for it) */
 		signal(SIGTERM, SIG_IGN);
@@ -864,14 +910,19 @@ static void reap_gone(struct agent *a)
 		}
 		i++;
 	}
-	/* carried images that will not come back: their part is final */
+	/* carried images that will not come back: their part is final. Gone
+	 * at two looks in a row: one that exited while no agent listened
+	 * left its totals in a gone file, renamed before it exited, so read
+	 * (before this, sp_srv_read_bye_files) by the second look at the
+	 * latest, and its part must still be here to be taken off then */
 	for (size_t i = 0; i < a->carried.n;) {
-		const struct live_row *r = &a->carried.r[i];
+		struct live_row *r = &a->carried.r[i];
 
-		if (sp_srv_proc_start(r->pid) != r->start)
+		if (sp_srv_proc_start(r->pid) != r->start && r->gone_seen++) {
 			a->carried.r[i] = a->carried.r[--a->carried.n];
-		else
-			i++;
+			continue;
+		}
+		i++;
 	}
 }
 
@@ -1125,7 +1176,7 @@ int cmd_agent(int argc, char **argv)
 	const char *sock = NULL, *metrics = NULL;
 	double interval = 10;
 	uint64_t top_n = 200;
-	int opt, quiet = 0, rc = SP_EXIT_INTERNAL, listening = 0, shared = 0;
+	int opt, quiet = 0, rc = SP_EXIT_INTERNAL, listening = 0, shared = 0, lock_fd = -1;
 	uint64_t next;
 	pid_t snap = 0;
 	struct sigaction sa;
@@ -1192,6 +1243,7 @@ int cmd_agent(int argc, char **argv)
 	slash = strrchr(sockdir, '/');
 	if (slash)
 		*slash = 0;
+	lock_fd = dir_lock(sockdir);
 	sp_coll_init(&a.c);
 	sp_live_state_init(&a.ls);
 	a.ls.profile = sp_live_abspath(a.output);
@@ -1274,8 +1326,10 @@ int cmd_agent(int argc, char **argv)
 		now = sp_srv_mono_ns();
 		if (now >= next && snap == 0) {
 			sp_coll_settle(&a.c, 0); /* ended without goodbye: how? */
-			reap_gone(&a);
+			/* the files first: a gone file takes its image's part
+			 * off while reap_gone still has it */
 			sp_srv_read_bye_files(&a.c, sockdir, "sqlprof agent");
+			reap_gone(&a);
 			/* the texts and events the rings hold, then the copy */
 			if (a.c.nrings)
 				sp_coll_rings_drain(&a.c, 0);
@@ -1302,6 +1356,12 @@ int cmd_agent(int argc, char **argv)
 		if (r < 0 || (!(r & SP_SRV_DATA) && !sp_srv_pending(&a.srv)))
 			break;
 	}
+	/* the end: everything read, then written in place - first what the
+	 * socket still holds (a process that ran while we were busy: its
+	 * totals came in a message not read yet), at most 2 s of it */
+	if (sp_srv_flush(&a.srv, 2000000000ull) < 0)
+		fprintf(stderr, "sqlprof agent: messages still coming after 2 s: the profile is written "
+				"without the rest\n");
 	sp_coll_rings_drain(&a.c, 0);
 	sp_srv_read_bye_files(&a.c, sockdir, "sqlprof agent");
 	sp_coll_read_unreported(&a.c, sockdir);
@@ -1331,11 +1391,19 @@ int cmd_agent(int argc, char **argv)
 				(unsigned long long)a.c.fd_waits, a.c.fd_waits == 1 ? "" : "s");
 		fputc('\n', stderr);
 	}
+	if (a.missing) /* said even with --quiet: the totals are short */
+		fprintf(stderr,
+			"sqlprof agent: %llu execution%s missing: %llu process%s said goodbye after more "
+			"executions than the profile holds for them (meta agent_missing_executions)\n",
+			(unsigned long long)a.missing, a.missing == 1 ? " is" : "s are",
+			(unsigned long long)a.missing_procs, a.missing_procs == 1 ? "" : "es");
 	rc = SP_EXIT_OK;
 out:
 	if (listening)
 		unlink(sockpath);
 	sp_metrics_stop(a.metrics);
+	if (lock_fd >= 0)
+		close(lock_fd);
 	sp_srv_close(&a.srv);
 	sp_coll_free(&a.c);
 	free(a.carried.r);

@@ -331,6 +331,23 @@ uint64_t sp_coll_unreported(const struct sp_coll *c, uint64_t *complete);
  * connect (each a sequence of messages: HELLO, copies of the statistics,
  * BYE), oldest first, and remove them. Returns how many were read. */
 size_t sp_coll_read_unreported(struct sp_coll *c, const char *dir);
+/* Read the files "gone.PID.INO.NS" left in dir by processes that exited
+ * while no collector listened after theirs went away (an agent
+ * restarting): HELLO, copies of their statistics, BYE; for each one
+ * read whole, c->stats_added(c, PID, INO) (an earlier agent's part of
+ * that image is taken off: its totals come again in full). Removes
+ * them. Returns how many were read; *bad (may be NULL) how many were
+ * refused. */
+size_t sp_coll_read_gone(struct sp_coll *c, const char *dir, size_t *bad);
+/* Apply the SQL records of one message of a texts file (the texts a
+ * process still held when it exited, its collector too slow to take them
+ * in its ring): validated as any message, and holding SQL records only.
+ * No process is touched. Returns 0, or -1 as sp_coll_message. */
+int sp_coll_texts(struct sp_coll *c, const uint8_t *msg, size_t len);
+/* Read the files "texts.*" left in dir (messages for sp_coll_texts) and
+ * remove them. Returns how many texts they held; *bad (may be NULL) gets
+ * the number of files or messages refused. */
+size_t sp_coll_read_texts(struct sp_coll *c, const char *dir, size_t *bad);
 
 struct sp_sql {
 	char *text;
@@ -462,6 +479,11 @@ ssize_t sp_coll_spill_read(const struct sp_coll *c, uint64_t i, struct sp_event 
 /* Executions so far: merged, plus those in statistics still mapped
  * (read live: may be behind by the executions being added). */
 uint64_t sp_coll_executions(const struct sp_coll *c);
+/* Executions that processes said they ran (their BYE's count) and that
+ * their merged statistics do not hold: lost on the way (statistics never
+ * read, copies not all received). After sp_coll_finish. *nproc (may be
+ * NULL): how many processes they are. */
+uint64_t sp_coll_missing_bye(const struct sp_coll *c, uint64_t *nproc);
 /* Processes whose connection ended without BYE (killed by a signal, or
  * crashed), one line each: "PID<TAB>EXE<TAB>N<TAB>SQL" with the number of
  * executions it was running and the text of the first (up to 200 bytes,

@@ -438,6 +438,23 @@ int sp_srv_pending(const struct sp_srv *s)
 	return s->lfd >= 0 && poll(&p, 1, 0) == 1 && (p.revents & POLLIN);
 }
 
+int sp_srv_flush(struct sp_srv *s, uint64_t budget_ns)
+{
+	uint64_t end = sp_srv_mono_ns() + budget_ns;
+
+	for (;;) {
+		size_t acc = s->accepted;
+		int r = sp_srv_round(s, -1, 0, 1);
+
+		if (r < 0)
+			return -1;
+		if (!(r & SP_SRV_DATA) && s->accepted == acc)
+			return 0;
+		if (sp_srv_mono_ns() >= end)
+			return -1;
+	}
+}
+
 void sp_srv_close(struct sp_srv *s)
 {
 	sp_ratelog_flush(&s->log_bad, stderr, s->who, "bad messages dropped");
@@ -485,14 +502,27 @@ void sp_ratelog_flush(struct sp_ratelog *r, FILE *f, const char *who, const char
 }
 
 /* Goodbyes the preload could not send (collector stalled or gone) are
- * left as files in our private directory: read them like messages. */
+ * left as files in our private directory: read them like messages. So
+ * are the SQL texts a process still held when it exited (texts files),
+ * and the totals of a process that exited while no collector listened
+ * (gone files, before its BYE file if both are there). */
 void sp_srv_read_bye_files(struct sp_coll *c, const char *dir, const char *who)
 {
 	static struct sp_ratelog bye_log;
-
-	DIR *d = opendir(dir);
+	DIR *d;
 	struct dirent *e;
+	size_t bad = 0;
 
+	sp_coll_read_texts(c, dir, &bad);
+	if (bad)
+		fprintf(stderr, "%s: ignored %zu bad part%s of texts files: %s\n", who, bad,
+			bad == 1 ? "" : "s", c->last_error);
+	sp_coll_read_gone(c, dir, &bad);
+	if (bad)
+		fprintf(stderr, "%s: %zu file%s of processes that exited without a collector "
+				"could not be read whole: %s\n",
+			who, bad, bad == 1 ? "" : "s", c->last_error);
+	d = opendir(dir);
 	if (!d)
 		return;
 	while ((e = readdir(d))) {

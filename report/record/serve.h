@@ -131,8 +131,18 @@ int sp_srv_listen(struct sp_srv *s, const char *path, char *err, size_t errlen);
 int sp_srv_round(struct sp_srv *s, int extra, int timeout_ms, int accept_anyway);
 /* 1 when connections wait to be accepted (for descriptors, say). */
 int sp_srv_pending(const struct sp_srv *s);
-/* Close every connection and the listener (its path is the caller's);
- * say how many peers were refused and bad-message lines not written. */
+/*
+ * Everything the socket holds now, before a last write: the connections
+ * not accepted yet and every message not read yet - a process that ran
+ * and exited while we were busy (stopped, starved) left its HELLO, its
+ * statistics' memfd and its BYE there, and without them its executions
+ * were missing from the profile, silently. Rounds without waiting until
+ * one brings nothing, for at most budget_ns (a client that never stops
+ * sending cannot hold us). Returns 0, or -1 when the budget ran out with
+ * data still coming (or out of memory).
+ */
+int sp_srv_flush(struct sp_srv *s, uint64_t budget_ns);
+/* Close every connection and the listener (its path is the caller's). */
 void sp_srv_close(struct sp_srv *s);
 /* Read the BYE files ("bye.*") the preload left in dir, then remove them. */
 void sp_srv_read_bye_files(struct sp_coll *c, const char *dir, const char *who);
