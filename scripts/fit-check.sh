@@ -20,10 +20,9 @@ FRAME_MAX=2048
 # file:function of frames above FRAME_MAX that are known, each with why; a
 # new one fails. Remove a line when its frame shrinks.
 KNOWN='
-preload/plan.c:sp_plan_capture       8 KiB plan text buffer: being moved off the stack (issue 23, another change)
 preload/stream.c:hello_build         HELLO record built on the stack (HELLO_MAX, 4.1 KiB): connect path, not yet moved
 preload/stream.c:hello               calls hello_build with its buffer (same)
-preload/stream.c:unrep_write         HELLO for the file of an image that could not connect (same)
+preload/stream.c:data_file           HELLO for the file of an image that could not connect, or that exits with no collector (same)
 preload/stream.c:sp_modules_maybe_send  struct modbuf holds the executable path (PATH_MAX): module map, not yet moved
 preload/sp_probe.h:sp_probe_params_db   the bound-values layout probe, once per process: not yet moved
 '
