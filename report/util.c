@@ -3,9 +3,12 @@
  * util.c - see util.h.
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/types.h>
+#include <unistd.h>
 
 #include "hash.h"
 #include "util.h"
@@ -454,4 +457,22 @@ int sp_parse_double(const char *s, double lo, double hi, double *out)
 void sp_usage_hint(const char *cmd)
 {
 	fprintf(stderr, "Try 'sqlprof help %s' for the options.\n", cmd);
+}
+
+const char *sp_proc_stat(uint32_t pid, char *buf, size_t len)
+{
+	char path[64];
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%u/stat", pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return NULL;
+	n = read(fd, buf, len - 1);
+	close(fd);
+	if (n <= 0)
+		return NULL;
+	buf[n] = 0;
+	return strrchr(buf, ')');
 }

@@ -120,6 +120,10 @@ static inline void sp_qsort(void *base, size_t n, size_t size, int (*cmp)(const 
 }
 
 int sp_parse_u64(const char *s, uint64_t *out);
+/* /proc/PID/stat read into buf (len bytes at most): where its fields after
+ * the command name begin (the last ')', since the name, field 2, may hold
+ * anything), or NULL when it cannot be read. */
+const char *sp_proc_stat(uint32_t pid, char *buf, size_t len);
 /* The second line of a usage error, after its one-line message:
  * "Try 'sqlprof help CMD' for the options." on stderr. */
 void sp_usage_hint(const char *cmd);

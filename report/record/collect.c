@@ -222,22 +222,10 @@ static struct sp_proc *proc_get(struct sp_coll *c, uint32_t pid)
  * 0 when it cannot be read. */
 static uint32_t proc_ppid(uint32_t pid)
 {
-	char path[64], buf[1024], *q;
+	char buf[1024];
+	const char *q = sp_proc_stat(pid, buf, sizeof(buf));
 	unsigned ppid = 0;
-	ssize_t n;
-	int fd;
 
-	snprintf(path, sizeof(path), "/proc/%u/stat", pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return 0;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return 0;
-	buf[n] = 0;
-	/* the command name, field 2, may hold anything: after the last ')' */
-	q = strrchr(buf, ')');
 	if (!q || sscanf(q + 1, " %*c %u", &ppid) != 1)
 		return 0;
 	return ppid;

@@ -117,23 +117,11 @@ double sp_srv_calibrate_tsc(void)
 
 uint64_t sp_srv_proc_start(uint32_t pid)
 {
-	char path[64], buf[1024], *p;
+	char buf[1024];
+	const char *p = sp_proc_stat(pid, buf, sizeof(buf));
 	unsigned long long st = 0;
-	ssize_t n;
-	int fd, field;
+	int field;
 
-	snprintf(path, sizeof(path), "/proc/%u/stat", pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return 0;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return 0;
-	buf[n] = 0;
-	/* the command name, field 2, is in parentheses and may hold
-	 * anything: count fields from the last ')' */
-	p = strrchr(buf, ')');
 	if (!p)
 		return 0;
 	for (field = 2; *p && field < 22; p++)
