@@ -153,10 +153,12 @@ static __attribute__((noinline)) int end_plain_tail(struct sp_agg_query *q, cons
 
 	if (unlikely(fold_switched != 2)) /* a fold: rare */
 		return end_plain_slow(q, s, start, end, rc, fold_switched);
+	/* a is set: q is bound to this thread's arena. sp_no_run's
+	 * run_until and run_open are 0, and a switch to q itself (a pause)
+	 * has q's shape: neither passes the tests below */
 	old = t->run_q;
 	a = t->arena;
-	if (likely(old != &sp_no_run && old != q && a && a->run_shape == s->shape &&
-		   start < old->run_until)) {
+	if (likely(a->run_shape == s->shape && start < old->run_until)) {
 		/* sp_run_switch: the same shape in time, the run goes on,
 		 * moved to q (there first: a reader never misses it) */
 		q->run_open = old->run_open + 1;
@@ -166,12 +168,10 @@ static __attribute__((noinline)) int end_plain_tail(struct sp_agg_query *q, cons
 		q->run_until = end + sp_cfg.run_gap;
 		return rc;
 	}
-	if (likely(old != &sp_no_run && old != q && old->run_open == 1 && a &&
-		   a->run_shape != s->shape)) {
-		/* sp_run_switch: run_credit(old, 1), then q opens a run */
+	if (likely(old->run_open == 1 && a->run_shape != s->shape)) {
+		/* sp_run_switch: run_credit(old, 1) - max_run 1 the collector
+		 * knows from runs - then q opens a run */
 		old->runs++;
-		if (unlikely(!old->max_run))
-			old->max_run = 1;
 		q->run_open = 1; /* there first: a reader never misses it */
 		old->run_open = 0;
 		old->run_until = 0;
@@ -468,54 +468,19 @@ static __attribute__((noinline)) int step_cold(sqlite3_stmt *st)
 int sp_step_self(sqlite3_stmt *st) __attribute__((visibility("hidden")));
 
 /*
- * sqlite3_step's statement is not fast_stmt: when the thread may run any
- * statement inline (SP_TS_FAST, in no execution's call) and st's slot is
- * bound to this thread's arena, st becomes fast_stmt (and last_stmt, for
- * sqlite3_reset) and sqlite3_step runs again, inline: a program that
- * steps several statements in turn (every ORM) pays one probe of the
- * statement index for each switch, not step_general (issue 25: two
- * statements in turn +470 instructions per execution, 1,000 +725).
- * Reached and left by jumps: sqlite3_step's return address (the caller
- * its agg_tag is tested against) stays the program's.
- */
-static __attribute__((noinline)) int step_switch(sqlite3_stmt *st)
-{
-	struct sp_thread *t = &sp_tls;
-	struct sp_stmt *s;
-
-	if (unlikely(t->state != SP_TS_FAST || t->cur))
-		return step_cold(st);
-	s = sp_stmt_find_hot(st);
-	if (unlikely(!s || s->agg_arena != t->arena_id))
-		return step_cold(st);
-	t->last_stmt = s;
-	t->fast_stmt = s;
-	return sp_step_self(st);
-}
-
-/*
- * The common case inline: a set-up thread on the TSC clock, in no other
- * execution's call, stepping the statement it looked up last. An
+ * The common case inline, for statement s (st's slot, fast_stmt): a
+ * set-up thread on the TSC clock, in no other execution's call. An
  * execution starts here when the statement's query record is this
- * thread's and the countdown does not pick it for a stack.
+ * thread's and the countdown does not pick it for a stack. Inlined in
+ * sqlite3_step, reached with the program's return address (the caller
+ * agg_tag is tested against); everything else is a jump.
  */
-SP_EXPORT int sqlite3_step(sqlite3_stmt *st)
+SP_INLINE int step_fast(struct sp_thread *t, struct sp_stmt *s, sqlite3_stmt *st)
 {
-	struct sp_thread *t = &sp_tls;
-	struct sp_stmt *s;
-	struct sp_run *r;
+	struct sp_run *r = &s->run;
 	uint64_t t0, t1;
 	int rc;
 
-	/* fast_stmt is sp_stmt_none unless the state is SP_TS_FAST, and NULL
-	 * never matches: no statement's key is 0 (sp_stmt_none's is 1). In
-	 * another execution's call (t->cur) it is none, or that execution's
-	 * own statement (a program that steps a statement inside its own
-	 * step: r stays in a register, nothing is lost but its time) */
-	s = t->fast_stmt;
-	if (unlikely(stmt_key(s) != (uintptr_t)st))
-		return step_switch(st);
-	r = &s->run;
 	if (!r->start) {
 		/* the record is this thread's, for this caller: one test of
 		 * both (agg_tag); a thread without an arena has tag 0, and a
@@ -556,6 +521,60 @@ SP_EXPORT int sqlite3_step(sqlite3_stmt *st)
 	if (likely(rc == SQLITE_DONE))
 		return end_plain(&sp_tls, r, SQLITE_DONE, t1, 0);
 	return end_other(&sp_tls, r, rc, t1, 0);
+}
+
+/* sqlite3_step's statement is not in the thread's cache (entry *c): the
+ * index, the entry (in the thread's own page only), and sqlite3_step
+ * again. */
+static __attribute__((noinline)) int step_switch_miss(sqlite3_stmt *st, uintptr_t *c)
+{
+	struct sp_thread *t = &sp_tls;
+	struct sp_stmt *s = sp_stmt_find_hot(st);
+
+	if (unlikely(!s || s->agg_arena != t->arena_id))
+		return step_cold(st);
+	if (t->more != &sp_more_none)
+		sp_stmt_cache_put(c, s);
+	t->last_stmt = s;
+	t->fast_stmt = s;
+	return sp_step_self(st);
+}
+
+/*
+ * sqlite3_step: the statement this thread stepped last (fast_stmt), or
+ * else - when the thread may run any statement inline (SP_TS_FAST, in no
+ * execution's call) and st's slot is bound to this thread's arena - the
+ * one the thread's statement cache finds (a load and a compare), which
+ * becomes fast_stmt (and last_stmt, for sqlite3_reset): a program that
+ * steps several statements in turn (every ORM) runs each inline, not
+ * through step_general (issue 25: two statements in turn +470
+ * instructions per execution, 1,000 +725). A statement not in the cache
+ * is looked up once in the index (step_switch_miss).
+ */
+SP_EXPORT int sqlite3_step(sqlite3_stmt *st)
+{
+	struct sp_thread *t = &sp_tls;
+	struct sp_stmt *s;
+
+	/* fast_stmt is sp_stmt_none unless the state is SP_TS_FAST, and NULL
+	 * never matches: no statement's key is 0 (sp_stmt_none's is 1). In
+	 * another execution's call (t->cur) it is none, or that execution's
+	 * own statement (a program that steps a statement inside its own
+	 * step: r stays in a register, nothing is lost but its time) */
+	s = t->fast_stmt;
+	if (unlikely(stmt_key(s) != (uintptr_t)st)) {
+		uintptr_t *c;
+
+		if (unlikely(t->state != SP_TS_FAST || t->cur))
+			return step_cold(st);
+		c = &t->more->stmt_cache[sp_stmt_cache_slot(st)];
+		s = sp_stmt_cache_get(c);
+		if (unlikely(stmt_key(s) != (uintptr_t)st || s->agg_arena != t->arena_id))
+			return step_switch_miss(st, c);
+		t->last_stmt = s;
+		t->fast_stmt = s;
+	}
+	return step_fast(t, s, st);
 }
 
 extern __typeof__(sqlite3_step) sp_step_self __attribute__((alias("sqlite3_step")));

@@ -166,7 +166,9 @@ struct sp_thread_more *sp_thread_more(struct sp_thread *t)
 			idle_more = m->next_idle;
 		atomic_flag_clear_explicit(&idle_more_lock, memory_order_release);
 	}
-	if (!m) {
+	if (m) {
+		memset(m, 0, sizeof(*m)); /* a fresh mapping is zero: untouched */
+	} else {
 		void *p = mmap(NULL, sizeof(*m), PROT_READ | PROT_WRITE,
 			       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 
@@ -176,7 +178,6 @@ struct sp_thread_more *sp_thread_more(struct sp_thread *t)
 		}
 		m = p;
 	}
-	memset(m, 0, sizeof(*m));
 	t->more = m;
 	if (more_key_ok)
 		pthread_setspecific(more_key, m);

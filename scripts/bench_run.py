@@ -58,7 +58,7 @@ usage: scripts/bench_run.py [--build DIR] [--out FILE] [--smoke] [--only PART]
   $BENCH_N  executions of the trivial loop under callgrind (default 100000)
   --smoke   tiny sizes, one round, every program once: for `make check`
             (tests/integration/t_bench_smoke.sh); seconds, not minutes.
-  --only    run one part (wall_10m, fixed_cost) and print its JSON on stdout; nothing
+  --only    run one part (wall_10m, fixed_cost, speedtest1, dump_restore) and print its JSON on stdout; nothing
             is written (the programs of BUILD/bench must be built:
             scripts/bench_build.sh BUILD/bench).
 """
@@ -1148,12 +1148,16 @@ def main():
     ap.add_argument("--build", default=os.environ.get("BUILD", "build"))
     ap.add_argument("--out")
     ap.add_argument("--smoke", action="store_true")
-    ap.add_argument("--only", choices=["wall_10m", "fixed_cost"])
+    ap.add_argument("--only", choices=["wall_10m", "fixed_cost", "speedtest1", "dump_restore"])
     a = ap.parse_args()
     if a.only:
         tmp = tempfile.mkdtemp(prefix="sqlprof-bench.")
         try:
-            print(json.dumps(getattr(Bench(a.build, a.smoke, tmp), a.only)(), indent=1))
+            b = Bench(a.build, a.smoke, tmp)
+            skipped = []
+            part = getattr(b, a.only)
+            res = part(skipped) if a.only in ("speedtest1", "dump_restore") else part()
+            print(json.dumps({"result": res, "skipped": skipped} if skipped else res, indent=1))
         except BenchError as e:
             print("bench: FAILED: %s" % e, file=sys.stderr)
             return 1

@@ -1755,6 +1755,10 @@ void sp_coll_stats_merge(struct sp_coll *c, uint32_t pid, const void *mapv, size
 				q->runs = sat_add(q->runs, a.runs);
 				if (a.max_run > q->max_run)
 					q->max_run = a.max_run;
+				/* a run closed: one of 1 at least (the preload's inline
+				 * close of a run of 1 stores no max_run) */
+				if (a.runs && !q->max_run)
+					q->max_run = 1;
 				if (a.runs && sp_qagg_runs(q)) {
 					struct sp_agg_runs rl;
 					uint64_t longer = 0;
