@@ -186,6 +186,9 @@ void sp_read_config(void)
 		sp_cfg.params = (int)l;
 	/* about 1 % of all executions hashed at most, whatever the rate */
 	sp_cfg.params_keep = rate > 0.01 ? (uint64_t)(0.01 / rate * 18446744073709551615.0) : UINT64_MAX;
+	sp_cfg.inline_path = 1;
+	if (env_long("SQLPROF_INLINE", 0, 1, &l))
+		sp_cfg.inline_path = (int)l;
 	if (env_long("SQLPROF_PLANS", 0, 1, &l))
 		sp_cfg.plans = (int)l;
 	if (env_long("SQLPROF_PLANS_MAX", 1, SP_PLANS_MAX_LIMIT, &l))

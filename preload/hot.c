@@ -475,7 +475,15 @@ int sp_step_self(sqlite3_stmt *st) __attribute__((visibility("hidden")));
  * sqlite3_step, reached with the program's return address (the caller
  * agg_tag is tested against); everything else is a jump.
  */
-SP_INLINE int step_fast(struct sp_thread *t, struct sp_stmt *s, sqlite3_stmt *st)
+SP_INLINE uint64_t step_clock(const int tsc)
+{
+	return tsc ? sp_rdtsc() : sp_mono_inline();
+}
+
+static int step_mono_drawn(sqlite3_stmt *st);
+
+SP_INLINE int step_fast_clock(struct sp_thread *t, struct sp_stmt *s, sqlite3_stmt *st,
+			      const int tsc)
 {
 	struct sp_run *r = &s->run;
 	uint64_t t0, t1;
@@ -488,9 +496,9 @@ SP_INLINE int step_fast(struct sp_thread *t, struct sp_stmt *s, sqlite3_stmt *st
 		if (unlikely(((uintptr_t)__builtin_return_address(0) ^ t->arena_tag) != s->agg_tag))
 			return step_general(st, -1);
 		if (unlikely(--t->skip == 0))
-			return step_sampled(st);
+			return tsc ? step_sampled(st) : step_mono_drawn(st);
 		s->agg->started++; /* bound to this thread's record: not NULL */
-		t0 = sp_rdtsc();
+		t0 = step_clock(tsc);
 		r->start = t0;
 		r->db -= t0; /* 0 between executions */
 		r->rows = 0;
@@ -498,12 +506,12 @@ SP_INLINE int step_fast(struct sp_thread *t, struct sp_stmt *s, sqlite3_stmt *st
 		/* no counters read: the statement owns its record's segment,
 		 * whose last end is this start's (sp_seg_end) */
 	} else {
-		t0 = sp_rdtsc();
+		t0 = step_clock(tsc);
 		r->db -= t0;
 	}
 	t->cur = r; /* was NULL */
 	rc = sp_real.step(st);
-	t1 = sp_rdtsc();
+	t1 = step_clock(tsc);
 	/* r stays in the register the alignment push saves anyway; the
 	 * thread's TLS offset is loaded again */
 	tls_fs()->cur = NULL;
@@ -521,6 +529,53 @@ SP_INLINE int step_fast(struct sp_thread *t, struct sp_stmt *s, sqlite3_stmt *st
 	if (likely(rc == SQLITE_DONE))
 		return end_plain(&sp_tls, r, SQLITE_DONE, t1, 0);
 	return end_other(&sp_tls, r, rc, t1, 0);
+}
+
+SP_INLINE int step_fast(struct sp_thread *t, struct sp_stmt *s, sqlite3_stmt *st)
+{
+	return step_fast_clock(t, s, st, 1);
+}
+
+/* The countdown hit on the monotonic clock: the next gap, and
+ * step_general takes the stack (the draw made). */
+static __attribute__((noinline)) int step_mono_drawn(sqlite3_stmt *st)
+{
+	struct sp_thread *t = &sp_tls;
+
+	t->skip = sp_cfg.rate_one ? 1 : sp_draw_gap(t);
+	return step_general(st, 1);
+}
+
+/*
+ * The inline path on the monotonic clock (SP_TS_FAST_MONO: the TSC not
+ * invariant, or SQLPROF_CLOCK=monotonic): the statement this thread
+ * looked up last or the one its statement cache finds, bound to its
+ * arena, runs inline as on the TSC (step_fast_clock), reading
+ * CLOCK_MONOTONIC through the vDSO; anything else is step_general's.
+ * fast_stmt stays sp_stmt_none in this state, so every step comes here
+ * from sqlite3_step by a jump (the return address stays the program's).
+ */
+static __attribute__((noinline)) int step_mono(sqlite3_stmt *st)
+{
+	struct sp_thread *t = &sp_tls;
+	struct sp_stmt *s = t->last_stmt;
+
+	if (unlikely(stmt_key(s) != (uintptr_t)st)) {
+		uintptr_t *c = &t->more->stmt_cache[sp_stmt_cache_slot(st)];
+
+		s = sp_stmt_cache_get(c);
+		if (unlikely(stmt_key(s) != (uintptr_t)st)) {
+			s = sp_stmt_find_hot(st);
+			if (unlikely(!s))
+				return step_general(st, -1);
+			if (t->more != &sp_more_none)
+				sp_stmt_cache_put(c, s);
+		}
+		t->last_stmt = s;
+	}
+	if (unlikely(s->agg_arena != t->arena_id))
+		return step_general(st, -1);
+	return step_fast_clock(t, s, st, 0);
 }
 
 /* sqlite3_step's statement is not in the thread's cache (entry *c): the
@@ -565,8 +620,11 @@ SP_EXPORT int sqlite3_step(sqlite3_stmt *st)
 	if (unlikely(stmt_key(s) != (uintptr_t)st)) {
 		uintptr_t *c;
 
-		if (unlikely(t->state != SP_TS_FAST || t->cur))
+		if (unlikely(t->state != SP_TS_FAST || t->cur)) {
+			if (t->state == SP_TS_FAST_MONO && !t->cur)
+				return step_mono(st);
 			return step_cold(st);
+		}
 		c = &t->more->stmt_cache[sp_stmt_cache_slot(st)];
 		s = sp_stmt_cache_get(c);
 		if (unlikely(stmt_key(s) != (uintptr_t)st || s->agg_arena != t->arena_id))

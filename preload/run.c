@@ -500,7 +500,9 @@ uint64_t sp_run_begin_slow(struct sp_thread *t, struct sp_stmt *s, sqlite3_stmt 
 		t->state &= ~SP_TS_COUNTERS;
 		sp_fast_off(t);
 	} else {
-		t->state |= SP_TS_COUNTERS; /* the inline start may read them */
+		/* the inline start may read them; SQLPROF_INLINE=0: never
+		 * SP_TS_FAST nor SP_TS_FAST_MONO, every step is step_general's */
+		t->state |= sp_cfg.inline_path ? SP_TS_COUNTERS : 0;
 	}
 	/* the walk's time is not the execution's */
 	if (s->agg)

@@ -20,6 +20,7 @@
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 #include <link.h>
 #include <pthread.h>
 #include <emmintrin.h>
@@ -113,6 +114,9 @@ struct sp_config {
 	int plans;               /* SQLPROF_PLANS: capture query plans */
 	long plans_max;          /* SQLPROF_PLANS_MAX: (connection, fingerprint) pairs */
 	int params;              /* SQLPROF_PARAMS: hash drawn executions' values */
+	int inline_path;         /* SQLPROF_INLINE=0: every step through
+				  * step_general (the differential test of the
+				  * inline paths, t_clock_paths) */
 	uint64_t params_keep;    /* a drawn execution is hashed when a draw of
 				  * 64 random bits is below this: 0.01 / rate of
 				  * them above rate 0.01, all below */
@@ -134,6 +138,16 @@ SP_INLINE uint64_t sp_rdtsc(void)
 	/* rdtsc clears the upper halves of rax and rdx: no zero extension */
 	__asm__ volatile("rdtsc\n\tshlq $32, %%rdx\n\torq %%rdx, %%rax" : "=a"(v), "=&d"(hi));
 	return v;
+}
+
+/* CLOCK_MONOTONIC in ns, inline: the vDSO's read through libc, without
+ * sp_mono_ns's call */
+SP_INLINE uint64_t sp_mono_inline(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
 SP_INLINE uint64_t sp_now(void)
@@ -324,7 +338,10 @@ extern __thread struct sp_thread sp_tls;
 #define SP_TS_TSC 2u
 #define SP_TS_COUNTERS 4u /* sp_status_off >= 0: SQLite's counters read in place */
 #define SP_TS_FAST (SP_TS_SETUP | SP_TS_TSC | SP_TS_COUNTERS)
-#define SP_TS_GUARD 8u
+/* The same without the TSC: the inline path on the monotonic clock
+ * (hot.c, step_mono), where the TSC is not invariant or is forced off */
+#define SP_TS_FAST_MONO (SP_TS_SETUP | SP_TS_COUNTERS)
+#define SP_TS_GUARD 8u /* and above: a count (sp_guard_in nests) */
 
 /* 0 in a child made by a raw clone() that has not noticed yet (life.c) */
 extern volatile uint8_t *sp_alive;

@@ -40,6 +40,7 @@ static const struct envvar vars[] = {
 	{ "SQLPROF_PLANS_MAX", V_LONG, 1, (double)SP_PLANS_MAX_LIMIT, NULL },
 	{ "SQLPROF_STATS_MB", V_LONG, 1, 4095, NULL },
 	{ "SQLPROF_CLOCK", V_WORDS, 0, 0, "auto tsc monotonic" },
+	{ "SQLPROF_INLINE", V_LONG, 0, 1, NULL },
 	{ "SQLPROF_UNWIND", V_WORDS, 0, 0, "cfi libgcc" },
 };
 

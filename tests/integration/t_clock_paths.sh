@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# t_clock_paths.sh - issue 25, acceptance 7: the inline path (the TSC
-# clock, SQLPROF_CLOCK=tsc) and the general one (SQLPROF_CLOCK=monotonic,
-# which takes every step through step_general) give identical totals on
-# the integration fixtures: every query's count, rows, errors, nested
-# executions, prepares and SQLite's counters, at --rate 0 and --rate 1.
-# The profile's meta "clock" shows each run used the clock it was given
-# (so the comparison is between the two paths), and no time was clamped.
+# t_clock_paths.sh - issue 25, acceptance 7: the inline path on the TSC
+# (SQLPROF_CLOCK=tsc), the inline path on the monotonic clock
+# (SQLPROF_CLOCK=monotonic, step_mono) and the general path
+# (SQLPROF_INLINE=0: every step through step_general) give identical
+# totals on the integration fixtures: every query's count, rows, errors,
+# nested executions, prepares and SQLite's counters, at --rate 0 and
+# --rate 1. The profile's meta "clock" shows each run used the clock it
+# was given, and no time was clamped.
 . "$(dirname "$0")/lib.sh"
 cases=(
 	"counts" "trivial 5000" "nested_steps" "handoff 500" "seg_counters" "exec_deep"
@@ -33,27 +34,31 @@ for c in "${cases[@]}"; do
 	(cd "$TMP" && timeout 120 "$PROGS/$prog" $args >/dev/null 2>&1)
 	want_rc=$?
 	for rate in 0 1; do
-		for clk in tsc monotonic; do
-			(cd "$TMP" && SQLPROF_CLOCK=$clk timeout 120 "$SQLPROF" record -q --rate $rate \
+		for clk in tsc monotonic general; do
+			inl=1 want=$clk
+			[ "$clk" = general ] && inl=0 want=tsc
+			(cd "$TMP" && SQLPROF_CLOCK=$want SQLPROF_INLINE=$inl timeout 120 "$SQLPROF" record -q --rate $rate \
 				-o "$TMP/$prog.$rate.$clk.db" -- "$PROGS/$prog" $args >/dev/null 2>"$TMP/err")
 			rc=$?
 			[ "$rc" = "$want_rc" ] || fail "$prog under $clk exited $rc, $want_rc without: $(tail -3 "$TMP/err")"
 			got=$(sqlite3 "$TMP/$prog.$rate.$clk.db" "SELECT value FROM meta WHERE key='clock'")
-			[ "$got" = "$clk" ] || fail "$prog: SQLPROF_CLOCK=$clk ran on clock '$got'"
+			[ "$got" = "$want" ] || fail "$prog: SQLPROF_CLOCK=$want ran on clock '$got'"
 			report_json "$TMP/$prog.$rate.$clk.db" "$TMP/$prog.$rate.$clk.json"
 			"$PYTHON" "$TMP/tot.py" "$TMP/$prog.$rate.$clk.json" >"$TMP/$prog.$rate.$clk.tot"
 		done
-		if grep -q '^[a-z]*||' "$TMP/$prog.$rate.monotonic.tot" "$TMP/$prog.$rate.tsc.tot"; then
+		if grep -q '^[a-z]*||' "$TMP/$prog.$rate".{tsc,monotonic,general}.tot; then
 			echo "note: $prog --rate $rate: an SQL text was lost; compared without texts"
-			for clk in tsc monotonic; do
+			for clk in tsc monotonic general; do
 				"$PYTHON" "$TMP/tot.py" "$TMP/$prog.$rate.$clk.json" notext >"$TMP/$prog.$rate.$clk.tot"
 			done
 		fi
 		same_file "$prog --rate $rate totals, tsc vs monotonic" "$TMP/$prog.$rate.monotonic.tot" \
+			"$TMP/$prog.$rate.tsc.tot"
+		same_file "$prog --rate $rate totals, inline vs general" "$TMP/$prog.$rate.general.tot" \
 			"$TMP/$prog.$rate.tsc.tot"
 		grep -q '^executions [1-9][0-9]* clamped 0$' "$TMP/$prog.$rate.tsc.tot" ||
 			fail "$prog: $(head -1 "$TMP/$prog.$rate.tsc.tot")"
 		n=$((n + 1))
 	done
 done
-echo "$n fixture runs: identical totals on both clock paths"
+echo "$n fixture runs: identical totals on the three paths"
