@@ -119,8 +119,8 @@ static __attribute__((noinline)) int end_drawn(struct sp_thread *t, struct sp_ru
 	return end_other(t, r, rc, end, abandoned);
 }
 
-/* end_plain_tail's cases that call: a fold, a switch sp_run_switch takes
- * whole. A function of its own so that end_plain_tail saves no register. */
+/* end_plain's cases that call: a fold, a switch sp_run_switch takes
+ * whole. A function of its own so that end_plain saves no register. */
 static __attribute__((noinline)) int end_plain_slow(struct sp_agg_query *q, const struct sp_stmt *s,
 						    uint64_t start, uint64_t end, int rc,
 						    int fold_switched)
@@ -139,20 +139,18 @@ static __attribute__((noinline)) int end_plain_slow(struct sp_agg_query *q, cons
 
 /* The rest of end_plain's end when the thread's N+1 run does not go on
  * with q (switched: another statement ran last, the usual case of
- * statements in turn) or a lane of q's counter segment reached 2^31
- * (fold): a tail call, so end_plain keeps no register across a call.
- * The common switch - a run of one execution of another shape closes, one
+ * statements in turn), inline at end_plain's end (nothing is kept across
+ * it). The common switch - a run of one execution of another shape closes, one
  * of q opens - is sp_run_switch's by hand, without its call. */
-static __attribute__((noinline)) int end_plain_tail(struct sp_agg_query *q, const struct sp_stmt *s,
-						    uint64_t start, uint64_t end, int rc,
-						    int fold_switched)
+SP_INLINE int end_plain_switch(struct sp_agg_query *q, const struct sp_stmt *s, uint64_t start,
+				uint64_t end, int rc)
 {
-	struct sp_thread *t = &sp_tls;
+	/* the TLS offset loaded here, not kept from the step's start in a
+	 * register that sqlite3_step would then save */
+	__typeof__(tls_fs()) t = tls_fs();
 	struct sp_agg_query *old;
 	struct sp_arena *a;
 
-	if (unlikely(fold_switched != 2)) /* a fold: rare */
-		return end_plain_slow(q, s, start, end, rc, fold_switched);
 	/* a is set: q is bound to this thread's arena. sp_no_run's
 	 * run_until and run_open are 0, and a switch to q itself (a pause)
 	 * has q's shape: neither passes the tests below */
@@ -181,7 +179,7 @@ static __attribute__((noinline)) int end_plain_tail(struct sp_agg_query *q, cons
 		q->run_until = end + sp_cfg.run_gap;
 		return rc;
 	}
-	return end_plain_slow(q, s, start, end, rc, fold_switched);
+	return end_plain_slow(q, s, start, end, rc, 2);
 }
 
 /*
@@ -192,7 +190,7 @@ static __attribute__((noinline)) int end_plain_tail(struct sp_agg_query *q, cons
  * end_drawn (a drawn execution's end) or end_other: flags (nested, sampled, first, failed, slow-noted, counters
  * through the API), the slow threshold, a clock that went back, or a
  * first value in its histogram block. The thread's N+1 run going on is
- * two stores; switching to q (statements in turn) is end_plain_tail's.
+ * two stores; switching to q (statements in turn) is end_plain_switch's.
  * The record is this thread's: sqlite3_step runs inline only a statement
  * bound to it (agg_tag, fast_stmt), and the other callers test it; a flag
  * is set for an execution with none (NOREC), tested before anything is
@@ -231,8 +229,10 @@ SP_INLINE int end_plain(struct sp_thread *t, struct sp_run *r, int rc, uint64_t 
 	/* start and db: 0 between executions, one store */
 	_mm_store_si128((__m128i *)(void *)&r->start, _mm_setzero_si128());
 	fold = sp_seg_store(q, now) != 0;
-	if (unlikely(fold | switched))
-		return end_plain_tail(q, s, start, end, rc, fold | switched << 1);
+	if (unlikely(fold)) /* rare */
+		return end_plain_slow(q, s, start, end, rc, 1 | switched << 1);
+	if (unlikely(switched))
+		return end_plain_switch(q, s, start, end, rc);
 	return rc;
 }
 
