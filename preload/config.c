@@ -186,6 +186,9 @@ void sp_read_config(void)
 		sp_cfg.params = (int)l;
 	/* about 1 % of all executions hashed at most, whatever the rate */
 	sp_cfg.params_keep = rate > 0.01 ? (uint64_t)(0.01 / rate * 18446744073709551615.0) : UINT64_MAX;
+	sp_cfg.texts_per_shape = 64;
+	if (env_long("SQLPROF_TEXTS_PER_SHAPE", 0, 1L << 30, &l))
+		sp_cfg.texts_per_shape = l;
 	sp_cfg.inline_path = 1;
 	if (env_long("SQLPROF_INLINE", 0, 1, &l))
 		sp_cfg.inline_path = (int)l;

@@ -114,6 +114,10 @@ struct sp_config {
 	int plans;               /* SQLPROF_PLANS: capture query plans */
 	long plans_max;          /* SQLPROF_PLANS_MAX: (connection, fingerprint) pairs */
 	int params;              /* SQLPROF_PARAMS: hash drawn executions' values */
+	long texts_per_shape;    /* SQLPROF_TEXTS_PER_SHAPE: distinct texts of
+				  * one fingerprint with records of their own;
+				  * the next ones share one (stmt.c); 0: no
+				  * limit */
 	int inline_path;         /* SQLPROF_INLINE=0: every step through
 				  * step_general (the differential test of the
 				  * inline paths, t_clock_paths) */

@@ -492,6 +492,11 @@ struct sp_stats_hdr {
 				* config.c) and was clamped: wall to 0, db
 				* time to at most the wall time (was padding:
 				* 0 from older preloads) */
+	uint32_t texts_folded; /* distinct SQL texts counted in their
+				* fingerprint's folded text, past the first
+				* SQLPROF_TEXTS_PER_SHAPE of a fingerprint
+				* (stmt.c; 0 from older preloads) */
+	uint32_t pad_folded;
 };
 
 /* Bits of sp_stats_hdr.seen, set by the image for record's warnings:

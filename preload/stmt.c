@@ -54,6 +54,48 @@ struct idset {
 };
 static struct idset *sql_sent, *sql_executed, *first_sites, *stack_sent, *db_callbacks;
 
+/*
+ * Distinct texts per fingerprint (shape): a dump restore, a migration or a
+ * program that inlines its values makes one text per execution, each with
+ * its query records (~1.2 KB of shared memory, a text record, a merge in
+ * the collector) for one execution. Past the first
+ * SQLPROF_TEXTS_PER_SHAPE texts of a shape in a process, a new text is
+ * counted in its shape's folded text instead: one text, marked, whose
+ * records hold the exact totals of all of them (the report groups by
+ * fingerprint, which the mark leaves alone). Insert-only, bounded probing
+ * like idset: a shape that finds no slot is never folded.
+ */
+struct shape_slot {
+	_Atomic uint64_t shape;   /* 0: empty */
+	_Atomic uint32_t texts;   /* distinct texts noted */
+	uint32_t pad;
+};
+#define SHAPES_BITS 16
+static struct shape_slot *shape_texts;
+#define FOLD_MARK "/* sqlprof: more texts of this fingerprint */ "
+
+/* The count of distinct texts of shape, this one included; 0 when the
+ * shape found no slot. */
+static uint32_t shape_text_add(uint64_t shape)
+{
+	uint64_t i, n = 64, mask = (1u << SHAPES_BITS) - 1; /* idset's bound */
+
+	if (!shape_texts)
+		return 0;
+	if (shape == 0)
+		shape = 1;
+	for (i = mix64(shape) & mask; n--; i = (i + 1) & mask) {
+		struct shape_slot *e = &shape_texts[i];
+		uint64_t cur = atomic_load_explicit(&e->shape, memory_order_relaxed);
+
+		if (cur == 0 && atomic_compare_exchange_strong(&e->shape, &cur, shape))
+			cur = shape;
+		if (cur == shape)
+			return atomic_fetch_add_explicit(&e->texts, 1, memory_order_relaxed) + 1;
+	}
+	return 0;
+}
+
 /* Returns 1 if id was not in the set (and is now), 0 if it was. Probing is
  * bounded: when IDSET_PROBES slots from the id's home are taken, the set
  * answers `full` (callers choose: resend, or treat as done) instead of
@@ -201,6 +243,7 @@ void sp_stmt_tables_init(void)
 	first_sites = map_zero(sizeof(struct idset));
 	stack_sent = map_zero(sizeof(struct idset));
 	db_callbacks = map_zero(sizeof(struct idset));
+	shape_texts = map_zero(sizeof(struct shape_slot) << SHAPES_BITS);
 }
 
 /*
@@ -674,7 +717,7 @@ int sp_sql_pending_each(int (*fn)(void *arg, const void *rec, uint32_t len), voi
  * malloc and one pass over the text, once per long text and process, at
  * prepare time; without memory the text is cut as it is.
  */
-uint64_t sp_sql_note(struct sp_thread *t, const char *sql, size_t len, uint64_t *shape)
+static uint64_t sql_id_of(const char *sql, size_t len)
 {
 	uint64_t h = 0xcbf29ce484222325ULL;
 	size_t i;
@@ -683,12 +726,77 @@ uint64_t sp_sql_note(struct sp_thread *t, const char *sql, size_t len, uint64_t 
 		h ^= (unsigned char)sql[i];
 		h *= 0x100000001b3ULL;
 	}
-	if (h == 0)
-		h = 1;
+	return h ? h : 1;
+}
+
+static uint64_t sql_send(struct sp_thread *t, uint64_t h, const char *sql, size_t len);
+
+/*
+ * A statement's text past its shape's first SQLPROF_TEXTS_PER_SHAPE: its
+ * id becomes the shape's folded text's (FOLD_MARK and the first such text,
+ * sent once). A text seen before (sql_sent: its own records exist) keeps
+ * its id. Returns h, or the folded text's id.
+ */
+static uint64_t sql_fold(struct sp_thread *t, uint64_t h, uint64_t shape, const char *sql,
+			 size_t len)
+{
+	int unsure;
+	uint32_t n;
+	uint64_t fid;
+	char *marked;
+	size_t mlen = sizeof(FOLD_MARK) - 1;
+
+	if (idset_find(sql_sent, h, &unsure) || unsure)
+		return h;
+	n = shape_text_add(shape);
+	if (n == 0 || n <= (uint64_t)sp_cfg.texts_per_shape)
+		return h;
+	if (sp_stats)
+		__atomic_fetch_add(&sp_stats->texts_folded, 1, __ATOMIC_RELAXED);
+	fid = mix64(shape ^ 0x5f6f6c6465645fULL) | 1; /* never 0 */
+	if (idset_find(sql_sent, fid, &unsure))
+		return fid;
+	marked = malloc(mlen + len + 1);
+	if (!marked)
+		return sql_send(t, fid, FOLD_MARK, mlen);
+	memcpy(marked, FOLD_MARK, mlen);
+	memcpy(marked + mlen, sql, len);
+	marked[mlen + len] = 0;
+	sql_send(t, fid, marked, mlen + len);
+	free(marked);
+	return fid;
+}
+
+/* Note an SQL text for a statement (fold: 1, sql_fold may give it its
+ * shape's folded text) or an exec call (0). */
+static uint64_t sql_note_fold(struct sp_thread *t, const char *sql, size_t len, uint64_t *shape,
+			      int fold)
+{
+	uint64_t h = sql_id_of(sql, len), sh = 0;
+
+	if (shape || fold)
+		sh = sql_shape(sql, len);
 	if (shape)
-		*shape = sql_shape(sql, len);
+		*shape = sh;
 	if (!t->tid)
 		sp_thread_init(t);
+	if (fold && sp_cfg.texts_per_shape > 0) {
+		uint64_t f = sql_fold(t, h, sh, sql, len);
+
+		if (f != h)
+			return f; /* the folded text's, sent by sql_fold */
+	}
+	return sql_send(t, h, sql, len);
+}
+
+uint64_t sp_sql_note(struct sp_thread *t, const char *sql, size_t len, uint64_t *shape)
+{
+	return sql_note_fold(t, sql, len, shape, 0);
+}
+
+/* The text's record, unless this process sent it already. Returns h. */
+static uint64_t sql_send(struct sp_thread *t, uint64_t h, const char *sql, size_t len)
+{
 	if (idset_add(sql_sent, h)) {
 		char *shrunk = len > SP_SQL_MAX ? malloc(len + 1) : NULL;
 		const char *text = sql;
@@ -717,9 +825,9 @@ static void stmt_fill(struct sp_thread *t, struct sp_stmt *s, sqlite3_stmt *st, 
 	const char *sql = sp_real.sql ? sp_real.sql(st) : NULL;
 
 	if (sql)
-		s->sql_id = sp_sql_note(t, sql, strlen(sql), &s->shape);
+		s->sql_id = sql_note_fold(t, sql, strlen(sql), &s->shape, 1);
 	else if (text)
-		s->sql_id = sp_sql_note(t, text, len, &s->shape);
+		s->sql_id = sql_note_fold(t, text, len, &s->shape, 1);
 	else
 		s->sql_id = sp_sql_note(t, "<statement without SQL text>", 28, &s->shape);
 	s->db = sp_real.db_handle ? (uint64_t)(uintptr_t)sp_real.db_handle(st) : 0;

@@ -247,6 +247,10 @@ static void print_table(const struct sp_qset *qs, const struct report_opts *o, s
 	if (qs->clock_clamped)
 		printf("; %llu execution%s' times clamped (the clock went back)",
 		       (unsigned long long)qs->clock_clamped, pl((double)qs->clock_clamped));
+	if (qs->texts_folded)
+		printf("; %llu text%s folded into their fingerprint (past SQLPROF_TEXTS_PER_SHAPE "
+		       "texts of one; totals exact)",
+		       (unsigned long long)qs->texts_folded, pl((double)qs->texts_folded));
 	if (qs->untracked)
 		printf("; untracked %llu", (unsigned long long)qs->untracked);
 	if (qs->bad_messages)
@@ -691,9 +695,10 @@ static void print_json(const struct sp_qset *qs, size_t n, const struct sp_attri
 		printf(", \"rate\": %.17g", qs->rate);
 	else
 		printf(", \"rate\": null");
-	printf(", \"runs\": %lld, \"events_dropped\": %llu, \"clock_clamped\": %llu,",
+	printf(", \"runs\": %lld, \"events_dropped\": %llu, \"clock_clamped\": %llu,"
+	       " \"texts_folded\": %llu,",
 	       (long long)qs->runs, (unsigned long long)qs->events_dropped,
-	       (unsigned long long)qs->clock_clamped);
+	       (unsigned long long)qs->clock_clamped, (unsigned long long)qs->texts_folded);
 	printf(" \"plans_bound\": ");
 	if (qs->plans_bound)
 		sp_json_str(stdout, qs->plans_bound);

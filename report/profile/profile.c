@@ -623,7 +623,7 @@ static int write_meta(struct pw *w)
 	META_INT("runs", m->repeat > 0 ? m->repeat : 1);
 	{
 		/* executions whose times came out negative and were clamped */
-		uint64_t clamped = 0;
+		uint64_t clamped = 0, folded = 0;
 		size_t it = 0;
 		const struct sp_proc *p;
 
@@ -631,11 +631,15 @@ static int write_meta(struct pw *w)
 
 		while ((p = hmap_next(&c->procs, &it, NULL))) {
 			clamped += p->clamped;
+			folded += p->texts_folded;
 			if (p->hello)
 				*(p->clock == SP_CLOCK_TSC ? &ntsc : &nmono) += 1;
 		}
 		if (clamped)
 			META_INT("clock_clamped", clamped);
+		/* texts counted in their fingerprint's folded text */
+		if (folded)
+			META_INT("texts_folded", folded);
 		/* the clock the processes timed executions with */
 		if (ntsc || nmono)
 			META_TEXT("clock", !nmono ? "tsc" : !ntsc ? "monotonic" : "mixed");

@@ -442,6 +442,8 @@ int sp_qset_load_window(sqlite3 *db, const struct sp_window *w, struct sp_qset *
 			scalar(db, "SELECT CAST(value AS INTEGER) FROM meta WHERE key='events_dropped'");
 		qs->clock_clamped =
 			scalar(db, "SELECT CAST(value AS INTEGER) FROM meta WHERE key='clock_clamped'");
+		qs->texts_folded =
+			scalar(db, "SELECT CAST(value AS INTEGER) FROM meta WHERE key='texts_folded'");
 		if (sqlite3_prepare_v2(db,
 				       "SELECT (SELECT CAST(value AS REAL) FROM meta WHERE key='rate'),"
 				       " (SELECT CAST(value AS INTEGER) FROM meta WHERE key='runs')",

@@ -49,6 +49,8 @@ struct sp_qset {
 	uint64_t events_dropped; /* meta "events_dropped" */
 	uint64_t clock_clamped;  /* meta "clock_clamped": executions whose
 				  * times were clamped (the clock went back) */
+	uint64_t texts_folded;   /* meta "texts_folded": distinct texts counted
+				  * in their fingerprint's folded text */
 	struct sp_window window; /* the window loaded (window.on), see below */
 };
 

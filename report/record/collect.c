@@ -1641,6 +1641,8 @@ void sp_coll_stats_merge(struct sp_coll *c, uint32_t pid, const void *mapv, size
 		p->deepbind_late = h.deepbind_late;
 	if (h.clamped > p->clamped)
 		p->clamped = h.clamped;
+	if (h.texts_folded > p->texts_folded)
+		p->texts_folded = h.texts_folded;
 	p->seen |= h.seen;
 	p->execs += h.unattributed;
 	if (h.unattributed) {

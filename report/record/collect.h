@@ -71,6 +71,8 @@ struct sp_proc {
 	uint32_t deepbind_late; /* RTLD_DEEPBIND loads not patched at once */
 	uint32_t clamped;       /* executions whose times were clamped (the
 				 * clock went back: sp_stats_hdr.clamped) */
+	uint32_t texts_folded;  /* texts counted in their fingerprint's folded
+				 * text (sp_stats_hdr.texts_folded) */
 	uint32_t seen;        /* enum sp_seen bits of its images' statistics */
 	/* SQL texts (sql_id) of the executions its last merged image was
 	 * running (started, never ended), the first SP_PROC_RUNNING of them;

@@ -41,6 +41,7 @@ static const struct envvar vars[] = {
 	{ "SQLPROF_STATS_MB", V_LONG, 1, 4095, NULL },
 	{ "SQLPROF_CLOCK", V_WORDS, 0, 0, "auto tsc monotonic" },
 	{ "SQLPROF_INLINE", V_LONG, 0, 1, NULL },
+	{ "SQLPROF_TEXTS_PER_SHAPE", V_LONG, 0, (double)(1L << 30), NULL },
 	{ "SQLPROF_UNWIND", V_WORDS, 0, 0, "cfi libgcc" },
 };
 

@@ -30,13 +30,25 @@ n=$(sqlite3 "$TMP/p.db" "SELECT samples FROM queries WHERE fingerprint = 'INSERT
 echo "dump restore: $N distinct INSERT texts counted $N times, $n with a stack"
 [ "$n" -ge 1 ] && [ "$n" -lt 2000 ] || fail "$n of the INSERTs have a stack: expected the first of its shape and the ~1% drawn (not one per text)"
 
-# The statistics full (SQLPROF_STATS_MB=1: room for ~1,700 texts): the
-# program is unharmed, and the texts that found no room for a record of
-# their own are folded into the thread's fold record (issue 24 item 2),
-# with their rows and times - the totals still add up, none without a
-# record at all.
+# Past the first 64 texts of the INSERT's fingerprint (SQLPROF_TEXTS_PER_SHAPE),
+# each new text is counted in the fingerprint's folded text (issue 25: a
+# dump restore's cost): the header and JSON say how many, the count is the
+# same, and only 64 + 1 texts of it reached the profile.
+folded=$("$PYTHON" -c 'import json,sys; print(json.load(open(sys.argv[1]))["texts_folded"])' "$TMP/r.json")
+[ "$folded" = $((N - 64)) ] || fail "texts_folded $folded, expected $((N - 64))"
+"$SQLPROF" report "$TMP/p.db" | head -3 | grep -q "$folded texts folded into their fingerprint" ||
+	fail "the report's header does not say the texts were folded"
+texts=$(sqlite3 "$TMP/p.db" "SELECT count(*) FROM statements WHERE fp_id =
+	(SELECT fp_id FROM queries WHERE fingerprint = 'INSERT INTO t VALUES (?, ?, ?)')")
+[ "$texts" = 65 ] || fail "$texts texts of the INSERT in the profile, expected 64 and the folded one"
+
+# The statistics full (SQLPROF_STATS_MB=1: room for ~1,700 texts, and no
+# folding by fingerprint): the program is unharmed, and the texts that
+# found no room for a record of their own are folded into the thread's
+# fold record (issue 24 item 2), with their rows and times - the totals
+# still add up, none without a record at all.
 rm -f "$TMP/new2.db"
-SQLPROF_STATS_MB=1 "$SQLPROF" record -q -o "$TMP/full.db" -- sqlite3 "$TMP/new2.db" <"$TMP/dump.sql" \
+SQLPROF_TEXTS_PER_SHAPE=0 SQLPROF_STATS_MB=1 "$SQLPROF" record -q -o "$TMP/full.db" -- sqlite3 "$TMP/new2.db" <"$TMP/dump.sql" \
 	>"$TMP/out2" 2>"$TMP/err2" || fail "sqlite3 under sqlprof with full statistics failed ($?): $(cat "$TMP/err2")"
 [ "$(sqlite3 "$TMP/new2.db" 'SELECT count(*) FROM t')" = $N ] || fail "full statistics: the restore did not load $N rows"
 res=$(sqlite3 "$TMP/full.db" "SELECT (SELECT sum(count) FROM queries), (SELECT sum(executions) FROM processes),
