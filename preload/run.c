@@ -442,7 +442,9 @@ static int bind_stmt(struct sp_thread *t, struct sp_stmt *s, uintptr_t caller)
 		if (off >= 0 && (uintptr_t)st > 1) {
 			sp_seg_take(t, q, s, st);
 			s->counters = (uintptr_t)st + (uintptr_t)off + 4 * SQLITE_STMTSTATUS_FULLSCAN_STEP;
-			if (t->arena_tag && caller < (1ULL << 48))
+			/* a folded text's statement: its second start comes
+			 * to sp_run_begin_slow (sp_stmt_unfold) */
+			if (t->arena_tag && caller < (1ULL << 48) && !s->folded)
 				s->agg_tag = caller ^ t->arena_tag;
 		}
 	} else {
@@ -459,6 +461,8 @@ uint64_t sp_run_begin_slow(struct sp_thread *t, struct sp_stmt *s, sqlite3_stmt 
 	struct sp_run *r = &s->run;
 	int new_site = 0;
 
+	if (unlikely(s->folded) && s->nexec)
+		sp_stmt_unfold(t, s, st);
 	if (s->agg_arena != t->arena_id || s->agg_caller != caller ||
 	    (s->agg && s->agg->seg_owner != (uint64_t)(uintptr_t)s &&
 	     atomic_load_explicit(&sp_status_off, memory_order_relaxed) >= 0))

@@ -214,7 +214,9 @@ struct sp_stmt {
 	uint64_t db;
 	uint64_t shape;        /* run key: the text without its literals */
 	uint32_t nexec;        /* executions started (first-exec sampling) */
-	uint32_t pad;
+	uint32_t folded;       /* 1: sql_id is its fingerprint's folded text's
+				* (stmt.c, sql_fold) until a second execution
+				* gives it its own (sp_stmt_unfold) */
 	struct sp_stmt *next_free; /* stmt.c's free list, under its lock */
 	uintptr_t agg_caller;  /* the caller agg is the record of: an execution
 				* started from another return address rebinds */
@@ -464,6 +466,7 @@ SP_INLINE struct sp_stmt *sp_stmt_lookup(struct sp_thread *t, sqlite3_stmt *st)
 }
 
 struct sp_stmt *sp_stmt_adopt(struct sp_thread *t, sqlite3_stmt *st);
+void sp_stmt_unfold(struct sp_thread *t, struct sp_stmt *s, sqlite3_stmt *st);
 void sp_stmt_forget(sqlite3_stmt *st);
 void sp_stmt_prepared_text(struct sp_thread *t, sqlite3_stmt *st, const char *sql, size_t len,
 			   uint64_t t0, uint64_t t1);
@@ -847,10 +850,10 @@ struct sp_walk_memo {
  * (hot.c, sqlite3_step). An entry holds its slot's address XOR
  * &sp_stmt_none, so that the zero pages of a fresh mapping hold
  * sp_stmt_none everywhere and only the entries used are ever touched
- * (32 KiB of address space a thread, a page or two of memory). An entry
+ * (64 KiB of address space a thread, a page or two of memory). An entry
  * is checked by its slot's key like last_stmt: a slot freed or reused
  * since never matches. */
-#define SP_STMT_CACHE_BITS 12
+#define SP_STMT_CACHE_BITS 13
 #define SP_STMT_CACHE (1u << SP_STMT_CACHE_BITS)
 SP_INLINE uint64_t sp_stmt_cache_slot(const void *st)
 {

@@ -494,8 +494,9 @@ struct sp_stats_hdr {
 				* 0 from older preloads) */
 	uint32_t texts_folded; /* distinct SQL texts counted in their
 				* fingerprint's folded text, past the first
-				* SQLPROF_TEXTS_PER_SHAPE of a fingerprint
-				* (stmt.c; 0 from older preloads) */
+				* SQLPROF_TEXTS_PER_SHAPE of a fingerprint,
+				* and not given their own since by a second
+				* execution (stmt.c; 0 from older preloads) */
 	uint32_t pad_folded;
 };
 

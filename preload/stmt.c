@@ -768,9 +768,9 @@ static uint64_t sql_fold(struct sp_thread *t, uint64_t h, uint64_t shape, const 
 }
 
 /* Note an SQL text for a statement (fold: 1, sql_fold may give it its
- * shape's folded text) or an exec call (0). */
+ * shape's folded text: then *folded is set) or an exec call (0). */
 static uint64_t sql_note_fold(struct sp_thread *t, const char *sql, size_t len, uint64_t *shape,
-			      int fold)
+			      int fold, uint32_t *folded)
 {
 	uint64_t h = sql_id_of(sql, len), sh = 0;
 
@@ -783,15 +783,17 @@ static uint64_t sql_note_fold(struct sp_thread *t, const char *sql, size_t len, 
 	if (fold && sp_cfg.texts_per_shape > 0) {
 		uint64_t f = sql_fold(t, h, sh, sql, len);
 
-		if (f != h)
+		if (f != h) {
+			*folded = 1;
 			return f; /* the folded text's, sent by sql_fold */
+		}
 	}
 	return sql_send(t, h, sql, len);
 }
 
 uint64_t sp_sql_note(struct sp_thread *t, const char *sql, size_t len, uint64_t *shape)
 {
-	return sql_note_fold(t, sql, len, shape, 0);
+	return sql_note_fold(t, sql, len, shape, 0, NULL);
 }
 
 /* The text's record, unless this process sent it already. Returns h. */
@@ -817,6 +819,30 @@ static uint64_t sql_send(struct sp_thread *t, uint64_t h, const char *sql, size_
 	return h;
 }
 
+/*
+ * A statement counted in its fingerprint's folded text starts a second
+ * execution: it is not a text run once (a dump's INSERT), but one a
+ * program keeps and runs again (a statement cache of texts with values
+ * in them), whose executions would take the shared record's counter
+ * segment from each other (sp_seg_take) at every start. From now on it
+ * has its own text and records; the first execution stays in the folded
+ * text's (the totals stay exact). Its text is sqlite3_sql's.
+ */
+void sp_stmt_unfold(struct sp_thread *t, struct sp_stmt *s, sqlite3_stmt *st)
+{
+	const char *sql = sp_real.sql ? sp_real.sql(st) : NULL;
+
+	s->folded = 0;
+	if (!sql)
+		return;
+	if (sp_stats) /* texts_folded: those only in the folded text */
+		__atomic_fetch_sub(&sp_stats->texts_folded, 1, __ATOMIC_RELAXED);
+	sp_guard_in(t);
+	s->sql_id = sql_send(t, sql_id_of(sql, strlen(sql)), sql, strlen(sql));
+	sp_guard_out(t);
+	s->agg_caller = ~(uintptr_t)0; /* bound again (sp_run_begin_slow) */
+}
+
 /* Give a statement its SQL id and shape. text, when not NULL, is the SQL
  * the caller passed (legacy sqlite3_prepare keeps no copy for sqlite3_sql). */
 static void stmt_fill(struct sp_thread *t, struct sp_stmt *s, sqlite3_stmt *st, const char *text,
@@ -824,10 +850,11 @@ static void stmt_fill(struct sp_thread *t, struct sp_stmt *s, sqlite3_stmt *st, 
 {
 	const char *sql = sp_real.sql ? sp_real.sql(st) : NULL;
 
+	s->folded = 0;
 	if (sql)
-		s->sql_id = sql_note_fold(t, sql, strlen(sql), &s->shape, 1);
+		s->sql_id = sql_note_fold(t, sql, strlen(sql), &s->shape, 1, &s->folded);
 	else if (text)
-		s->sql_id = sql_note_fold(t, text, len, &s->shape, 1);
+		s->sql_id = sql_note_fold(t, text, len, &s->shape, 1, &s->folded);
 	else
 		s->sql_id = sp_sql_note(t, "<statement without SQL text>", 28, &s->shape);
 	s->db = sp_real.db_handle ? (uint64_t)(uintptr_t)sp_real.db_handle(st) : 0;
