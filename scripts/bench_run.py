@@ -39,6 +39,10 @@ ltrace at a reduced size):
   wall_10m    10 M executions of the trivial loop, bare and under sqlprof
               record at the default rate, whole command, median of 3
               interleaved rounds, and the collector's own CPU time;
+  clock_paths callgrind instructions of the trivial loop (rate 0, default,
+              1) and of K statements stepped in turn (tests/progs/roundrobin,
+              K = 2, 10, 1000, rate 0) with SQLPROF_CLOCK forced to tsc and
+              to monotonic (issue 25), with the machine's clocksource;
   fixed_cost  record's fixed cost: `sqlite3 :memory: 'select 1'` and a
               Python one-liner, bare and under sqlprof record (default
               rate), 20 interleaved rounds, median wall of each and their
@@ -58,7 +62,7 @@ usage: scripts/bench_run.py [--build DIR] [--out FILE] [--smoke] [--only PART]
   $BENCH_N  executions of the trivial loop under callgrind (default 100000)
   --smoke   tiny sizes, one round, every program once: for `make check`
             (tests/integration/t_bench_smoke.sh); seconds, not minutes.
-  --only    run one part (wall_10m, fixed_cost, speedtest1, dump_restore) and print its JSON on stdout; nothing
+  --only    run one part (wall_10m, fixed_cost, speedtest1, dump_restore, clock_paths) and print its JSON on stdout; nothing
             is written (the programs of BUILD/bench must be built:
             scripts/bench_build.sh BUILD/bench).
 """
@@ -102,6 +106,10 @@ FULL = {
     # on this shared 2-core machine moved the median ratio by 0.1
     "wall_10m_rounds": 5,
     "fixed_cost_rounds": 20,
+    # issue 25: callgrind, each clock path forced: the trivial loop's
+    # executions, and roundrobin's (K statements in turn) per K
+    "clock_trivial_n": 100000,
+    "clock_rr": {"2": 100000, "10": 100000, "1000": 1000000},
     # issue 12's scale workloads, each at growing sizes (the last is the
     # acceptance size)
     "scale_fps": [2000, 6000, 20000],
@@ -126,6 +134,8 @@ SMOKE = {
     "wall_10m_n": 10000,
     "wall_10m_rounds": 1,
     "fixed_cost_rounds": 1,
+    "clock_trivial_n": 300,
+    "clock_rr": {"2": 300},
     "scale_fps": [100],
     "scale_procs": [4],
     "scale_events": [2000],
@@ -160,6 +170,12 @@ TARGETS = {
     "wall_10m_ratio": 1.2,
     # issue 25, acceptance 5: ms over bare, median of 20
     "fixed_cost_sqlite3_ms": 30,
+    # issue 25, acceptance 1 and 2, on each clock path (forced)
+    "clock_trivial_r0_ratio": 1.09,
+    "clock_trivial_r0_extra": 140,
+    "clock_trivial_default_ratio": 1.10,
+    "clock_trivial_r1_ratio": 1.25,
+    "clock_rr_extra": 170,
     "fixed_cost_python_ms": 40,
     # issue 12 (scale): at the largest size of each workload
     "scale_fp_after_exit_s": 2.0,
@@ -655,6 +671,46 @@ class Bench:
             log("speedtest1 %-16s %14d  ratio %.4f" % (cfg, e["instructions"], e["ratio"]))
         return res
 
+    def clock_paths(self):
+        """Issue 25: callgrind instructions of the trivial loop (rate 0, the
+        default rate, rate 1) and of tests/progs/roundrobin (K statements
+        stepped in turn, rate 0) with SQLPROF_CLOCK forced to each clock,
+        against no preload: the ratio and the extra instructions per
+        execution of each clock path. The machine's own clocksource is
+        printed beside them."""
+        rr = os.path.join(self.build, "progs", "roundrobin")
+        res = {"clocksource": machine()["clocksource"], "trivial_n": self.sz["clock_trivial_n"],
+               "trivial": {}, "roundrobin": {}}
+        n = self.sz["clock_trivial_n"]
+        base = self.callgrind_count("trivial", "none", n)
+        res["trivial_none"] = base
+        for clock in ("tsc", "monotonic"):
+            os.environ["SQLPROF_CLOCK"] = clock
+            try:
+                e = {}
+                for cfg in ("sqlprof_r0", "sqlprof_default", "sqlprof_r1"):
+                    c = self.callgrind_count("trivial", cfg, n)
+                    e[cfg] = {"instructions": c, "ratio": round(c / base, 4),
+                              "extra_per_execution": round((c - base) / n, 1)}
+                    log("clock %-9s trivial %-16s ratio %.3f, +%.0f per execution (clocksource "
+                        "%s)" % (clock, cfg, c / base, (c - base) / n, res["clocksource"]))
+                res["trivial"][clock] = e
+                rrs = {}
+                for k, m in sorted(self.sz["clock_rr"].items(), key=lambda x: int(x[0])):
+                    argv = [rr, str(m), k]
+                    b, _ = self.instructions(argv, "none", "roundrobin %s bare" % k,
+                                             want_bench=False)
+                    c, _ = self.instructions(argv, "sqlprof_r0", "roundrobin %s %s" % (k, clock),
+                                             want_bench=False)
+                    rrs[k] = {"n": m, "none": b, "sqlprof_r0": c,
+                              "extra_per_execution": round((c - b) / m, 1)}
+                    log("clock %-9s roundrobin K=%-5s +%.0f per execution at rate 0" %
+                        (clock, k, (c - b) / m))
+                res["roundrobin"][clock] = rrs
+            finally:
+                del os.environ["SQLPROF_CLOCK"]
+        return res
+
     def dump_restore(self, skipped):
         """A dump of N distinct INSERT texts restored by the sqlite3 shell
         into a new database, bare and under sqlprof record (default rate),
@@ -974,6 +1030,7 @@ class Bench:
         res["dump"] = self.dump_restore(res["skipped"])
         res["wall_10m"] = self.wall_10m()
         res["fixed_cost"] = self.fixed_cost()
+        res["clock_paths"] = self.clock_paths() if have_vg else None
         res["scale"] = self.scale(res["skipped"])
         res["loadavg_end"] = [round(x, 2) for x in os.getloadavg()]
         res["targets"] = targets(res)
@@ -1043,6 +1100,27 @@ def targets(res):
         add("fixed_cost_%s_ms" % name, "%s under record, ms over bare (median, clocksource %s)" %
             (what, (res.get("fixed_cost") or {}).get("clocksource", "?")),
             fc.get(name, {}).get("over_bare_ms"), TARGETS["fixed_cost_%s_ms" % name])
+
+    cp = res.get("clock_paths") or {}
+    for clock in ("tsc", "monotonic"):
+        tr = (cp.get("trivial") or {}).get(clock, {})
+        cs = cp.get("clocksource", "?")
+        add("clock_%s_trivial_r0" % clock, "trivial loop, SQLPROF_CLOCK=%s, rate 0: ratio "
+            "(clocksource %s)" % (clock, cs), tr.get("sqlprof_r0", {}).get("ratio"),
+            TARGETS["clock_trivial_r0_ratio"])
+        add("clock_%s_trivial_r0_extra" % clock, "trivial loop, SQLPROF_CLOCK=%s, rate 0: "
+            "instructions per execution" % clock,
+            tr.get("sqlprof_r0", {}).get("extra_per_execution"), TARGETS["clock_trivial_r0_extra"])
+        add("clock_%s_trivial_default" % clock, "trivial loop, SQLPROF_CLOCK=%s, default rate: "
+            "ratio" % clock, tr.get("sqlprof_default", {}).get("ratio"),
+            TARGETS["clock_trivial_default_ratio"])
+        add("clock_%s_trivial_r1" % clock, "trivial loop, SQLPROF_CLOCK=%s, rate 1: ratio" % clock,
+            tr.get("sqlprof_r1", {}).get("ratio"), TARGETS["clock_trivial_r1_ratio"])
+        for k, e in sorted(((cp.get("roundrobin") or {}).get(clock) or {}).items(),
+                           key=lambda x: int(x[0])):
+            add("clock_%s_rr%s" % (clock, k), "%s statements in turn, SQLPROF_CLOCK=%s, rate 0: "
+                "instructions per execution" % (k, clock), e.get("extra_per_execution"),
+                TARGETS["clock_rr_extra"])
 
     # Issue 12 (scale), at the largest size of each workload.
     sc = res.get("scale") or {}
@@ -1148,7 +1226,8 @@ def main():
     ap.add_argument("--build", default=os.environ.get("BUILD", "build"))
     ap.add_argument("--out")
     ap.add_argument("--smoke", action="store_true")
-    ap.add_argument("--only", choices=["wall_10m", "fixed_cost", "speedtest1", "dump_restore"])
+    ap.add_argument("--only", choices=["wall_10m", "fixed_cost", "speedtest1", "dump_restore",
+                                       "clock_paths"])
     a = ap.parse_args()
     if a.only:
         tmp = tempfile.mkdtemp(prefix="sqlprof-bench.")

@@ -44,8 +44,13 @@ if r["capture"]["frames"] != 20:
                 % r["capture"]["frames"])
 if not r["collector"]["streamgen"]["records_per_s_cpu"] > 0:
     errs.append("streamgen: no ingest rate")
-if len(r["targets"]) != 22:
-    errs.append("expected 22 targets, got %d" % len(r["targets"]))
+# 22, and the clock paths' (issue 25): 4 per clock and one per K in turn
+if len(r["targets"]) != 32:
+    errs.append("expected 32 targets, got %d" % len(r["targets"]))
+cp = r.get("clock_paths")
+if cg is not None and (not cp or not cp.get("clocksource") or
+                       set(cp.get("trivial", {})) != {"tsc", "monotonic"}):
+    errs.append("clock paths: no figures for both clocks")
 fc = (r.get("fixed_cost") or {}).get("commands", {})
 for name in ("sqlite3", "python"):
     e = fc.get(name)
