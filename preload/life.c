@@ -348,6 +348,7 @@ static void init(void)
 	pthread_atfork(NULL, on_fork_parent, on_fork_child);
 	sp_resolve();
 	sp_stats_init();
+	sp_embed_init(); /* before the module map goes out with HELLO */
 	if (sp_copy_after_us())
 		sp_stats_note_seen(SP_SEEN_SECOND_COPY); /* record says so */
 	if (sp_stream_init() == 0) {

@@ -1142,4 +1142,10 @@ const char *sp_dyn_name(const struct sp_dyn *d, uint32_t i);
 /* SP_MODULE_SQLITE, SP_MODULE_SQLITE_MIXED or 0 (sp_wire.h). */
 int sp_dyn_sqlite_kind(const struct dl_phdr_info *info);
 
+/* ---- SQLite compiled into the program (embed.c) ---- */
+void sp_embed_init(void);   /* constructor: the program and its libraries */
+void sp_embed_rescan(void); /* objects loaded since (module map changes) */
+/* SP_MODULE_EMBED* (and SQLITE_MIXED) of the object at load bias base. */
+unsigned sp_embed_module_flags(uintptr_t base);
+
 #endif /* SP_PRELOAD_H */

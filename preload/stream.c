@@ -1350,7 +1350,8 @@ static int module_cb(struct dl_phdr_info *info, size_t info_size, void *arg)
 		}
 	}
 	if (!((uintptr_t)module_cb >= lo && (uintptr_t)module_cb < hi)) /* not libsqlprof.so */
-		flags |= (uint16_t)module_kind(info, lo, dev, ino);
+		flags |= (uint16_t)(module_kind(info, lo, dev, ino) |
+				    sp_embed_module_flags(info->dlpi_addr));
 	bid = find_build_id(info, &bid_len);
 	if (bid_len > 64)
 		bid_len = 64;
@@ -1470,6 +1471,7 @@ void sp_modules_changed(void)
 		atomic_store(&modules_pending, 1);
 	}
 	SP_DEEPBIND_CATCH_UP();
+	sp_embed_rescan();
 	sp_modules_maybe_send();
 }
 
