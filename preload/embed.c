@@ -403,7 +403,9 @@ static int emb_examine(struct dl_phdr_info *info, const char *path, int late)
 		return 0;
 	}
 	munmap((void *)f.p, f.size);
-	if (!e->flags) {
+	if (!e->flags && late == 2) {
+		e->flags = SP_MODULE_EMBED_BLIND | SP_MODULE_EMBED_LATE;
+	} else if (!e->flags) {
 		if (!e->api.trace_v2 || !e->api.stmt_status) {
 			e->flags = SP_MODULE_EMBED_BLIND | SP_MODULE_EMBED_NOTRACE;
 		} else if (called_from_outside(e, info, watch, 1)) {
@@ -482,29 +484,39 @@ static int cand_cb(struct dl_phdr_info *info, size_t size, void *arg)
 	return 0;
 }
 
-static void emb_scan(int late)
+/* Look at the objects not looked at yet; the number holding an
+ * embedded SQLite. late: 0 at start-up, 1 after (dlopen'd since), 2 at
+ * exit (found, not hooked: whatever it ran was not seen). */
+static int emb_scan(int late)
 {
 	static struct cands cs; /* under scan_lock: 16 KiB kept off the stack */
+	int found = 0;
 
 	pthread_mutex_lock(&scan_lock);
 	cs.n = 0;
 	cs.first = !startup_done;
 	dl_iterate_phdr(cand_cb, &cs);
 	for (int i = 0; i < cs.n; i++)
-		emb_examine(&cs.c[i].info, cs.c[i].path, late);
+		found += emb_examine(&cs.c[i].info, cs.c[i].path, late);
 	startup_done = 1;
 	pthread_mutex_unlock(&scan_lock);
+	return found;
 }
 
-void sp_embed_init(void)
+int sp_embed_init(void)
 {
-	emb_scan(0);
+	return emb_scan(0);
 }
 
 void sp_embed_rescan(void)
 {
 	if (startup_done)
 		emb_scan(1);
+}
+
+int sp_embed_exit_scan(void)
+{
+	return startup_done ? emb_scan(2) : 0;
 }
 
 unsigned sp_embed_module_flags(uintptr_t base)

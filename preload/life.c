@@ -296,6 +296,7 @@ static void on_fork_child(void)
 static void init(void)
 {
 	void *warm[4];
+	int embedded;
 
 	if (!getenv(SP_ENV_SOCK))
 		return; /* preloaded without a collector: stay inert */
@@ -348,13 +349,17 @@ static void init(void)
 	pthread_atfork(NULL, on_fork_parent, on_fork_child);
 	sp_resolve();
 	sp_stats_init();
-	sp_embed_init(); /* before the module map goes out with HELLO */
+	embedded = sp_embed_init(); /* SQLite compiled in: hooked now (embed.c) */
 	if (sp_copy_after_us())
 		sp_stats_note_seen(SP_SEEN_SECOND_COPY); /* record says so */
 	if (sp_stream_init() == 0) {
 		sp_cfg.enabled = 1;
 		if (atomic_load(&sp_resolved))
 			sp_hot = 1;
+		/* its flags (hooked, or why not) reach record even if no
+		 * execution ever sends a stack */
+		if (embedded)
+			sp_modules_maybe_send();
 	}
 }
 

@@ -1143,8 +1143,13 @@ const char *sp_dyn_name(const struct sp_dyn *d, uint32_t i);
 int sp_dyn_sqlite_kind(const struct dl_phdr_info *info);
 
 /* ---- SQLite compiled into the program (embed.c) ---- */
-void sp_embed_init(void);   /* constructor: the program and its libraries */
+/* The constructor: the program and its libraries; the number of objects
+ * with SQLite compiled in (their flags go out with the module map). */
+int sp_embed_init(void);
 void sp_embed_rescan(void); /* objects loaded since (module map changes) */
+/* At exit: objects loaded since and never looked at, flagged (not hooked);
+ * the number found. */
+int sp_embed_exit_scan(void);
 /* SP_MODULE_EMBED* (and SQLITE_MIXED) of the object at load bias base. */
 unsigned sp_embed_module_flags(uintptr_t base);
 

@@ -2160,6 +2160,14 @@ void sp_stream_exit(void)
 		return;
 	}
 	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel);
+	/* SQLite compiled into a module loaded since and never looked at:
+	 * named in the map, for record's warning (embed.c) */
+	if (sp_embed_exit_scan() && sock_fd >= 0 && !stream_dead()) {
+		atomic_store(&modules_pending, 1);
+		sp_guard_out(&sp_tls);
+		sp_modules_maybe_send();
+		sp_guard_in(&sp_tls);
+	}
 	note_sqlite_seen(sp_stats_executions()); /* before the copies, if any */
 	if (!stats_shared && sp_stats && sock_fd >= 0 && !stream_dead())
 		stats_copy();
