@@ -244,39 +244,48 @@ static int imports_sqlite(const struct dl_phdr_info *info)
 	return 0;
 }
 
-/* Does code outside SQLite call (call or jmp rel32) one of targets[]?
- * The object's executable segments, as mapped. */
-static int called_from_outside(const struct emb *e, const struct dl_phdr_info *info,
-			       const uintptr_t *targets, int n)
+/* Does code outside SQLite call (call or jmp rel32) one of targets[]
+ * (0: none)? The object's executable segments, as mapped: each opcode
+ * byte found by memchr, its target tested against the targets' span
+ * first. Returns a bit per target called. */
+static unsigned called_from_outside(const struct emb *e, const struct dl_phdr_info *info,
+				    const uintptr_t *targets, int n)
 {
+	uintptr_t lo = UINTPTR_MAX, hi = 0;
+	unsigned found = 0;
+
+	for (int k = 0; k < n; k++)
+		if (targets[k]) {
+			lo = targets[k] < lo ? targets[k] : lo;
+			hi = targets[k] > hi ? targets[k] : hi;
+		}
+	if (!hi)
+		return 0;
 	for (int i = 0; i < info->dlpi_phnum; i++) {
 		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-		const uint8_t *p, *end;
+		const uint8_t *seg, *end;
 
 		if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_X) || !(ph->p_flags & PF_R) ||
 		    ph->p_filesz < 5)
 			continue;
-		p = (const uint8_t *)(info->dlpi_addr + ph->p_vaddr);
-		end = p + ph->p_filesz - 4;
-		while (p < end) {
-			const uint8_t *q = memchr(p, 0xe8, (size_t)(end - p)), *q9;
-			int32_t rel;
+		seg = (const uint8_t *)(info->dlpi_addr + ph->p_vaddr);
+		end = seg + ph->p_filesz - 4;
+		for (int op = 0xe8; op <= 0xe9; op++) /* call, jmp (a tail call) */
+			for (const uint8_t *p = seg, *q; p < end && (q = memchr(p, op, (size_t)(end - p)));
+			     p = q + 1) {
+				int32_t rel;
+				uintptr_t to;
 
-			/* e9 (jmp: a tail call) too: the nearer of the two */
-			q9 = memchr(p, 0xe9, (size_t)((q ? q : end) - p));
-			if (q9)
-				q = q9;
-			if (!q)
-				break;
-			memcpy(&rel, q + 1, 4);
-			for (int k = 0; k < n; k++)
-				if (targets[k] && (uintptr_t)q + 5 + (intptr_t)rel == targets[k] &&
-				    !in_sqlite(e, (uintptr_t)q))
-					return 1;
-			p = q + 1;
-		}
+				memcpy(&rel, q + 1, 4);
+				to = (uintptr_t)q + 5 + (intptr_t)rel;
+				if (to - lo > hi - lo)
+					continue;
+				for (int k = 0; k < n; k++)
+					if (to == targets[k] && !in_sqlite(e, (uintptr_t)q))
+						found |= 1u << k;
+			}
 	}
-	return 0;
+	return found;
 }
 
 /* ---- the hooks ---- */
@@ -320,7 +329,7 @@ static int (*const entries[EMB_MAX])(sqlite3 *, char **, const void *) = {
  * before we could look (dlopen'd since), so SQLite may be in use already.
  * Returns 1 when the object holds an embedded SQLite (hooked or not).
  */
-static int emb_examine(struct dl_phdr_info *info, const char *path, int late)
+static int emb_examine(struct dl_phdr_info *info, const char *path, int late, int magic)
 {
 	struct elf_file f;
 	const Elf64_Sym *sym = NULL;
@@ -329,6 +338,7 @@ static int emb_examine(struct dl_phdr_info *info, const char *path, int late)
 	int in_file = 0, i = atomic_load(&nembs), hooked = 0;
 	struct emb *e;
 	uintptr_t watch[6] = { 0 };
+	unsigned calls;
 
 	if (i >= EMB_MAX)
 		return 0;
@@ -393,7 +403,7 @@ static int emb_examine(struct dl_phdr_info *info, const char *path, int late)
 	if (e->api.auto_extension && e->api.sql) {
 		ranges_sort(e->r, nr);
 		e->nr = ranges_merge(e->r, nr);
-	} else if (nr || (!imports_sqlite(info) && has_sqlite_magic(info))) {
+	} else if (nr || (magic && !imports_sqlite(info) && has_sqlite_magic(info))) {
 		/* no symbols to hook it by: stripped (or none we know) */
 		e->flags = SP_MODULE_EMBED_BLIND | SP_MODULE_EMBED_STRIPPED;
 	} else {
@@ -408,14 +418,14 @@ static int emb_examine(struct dl_phdr_info *info, const char *path, int late)
 	} else if (!e->flags) {
 		if (!e->api.trace_v2 || !e->api.stmt_status) {
 			e->flags = SP_MODULE_EMBED_BLIND | SP_MODULE_EMBED_NOTRACE;
-		} else if (called_from_outside(e, info, watch, 1)) {
+		} else if ((calls = called_from_outside(e, info, watch, 6)) & 1) {
 			/* registering initializes SQLite: the program's own
 			 * sqlite3_config would fail after it */
 			e->flags = SP_MODULE_EMBED_BLIND | SP_MODULE_EMBED_CONFIG;
 		} else {
 			if (late && (!e->api.memory_used || e->api.memory_used() > 0))
 				e->flags |= SP_MODULE_EMBED_LATE;
-			if (called_from_outside(e, info, watch + 1, 5))
+			if (calls)
 				e->flags |= SP_MODULE_EMBED_OWNTRACE;
 			if (e->api.auto_extension((void (*)(void))(uintptr_t)entries[i]) == SQLITE_OK) {
 				e->flags |= SP_MODULE_SQLITE_MIXED | SP_MODULE_EMBED;
@@ -435,6 +445,7 @@ static int emb_examine(struct dl_phdr_info *info, const char *path, int late)
 struct cand {
 	struct dl_phdr_info info;
 	char path[512];
+	int magic; /* look for SQLite's header string where no symbol is */
 };
 #define CAND_MAX 32
 struct cands {
@@ -474,6 +485,12 @@ static int cand_cb(struct dl_phdr_info *info, size_t size, void *arg)
 	if (!first && sp_dyn_sqlite_kind(info))
 		return 0;
 	cs->c[cs->n].info = *info;
+	/* a system library (lib*.so in the loader's directories) is no
+	 * program with SQLite compiled in: the string scan of libc's and
+	 * every other's read-only data cost 2.4 M instructions a start */
+	cs->c[cs->n].magic = first || !(!strncmp(b, "lib", 3) && strstr(b, ".so") &&
+					(!strncmp(name, "/lib/", 5) || !strncmp(name, "/lib64/", 7) ||
+					 !strncmp(name, "/usr/lib/", 9) || !strncmp(name, "/usr/lib64/", 11)));
 	if (first)
 		strcpy(cs->c[cs->n].path, "/proc/self/exe");
 	else if (strlen(name) < sizeof(cs->c[cs->n].path))
@@ -497,7 +514,7 @@ static int emb_scan(int late)
 	cs.first = !startup_done;
 	dl_iterate_phdr(cand_cb, &cs);
 	for (int i = 0; i < cs.n; i++)
-		found += emb_examine(&cs.c[i].info, cs.c[i].path, late);
+		found += emb_examine(&cs.c[i].info, cs.c[i].path, late, cs.c[i].magic);
 	startup_done = 1;
 	pthread_mutex_unlock(&scan_lock);
 	return found;
@@ -541,6 +558,9 @@ struct emb_slot {
 	uintptr_t caller;
 	struct sp_agg_query *q; /* bound for (sql_id, caller) in arena */
 	uint64_t arena;
+	uint32_t last[4];       /* its counters at its last end on this thread
+				 * (valid: has_last) */
+	int has_last;
 	struct sp_run run;
 };
 
@@ -645,16 +665,39 @@ static int caller_index(const struct emb *e, const uintptr_t *pcs, int n)
 	return i;
 }
 
-/* The caller's return address, from a short walk (0: none near). */
-static uintptr_t emb_caller(const struct emb *e)
+/*
+ * The caller's return address (0: none within EMB_WALK frames), from a
+ * walk out of this frame. The thread's walk memo (unwind.c, "the last
+ * walk") keeps it: a statement run from one place in a loop is a few
+ * stack words checked, no walk (its id here is the caller, not a stack
+ * id: a memo is only taken for a walk from the same pc, which is this
+ * function's return address). Keeps errno.
+ */
+static __attribute__((noinline)) uintptr_t emb_caller(struct sp_thread *t, const struct emb *e)
 {
-	uintptr_t pcs[EMB_WALK];
-	int n = sp_use_cfi_unwinder ? sp_unwind(pcs, EMB_WALK) : -1, i;
+	const uintptr_t *fp = __builtin_frame_address(0);
+	struct sp_walk_memo *m = SP_MEMO(t);
+	uintptr_t pcs[EMB_WALK], caller;
+	int n = -1, noted = 0, i;
 
-	if (n < 0)
+	if (sp_memo_same(m, (uintptr_t)(fp + 2), fp[0], fp[1]))
+		return (uintptr_t)m->id;
+	if (sp_use_cfi_unwinder)
+		n = sp_unwind_noting(m, pcs, EMB_WALK, (uintptr_t)(fp + 2), fp[0], fp[1], &noted);
+	if (n < 0) {
 		n = sp_backtrace_keep_errno(pcs, EMB_WALK);
-	i = caller_index(e, pcs, n);
-	return i < n ? pcs[i] : 0;
+		i = caller_index(e, pcs, n);
+	} else {
+		/* pcs[0] is our caller's return address: from 0, not 1 */
+		for (i = 0; i < n && (pcs[i] - sp_self_lo < sp_self_hi - sp_self_lo ||
+				      in_sqlite(e, pcs[i]));
+		     i++)
+			;
+	}
+	caller = i < n ? pcs[i] : 0;
+	if (noted)
+		sp_memo_done(m, caller);
+	return caller;
 }
 
 /* The stack from the caller out (SQLite's frames left out, so that its
@@ -721,7 +764,7 @@ static void emb_begin(struct sp_thread *t, struct emb_thread *et, const struct e
 		sql = "<statement without SQL text>";
 	len = strlen(sql);
 	h = emb_hash(sql, len);
-	caller = emb_caller(e);
+	caller = emb_caller(t, e);
 	if (s->st != st || s->zsql != sql || s->len != len || s->hash != h) {
 		s->st = st;
 		s->zsql = sql;
@@ -729,6 +772,7 @@ static void emb_begin(struct sp_thread *t, struct emb_thread *et, const struct e
 		s->hash = h;
 		s->sql_id = sp_sql_note(t, sql, len, &s->shape);
 		s->q = NULL;
+		s->has_last = 0;
 		first = sp_first_exec(s->sql_id, SP_KIND_STMT);
 	}
 	if (!s->q || s->arena != t->arena_id || s->caller != caller) {
@@ -738,13 +782,15 @@ static void emb_begin(struct sp_thread *t, struct emb_thread *et, const struct e
 		s->arena = t->arena_id;
 		s->caller = caller;
 	}
-	memset(r, 0, sizeof(*r));
+	/* what sp_emit_exec and sp_agg_add read (an end clears start and
+	 * stack_id; the rest never changes from 0) */
+	r->db = 0;
+	r->rows = 0;
+	r->seq = 0;
+	r->stack_id = 0;
 	r->kind = SP_KIND_STMT;
 	r->slow_at = UINT64_MAX;
-	if (first)
-		r->flags |= SP_EXEC_FIRST;
-	if (sp_draw(t))
-		r->flags |= SP_EXEC_RANDOM;
+	r->flags = (uint16_t)((first ? SP_EXEC_FIRST : 0) | (sp_draw(t) ? SP_EXEC_RANDOM : 0));
 	if (r->flags || created) {
 		uintptr_t c;
 
@@ -752,7 +798,13 @@ static void emb_begin(struct sp_thread *t, struct emb_thread *et, const struct e
 		if (r->stack_id)
 			r->flags |= SP_EXEC_SAMPLED;
 	}
-	{
+	/* SQLite's counters at start: those of its last end here when its VM
+	 * step count has not moved since (every execution runs one step at
+	 * least), one call instead of four */
+	if (s->has_last &&
+	    (uint32_t)e->api.stmt_status(st, SQLITE_STMTSTATUS_VM_STEP, 0) == s->last[3]) {
+		memcpy(r->base, s->last, sizeof(r->base));
+	} else {
 		sp_v4u b = emb_counters(e, st);
 
 		memcpy(r->base, &b, sizeof(b));
@@ -802,6 +854,8 @@ static void emb_end(struct sp_thread *t, struct emb_thread *et, const struct emb
 
 		memcpy(&b, r->base, sizeof(b));
 		delta = now - b;
+		memcpy(s->last, &now, sizeof(s->last));
+		s->has_last = 1;
 	}
 	if (s->q) {
 		sp_agg_add(s->q, r, end, delta, NULL);
@@ -836,7 +890,8 @@ static int emb_trace(unsigned type, void *ctx, void *p, void *x)
 		return 0;
 	}
 	saved = errno;
-	sp_thread_ready(t);
+	if (unlikely(!(t->state & SP_TS_SETUP) || !sp_same_process()))
+		sp_thread_ready(t);
 	et = emb_tls ? emb_tls : thr_get();
 	if (et && !sp_guarded(t)) {
 		if (type == SQLITE_TRACE_STMT)
