@@ -398,12 +398,14 @@ static void explain_empty(const struct sp_coll *c, int follow, int status, const
 				"executed";
 		else if (nosqlite == c->procs.count)
 			cause = c->procs.count == 1
-					? "it never loaded libsqlite3 (SQLite compiled or statically "
-					  "linked into a program is invisible, and so is a program it "
-					  "started without LD_PRELOAD)"
-					: "none of them loaded libsqlite3 (SQLite compiled or statically "
-					  "linked into a program is invisible, and so is a program "
-					  "started without LD_PRELOAD)";
+					? "it never loaded libsqlite3 and had no SQLite compiled in "
+					  "(a statically linked program it started, which no loader "
+					  "preloads with, is not seen, nor one started without "
+					  "LD_PRELOAD)"
+					: "none of them loaded libsqlite3 or had SQLite compiled in "
+					  "(a statically linked program they started, which no loader "
+					  "preloads with, is not seen, nor one started without "
+					  "LD_PRELOAD)";
 		else
 			cause = NULL;
 		fprintf(stderr, "sqlprof: warning: %zu %s ran with the profiler but no SQLite "
