@@ -375,7 +375,9 @@ static int emb_examine(struct dl_phdr_info *info, const char *path, int late, in
 			if (s->st_size)
 				e->r[nr++] = (struct emb_range){ a, a + s->st_size };
 		}
-		if (bind == STB_LOCAL || strncmp(n, "sqlite3_", 8))
+		/* local too: a module's version script (local: *) makes them
+		 * local, listed after an unnamed STT_FILE */
+		if (strncmp(n, "sqlite3_", 8))
 			continue;
 #define API(field, name)                                                                   \
 	if (!strcmp(n, name))                                                                \
@@ -527,8 +529,8 @@ int sp_embed_init(void)
 
 void sp_embed_rescan(void)
 {
-	if (startup_done)
-		emb_scan(1);
+	if (startup_done && emb_scan(1))
+		sp_modules_resend(); /* its flags, for record */
 }
 
 int sp_embed_exit_scan(void)

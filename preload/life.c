@@ -360,6 +360,7 @@ static void init(void)
 		 * execution ever sends a stack */
 		if (embedded)
 			sp_modules_maybe_send();
+		sp_dlopen_watch = 1; /* loads come by us (deepbind.c, embed.c) */
 	}
 }
 

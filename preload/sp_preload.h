@@ -1012,6 +1012,7 @@ void sp_stream_unrep_start(void);
 void sp_modules_changed(void);  /* resend the map if libraries came or went */
 uint32_t sp_modules_generation(void); /* the map last sent (0: none yet) */
 void sp_modules_maybe_send(void);
+void sp_modules_resend(void); /* send the map again (embed.c: new flags) */
 extern atomic_ullong sp_lost;
 extern atomic_int sp_stream_dead;
 /* stmt.c: forget which SQL texts were sent (a new collector has none). */
@@ -1091,6 +1092,8 @@ void sp_lib_note_primary_caller(const void *lm);
 
 /* The original dlopen; the stub jumps to it. */
 extern void *(*sp_dlopen_real)(const char *, int);
+/* 1: every dlopen goes by sp_dlopen_route (embed.c looks at new objects) */
+extern int sp_dlopen_watch;
 /* 1 when a RTLD_DEEPBIND'd library was loaded that could not be patched
  * at once: the next shim to see it patches. */
 extern atomic_int sp_deepbind_pending;

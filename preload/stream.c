@@ -1459,6 +1459,12 @@ static int counters_cb(struct dl_phdr_info *info, size_t size, void *arg)
  * last look (glibc's dlpi_adds/dlpi_subs counters). Called before a new
  * stack is sent; never under our locks.
  */
+void sp_modules_resend(void)
+{
+	atomic_store(&modules_pending, 1);
+	sp_modules_maybe_send();
+}
+
 void sp_modules_changed(void)
 {
 	unsigned long long c[2] = { 0, 0 };

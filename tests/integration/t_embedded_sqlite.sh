@@ -11,7 +11,11 @@
 #      one warning, naming the binary and saying it is stripped;
 #   3. a build that calls sqlite3_config itself: left alone (its call
 #      still succeeds: "config 0"), one warning naming it;
-#   4. preloaded without a collector: output and status unchanged.
+#   4. preloaded without a collector: output and status unchanged;
+#   5. a plugin with SQLite compiled in and hidden (a version script keeps
+#      only plugin_run), dlopen'd by tests/progs/bundled_host: hooked when
+#      dlopen returns, its 300 inserts counted exactly at their line
+#      (before: 0 and no word).
 # The amalgamation: $SQLPROF_AMALGAMATION (a directory with sqlite3.c and
 # sqlite3.h), else the one npm's `sqlite3` package ships
 # (deps/sqlite-autoconf-*.tar.gz), fetched with `npm pack` into
@@ -120,4 +124,23 @@ rc=$?
 [ "$rc" = 3 ] || fail "without a collector: exit status $rc"
 same_file "without a collector: output" sym.plain nocoll.out
 echo "symbols kept: 452 executions, exact at embed_app.c:$ins and :$sel"
+
+# 5. a dlopen'd plugin with its SQLite compiled in and not exported
+need_prog bundled_host
+psrc=$(dirname "$src")/bundled_plugin.c
+printf '{ global: plugin_run; local: *; };\n' >plug.map
+gcc -shared -fPIC -O1 -g -DPLUGIN_NAME='"emb"' -I"$am" -o plug_emb.so "$psrc" "$obj" \
+	-Wl,--version-script=plug.map -lm -lpthread || fail "building plug_emb.so"
+nm -D plug_emb.so | grep -q sqlite3_ && fail "plug_emb.so exports sqlite3_*"
+"$PROGS/bundled_host" 300 "$TMP/plug_emb.so" >plug.plain 2>&1 || fail "plugin: $(cat plug.plain)"
+"$SQLPROF" record -o plug.db -- "$PROGS/bundled_host" 300 "$TMP/plug_emb.so" >plug.out 2>plug.err ||
+	fail "plugin under sqlprof: $(cat plug.out plug.err)"
+same_file "plugin: output" plug.plain plug.out
+grep -q warning plug.err && fail "plugin: unexpected warning: $(cat plug.err)"
+report_json plug.db plug.json
+expect plug.json -q stmt 'INSERT INTO temb VALUES (?)' count=300 \
+	-q stmt 'SELECT x FROM temb' count=1 rows=300
+"$SQLPROF" report plug.db | grep -q "300 execs, .* at plugin_run (bundled_plugin.c:[1-9]" ||
+	fail "plugin: the insert is not at its line: $("$SQLPROF" report plug.db)"
+echo "plugin: $(cat plug.out); 300 inserts counted at their line"
 exit 0
