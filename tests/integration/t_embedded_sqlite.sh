@@ -25,32 +25,8 @@
 . "$(dirname "$0")/lib.sh"
 command -v gcc >/dev/null || skip "gcc not installed"
 src=$(cd "$(dirname "$0")/../fixtures" && pwd)/embed_app.c
-cache=$BUILD/amalgamation
-mkdir -p "$cache" || fail "cannot make $cache"
-am=${SQLPROF_AMALGAMATION:-}
-if [ -z "$am" ]; then
-	am=$(ls -d "$cache"/sqlite-autoconf-* 2>/dev/null | head -n 1)
-	if [ -z "$am" ] || [ ! -f "$am/sqlite3.c" ]; then
-		command -v npm >/dev/null || skip "no amalgamation: set SQLPROF_AMALGAMATION or install npm"
-		(cd "$cache" && timeout 120 npm pack --silent sqlite3 >npm.log 2>&1) ||
-			skip "npm pack sqlite3 failed (registry unreachable?): $(tail -n 1 "$cache/npm.log")"
-		tgz=$(ls "$cache"/sqlite3-*.tgz | head -n 1)
-		inner=$(tar tzf "$tgz" | grep 'deps/sqlite-autoconf-.*\.tar\.gz$' | head -n 1)
-		[ -n "$inner" ] || fail "$tgz ships no deps/sqlite-autoconf-*.tar.gz"
-		tar xzf "$tgz" -C "$cache" "$inner" || fail "unpacking $tgz"
-		tar xzf "$cache/$inner" -C "$cache" --wildcards '*/sqlite3.c' '*/sqlite3.h' ||
-			fail "unpacking $inner"
-		am=$(ls -d "$cache"/sqlite-autoconf-* | head -n 1)
-	fi
-fi
-[ -f "$am/sqlite3.c" ] && [ -f "$am/sqlite3.h" ] || fail "$am has no sqlite3.c and sqlite3.h"
-sum=$(sha256sum "$am/sqlite3.c" | cut -c1-16)
-obj=$cache/sqlite3-$sum.o
-if [ ! -f "$obj" ]; then
-	echo "compiling $am/sqlite3.c (once; kept as $obj)"
-	timeout 900 gcc -c -O1 -g -o "$obj.tmp" "$am/sqlite3.c" || fail "compiling sqlite3.c"
-	mv "$obj.tmp" "$obj"
-fi
+need_amalgamation
+am=$AMALG_DIR obj=$AMALG_OBJ
 cd "$TMP" || exit 1
 gcc -O1 -g -I"$am" -o app "$src" "$obj" -lm -lpthread -ldl || fail "building app"
 nm app | grep -q ' T sqlite3_step$' || fail "app has no sqlite3_step symbol"
