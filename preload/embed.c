@@ -193,9 +193,11 @@ static int symtab(const struct elf_file *f, uint32_t type, const Elf64_Sym **sym
 	return -1;
 }
 
+/* The table's last byte is a NUL (checked once): a name in it ends there
+ * at the latest. */
 static const char *sym_name(const char *str, size_t strsz, uint32_t off)
 {
-	return off < strsz && memchr(str + off, 0, strsz - off) ? str + off : "";
+	return off < strsz ? str + off : "";
 }
 
 /* A source file of SQLite's own: sqlite3.c, sqlite3-binding.c (Go),
@@ -329,7 +331,8 @@ static int (*const entries[EMB_MAX])(sqlite3 *, char **, const void *) = {
  * before we could look (dlopen'd since), so SQLite may be in use already.
  * Returns 1 when the object holds an embedded SQLite (hooked or not).
  */
-static int emb_examine(struct dl_phdr_info *info, const char *path, int late, int magic)
+static int emb_examine(struct dl_phdr_info *info, const char *path, int late, int magic,
+		       int main_program)
 {
 	struct elf_file f;
 	const Elf64_Sym *sym = NULL;
@@ -347,10 +350,14 @@ static int emb_examine(struct dl_phdr_info *info, const char *path, int late, in
 	e->base = info->dlpi_addr;
 	if (file_map(path, &f) != 0)
 		return 0;
+	/* .symtab; else .dynsym, for the program only (a library exporting
+	 * the API is the shims'; one hiding it has no such symbol there) */
 	if (memcmp(f.p, ELFMAG, SELFMAG) || f.p[EI_CLASS] != ELFCLASS64 ||
 	    (symtab(&f, SHT_SYMTAB, &sym, &nsym, &str, &strsz) != 0 &&
-	     symtab(&f, SHT_DYNSYM, &sym, &nsym, &str, &strsz) != 0))
+	     (!main_program || symtab(&f, SHT_DYNSYM, &sym, &nsym, &str, &strsz) != 0)))
 		nsym = 0;
+	if (nsym && (!strsz || str[strsz - 1] != 0))
+		nsym = 0; /* every name ends inside the table: read as is */
 	cap = nsym;
 	if (cap) {
 		void *m = mmap(NULL, cap * sizeof(*e->r), PROT_READ | PROT_WRITE,
@@ -361,7 +368,7 @@ static int emb_examine(struct dl_phdr_info *info, const char *path, int late, in
 	for (size_t k = 1; k < nsym && e->r; k++) {
 		const Elf64_Sym *s = &sym[k];
 		const char *n;
-		int type = ELF64_ST_TYPE(s->st_info), bind = ELF64_ST_BIND(s->st_info);
+		int type = ELF64_ST_TYPE(s->st_info), bind = ELF64_ST_BIND(s->st_info), named;
 		uintptr_t a = info->dlpi_addr + s->st_value;
 
 		if (type == STT_FILE) {
@@ -371,13 +378,14 @@ static int emb_examine(struct dl_phdr_info *info, const char *path, int late, in
 		if (type != STT_FUNC || s->st_shndx == SHN_UNDEF)
 			continue;
 		n = sym_name(str, strsz, s->st_name);
-		if ((bind == STB_LOCAL && in_file) || !strncmp(n, "sqlite3", 7)) {
+		named = n[0] == 's' && n[1] == 'q' && !strncmp(n, "sqlite3", 7);
+		if ((bind == STB_LOCAL && in_file) || named) {
 			if (s->st_size)
 				e->r[nr++] = (struct emb_range){ a, a + s->st_size };
 		}
 		/* local too: a module's version script (local: *) makes them
 		 * local, listed after an unnamed STT_FILE */
-		if (strncmp(n, "sqlite3_", 8))
+		if (!named || n[7] != '_')
 			continue;
 #define API(field, name)                                                                   \
 	if (!strcmp(n, name))                                                                \
@@ -448,6 +456,7 @@ struct cand {
 	struct dl_phdr_info info;
 	char path[512];
 	int magic; /* look for SQLite's header string where no symbol is */
+	int main_program;
 };
 #define CAND_MAX 32
 struct cands {
@@ -493,6 +502,7 @@ static int cand_cb(struct dl_phdr_info *info, size_t size, void *arg)
 	cs->c[cs->n].magic = first || !(!strncmp(b, "lib", 3) && strstr(b, ".so") &&
 					(!strncmp(name, "/lib/", 5) || !strncmp(name, "/lib64/", 7) ||
 					 !strncmp(name, "/usr/lib/", 9) || !strncmp(name, "/usr/lib64/", 11)));
+	cs->c[cs->n].main_program = first;
 	if (first)
 		strcpy(cs->c[cs->n].path, "/proc/self/exe");
 	else if (strlen(name) < sizeof(cs->c[cs->n].path))
@@ -516,7 +526,8 @@ static int emb_scan(int late)
 	cs.first = !startup_done;
 	dl_iterate_phdr(cand_cb, &cs);
 	for (int i = 0; i < cs.n; i++)
-		found += emb_examine(&cs.c[i].info, cs.c[i].path, late, cs.c[i].magic);
+		found += emb_examine(&cs.c[i].info, cs.c[i].path, late, cs.c[i].magic,
+				     cs.c[i].main_program);
 	startup_done = 1;
 	pthread_mutex_unlock(&scan_lock);
 	return found;
