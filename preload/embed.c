@@ -521,7 +521,8 @@ static int emb_scan(int late)
 	static struct cands cs; /* under scan_lock: 16 KiB kept off the stack */
 	int found = 0;
 
-	pthread_mutex_lock(&scan_lock);
+	if (late ? pthread_mutex_trylock(&scan_lock) != 0 : pthread_mutex_lock(&scan_lock) != 0)
+		return 0; /* another thread is looking (and will see the same) */
 	cs.n = 0;
 	cs.first = !startup_done;
 	dl_iterate_phdr(cand_cb, &cs);
@@ -542,6 +543,12 @@ void sp_embed_rescan(void)
 {
 	if (startup_done && emb_scan(1))
 		sp_modules_resend(); /* its flags, for record */
+}
+
+/* In a forked child: another thread may have held the lock at fork(). */
+void sp_embed_fork_child(void)
+{
+	pthread_mutex_init(&scan_lock, NULL);
 }
 
 int sp_embed_exit_scan(void)
@@ -580,6 +587,9 @@ struct emb_slot {
 struct emb_thread {
 	struct emb_slot slot[EMB_SLOTS];
 	struct emb_thread *next_idle;
+	int busy; /* inside emb_trace: a signal handler's SQLite on this thread
+		   * meanwhile is not looked at (its ends are counted as
+		   * unattributed), the slots being half changed */
 };
 
 static __thread struct emb_thread *emb_tls __attribute__((tls_model("initial-exec")));
@@ -898,19 +908,30 @@ static int emb_trace(unsigned type, void *ctx, void *p, void *x)
 		struct emb_slot *s;
 
 		et = emb_tls;
-		if (et && (s = slot_of(et, p))->st == p && s->run.start)
+		if (et && !et->busy && (s = slot_of(et, p))->st == p && s->run.start)
 			s->run.rows++;
 		return 0;
 	}
 	saved = errno;
+	et = emb_tls;
+	if (unlikely(et && et->busy)) {
+		if (type == SQLITE_TRACE_PROFILE)
+			sp_stats_unattributed();
+		return 0;
+	}
 	if (unlikely(!(t->state & SP_TS_SETUP) || !sp_same_process()))
 		sp_thread_ready(t);
-	et = emb_tls ? emb_tls : thr_get();
+	if (!et)
+		et = thr_get();
 	if (et && !sp_guarded(t)) {
+		et->busy = 1;
+		atomic_signal_fence(memory_order_seq_cst);
 		if (type == SQLITE_TRACE_STMT)
 			emb_begin(t, et, ctx, p, x);
 		else if (type == SQLITE_TRACE_PROFILE)
 			emb_end(t, et, ctx, p, x ? *(const sqlite3_int64 *)x : 0);
+		atomic_signal_fence(memory_order_seq_cst);
+		et->busy = 0;
 	}
 	errno = saved;
 	return 0;

@@ -283,6 +283,7 @@ static void on_fork_child(void)
 	sp_stream_fork_child();
 	sp_py_fork_child();
 	sp_plan_fork_child();
+	sp_embed_fork_child();
 	errno = saved;
 }
 
@@ -296,7 +297,6 @@ static void on_fork_child(void)
 static void init(void)
 {
 	void *warm[4];
-	int embedded;
 
 	if (!getenv(SP_ENV_SOCK))
 		return; /* preloaded without a collector: stay inert */
@@ -349,17 +349,17 @@ static void init(void)
 	pthread_atfork(NULL, on_fork_parent, on_fork_child);
 	sp_resolve();
 	sp_stats_init();
-	embedded = sp_embed_init(); /* SQLite compiled in: hooked now (embed.c) */
 	if (sp_copy_after_us())
 		sp_stats_note_seen(SP_SEEN_SECOND_COPY); /* record says so */
 	if (sp_stream_init() == 0) {
 		sp_cfg.enabled = 1;
 		if (atomic_load(&sp_resolved))
 			sp_hot = 1;
-		/* its flags (hooked, or why not) reach record even if no
-		 * execution ever sends a stack */
-		if (embedded)
-			sp_modules_maybe_send();
+		/* SQLite compiled in: hooked now, before main (embed.c); its
+		 * flags (hooked, or why not) go out at once, for record even
+		 * if no execution ever sends a stack */
+		if (sp_embed_init())
+			sp_modules_resend();
 		sp_dlopen_watch = 1; /* loads come by us (deepbind.c, embed.c) */
 	}
 }

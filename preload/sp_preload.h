@@ -1153,6 +1153,7 @@ void sp_embed_rescan(void); /* objects loaded since (module map changes) */
 /* At exit: objects loaded since and never looked at, flagged (not hooked);
  * the number found. */
 int sp_embed_exit_scan(void);
+void sp_embed_fork_child(void);
 /* SP_MODULE_EMBED* (and SQLITE_MIXED) of the object at load bias base. */
 unsigned sp_embed_module_flags(uintptr_t base);
 
