@@ -200,6 +200,30 @@ static const char *sym_name(const char *str, size_t strsz, uint32_t off)
 	return off < strsz ? str + off : "";
 }
 
+/* Does the code at run-time address a match the file's bytes there (16
+ * of them)? A file replaced on disk since the object was mapped must not
+ * lend its addresses: we call through them. */
+static int same_code(const struct elf_file *f, const struct dl_phdr_info *info, uintptr_t a)
+{
+	const Elf64_Ehdr *eh = (const void *)f->p;
+	uintptr_t v = a - info->dlpi_addr;
+
+	if (eh->e_phentsize != sizeof(Elf64_Phdr) || eh->e_phoff > f->size ||
+	    (size_t)eh->e_phnum * sizeof(Elf64_Phdr) > f->size - eh->e_phoff)
+		return 0;
+	for (unsigned i = 0; i < eh->e_phnum; i++) {
+		const Elf64_Phdr *ph = (const void *)(f->p + eh->e_phoff + i * sizeof(Elf64_Phdr));
+
+		if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_X) || v < ph->p_vaddr ||
+		    v + 16 > ph->p_vaddr + ph->p_filesz)
+			continue;
+		if (ph->p_offset + (v - ph->p_vaddr) + 16 > f->size)
+			return 0;
+		return !memcmp((const void *)a, f->p + ph->p_offset + (v - ph->p_vaddr), 16);
+	}
+	return 0;
+}
+
 /* A source file of SQLite's own: sqlite3.c, sqlite3-binding.c (Go),
  * any *sqlite3*.c the amalgamation was renamed to. */
 static int sqlite_file(const char *n)
@@ -409,6 +433,20 @@ static int emb_examine(struct dl_phdr_info *info, const char *path, int late, in
 			watch[4] = a;
 		else if (!strcmp(n, "sqlite3_profile"))
 			watch[5] = a;
+	}
+	if (e->api.auto_extension && e->api.sql &&
+	    !(same_code(&f, info, (uintptr_t)e->api.auto_extension) &&
+	      same_code(&f, info, (uintptr_t)e->api.sql) &&
+	      (!e->api.trace_v2 || same_code(&f, info, (uintptr_t)e->api.trace_v2)) &&
+	      (!e->api.stmt_status || same_code(&f, info, (uintptr_t)e->api.stmt_status)) &&
+	      (!e->api.db_handle || same_code(&f, info, (uintptr_t)e->api.db_handle)) &&
+	      (!e->api.memory_used || same_code(&f, info, (uintptr_t)e->api.memory_used)))) {
+		/* the file is not what is mapped (replaced on disk): not ours
+		 * to call into; nothing said (it is not known to hold SQLite) */
+		if (e->r)
+			munmap(e->r, cap * sizeof(*e->r));
+		munmap((void *)f.p, f.size);
+		return 0;
 	}
 	if (e->api.auto_extension && e->api.sql) {
 		ranges_sort(e->r, nr);
