@@ -362,7 +362,7 @@ static int emb_examine(struct dl_phdr_info *info, const char *path, int late, in
 	const Elf64_Sym *sym = NULL;
 	size_t nsym = 0, strsz = 0, nr = 0, cap;
 	const char *str = NULL;
-	int in_file = 0, i = atomic_load(&nembs), hooked = 0;
+	int in_file = 0, i = atomic_load(&nembs);
 	struct emb *e;
 	uintptr_t watch[6] = { 0 };
 	unsigned calls;
@@ -477,13 +477,11 @@ static int emb_examine(struct dl_phdr_info *info, const char *path, int late, in
 				e->flags |= SP_MODULE_EMBED_OWNTRACE;
 			if (e->api.auto_extension((void (*)(void))(uintptr_t)entries[i]) == SQLITE_OK) {
 				e->flags |= SP_MODULE_SQLITE_MIXED | SP_MODULE_EMBED;
-				hooked = 1;
 			} else {
 				e->flags = SP_MODULE_EMBED_BLIND | SP_MODULE_EMBED_NOTRACE;
 			}
 		}
 	}
-	(void)hooked;
 	atomic_store(&nembs, i + 1);
 	return 1;
 }
