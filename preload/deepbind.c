@@ -24,7 +24,10 @@
  * walks the same directories from us). Otherwise the stub jumps too, and
  * the library is patched at our next chance (the next dlopen, dlclose,
  * open, prepare or exec reaching us, or a new stack): its calls before
- * that are not seen.
+ * that are not seen. While profiling, every other load that is provably
+ * the same from here is made from here too, so that embed.c looks at
+ * what it brought (SQLite compiled into a module) before the program
+ * calls it; any other load is the plain jump.
  */
 #include <dlfcn.h>
 #include <elf.h>
@@ -58,6 +61,8 @@ __asm__(".text\n"
 	"	jz 1f\n"
 	"	testl $" SP_STR(RTLD_DEEPBIND) ", %esi\n"
 	"	jnz 1f\n"
+	"	cmpl $0, sp_dlopen_watch(%rip)\n"
+	"	jnz 1f\n"
 	"	jmp *%rax\n"
 	"1:	pushq %rdi\n"
 	"	.cfi_adjust_cfa_offset 8\n"
@@ -81,6 +86,10 @@ __asm__(".text\n"
 
 int sp_dlopen_route(const char *file, int mode, const void *ra);
 void *sp_dlopen_deep(const char *file, int mode);
+/* Set while profiling: every load goes by sp_dlopen_route, so that a
+ * module with SQLite compiled in is hooked before its first call
+ * (embed.c); a load from us only when it is provably the same load. */
+int sp_dlopen_watch;
 
 static const ElfW(Dyn) *dyn_find(const struct link_map *l, ElfW(Sxword) tag)
 {
@@ -143,6 +152,8 @@ __attribute__((used)) int sp_dlopen_route(const char *file, int mode, const void
 			atomic_store(&sp_deepbind_pending, 1);
 			sp_stats_note_deepbind_late();
 		}
+	} else if (sp_cfg.enabled && !(mode & RTLD_NOLOAD) && same_load(file, ra)) {
+		r = 1; /* embed.c looks at what it brought, before its first call */
 	}
 	errno = saved;
 	return r;
@@ -154,7 +165,9 @@ __attribute__((used)) void *sp_dlopen_deep(const char *file, int mode)
 	int saved = errno;
 
 	if (h) {
-		sp_deepbind_patch();
+		if (mode & RTLD_DEEPBIND)
+			sp_deepbind_patch();
+		sp_embed_rescan();
 		dlerror(); /* the load succeeded: no error was pending, none of ours stays */
 	}
 	errno = saved;

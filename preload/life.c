@@ -284,6 +284,7 @@ static void on_fork_child(void)
 	sp_stream_fork_child();
 	sp_py_fork_child();
 	sp_plan_fork_child();
+	sp_embed_fork_child();
 	errno = saved;
 }
 
@@ -355,6 +356,12 @@ static void init(void)
 		sp_cfg.enabled = 1;
 		if (atomic_load(&sp_resolved))
 			sp_hot = 1;
+		/* SQLite compiled in: hooked now, before main (embed.c); its
+		 * flags (hooked, or why not) go out at once, for record even
+		 * if no execution ever sends a stack */
+		if (sp_embed_init())
+			sp_modules_resend();
+		sp_dlopen_watch = 1; /* loads come by us (deepbind.c, embed.c) */
 	}
 }
 

@@ -1071,6 +1071,7 @@ void sp_stream_unrep_start(void);
 void sp_modules_changed(void);  /* resend the map if libraries came or went */
 uint32_t sp_modules_generation(void); /* the map last sent (0: none yet) */
 void sp_modules_maybe_send(void);
+void sp_modules_resend(void); /* send the map again (embed.c: new flags) */
 extern atomic_ullong sp_lost;
 extern atomic_int sp_stream_dead;
 /* stmt.c: forget which SQL texts were sent (a new collector has none). */
@@ -1150,6 +1151,8 @@ void sp_lib_note_primary_caller(const void *lm);
 
 /* The original dlopen; the stub jumps to it. */
 extern void *(*sp_dlopen_real)(const char *, int);
+/* 1: every dlopen goes by sp_dlopen_route (embed.c looks at new objects) */
+extern int sp_dlopen_watch;
 /* 1 when a RTLD_DEEPBIND'd library was loaded that could not be patched
  * at once: the next shim to see it patches. */
 extern atomic_int sp_deepbind_pending;
@@ -1200,5 +1203,17 @@ void sp_dyn_count(struct sp_dyn *d);
 const char *sp_dyn_name(const struct sp_dyn *d, uint32_t i);
 /* SP_MODULE_SQLITE, SP_MODULE_SQLITE_MIXED or 0 (sp_wire.h). */
 int sp_dyn_sqlite_kind(const struct dl_phdr_info *info);
+
+/* ---- SQLite compiled into the program (embed.c) ---- */
+/* The constructor: the program and its libraries; the number of objects
+ * with SQLite compiled in (their flags go out with the module map). */
+int sp_embed_init(void);
+void sp_embed_rescan(void); /* objects loaded since (module map changes) */
+/* At exit: objects loaded since and never looked at, flagged (not hooked);
+ * the number found. */
+int sp_embed_exit_scan(void);
+void sp_embed_fork_child(void);
+/* SP_MODULE_EMBED* (and SQLITE_MIXED) of the object at load bias base. */
+unsigned sp_embed_module_flags(uintptr_t base);
 
 #endif /* SP_PRELOAD_H */

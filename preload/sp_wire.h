@@ -280,6 +280,20 @@ struct sp_rec_module {
  * of SQLite's own code are passed over). libsqlprof.so is neither. */
 #define SP_MODULE_SQLITE 2
 #define SP_MODULE_SQLITE_MIXED 4
+/* h.flags: SQLite compiled into the object and not exported (found by its
+ * symbol table, preload/embed.c). EMBED: profiled through its own hooks
+ * (sqlite3_auto_extension, sqlite3_trace_v2); it also has SQLITE_MIXED.
+ * EMBED_BLIND: not profiled, for the reason in the bits after it.
+ * EMBED_LATE and EMBED_OWNTRACE may come with EMBED: some of its
+ * connections may go unseen. record warns once per object and reason. */
+#define SP_MODULE_EMBED 8
+#define SP_MODULE_EMBED_BLIND 16
+#define SP_MODULE_EMBED_STRIPPED 32  /* no symbols: SQLite's header string only */
+#define SP_MODULE_EMBED_CONFIG 64    /* the program calls sqlite3_config itself */
+#define SP_MODULE_EMBED_NOTRACE 128  /* no sqlite3_trace_v2 (SQLITE_OMIT_TRACE) */
+#define SP_MODULE_EMBED_LATE 256     /* found after SQLite was in use */
+#define SP_MODULE_EMBED_OWNTRACE 512 /* the program sets trace callbacks or
+				      * removes auto-extensions itself */
 
 struct sp_rec_error {
 	struct sp_rec_hdr h; /* flags: SP_ERROR_EXEC */

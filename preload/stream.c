@@ -1350,7 +1350,8 @@ static int module_cb(struct dl_phdr_info *info, size_t info_size, void *arg)
 		}
 	}
 	if (!((uintptr_t)module_cb >= lo && (uintptr_t)module_cb < hi)) /* not libsqlprof.so */
-		flags |= (uint16_t)module_kind(info, lo, dev, ino);
+		flags |= (uint16_t)(module_kind(info, lo, dev, ino) |
+				    sp_embed_module_flags(info->dlpi_addr));
 	bid = find_build_id(info, &bid_len);
 	if (bid_len > 64)
 		bid_len = 64;
@@ -1458,6 +1459,12 @@ static int counters_cb(struct dl_phdr_info *info, size_t size, void *arg)
  * last look (glibc's dlpi_adds/dlpi_subs counters). Called before a new
  * stack is sent; never under our locks.
  */
+void sp_modules_resend(void)
+{
+	atomic_store(&modules_pending, 1);
+	sp_modules_maybe_send();
+}
+
 void sp_modules_changed(void)
 {
 	unsigned long long c[2] = { 0, 0 };
@@ -1470,6 +1477,7 @@ void sp_modules_changed(void)
 		atomic_store(&modules_pending, 1);
 	}
 	SP_DEEPBIND_CATCH_UP();
+	sp_embed_rescan();
 	sp_modules_maybe_send();
 }
 
@@ -2158,6 +2166,14 @@ void sp_stream_exit(void)
 		return;
 	}
 	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel);
+	/* SQLite compiled into a module loaded since and never looked at:
+	 * named in the map, for record's warning (embed.c) */
+	if (sp_embed_exit_scan() && sock_fd >= 0 && !stream_dead()) {
+		atomic_store(&modules_pending, 1);
+		sp_guard_out(&sp_tls);
+		sp_modules_maybe_send();
+		sp_guard_in(&sp_tls);
+	}
 	note_sqlite_seen(sp_stats_executions()); /* before the copies, if any */
 	if (!stats_shared && sp_stats && sock_fd >= 0 && !stream_dead())
 		stats_copy();

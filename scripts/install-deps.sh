@@ -26,6 +26,10 @@ required=(build-essential pkg-config libsqlite3-dev sqlite3 libdw-dev libelf-dev
           libmicrohttpd-dev prometheus curl)
 # Tcl's own SQLite binding (t_tcl): a dlopen'd extension, like Python's.
 required+=(tcl libsqlite3-tcl)
+# SQLite compiled into a program: the amalgamation comes from npm's sqlite3
+# package (t_embedded_sqlite; npm comes with nodejs here), Go builds a cgo
+# program with it (t_embedded_go).
+required+=(golang-go)
 optional=(ltrace clang libclang-rt-14-dev protobuf-compiler)
 
 want=("${required[@]}")

@@ -225,6 +225,67 @@ static const char *procs(size_t n)
 	return n == 1 ? "process" : "processes";
 }
 
+/* SQLite compiled into a program or module (preload/embed.c): one
+ * warning per object and cause where its executions are not (all) seen,
+ * naming the file. Returns the number of objects profiled not at all. */
+static size_t explain_embedded(const struct sp_coll *c)
+{
+	static const struct {
+		unsigned bit;
+		const char *why;
+	} causes[] = {
+		{ SP_MODULE_EMBED_STRIPPED,
+		  "has SQLite compiled in and no symbol table (stripped): its SQLite cannot be "
+		  "found to hook, and its executions were not seen (build it with symbols, or "
+		  "link the system libsqlite3)" },
+		{ SP_MODULE_EMBED_CONFIG,
+		  "has SQLite compiled in and calls sqlite3_config itself: hooking it would "
+		  "initialize SQLite first and make that call fail, so it was left alone and its "
+		  "executions were not seen" },
+		{ SP_MODULE_EMBED_NOTRACE,
+		  "has SQLite compiled in without trace hooks (SQLITE_OMIT_TRACE, or no "
+		  "sqlite3_trace_v2 / sqlite3_stmt_status symbol): its executions were not seen" },
+		{ SP_MODULE_EMBED_LATE,
+		  "has SQLite compiled in and was found only after SQLite was in use (loaded with "
+		  "dlopen): connections it opened before that were not seen" },
+		{ SP_MODULE_EMBED_OWNTRACE,
+		  "has SQLite compiled in and sets its own trace callbacks or removes "
+		  "auto-extensions (sqlite3_trace_v2, sqlite3_trace, sqlite3_profile, "
+		  "sqlite3_reset_auto_extension, sqlite3_shutdown): executions on connections "
+		  "where it does were not seen" },
+	};
+	const char *said[64];
+	unsigned said_bits[64];
+	size_t nsaid = 0, it = 0, blind = 0;
+	const struct sp_module *m;
+
+	while ((m = hmap_next(&c->modules, &it, NULL))) {
+		size_t i;
+
+		if (!m->embed || !m->path)
+			continue;
+		for (i = 0; i < nsaid && strcmp(said[i], m->path); i++)
+			;
+		if (i == nsaid) {
+			if (nsaid == sizeof(said) / sizeof(said[0]))
+				continue;
+			said[nsaid] = m->path;
+			said_bits[nsaid++] = 0;
+		}
+		for (size_t k = 0; k < sizeof(causes) / sizeof(causes[0]); k++) {
+			if (!(m->embed & causes[k].bit) || (said_bits[i] & causes[k].bit))
+				continue;
+			said_bits[i] |= causes[k].bit;
+			fprintf(stderr, "sqlprof: warning: %s %s\n", m->path, causes[k].why);
+		}
+		if ((m->embed & SP_MODULE_EMBED_BLIND) && !(said_bits[i] & SP_MODULE_EMBED_BLIND)) {
+			said_bits[i] |= SP_MODULE_EMBED_BLIND;
+			blind++;
+		}
+	}
+	return blind;
+}
+
 /* Why the profile holds less than it should, with the cause seen: what
  * the processes saw (enum sp_seen), --no-follow, the command's exit
  * status, the command's binary. */
@@ -234,6 +295,7 @@ static void explain_empty(const struct sp_coll *c, int follow, int status, const
 	uint64_t clamped = 0;
 	const struct sp_proc *p;
 	char why[PATH_MAX + 160];
+	size_t blind = explain_embedded(c);
 
 	while ((p = hmap_next(&c->procs, &it, NULL))) {
 		foreign += p->foreign_libs > 0;
@@ -320,7 +382,7 @@ static void explain_empty(const struct sp_coll *c, int follow, int status, const
 			"profiler could not share its buffers with this collector (memfd_create "
 			"refused, e.g. by a seccomp filter) or the collector fell behind\n",
 			c->procs.count, procs(c->procs.count), (unsigned long long)sp_coll_lost(c));
-	else if (sp_coll_executions(c) == 0 && !mapped) {
+	else if (sp_coll_executions(c) == 0 && !mapped && !blind) {
 		const char *cause;
 
 		if (deep)
@@ -336,12 +398,14 @@ static void explain_empty(const struct sp_coll *c, int follow, int status, const
 				"executed";
 		else if (nosqlite == c->procs.count)
 			cause = c->procs.count == 1
-					? "it never loaded libsqlite3 (SQLite compiled or statically "
-					  "linked into a program is invisible, and so is a program it "
-					  "started without LD_PRELOAD)"
-					: "none of them loaded libsqlite3 (SQLite compiled or statically "
-					  "linked into a program is invisible, and so is a program "
-					  "started without LD_PRELOAD)";
+					? "it never loaded libsqlite3 and had no SQLite compiled in "
+					  "(a statically linked program it started, which no loader "
+					  "preloads with, is not seen, nor one started without "
+					  "LD_PRELOAD)"
+					: "none of them loaded libsqlite3 or had SQLite compiled in "
+					  "(a statically linked program they started, which no loader "
+					  "preloads with, is not seen, nor one started without "
+					  "LD_PRELOAD)";
 		else
 			cause = NULL;
 		fprintf(stderr, "sqlprof: warning: %zu %s ran with the profiler but no SQLite "

@@ -740,6 +740,10 @@ static void apply(struct sp_coll *c, struct sp_proc *p, const uint8_t *rec, uint
 			m->sqlite = (r->h.flags & SP_MODULE_SQLITE)         ? 1
 				    : (r->h.flags & SP_MODULE_SQLITE_MIXED) ? 2
 									    : 0;
+			m->embed = r->h.flags & (SP_MODULE_EMBED | SP_MODULE_EMBED_BLIND |
+						 SP_MODULE_EMBED_STRIPPED | SP_MODULE_EMBED_CONFIG |
+						 SP_MODULE_EMBED_NOTRACE | SP_MODULE_EMBED_LATE |
+						 SP_MODULE_EMBED_OWNTRACE);
 		}
 		break;
 	}

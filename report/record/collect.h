@@ -37,6 +37,7 @@ struct sp_module {
 	int64_t mtime_ns;
 	int found, replaced;
 	int sqlite;  /* 1: a SQLite library, 2: SQLite compiled into it, 0 (SP_MODULE_SQLITE*) */
+	unsigned embed; /* SP_MODULE_EMBED* bits: SQLite compiled in, hooked or why not */
 	int changed; /* sp_module_changed, worked out once by write_frames */
 };
 

@@ -134,13 +134,17 @@ static int find_cmd(const char *cmd, char *out, size_t len)
 	return -1;
 }
 
-/* 1 when the ELF file at path has no program interpreter (statically
- * linked), 0 when it has one or is no ELF file we can read. */
+/* 1 when the ELF file at path has no program interpreter and needs no
+ * library (statically linked, static-pie too: -static-pie and Go's
+ * -buildmode=pie without cgo keep a dynamic section for their own
+ * relocations, but no loader runs them), 0 when it has one or is no ELF
+ * file we can read. */
 static int elf_static(const char *path)
 {
 	Elf64_Ehdr eh;
 	Elf64_Phdr ph;
 	int fd = open(path, O_RDONLY | O_CLOEXEC), st = 0;
+	uint64_t dyn_off = 0, dyn_size = 0;
 
 	if (fd < 0)
 		return 0;
@@ -148,13 +152,30 @@ static int elf_static(const char *path)
 	    eh.e_ident[EI_CLASS] == ELFCLASS64 && eh.e_phentsize == sizeof(ph) && eh.e_phnum < 1024 &&
 	    (eh.e_type == ET_EXEC || eh.e_type == ET_DYN)) {
 		st = 1;
-		for (unsigned i = 0; i < eh.e_phnum; i++)
+		for (unsigned i = 0; i < eh.e_phnum; i++) {
 			if (pread(fd, &ph, sizeof(ph), (off_t)(eh.e_phoff + i * sizeof(ph))) !=
 				    (ssize_t)sizeof(ph) ||
-			    ph.p_type == PT_INTERP || ph.p_type == PT_DYNAMIC) {
+			    ph.p_type == PT_INTERP) {
 				st = 0;
 				break;
 			}
+			if (ph.p_type == PT_DYNAMIC) {
+				dyn_off = ph.p_offset;
+				dyn_size = ph.p_filesz;
+			}
+		}
+		/* a dynamic section without an interpreter: static-pie, unless it
+		 * needs libraries (a shared library run as a program) */
+		for (uint64_t o = 0; st && dyn_size && o + sizeof(Elf64_Dyn) <= dyn_size && o < (1u << 20);
+		     o += sizeof(Elf64_Dyn)) {
+			Elf64_Dyn d;
+
+			if (pread(fd, &d, sizeof(d), (off_t)(dyn_off + o)) != (ssize_t)sizeof(d) ||
+			    d.d_tag == DT_NULL)
+				break;
+			if (d.d_tag == DT_NEEDED)
+				st = 0;
+		}
 	}
 	close(fd);
 	return st;

@@ -91,3 +91,40 @@ agent_start() {
 	done
 	fail "the agent did not listen on $S: $(cat "$TMP/agent.err")"
 }
+
+# need_amalgamation: SQLite's amalgamation for tests of SQLite compiled
+# into a program (t_embedded_*): AMALG_DIR (sqlite3.c, sqlite3.h) from
+# $SQLPROF_AMALGAMATION, else from npm's `sqlite3` package (its
+# deps/sqlite-autoconf-*.tar.gz, fetched with `npm pack` into
+# $BUILD/amalgamation), and AMALG_OBJ, its object (-O1 -g), compiled
+# once and kept there. Skips when neither can be had.
+need_amalgamation() {
+	local cache=$BUILD/amalgamation am sum obj tgz inner
+	mkdir -p "$cache" || fail "cannot make $cache"
+	am=${SQLPROF_AMALGAMATION:-}
+	if [ -z "$am" ]; then
+		am=$(ls -d "$cache"/sqlite-autoconf-* 2>/dev/null | head -n 1)
+		if [ -z "$am" ] || [ ! -f "$am/sqlite3.c" ]; then
+			command -v npm >/dev/null || skip "no amalgamation: set SQLPROF_AMALGAMATION or install npm"
+			(cd "$cache" && timeout 120 npm pack --silent sqlite3 >npm.log 2>&1) ||
+				skip "npm pack sqlite3 failed (registry unreachable?): $(tail -n 1 "$cache/npm.log")"
+			tgz=$(ls "$cache"/sqlite3-*.tgz | head -n 1)
+			inner=$(tar tzf "$tgz" | grep 'deps/sqlite-autoconf-.*\.tar\.gz$' | head -n 1)
+			[ -n "$inner" ] || fail "$tgz ships no deps/sqlite-autoconf-*.tar.gz"
+			tar xzf "$tgz" -C "$cache" "$inner" || fail "unpacking $tgz"
+			tar xzf "$cache/$inner" -C "$cache" --wildcards '*/sqlite3.c' '*/sqlite3.h' ||
+				fail "unpacking $inner"
+			am=$(ls -d "$cache"/sqlite-autoconf-* | head -n 1)
+		fi
+	fi
+	[ -f "$am/sqlite3.c" ] && [ -f "$am/sqlite3.h" ] || fail "$am has no sqlite3.c and sqlite3.h"
+	sum=$(sha256sum "$am/sqlite3.c" | cut -c1-16)
+	obj=$cache/sqlite3-$sum.o
+	if [ ! -f "$obj" ]; then
+		echo "compiling $am/sqlite3.c (once; kept as $obj)"
+		timeout 900 gcc -c -O1 -g -o "$obj.tmp" "$am/sqlite3.c" || fail "compiling sqlite3.c"
+		mv "$obj.tmp" "$obj"
+	fi
+	AMALG_DIR=$am
+	AMALG_OBJ=$obj
+}

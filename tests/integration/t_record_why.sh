@@ -31,6 +31,15 @@ check "/bin/true" "1 process ran with the profiler but no SQLite execution reach
 if printf 'int main(void) { return 0; }\n' >"$TMP/st.c" && cc -static -o "$TMP/static" "$TMP/st.c" 2>/dev/null; then
 	"$SQLPROF" record -o "$TMP/d.db" -- "$TMP/static" >/dev/null 2>"$TMP/err"
 	check "static" "no process connected: libsqlprof.so was not loaded ($TMP/static is statically linked"
+	# static-pie (gcc -static-pie; Go's -buildmode=pie without cgo): a
+	# dynamic section but no loader. Before: "is dynamically linked: its
+	# environment was replaced or LD_PRELOAD cleared"
+	if cc -static-pie -o "$TMP/spie" "$TMP/st.c" 2>/dev/null; then
+		"$SQLPROF" record -o "$TMP/d2.db" -- "$TMP/spie" >/dev/null 2>"$TMP/err"
+		check "static-pie" "no process connected: libsqlprof.so was not loaded ($TMP/spie is statically linked"
+	else
+		echo "note: no static-pie support here; that case is not run"
+	fi
 else
 	echo "note: no static libc here; the static case is not run"
 fi
