@@ -125,6 +125,7 @@ struct agent {
 	size_t cached_len;
 	uint64_t cached_start; /* mono ns that snapshot was forked */
 	uint64_t exact_last;   /* mono ns of the last answer read directly */
+	uint64_t max_texts;    /* --max-texts: SQL texts a profile keeps */
 };
 
 /*
@@ -136,6 +137,15 @@ struct agent {
  * texts (1.15 KB each) read in some 0.1 s.
  */
 #define LIVE_DIRECT_MAX (8u << 20)
+
+/*
+ * SQL texts a profile keeps (--max-texts), the most recently used (come,
+ * or sampled, last); the others are folded per fingerprint
+ * (sp_coll_fold_texts). A write costs about 60 us a text kept (three rows:
+ * statements, agent_queries, callers) on this machine: 20,000 keep a
+ * snapshot near a second.
+ */
+#define AGENT_MAX_TEXTS 20000
 
 static int sig_pipe[2] = { -1, -1 };
 static volatile sig_atomic_t stop_sig;
@@ -171,6 +181,9 @@ static void usage(FILE *f)
 		"                        e.g. 127.0.0.1:9187 or [::1]:9187\n"
 		"      --metrics-top N   queries with series of their own (default 200); the\n"
 		"                        others are summed as query_id=\"other\"\n"
+		"      --max-texts N     SQL texts the profile keeps (default 20000): the least\n"
+		"                        recently used beyond are folded into one per\n"
+		"                        fingerprint, its totals exact\n"
 		"  -q, --quiet           no messages but errors\n"
 		"  -h, --help            this text\n"
 		"\n"
@@ -834,6 +847,18 @@ static int write_state(sqlite3 *db, void *arg)
 	if (sqlite3_step(st) != SQLITE_DONE)
 		goto out;
 	sqlite3_reset(st);
+	/* texts folded by the budget (--max-texts), in this write: their
+	 * fingerprints' totals are exact, the texts themselves are gone */
+	sqlite3_bind_text(st, 1, "agent_texts_folded", -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 2, (sqlite3_int64)a->c.texts_folded);
+	if (sqlite3_step(st) != SQLITE_DONE)
+		goto out;
+	sqlite3_reset(st);
+	sqlite3_bind_text(st, 1, "agent_max_texts", -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 2, (sqlite3_int64)a->max_texts);
+	if (sqlite3_step(st) != SQLITE_DONE)
+		goto out;
+	sqlite3_reset(st);
 	sqlite3_bind_text(st, 1, "agent_updated", -1, SQLITE_STATIC);
 	sqlite3_bind_int64(st, 2, (sqlite3_int64)time(NULL));
 	if (sqlite3_step(st) != SQLITE_DONE)
@@ -892,6 +917,52 @@ static void freeze_stats(struct agent *a)
 	}
 }
 
+/* The live parts (a->live) of texts folded (map: sql_id -> fold id)
+ * renamed to their fold's and merged per image and fold. */
+static int fold_live(struct agent *a, const struct hmap *map)
+{
+	struct hmap at; /* {pid, start, ino, sql_id, kind} -> index + 1 in a->live */
+	size_t n = 0;
+	int rc = 0;
+
+	hmap_init(&at, 5 * sizeof(uint64_t), sizeof(size_t));
+	for (size_t i = 0; i < a->live.n; i++) {
+		struct live_row r = a->live.r[i];
+		const uint64_t *to = hmap_get((struct hmap *)map, &r.sql_id, 0, NULL);
+		uint64_t k[5];
+		size_t *j;
+		int created;
+
+		if (to)
+			r.sql_id = *to;
+		k[0] = r.pid;
+		k[1] = r.start;
+		k[2] = r.ino;
+		k[3] = r.sql_id;
+		k[4] = r.kind;
+		if (!to) { /* a text kept: its row stays as it is */
+			a->live.r[n++] = r;
+			continue;
+		}
+		j = hmap_get(&at, k, 1, &created);
+		if (!j) {
+			rc = -1;
+			a->live.r[n++] = r;
+			continue;
+		}
+		if (created) {
+			*j = n;
+			a->live.r[n++] = r;
+		} else {
+			for (int f = 0; f < NQF; f++)
+				a->live.r[*j].v[f] += r.v[f];
+		}
+	}
+	a->live.n = n;
+	hmap_free(&at);
+	return rc;
+}
+
 /* Merge what is still mapped into our collector (the caller's copy: a
  * snapshot child, or the agent at its end) and write the profile. */
 static int write_profile(struct agent *a, char *err, size_t errlen)
@@ -907,6 +978,21 @@ static int write_profile(struct agent *a, char *err, size_t errlen)
 		return -1;
 	}
 	sp_coll_finish(&a->c);
+	/* the texts budget: the least recently used beyond it folded per
+	 * fingerprint, in the profile and in the agent's state alike */
+	if (a->max_texts && a->c.sqls.count > a->max_texts) {
+		struct hmap map;
+		size_t nf;
+
+		hmap_init(&map, sizeof(uint64_t), sizeof(uint64_t));
+		nf = sp_coll_fold_texts(&a->c, (size_t)a->max_texts, &map);
+		if (nf == (size_t)-1 || (nf && fold_live(a, &map) < 0)) {
+			hmap_free(&map);
+			snprintf(err, errlen, "out of memory folding texts");
+			return -1;
+		}
+		hmap_free(&map);
+	}
 	memset(&meta, 0, sizeof(meta));
 	meta.command = "sqlprof agent";
 	meta.started = a->started;
@@ -1270,6 +1356,7 @@ int cmd_agent(int argc, char **argv)
 		{ "interval", required_argument, NULL, 2 },
 		{ "metrics", required_argument, NULL, 3 },
 		{ "metrics-top", required_argument, NULL, 4 },
+		{ "max-texts", required_argument, NULL, 5 },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -1290,6 +1377,7 @@ int cmd_agent(int argc, char **argv)
 	a.output = SP_PROFILE_DEFAULT;
 	a.lockfd = -1;
 	a.snap_fd = -1;
+	a.max_texts = AGENT_MAX_TEXTS;
 	while ((opt = getopt_long(argc, argv, "o:qh", longopts, NULL)) != -1) {
 		switch (opt) {
 		case 'o': a.output = optarg; break;
@@ -1304,6 +1392,13 @@ int cmd_agent(int argc, char **argv)
 		case 4:
 			if (sp_parse_u64(optarg, &top_n) < 0 || top_n < 1 || top_n > 100000) {
 				fprintf(stderr, "sqlprof agent: --metrics-top wants a number of queries, 1 to 100000\n");
+				return SP_EXIT_USAGE;
+			}
+			break;
+		case 5:
+			if (sp_parse_u64(optarg, &a.max_texts) < 0 || a.max_texts < 100 ||
+			    a.max_texts > 100000000) {
+				fprintf(stderr, "sqlprof agent: --max-texts wants a number of SQL texts, 100 to 100000000\n");
 				return SP_EXIT_USAGE;
 			}
 			break;
