@@ -15,8 +15,8 @@ second (tests/progs/service, 20 executions each) under one `sqlprof agent
                     those the final profile holds (report --format json)
 
 It judges nothing itself unless --check is given: then it exits 1 when the
-totals differ, or when RSS after the first --warmup seconds grew by more
-than --rss-growth-kb (no wall-time verdict: those are for make bench to
+totals differ, or when RssAnon after the first --warmup seconds grew by
+more than --rss-growth-kb (no wall-time verdict: those are for make bench to
 print). Used by make bench (10 minutes) and by
 tests/integration/t_agent_soak.sh (scaled down, under timeout and
 ulimit -v).
@@ -154,7 +154,7 @@ def main():
     res["processes"] = nproc + 1
     err.seek(0)
     res["agent_last_lines"] = err.read().splitlines()[-3:]
-    rss = [r[1] for r in res["rss_kb"] if r[0] >= a.warmup]
+    rss = [r[2] for r in res["rss_kb"] if r[0] >= a.warmup]  # RssAnon: the agent's own
     res["rss_max_kb"] = max((r[1] for r in res["rss_kb"]), default=0)
     res["rss_anon_max_kb"] = max((r[2] for r in res["rss_kb"]), default=0)
     res["rss_after_warmup_growth_kb"] = (max(rss) - rss[0]) if rss else 0
@@ -172,7 +172,7 @@ def main():
             bad.append("the profile holds %d executions, the processes ran %d" %
                        (res["profiled"], ran))
         if a.rss_growth_kb and res["rss_after_warmup_growth_kb"] > a.rss_growth_kb:
-            bad.append("agent RSS grew by %d KiB after %g s (budget %d)" %
+            bad.append("agent RssAnon grew by %d KiB after %g s (budget %d)" %
                        (res["rss_after_warmup_growth_kb"], a.warmup, a.rss_growth_kb))
         if bad:
             sys.exit("agent_soak: " + "; ".join(bad))
