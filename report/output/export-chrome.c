@@ -94,10 +94,10 @@ int sp_export_chrome(FILE *f, struct sp_export *x)
 		char note[400];
 
 		/* what the window and --max-events left out, said in the file */
-		fprintf(f, ",\"events_total\":%" PRIu64 ",\"events_exported\":%" PRIu64, x->ev_total,
-			x->ev_kept);
 		if (*sp_export_window_note(x, note, sizeof(note))) {
-			fputs(",\"events_cut\":", f);
+			fprintf(f, ",\"events_total\":%" PRIu64 ",\"events_exported\":%" PRIu64
+				   ",\"events_cut\":",
+				x->ev_total, x->ev_kept);
 			sp_json_str(f, note);
 		}
 	}
