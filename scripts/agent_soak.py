@@ -16,7 +16,8 @@ second (tests/progs/service, 20 executions each) under one `sqlprof agent
 
 It judges nothing itself unless --check is given: then it exits 1 when the
 totals differ, or when RssAnon after the first --warmup seconds grew by
-more than --rss-growth-kb (no wall-time verdict: those are for make bench to
+more than --rss-growth-kb (the median of its last three samples against
+that of its first three) (no wall-time verdict: those are for make bench to
 print). Used by make bench (10 minutes) and by
 tests/integration/t_agent_soak.sh (scaled down, under timeout and
 ulimit -v).
@@ -157,7 +158,11 @@ def main():
     rss = [r[2] for r in res["rss_kb"] if r[0] >= a.warmup]  # RssAnon: the agent's own
     res["rss_max_kb"] = max((r[1] for r in res["rss_kb"]), default=0)
     res["rss_anon_max_kb"] = max((r[2] for r in res["rss_kb"]), default=0)
-    res["rss_after_warmup_growth_kb"] = (max(rss) - rss[0]) if rss else 0
+    # growth: the median of the last three samples against that of the
+    # first three after the warm-up (a scrape or a merge makes transient
+    # peaks; a leak moves the medians)
+    med3 = lambda xs: sorted(xs)[len(xs) // 2]
+    res["rss_after_warmup_growth_kb"] = (med3(rss[-3:]) - med3(rss[:3])) if len(rss) >= 6 else 0
     res["scrape_max_s"] = max((x for _, x in res["scrape_s"]), default=0)
     res["profile_age_max_s"] = max((x for _, x in res["profile_age_s"]), default=0)
     if a.keep and os.path.exists(prof):
