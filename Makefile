@@ -10,6 +10,7 @@
 #                       and test programs without address: see below)
 #   BUILD=build         output directory
 #   BENCH_N=100000      executions in the overhead workload (make bench)
+#   SOAK_SECONDS=600    the agent soak of make bench, seconds (0: none)
 #   FUZZ_SECONDS=60     how long `make fuzz` runs each fuzz target
 #   FUZZ_CC=clang       compiler for the fuzz targets (libFuzzer)
 #
@@ -21,6 +22,7 @@ BUILD ?= build
 CC ?= gcc
 VERSION := 0.1.0
 BENCH_N ?= 100000
+SOAK_SECONDS ?= 600
 
 PKGS := sqlite3 libdw libelf libmicrohttpd
 DEPS_OK := $(shell pkg-config --exists $(PKGS) check 2>/dev/null && echo yes)
@@ -178,7 +180,7 @@ demo: deps
 bench: deps
 	@scripts/install-deps.sh --optional
 	@$(MAKE) --no-print-directory all progs
-	@BUILD=$(BUILD) BENCH_N=$(BENCH_N) scripts/bench.sh
+	@BUILD=$(BUILD) BENCH_N=$(BENCH_N) SOAK_SECONDS=$(SOAK_SECONDS) scripts/bench.sh
 
 # Fuzzing: libFuzzer targets (tests/fuzz/) for the stream decoder and the
 # profile readers, built with clang, ASan and UBSan, with the CLI and

@@ -138,6 +138,37 @@ void *hmap_get(struct hmap *m, const void *key, int create, int *created)
 	}
 }
 
+int hmap_del(struct hmap *m, const void *key, void *val)
+{
+	size_t i, j, mask = m->cap - 1;
+
+	if (!m->cap)
+		return 0;
+	for (i = sp_hash_bytes(key, m->keylen) & mask;; i = (i + 1) & mask) {
+		uint8_t *s = SLOT(m, i);
+
+		if (!s[0])
+			return 0;
+		if (memcmp(s + 8, key, m->keylen) == 0)
+			break;
+	}
+	if (val)
+		memcpy(val, SLOT(m, i) + VALOFF(m), m->vallen);
+	/* backward shift: every entry of the run after i that may live at i
+	 * (its home is not cyclically in (i, j]) moves there */
+	for (j = (i + 1) & mask; SLOT(m, j)[0]; j = (j + 1) & mask) {
+		size_t h = sp_hash_bytes(SLOT(m, j) + 8, m->keylen) & mask;
+
+		if (i <= j ? (h > i && h <= j) : (h > i || h <= j))
+			continue;
+		memcpy(SLOT(m, i), SLOT(m, j), m->stride);
+		i = j;
+	}
+	memset(SLOT(m, i), 0, m->stride);
+	m->count--;
+	return 1;
+}
+
 void *hmap_next(const struct hmap *m, size_t *it, const void **key)
 {
 	for (; *it < m->cap; (*it)++) {

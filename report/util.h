@@ -48,6 +48,10 @@ void hmap_free(struct hmap *m);
 /* Find key; with create, insert a zeroed value when missing (*created=1).
  * Returns the value or NULL (missing, or ENOMEM on create). */
 void *hmap_get(struct hmap *m, const void *key, int create, int *created);
+/* Remove key, its value copied to val (may be NULL) first. 1 when it was
+ * there, else 0. Entries move (backward shift): pointers into m and
+ * iterators over it are no longer valid. */
+int hmap_del(struct hmap *m, const void *key, void *val);
 /* Iterate: returns the next used index >= *it and advances it; NULL at end. */
 void *hmap_next(const struct hmap *m, size_t *it, const void **key);
 

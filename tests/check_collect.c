@@ -51,6 +51,7 @@
 #include <unistd.h>
 
 #include "collect.h"
+#include "fingerprint.h"
 
 struct qkey {
 	uint64_t sql_id, kind;
@@ -624,6 +625,139 @@ static void expect_accept(struct sp_coll *c, const uint8_t *msg, size_t len, uin
 }
 
 /* ---- round trip --------------------------------------------------------------- */
+
+/* sp_coll_fold_texts: N texts of 7 fingerprints, each with an aggregate,
+ * a caller and some sites; folded to MAX, the sums per fingerprint are
+ * those before, the MAX most recent texts are kept as they were, and
+ * every table keyed by a text names kept texts or folds only. */
+START_TEST(test_fold_texts)
+{
+	enum { N = 20000, MAX = 1000, NFP = 7 };
+	struct sp_coll c;
+	struct hmap map;
+	uint64_t before[NFP] = { 0 }, after[NFP] = { 0 }, calls = 0, calls_after = 0;
+	uint64_t fps[NFP] = { 0 };
+	size_t it = 0, nf;
+	const uint64_t *k;
+	struct sp_qagg *q;
+	struct sp_caller *cr;
+
+	sp_coll_init(&c);
+	for (uint64_t i = 1; i <= N; i++) {
+		char text[64];
+		int created;
+		struct sp_sql *s = hmap_get(&c.sqls, &i, 1, &created);
+		uint64_t qk[2] = { i, SP_KIND_STMT }, ck[4] = { i, SP_KIND_STMT, 42, 0x1234 };
+		char *fp;
+
+		ck_assert_ptr_nonnull(s);
+		snprintf(text, sizeof(text), "SELECT %llu AS c%llu", (unsigned long long)i,
+			 (unsigned long long)(i % NFP));
+		s->text = strdup(text);
+		fp = sp_fingerprint(text, strlen(text), &s->fp_id);
+		free(fp);
+		fps[i % NFP] = s->fp_id;
+		s->last = i; /* the highest ids are the most recent */
+		q = hmap_get(&c.queries, qk, 1, NULL);
+		q->count = i % 5 + 1;
+		q->total_ns = 1000 * i;
+		q->min_ns = i;
+		q->max_ns = 2 * i;
+		before[i % NFP] += q->count;
+		cr = hmap_get(&c.callers, ck, 1, NULL);
+		cr->count = q->count;
+		calls += q->count;
+		if (i % 100 == 0) {
+			uint64_t sk[4] = { i, SP_KIND_STMT, 42, 7 };
+			struct sp_sagg *sa = hmap_get(&c.sites, sk, 1, NULL);
+
+			sa->samples = 1;
+		}
+	}
+	hmap_init(&map, sizeof(uint64_t), sizeof(uint64_t));
+	nf = sp_coll_fold_texts(&c, MAX, &map);
+	ck_assert_uint_eq(nf, N - MAX);
+	ck_assert_uint_eq(c.texts_folded, N - MAX);
+	ck_assert_uint_eq(map.count, N - MAX);
+	ck_assert_uint_eq(c.sqls.count, MAX + NFP);
+	/* the most recent kept, the oldest folded */
+	for (uint64_t i = N - MAX + 1; i <= N; i++) {
+		const struct sp_sql *s = hmap_get(&c.sqls, &i, 0, NULL);
+
+		ck_assert_ptr_nonnull(s);
+		ck_assert_ptr_null(hmap_get(&map, &i, 0, NULL));
+	}
+	for (uint64_t i = 1; i <= N - MAX; i++) {
+		const uint64_t *to = hmap_get(&map, &i, 0, NULL);
+
+		ck_assert_ptr_null(hmap_get(&c.sqls, &i, 0, NULL));
+		ck_assert_ptr_nonnull(to);
+		ck_assert_uint_eq(*to, sp_coll_fold_id(fps[i % NFP]));
+	}
+	ck_assert_uint_eq(c.queries.count, MAX + NFP);
+	while ((q = hmap_next(&c.queries, &it, (const void **)&k))) {
+		const struct sp_sql *s = hmap_get(&c.sqls, &k[0], 0, NULL);
+		int f;
+
+		ck_assert_ptr_nonnull(s); /* every aggregate has a text */
+		for (f = 0; f < NFP && fps[f] != s->fp_id; f++)
+			;
+		ck_assert_int_lt(f, NFP);
+		after[f] += q->count;
+		if (s->folded) {
+			ck_assert_uint_eq(k[0], sp_coll_fold_id(s->fp_id));
+			ck_assert_uint_eq(q->min_ns, (uint64_t)f ? (uint64_t)f : NFP);
+		}
+	}
+	for (int f = 0; f < NFP; f++)
+		ck_assert_uint_eq(after[f], before[f]);
+	it = 0;
+	while ((cr = hmap_next(&c.callers, &it, (const void **)&k))) {
+		ck_assert_ptr_nonnull(hmap_get(&c.sqls, &k[0], 0, NULL));
+		calls_after += cr->count;
+	}
+	ck_assert_uint_eq(calls_after, calls);
+	ck_assert_uint_eq(c.callers.count, MAX + NFP);
+	it = 0;
+	while (hmap_next(&c.sites, &it, (const void **)&k))
+		ck_assert_ptr_nonnull(hmap_get(&c.sqls, &k[0], 0, NULL));
+	/* a second fold under the budget does nothing */
+	ck_assert_uint_eq(sp_coll_fold_texts(&c, MAX + NFP, NULL), 0);
+	hmap_free(&map);
+	sp_coll_free(&c);
+}
+END_TEST
+
+/* hmap_del keeps every other key findable (backward shift), at any load. */
+START_TEST(test_hmap_del)
+{
+	struct hmap m;
+	enum { N = 20000 };
+
+	hmap_init(&m, sizeof(uint64_t), sizeof(uint64_t));
+	for (uint64_t i = 0; i < N; i++)
+		*(uint64_t *)hmap_get(&m, &i, 1, NULL) = i * 3;
+	for (uint64_t i = 0; i < N; i += 3) {
+		uint64_t v = 0;
+
+		ck_assert_int_eq(hmap_del(&m, &i, &v), 1);
+		ck_assert_uint_eq(v, i * 3);
+		ck_assert_int_eq(hmap_del(&m, &i, NULL), 0);
+	}
+	for (uint64_t i = 0; i < N; i++) {
+		const uint64_t *v = hmap_get(&m, &i, 0, NULL);
+
+		if (i % 3 == 0) {
+			ck_assert_ptr_null(v);
+		} else {
+			ck_assert_ptr_nonnull(v);
+			ck_assert_uint_eq(*v, i * 3);
+		}
+	}
+	ck_assert_uint_eq(m.count, N - (N + 2) / 3);
+	hmap_free(&m);
+}
+END_TEST
 
 START_TEST(test_round_trip)
 {
@@ -4298,6 +4432,12 @@ static Suite *collect_suite(void)
 	tcase_add_test(tc, test_skip_unknown_and_pad);
 	tcase_add_test(tc, test_header_only);
 	tcase_add_test(tc, test_largest_message);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("fold");
+	tcase_add_test(tc, test_fold_texts);
+	tcase_add_test(tc, test_hmap_del);
+	tcase_set_timeout(tc, 60); /* slow under sanitizers and on a loaded machine */
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("rejection");

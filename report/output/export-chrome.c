@@ -89,6 +89,18 @@ int sp_export_chrome(FILE *f, struct sp_export *x)
 	if (sp_export_events_each(x, 0, event, &c) < 0)
 		return -1;
 	fputs("\n],\"displayTimeUnit\":\"ns\",\"otherData\":{\"exporter\":\"sqlprof " SQLPROF_VERSION
-	      "\"}}\n", f);
+	      "\"", f);
+	if (x->ev_window) {
+		char note[400];
+
+		/* what the window and --max-events left out, said in the file */
+		if (*sp_export_window_note(x, note, sizeof(note))) {
+			fprintf(f, ",\"events_total\":%" PRIu64 ",\"events_exported\":%" PRIu64
+				   ",\"events_cut\":",
+				x->ev_total, x->ev_kept);
+			sp_json_str(f, note);
+		}
+	}
+	fputs("}}\n", f);
 	return 0;
 }

@@ -561,7 +561,10 @@ static int each_event(struct sp_export *x, struct hmap *qm, const char *order, e
 
 	hmap_init(&sqls, sizeof(int64_t), sizeof(const char *));
 	sitel = calloc(x->at.nsites + 1, sizeof(*sitel));
-	if (!sitel || asprintf(&sql, "%s %s", EVENTS_SQL, order) < 0) {
+	if (!sitel ||
+	    (x->ev_window ? asprintf(&sql, "%s WHERE start_ns >= %lld AND start_ns < %lld %s", EVENTS_SQL,
+				     (long long)x->ev_lo, (long long)x->ev_hi, order)
+			  : asprintf(&sql, "%s %s", EVENTS_SQL, order)) < 0) {
 		sql = NULL;
 		goto nomem;
 	}
@@ -735,12 +738,17 @@ int sp_export_events_each(struct sp_export *x, int by_time,
 	free(x->th);
 	x->th = NULL;
 	x->nth = 0;
-	if (sqlite3_prepare_v2(x->db, "SELECT pid, tid FROM events GROUP BY pid, tid ORDER BY pid, tid",
+	if (sqlite3_prepare_v2(x->db,
+			       "SELECT pid, tid FROM events WHERE ?1 = 0 OR (start_ns >= ?2 AND"
+			       " start_ns < ?3) GROUP BY pid, tid ORDER BY pid, tid",
 			       -1, &st, NULL) != SQLITE_OK) {
 		fprintf(stderr, "sqlprof export: %s: corrupt profile: %s\n", x->path,
 			sqlite3_errmsg(x->db));
 		goto out;
 	}
+	sqlite3_bind_int(st, 1, x->ev_window);
+	sqlite3_bind_int64(st, 2, x->ev_lo);
+	sqlite3_bind_int64(st, 3, x->ev_hi);
 	while (sqlite3_step(st) == SQLITE_ROW) {
 		struct sp_xthread *n = realloc(x->th, (x->nth + 1) * sizeof(*n));
 
@@ -763,6 +771,89 @@ out:
 	sqlite3_finalize(st);
 	hmap_free(&qm);
 	return ret;
+}
+
+/* One integer of sql (with ?1 = lo, ?2 = hi bound when present); -1 on
+ * error. */
+static int64_t one_i64(sqlite3 *db, const char *sql, int64_t lo, int64_t hi, int *ok)
+{
+	sqlite3_stmt *st = NULL;
+	int64_t v = -1;
+
+	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK) {
+		*ok = 0;
+		return -1;
+	}
+	if (sqlite3_bind_parameter_count(st) >= 2) {
+		sqlite3_bind_int64(st, 1, lo);
+		sqlite3_bind_int64(st, 2, hi);
+	}
+	if (sqlite3_step(st) == SQLITE_ROW)
+		v = sqlite3_column_type(st, 0) == SQLITE_NULL ? -1 : sqlite3_column_int64(st, 0);
+	sqlite3_finalize(st);
+	return v;
+}
+
+int sp_export_window(struct sp_export *x, int64_t since_ns, int64_t until_ns, uint64_t max,
+		     char *err, size_t errlen)
+{
+	int ok = 1;
+	int64_t first, cut;
+
+	x->ev_total = (uint64_t)one_i64(x->db, "SELECT count(*) FROM events", 0, 0, &ok);
+	first = one_i64(x->db, "SELECT min(start_ns) FROM events", 0, 0, &ok);
+	if (!ok) {
+		snprintf(err, errlen, "corrupt profile: %s", sqlite3_errmsg(x->db));
+		return -1;
+	}
+	if (first < 0)
+		first = 0;
+	x->ev_window = 1;
+	x->ev_max = max;
+	x->ev_lo = since_ns >= 0 && since_ns < INT64_MAX - first ? first + since_ns : INT64_MIN;
+	x->ev_hi = until_ns >= 0 && until_ns < INT64_MAX - first ? first + until_ns : INT64_MAX;
+	x->ev_in = (uint64_t)one_i64(
+		x->db, "SELECT count(*) FROM events WHERE start_ns >= ?1 AND start_ns < ?2", x->ev_lo,
+		x->ev_hi, &ok);
+	x->ev_kept = x->ev_in;
+	if (max && x->ev_in > max) {
+		/* the first max in time: those before the start of the one
+		 * after them (ties at that start go too) */
+		char sql[160];
+
+		snprintf(sql, sizeof(sql),
+			 "SELECT start_ns FROM events WHERE start_ns >= ?1 AND start_ns < ?2"
+			 " ORDER BY start_ns LIMIT 1 OFFSET %llu",
+			 (unsigned long long)max);
+		cut = one_i64(x->db, sql, x->ev_lo, x->ev_hi, &ok);
+		if (cut >= 0 && cut < x->ev_hi)
+			x->ev_hi = cut;
+		x->ev_kept = (uint64_t)one_i64(
+			x->db, "SELECT count(*) FROM events WHERE start_ns >= ?1 AND start_ns < ?2",
+			x->ev_lo, x->ev_hi, &ok);
+	}
+	if (!ok) {
+		snprintf(err, errlen, "corrupt profile: %s", sqlite3_errmsg(x->db));
+		return -1;
+	}
+	return 0;
+}
+
+const char *sp_export_window_note(const struct sp_export *x, char *buf, size_t len)
+{
+	buf[0] = 0;
+	if (!x->ev_window || x->ev_kept == x->ev_total)
+		return buf;
+	if (x->ev_kept < x->ev_in)
+		snprintf(buf, len,
+			 "%llu of %llu sampled executions exported (of %llu in the window): the "
+			 "first in time, --max-events %llu; raise it or narrow --since/--until",
+			 (unsigned long long)x->ev_kept, (unsigned long long)x->ev_total,
+			 (unsigned long long)x->ev_in, (unsigned long long)x->ev_max);
+	else
+		snprintf(buf, len, "%llu of %llu sampled executions exported (--since/--until)",
+			 (unsigned long long)x->ev_kept, (unsigned long long)x->ev_total);
+	return buf;
 }
 
 int sp_export_events(struct sp_export *x)

@@ -589,6 +589,17 @@ int sp_export_perfetto(FILE *f, struct sp_export *x)
 			flush_packet(f, &c.p, &c.o);
 		}
 	}
+	{
+		char note[400];
+
+		/* what the window and --max-events left out, said in the
+		 * trace: a track named so, at the top */
+		if (*sp_export_window_note(x, note, sizeof(note))) {
+			track_desc(&c.p, &c.first, c.uuid++, 0, note);
+			end(&c.p);
+			flush_packet(f, &c.p, &c.o);
+		}
+	}
 	if (load_counters(x, &c) < 0 || series_counters(x, &c) < 0)
 		goto out;
 	if (sp_export_events_each(x, 1, slice, &c) < 0)

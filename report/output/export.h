@@ -83,6 +83,13 @@ struct sp_export {
 	size_t nth;
 	int events_loaded; /* ev and th are filled (sp_export_events) */
 	uint64_t events_dropped;
+	/* The timeline exports' window (sp_export_window): only the events
+	 * whose start is in [ev_lo, ev_hi) are read; ev_total in the
+	 * profile, ev_in in --since/--until, ev_kept exported (--max-events
+	 * took the first in time) */
+	int ev_window;
+	int64_t ev_lo, ev_hi;
+	uint64_t ev_total, ev_in, ev_kept, ev_max;
 	const char **qnames; /* sp_export_qname cache, one per qs row */
 	const char **site_labels; /* sp_export_site_label cache, one per site */
 	size_t *xs_of;       /* indices into xs grouped by query row, in xs order */
@@ -97,6 +104,17 @@ struct sp_export {
 int sp_export_load(struct sp_export *x, const char *path, const char *const *skip, int weight,
 		   char *err, size_t errlen);
 void sp_export_free(struct sp_export *x);
+/*
+ * Bound the timeline exports (chrome, perfetto) to the events starting
+ * in [first + since_ns, first + until_ns) - first: the profile's first
+ * event; since_ns or until_ns -1: no bound - and of those, to the first
+ * max in time (0: all). Fills x->ev_*; 0, or -1 with the reason in err.
+ */
+int sp_export_window(struct sp_export *x, int64_t since_ns, int64_t until_ns, uint64_t max,
+		     char *err, size_t errlen);
+/* The window's line for a reader ("42 of 5000000 sampled executions:
+ * ..."), into buf; "" when nothing was left out. */
+const char *sp_export_window_note(const struct sp_export *x, char *buf, size_t len);
 /* Load the sampled executions (ev, th) for the timeline printers; the
  * other formats never need them. 0, or -1 (ENOMEM, or a corrupt events
  * table, said on stderr). */

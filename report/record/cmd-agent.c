@@ -116,7 +116,36 @@ struct agent {
 	double carried_tick;   /* ns per TSC tick of the agent before us, 0: none */
 	int lockfd;            /* the profile's lock (profile_lock), -1: none */
 	uint64_t missing, missing_procs; /* sp_coll_missing_bye at the last write */
+	/* The live views' totals as the last snapshot child read them
+	 * (sp_live_encode'd): answered instead of reading the services'
+	 * statistics again when those are large (LIVE_DIRECT_MAX). */
+	int snap_fd;           /* the running snapshot's answer memfd, -1: none */
+	uint64_t snap_start;   /* mono ns the running snapshot was forked */
+	uint8_t *cached;       /* the last finished snapshot's totals, NULL: none */
+	size_t cached_len;
+	uint64_t cached_start; /* mono ns that snapshot was forked */
+	uint64_t exact_last;   /* mono ns of the last answer read directly */
+	uint64_t max_texts;    /* --max-texts: SQL texts a profile keeps */
 };
+
+/*
+ * Live statistics read directly at a scrape (or a viewer's request), at
+ * most: above it, the totals of the last snapshot child (at most an
+ * interval and a write old) are answered, so that a scrape's cost does not
+ * grow with the SQL texts the services hold (a service with 120,000
+ * texts: 138 MB of statistics, 2.9 s a scrape). 8 MiB is about 7,000
+ * texts (1.15 KB each) read in some 0.1 s.
+ */
+#define LIVE_DIRECT_MAX (8u << 20)
+
+/*
+ * SQL texts a profile keeps (--max-texts), the most recently used (come,
+ * or sampled, last); the others are folded per fingerprint
+ * (sp_coll_fold_texts). A write costs about 60 us a text kept (three rows:
+ * statements, agent_queries, callers) on this machine: 20,000 keep a
+ * snapshot near a second.
+ */
+#define AGENT_MAX_TEXTS 20000
 
 static int sig_pipe[2] = { -1, -1 };
 static volatile sig_atomic_t stop_sig;
@@ -152,6 +181,9 @@ static void usage(FILE *f)
 		"                        e.g. 127.0.0.1:9187 or [::1]:9187\n"
 		"      --metrics-top N   queries with series of their own (default 200); the\n"
 		"                        others are summed as query_id=\"other\"\n"
+		"      --max-texts N     SQL texts the profile keeps (default 20000): the least\n"
+		"                        recently used beyond are folded into one per\n"
+		"                        fingerprint, its totals exact\n"
 		"  -q, --quiet           no messages but errors\n"
 		"  -h, --help            this text\n"
 		"\n"
@@ -569,9 +601,8 @@ static int image_totals(struct agent *a, const struct sp_statmap *m, struct sp_c
  * holds (read once, as a profile's write does). The one source of
  * --metrics and of a viewer's answer. 0 or -1.
  */
-static int agent_totals(void *arg, struct sp_live *out)
+static int totals_exact(struct agent *a, struct sp_live *out)
 {
-	struct agent *a = arg;
 	struct sp_live_acc acc;
 	struct timespec ts;
 	int rc;
@@ -612,6 +643,56 @@ static int agent_totals(void *arg, struct sp_live *out)
 	if (a->ls.profile && !(out->profile = strdup(a->ls.profile)))
 		rc = -1;
 	return rc;
+}
+
+/* Bytes of live statistics a direct reading would go through. */
+static size_t live_bytes(const struct agent *a)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < a->c.nstats; i++) {
+		const struct sp_statmap *m = &a->c.stats[i];
+		size_t used = m->size;
+
+		if (!m->copy && m->size >= SP_STATS_CHUNK) {
+			uint32_t nch = __atomic_load_n(&((const struct sp_stats_hdr *)m->map)->nchunks,
+						       __ATOMIC_ACQUIRE);
+
+			if (nch && (size_t)nch * SP_STATS_CHUNK < m->size)
+				used = (size_t)nch * SP_STATS_CHUNK;
+		}
+		n += used;
+	}
+	return n;
+}
+
+/*
+ * The agent's exact totals, per fingerprint, into out: read now
+ * (totals_exact) while the services' statistics are small, else those the
+ * last snapshot child read, provided it was forked after the last direct
+ * reading (so that no counter goes down from one answer to the next:
+ * every snapshot reads later statistics than the one before). The one
+ * source of --metrics and of a viewer's answer. 0 or -1.
+ */
+static int agent_totals(void *arg, struct sp_live *out)
+{
+	struct agent *a = arg;
+	char err[128];
+
+	if (a->cached && a->cached_start >= a->exact_last && live_bytes(a) > LIVE_DIRECT_MAX) {
+		memset(out, 0, sizeof(*out));
+		if (sp_live_decode(a->cached, a->cached_len, out, err, sizeof(err)) == 0) {
+			/* processes connected now, as totals_exact counts them */
+			out->processes = 0;
+			for (size_t i = 0; i < a->srv.ncl; i++)
+				if (hmap_get(&a->c.procs, &a->srv.cl[i].pid, 0, NULL))
+					out->processes++;
+			return 0;
+		}
+		sp_live_free(out);
+	}
+	a->exact_last = sp_srv_mono_ns();
+	return totals_exact(a, out);
 }
 
 /* A viewer's request (serve.c's on_view): the totals, sp_live_encode'd
@@ -766,6 +847,18 @@ static int write_state(sqlite3 *db, void *arg)
 	if (sqlite3_step(st) != SQLITE_DONE)
 		goto out;
 	sqlite3_reset(st);
+	/* texts folded by the budget (--max-texts), in this write: their
+	 * fingerprints' totals are exact, the texts themselves are gone */
+	sqlite3_bind_text(st, 1, "agent_texts_folded", -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 2, (sqlite3_int64)a->c.texts_folded);
+	if (sqlite3_step(st) != SQLITE_DONE)
+		goto out;
+	sqlite3_reset(st);
+	sqlite3_bind_text(st, 1, "agent_max_texts", -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 2, (sqlite3_int64)a->max_texts);
+	if (sqlite3_step(st) != SQLITE_DONE)
+		goto out;
+	sqlite3_reset(st);
 	sqlite3_bind_text(st, 1, "agent_updated", -1, SQLITE_STATIC);
 	sqlite3_bind_int64(st, 2, (sqlite3_int64)time(NULL));
 	if (sqlite3_step(st) != SQLITE_DONE)
@@ -824,6 +917,52 @@ static void freeze_stats(struct agent *a)
 	}
 }
 
+/* The live parts (a->live) of texts folded (map: sql_id -> fold id)
+ * renamed to their fold's and merged per image and fold. */
+static int fold_live(struct agent *a, const struct hmap *map)
+{
+	struct hmap at; /* {pid, start, ino, sql_id, kind} -> index + 1 in a->live */
+	size_t n = 0;
+	int rc = 0;
+
+	hmap_init(&at, 5 * sizeof(uint64_t), sizeof(size_t));
+	for (size_t i = 0; i < a->live.n; i++) {
+		struct live_row r = a->live.r[i];
+		const uint64_t *to = hmap_get((struct hmap *)map, &r.sql_id, 0, NULL);
+		uint64_t k[5];
+		size_t *j;
+		int created;
+
+		if (to)
+			r.sql_id = *to;
+		k[0] = r.pid;
+		k[1] = r.start;
+		k[2] = r.ino;
+		k[3] = r.sql_id;
+		k[4] = r.kind;
+		if (!to) { /* a text kept: its row stays as it is */
+			a->live.r[n++] = r;
+			continue;
+		}
+		j = hmap_get(&at, k, 1, &created);
+		if (!j) {
+			rc = -1;
+			a->live.r[n++] = r;
+			continue;
+		}
+		if (created) {
+			*j = n;
+			a->live.r[n++] = r;
+		} else {
+			for (int f = 0; f < NQF; f++)
+				a->live.r[*j].v[f] += r.v[f];
+		}
+	}
+	a->live.n = n;
+	hmap_free(&at);
+	return rc;
+}
+
 /* Merge what is still mapped into our collector (the caller's copy: a
  * snapshot child, or the agent at its end) and write the profile. */
 static int write_profile(struct agent *a, char *err, size_t errlen)
@@ -839,6 +978,21 @@ static int write_profile(struct agent *a, char *err, size_t errlen)
 		return -1;
 	}
 	sp_coll_finish(&a->c);
+	/* the texts budget: the least recently used beyond it folded per
+	 * fingerprint, in the profile and in the agent's state alike */
+	if (a->max_texts && a->c.sqls.count > a->max_texts) {
+		struct hmap map;
+		size_t nf;
+
+		hmap_init(&map, sizeof(uint64_t), sizeof(uint64_t));
+		nf = sp_coll_fold_texts(&a->c, (size_t)a->max_texts, &map);
+		if (nf == (size_t)-1 || (nf && fold_live(a, &map) < 0)) {
+			hmap_free(&map);
+			snprintf(err, errlen, "out of memory folding texts");
+			return -1;
+		}
+		hmap_free(&map);
+	}
 	memset(&meta, 0, sizeof(meta));
 	meta.command = "sqlprof agent";
 	meta.started = a->started;
@@ -885,9 +1039,46 @@ static pid_t snapshot(struct agent *a)
 			fprintf(stderr, "sqlprof agent: %s\n", err);
 			_exit(1);
 		}
+		/* the totals just written (every image merged), for the
+		 * agent's live views: O(fingerprints) bytes */
+		if (a->snap_fd >= 0) {
+			struct sp_live l;
+			uint8_t *buf = NULL;
+			size_t len = 0;
+
+			if (totals_exact(a, &l) == 0 && sp_live_encode(&l, &buf, &len) == 0 &&
+			    write(a->snap_fd, buf, len) != (ssize_t)len)
+				(void)!ftruncate(a->snap_fd, 0);
+			free(buf);
+			sp_live_free(&l);
+		}
 		_exit(0);
 	}
 	return pid;
+}
+
+/* A snapshot child ended (status): its totals become the live views'
+ * when it wrote them whole. */
+static void snapshot_done(struct agent *a, int status)
+{
+	struct stat st;
+	uint8_t *buf;
+
+	if (a->snap_fd < 0)
+		return;
+	if (WIFEXITED(status) && WEXITSTATUS(status) == 0 && fstat(a->snap_fd, &st) == 0 &&
+	    st.st_size > 0 && (buf = malloc((size_t)st.st_size))) {
+		if (pread(a->snap_fd, buf, (size_t)st.st_size, 0) == st.st_size) {
+			free(a->cached);
+			a->cached = buf;
+			a->cached_len = (size_t)st.st_size;
+			a->cached_start = a->snap_start;
+		} else {
+			free(buf);
+		}
+	}
+	close(a->snap_fd);
+	a->snap_fd = -1;
 }
 
 /* Processes whose connection ended without BYE and that are gone: their
@@ -1165,6 +1356,7 @@ int cmd_agent(int argc, char **argv)
 		{ "interval", required_argument, NULL, 2 },
 		{ "metrics", required_argument, NULL, 3 },
 		{ "metrics-top", required_argument, NULL, 4 },
+		{ "max-texts", required_argument, NULL, 5 },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -1184,6 +1376,8 @@ int cmd_agent(int argc, char **argv)
 	optind = 1;
 	a.output = SP_PROFILE_DEFAULT;
 	a.lockfd = -1;
+	a.snap_fd = -1;
+	a.max_texts = AGENT_MAX_TEXTS;
 	while ((opt = getopt_long(argc, argv, "o:qh", longopts, NULL)) != -1) {
 		switch (opt) {
 		case 'o': a.output = optarg; break;
@@ -1198,6 +1392,13 @@ int cmd_agent(int argc, char **argv)
 		case 4:
 			if (sp_parse_u64(optarg, &top_n) < 0 || top_n < 1 || top_n > 100000) {
 				fprintf(stderr, "sqlprof agent: --metrics-top wants a number of queries, 1 to 100000\n");
+				return SP_EXIT_USAGE;
+			}
+			break;
+		case 5:
+			if (sp_parse_u64(optarg, &a.max_texts) < 0 || a.max_texts < 100 ||
+			    a.max_texts > 100000000) {
+				fprintf(stderr, "sqlprof agent: --max-texts wants a number of SQL texts, 100 to 100000000\n");
 				return SP_EXIT_USAGE;
 			}
 			break;
@@ -1320,8 +1521,10 @@ int cmd_agent(int argc, char **argv)
 		if (snap > 0) {
 			int status;
 
-			if (waitpid(snap, &status, WNOHANG) == snap)
+			if (waitpid(snap, &status, WNOHANG) == snap) {
 				snap = 0;
+				snapshot_done(&a, status);
+			}
 		}
 		now = sp_srv_mono_ns();
 		if (now >= next && snap == 0) {
@@ -1333,8 +1536,14 @@ int cmd_agent(int argc, char **argv)
 			/* the texts and events the rings hold, then the copy */
 			if (a.c.nrings)
 				sp_coll_rings_drain(&a.c, 0);
+			a.snap_fd = a.metrics || a.srv.on_view ?
+					    memfd_create("sqlprof-totals", MFD_CLOEXEC) : -1;
+			a.snap_start = sp_srv_mono_ns();
 			snap = snapshot(&a);
 			if (snap < 0) {
+				if (a.snap_fd >= 0)
+					close(a.snap_fd);
+				a.snap_fd = -1;
 				fprintf(stderr, "sqlprof agent: fork: %s (profile not updated)\n",
 					strerror(errno));
 				snap = 0;
@@ -1342,8 +1551,21 @@ int cmd_agent(int argc, char **argv)
 			next = now + (uint64_t)(interval * 1e9);
 		}
 	}
-	if (snap > 0)
+	/* a snapshot still writing is ours to stop: the last write below
+	 * holds all it would and more (waiting for it took up to a whole
+	 * write: 7 s with 120,000 texts, SIGTERM to exit). Its temporary
+	 * goes with it; the profile it would have replaced stays whole. */
+	if (snap > 0) {
+		char tmp[PATH_MAX + 32];
+
+		kill(snap, SIGKILL);
 		waitpid(snap, NULL, 0);
+		snprintf(tmp, sizeof(tmp), "%s.tmp.%d", a.output, (int)snap);
+		unlink(tmp);
+		snprintf(tmp, sizeof(tmp), "%s.tmp.%d-journal", a.output, (int)snap);
+		unlink(tmp);
+		snapshot_done(&a, -1);
+	}
 	if (!quiet)
 		fprintf(stderr, "sqlprof agent: %s, writing %s\n", strsignal(stop_sig), a.output);
 	/* the end: connections that waited for descriptors (serve.c) taken
@@ -1410,6 +1632,7 @@ out:
 	free(a.live.r);
 	free(a.carried_h.r);
 	free(a.live_h.r);
+	free(a.cached);
 	sp_live_state_free(&a.ls);
 	/* removed while still held: a new agent takes a new file */
 	if (lockfd >= 0) {

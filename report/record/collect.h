@@ -265,6 +265,8 @@ struct sp_coll {
 	uint32_t py_unreadable;  /* processes whose memory could not be read */
 	char py_version[64];     /* the first unsupported version, for the warning */
 	char *sym_notes;         /* the symbolizer's notes, a line each (write_frames) */
+	uint64_t text_clock;   /* texts' recency (sp_sql.last) */
+	uint64_t texts_folded; /* texts sp_coll_fold_texts folded */
 	struct sp_event *events;
 	size_t nevents, events_cap, events_max;
 	uint64_t events_dropped;
@@ -357,7 +359,28 @@ struct sp_sql {
 	uint32_t full_len;
 	int truncated;
 	uint64_t fp_id; /* fingerprint id, for runs of one query with literals */
+	uint64_t last;  /* c->text_clock when it came or last had a sampled
+			 * execution: its recency, for sp_coll_fold_texts */
+	uint64_t folded; /* a fold record (sp_coll_fold_texts): texts in it */
 };
+
+/*
+ * Fold the SQL texts of c beyond the max most recently used (sp_sql.last)
+ * into one record per fingerprint: every table keyed by a text (queries,
+ * sites, callers, errors, plans, duplicates, events) has their entries
+ * merged into the fold record's, whose text is the fingerprint and whose
+ * sql_id is sp_coll_fold_id(fp_id); their texts are let go. Sums per
+ * fingerprint stay exact; what is lost is the texts themselves. Texts
+ * without a fingerprint (placeholders, "<...>") are never folded. For a
+ * writer's copy of a collector: texts that come later are not mapped to
+ * their fold. When map is not NULL (an hmap of uint64_t -> uint64_t,
+ * initialized), each folded sql_id is added to it with its fold's id.
+ * Returns the number of texts folded (c->texts_folded grows by it), or
+ * (size_t)-1 when out of memory (c may then be half folded: its sums
+ * stay exact, texts may remain).
+ */
+size_t sp_coll_fold_texts(struct sp_coll *c, size_t max, struct hmap *map);
+uint64_t sp_coll_fold_id(uint64_t fp_id);
 
 void sp_coll_init(struct sp_coll *c);
 /* Frees everything, unmapping the rings without reading them. */
