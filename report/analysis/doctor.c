@@ -6,14 +6,17 @@
  *              scans or searches one), executed K >= 10 times in a row on
  *              one thread, each starting within 1 ms of the previous end
  *              (the preload's runs: queries.max_run; runs table for how
- *              many runs reached K), with a mean db time under 1 ms. Sentry
- *              flags >= 5 sequential similar queries, but counts spans of
- *              any similar query; ours are runs of one fingerprint with
- *              nothing in between, which a short helper loop (a handful of
- *              settings, the rows of a small join) also produces, so K is
- *              doubled to keep those quiet while per-row loops, which run
- *              tens to thousands of times, are still caught. A slow query
- *              repeated is a slow query, not an N+1: hence the mean limit.
+ *              many runs reached K), whatever its speed: a slow query per
+ *              row (an unindexed lookup) is the costliest N+1 of all.
+ *              Sentry flags >= 5 sequential similar queries, but counts
+ *              spans of any similar query; ours are runs of one
+ *              fingerprint with nothing in between, which a short helper
+ *              loop (a handful of settings, the rows of a small join) also
+ *              produces, so K is doubled to keep those quiet while per-row
+ *              loops, which run tens to thousands of times, are still
+ *              caught. What keeps other repeats quiet: the run's 1 ms gap
+ *              (a service loop's executions, each after a pause, make runs
+ *              of 2 at most) and the table (SELECT ? * 2 reads none).
  *  reprepare   prepares >= 0.9 x executions with >= 10 executions: the
  *              statement is prepared (parsed and planned) every time.
  *  full-scan   the plan reads a table with a bare SCAN (no index) and the
@@ -581,8 +584,7 @@ int sp_doctor_find(sqlite3 *db, const struct sp_qset *qs, const struct sp_attrib
 		if (!q->count || q->fp_id == 0)
 			continue;
 		/* N+1 */
-		if (stmt && q->max_run >= o->nplus1_min_run && q->mean_ns < o->nplus1_max_mean_ns &&
-		    is_select(q->fingerprint) && reads_table(q)) {
+		if (stmt && q->max_run >= o->nplus1_min_run && is_select(q->fingerprint) && reads_table(q)) {
 			int exact;
 			uint64_t nr = runs_at_least(&dc, q->fp_id, o->nplus1_min_run, &exact);
 
