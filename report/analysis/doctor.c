@@ -148,6 +148,14 @@ struct dcache {
 	int priv_ok;
 	int dups_loaded;
 	struct hmap dups; /* fp_id of a stmt query -> {samples, repeats, top} */
+	int firsts_loaded;
+	struct hmap firsts; /* {fp_id, kind_exec} -> struct first_ev */
+};
+
+/* A query's first top-level execution (events with flag 16, which every
+ * text's first execution has whatever the rate). */
+struct first_ev {
+	int64_t pid, tid, start, wall, rows;
 };
 
 static void dcache_load_runs(struct dcache *c)
@@ -547,6 +555,161 @@ static void scan_cb(const char *detail, void *arg)
 	}
 }
 
+/* ---- N+1 driven by an outer query's rows ---------------------------------- */
+
+/* The first execution of each query (earliest first: ordered by time). */
+static const struct first_ev *first_of(struct dcache *c, const struct sp_qrow *q)
+{
+	int64_t k[2] = { q->fp_id, q->kind == SP_QK_EXEC };
+
+	if (!c->firsts_loaded) {
+		sqlite3_stmt *st;
+
+		c->firsts_loaded = 1;
+		if (c->db && sqlite3_prepare_v2(c->db,
+						"SELECT fp_id, kind, pid, tid, start_ns, wall_ns, rows"
+						" FROM events WHERE (flags & 16) != 0 AND parent_seq = 0"
+						" ORDER BY start_ns",
+						-1, &st, NULL) == SQLITE_OK) {
+			while (sqlite3_step(st) == SQLITE_ROW) {
+				const char *kind = (const char *)sqlite3_column_text(st, 1);
+				int64_t key[2] = { sqlite3_column_int64(st, 0),
+						   kind && !strcmp(kind, "exec") };
+				int created;
+				struct first_ev *e = hmap_get(&c->firsts, key, 1, &created);
+
+				if (!e)
+					break;
+				if (!created)
+					continue;
+				e->pid = sqlite3_column_int64(st, 2);
+				e->tid = sqlite3_column_int64(st, 3);
+				e->start = sqlite3_column_int64(st, 4);
+				e->wall = sqlite3_column_int64(st, 5);
+				e->rows = sqlite3_column_int64(st, 6);
+			}
+			sqlite3_finalize(st);
+		}
+	}
+	return hmap_get(&c->firsts, k, 0, NULL);
+}
+
+static int has_rule(const struct sp_findings *fs, enum sp_rule r, const struct sp_qrow *q)
+{
+	for (size_t i = 0; i < fs->n; i++)
+		if (fs->f[i].rule == r && fs->f[i].q == q)
+			return 1;
+	return 0;
+}
+
+/* 1 if query a (a SELECT reading a table, run >= K times, not already an
+ * N+1) is driven by the rows of p, whose first execution fp returned >= K
+ * rows: a's first execution started on p's thread while p ran or within
+ * LOOP_GAP_NS of its end, and a ran once per row of p, or at least every
+ * other row (count between half p's rows and p's rows). */
+#define LOOP_GAP_NS 10000000LL
+static int driven_by(struct dcache *c, const struct sp_qrow *p, const struct first_ev *fp,
+		     const struct sp_qrow *a, const struct sp_doctor_opts *o,
+		     const struct sp_findings *out)
+{
+	const struct first_ev *fa;
+
+	if (a == p || a->kind != SP_QK_STMT || a->count < o->nplus1_min_run || !a->fp_id ||
+	    a->count > p->rows || 2 * a->count < p->rows || !is_select(a->fingerprint) ||
+	    !reads_table(a) || has_rule(out, SP_RULE_NPLUS1, a))
+		return 0;
+	fa = first_of(c, a);
+	return fa && fa->pid == fp->pid && fa->tid == fp->tid && fa->start >= fp->start &&
+	       fa->start <= fp->start + fp->wall + LOOP_GAP_NS;
+}
+
+/* One n-plus-one finding per query run once per row of an outer query p
+ * (members m[0..n) of qs), naming p and the others of the row. 0, or -1
+ * on ENOMEM. */
+static int add_row_loop(const struct sp_qset *qs, const struct sp_qrow *p, const size_t *m,
+			size_t n, const struct sp_attrib *at, struct sp_findings *out)
+{
+	char *outer = sp_shorten(p->fingerprint, 80), b1[32];
+
+	for (size_t i = 0; i < n; i++) {
+		const struct sp_qrow *a = &qs->rows[m[i]];
+		struct sp_finding *f = add(out, SP_RULE_NPLUS1, a, at);
+		size_t o;
+
+		if (!f) {
+			free(outer);
+			return -1;
+		}
+		o = (size_t)snprintf(f->evidence, sizeof(f->evidence),
+				     "%llu executions, one per row of the outer query \"%s\" (%llu rows in"
+				     " %llu execution%s), mean %s",
+				     (unsigned long long)a->count, outer ? outer : "?",
+				     (unsigned long long)p->rows, (unsigned long long)p->count,
+				     p->count == 1 ? "" : "s", sp_fmt_ns(b1, sizeof(b1), a->mean_ns));
+		if (n > 1 && o < sizeof(f->evidence))
+			o += (size_t)snprintf(f->evidence + o, sizeof(f->evidence) - o,
+					      "; in turn with %zu other quer%s per row:", n - 1,
+					      n == 2 ? "y" : "ies");
+		for (size_t j = 0; j < n && o < sizeof(f->evidence); j++) {
+			char *other = j == i ? NULL : sp_shorten(qs->rows[m[j]].fingerprint, 60);
+
+			if (other)
+				o += (size_t)snprintf(f->evidence + o, sizeof(f->evidence) - o,
+						      " \"%s\" (%llu)", other,
+						      (unsigned long long)qs->rows[m[j]].count);
+			free(other);
+		}
+		snprintf(f->suggestion, sizeof(f->suggestion),
+			 "fetch what the loop needs with the outer query (a JOIN), or in one query per"
+			 " table (WHERE ... IN (...) over the outer rows), instead of %s per row",
+			 n > 1 ? "these queries" : "one query");
+	}
+	free(outer);
+	return 0;
+}
+
+/*
+ * N+1 as ORMs write it (Bullet's per-row loads, Django debug toolbar's
+ * similar queries): an outer query returns R >= K rows and, per row, 1 to 5
+ * lookups run in turn (an author, a comment count), so no one of them
+ * runs back to back and max_run stays 1. Found from exact counts and rows
+ * and the first execution of each query (always in events): a lookup
+ * whose first execution started on the outer query's thread while it ran
+ * (or just after: fetched first, then looped), and that ran once per row.
+ * A service loop (one request, one outer row) has R = 1; a table-less
+ * SELECT is not a lookup.
+ */
+static int find_row_loops(struct dcache *c, const struct sp_qset *qs, const struct sp_attrib *at,
+			  const struct sp_doctor_opts *o, struct sp_findings *out)
+{
+	char *used = calloc(qs->n ? qs->n : 1, 1);
+
+	if (!used)
+		return -1;
+	for (size_t i = 0; i < qs->n; i++) {
+		const struct sp_qrow *p = &qs->rows[i];
+		const struct first_ev *fp;
+		size_t m[5], n = 0;
+
+		if (!p->count || !p->fp_id || p->rows < o->nplus1_min_run)
+			continue;
+		fp = first_of(c, p);
+		if (!fp || fp->rows < (int64_t)o->nplus1_min_run)
+			continue;
+		for (size_t j = 0; j < qs->n && n < 5; j++)
+			if (!used[j] && driven_by(c, p, fp, &qs->rows[j], o, out))
+				m[n++] = j;
+		for (size_t j = 0; j < n; j++)
+			used[m[j]] = 1;
+		if (n && add_row_loop(qs, p, m, n, at, out) < 0) {
+			free(used);
+			return -1;
+		}
+	}
+	free(used);
+	return 0;
+}
+
 static void dcache_free(struct dcache *c)
 {
 	size_t i;
@@ -555,6 +718,7 @@ static void dcache_free(struct dcache *c)
 	hmap_free(&c->texts);
 	hmap_free(&c->fpschema);
 	hmap_free(&c->dups);
+	hmap_free(&c->firsts);
 	free(c->rl);
 	for (i = 0; i < c->nptexts; i++)
 		free(c->ptexts[i]);
@@ -574,6 +738,7 @@ int sp_doctor_find(sqlite3 *db, const struct sp_qset *qs, const struct sp_attrib
 	hmap_init(&dc.texts, sizeof(int64_t), sizeof(uint64_t));
 	hmap_init(&dc.fpschema, sizeof(int64_t), 2 * sizeof(int64_t));
 	hmap_init(&dc.dups, sizeof(int64_t), 3 * sizeof(uint64_t));
+	hmap_init(&dc.firsts, 2 * sizeof(int64_t), sizeof(struct first_ev));
 	memset(out, 0, sizeof(*out));
 	for (i = 0; i < qs->n; i++) {
 		const struct sp_qrow *q = &qs->rows[i];
@@ -725,6 +890,8 @@ int sp_doctor_find(sqlite3 *db, const struct sp_qset *qs, const struct sp_attrib
 					 " every execution: create a permanent one on the join column)");
 		}
 	}
+	if (find_row_loops(&dc, qs, at, o, out) < 0)
+		goto nomem;
 	dcache_free(&dc);
 	return 0;
 nomem:
