@@ -99,6 +99,20 @@ static struct sp_finding *add(struct sp_findings *fs, enum sp_rule rule, const s
 	return f;
 }
 
+/* 1 for SQLite's own work: a statement without SQL text (SQLite's
+ * internal ones), or a read of the schema table that SQLite runs itself
+ * (nested in the program's statement: a schema load or reload). */
+int sp_sqlite_own(const struct sp_qrow *r)
+{
+	const char *fp = r->fingerprint ? r->fingerprint : "";
+
+	if (!strcmp(fp, "<statement without SQL text>"))
+		return 1;
+	return r->nested >= r->count && !strncmp(fp, "SELECT * FROM \"", 15) &&
+	       (strstr(fp, "\".sqlite_master") || strstr(fp, "\".sqlite_schema") ||
+		strstr(fp, "\".sqlite_temp_master"));
+}
+
 static int is_select(const char *fp)
 {
 	while (*fp == ' ' || *fp == '(')
@@ -691,7 +705,7 @@ static int find_row_loops(struct dcache *c, const struct sp_qset *qs, const stru
 		const struct first_ev *fp;
 		size_t m[5], n = 0;
 
-		if (!p->count || !p->fp_id || p->rows < o->nplus1_min_run)
+		if (!p->count || !p->fp_id || p->rows < o->nplus1_min_run || sp_sqlite_own(p))
 			continue;
 		fp = first_of(c, p);
 		if (!fp || fp->rows < (int64_t)o->nplus1_min_run)
@@ -708,6 +722,60 @@ static int find_row_loops(struct dcache *c, const struct sp_qset *qs, const stru
 	}
 	free(used);
 	return 0;
+}
+
+/* The language of a site label "function (FILE:line)": by FILE's
+ * extension; "c" for C and C++, "" when unknown. */
+static const char *site_lang(const char *site)
+{
+	static const struct { const char *ext, *lang; } m[] = {
+		{ ".py", "python" }, { ".rb", "ruby" },  { ".php", "php" }, { ".js", "node" },
+		{ ".ts", "node" },   { ".go", "go" },    { ".c", "c" },     { ".cc", "c" },
+		{ ".cpp", "c" },     { ".cxx", "c" },    { ".h", "c" },     { ".hpp", "c" },
+	};
+	const char *p = strstr(site, " ("), *colon;
+
+	if (!p || !(colon = strchr(p, ':')))
+		return "";
+	for (size_t i = 0; i < sizeof(m) / sizeof(m[0]); i++) {
+		size_t n = strlen(m[i].ext);
+
+		if ((size_t)(colon - p) > n && !strncmp(colon - n, m[i].ext, n))
+			return m[i].lang;
+	}
+	return "";
+}
+
+/* The reprepare rule's advice, in the terms of the program's language
+ * (the site's file): the C API for C, the sqlite3 module's statement
+ * cache and connections for Python, the driver's cache otherwise. */
+static void reprepare_advice(struct sp_finding *f, uint64_t texts)
+{
+	const char *lang = site_lang(f->site);
+	char pre[128] = "";
+
+	if (texts > 1)
+		snprintf(pre, sizeof(pre), "%llu distinct SQL texts share this fingerprint: ",
+			 (unsigned long long)texts);
+	if (!strcmp(lang, "c"))
+		snprintf(f->suggestion, sizeof(f->suggestion),
+			 "%skeep the prepared statement and reuse it (sqlite3_reset + sqlite3_bind_*"
+			 " instead of finalize + prepare%s), or use a statement cache",
+			 pre, texts > 1 ? "; bind parameters instead of writing values into the SQL" : "");
+	else if (!strcmp(lang, "python"))
+		snprintf(f->suggestion, sizeof(f->suggestion),
+			 "%sPython's sqlite3 reuses a prepared statement from its per-connection cache"
+			 " (cached_statements, 128) only for the same text on the same connection: pass"
+			 " values as parameters (execute(sql, params)), keep one connection per thread"
+			 " instead of one per request (a new one prepares everything again and reloads"
+			 " the schema), and raise cached_statements if more statements run",
+			 pre);
+	else
+		snprintf(f->suggestion, sizeof(f->suggestion),
+			 "%skeep the prepared statement (the driver's statement cache, or a prepared"
+			 " statement object kept between calls), pass values as parameters, and keep"
+			 " the connection open instead of opening one per request",
+			 pre);
 }
 
 static void dcache_free(struct dcache *c)
@@ -746,8 +814,8 @@ int sp_doctor_find(sqlite3 *db, const struct sp_qset *qs, const struct sp_attrib
 		struct sp_finding *f;
 		int stmt = q->kind == SP_QK_STMT;
 
-		if (!q->count || q->fp_id == 0)
-			continue;
+		if (!q->count || q->fp_id == 0 || sp_sqlite_own(q))
+			continue; /* SQLite's own statements: nothing the program can change */
 		/* N+1 */
 		if (stmt && q->max_run >= o->nplus1_min_run && is_select(q->fingerprint) && reads_table(q)) {
 			int exact;
@@ -786,17 +854,7 @@ int sp_doctor_find(sqlite3 *db, const struct sp_qset *qs, const struct sp_attrib
 				 (unsigned long long)q->prepares, (unsigned long long)q->count,
 				 sp_fmt_ns(b1, sizeof(b1), (double)q->prepare_ns),
 				 sp_fmt_ns(b2, sizeof(b2), (double)q->total_ns));
-			if (texts > 1)
-				snprintf(f->suggestion, sizeof(f->suggestion),
-					 "%llu distinct SQL texts share this fingerprint: bind parameters"
-					 " instead of writing values into the SQL, and keep the statement"
-					 " (sqlite3_reset + sqlite3_bind_* between executions)",
-					 (unsigned long long)texts);
-			else
-				snprintf(f->suggestion, sizeof(f->suggestion),
-					 "keep the prepared statement and reuse it (sqlite3_reset +"
-					 " sqlite3_bind_* instead of finalize + prepare), or use a"
-					 " statement cache");
+			reprepare_advice(f, texts);
 		}
 		/* the same SQL with the same values */
 		if (stmt) {

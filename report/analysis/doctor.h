@@ -62,6 +62,12 @@ struct sp_findings {
 
 const char *sp_rule_name(enum sp_rule r);
 
+/* 1 for SQLite's own work: a statement without SQL text (SQLite's
+ * internal ones), or a read of the schema table SQLite ran nested in the
+ * program's statement (a schema load or reload). The doctor has nothing
+ * to say about them, and the gate does not judge them. */
+int sp_sqlite_own(const struct sp_qrow *r);
+
 /*
  * Find every anti-pattern in qs. db (may be NULL) is read for the runs
  * table (how many runs reached K); at (may be NULL) names the sites: the

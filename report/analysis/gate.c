@@ -96,20 +96,6 @@ int sp_check_schema_stmt(const char *fp)
 	return 0;
 }
 
-/* 1 for SQLite's own work: a statement without SQL text (SQLite's
- * internal ones), or a read of the schema table that SQLite runs itself
- * (nested in the program's statement: a schema load or reload). */
-int sp_check_sqlite_own(const struct sp_qrow *r)
-{
-	const char *fp = r->fingerprint ? r->fingerprint : "";
-
-	if (!strcmp(fp, "<statement without SQL text>"))
-		return 1;
-	return r->nested >= r->count && !strncmp(fp, "SELECT * FROM \"", 15) &&
-	       (strstr(fp, "\".sqlite_master") || strstr(fp, "\".sqlite_schema") ||
-		strstr(fp, "\".sqlite_temp_master"));
-}
-
 /* Copy the identifier at s (quoted or not, without a schema prefix
  * "main".) into out; returns the text after it. */
 static const char *ident(const char *s, char *out, size_t len)
@@ -266,7 +252,7 @@ static int set_aside(const struct sp_side *base, const struct sp_qdiff *q,
 	struct sp_check_note *n;
 	const char *why;
 
-	if (sp_check_sqlite_own(r))
+	if (sp_sqlite_own(r))
 		why = "SQLite's own work (a schema load, or a statement without SQL text): not judged";
 	else if ((q->flags & SP_QD_NEW) && q->kind == SP_QK_EXEC && exec_known(r->fingerprint, NULL))
 		why = "schema or transaction statements, not queries of the workload: their effect"

@@ -121,8 +121,6 @@ void sp_check_result_free(struct sp_check_result *res);
 /* 1 for a schema or transaction statement (CREATE, DROP, ALTER, ANALYZE,
  * REINDEX, BEGIN, COMMIT, END, ROLLBACK, SAVEPOINT, RELEASE). */
 int sp_check_schema_stmt(const char *fingerprint);
-/* 1 for SQLite's own work: a statement without SQL text, or a schema
- * table read SQLite ran nested in the program's statement. */
-int sp_check_sqlite_own(const struct sp_qrow *r);
+
 
 #endif
