@@ -1111,6 +1111,45 @@ static void print_errors(const struct sp_failures *fs, const struct sp_attrib *a
 	}
 }
 
+/* Each query's estimates per site (sp_attrib_estimate_q). Under a time
+ * window, the whole profile's count and time go along, so that the exact
+ * per-caller counts (the whole profile's) are scaled to the window's share
+ * (before: "-> 110 execs" under a row of 10). 0, or -1 on ENOMEM. */
+static int estimate_sites(sqlite3 *db, const struct sp_qset *qs, struct sp_attrib *at)
+{
+	struct sp_qset whole = { 0 };
+	struct hmap ix;
+	char err[256];
+	size_t i;
+
+	hmap_init(&ix, 2 * sizeof(int64_t), sizeof(size_t));
+	if (qs->window.on && sp_qset_load(db, &whole, err, sizeof(err)) == 0) {
+		for (i = 0; i < whole.n; i++) {
+			int64_t k[2] = { whole.rows[i].fp_id, whole.rows[i].kind == SP_QK_EXEC };
+			size_t *v = hmap_get(&ix, k, 1, NULL);
+
+			if (!v) {
+				hmap_free(&ix);
+				sp_qset_free(&whole);
+				return -1;
+			}
+			*v = i;
+		}
+	}
+	for (i = 0; i < qs->n; i++) {
+		const struct sp_qrow *r = &qs->rows[i];
+		int64_t k[2] = { r->fp_id, r->kind == SP_QK_EXEC };
+		const size_t *v = whole.n ? hmap_get(&ix, k, 0, NULL) : NULL;
+		struct sp_est_tot tot = { r->count, r->total_ns, r->self_ns, 0, 0 };
+
+		sp_attrib_estimate_qw(at, r->fp_id, r->kind == SP_QK_EXEC, &tot,
+				      v ? whole.rows[*v].count : 0, v ? whole.rows[*v].total_ns : 0);
+	}
+	hmap_free(&ix);
+	sp_qset_free(&whole);
+	return 0;
+}
+
 int cmd_report(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -1238,9 +1277,13 @@ int cmd_report(int argc, char **argv)
 		sqlite3_close(db);
 		return sp_err_exit(lrc);
 	}
-	for (n = 0; n < qs.n; n++)
-		sp_attrib_estimate(&at, qs.rows[n].fp_id, qs.rows[n].kind == SP_QK_EXEC,
-				   qs.rows[n].count, qs.rows[n].total_ns, qs.rows[n].self_ns);
+	if (estimate_sites(db, &qs, &at) < 0) {
+		fprintf(stderr, "sqlprof report: out of memory\n");
+		sp_qset_free(&qs);
+		sp_attrib_free(&at);
+		sqlite3_close(db);
+		return SP_EXIT_INTERNAL;
+	}
 	sp_qsort(at.qs, at.nqs, sizeof(*at.qs), cmp_qsite);
 	if (sp_attrib_index(&at) < 0) {
 		fprintf(stderr, "sqlprof report: out of memory\n");
