@@ -457,7 +457,7 @@ static int plan_bad(const char *plan, const char *name)
  * there is no suggestion. Returns 1 when the index stands.
  */
 static int verify_index(struct dcache *c, const struct sp_qrow *q, const char *name, char *buf,
-			size_t len)
+			size_t len, int hidden)
 {
 	const int64_t *v;
 	char *before = NULL, *after = NULL, *idx = NULL;
@@ -472,7 +472,7 @@ static int verify_index(struct dcache *c, const struct sp_qrow *q, const char *n
 		goto out;
 	why = "no suggestion (the recorded schema does not reproduce the plan)";
 	before = priv_plan(c, c->ptexts[v[1]]);
-	if (!before || !plan_bad(before, name))
+	if (!before || (!hidden && !plan_bad(before, name)))
 		goto out;
 	why = "no suggestion (no index on the WHERE and ORDER BY columns avoids the scan and the"
 	      " sort: checked with EXPLAIN QUERY PLAN on the recorded schema)";
@@ -483,7 +483,9 @@ static int verify_index(struct dcache *c, const struct sp_qrow *q, const char *n
 		goto out;
 	if (sqlite3_exec(c->priv, idx, NULL, NULL, NULL) == SQLITE_OK) {
 		after = priv_plan(c, c->ptexts[v[1]]);
-		ok = after && !plan_bad(after, name);
+		/* hidden: the plan showed no scan; the index must change it */
+		ok = after && !plan_bad(after, name) &&
+		     (!hidden || (strcmp(after, before) && strstr(after, " INDEX ")));
 	}
 	sqlite3_exec(c->priv, "ROLLBACK TO sp_doctor; RELEASE sp_doctor", NULL, NULL, NULL);
 out:
@@ -500,7 +502,72 @@ static void suggest(struct dcache *c, const struct sp_qrow *q, const struct sp_p
 		    char *buf, size_t len)
 {
 	if (sp_doctor_suggest_index(q->fingerprint, a, buf, len))
-		verify_index(c, q, a->name, buf, len);
+		verify_index(c, q, a->name, buf, len, 0);
+}
+
+struct access_ctx {
+	struct sp_plan_access first; /* the first table the plan reads */
+	int n, scans;
+	char lines[256];
+};
+
+static void access_cb(const char *detail, void *arg)
+{
+	struct access_ctx *x = arg;
+	struct sp_plan_access a;
+	size_t o;
+
+	if (!sp_plan_access(detail, &a))
+		return;
+	if (!x->n++)
+		x->first = a;
+	x->scans += a.full_scan;
+	o = strlen(x->lines);
+	snprintf(x->lines + o, sizeof(x->lines) - o, "%s\"%s\"", o ? ", " : "", detail);
+}
+
+/*
+ * The counters as evidence: SQLite counted >= fullscan_min_rows full-scan
+ * steps per execution (SQLITE_STMTSTATUS_FULLSCAN_STEP) of a query whose
+ * plan shows no bare SCAN (`SELECT max(a) FROM t WHERE b = ?` plans as
+ * "SEARCH t" and steps through the whole table), or that has no plan (said
+ * why). A full-scan finding with an index only when one, checked in the
+ * recorded schema, changes the plan to use it. 0, or -1 on ENOMEM.
+ */
+static int hidden_scan(struct dcache *c, const struct sp_qrow *q, const struct sp_attrib *at,
+		       const struct sp_doctor_opts *o, struct sp_findings *out)
+{
+	struct access_ctx x;
+	struct sp_finding *f;
+	double per = (double)q->fullscan_steps / (double)q->count;
+
+	memset(&x, 0, sizeof(x));
+	if (q->plan)
+		sp_plan_foreach(q->plan, access_cb, &x);
+	if (per < (double)o->fullscan_min_rows || x.scans)
+		return 0; /* a bare SCAN: the plan-based rule's */
+	if (!(f = add(out, SP_RULE_FULLSCAN, q, at)))
+		return -1;
+	if (q->plan)
+		snprintf(f->evidence, sizeof(f->evidence),
+			 "plan %s shows no full scan, yet SQLite counted %llu full-scan steps in %llu"
+			 " executions (%.0f rows per execution)",
+			 x.n ? x.lines : "(no table)", (unsigned long long)q->fullscan_steps,
+			 (unsigned long long)q->count, per);
+	else
+		snprintf(f->evidence, sizeof(f->evidence),
+			 "no plan (%s); SQLite counted %llu full-scan steps in %llu executions (%.0f rows"
+			 " per execution)",
+			 q->plan_gap ? q->plan_gap : "none was captured",
+			 (unsigned long long)q->fullscan_steps, (unsigned long long)q->count, per);
+	if (x.n == 1 && sp_doctor_suggest_index(q->fingerprint, &x.first, f->suggestion,
+						    sizeof(f->suggestion)))
+		verify_index(c, q, x.first.name, f->suggestion, sizeof(f->suggestion), 1);
+	else
+		snprintf(f->suggestion, sizeof(f->suggestion),
+			 "no suggestion (%s)", q->plan ? "the plan reads more than one table, or none" :
+			 "without a plan no index can be checked");
+	return 0;
 }
 
 /* The duplicates row of a stmt query ({samples, repeats, top}), NULL if
@@ -878,6 +945,8 @@ int sp_doctor_find(sqlite3 *db, const struct sp_qset *qs, const struct sp_attrib
 					 " once before the loop, or cache it) instead of asking again");
 			}
 		}
+		if (hidden_scan(&dc, q, at, o, out) < 0)
+			goto nomem;
 		if (!q->plan && !q->autoindex)
 			continue;
 		memset(&sc, 0, sizeof(sc));
