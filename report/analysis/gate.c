@@ -341,6 +341,25 @@ static int improvements(const struct sp_qdiff *q, const struct sp_findings *fb,
 	return 0;
 }
 
+/* An n-plus-one whose loop the baseline ran too (a run of >= k), found
+ * or not then (a profile from before a rule change): not new. 1 with a
+ * note, 0 when the loop is new, -1 on ENOMEM. */
+static int loop_was_there(const struct sp_qdiff *q, const struct sp_finding *f, uint64_t k,
+			  struct sp_check_result *res)
+{
+	struct sp_check_note *n;
+
+	if (!q->base || q->base->max_run < k)
+		return 0;
+	if (!(n = note(res, q, 0)))
+		return -1;
+	snprintf(n->detail, sizeof(n->detail),
+		 "n-plus-one: the baseline ran this loop too (%llu consecutive executions), not new;"
+		 " %s",
+		 (unsigned long long)q->base->max_run, f->evidence);
+	return 1;
+}
+
 void sp_check_result_free(struct sp_check_result *res)
 {
 	free(res->r);
@@ -418,16 +437,9 @@ int sp_check_judge(const struct sp_check_opts *o, const struct sp_side *base, co
 			f = find_finding(fc, dr, q->fp_id, q->kind);
 			if (!f || has_finding(fb, dr, q->fp_id, q->kind))
 				continue;
-			if (r == SP_CHK_NPLUS1 && q->base && q->base->max_run >= k) {
-				/* the loop was there: not new, whatever hid it then */
-				struct sp_check_note *n = note(res, q, 0);
-
-				if (!n)
+			if (r == SP_CHK_NPLUS1 && (dr = loop_was_there(q, f, k, res)) != 0) {
+				if (dr < 0)
 					return -1;
-				snprintf(n->detail, sizeof(n->detail),
-					 "n-plus-one: the baseline ran this loop too (%llu consecutive"
-					 " executions), not new; %s",
-					 (unsigned long long)q->base->max_run, f->evidence);
 				continue;
 			}
 			if (!(g = add(res, q, r, base, cand)))
