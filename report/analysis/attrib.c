@@ -763,14 +763,26 @@ static struct sp_est_in qsite_in(const struct sp_qsite *q)
 void sp_attrib_estimate_q(struct sp_attrib *a, int64_t fp_id, int kind_exec,
 			  const struct sp_est_tot *tot)
 {
+	sp_attrib_estimate_qw(a, fp_id, kind_exec, tot, 0, 0);
+}
+
+void sp_attrib_estimate_qw(struct sp_attrib *a, int64_t fp_id, int kind_exec,
+			   const struct sp_est_tot *tot, uint64_t whole_count, uint64_t whole_ns)
+{
 	struct sp_est_in all = { 0 };
 	size_t n, j;
 	const size_t *ix = sp_attrib_query_sites(a, fp_id, kind_exec, &n);
 	struct sp_est_tot rest = *tot;
-	double xc, xn;
+	double xc, xn, fc = 1, fn = 1;
 
 	/* the exact per-caller part first; the rest by the samples */
 	sp_attrib_exact_q(a, fp_id, kind_exec, &xc, &xn);
+	if (whole_count && whole_count != tot->count) { /* a window's share */
+		fc = (double)tot->count / (double)whole_count;
+		fn = whole_ns ? (double)tot->total_ns / (double)whole_ns : fc;
+		xc *= fc;
+		xn *= fn;
+	}
 	rest.count = xc < (double)tot->count ? tot->count - (uint64_t)(xc + 0.5) : 0;
 	rest.total_ns = xn < (double)tot->total_ns ? tot->total_ns - (uint64_t)(xn + 0.5) : 0;
 	rest.self_ns = tot->total_ns ? (uint64_t)((double)rest.total_ns * (double)tot->self_ns /
@@ -787,8 +799,8 @@ void sp_attrib_estimate_q(struct sp_attrib *a, int64_t fp_id, int kind_exec,
 		struct sp_est e;
 
 		sp_estimate(&in, &all, &rest, &e);
-		q->est_count = e.count + q->exact_count;
-		q->est_total_ns = e.total_ns + q->exact_ns;
+		q->est_count = e.count + q->exact_count * fc;
+		q->est_total_ns = e.total_ns + q->exact_ns * fn;
 		q->est_self_ns = tot->total_ns ? q->est_total_ns * ((double)tot->self_ns /
 								   (double)tot->total_ns)
 					       : 0;

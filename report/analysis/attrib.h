@@ -148,6 +148,13 @@ int sp_attrib_load(sqlite3 *db, const char *const *skip, struct sp_attrib *a, ch
  * total_ns, self_ns, rows, vm_steps of tot) with sp_estimate. */
 void sp_attrib_estimate_q(struct sp_attrib *a, int64_t fp_id, int kind_exec,
 			  const struct sp_est_tot *tot);
+/* The same for totals of a time window: whole_count and whole_ns are the
+ * whole profile's count and time of the query. The exact per-caller
+ * counts are the whole profile's: they are scaled by count / whole_count
+ * (and time by total_ns / whole_ns), so the sites split the window's
+ * totals. whole_count 0: tot is the whole profile's (sp_attrib_estimate_q). */
+void sp_attrib_estimate_qw(struct sp_attrib *a, int64_t fp_id, int kind_exec,
+			   const struct sp_est_tot *tot, uint64_t whole_count, uint64_t whole_ns);
 /* The same with count, time and self time only (rows and VM steps 0). */
 void sp_attrib_estimate(struct sp_attrib *a, int64_t fp_id, int kind_exec, uint64_t count,
 			uint64_t total_ns, uint64_t self_ns);

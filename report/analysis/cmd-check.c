@@ -266,7 +266,7 @@ int cmd_check(int argc, char **argv)
 	}
 	rc = res.n ? SP_EXIT_REGRESSION : SP_EXIT_OK;
 out:
-	free(res.r);
+	sp_check_result_free(&res);
 	sp_findings_free(&fb);
 	sp_findings_free(&fc);
 	sp_diff_free(&d);

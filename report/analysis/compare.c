@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "compare.h"
+#include "fit.h" /* sp_path_root: sites relative to the checkout */
 #include "profile.h"
 #include "untrusted.h"
 #include "util.h"
@@ -308,7 +309,10 @@ struct skey {
 
 /* Per (site, fingerprint) estimates, per run, averaged over the profiles:
  * the sites' estimates of attrib.c (sp_estimate, the estimator report and
- * the exports use), summed per site key. */
+ * the exports use), summed per site key. A site's file is taken relative
+ * to its profile's source root (the common directory of its sites, as the
+ * report strips it), so that two checkouts of one program built in
+ * different directories have the same sites. */
 static int build_sites(struct sp_side *s)
 {
 	struct hmap idx;
@@ -317,7 +321,14 @@ static int build_sites(struct sp_side *s)
 	hmap_init(&idx, sizeof(struct skey), sizeof(size_t));
 	for (i = 0; i < s->np; i++) {
 		struct sp_prof *p = &s->p[i];
+		static struct sp_path_root pr; /* 4 KiB: not on the stack */
+		const char *root;
 
+		memset(&pr, 0, sizeof(pr));
+		for (j = 0; j < p->at.nsites; j++)
+			if (strcmp(p->at.sites[j].file, "??"))
+				sp_path_root_add(&pr, p->at.sites[j].file);
+		root = sp_path_root_get(&pr);
 		for (j = 0; j < p->at.nqs; j++) {
 			const struct sp_qsite *q = &p->at.qs[j];
 			const struct sp_qrow *r = find_row(&p->qidx, &p->qs, q->fp_id, q->kind_exec);
@@ -332,9 +343,11 @@ static int build_sites(struct sp_side *s)
 			if (!r)
 				continue;
 			if (site) {
-				snprintf(key, sizeof(key), "%s\t%s\t%s", site->function, site->file,
+				const char *file = sp_path_rel(site->file, root);
+
+				snprintf(key, sizeof(key), "%s\t%s\t%s", site->function, file,
 					 sp_basename(site->module));
-				sp_site_label(disp, sizeof(disp), site->function, site->file, site->line);
+				sp_site_label(disp, sizeof(disp), site->function, file, site->line);
 			} else {
 				snprintf(key, sizeof(key), "(unattributed)");
 				snprintf(disp, sizeof(disp), "(unattributed)");

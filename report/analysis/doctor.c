@@ -6,14 +6,17 @@
  *              scans or searches one), executed K >= 10 times in a row on
  *              one thread, each starting within 1 ms of the previous end
  *              (the preload's runs: queries.max_run; runs table for how
- *              many runs reached K), with a mean db time under 1 ms. Sentry
- *              flags >= 5 sequential similar queries, but counts spans of
- *              any similar query; ours are runs of one fingerprint with
- *              nothing in between, which a short helper loop (a handful of
- *              settings, the rows of a small join) also produces, so K is
- *              doubled to keep those quiet while per-row loops, which run
- *              tens to thousands of times, are still caught. A slow query
- *              repeated is a slow query, not an N+1: hence the mean limit.
+ *              many runs reached K), whatever its speed: a slow query per
+ *              row (an unindexed lookup) is the costliest N+1 of all.
+ *              Sentry flags >= 5 sequential similar queries, but counts
+ *              spans of any similar query; ours are runs of one
+ *              fingerprint with nothing in between, which a short helper
+ *              loop (a handful of settings, the rows of a small join) also
+ *              produces, so K is doubled to keep those quiet while per-row
+ *              loops, which run tens to thousands of times, are still
+ *              caught. What keeps other repeats quiet: the run's 1 ms gap
+ *              (a service loop's executions, each after a pause, make runs
+ *              of 2 at most) and the table (SELECT ? * 2 reads none).
  *  reprepare   prepares >= 0.9 x executions with >= 10 executions: the
  *              statement is prepared (parsed and planned) every time.
  *  full-scan   the plan reads a table with a bare SCAN (no index) and the
@@ -96,6 +99,20 @@ static struct sp_finding *add(struct sp_findings *fs, enum sp_rule rule, const s
 	return f;
 }
 
+/* 1 for SQLite's own work: a statement without SQL text (SQLite's
+ * internal ones), or a read of the schema table that SQLite runs itself
+ * (nested in the program's statement: a schema load or reload). */
+int sp_sqlite_own(const struct sp_qrow *r)
+{
+	const char *fp = r->fingerprint ? r->fingerprint : "";
+
+	if (!strcmp(fp, "<statement without SQL text>"))
+		return 1;
+	return r->nested >= r->count && !strncmp(fp, "SELECT * FROM \"", 15) &&
+	       (strstr(fp, "\".sqlite_master") || strstr(fp, "\".sqlite_schema") ||
+		strstr(fp, "\".sqlite_temp_master"));
+}
+
 static int is_select(const char *fp)
 {
 	while (*fp == ' ' || *fp == '(')
@@ -145,6 +162,14 @@ struct dcache {
 	int priv_ok;
 	int dups_loaded;
 	struct hmap dups; /* fp_id of a stmt query -> {samples, repeats, top} */
+	int firsts_loaded;
+	struct hmap firsts; /* {fp_id, kind_exec} -> struct first_ev */
+};
+
+/* A query's first top-level execution (events with flag 16, which every
+ * text's first execution has whatever the rate). */
+struct first_ev {
+	int64_t pid, tid, start, wall, rows;
 };
 
 static void dcache_load_runs(struct dcache *c)
@@ -432,7 +457,7 @@ static int plan_bad(const char *plan, const char *name)
  * there is no suggestion. Returns 1 when the index stands.
  */
 static int verify_index(struct dcache *c, const struct sp_qrow *q, const char *name, char *buf,
-			size_t len)
+			size_t len, int hidden)
 {
 	const int64_t *v;
 	char *before = NULL, *after = NULL, *idx = NULL;
@@ -447,7 +472,7 @@ static int verify_index(struct dcache *c, const struct sp_qrow *q, const char *n
 		goto out;
 	why = "no suggestion (the recorded schema does not reproduce the plan)";
 	before = priv_plan(c, c->ptexts[v[1]]);
-	if (!before || !plan_bad(before, name))
+	if (!before || (!hidden && !plan_bad(before, name)))
 		goto out;
 	why = "no suggestion (no index on the WHERE and ORDER BY columns avoids the scan and the"
 	      " sort: checked with EXPLAIN QUERY PLAN on the recorded schema)";
@@ -458,7 +483,9 @@ static int verify_index(struct dcache *c, const struct sp_qrow *q, const char *n
 		goto out;
 	if (sqlite3_exec(c->priv, idx, NULL, NULL, NULL) == SQLITE_OK) {
 		after = priv_plan(c, c->ptexts[v[1]]);
-		ok = after && !plan_bad(after, name);
+		/* hidden: the plan showed no scan; the index must change it */
+		ok = after && !plan_bad(after, name) &&
+		     (!hidden || (strcmp(after, before) && strstr(after, " INDEX ")));
 	}
 	sqlite3_exec(c->priv, "ROLLBACK TO sp_doctor; RELEASE sp_doctor", NULL, NULL, NULL);
 out:
@@ -475,7 +502,72 @@ static void suggest(struct dcache *c, const struct sp_qrow *q, const struct sp_p
 		    char *buf, size_t len)
 {
 	if (sp_doctor_suggest_index(q->fingerprint, a, buf, len))
-		verify_index(c, q, a->name, buf, len);
+		verify_index(c, q, a->name, buf, len, 0);
+}
+
+struct access_ctx {
+	struct sp_plan_access first; /* the first table the plan reads */
+	int n, scans;
+	char lines[256];
+};
+
+static void access_cb(const char *detail, void *arg)
+{
+	struct access_ctx *x = arg;
+	struct sp_plan_access a;
+	size_t o;
+
+	if (!sp_plan_access(detail, &a))
+		return;
+	if (!x->n++)
+		x->first = a;
+	x->scans += a.full_scan;
+	o = strlen(x->lines);
+	snprintf(x->lines + o, sizeof(x->lines) - o, "%s\"%s\"", o ? ", " : "", detail);
+}
+
+/*
+ * The counters as evidence: SQLite counted >= fullscan_min_rows full-scan
+ * steps per execution (SQLITE_STMTSTATUS_FULLSCAN_STEP) of a query whose
+ * plan shows no bare SCAN (`SELECT max(a) FROM t WHERE b = ?` plans as
+ * "SEARCH t" and steps through the whole table), or that has no plan (said
+ * why). A full-scan finding with an index only when one, checked in the
+ * recorded schema, changes the plan to use it. 0, or -1 on ENOMEM.
+ */
+static int hidden_scan(struct dcache *c, const struct sp_qrow *q, const struct sp_attrib *at,
+		       const struct sp_doctor_opts *o, struct sp_findings *out)
+{
+	struct access_ctx x;
+	struct sp_finding *f;
+	double per = (double)q->fullscan_steps / (double)q->count;
+
+	memset(&x, 0, sizeof(x));
+	if (q->plan)
+		sp_plan_foreach(q->plan, access_cb, &x);
+	if (per < (double)o->fullscan_min_rows || x.scans)
+		return 0; /* a bare SCAN: the plan-based rule's */
+	if (!(f = add(out, SP_RULE_FULLSCAN, q, at)))
+		return -1;
+	if (q->plan)
+		snprintf(f->evidence, sizeof(f->evidence),
+			 "plan %s shows no full scan, yet SQLite counted %llu full-scan steps in %llu"
+			 " executions (%.0f rows per execution)",
+			 x.n ? x.lines : "(no table)", (unsigned long long)q->fullscan_steps,
+			 (unsigned long long)q->count, per);
+	else
+		snprintf(f->evidence, sizeof(f->evidence),
+			 "no plan (%s); SQLite counted %llu full-scan steps in %llu executions (%.0f rows"
+			 " per execution)",
+			 q->plan_gap ? q->plan_gap : "none was captured",
+			 (unsigned long long)q->fullscan_steps, (unsigned long long)q->count, per);
+	if (x.n == 1 && sp_doctor_suggest_index(q->fingerprint, &x.first, f->suggestion,
+						    sizeof(f->suggestion)))
+		verify_index(c, q, x.first.name, f->suggestion, sizeof(f->suggestion), 1);
+	else
+		snprintf(f->suggestion, sizeof(f->suggestion),
+			 "no suggestion (%s)", q->plan ? "the plan reads more than one table, or none" :
+			 "without a plan no index can be checked");
+	return 0;
 }
 
 /* The duplicates row of a stmt query ({samples, repeats, top}), NULL if
@@ -544,6 +636,215 @@ static void scan_cb(const char *detail, void *arg)
 	}
 }
 
+/* ---- N+1 driven by an outer query's rows ---------------------------------- */
+
+/* The first execution of each query (earliest first: ordered by time). */
+static const struct first_ev *first_of(struct dcache *c, const struct sp_qrow *q)
+{
+	int64_t k[2] = { q->fp_id, q->kind == SP_QK_EXEC };
+
+	if (!c->firsts_loaded) {
+		sqlite3_stmt *st;
+
+		c->firsts_loaded = 1;
+		if (c->db && sqlite3_prepare_v2(c->db,
+						"SELECT fp_id, kind, pid, tid, start_ns, wall_ns, rows"
+						" FROM events WHERE (flags & 16) != 0 AND parent_seq = 0"
+						" ORDER BY start_ns",
+						-1, &st, NULL) == SQLITE_OK) {
+			while (sqlite3_step(st) == SQLITE_ROW) {
+				const char *kind = (const char *)sqlite3_column_text(st, 1);
+				int64_t key[2] = { sqlite3_column_int64(st, 0),
+						   kind && !strcmp(kind, "exec") };
+				int created;
+				struct first_ev *e = hmap_get(&c->firsts, key, 1, &created);
+
+				if (!e)
+					break;
+				if (!created)
+					continue;
+				e->pid = sqlite3_column_int64(st, 2);
+				e->tid = sqlite3_column_int64(st, 3);
+				e->start = sqlite3_column_int64(st, 4);
+				e->wall = sqlite3_column_int64(st, 5);
+				e->rows = sqlite3_column_int64(st, 6);
+			}
+			sqlite3_finalize(st);
+		}
+	}
+	return hmap_get(&c->firsts, k, 0, NULL);
+}
+
+static int has_rule(const struct sp_findings *fs, enum sp_rule r, const struct sp_qrow *q)
+{
+	for (size_t i = 0; i < fs->n; i++)
+		if (fs->f[i].rule == r && fs->f[i].q == q)
+			return 1;
+	return 0;
+}
+
+/* 1 if query a (a SELECT reading a table, run >= K times, not already an
+ * N+1) is driven by the rows of p, whose first execution fp returned >= K
+ * rows: a's first execution started on p's thread while p ran or within
+ * LOOP_GAP_NS of its end, and a ran once per row of p, or at least every
+ * other row (count between half p's rows and p's rows). */
+#define LOOP_GAP_NS 10000000LL
+static int driven_by(struct dcache *c, const struct sp_qrow *p, const struct first_ev *fp,
+		     const struct sp_qrow *a, const struct sp_doctor_opts *o,
+		     const struct sp_findings *out)
+{
+	const struct first_ev *fa;
+
+	if (a == p || a->kind != SP_QK_STMT || a->count < o->nplus1_min_run || !a->fp_id ||
+	    a->count > p->rows || 2 * a->count < p->rows || !is_select(a->fingerprint) ||
+	    !reads_table(a) || has_rule(out, SP_RULE_NPLUS1, a))
+		return 0;
+	fa = first_of(c, a);
+	return fa && fa->pid == fp->pid && fa->tid == fp->tid && fa->start >= fp->start &&
+	       fa->start <= fp->start + fp->wall + LOOP_GAP_NS;
+}
+
+/* One n-plus-one finding per query run once per row of an outer query p
+ * (members m[0..n) of qs), naming p and the others of the row. 0, or -1
+ * on ENOMEM. */
+static int add_row_loop(const struct sp_qset *qs, const struct sp_qrow *p, const size_t *m,
+			size_t n, const struct sp_attrib *at, struct sp_findings *out)
+{
+	char *outer = sp_shorten(p->fingerprint, 80), b1[32];
+
+	for (size_t i = 0; i < n; i++) {
+		const struct sp_qrow *a = &qs->rows[m[i]];
+		struct sp_finding *f = add(out, SP_RULE_NPLUS1, a, at);
+		size_t o;
+
+		if (!f) {
+			free(outer);
+			return -1;
+		}
+		o = (size_t)snprintf(f->evidence, sizeof(f->evidence),
+				     "%llu executions, one per row of the outer query \"%s\" (%llu rows in"
+				     " %llu execution%s), mean %s",
+				     (unsigned long long)a->count, outer ? outer : "?",
+				     (unsigned long long)p->rows, (unsigned long long)p->count,
+				     p->count == 1 ? "" : "s", sp_fmt_ns(b1, sizeof(b1), a->mean_ns));
+		if (n > 1 && o < sizeof(f->evidence))
+			o += (size_t)snprintf(f->evidence + o, sizeof(f->evidence) - o,
+					      "; in turn with %zu other quer%s per row:", n - 1,
+					      n == 2 ? "y" : "ies");
+		for (size_t j = 0; j < n && o < sizeof(f->evidence); j++) {
+			char *other = j == i ? NULL : sp_shorten(qs->rows[m[j]].fingerprint, 60);
+
+			if (other)
+				o += (size_t)snprintf(f->evidence + o, sizeof(f->evidence) - o,
+						      " \"%s\" (%llu)", other,
+						      (unsigned long long)qs->rows[m[j]].count);
+			free(other);
+		}
+		snprintf(f->suggestion, sizeof(f->suggestion),
+			 "fetch what the loop needs with the outer query (a JOIN), or in one query per"
+			 " table (WHERE ... IN (...) over the outer rows), instead of %s per row",
+			 n > 1 ? "these queries" : "one query");
+	}
+	free(outer);
+	return 0;
+}
+
+/*
+ * N+1 as ORMs write it (Bullet's per-row loads, Django debug toolbar's
+ * similar queries): an outer query returns R >= K rows and, per row, 1 to 5
+ * lookups run in turn (an author, a comment count), so no one of them
+ * runs back to back and max_run stays 1. Found from exact counts and rows
+ * and the first execution of each query (always in events): a lookup
+ * whose first execution started on the outer query's thread while it ran
+ * (or just after: fetched first, then looped), and that ran once per row.
+ * A service loop (one request, one outer row) has R = 1; a table-less
+ * SELECT is not a lookup.
+ */
+static int find_row_loops(struct dcache *c, const struct sp_qset *qs, const struct sp_attrib *at,
+			  const struct sp_doctor_opts *o, struct sp_findings *out)
+{
+	char *used = calloc(qs->n ? qs->n : 1, 1);
+
+	if (!used)
+		return -1;
+	for (size_t i = 0; i < qs->n; i++) {
+		const struct sp_qrow *p = &qs->rows[i];
+		const struct first_ev *fp;
+		size_t m[5], n = 0;
+
+		if (!p->count || !p->fp_id || p->rows < o->nplus1_min_run || sp_sqlite_own(p))
+			continue;
+		fp = first_of(c, p);
+		if (!fp || fp->rows < (int64_t)o->nplus1_min_run)
+			continue;
+		for (size_t j = 0; j < qs->n && n < 5; j++)
+			if (!used[j] && driven_by(c, p, fp, &qs->rows[j], o, out))
+				m[n++] = j;
+		for (size_t j = 0; j < n; j++)
+			used[m[j]] = 1;
+		if (n && add_row_loop(qs, p, m, n, at, out) < 0) {
+			free(used);
+			return -1;
+		}
+	}
+	free(used);
+	return 0;
+}
+
+/* The language of a site label "function (FILE:line)": by FILE's
+ * extension; "c" for C and C++, "" when unknown. */
+static const char *site_lang(const char *site)
+{
+	static const struct { const char *ext, *lang; } m[] = {
+		{ ".py", "python" }, { ".rb", "ruby" },  { ".php", "php" }, { ".js", "node" },
+		{ ".ts", "node" },   { ".go", "go" },    { ".c", "c" },     { ".cc", "c" },
+		{ ".cpp", "c" },     { ".cxx", "c" },    { ".h", "c" },     { ".hpp", "c" },
+	};
+	const char *p = strstr(site, " ("), *colon;
+
+	if (!p || !(colon = strchr(p, ':')))
+		return "";
+	for (size_t i = 0; i < sizeof(m) / sizeof(m[0]); i++) {
+		size_t n = strlen(m[i].ext);
+
+		if ((size_t)(colon - p) > n && !strncmp(colon - n, m[i].ext, n))
+			return m[i].lang;
+	}
+	return "";
+}
+
+/* The reprepare rule's advice, in the terms of the program's language
+ * (the site's file): the C API for C, the sqlite3 module's statement
+ * cache and connections for Python, the driver's cache otherwise. */
+static void reprepare_advice(struct sp_finding *f, uint64_t texts)
+{
+	const char *lang = site_lang(f->site);
+	char pre[128] = "";
+
+	if (texts > 1)
+		snprintf(pre, sizeof(pre), "%llu distinct SQL texts share this fingerprint: ",
+			 (unsigned long long)texts);
+	if (!strcmp(lang, "c"))
+		snprintf(f->suggestion, sizeof(f->suggestion),
+			 "%skeep the prepared statement and reuse it (sqlite3_reset + sqlite3_bind_*"
+			 " instead of finalize + prepare%s), or use a statement cache",
+			 pre, texts > 1 ? "; bind parameters instead of writing values into the SQL" : "");
+	else if (!strcmp(lang, "python"))
+		snprintf(f->suggestion, sizeof(f->suggestion),
+			 "%sPython's sqlite3 reuses a prepared statement from its per-connection cache"
+			 " (cached_statements, 128) only for the same text on the same connection: pass"
+			 " values as parameters (execute(sql, params)), keep one connection per thread"
+			 " instead of one per request (a new one prepares everything again and reloads"
+			 " the schema), and raise cached_statements if more statements run",
+			 pre);
+	else
+		snprintf(f->suggestion, sizeof(f->suggestion),
+			 "%skeep the prepared statement (the driver's statement cache, or a prepared"
+			 " statement object kept between calls), pass values as parameters, and keep"
+			 " the connection open instead of opening one per request",
+			 pre);
+}
+
 static void dcache_free(struct dcache *c)
 {
 	size_t i;
@@ -552,6 +853,7 @@ static void dcache_free(struct dcache *c)
 	hmap_free(&c->texts);
 	hmap_free(&c->fpschema);
 	hmap_free(&c->dups);
+	hmap_free(&c->firsts);
 	free(c->rl);
 	for (i = 0; i < c->nptexts; i++)
 		free(c->ptexts[i]);
@@ -571,6 +873,7 @@ int sp_doctor_find(sqlite3 *db, const struct sp_qset *qs, const struct sp_attrib
 	hmap_init(&dc.texts, sizeof(int64_t), sizeof(uint64_t));
 	hmap_init(&dc.fpschema, sizeof(int64_t), 2 * sizeof(int64_t));
 	hmap_init(&dc.dups, sizeof(int64_t), 3 * sizeof(uint64_t));
+	hmap_init(&dc.firsts, 2 * sizeof(int64_t), sizeof(struct first_ev));
 	memset(out, 0, sizeof(*out));
 	for (i = 0; i < qs->n; i++) {
 		const struct sp_qrow *q = &qs->rows[i];
@@ -578,11 +881,10 @@ int sp_doctor_find(sqlite3 *db, const struct sp_qset *qs, const struct sp_attrib
 		struct sp_finding *f;
 		int stmt = q->kind == SP_QK_STMT;
 
-		if (!q->count || q->fp_id == 0)
-			continue;
+		if (!q->count || q->fp_id == 0 || sp_sqlite_own(q))
+			continue; /* SQLite's own statements: nothing the program can change */
 		/* N+1 */
-		if (stmt && q->max_run >= o->nplus1_min_run && q->mean_ns < o->nplus1_max_mean_ns &&
-		    is_select(q->fingerprint) && reads_table(q)) {
+		if (stmt && q->max_run >= o->nplus1_min_run && is_select(q->fingerprint) && reads_table(q)) {
 			int exact;
 			uint64_t nr = runs_at_least(&dc, q->fp_id, o->nplus1_min_run, &exact);
 
@@ -619,17 +921,7 @@ int sp_doctor_find(sqlite3 *db, const struct sp_qset *qs, const struct sp_attrib
 				 (unsigned long long)q->prepares, (unsigned long long)q->count,
 				 sp_fmt_ns(b1, sizeof(b1), (double)q->prepare_ns),
 				 sp_fmt_ns(b2, sizeof(b2), (double)q->total_ns));
-			if (texts > 1)
-				snprintf(f->suggestion, sizeof(f->suggestion),
-					 "%llu distinct SQL texts share this fingerprint: bind parameters"
-					 " instead of writing values into the SQL, and keep the statement"
-					 " (sqlite3_reset + sqlite3_bind_* between executions)",
-					 (unsigned long long)texts);
-			else
-				snprintf(f->suggestion, sizeof(f->suggestion),
-					 "keep the prepared statement and reuse it (sqlite3_reset +"
-					 " sqlite3_bind_* instead of finalize + prepare), or use a"
-					 " statement cache");
+			reprepare_advice(f, texts);
 		}
 		/* the same SQL with the same values */
 		if (stmt) {
@@ -653,6 +945,8 @@ int sp_doctor_find(sqlite3 *db, const struct sp_qset *qs, const struct sp_attrib
 					 " once before the loop, or cache it) instead of asking again");
 			}
 		}
+		if (hidden_scan(&dc, q, at, o, out) < 0)
+			goto nomem;
 		if (!q->plan && !q->autoindex)
 			continue;
 		memset(&sc, 0, sizeof(sc));
@@ -723,6 +1017,8 @@ int sp_doctor_find(sqlite3 *db, const struct sp_qset *qs, const struct sp_attrib
 					 " every execution: create a permanent one on the join column)");
 		}
 	}
+	if (find_row_loops(&dc, qs, at, o, out) < 0)
+		goto nomem;
 	dcache_free(&dc);
 	return 0;
 nomem:

@@ -35,7 +35,6 @@ enum sp_rule {
 /* Thresholds; SP_DOCTOR_DEFAULTS is what report and check use. */
 struct sp_doctor_opts {
 	uint64_t nplus1_min_run;     /* K: consecutive executions (10) */
-	double nplus1_max_mean_ns;   /* "short": mean db time per execution (1 ms) */
 	uint64_t reprepare_min_execs; /* executions before churn matters (10) */
 	double reprepare_ratio;      /* prepares >= ratio * executions (0.9) */
 	uint64_t fullscan_min_rows;  /* full-scan steps per execution (1000) */
@@ -43,7 +42,7 @@ struct sp_doctor_opts {
 	double duplicate_min_share;  /* of them, repeating earlier values (0.5) */
 };
 #define SP_DOCTOR_DEFAULTS                                                                          \
-	((struct sp_doctor_opts){ .nplus1_min_run = 10, .nplus1_max_mean_ns = 1e6,                  \
+	((struct sp_doctor_opts){ .nplus1_min_run = 10,                                              \
 				  .reprepare_min_execs = 10, .reprepare_ratio = 0.9,                \
 				  .fullscan_min_rows = 1000,                               \
 				  .duplicate_min_samples = 10, .duplicate_min_share = 0.5 })
@@ -62,6 +61,12 @@ struct sp_findings {
 };
 
 const char *sp_rule_name(enum sp_rule r);
+
+/* 1 for SQLite's own work: a statement without SQL text (SQLite's
+ * internal ones), or a read of the schema table SQLite ran nested in the
+ * program's statement (a schema load or reload). The doctor has nothing
+ * to say about them, and the gate does not judge them. */
+int sp_sqlite_own(const struct sp_qrow *r);
 
 /*
  * Find every anti-pattern in qs. db (may be NULL) is read for the runs

@@ -4,6 +4,7 @@
  * printed here.
  */
 #include <math.h>
+#include <strings.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -68,6 +69,304 @@ static const struct sp_finding *find_finding(const struct sp_findings *fs, int r
 	return NULL;
 }
 
+/* ---- what the gate sets aside ------------------------------------------- */
+
+/* 1 if s starts with keyword kw (case-insensitive), followed by a blank,
+ * '(' or the end. */
+static int kw(const char *s, const char *k)
+{
+	size_t n = strlen(k);
+
+	return !strncasecmp(s, k, n) && (!s[n] || s[n] == ' ' || s[n] == '(');
+}
+
+/* 1 for a statement that changes the schema or the transaction, not a
+ * query of the workload: CREATE, DROP, ALTER, ANALYZE, REINDEX, BEGIN,
+ * COMMIT, END, ROLLBACK, SAVEPOINT, RELEASE. */
+int sp_check_schema_stmt(const char *fp)
+{
+	static const char *const k[] = { "CREATE", "DROP",   "ALTER",    "ANALYZE",   "REINDEX", "BEGIN",
+					 "COMMIT", "END",    "ROLLBACK", "SAVEPOINT", "RELEASE" };
+
+	while (*fp == ' ')
+		fp++;
+	for (size_t i = 0; i < sizeof(k) / sizeof(k[0]); i++)
+		if (kw(fp, k[i]))
+			return 1;
+	return 0;
+}
+
+/* Copy the identifier at s (quoted or not, without a schema prefix
+ * "main".) into out; returns the text after it. */
+static const char *ident(const char *s, char *out, size_t len)
+{
+	size_t n;
+
+	for (;;) {
+		const char *e;
+
+		while (*s == ' ')
+			s++;
+		if (*s == '"' || *s == '`' || *s == '[') {
+			char q = *s == '[' ? ']' : *s;
+
+			e = strchr(s + 1, q);
+			if (!e)
+				e = s + strlen(s);
+			n = (size_t)(e - s - 1);
+			snprintf(out, len, "%.*s", (int)(n < len ? n : len - 1), s + 1);
+			s = *e ? e + 1 : e;
+		} else {
+			for (e = s; *e && *e != ' ' && *e != '(' && *e != '.' && *e != ','; e++)
+				;
+			n = (size_t)(e - s);
+			snprintf(out, len, "%.*s", (int)(n < len ? n : len - 1), s);
+			s = e;
+		}
+		if (*s != '.')
+			return s;
+		s++; /* schema.table: the table */
+	}
+}
+
+/* The table an INSERT, REPLACE, UPDATE or DELETE writes, into t; 0 if fp
+ * is none of them. */
+static int write_table(const char *fp, char *t, size_t len)
+{
+	while (*fp == ' ')
+		fp++;
+	if (kw(fp, "INSERT") || kw(fp, "REPLACE")) {
+		const char *into = strstr(fp, " INTO ");
+
+		if (!into)
+			return 0;
+		ident(into + 6, t, len);
+	} else if (kw(fp, "UPDATE")) {
+		fp += 6;
+		while (*fp == ' ')
+			fp++;
+		if (kw(fp, "OR")) { /* UPDATE OR REPLACE t */
+			fp += 2;
+			while (*fp == ' ')
+				fp++;
+			while (*fp && *fp != ' ')
+				fp++;
+		}
+		ident(fp, t, len);
+	} else if (kw(fp, "DELETE") && !strncasecmp(fp + 6, " FROM ", 6)) {
+		ident(fp + 12, t, len);
+	} else {
+		return 0;
+	}
+	return t[0] != 0;
+}
+
+/* "CREATE [UNIQUE] INDEX [IF NOT EXISTS] name ON table": name and table;
+ * 0 if fp is not one. */
+static int create_index(const char *fp, char *name, char *table, size_t len)
+{
+	const char *p;
+
+	while (*fp == ' ')
+		fp++;
+	if (!kw(fp, "CREATE") || !(p = strcasestr(fp, " INDEX ")) || p - fp > 14)
+		return 0;
+	p += 7;
+	if (!strncasecmp(p, "IF NOT EXISTS ", 14))
+		p += 14;
+	p = ident(p, name, len);
+	while (*p == ' ')
+		p++;
+	if (!kw(p, "ON"))
+		return 0;
+	ident(p + 2, table, len);
+	return name[0] && table[0];
+}
+
+struct new_index {
+	char name[128], table[128], sql[256];
+};
+
+/* The indexes the candidate creates and the baseline did not (new CREATE
+ * INDEX statements), at most max; returns how many. */
+static size_t new_indexes(const struct sp_diff *d, struct new_index *ix, size_t max)
+{
+	size_t i, n = 0;
+
+	for (i = 0; i < d->nq && n < max; i++) {
+		const struct sp_qdiff *q = &d->q[i];
+
+		if (!(q->flags & SP_QD_NEW) || q->kind != SP_QK_STMT ||
+		    !create_index(q->cand->fingerprint, ix[n].name, ix[n].table, sizeof(ix[n].name)))
+			continue;
+		snprintf(ix[n].sql, sizeof(ix[n].sql), "%s", q->cand->fingerprint);
+		n++;
+	}
+	return n;
+}
+
+/* 1 if every statement of a new sqlite3_exec text (its fingerprint,
+ * statements joined by "; ") ran in the baseline or is a schema
+ * statement: the exec's text changed, not its work. base NULL: 1 if
+ * every one is a schema statement. */
+static int exec_known(const char *fp, const struct sp_side *base)
+{
+	char *t = strdup(fp), *part, *save = NULL;
+	int ok = t != NULL;
+
+	for (part = t ? strtok_r(t, ";", &save) : NULL; part && ok; part = strtok_r(NULL, ";", &save)) {
+		size_t j;
+
+		while (*part == ' ')
+			part++;
+		if (!*part || sp_check_schema_stmt(part))
+			continue;
+		for (j = 0; base && j < base->agg.n && strcmp(base->agg.rows[j].fingerprint, part); j++)
+			;
+		ok = base && j < base->agg.n;
+	}
+	free(t);
+	return ok;
+}
+
+static struct sp_check_note *note(struct sp_check_result *res, const struct sp_qdiff *q, int improved)
+{
+	struct sp_check_note *n;
+
+	if (SP_GROW(res->notes, res->capnotes, res->nnotes + 1, 16) < 0)
+		return NULL;
+	n = &res->notes[res->nnotes++];
+	memset(n, 0, sizeof(*n));
+	n->q = q;
+	n->improved = improved;
+	return n;
+}
+
+/* Why q is not judged at all (SQLite's own statement, a schema statement
+ * or an exec whose text changed): a note, and 1; 0 to judge it; -1 on
+ * ENOMEM. */
+static int set_aside(const struct sp_side *base, const struct sp_qdiff *q,
+		     struct sp_check_result *res)
+{
+	const struct sp_qrow *r = q->cand;
+	struct sp_check_note *n;
+	const char *why;
+
+	if (sp_sqlite_own(r))
+		why = "SQLite's own work (a schema load, or a statement without SQL text): not judged";
+	else if ((q->flags & SP_QD_NEW) && q->kind == SP_QK_EXEC && exec_known(r->fingerprint, NULL))
+		why = "schema or transaction statements, not queries of the workload: their effect"
+		      " is judged on the queries";
+	else if ((q->flags & SP_QD_NEW) && q->kind == SP_QK_EXEC && exec_known(r->fingerprint, base))
+		why = "the text of this sqlite3_exec changed; each of its statements ran in the"
+		      " baseline or changes the schema, and is judged on its own";
+	else if ((q->flags & SP_QD_NEW) && q->kind == SP_QK_STMT && sp_check_schema_stmt(r->fingerprint))
+		why = "a schema or transaction statement, not a query of the workload: its effect is"
+		      " judged on the queries";
+	else
+		return 0;
+	if (!(q->flags & (SP_QD_NEW | SP_QD_CHANGED | SP_QD_PLAN_CHANGED)))
+		return 1; /* nothing to say */
+	if (!(n = note(res, q, 0)))
+		return -1;
+	snprintf(n->detail, sizeof(n->detail), "%s", why);
+	return 1;
+}
+
+/* More VM steps on a write to a table that gained an index: the index's
+ * maintenance. 1 (with a note) when that explains it, 0 otherwise, -1 on
+ * ENOMEM. */
+static int index_cost(const struct sp_qdiff *q, const struct new_index *ix, size_t nix,
+		      struct sp_check_result *res)
+{
+	char t[128];
+	struct sp_check_note *n;
+	size_t i, o = 0;
+
+	if (!write_table(q->cand->fingerprint, t, sizeof(t)))
+		return 0;
+	for (i = 0; i < nix && strcmp(ix[i].table, t); i++)
+		;
+	if (i == nix)
+		return 0;
+	if (!(n = note(res, q, 0)))
+		return -1;
+	o = (size_t)snprintf(n->detail, sizeof(n->detail),
+			     "VM steps %llu -> %llu per run (%+.0f%%): the cost of maintaining ",
+			     (unsigned long long)q->m[0][SP_M_VM_STEPS],
+			     (unsigned long long)q->m[1][SP_M_VM_STEPS],
+			     ((double)q->m[1][SP_M_VM_STEPS] - (double)q->m[0][SP_M_VM_STEPS]) * 100 /
+				     (double)q->m[0][SP_M_VM_STEPS]);
+	for (i = 0; i < nix && o < sizeof(n->detail); i++)
+		if (!strcmp(ix[i].table, t))
+			o += (size_t)snprintf(n->detail + o, sizeof(n->detail) - o, "%s%s", o > 80 ? ", " : "",
+					      ix[i].sql);
+	if (o < sizeof(n->detail))
+		snprintf(n->detail + o, sizeof(n->detail) - o, " (new in the candidate) on writes to %s",
+			 t);
+	return 1;
+}
+
+/* Improvements of q: a plan change that is not worse and cut full-scan
+ * or VM steps, and each doctor finding of the baseline the candidate no
+ * longer has. 0, or -1 on ENOMEM. */
+static int improvements(const struct sp_qdiff *q, const struct sp_findings *fb,
+			const struct sp_findings *fc, struct sp_check_result *res)
+{
+	struct sp_check_note *n;
+
+	if ((q->flags & SP_QD_PLAN_CHANGED) && !(q->flags & SP_QD_PLAN_WORSE) &&
+	    (q->m[1][SP_M_FULLSCAN] < q->m[0][SP_M_FULLSCAN] ||
+	     q->m[1][SP_M_VM_STEPS] < q->m[0][SP_M_VM_STEPS])) {
+		if (!(n = note(res, q, 1)))
+			return -1;
+		snprintf(n->detail, sizeof(n->detail),
+			 "plan: %s; full-scan steps %llu -> %llu, VM steps %llu -> %llu per run",
+			 q->plan_note, (unsigned long long)q->m[0][SP_M_FULLSCAN],
+			 (unsigned long long)q->m[1][SP_M_FULLSCAN],
+			 (unsigned long long)q->m[0][SP_M_VM_STEPS],
+			 (unsigned long long)q->m[1][SP_M_VM_STEPS]);
+	}
+	for (size_t i = 0; i < fb->n; i++) {
+		const struct sp_finding *f = &fb->f[i];
+
+		if (f->q->fp_id != q->fp_id || f->q->kind != q->kind ||
+		    has_finding(fc, (int)f->rule, q->fp_id, q->kind))
+			continue;
+		if (!(n = note(res, q, 1)))
+			return -1;
+		snprintf(n->detail, sizeof(n->detail), "%s fixed (the baseline's evidence: %s)",
+			 sp_rule_name(f->rule), f->evidence);
+	}
+	return 0;
+}
+
+/* An n-plus-one whose loop the baseline ran too (a run of >= k), found
+ * or not then (a profile from before a rule change): not new. 1 with a
+ * note, 0 when the loop is new, -1 on ENOMEM. */
+static int loop_was_there(const struct sp_qdiff *q, const struct sp_finding *f, uint64_t k,
+			  struct sp_check_result *res)
+{
+	struct sp_check_note *n;
+
+	if (!q->base || q->base->max_run < k)
+		return 0;
+	if (!(n = note(res, q, 0)))
+		return -1;
+	snprintf(n->detail, sizeof(n->detail),
+		 "n-plus-one: the baseline ran this loop too (%llu consecutive executions), not new;"
+		 " %s",
+		 (unsigned long long)q->base->max_run, f->evidence);
+	return 1;
+}
+
+void sp_check_result_free(struct sp_check_result *res)
+{
+	free(res->r);
+	free(res->notes);
+	memset(res, 0, sizeof(*res));
+}
+
 static int pct_over(uint64_t a, uint64_t b, double pct)
 {
 	return pct >= 0 && a > 0 && (double)b > (double)a * (1 + pct / 100.0);
@@ -82,6 +381,9 @@ int sp_check_judge(const struct sp_check_opts *o, const struct sp_side *base, co
 	size_t i;
 	char x[32], y[32];
 	double base_ns = 0; /* the baseline's db time per run (self: nothing twice) */
+	struct new_index ix[32];
+	size_t nix = new_indexes(d, ix, sizeof(ix) / sizeof(ix[0]));
+	uint64_t k = SP_DOCTOR_DEFAULTS.nplus1_min_run;
 
 	for (i = 0; i < base->agg.n; i++)
 		base_ns += (double)base->agg.rows[i].self_ns;
@@ -95,6 +397,13 @@ int sp_check_judge(const struct sp_check_opts *o, const struct sp_side *base, co
 			res->timed++;
 		if (!q->cand)
 			continue; /* vanished: never a regression */
+		if ((r = set_aside(base, q, res)) != 0) {
+			if (r < 0)
+				return -1;
+			continue;
+		}
+		if (q->base && improvements(q, fb, fc, res) < 0)
+			return -1;
 		if ((q->flags & SP_QD_NEW) && (o->fail_on & (1u << SP_CHK_NEW_QUERY))) {
 			if (!(g = add(res, q, SP_CHK_NEW_QUERY, base, cand)))
 				return -1;
@@ -128,6 +437,11 @@ int sp_check_judge(const struct sp_check_opts *o, const struct sp_side *base, co
 			f = find_finding(fc, dr, q->fp_id, q->kind);
 			if (!f || has_finding(fb, dr, q->fp_id, q->kind))
 				continue;
+			if (r == SP_CHK_NPLUS1 && (dr = loop_was_there(q, f, k, res)) != 0) {
+				if (dr < 0)
+					return -1;
+				continue;
+			}
 			if (!(g = add(res, q, r, base, cand)))
 				return -1;
 			snprintf(g->detail, sizeof(g->detail), "%s; suggestion: %s", f->evidence,
@@ -145,8 +459,9 @@ int sp_check_judge(const struct sp_check_opts *o, const struct sp_side *base, co
 					 (double)q->m[0][SP_M_COUNT],
 				 o->max_count);
 		}
-		if (q->base && pct_over(q->m[0][SP_M_VM_STEPS], q->m[1][SP_M_VM_STEPS], o->max_vm)) {
-			if (!(g = add(res, q, SP_CHK_VM, base, cand)))
+		if (q->base && pct_over(q->m[0][SP_M_VM_STEPS], q->m[1][SP_M_VM_STEPS], o->max_vm) &&
+		    (r = index_cost(q, ix, nix, res)) != 1) {
+			if (r < 0 || !(g = add(res, q, SP_CHK_VM, base, cand)))
 				return -1;
 			snprintf(g->detail, sizeof(g->detail),
 				 "VM steps %llu -> %llu per run (%+.0f%%; allowed +%g%%)",

@@ -11,6 +11,16 @@
  *    (N+1, re-prepare churn, ...) absent from the baseline, and count or VM
  *    steps above the allowed increase. Same program, same data: same
  *    numbers, so these are exact comparisons.
+ *  - set aside, not failing (printed as expected, with the reason): a
+ *    new schema statement (CREATE/DROP/ALTER, ANALYZE, REINDEX) or
+ *    transaction control; SQLite's own statements (its schema loads, read
+ *    from sqlite_master by SQLite itself, and statements without SQL
+ *    text); a new sqlite3_exec text whose statements all ran in the
+ *    baseline or are schema statements (its statements are judged one by
+ *    one); more VM steps on an INSERT, UPDATE or DELETE of a table that
+ *    gained an index in the candidate (the index's maintenance, the cost
+ *    of the fix); an n-plus-one whose loop the baseline ran too (a run of
+ *    >= K executions, found or not then).
  *  - time, only with >= 3 runs a side (several profiles per side, or
  *    `record --repeat`): per fingerprint, the per-run mean db times of both
  *    sides differ by a two-sided Mann-Whitney U test at alpha = 0.05 AND the
@@ -78,20 +88,39 @@ struct sp_regression {
 	char site[512];
 };
 
+/* What the gate set aside rather than failed (expected: a schema change,
+ * SQLite's own statements, an exec whose text changed, index maintenance
+ * on writes, an N+1 already in the baseline), and what improved (a plan
+ * that now uses an index, a doctor finding gone). Printed, never failing. */
+struct sp_check_note {
+	const struct sp_qdiff *q;
+	int improved; /* 1: an improvement; 0: expected, set aside */
+	char detail[1100];
+};
+
 /* The verdict: every regression found. */
 struct sp_check_result {
 	struct sp_regression *r;
 	size_t n, cap;
+	struct sp_check_note *notes;
+	size_t nnotes, capnotes;
 	size_t nfailing;   /* fingerprints with at least one regression */
 	size_t timed;      /* fingerprints whose time was tested */
 };
 
 extern const char *const sp_check_rule_names[SP_CHK_N];
 
-/* Judge cand against base: every regression into res (res->r malloc'd:
- * free it). Returns 0, or -1 on ENOMEM. */
+/* Judge cand against base: every regression and note into res (res->r
+ * and res->notes malloc'd: free them, or sp_check_result_free). Returns 0, or -1 on ENOMEM. */
 int sp_check_judge(const struct sp_check_opts *o, const struct sp_side *base,
 		   const struct sp_side *cand, const struct sp_diff *d, const struct sp_findings *fb,
 		   const struct sp_findings *fc, struct sp_check_result *res);
+
+void sp_check_result_free(struct sp_check_result *res);
+
+/* 1 for a schema or transaction statement (CREATE, DROP, ALTER, ANALYZE,
+ * REINDEX, BEGIN, COMMIT, END, ROLLBACK, SAVEPOINT, RELEASE). */
+int sp_check_schema_stmt(const char *fingerprint);
+
 
 #endif

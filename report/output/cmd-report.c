@@ -45,7 +45,7 @@ static void usage(FILE *f)
 		"Print one row per query fingerprint from PROFILE (default " SP_PROFILE_DEFAULT ").\n"
 		"\n"
 		"  -s, --sort KEY       total (default), count, mean, p50, p95, p99, max, rows,\n"
-		"                       self, errors, vm\n"
+		"                       self, errors, vm, prepare (time spent preparing)\n"
 		"  -n, --top N          only the first N rows\n"
 		"  -f, --format FMT     table (default), csv, json\n"
 		"  -w, --width N        shorten SQL to N bytes in the table (default 80, 0 = full);\n"
@@ -215,15 +215,15 @@ static char *shorten_cols(const char *sql, size_t cols)
 	return out;
 }
 
-enum { C_COUNT, C_TOTAL, C_MEAN, C_P50, C_P95, C_P99, C_MAX, C_ROWS, NCOL };
+enum { C_COUNT, C_TOTAL, C_PREP, C_MEAN, C_P50, C_P95, C_P99, C_MAX, C_ROWS, NCOL };
 
 static void print_table(const struct sp_qset *qs, const struct report_opts *o, size_t n,
 			const struct sp_attrib *a)
 {
-	static const char *const head[NCOL] = { "COUNT", "TOTAL", "MEAN", "P50",
-						"P95",   "P99",   "MAX",  "ROWS" };
+	static const char *const head[NCOL] = { "COUNT", "TOTAL", "PREPARE", "MEAN", "P50",
+						"P95",   "P99",   "MAX",     "ROWS" };
 	/* what goes first when the terminal is narrow */
-	static const int drop_order[] = { C_P50, C_P95, C_MEAN, C_MAX, C_ROWS };
+	static const int drop_order[] = { C_P50, C_P95, C_MEAN, C_PREP, C_MAX, C_ROWS };
 	char b[NCOL][32];
 	size_t i, c, w[NCOL], sqlw = 0, room = 0, ndrop = 0;
 	int shown[NCOL];
@@ -236,7 +236,12 @@ static void print_table(const struct sp_qset *qs, const struct report_opts *o, s
 	       (unsigned long long)qs->sqlite_processes, qs->sqlite_processes == 1 ? "" : "es");
 	if (qs->processes > qs->sqlite_processes)
 		printf(" (and %llu that ran no SQLite)", (unsigned long long)others);
-	printf("; db time %s (self)\n", sp_fmt_ns(b[0], sizeof(b[0]), (double)total));
+	printf("; db time %s (self) + prepare %s", sp_fmt_ns(b[0], sizeof(b[0]), (double)total),
+	       sp_fmt_ns(b[1], sizeof(b[1]), (double)sp_qset_prepare_ns(qs)));
+	if (sp_qset_schema_loads(qs))
+		printf("; %llu schema load%s (connections opened)",
+		       (unsigned long long)sp_qset_schema_loads(qs), pl((double)sp_qset_schema_loads(qs)));
+	printf("\n");
 	/* totals are exact whatever was lost: only sampled events travel */
 	printf("# events lost %llu; unattributed ~%.0f (%llu sample%s)", (unsigned long long)qs->lost,
 	       a->unattributed_est, (unsigned long long)a->unattributed_samples,
@@ -312,6 +317,7 @@ static void print_table(const struct sp_qset *qs, const struct report_opts *o, s
 
 			l[C_COUNT] = (size_t)snprintf(num, sizeof(num), "%llu", (unsigned long long)r->count);
 			l[C_TOTAL] = strlen(sp_fmt_ns(num, 32, (double)r->total_ns));
+			l[C_PREP] = strlen(sp_fmt_ns(num, 32, (double)r->prepare_ns));
 			l[C_MEAN] = strlen(sp_fmt_ns(num, 32, r->mean_ns));
 			l[C_P50] = strlen(sp_fmt_ns(num, 32, (double)r->p50_ns));
 			l[C_P95] = strlen(sp_fmt_ns(num, 32, (double)r->p95_ns));
@@ -363,6 +369,7 @@ static void print_table(const struct sp_qset *qs, const struct report_opts *o, s
 			continue;
 		sp_term_clean(sql);
 		sp_fmt_ns(b[C_TOTAL], 32, (double)r->total_ns);
+		sp_fmt_ns(b[C_PREP], 32, (double)r->prepare_ns);
 		sp_fmt_ns(b[C_MEAN], 32, r->mean_ns);
 		sp_fmt_ns(b[C_P50], 32, (double)r->p50_ns);
 		sp_fmt_ns(b[C_P95], 32, (double)r->p95_ns);
@@ -397,7 +404,8 @@ static void print_csv(const struct sp_qset *qs, size_t n)
 	size_t i;
 
 	printf("fingerprint_id,kind,fingerprint,sql,count,total_ns,self_ns,mean_ns,p50_ns,p95_ns,"
-	       "p99_ns,max_ns,min_ns,rows,vm_steps,fullscan_steps,sorts,autoindex,errors,prepares\n");
+	       "p99_ns,max_ns,min_ns,rows,vm_steps,fullscan_steps,sorts,autoindex,errors,prepares,"
+	       "prepare_ns\n");
 	for (i = 0; i < n; i++) {
 		const struct sp_qrow *r = &qs->rows[i];
 
@@ -405,7 +413,8 @@ static void print_csv(const struct sp_qset *qs, size_t n)
 		sp_csv_str(stdout, r->fingerprint);
 		putchar(',');
 		sp_csv_str(stdout, r->sql);
-		printf(",%llu,%llu,%llu,%.0f,%llu,%llu,%llu,%llu,%llu,%llu,%llu,%llu,%llu,%llu,%llu,%llu\n",
+		printf(",%llu,%llu,%llu,%.0f,%llu,%llu,%llu,%llu,%llu,%llu,%llu,%llu,%llu,%llu,%llu,%llu,"
+		       "%llu\n",
 		       (unsigned long long)r->count, (unsigned long long)r->total_ns,
 		       (unsigned long long)r->self_ns, r->mean_ns, (unsigned long long)r->p50_ns,
 		       (unsigned long long)r->p95_ns, (unsigned long long)r->p99_ns,
@@ -413,7 +422,7 @@ static void print_csv(const struct sp_qset *qs, size_t n)
 		       (unsigned long long)r->rows, (unsigned long long)r->vm_steps,
 		       (unsigned long long)r->fullscan_steps, (unsigned long long)r->sorts,
 		       (unsigned long long)r->autoindex, (unsigned long long)r->errors,
-		       (unsigned long long)r->prepares);
+		       (unsigned long long)r->prepares, (unsigned long long)r->prepare_ns);
 	}
 }
 
@@ -705,6 +714,8 @@ static void print_json(const struct sp_qset *qs, size_t n, const struct sp_attri
 	else
 		printf("null");
 	printf(", \"no_plan\": %llu,", (unsigned long long)qs->no_plan);
+	printf(" \"prepare_ns\": %llu, \"schema_loads\": %llu,",
+	       (unsigned long long)sp_qset_prepare_ns(qs), (unsigned long long)sp_qset_schema_loads(qs));
 	print_json_window(&qs->window);
 	printf(" \"queries\": [");
 	for (i = 0; i < n; i++) {
@@ -719,7 +730,7 @@ static void print_json(const struct sp_qset *qs, size_t n, const struct sp_attri
 		       " \"p50_ns\": %llu, \"p95_ns\": %llu, \"p99_ns\": %llu, \"max_ns\": %llu,"
 		       " \"min_ns\": %llu, \"rows\": %llu, \"vm_steps\": %llu, \"fullscan_steps\": %llu,"
 		       " \"sorts\": %llu, \"autoindex\": %llu, \"errors\": %llu, \"nested\": %llu,"
-		       " \"prepares\": %llu, \"samples\": %llu",
+		       " \"prepares\": %llu, \"prepare_ns\": %llu, \"samples\": %llu",
 		       (unsigned long long)r->count, (unsigned long long)r->total_ns,
 		       (unsigned long long)r->self_ns, r->mean_ns, (unsigned long long)r->p50_ns,
 		       (unsigned long long)r->p95_ns, (unsigned long long)r->p99_ns,
@@ -728,7 +739,7 @@ static void print_json(const struct sp_qset *qs, size_t n, const struct sp_attri
 		       (unsigned long long)r->fullscan_steps, (unsigned long long)r->sorts,
 		       (unsigned long long)r->autoindex, (unsigned long long)r->errors,
 		       (unsigned long long)r->nested, (unsigned long long)r->prepares,
-		       (unsigned long long)r->samples);
+		       (unsigned long long)r->prepare_ns, (unsigned long long)r->samples);
 		printf(", \"max_run\": %llu, \"runs\": %llu, \"plan\": ",
 		       (unsigned long long)r->max_run, (unsigned long long)r->runs);
 		if (r->plan)
@@ -1105,6 +1116,45 @@ static void print_errors(const struct sp_failures *fs, const struct sp_attrib *a
 	}
 }
 
+/* Each query's estimates per site (sp_attrib_estimate_q). Under a time
+ * window, the whole profile's count and time go along, so that the exact
+ * per-caller counts (the whole profile's) are scaled to the window's share
+ * (before: "-> 110 execs" under a row of 10). 0, or -1 on ENOMEM. */
+static int estimate_sites(sqlite3 *db, const struct sp_qset *qs, struct sp_attrib *at)
+{
+	struct sp_qset whole = { 0 };
+	struct hmap ix;
+	char err[256];
+	size_t i;
+
+	hmap_init(&ix, 2 * sizeof(int64_t), sizeof(size_t));
+	if (qs->window.on && sp_qset_load(db, &whole, err, sizeof(err)) == 0) {
+		for (i = 0; i < whole.n; i++) {
+			int64_t k[2] = { whole.rows[i].fp_id, whole.rows[i].kind == SP_QK_EXEC };
+			size_t *v = hmap_get(&ix, k, 1, NULL);
+
+			if (!v) {
+				hmap_free(&ix);
+				sp_qset_free(&whole);
+				return -1;
+			}
+			*v = i;
+		}
+	}
+	for (i = 0; i < qs->n; i++) {
+		const struct sp_qrow *r = &qs->rows[i];
+		int64_t k[2] = { r->fp_id, r->kind == SP_QK_EXEC };
+		const size_t *v = whole.n ? hmap_get(&ix, k, 0, NULL) : NULL;
+		struct sp_est_tot tot = { r->count, r->total_ns, r->self_ns, 0, 0 };
+
+		sp_attrib_estimate_qw(at, r->fp_id, r->kind == SP_QK_EXEC, &tot,
+				      v ? whole.rows[*v].count : 0, v ? whole.rows[*v].total_ns : 0);
+	}
+	hmap_free(&ix);
+	sp_qset_free(&whole);
+	return 0;
+}
+
 int cmd_report(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -1232,9 +1282,13 @@ int cmd_report(int argc, char **argv)
 		sqlite3_close(db);
 		return sp_err_exit(lrc);
 	}
-	for (n = 0; n < qs.n; n++)
-		sp_attrib_estimate(&at, qs.rows[n].fp_id, qs.rows[n].kind == SP_QK_EXEC,
-				   qs.rows[n].count, qs.rows[n].total_ns, qs.rows[n].self_ns);
+	if (estimate_sites(db, &qs, &at) < 0) {
+		fprintf(stderr, "sqlprof report: out of memory\n");
+		sp_qset_free(&qs);
+		sp_attrib_free(&at);
+		sqlite3_close(db);
+		return SP_EXIT_INTERNAL;
+	}
 	sp_qsort(at.qs, at.nqs, sizeof(*at.qs), cmp_qsite);
 	if (sp_attrib_index(&at) < 0) {
 		fprintf(stderr, "sqlprof report: out of memory\n");
@@ -1244,7 +1298,9 @@ int cmd_report(int argc, char **argv)
 		return SP_EXIT_INTERNAL;
 	}
 	if (sp_qset_sort(&qs, o.sort) < 0) {
-		fprintf(stderr, "sqlprof report: unknown sort key '%s'\n", o.sort);
+		fprintf(stderr, "sqlprof report: unknown sort key '%s' (total, count, mean, p50, p95,"
+				" p99, max, rows, self, errors, vm, prepare)\n",
+			o.sort);
 		sp_qset_free(&qs);
 		sp_attrib_free(&at);
 		sqlite3_close(db);

@@ -31,6 +31,72 @@ static void timing_note(char *buf, size_t len, const struct sp_side *base, const
 				 "");
 }
 
+/* The notes of one kind (improved 1: improvements; 0: set aside), as
+ * text lines "LABEL: query" + detail. */
+static void notes_text(const struct sp_check_result *res, int improved, const char *label)
+{
+	for (size_t i = 0; i < res->nnotes; i++) {
+		const struct sp_check_note *n = &res->notes[i];
+		const struct sp_qrow *r = n->q->cand ? n->q->cand : n->q->base;
+		char *sql;
+
+		if (n->improved != improved)
+			continue;
+		sql = sp_diff_sql(r->fingerprint, r->kind, 160);
+		printf("%s: %s\n    %s\n", label, sql ? sql : "?", n->detail);
+		free(sql);
+	}
+}
+
+static void notes_md(const struct sp_check_result *res, int improved, const char *title)
+{
+	size_t i, n = 0;
+
+	for (i = 0; i < res->nnotes; i++)
+		n += res->notes[i].improved == improved;
+	if (!n)
+		return;
+	printf("### %s\n\n| Query | Detail |\n|---|---|\n", title);
+	for (i = 0; i < res->nnotes; i++) {
+		const struct sp_check_note *x = &res->notes[i];
+		const struct sp_qrow *r = x->q->cand ? x->q->cand : x->q->base;
+		char *sql;
+
+		if (x->improved != improved)
+			continue;
+		sql = sp_diff_sql(r->fingerprint, r->kind, 120);
+		printf("| ");
+		sp_md_cell(stdout, sql ? sql : "?", 1);
+		printf(" | ");
+		sp_md_cell(stdout, x->detail, 0);
+		printf(" |\n");
+		free(sql);
+	}
+	printf("\n");
+}
+
+static void notes_json(const struct sp_check_result *res, int improved)
+{
+	int first = 1;
+
+	printf("[");
+	for (size_t i = 0; i < res->nnotes; i++) {
+		const struct sp_check_note *n = &res->notes[i];
+		const struct sp_qrow *r = n->q->cand ? n->q->cand : n->q->base;
+
+		if (n->improved != improved)
+			continue;
+		printf("%s\n  {\"fingerprint_id\": \"%016llx\", \"kind\": \"%s\", \"fingerprint\": ",
+		       first ? "" : ",", (unsigned long long)n->q->fp_id, sp_qkind_name(n->q->kind));
+		sp_json_str(stdout, r->fingerprint);
+		printf(", \"detail\": ");
+		sp_json_str(stdout, n->detail);
+		printf("}");
+		first = 0;
+	}
+	printf("\n ]");
+}
+
 void sp_check_print_text(const struct sp_side *base, const struct sp_side *cand,
 		       const struct sp_diff *d, const struct sp_check_result *res)
 {
@@ -54,6 +120,8 @@ void sp_check_print_text(const struct sp_side *base, const struct sp_side *cand,
 		printf("    at %s\n    %s\n", g->site, g->detail);
 		free(sql);
 	}
+	notes_text(res, 1, "IMPROVED");
+	notes_text(res, 0, "EXPECTED");
 	printf("# %zu new, %zu vanished, %zu changed, %zu plan changes;"
 	       " sqlprof diff shows every change\n",
 	       d->n_new, d->n_vanished, d->n_changed, d->n_plan);
@@ -83,7 +151,11 @@ void sp_check_print_json(const struct sp_side *base, const struct sp_side *cand,
 		sp_json_str(stdout, g->detail);
 		printf("}");
 	}
-	printf("\n ], \"timing\": ");
+	printf("\n ], \"improvements\": ");
+	notes_json(res, 1);
+	printf(", \"expected\": ");
+	notes_json(res, 0);
+	printf(", \"timing\": ");
 	sp_json_str(stdout, note);
 	printf(",\n \"diff\": ");
 	sp_diff_print(stdout, "json", base, cand, d, 0, 0);
@@ -119,6 +191,8 @@ void sp_check_print_md(const struct sp_side *base, const struct sp_side *cand,
 		}
 		printf("\n");
 	}
+	notes_md(res, 1, "Improved");
+	notes_md(res, 0, "Expected, not failing");
 	timing_note(note, sizeof(note), base, cand, res);
 	printf("_");
 	sp_md_cell(stdout, note, 0);

@@ -485,6 +485,29 @@ fail:
 	return ret;
 }
 
+uint64_t sp_qset_prepare_ns(const struct sp_qset *qs)
+{
+	uint64_t n = 0;
+
+	for (size_t i = 0; i < qs->n; i++)
+		n += qs->rows[i].prepare_ns;
+	return n;
+}
+
+uint64_t sp_qset_schema_loads(const struct sp_qset *qs)
+{
+	uint64_t n = 0;
+
+	for (size_t i = 0; i < qs->n; i++) {
+		const struct sp_qrow *r = &qs->rows[i];
+
+		if (r->kind == SP_QK_EXEC && r->fingerprint &&
+		    !strcmp(r->fingerprint, "SELECT * FROM \"main\".sqlite_master ORDER BY rowid"))
+			n += r->count;
+	}
+	return n;
+}
+
 void sp_qset_free(struct sp_qset *qs)
 {
 	size_t i;
@@ -540,6 +563,7 @@ int sp_qset_sort(struct sp_qset *qs, const char *key)
 		{ "self", offsetof(struct sp_qrow, self_ns) },
 		{ "errors", offsetof(struct sp_qrow, errors) },
 		{ "vm", offsetof(struct sp_qrow, vm_steps) },
+		{ "prepare", offsetof(struct sp_qrow, prepare_ns) },
 	};
 	size_t i;
 

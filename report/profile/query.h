@@ -72,7 +72,15 @@ int sp_qset_load(sqlite3 *db, struct sp_qset *qs, char *err, size_t errlen);
 int sp_qset_load_window(sqlite3 *db, const struct sp_window *w, struct sp_qset *qs, char *err,
 			size_t errlen);
 void sp_qset_free(struct sp_qset *qs);
-/* Sort by a key: total, count, mean, p50, p95, p99, max, rows, self, errors.
+/* Prepare time of every query, ns (sum of prepare_ns). */
+uint64_t sp_qset_prepare_ns(const struct sp_qset *qs);
+/* Full schema loads SQLite ran (its nested `SELECT * FROM "main".
+ * sqlite_master ORDER BY rowid`): one per connection that ran a statement,
+ * and one more after each schema change made by another connection. The
+ * preload does not see opens themselves: this counts the ones that cost. */
+uint64_t sp_qset_schema_loads(const struct sp_qset *qs);
+/* Sort by a key: total, count, mean, p50, p95, p99, max, rows, self, errors,
+ * vm, prepare.
  * Returns -1 for an unknown key. */
 int sp_qset_sort(struct sp_qset *qs, const char *key);
 

@@ -346,8 +346,9 @@ def check_stripped(kind, fp, row, exp, got, dynsym, lines):
 
 
 FRAME_RE = re.compile(r"^\s+#(\d+)\s+(\(inlined\) )?(.*) \((.*):(-?\d+)\) \[(.*)\]$")
-# COUNT, six times ("1.23 us"), ROWS, then the SQL (the header line does not match).
-ROW_RE = re.compile(r"^\s*\d+(?:\s+[0-9.]+ [a-z]+){6}\s+\d+  (.*)$")
+# COUNT, seven times ("1.23 us": TOTAL, PREPARE, MEAN, P50, P95, P99, MAX), ROWS,
+# then the SQL (the header line does not match).
+ROW_RE = re.compile(r"^\s*\d+(?:\s+[0-9.]+ [a-z]+){7}\s+\d+  (.*)$")
 SITE_RE = re.compile(r"^\s+-> .* at (.*) \((.*):(-?\d+)\) \[(\d+) samples?\]$")
 
 

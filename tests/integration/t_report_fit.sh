@@ -39,6 +39,6 @@ grep -q ' SELECT a FROM t WHERE a = ?$' "$TMP/80.txt" || fail "a short SQL text 
 
 # not a terminal, no COLUMNS: the fixed layout
 env -u COLUMNS "$SQLPROF" report "$TMP/c.db" >"$TMP/fixed.txt"
-grep -q '^     COUNT      TOTAL       MEAN        P50        P95        P99        MAX       ROWS  SQL$' \
+grep -q '^     COUNT      TOTAL    PREPARE       MEAN        P50        P95        P99        MAX       ROWS  SQL$' \
 	"$TMP/fixed.txt" || fail "the fixed layout changed: $(grep COUNT "$TMP/fixed.txt")"
 exit 0
