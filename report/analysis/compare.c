@@ -334,7 +334,8 @@ static int build_sites(struct sp_side *s)
 			if (site) {
 				snprintf(key, sizeof(key), "%s\t%s\t%s", site->function, site->file,
 					 sp_basename(site->module));
-				sp_site_label(disp, sizeof(disp), site->function, site->file, site->line);
+				sp_where(disp, sizeof(disp), site->function, site->file, site->line,
+					 site->module, site->offset);
 			} else {
 				snprintf(key, sizeof(key), "(unattributed)");
 				snprintf(disp, sizeof(disp), "(unattributed)");
