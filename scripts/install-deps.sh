@@ -26,6 +26,8 @@ required=(build-essential pkg-config libsqlite3-dev sqlite3 libdw-dev libelf-dev
           libmicrohttpd-dev prometheus curl)
 # Tcl's own SQLite binding (t_tcl): a dlopen'd extension, like Python's.
 required+=(tcl libsqlite3-tcl)
+# libiberty's rust_demangle: Rust's legacy and v0 names (symbolizer/sym.c).
+required+=(libiberty-dev)
 optional=(ltrace clang libclang-rt-14-dev protobuf-compiler)
 
 want=("${required[@]}")

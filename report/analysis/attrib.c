@@ -107,11 +107,45 @@ static const char *cxx_short(const char *fn, char *out, size_t len)
 	return out;
 }
 
+/*
+ * A Rust trait method "<TYPE as TRAIT>::f" also as "TYPE::f" and
+ * "TRAIT::f", so that --skip 'rusqlite::*' matches
+ * "<rusqlite::Statement as rusqlite::Exec>::exec_step" (and "<std::X as
+ * rusqlite::ToSql>::to_sql"); v0's "<TYPE>::f" as "TYPE::f" (tr empty).
+ * Writes into ty and tr (len bytes each); returns 1, or 0 when the name
+ * has no such form.
+ */
+static int rust_impl(const char *fn, char *ty, char *tr, size_t len)
+{
+	const char *p, *as = NULL;
+	int depth = 0;
+
+	if (fn[0] != '<')
+		return 0;
+	for (p = fn; *p; p++) {
+		if (*p == '<')
+			depth++;
+		else if (*p == '>' && p[-1] != '-' && --depth == 0)
+			break;
+		else if (depth == 1 && !as && !strncmp(p, " as ", 4))
+			as = p;
+	}
+	if (!*p || strncmp(p + 1, "::", 2))
+		return 0;
+	if (!as) /* v0's inherent method: "<rusqlite::Statement>::execute::<i64>" */
+		as = p;
+	if (snprintf(ty, len, "%.*s%s", (int)(as - fn - 1), fn + 1, p + 1) >= (int)len ||
+	    snprintf(tr, len, "%.*s%s", as == p ? 0 : (int)(p - as - 4), as == p ? "" : as + 4,
+		     as == p ? "" : p + 1) >= (int)len)
+		return 0;
+	return 1;
+}
+
 static int user_skip(const struct sp_frame *f, const char *const *skip)
 {
-	char buf[512], at[64], *path_at = NULL, *base_at = NULL;
+	char buf[512], ty[512], tr[512], at[64], *path_at = NULL, *base_at = NULL;
 	const char *cxx = cxx_short(f->function, buf, sizeof(buf));
-	int hit = 0;
+	int hit = 0, impl = rust_impl(f->function, ty, tr, sizeof(ty));
 
 	/* a frame without a source file is also named MODULE+0xOFF, as
 	 * report prints it ("newsboat+0x82f5e") */
@@ -124,6 +158,7 @@ static int user_skip(const struct sp_frame *f, const char *const *skip)
 	}
 	for (; !hit && skip && *skip; skip++)
 		hit = !fnmatch(*skip, f->function, 0) || (cxx && !fnmatch(*skip, cxx, 0)) ||
+		      (impl && (!fnmatch(*skip, ty, 0) || (*tr && !fnmatch(*skip, tr, 0)))) ||
 		      !fnmatch(*skip, f->module, 0) || !fnmatch(*skip, sp_basename(f->module), 0) ||
 		      (path_at && !fnmatch(*skip, path_at, 0)) ||
 		      (base_at && !fnmatch(*skip, base_at, 0)) ||
