@@ -616,13 +616,20 @@ cleanup:
  * The CU DIE covering addr (module address), with its bias in *bias.
  * dwfl_module_addrdie only consults .debug_aranges in elfutils 0.188;
  * clang emits none, so then the CUs are scanned with dwarf_haspc (slow
- * for modules with many CUs, but results are cached per address).
+ * for modules with many CUs, but results are cached per address). It
+ * also takes an address that no arange covers for the unit of the arange
+ * before it: a cgo Go binary has aranges for its gcc units only, and
+ * runtime.asmcgocall.abi0 (asm_amd64.s:844) came out in the unit before,
+ * at gcc_mmap.c:37. A unit whose own ranges say it does not hold addr is
+ * not taken: the units are scanned, and none found leaves the line
+ * unknown rather than wrong.
  */
 static Dwarf_Die *find_cu(Dwfl_Module *mod, Dwarf_Addr addr, Dwarf_Addr *bias)
 {
 	Dwarf_Die *cu = dwfl_module_addrdie(mod, addr, bias);
-	if (cu != NULL)
+	if (cu != NULL && dwarf_haspc(cu, addr - *bias) != 0)
 		return cu;
+	cu = NULL;
 	while ((cu = dwfl_module_nextcu(mod, cu, bias)) != NULL)
 		if (dwarf_haspc(cu, addr - *bias) > 0)
 			return cu;
