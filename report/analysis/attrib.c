@@ -145,7 +145,11 @@ static int user_skip(const struct sp_frame *f, const char *const *skip)
 {
 	char buf[512], ty[512], tr[512], at[64], *path_at = NULL, *base_at = NULL;
 	const char *cxx = cxx_short(f->function, buf, sizeof(buf));
-	int hit = 0, impl = rust_impl(f->function, ty, tr, sizeof(ty));
+	int hit = 0, impl;
+
+	if (!skip || !*skip)
+		return 0;
+	impl = rust_impl(f->function, ty, tr, sizeof(ty));
 
 	/* a frame without a source file is also named MODULE+0xOFF, as
 	 * report prints it ("newsboat+0x82f5e") */
@@ -308,8 +312,10 @@ int sp_frame_is_library(const struct sp_frame *f)
 char *sp_where(char *buf, size_t len, const char *function, const char *file, int line,
 	       const char *module, uint64_t offset)
 {
-	if (strcmp(file, "??") || !module || !*module || !strcmp(module, "??"))
+	if (strcmp(file, "??"))
 		snprintf(buf, len, "%s (%s:%d)", function, file, line);
+	else if (!module || !*module || !strcmp(module, "??")) /* in no module we know */
+		snprintf(buf, len, "%s (%s)", function, "??");
 	else if (offset)
 		snprintf(buf, len, "%s (%s+0x%llx)", function, sp_basename(module),
 			 (unsigned long long)offset);
@@ -776,6 +782,7 @@ int sp_attrib_load(sqlite3 *db, const char *const *skip, struct sp_attrib *a, ch
 	int ret = SP_ERR_INPUT;
 	sqlite3_stmt *st = NULL, *ms = NULL;
 	struct hmap qsi; /* {fp_id, kind_exec, site} -> index in qs */
+	struct hmap offs; /* {pid, pc, module hash} -> offset (loading the frames) */
 	struct sqlite_mods mods = { 0 };
 	size_t it;
 	struct sp_stk *s;
@@ -788,6 +795,7 @@ int sp_attrib_load(sqlite3 *db, const char *const *skip, struct sp_attrib *a, ch
 	hmap_init(&qsi, sizeof(struct qskey), sizeof(size_t));
 	hmap_init(&a->callers, sizeof(struct ckey), sizeof(struct sp_acaller));
 	hmap_init(&a->exact_q, sizeof(struct qkey), 2 * sizeof(double));
+	hmap_init(&offs, 3 * sizeof(uint64_t), sizeof(uint64_t));
 	if (sqlite3_prepare_v2(db,
 			       "SELECT pid, stack_id, module, function, file, line, inlined, pc FROM frames"
 			       " ORDER BY pid, stack_id, idx",
@@ -831,7 +839,18 @@ int sp_attrib_load(sqlite3 *db, const char *const *skip, struct sp_attrib *a, ch
 						      " LIMIT 1",
 						      -1, &ms, NULL) != SQLITE_OK)
 				ms = NULL;
-			if (ms) {
+			/* one look-up per {pid, pc, module}: a return address
+			 * in libsqlite3 or libc is in every stack */
+			uint64_t ok[3] = { (uint64_t)sqlite3_column_int64(st, 0), f->pc,
+					   sp_hash_bytes(f->module, strlen(f->module)) };
+			int created;
+			uint64_t *memo = hmap_get(&offs, ok, 1, &created);
+
+			if (!memo)
+				goto nomem;
+			if (!created) {
+				f->offset = *memo;
+			} else if (ms) {
 				sqlite3_bind_int64(ms, 1, sqlite3_column_int64(st, 0));
 				sqlite3_bind_text(ms, 2, f->module, -1, SQLITE_STATIC);
 				sqlite3_bind_int64(ms, 3, sqlite3_column_int64(st, 7));
@@ -839,11 +858,13 @@ int sp_attrib_load(sqlite3 *db, const char *const *skip, struct sp_attrib *a, ch
 					f->offset = (uint64_t)sqlite3_column_int64(st, 7) -
 						    (uint64_t)sqlite3_column_int64(ms, 0);
 				sqlite3_reset(ms);
+				*memo = f->offset;
 			}
 		}
 	}
 	sqlite3_finalize(ms);
 	ms = NULL;
+	hmap_free(&offs);
 	if (rc != SQLITE_DONE)
 		goto sqlerr;
 	sqlite3_finalize(st);
@@ -964,6 +985,7 @@ sqlerr:
 fail:
 	sqlite3_finalize(st);
 	sqlite3_finalize(ms);
+	hmap_free(&offs);
 	hmap_free(&qsi);
 	mods_free(&mods);
 	sp_attrib_free(a);

@@ -160,7 +160,8 @@ int sp_frame_is_library(const struct sp_frame *f);
 /* Where a frame or site is, for people: "function (file:line)"; without a
  * source file (file "??") "function (module+0xOFF)" with the pc's offset
  * in the module's file, or "function (module)" when that is unknown
- * (module as its base name). Writes into buf (len bytes); returns buf. */
+ * (module as its base name), "function (??)" in no known module. Writes
+ * into buf (len bytes); returns buf. */
 char *sp_where(char *buf, size_t len, const char *function, const char *file, int line,
 	       const char *module, uint64_t offset);
 /* Load and attribute. skip: NULL-terminated fnmatch patterns matched
