@@ -80,7 +80,9 @@ SQLPROF := $(BUILD)/bin/sqlprof
 LIBSYM := $(BUILD)/lib/libsym.a
 LIBCLI := $(BUILD)/lib/libspcli.a
 
-LIBS := -lsqlite3 -ldw -lelf -lm -lpthread
+# libiberty (libiberty-dev, static): its rust_demangle demangles Rust's legacy
+# and v0 names in symbolizer/sym.c.
+LIBS := -lsqlite3 -ldw -lelf -lm -lpthread -liberty
 # libmicrohttpd serves `sqlprof agent --metrics` (report/record/metrics.c): the
 # CLI loads it (dlopen, by its soname) when --metrics starts, so that no other
 # command loads it and the 10 TLS libraries it needs; the fuzz targets link it.

@@ -30,6 +30,8 @@ required+=(tcl libsqlite3-tcl)
 # package (t_embedded_sqlite; npm comes with nodejs here), Go builds a cgo
 # program with it (t_embedded_go).
 required+=(golang-go)
+# libiberty's rust_demangle: Rust's legacy and v0 names (symbolizer/sym.c).
+required+=(libiberty-dev)
 optional=(ltrace clang libclang-rt-14-dev protobuf-compiler)
 
 want=("${required[@]}")

@@ -18,7 +18,10 @@
  *
  * C++ names are demangled with __cxa_demangle, taken from libstdc++.so.6
  * with dlopen on first need (no link-time C++ runtime); without it the
- * mangled name is kept.  libdwfl asks a debuginfod server only if the
+ * mangled name is kept.  Rust names (legacy "_ZN...17h<hash>E" and v0
+ * "_R...", with or without an LLVM ".llvm.NNN" suffix) are demangled by
+ * libiberty's rust_demangle (the demangler of binutils and gdb), without
+ * the hash: "<rusqlite::Statement as rusqlite::Exec>::exec_step".  libdwfl asks a debuginfod server only if the
  * environment sets DEBUGINFOD_URLS (its standard behaviour).
  *
  * It does not unwind, does not read the profiled process, and is not
@@ -50,6 +53,7 @@
 #include <elfutils/libdwelf.h>
 
 #include <dlfcn.h>
+#include <libiberty/demangle.h>
 #include <dwarf.h>
 #include <elfutils/libdw.h>
 #include <elfutils/libdwfl.h>
@@ -316,7 +320,9 @@ static const char *intern(struct sym_ctx *ctx, const char *s)
 }
 
 /*
- * Returns the demangled, interned form of an Itanium-ABI name ("_Z...");
+ * Returns the demangled, interned form of a Rust name (legacy or v0, which
+ * rust_demangle tells from a C++ one: a legacy Rust name ends in a hash
+ * segment) or an Itanium-ABI name ("_Z...");
  * other names are interned unchanged, as is a name the demangler rejects
  * or every name when libstdc++ cannot be loaded.  __cxa_demangle comes
  * from libstdc++, dlopen'ed on first need so that neither this library
@@ -324,6 +330,17 @@ static const char *intern(struct sym_ctx *ctx, const char *s)
  */
 static const char *demangle(struct sym_ctx *ctx, const char *name)
 {
+	if (!strncmp(name, "_R", 2) || !strncmp(name, "_ZN", 3)) {
+		/* no DMGL_VERBOSE: a legacy name's hash is left out */
+		char *r = rust_demangle(name, DMGL_PARAMS | DMGL_ANSI);
+
+		if (r != NULL) {
+			const char *s = intern(ctx, r);
+
+			free(r);
+			return s;
+		}
+	}
 	if (strncmp(name, "_Z", 2) != 0)
 		return intern(ctx, name);
 	if (!ctx->demangle_tried) {
@@ -599,13 +616,20 @@ cleanup:
  * The CU DIE covering addr (module address), with its bias in *bias.
  * dwfl_module_addrdie only consults .debug_aranges in elfutils 0.188;
  * clang emits none, so then the CUs are scanned with dwarf_haspc (slow
- * for modules with many CUs, but results are cached per address).
+ * for modules with many CUs, but results are cached per address). It
+ * also takes an address that no arange covers for the unit of the arange
+ * before it: a cgo Go binary has aranges for its gcc units only, and
+ * runtime.asmcgocall.abi0 (asm_amd64.s:844) came out in the unit before,
+ * at gcc_mmap.c:37. A unit whose own ranges say it does not hold addr is
+ * not taken: the units are scanned, and none found leaves the line
+ * unknown rather than wrong.
  */
 static Dwarf_Die *find_cu(Dwfl_Module *mod, Dwarf_Addr addr, Dwarf_Addr *bias)
 {
 	Dwarf_Die *cu = dwfl_module_addrdie(mod, addr, bias);
-	if (cu != NULL)
+	if (cu != NULL && dwarf_haspc(cu, addr - *bias) != 0)
 		return cu;
+	cu = NULL;
 	while ((cu = dwfl_module_nextcu(mod, cu, bias)) != NULL)
 		if (dwarf_haspc(cu, addr - *bias) > 0)
 			return cu;
@@ -794,7 +818,9 @@ static void zstd_check(struct sym_ctx *ctx, struct module *m)
  * a private temporary file, so concurrent runs read the old or the new
  * file, never a mix (the last writer's stays).
  */
-#define CACHE_MAGIC "SPSYMC1\n"
+/* 2: Rust names demangled by rust_demangle (a file of version 1 holds
+ * them half-demangled by __cxa_demangle, hash and $LT$ escapes kept) */
+#define CACHE_MAGIC "SPSYMC2\n"
 #define CACHE_MAX (64u << 20)  /* bytes of one module's file */
 #define CACHE_STR_MAX 65535u   /* bytes of one string */
 #define CACHE_FRAMES_MAX 256u  /* frames of one result */

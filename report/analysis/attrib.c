@@ -3,6 +3,7 @@
  * attrib.c - see attrib.h.
  */
 #include <fnmatch.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -106,18 +107,221 @@ static const char *cxx_short(const char *fn, char *out, size_t len)
 	return out;
 }
 
+/*
+ * A Rust trait method "<TYPE as TRAIT>::f" also as "TYPE::f" and
+ * "TRAIT::f", so that --skip 'rusqlite::*' matches
+ * "<rusqlite::Statement as rusqlite::Exec>::exec_step" (and "<std::X as
+ * rusqlite::ToSql>::to_sql"); v0's "<TYPE>::f" as "TYPE::f" (tr empty).
+ * Writes into ty and tr (len bytes each); returns 1, or 0 when the name
+ * has no such form.
+ */
+static int rust_impl(const char *fn, char *ty, char *tr, size_t len)
+{
+	const char *p, *as = NULL;
+	int depth = 0;
+
+	if (fn[0] != '<')
+		return 0;
+	for (p = fn; *p; p++) {
+		if (*p == '<')
+			depth++;
+		else if (*p == '>' && p[-1] != '-' && --depth == 0)
+			break;
+		else if (depth == 1 && !as && !strncmp(p, " as ", 4))
+			as = p;
+	}
+	if (!*p || strncmp(p + 1, "::", 2))
+		return 0;
+	if (!as) /* v0's inherent method: "<rusqlite::Statement>::execute::<i64>" */
+		as = p;
+	if (snprintf(ty, len, "%.*s%s", (int)(as - fn - 1), fn + 1, p + 1) >= (int)len ||
+	    snprintf(tr, len, "%.*s%s", as == p ? 0 : (int)(p - as - 4), as == p ? "" : as + 4,
+		     as == p ? "" : p + 1) >= (int)len)
+		return 0;
+	return 1;
+}
+
 static int user_skip(const struct sp_frame *f, const char *const *skip)
 {
-	char buf[512];
+	char buf[512], ty[512], tr[512], at[64], *path_at = NULL, *base_at = NULL;
 	const char *cxx = cxx_short(f->function, buf, sizeof(buf));
+	int hit = 0, impl;
 
-	for (; skip && *skip; skip++)
-		if (!fnmatch(*skip, f->function, 0) || (cxx && !fnmatch(*skip, cxx, 0)) ||
-		    !fnmatch(*skip, f->module, 0) ||
-		    !fnmatch(*skip, sp_basename(f->module), 0) ||
-		    (f->py && (!fnmatch(*skip, f->file, 0) || !fnmatch(*skip, sp_basename(f->file), 0))))
+	if (!skip || !*skip)
+		return 0;
+	impl = rust_impl(f->function, ty, tr, sizeof(ty));
+
+	/* a frame without a source file is also named MODULE+0xOFF, as
+	 * report prints it ("newsboat+0x82f5e") */
+	if (!f->py && f->offset) {
+		snprintf(at, sizeof(at), "+0x%llx", (unsigned long long)f->offset);
+		if (asprintf(&path_at, "%s%s", f->module, at) < 0)
+			path_at = NULL;
+		if (asprintf(&base_at, "%s%s", sp_basename(f->module), at) < 0)
+			base_at = NULL;
+	}
+	for (; !hit && skip && *skip; skip++)
+		hit = !fnmatch(*skip, f->function, 0) || (cxx && !fnmatch(*skip, cxx, 0)) ||
+		      (impl && (!fnmatch(*skip, ty, 0) || (*tr && !fnmatch(*skip, tr, 0)))) ||
+		      !fnmatch(*skip, f->module, 0) || !fnmatch(*skip, sp_basename(f->module), 0) ||
+		      (path_at && !fnmatch(*skip, path_at, 0)) ||
+		      (base_at && !fnmatch(*skip, base_at, 0)) ||
+		      (f->py && (!fnmatch(*skip, f->file, 0) || !fnmatch(*skip, sp_basename(f->file), 0)));
+	free(path_at);
+	free(base_at);
+	return hit;
+}
+
+static int all_frames;
+
+void sp_attrib_set_all_frames(int on)
+{
+	all_frames = on;
+}
+
+/* Path components: the next one of p (after any '/'), its length in *n;
+ * NULL at the end. */
+static const char *comp(const char *p, size_t *n)
+{
+	while (*p == '/')
+		p++;
+	if (!*p)
+		return NULL;
+	*n = strcspn(p, "/");
+	return p;
+}
+
+static int comp_is(const char *c, size_t n, const char *name)
+{
+	return n == strlen(name) && !memcmp(c, name, n);
+}
+
+/* "python3", "python3.11", "python2.7": the name of an interpreter's lib
+ * directory (Debian's /usr/lib/python3/dist-packages has no minor). */
+static int python_dir(const char *c, size_t n)
+{
+	size_t i = 6;
+
+	if (n <= 6 || memcmp(c, "python", 6) || c[i] < '0' || c[i] > '9')
+		return 0;
+	for (; i < n; i++)
+		if ((c[i] < '0' || c[i] > '9') && c[i] != '.')
+			return 0;
+	return 1;
+}
+
+/* "activerecord-6.1.7", "sqlite3-1.6.0-x86_64-linux": a gem's directory. */
+static int name_version(const char *c, size_t n)
+{
+	for (size_t i = 1; i + 1 < n; i++)
+		if (c[i] == '-' && c[i + 1] >= '0' && c[i + 1] <= '9')
 			return 1;
 	return 0;
+}
+
+/*
+ * Installed code by the path's components, never by one folder's name
+ * alone: a project folder called "django" or "gems" is the user's; a
+ * package manager's layout (site-packages/, lib/python3.11/, node_modules/,
+ * gems/NAME-VERSION/, Cargo's registry/src/, Go's pkg/mod/) is not.
+ */
+static int installed_path(const char *path)
+{
+	const char *c, *p = path, *prev = NULL;
+	size_t n, pn = 0;
+	int gems = 0, cargo = 0;
+
+	for (; (c = comp(p, &n)); prev = c, pn = n, p = c + n) {
+		if (comp_is(c, n, "site-packages") || comp_is(c, n, "dist-packages") ||
+		    comp_is(c, n, "node_modules") || comp_is(c, n, "rustlib"))
+			return 1;
+		/* lib/python3.11/..., lib/ruby/3.1.0/... (the interpreter's
+		 * own library, its lib-dynload included) */
+		if (prev && c[n] == '/' && (comp_is(prev, pn, "lib") || comp_is(prev, pn, "lib64")) &&
+		    (python_dir(c, n) || comp_is(c, n, "ruby")))
+			return 1;
+		/* Go's module cache: GOPATH/pkg/mod/MODULE@VERSION/... */
+		if (prev && comp_is(prev, pn, "pkg") && comp_is(c, n, "mod") && strchr(c + n, '@'))
+			return 1;
+		/* Cargo: CARGO_HOME/registry/src/INDEX/CRATE-VER/, git/checkouts/ */
+		if (cargo && (comp_is(c, n, "registry") || comp_is(c, n, "git")))
+			return 1;
+		cargo = comp_is(c, n, ".cargo");
+		if (prev && comp_is(prev, pn, "registry") && comp_is(c, n, "src"))
+			return 1;
+		/* RubyGems and Bundler: .../gems/[ABI/]...NAME-VERSION/ */
+		if (gems && c[n] == '/' && name_version(c, n))
+			return 1;
+		gems |= comp_is(c, n, "gems");
+	}
+	return 0;
+}
+
+/* The directories of a system's own programs and libraries, and of the
+ * headers whose inlined code may sit in a program's own module. */
+static int system_path(const char *path)
+{
+	static const char *const dirs[] = { "/lib/",	  "/lib32/",	   "/lib64/",
+					    "/libx32/",	  "/usr/lib/",	   "/usr/lib32/",
+					    "/usr/lib64/", "/usr/libx32/", "/usr/libexec/",
+					    "/usr/local/lib/", "/usr/local/lib64/", "/bin/",
+					    "/sbin/",	  "/usr/bin/",	   "/usr/sbin/",
+					    "/usr/games/", "/usr/include/", "/usr/local/include/",
+					    "/usr/local/go/src/" };
+
+	for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++)
+		if (!strncmp(path, dirs[i], strlen(dirs[i])))
+			return 1;
+	/* the Rust standard library's remapped sources: /rustc/COMMIT/library */
+	if (!strncmp(path, "/rustc/", 7) && strspn(path + 7, "0123456789abcdef") == 40)
+		return 1;
+	return 0;
+}
+
+/* An interpreter's own executable or library, wherever it is installed
+ * (pyenv's versions/3.11.7/bin/python3.11): its C code runs the script,
+ * it never is the user's line. */
+static int interpreter_module(const char *module)
+{
+	static const char *const names[] = { "python", "libpython", "ruby", "libruby", "perl",
+					     "libperl", "php",	  "libphp",  "node", "libnode",
+					     "tclsh",  "libtcl" };
+	const char *b = sp_basename(module);
+
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		size_t n = strlen(names[i]);
+
+		if (!strncmp(b, names[i], n) &&
+		    (!b[n] || b[n] == '.' || (b[n] >= '0' && b[n] <= '9')))
+			return 1;
+	}
+	return 0;
+}
+
+int sp_frame_is_library(const struct sp_frame *f)
+{
+	if (f->py)
+		return !strncmp(f->file, "<frozen ", 8) || installed_path(f->file) ||
+		       system_path(f->file);
+	if (system_path(f->module) || installed_path(f->module) || interpreter_module(f->module) ||
+	    !strncmp(f->module, "[vdso]", 6) || !strncmp(sp_basename(f->module), "linux-vdso", 10))
+		return 1;
+	return strcmp(f->file, "??") && (system_path(f->file) || installed_path(f->file));
+}
+
+char *sp_where(char *buf, size_t len, const char *function, const char *file, int line,
+	       const char *module, uint64_t offset)
+{
+	if (strcmp(file, "??"))
+		snprintf(buf, len, "%s (%s:%d)", function, file, line);
+	else if (!module || !*module || !strcmp(module, "??")) /* in no module we know */
+		snprintf(buf, len, "%s (%s)", function, "??");
+	else if (offset)
+		snprintf(buf, len, "%s (%s+0x%llx)", function, sp_basename(module),
+			 (unsigned long long)offset);
+	else
+		snprintf(buf, len, "%s (%s)", function, sp_basename(module));
+	return buf;
 }
 
 static int unknown(const struct sp_frame *f);
@@ -129,31 +333,73 @@ static int py_skip(const struct sp_frame *f)
 	return !fnmatch("*/sqlite3/*.py", f->file, 0) || !strcmp(f->function, "??");
 }
 
-/* The site of a stack: its first frame, from the leaf up, outside SQLite,
- * the profiler and the user's --skip patterns. A stack holding Python
- * frames takes the first Python frame outside the sqlite3 package and
- * --skip (which match Python functions and file paths too): the line of
- * the program, not the interpreter's C code; when there is none, the
- * native rule. -1: none. */
-static int stack_site(const struct sp_stk *s, const char *const *skip,
-		      const struct sqlite_mods *m)
+/* libc's and the dynamic loader's own frames: at the root of a stack they
+ * are the process's and the threads' start code (_start ->
+ * __libc_start_main -> __libc_start_call_main -> main; clone3 ->
+ * start_thread -> the thread's function), which never issued a query. */
+static int start_code(const struct sp_frame *f)
 {
-	uint32_t i;
+	const char *b = sp_basename(f->module);
+
+	return !f->py && (!strncmp(b, "libc.so", 7) || !strncmp(b, "libc-", 5) ||
+			  !strncmp(b, "libc.musl", 9) || !strncmp(b, "ld-linux", 8) ||
+			  !strncmp(b, "ld-musl", 7) || !strncmp(b, "libpthread", 10) ||
+			  !strcmp(f->function, "_start"));
+}
+
+/*
+ * The site of a stack: its first frame, from the leaf up, outside SQLite,
+ * the profiler, the user's --skip patterns and, when the stack has a frame
+ * of the program's own code, outside installed libraries (the way Sentry
+ * marks frames in-app); *lib gets the site without the library rule
+ * (--all-frames; the JSON's library_site). A stack holding Python frames
+ * takes the first Python frame outside the sqlite3 package and --skip
+ * (which match Python functions and file paths too): the line of the
+ * program, not the interpreter's C code; when there is none, the native
+ * rule. Frames of the start code at the stack's root (start_code) are
+ * never a site: skipping every frame of a program leaves its queries
+ * unattributed rather than credited to __libc_start_call_main. -1: none.
+ */
+static int stack_site(const struct sp_stk *s, const char *const *skip,
+		      const struct sqlite_mods *m, int *lib)
+{
+	uint32_t i, end = s->nframes;
+	int first = -1, app = -1;
 
 	for (i = 0; i < s->nframes; i++) {
 		const struct sp_frame *f = &s->frames[i];
 
-		if (f->py && !py_skip(f) && !user_skip(f, skip))
-			return (int)i;
+		if (f->py && !py_skip(f) && !user_skip(f, skip)) {
+			if (first < 0)
+				first = (int)i;
+			if (!sp_frame_is_library(f)) {
+				app = (int)i;
+				break;
+			}
+		}
 	}
-	for (i = 0; i < s->nframes; i++) {
-		const struct sp_frame *f = &s->frames[i];
+	if (first < 0) {
+		/* the root's start code, and the frames passed over anyway
+		 * around it (a stripped program's own _start) */
+		while (end > 0 && !s->frames[end - 1].py &&
+		       (start_code(&s->frames[end - 1]) || builtin_skip(&s->frames[end - 1], m) ||
+			user_skip(&s->frames[end - 1], skip) || unknown(&s->frames[end - 1])))
+			end--;
+		for (i = 0; i < end; i++) {
+			const struct sp_frame *f = &s->frames[i];
 
-		if (f->py || builtin_skip(f, m) || user_skip(f, skip) || unknown(f))
-			continue;
-		return (int)i;
+			if (f->py || builtin_skip(f, m) || user_skip(f, skip) || unknown(f))
+				continue;
+			if (first < 0)
+				first = (int)i;
+			if (!sp_frame_is_library(f)) {
+				app = (int)i;
+				break;
+			}
+		}
 	}
-	return -1;
+	*lib = first;
+	return all_frames || app < 0 ? first : app;
 }
 
 /* A frame is unknown when its pc lies in no module we know. A frame in a
@@ -165,12 +411,19 @@ static int unknown(const struct sp_frame *f)
 	return !strcmp(f->module, "??") || !*f->module;
 }
 
+/* A site without symbols is told apart by its offset; a named function
+ * without lines is one site however many of its pcs call SQLite. */
+static uint64_t site_offset(const struct sp_frame *f)
+{
+	return strcmp(f->function, "??") ? 0 : f->offset;
+}
+
 static uint64_t site_hash(const struct sp_frame *f)
 {
 	uint64_t h[5] = { sp_hash_bytes(f->function, strlen(f->function)),
 			  sp_hash_bytes(f->file, strlen(f->file)),
 			  sp_hash_bytes(f->module, strlen(f->module)), (uint64_t)(int64_t)f->line,
-			  f->offset };
+			  site_offset(f) };
 
 	return sp_hash_bytes(h, sizeof(h));
 }
@@ -194,13 +447,14 @@ static int site_intern(struct sp_attrib *a, const struct sp_frame *f)
 			break;
 		s = &a->sites[*ix];
 		if (s->line == f->line && !strcmp(s->function, f->function) &&
-		    s->offset == f->offset && !strcmp(s->file, f->file) &&
+		    s->offset == site_offset(f) && !strcmp(s->file, f->file) &&
 		    !strcmp(s->module, f->module))
 			return *ix;
 	}
 	if (SP_GROW(a->sites, a->sites_cap, a->nsites + 1, 64) < 0)
 		return -2;
-	a->sites[a->nsites] = (struct sp_site){ f->function, f->file, f->module, f->line, f->offset };
+	a->sites[a->nsites] = (struct sp_site){ f->function, f->file, f->module, f->line,
+						site_offset(f) };
 	*ix = (int)a->nsites;
 	return (int)a->nsites++;
 }
@@ -528,6 +782,7 @@ int sp_attrib_load(sqlite3 *db, const char *const *skip, struct sp_attrib *a, ch
 	int ret = SP_ERR_INPUT;
 	sqlite3_stmt *st = NULL, *ms = NULL;
 	struct hmap qsi; /* {fp_id, kind_exec, site} -> index in qs */
+	struct hmap offs; /* {pid, pc, module hash} -> offset (loading the frames) */
 	struct sqlite_mods mods = { 0 };
 	size_t it;
 	struct sp_stk *s;
@@ -540,6 +795,7 @@ int sp_attrib_load(sqlite3 *db, const char *const *skip, struct sp_attrib *a, ch
 	hmap_init(&qsi, sizeof(struct qskey), sizeof(size_t));
 	hmap_init(&a->callers, sizeof(struct ckey), sizeof(struct sp_acaller));
 	hmap_init(&a->exact_q, sizeof(struct qkey), 2 * sizeof(double));
+	hmap_init(&offs, 3 * sizeof(uint64_t), sizeof(uint64_t));
 	if (sqlite3_prepare_v2(db,
 			       "SELECT pid, stack_id, module, function, file, line, inlined, pc FROM frames"
 			       " ORDER BY pid, stack_id, idx",
@@ -574,7 +830,7 @@ int sp_attrib_load(sqlite3 *db, const char *const *skip, struct sp_attrib *a, ch
 		if (!f->module || !f->function || !f->file)
 			goto nomem;
 		f->offset = 0;
-		if (!f->py && !strcmp(f->function, "??") && !strcmp(f->file, "??") && !unknown(f)) {
+		if (!f->py && !strcmp(f->file, "??") && !unknown(f)) {
 			/* where in the module: its bias from the module map (the
 			 * newest generation holding the pc) */
 			if (!ms && sqlite3_prepare_v2(db,
@@ -583,7 +839,18 @@ int sp_attrib_load(sqlite3 *db, const char *const *skip, struct sp_attrib *a, ch
 						      " LIMIT 1",
 						      -1, &ms, NULL) != SQLITE_OK)
 				ms = NULL;
-			if (ms) {
+			/* one look-up per {pid, pc, module}: a return address
+			 * in libsqlite3 or libc is in every stack */
+			uint64_t ok[3] = { (uint64_t)sqlite3_column_int64(st, 0), f->pc,
+					   sp_hash_bytes(f->module, strlen(f->module)) };
+			int created;
+			uint64_t *memo = hmap_get(&offs, ok, 1, &created);
+
+			if (!memo)
+				goto nomem;
+			if (!created) {
+				f->offset = *memo;
+			} else if (ms) {
 				sqlite3_bind_int64(ms, 1, sqlite3_column_int64(st, 0));
 				sqlite3_bind_text(ms, 2, f->module, -1, SQLITE_STATIC);
 				sqlite3_bind_int64(ms, 3, sqlite3_column_int64(st, 7));
@@ -591,11 +858,13 @@ int sp_attrib_load(sqlite3 *db, const char *const *skip, struct sp_attrib *a, ch
 					f->offset = (uint64_t)sqlite3_column_int64(st, 7) -
 						    (uint64_t)sqlite3_column_int64(ms, 0);
 				sqlite3_reset(ms);
+				*memo = f->offset;
 			}
 		}
 	}
 	sqlite3_finalize(ms);
 	ms = NULL;
+	hmap_free(&offs);
 	if (rc != SQLITE_DONE)
 		goto sqlerr;
 	sqlite3_finalize(st);
@@ -631,14 +900,13 @@ int sp_attrib_load(sqlite3 *db, const char *const *skip, struct sp_attrib *a, ch
 
 	/* Attribute every stack once. */
 	for (it = 0; (s = hmap_next(&a->stacks, &it, NULL));) {
-		int at = stack_site(s, skip, &mods);
+		int lib, at = stack_site(s, skip, &mods, &lib);
 
-		s->site = -1;
-		if (at >= 0) {
-			s->site = site_intern(a, &s->frames[at]);
-			if (s->site == -2)
-				goto nomem;
-		}
+		s->site = s->lib_site = -1;
+		if (at >= 0 && (s->site = site_intern(a, &s->frames[at])) == -2)
+			goto nomem;
+		if (lib >= 0 && (s->lib_site = site_intern(a, &s->frames[lib])) == -2)
+			goto nomem;
 	}
 
 	if (load_callers(db, a) < 0)
@@ -671,6 +939,7 @@ int sp_attrib_load(sqlite3 *db, const char *const *skip, struct sp_attrib *a, ch
 			a->qs[a->nqs].fp_id = fp;
 			a->qs[a->nqs].kind_exec = kx;
 			a->qs[a->nqs].site = site;
+			a->qs[a->nqs].lib_site = sk ? sk->lib_site : -1;
 			a->qs[a->nqs].pid = k.pid;
 			a->qs[a->nqs].stack_id = k.stack_id;
 			a->nqs++;
@@ -716,6 +985,7 @@ sqlerr:
 fail:
 	sqlite3_finalize(st);
 	sqlite3_finalize(ms);
+	hmap_free(&offs);
 	hmap_free(&qsi);
 	mods_free(&mods);
 	sp_attrib_free(a);

@@ -2,9 +2,11 @@
 /*
  * attrib.h - attribution of sampled executions to the application site
  * that issued them: the first frame, from the leaf up, outside libsqlite3,
- * libsqlprof and anything the user names with --skip. Inlined functions
- * count as frames. Stacks whose frames are all skipped or unknown go to
- * the "unattributed" bucket, never to a guess.
+ * libsqlprof and anything the user names with --skip, and outside
+ * installed libraries when the stack has a frame of the program's own
+ * code (sp_frame_is_library). Inlined functions count as frames. Stacks
+ * whose frames are all skipped or unknown, or only libc's start code, go
+ * to the "unattributed" bucket, never to a guess.
  *
  * Loads from a profile's frames and stack_samples tables; printing is the
  * caller's (cmd-report.c, exporters).
@@ -22,8 +24,9 @@ struct sp_frame {
 	int line, inlined;
 	int py; /* a Python frame (its pc has SP_PYFRAME_BIT) */
 	uint64_t pc; /* the frames table's pc */
-	uint64_t offset; /* a native frame without symbols in a known module:
-			  * its pc's offset in the file (pc - bias); else 0 */
+	uint64_t offset; /* a native frame without a source file in a known
+			  * module: its pc's offset in the file (pc - bias),
+			  * what --skip MODULE+0xOFF names; else 0 */
 };
 
 struct sp_site {
@@ -37,6 +40,9 @@ struct sp_stk {
 	uint32_t nframes;
 	struct sp_frame *frames; /* leaf first */
 	int site;                /* index into sites, -1: unattributed */
+	int lib_site;            /* the site without the library rule (the
+				  * first frame outside SQLite and --skip,
+				  * what --all-frames takes), -1: none */
 	uint64_t leaf_pc;        /* its first pc: the return address into the
 				  * caller of the SQLite API */
 };
@@ -81,6 +87,7 @@ struct sp_qsite {
 	int64_t fp_id;
 	int kind_exec;
 	int site;            /* -1: unattributed */
+	int lib_site;        /* the example stack's lib_site (sp_stk), -1: none */
 	uint64_t samples, sample_ns;
 	uint64_t random_samples, random_ns; /* randomly drawn samples only */
 	uint64_t sample_rows, sample_vm_steps;
@@ -139,8 +146,27 @@ void sp_attrib_exact_q(const struct sp_attrib *a, int64_t fp_id, int kind_exec, 
  * profile's modules table, searching DIRS (colon-separated, as record's
  * --debug-dir) for the debug files. NULL: never (the default). */
 void sp_attrib_set_debug_dir(const char *dirs);
+/* --all-frames: the site is the first frame outside SQLite, the profiler
+ * and --skip even when it is in an installed library (the behaviour before
+ * the library rule). 0: the default. */
+void sp_attrib_set_all_frames(int on);
+/* 1 when a frame is in installed or system code, by its path's structure:
+ * a Python frame's file in site-packages/dist-packages or the
+ * interpreter's lib/pythonX.Y (or frozen); a native frame's module in a
+ * system directory (/usr/lib, /lib, /usr/bin, ...), site-packages,
+ * node_modules or a Ruby gem, or its source file in Cargo's registry,
+ * Rust's or Go's standard library, Go's module cache or /usr/include. */
+int sp_frame_is_library(const struct sp_frame *f);
+/* Where a frame or site is, for people: "function (file:line)"; without a
+ * source file (file "??") "function (module+0xOFF)" with the pc's offset
+ * in the module's file, or "function (module)" when that is unknown
+ * (module as its base name), "function (??)" in no known module. Writes
+ * into buf (len bytes); returns buf. */
+char *sp_where(char *buf, size_t len, const char *function, const char *file, int line,
+	       const char *module, uint64_t offset);
 /* Load and attribute. skip: NULL-terminated fnmatch patterns matched
- * against function names, module paths and module base names. Returns 0,
+ * against function names, module paths and module base names, and for a
+ * frame without a source file "MODULE+0xOFF" (base name or path). Returns 0,
  * or SP_ERR_INPUT / SP_ERR_NOMEM (util.h) with a one-line reason in err. */
 int sp_attrib_load(sqlite3 *db, const char *const *skip, struct sp_attrib *a, char *err,
 		   size_t errlen);

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "attrib.h"
 #include "cmds.h"
 #include "gate-print.h"
 #include "gate.h"
@@ -44,6 +45,7 @@ static void usage(FILE *f)
 		"      --junit FILE             write JUnit XML, one test case per query\n"
 		"  -f, --format FMT             text (default), json, markdown\n"
 		"      --skip PATTERN           never attribute to frames matching PATTERN (repeatable)\n"
+		"      --all-frames             sites may be frames in installed or system libraries\n"
 		"      --since T, --until T, --last DURATION\n"
 		"                               judge a time window of each profile's intervals\n"
 		"                               (as sqlprof report reads it)\n"
@@ -115,6 +117,7 @@ int cmd_check(int argc, char **argv)
 		{ "since", required_argument, NULL, 8 },
 		{ "until", required_argument, NULL, 9 },
 		{ "last", required_argument, NULL, 10 },
+		{ "all-frames", no_argument, NULL, 11 },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -183,6 +186,7 @@ int cmd_check(int argc, char **argv)
 				return SP_EXIT_USAGE;
 			break;
 		case 'f': o.format = optarg; break;
+		case 11: sp_attrib_set_all_frames(1); break;
 		case 'h': usage(stdout); return SP_EXIT_OK;
 		default: sp_usage_hint("check"); return SP_EXIT_USAGE;
 		}

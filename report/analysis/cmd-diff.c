@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "cmds.h"
+#include "attrib.h"
 #include "compare.h"
 #include "diff-print.h"
 #include "untrusted.h"
@@ -37,6 +38,8 @@ static void usage(FILE *f)
 		"      --skip PATTERN   never attribute to frames whose function or module (or a\n"
 		"                       Python frame's file) matches PATTERN (fnmatch;\n"
 		"                       repeatable), e.g. your database wrapper\n"
+		"      --all-frames     sites may be frames in installed or system libraries\n"
+		"                       (by default the first frame of your own code)\n"
 		"      --since T, --until T, --last DURATION\n"
 		"                       compare a time window of each profile's intervals (as\n"
 		"                       in sqlprof report; relative times from each profile's\n"
@@ -61,6 +64,7 @@ int cmd_diff(int argc, char **argv)
 		{ "since", required_argument, NULL, 2 },
 		{ "until", required_argument, NULL, 3 },
 		{ "last", required_argument, NULL, 4 },
+		{ "all-frames", no_argument, NULL, 5 },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -78,6 +82,7 @@ int cmd_diff(int argc, char **argv)
 		switch (opt) {
 		case 'f': format = optarg; break;
 		case 'a': all = 1; break;
+		case 5: sp_attrib_set_all_frames(1); break;
 		case 'n':
 			if (sp_parse_u64(optarg, &top) < 0) {
 				fprintf(stderr, "sqlprof diff: --top wants a non-negative integer, not '%s'\n",

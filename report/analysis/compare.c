@@ -347,7 +347,8 @@ static int build_sites(struct sp_side *s)
 
 				snprintf(key, sizeof(key), "%s\t%s\t%s", site->function, file,
 					 sp_basename(site->module));
-				sp_site_label(disp, sizeof(disp), site->function, file, site->line);
+				sp_where(disp, sizeof(disp), site->function, file, site->line,
+					 site->module, site->offset);
 			} else {
 				snprintf(key, sizeof(key), "(unattributed)");
 				snprintf(disp, sizeof(disp), "(unattributed)");

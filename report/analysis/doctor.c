@@ -80,8 +80,9 @@ void sp_doctor_site(const struct sp_attrib *at, int64_t fp_id, int kind_exec, ch
 	else if (best->site < 0)
 		snprintf(buf, len, "(unattributed: no frame outside SQLite)");
 	else
-		sp_site_label(buf, len, at->sites[best->site].function, at->sites[best->site].file,
-			      at->sites[best->site].line);
+		sp_where(buf, len, at->sites[best->site].function, at->sites[best->site].file,
+			 at->sites[best->site].line, at->sites[best->site].module,
+			 at->sites[best->site].offset);
 }
 
 static struct sp_finding *add(struct sp_findings *fs, enum sp_rule rule, const struct sp_qrow *q,

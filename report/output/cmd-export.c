@@ -95,6 +95,8 @@ static void usage(FILE *f)
 		   "                       Python frame's file) matches PATTERN (fnmatch;\n"
 		   "                       repeatable): sites in csv, perfetto,\n"
 		   "                       chrome and html\n"
+		   "      --all-frames     sites may be frames in installed or system libraries\n"
+		   "                       (by default the first frame of your own code)\n"
 		   "      --debug-dir DIRS symbolize the frames the profile left unknown again,\n"
 		   "                       with debug files from DIRS (colon-separated)\n"
 		   "      --intervals      with csv: one row per query and interval of an agent's\n"
@@ -191,6 +193,7 @@ int cmd_export(int argc, char **argv)
 		{ "until", required_argument, NULL, 6 },
 		{ "last", required_argument, NULL, 7 },
 		{ "max-events", required_argument, NULL, 8 },
+		{ "all-frames", no_argument, NULL, 9 },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -231,6 +234,7 @@ int cmd_export(int argc, char **argv)
 			break;
 		case 3: sp_attrib_set_debug_dir(optarg); break;
 		case 4: intervals = 1; break;
+		case 9: sp_attrib_set_all_frames(1); break;
 		case 5:
 		case 6:
 		case 7:

@@ -57,6 +57,9 @@ static void usage(FILE *f)
 		"      --skip PATTERN   never attribute to frames whose function or module (or a\n"
 		"                       Python frame's file) matches PATTERN (fnmatch;\n"
 		"                       repeatable), e.g. your database wrapper\n"
+		"      --all-frames     the site may be a frame in an installed library or the\n"
+		"                       system's (by default the first frame of your own code\n"
+		"                       is, when the stack has one)\n"
 		"      --stacks         print the full symbolized stack of every site\n"
 		"      --debug-dir DIRS symbolize the frames the profile left unknown again,\n"
 		"                       with debug files from DIRS (colon-separated; each\n"
@@ -113,23 +116,25 @@ static void print_stack(const struct sp_attrib *a, uint64_t pid, uint64_t stack_
 		const struct sp_frame *f = &sk->frames[i];
 		if (sp_is_profiler_module(f->module))
 			continue; /* our shims: never a frame of the program */
-		printf("%s#%-2u %s%s (%s:%d) [%s]\n", indent, k++, f->inlined ? "(inlined) " : "",
-		       f->function, sp_path_rel(f->file, root_), f->line, sp_basename(f->module));
+		char w[1024];
+
+		printf("%s#%-2u %s%s [%s]\n", indent, k++, f->inlined ? "(inlined) " : "",
+		       sp_where(w, sizeof(w), f->function, sp_path_rel(f->file, root_), f->line,
+				f->module, f->offset),
+		       sp_basename(f->module));
 	}
 }
 
 static void print_site_name(const struct sp_attrib *a, int site)
 {
 	const struct sp_site *st = site >= 0 ? &a->sites[site] : NULL;
+	char w[1024];
 
 	if (!st)
 		printf("(unattributed)");
-	else if (st->offset && !strcmp(st->file, "??")) {
-		/* no symbols: where in which module */
-		printf("%s (%s+0x%llx)", st->function, sp_basename(st->module),
-		       (unsigned long long)st->offset);
-	} else
-		printf("%s (%s:%d)", st->function, sp_path_rel(st->file, root_), st->line);
+	else /* no source file: where in which module */
+		printf("%s", sp_where(w, sizeof(w), st->function, sp_path_rel(st->file, root_),
+				      st->line, st->module, st->offset));
 }
 
 /* 1 when every execution of query r has its stack: the site figures are
@@ -426,6 +431,19 @@ static void print_csv(const struct sp_qset *qs, size_t n)
 	}
 }
 
+/* A site's JSON fields from "function"'s value on: function, file, line,
+ * module and, without symbols, offset. */
+static void print_json_site_fields(const struct sp_site *st)
+{
+	sp_json_str(stdout, st->function);
+	printf(", \"file\": ");
+	sp_json_str(stdout, st->file);
+	printf(", \"line\": %d, \"module\": ", st->line);
+	sp_json_str(stdout, st->module);
+	if (st->offset) /* no symbols: the pc's offset in the module's file */
+		printf(", \"offset\": %llu", (unsigned long long)st->offset);
+}
+
 static void print_json_sites(const struct sp_attrib *a, const struct sp_qrow *r)
 {
 	size_t j, nix;
@@ -441,15 +459,14 @@ static void print_json_sites(const struct sp_attrib *a, const struct sp_qrow *r)
 		if (q->site < 0) {
 			printf("null, \"file\": null, \"line\": 0, \"module\": null, \"unattributed\": true");
 		} else {
-			const struct sp_site *st = &a->sites[q->site];
-
-			sp_json_str(stdout, st->function);
-			printf(", \"file\": ");
-			sp_json_str(stdout, st->file);
-			printf(", \"line\": %d, \"module\": ", st->line);
-			sp_json_str(stdout, st->module);
-			if (st->offset) /* no symbols: the pc's offset in the module's file */
-				printf(", \"offset\": %llu", (unsigned long long)st->offset);
+			print_json_site_fields(&a->sites[q->site]);
+		}
+		/* the frame in an installed library that the site passed over
+		 * (its example stack's): the site --all-frames would give */
+		if (q->lib_site >= 0 && q->lib_site != q->site) {
+			printf(", \"library_site\": {\"function\": ");
+			print_json_site_fields(&a->sites[q->lib_site]);
+			printf("}");
 		}
 		printf(", \"samples\": %llu, \"est_count\": %.0f, \"est_total_ns\": %.0f}",
 		       (unsigned long long)q->samples, q->est_count, q->est_total_ns);
@@ -568,6 +585,8 @@ static void print_json_stack(const struct sp_attrib *a, uint64_t pid, uint64_t s
 		sp_json_str(stdout, f->file);
 		printf(", \"line\": %d, \"module\": ", f->line);
 		sp_json_str(stdout, f->module);
+		if (f->offset) /* no source file: the pc's offset in the module's file */
+			printf(", \"offset\": %llu", (unsigned long long)f->offset);
 		printf(", \"inlined\": %s}", f->inlined ? "true" : "false");
 	}
 	printf("]");
@@ -794,8 +813,9 @@ static void print_csv_failures(const struct sp_failures *fs, const struct sp_att
 		char site[512] = "";
 
 		if (sk && sk->site >= 0)
-			sp_site_label(site, sizeof(site), a->sites[sk->site].function,
-				      a->sites[sk->site].file, a->sites[sk->site].line);
+			sp_where(site, sizeof(site), a->sites[sk->site].function,
+				 a->sites[sk->site].file, a->sites[sk->site].line,
+				 a->sites[sk->site].module, a->sites[sk->site].offset);
 		printf("%016llx,%s,", (unsigned long long)x->fp_id, sp_qkind_name(x->kind));
 		sp_csv_str(stdout, x->fingerprint);
 		printf(",%d,", x->rc);
@@ -1174,6 +1194,7 @@ int cmd_report(int argc, char **argv)
 		{ "since", required_argument, NULL, 9 },
 		{ "until", required_argument, NULL, 10 },
 		{ "last", required_argument, NULL, 11 },
+		{ "all-frames", no_argument, NULL, 12 },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -1210,6 +1231,7 @@ int cmd_report(int argc, char **argv)
 		case 6: o.csv_table = 2; break;
 		case 7: sp_attrib_set_debug_dir(optarg); break;
 		case 8: o.full_paths = 1; break;
+		case 12: sp_attrib_set_all_frames(1); break;
 		case 9:
 		case 10:
 		case 11:
@@ -1320,9 +1342,9 @@ int cmd_report(int argc, char **argv)
 		struct sp_path_root pr = { .n = 0 };
 
 		/* source paths relative to the sites' common directory */
-		for (size_t k = 0; !o.full_paths && k < at.nsites; k++)
-			if (strcmp(at.sites[k].file, "??"))
-				sp_path_root_add(&pr, at.sites[k].file);
+		for (size_t k = 0; !o.full_paths && k < at.nqs; k++)
+			if (at.qs[k].site >= 0 && strcmp(at.sites[at.qs[k].site].file, "??"))
+				sp_path_root_add(&pr, at.sites[at.qs[k].site].file);
 		o.root = o.full_paths ? NULL : sp_path_root_get(&pr);
 		if (o.root && !(o.root = strdup(o.root)))
 			o.full_paths = 1;

@@ -123,10 +123,11 @@ const char *sp_export_frame_label(struct sp_export *x, const struct sp_frame *f)
 {
 	char *s = NULL, *c;
 
-	if (strcmp(f->file, "??"))
-		c = asprintf(&s, "%s (%s:%d)", f->function, f->file, f->line) < 0 ? NULL : s;
-	else if (*f->module)
-		c = asprintf(&s, "%s (%s)", f->function, sp_basename(f->module)) < 0 ? NULL : s;
+	char w[2048];
+
+	if (strcmp(f->file, "??") || *f->module) /* without a file: module+0xOFF */
+		c = strdup(sp_where(w, sizeof(w), f->function, f->file, f->line, f->module,
+				    f->offset));
 	else
 		c = strdup(f->function);
 	if (!c)
@@ -196,7 +197,7 @@ const char *sp_export_site_label(struct sp_export *x, int site)
 		return x->site_labels[site];
 	st = &x->at.sites[site];
 	f = (struct sp_frame){ (char *)st->module, (char *)st->function, (char *)st->file, st->line,
-				0, 0, 0, 0 };
+				0, 0, 0, st->offset };
 	if (!x->site_labels)
 		return sp_export_frame_label(x, &f);
 	return x->site_labels[site] = sp_export_frame_label(x, &f);

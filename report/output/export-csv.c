@@ -47,7 +47,7 @@ int sp_export_csv(FILE *f, struct sp_export *x)
 		return -1;
 	fputs("fingerprint_id,kind,fingerprint,function,file,line,module,samples,count,total_ns,"
 	      "self_ns,min_ns,max_ns,p50_ns,p95_ns,p99_ns,rows,vm_steps,fullscan_steps,sorts,"
-	      "autoindex\n", f);
+	      "autoindex,offset\n", f);
 	for (i = 0; i < x->qs.n; i++) {
 		const struct sp_qrow *q = &x->qs.rows[i];
 		uint64_t srows = 0, ssteps = 0;
@@ -92,13 +92,17 @@ int sp_export_csv(FILE *f, struct sp_export *x)
 			sp_csv_str(f, st ? st->module : "");
 			fprintf(f,
 				",%" PRIu64 ",%.0f,%.0f,%.0f,%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64
-				",%" PRIu64 ",%.0f,%.0f,%.0f,%.0f,%.0f\n",
+				",%" PRIu64 ",%.0f,%.0f,%.0f,%.0f,%.0f,",
 				cr[k].samples, cr[k].count, cr[k].total_ns, cr[k].self_ns, q->min_ns,
 				q->max_ns, q->p50_ns, q->p95_ns, q->p99_ns,
 				share(cr[k].rows, srows, frac, q->rows),
 				share(cr[k].vm_steps, ssteps, frac, q->vm_steps),
 				frac * (double)q->fullscan_steps, frac * (double)q->sorts,
 				frac * (double)q->autoindex);
+			/* a site without a source file: where in its module */
+			if (st && st->offset)
+				fprintf(f, "0x%" PRIx64, st->offset);
+			fputc('\n', f);
 		}
 	}
 	free(cr);

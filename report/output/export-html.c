@@ -213,7 +213,8 @@ static int is_site(const struct sp_export *x, int site, const struct sp_frame *f
 		return 0;
 	s = &x->at.sites[site];
 	return s->line == fr->line && !strcmp(s->function, fr->function) &&
-	       !strcmp(s->file, fr->file) && !strcmp(s->module, fr->module);
+	       !strcmp(s->file, fr->file) && !strcmp(s->module, fr->module) &&
+	       (!s->offset || s->offset == fr->offset);
 }
 
 static void print_stack(FILE *f, const struct sp_export *x, const struct sp_stk *sk)
@@ -229,18 +230,16 @@ static void print_stack(FILE *f, const struct sp_export *x, const struct sp_stk 
 	for (i = 0, k = 0; i < sk->nframes; i++) {
 		const struct sp_frame *fr = &sk->frames[i];
 		int site = !marked && is_site(x, sk->site, fr);
-		char line[32];
+		char w[2048];
 
 		if (sp_is_profiler_module(fr->module))
 			continue; /* our shims are no frame of the program */
 		marked |= site;
 		fprintf(f, "%s#%-2u %s", site ? "<span class=\"site\">" : "", k++,
 			fr->inlined ? "(inlined) " : "");
-		sp_xml_str(f, fr->function);
-		fputs(" (", f);
-		sp_xml_str(f, fr->file);
-		snprintf(line, sizeof(line), ":%d) [", fr->line);
-		fputs(line, f);
+		sp_xml_str(f, sp_where(w, sizeof(w), fr->function, fr->file, fr->line, fr->module,
+				       fr->offset));
+		fputs(" [", f);
 		sp_xml_str(f, sp_basename(fr->module));
 		fputs(site ? "]</span>\n" : "]\n", f);
 	}

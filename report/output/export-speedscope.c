@@ -5,8 +5,9 @@
  * profile whose samples are the flame stacks of export-common.c (root
  * first, the query as the leaf) and whose weights are their estimated self
  * times in ns, or their estimated executions with --weight count (unit
- * "none"). Frames are shared and deduplicated by function, file, line and
- * module.
+ * "none"). Frames are shared and deduplicated by function, file, line,
+ * module and (a frame without a source file, named "?? (MODULE+0xOFF)")
+ * offset.
  */
 #include <inttypes.h>
 #include <stdlib.h>
@@ -23,9 +24,9 @@ struct ftab {
 
 static uint64_t frame_hash(const struct sp_frame *f)
 {
-	uint64_t h[4] = { sp_hash_bytes(f->function, strlen(f->function)),
+	uint64_t h[5] = { sp_hash_bytes(f->function, strlen(f->function)),
 			  sp_hash_bytes(f->file, strlen(f->file)),
-			  sp_hash_bytes(f->module, strlen(f->module)), (uint64_t)f->line };
+			  sp_hash_bytes(f->module, strlen(f->module)), (uint64_t)f->line, f->offset };
 
 	return sp_hash_bytes(h, sizeof(h));
 }
@@ -33,7 +34,7 @@ static uint64_t frame_hash(const struct sp_frame *f)
 static int same(const struct sp_frame *a, const struct sp_frame *b)
 {
 	return a->line == b->line && !strcmp(a->function, b->function) && !strcmp(a->file, b->file) &&
-	       !strcmp(a->module, b->module);
+	       !strcmp(a->module, b->module) && a->offset == b->offset;
 }
 
 /* Index of a frame (fr) or query leaf (q), added when new; -1 on ENOMEM. */
@@ -91,7 +92,12 @@ int sp_export_speedscope(FILE *f, struct sp_export *x)
 
 		fputs(i ? ",\n{\"name\":" : "\n{\"name\":", f);
 		if (t.fr[i]) {
-			char *c = sp_export_utf8(t.fr[i]->function);
+			char w[2048];
+			/* without a source file: where in the module */
+			char *c = sp_export_utf8(strcmp(t.fr[i]->file, "??") || !t.fr[i]->offset ?
+							 t.fr[i]->function :
+							 sp_where(w, sizeof(w), t.fr[i]->function, "??",
+								  0, t.fr[i]->module, t.fr[i]->offset));
 
 			if (!c)
 				goto out;

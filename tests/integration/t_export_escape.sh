@@ -6,7 +6,7 @@
 # =cmd|) stays inert in every format: the SVG is well-formed XML with no
 # element or attribute from the profile; the HTML has no script, img or
 # event-handler attribute but its own; Chrome and speedscope JSON parse and
-# give the texts back unchanged; the CSV has 21 fields per row, the texts
+# give the texts back unchanged; the CSV has 22 fields per row, the texts
 # back (a leading = guarded by '); folded has one well-formed line per stack.
 . "$(dirname "$0")/lib.sh"
 
@@ -71,9 +71,9 @@ ss = json.load(open("h.speedscope", encoding="utf-8"))
 if fp.replace("\n", " ") not in [f["name"] for f in ss["shared"]["frames"]]:
     bad.append("speedscope lost the fingerprint")
 
-# CSV: 21 fields everywhere, texts back, formula guarded
+# CSV: 22 fields everywhere (the last, offset, issue 26), texts back, formula guarded
 rows = list(csv.reader(open("h.csv", encoding="utf-8", newline="")))
-if any(len(r) != 21 for r in rows):
+if any(len(r) != 22 for r in rows):
     bad.append("csv field counts %s" % [len(r) for r in rows])
 fps = [r[2] for r in rows[1:]]
 if fp not in fps or "'=cmd|' /C calc'!A0" not in fps:
