@@ -9,7 +9,9 @@
 # 302 fingerprints under --metrics-top 200: the exposition passes
 # `promtool check metrics`, 200 fingerprints have series of their own and
 # the rest is query_id="other", with executions, histogram counts and
-# +Inf buckets summing to the exact 700; a quoted identifier with "",
+# +Inf buckets summing to the exact 700, and the agent's profile, once it
+# stopped, holds the same 700 with each named series' count under its
+# fingerprint_id; a quoted identifier with "",
 # a backslash and a newline is escaped as the format wants and reads back
 # as its fingerprint; (3) 404 for other paths, 405 for POST; (4) no
 # descriptor more after 200 scrapes; (5) bound only where told
@@ -126,7 +128,7 @@ sleep 1
 promtool check metrics <"$TMP/m4.txt" >"$TMP/promtool.out" 2>&1 ||
 	fail "promtool check metrics: $(head -20 "$TMP/promtool.out")"
 echo "promtool check metrics: ok ($(wc -l <"$TMP/m4.txt") lines)"
-"$PYTHON" - "$TMP/m4.txt" "$ITD" <<'EOF' || fail "cardinality or escaping"
+"$PYTHON" - "$TMP/m4.txt" "$ITD" "$TMP/named.txt" <<'EOF' || fail "cardinality or escaping"
 import sys
 sys.path.insert(0, sys.argv[2])
 import prom
@@ -140,6 +142,10 @@ cnt = sum(v for n, l, v in s if n == "sqlprof_query_duration_seconds_count")
 inf = sum(v for n, l, v in s if n == "sqlprof_query_duration_seconds_bucket" and l["le"] == "+Inf")
 print("named %d, other %s, executions %d, histogram count %d, +Inf %d" % (len(named), other, total, cnt, inf))
 assert len(named) == 200, len(named)
+with open(sys.argv[3], "w") as f:
+    for l, v in ex:
+        if l["query_id"] != "other":
+            f.write("%s %d\n" % (l["query_id"], v))
 assert other and other[0] > 0
 assert total == cnt == inf == 700, (total, cnt, inf)
 want = 'SELECT ? AS "a""b\\c?d", ? AS [x\\y] FROM (SELECT ?)'
@@ -156,7 +162,6 @@ for n, l, v in s:
         b.setdefault(k, []).append(v)
 assert all(x == sorted(x) for x in b.values())
 EOF
-"$SQLPROF" report --format json "$P" >"$TMP/r.json" 2>/dev/null || true
 
 # (3) nothing but GET /metrics
 for path in / /metric /metrics/x /favicon.ico; do
@@ -215,6 +220,21 @@ rc=$?
 kill -TERM "$AG"
 wait "$AG" || fail "the agent exited $? on SIGTERM"
 AG=
+# the profile of (2), complete now the agent stopped: what /metrics said
+report_json "$P" "$TMP/r.json"
+"$PYTHON" - "$TMP/r.json" "$TMP/named.txt" <<'EOF' || fail "the profile of (2) differs from its metrics"
+import json, sys
+d = json.load(open(sys.argv[1]))
+ids = {}
+for q in d["queries"]:
+    ids[q["fingerprint_id"]] = ids.get(q["fingerprint_id"], 0) + q["count"]
+total = sum(ids.values())
+named = dict(ln.split() for ln in open(sys.argv[2]))
+bad = [(k, v, ids.get(k)) for k, v in named.items() if ids.get(k) != int(v)]
+print("profile: %d executions of %d fingerprints; %d named series, %d of them differ" % (total, len(ids), len(named), len(bad)))
+assert total == 700 and len(ids) == 302, (total, len(ids))
+assert not bad, bad[:5]
+EOF
 # IPv6, where the machine has it: [::1] only
 if "$PYTHON" -c 'import socket; socket.socket(socket.AF_INET6).bind(("::1", 0))' 2>/dev/null; then
 	agent_start --metrics "[::1]:$PORT"
