@@ -33,7 +33,7 @@ cc=(gcc -O1 -g -fno-omit-frame-pointer -D_GNU_SOURCE)
 "${cc[@]}" -o modhost "$fx/modhost.c" -lsqlite3 -ldl || fail "build modhost"
 
 sites() { # profile, fingerprint -> one "function module count" line per site
-	"$SQLPROF" report --format json "$1" | python3 -c '
+	"$SQLPROF" report --format json "$1" | "$PYTHON" -c '
 import json, os, sys
 for q in json.load(sys.stdin)["queries"]:
     if q["fingerprint"] == sys.argv[1]:

@@ -17,7 +17,7 @@ cd "$TMP" || exit 1
 	fail "record: $(cat two.err)"
 grep -qx ok two.out || fail "py_two_sites.py printed $(cat two.out)"
 report_json two.db two.json
-python3 - two.json <<'PY' || fail "sites at the default rate"
+"$PYTHON" - two.json <<'PY' || fail "sites at the default rate"
 import json, sys
 q = [q for q in json.load(open(sys.argv[1]))["queries"] if q["fingerprint"] == "SELECT ? * ?"][0]
 assert q["count"] == 20000, q["count"]
