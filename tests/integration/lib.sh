@@ -71,11 +71,33 @@ wait_started() {
 	[ -e "$1" ]
 }
 
+# wait_file FILE [SECONDS]: wait until FILE exists, at most SECONDS
+# (default 120: a cap for a hang, never a verdict on speed); succeeds when
+# it does. For waiting on a condition instead of sleeping a fixed time.
+wait_file() {
+	local end=$((SECONDS + ${2:-120}))
+	while [ ! -e "$1" ]; do
+		[ "$SECONDS" -ge "$end" ] && return 1
+		sleep 0.02
+	done
+}
+
+# wait_until SECONDS COMMAND...: run COMMAND every 0.05 s until it
+# succeeds, at most SECONDS (a cap); succeeds when COMMAND did.
+wait_until() {
+	local end=$((SECONDS + $1))
+	shift
+	until "$@"; do
+		[ "$SECONDS" -ge "$end" ] && return 1
+		sleep 0.05
+	done
+}
+
 # agent_setup: a private run directory, the agent's socket S there and its
 # profile P, need_prog service, a memory cap; the agent (AG) is killed on
 # exit. agent_start [ARGS...]: start `sqlprof agent --interval 0.5 ARGS`
-# on them, its stderr appended to $TMP/agent.err, and wait (up to 5 s)
-# for its new "listening" line.
+# on them, its stderr appended to $TMP/agent.err, and wait (up to 60 s:
+# a cap, for a loaded machine) for its new "listening" line.
 agent_setup() {
 	need_prog service
 	# ASan reserves terabytes of shadow address space up front: no cap
@@ -92,7 +114,8 @@ agent_start() {
 	before=$(grep -c listening "$TMP/agent.err" 2>/dev/null)
 	"$SQLPROF" agent -o "$P" --socket "$S" --interval 0.5 "$@" 2>>"$TMP/agent.err" &
 	AG=$!
-	for _ in $(seq 1 250); do
+	local end=$((SECONDS + 60))
+	while [ "$SECONDS" -lt "$end" ]; do
 		[ "$(grep -c listening "$TMP/agent.err")" -gt "${before:-0}" ] && return 0
 		kill -0 "$AG" 2>/dev/null || break
 		sleep 0.02
