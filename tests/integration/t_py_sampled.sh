@@ -47,5 +47,5 @@ for v in 3.11 3.13; do
 		break
 	done
 done
-[ "$ran" -gt 0 ] || echo "note: no pyenv 3.11/3.13 with its test package: test_sqlite3 not run"
+[ "$ran" -gt 0 ] || not_checked "no pyenv 3.11/3.13 with its test package: test_sqlite3"
 exit 0
