@@ -165,8 +165,14 @@ SYM_FIXTURE_DIR := $(BUILD)/fixtures/sym
 $(SYM_FIXTURE_DIR)/markers.txt: $(wildcard tests/fixtures/sym/*)
 	CC="$(CC)" tests/fixtures/sym/build.sh $(SYM_FIXTURE_DIR)
 
+# check's per-test time limits (4 s unless a suite sets one) are caps for
+# a hang: scaled by the load average per core (at least 1, at most 20), so
+# that a busy machine does not fail a test that is merely slow
+# (CK_TIMEOUT_MULTIPLIER set by the user wins).
+CK_MULT = $${CK_TIMEOUT_MULTIPLIER:-$$(awk -v n=$$(nproc) '{ m = int($$1 / n + 0.5); print (m < 1 ? 1 : (m > 20 ? 20 : m)) }' /proc/loadavg 2>/dev/null || echo 1)}
 unit: all $(CHECK_BIN) $(SYM_FIXTURE_DIR)/markers.txt
-	@set -e; for t in $(CHECK_BIN); do echo "== $$t"; $(SAN_ENV) SYM_FIXTURE_DIR=$(SYM_FIXTURE_DIR) $$t; done
+	@set -e; m=$(CK_MULT); echo "unit: check's time limits x $$m (load $$(cut -d' ' -f1 /proc/loadavg))"; \
+	for t in $(CHECK_BIN); do echo "== $$t"; $(SAN_ENV) CK_TIMEOUT_MULTIPLIER=$$m SYM_FIXTURE_DIR=$(SYM_FIXTURE_DIR) $$t; done
 
 integration: all progs
 	@$(SAN_ENV) SANITIZE=$(SANITIZE) BUILD=$(BUILD) tests/run-integration.sh

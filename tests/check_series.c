@@ -5,7 +5,7 @@
  * The time and duration parsers (ISO 8601 in UTC, with an offset and in
  * two local time zones, @seconds, relative times; what they refuse), the
  * SQLPROF_SERIES_TIERS syntax, the retention hist_sub_bucket inverse, and
- * the series itself: 3000 writes of random totals into one in-memory
+ * the series itself: 360 writes of random totals into one in-memory
  * database with small tiers, after each of which every query's interval
  * rows and histogram buckets sum to its totals, the intervals follow each
  * other, the old ones are merged into their buckets, and their number
@@ -192,8 +192,17 @@ static void run(sqlite3 *db, const char *sql)
 		      sqlite3_errmsg(db));
 }
 
-/* 3000 writes a second apart, tiers 10 s after 60 s, 60 s after 300 s,
- * 600 s after 1200 s: every sum exact after every write. */
+/* SERIES_STEPS writes a second apart, tiers 2 s after 12 s, 6 s after
+ * 30 s, 30 s after 60 s: every sum exact after every write. Each tier is
+ * passed many times over (the last one's buckets 10 times), as with the
+ * 3000 writes and 10@60,60@300,600@1200 this test had before, which took
+ * 35 s of CPU (85 s on a loaded machine) for the same paths. */
+#define SERIES_STEPS 360
+#define SERIES_TIERS "2@12,6@30,30@60"
+#define W1 2 /* the first tier's width and age, s */
+#define A1 12
+#define W3 30 /* the last one's */
+#define A3 60
 START_TEST(test_series_exact)
 {
 	const int64_t t0 = T14Z * S_NS + 123456789; /* not on a bucket boundary */
@@ -201,7 +210,7 @@ START_TEST(test_series_exact)
 	sqlite3 *db;
 	int64_t maxn = 0;
 
-	setenv("SQLPROF_SERIES_TIERS", "10@60,60@300,600@1200", 1);
+	setenv("SQLPROF_SERIES_TIERS", SERIES_TIERS, 1);
 	ck_assert_int_eq(sqlite3_open(":memory:", &db), SQLITE_OK);
 	run(db, "CREATE TABLE queries(fp_id INTEGER, kind TEXT, count INTEGER, total_ns INTEGER,"
 		" self_ns INTEGER, wall_ns INTEGER, rows INTEGER, vm_steps INTEGER,"
@@ -210,7 +219,7 @@ START_TEST(test_series_exact)
 		" PRIMARY KEY(fp_id, kind));"
 		"CREATE TABLE histograms(fp_id INTEGER, kind TEXT, bucket_ns INTEGER, count INTEGER,"
 		" PRIMARY KEY(fp_id, kind, bucket_ns));");
-	for (int step = 1; step <= 3000; step++) {
+	for (int step = 1; step <= SERIES_STEPS; step++) {
 		/* five queries; each runs in about half the writes */
 		for (int q = 1; q <= 5; q++) {
 			uint64_t n = rnd() % 2 ? rnd() % 50 : 0, b = 1000u << (rnd() % 8);
@@ -233,8 +242,6 @@ START_TEST(test_series_exact)
 		}
 		ck_assert_msg(sp_series_add(db, NULL, t0, t0 + step * S_NS, err, sizeof(err)) == 0,
 			      "step %d: %s", step, err);
-		if (step % 97 && step != 3000)
-			continue;
 		ck_assert_int_eq(one(db, "SELECT COUNT(*) FROM queries q LEFT JOIN (SELECT fp_id, kind,"
 					 " SUM(count) c, SUM(total_ns) t, SUM(wall_ns) w, SUM(rows) r,"
 					 " SUM(errors) e FROM interval_queries GROUP BY fp_id, kind) s"
@@ -258,22 +265,25 @@ START_TEST(test_series_exact)
 		ck_assert_int_eq(one(db, "SELECT SUM(snapshots) FROM intervals"), step);
 		/* old ones alone in their buckets */
 		snprintf(sql, sizeof(sql),
-			 "SELECT COUNT(*) FROM (SELECT start_ns / 600000000000 g FROM intervals WHERE"
+			 "SELECT COUNT(*) FROM (SELECT start_ns / %lld g FROM intervals WHERE"
 			 " end_ns <= %lld GROUP BY g HAVING COUNT(*) > 1)",
-			 (long long)(t0 + (step - 1200) * S_NS));
+			 W3 * S_NS, (long long)(t0 + (step - A3) * S_NS));
 		ck_assert_int_eq(one(db, sql), 0);
 		snprintf(sql, sizeof(sql),
-			 "SELECT COUNT(*) FROM (SELECT start_ns / 10000000000 g FROM intervals WHERE"
+			 "SELECT COUNT(*) FROM (SELECT start_ns / %lld g FROM intervals WHERE"
 			 " end_ns <= %lld GROUP BY g HAVING COUNT(*) > 1)",
-			 (long long)(t0 + (step - 60) * S_NS));
+			 W1 * S_NS, (long long)(t0 + (step - A1) * S_NS));
 		ck_assert_int_eq(one(db, sql), 0);
 		if (one(db, "SELECT COUNT(*) FROM intervals") > maxn)
 			maxn = one(db, "SELECT COUNT(*) FROM intervals");
 	}
-	/* 60 raw + 24 of 10 s + 15 of 60 s + 3000/600 of 600 s, and the
-	 * buckets partly old at each edge */
-	ck_assert_msg(maxn <= 60 + 25 + 16 + 6 + 3, "%lld intervals", (long long)maxn);
-	printf("check_series: 3000 writes kept in at most %lld intervals\n", (long long)maxn);
+	/* 12 raw + 9 of 2 s + 5 of 6 s + 360/30 of 30 s, and the buckets
+	 * partly old at each edge */
+	ck_assert_msg(maxn <= A1 + 10 + 6 + SERIES_STEPS / W3 + 1 + 3, "%lld intervals", (long long)maxn);
+	/* and the last tier was reached: fewer intervals than writes */
+	ck_assert_int_ge(one(db, "SELECT COUNT(*) FROM intervals WHERE end_ns - start_ns >= 30000000000"),
+			 (SERIES_STEPS - A3) / W3 - 1);
+	printf("check_series: %d writes kept in at most %lld intervals\n", SERIES_STEPS, (long long)maxn);
 	sqlite3_close(db);
 	unsetenv("SQLPROF_SERIES_TIERS");
 }

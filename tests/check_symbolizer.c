@@ -620,10 +620,17 @@ START_TEST(test_cache)
 	/* No ck_assert inside the timed loops: each one is a write to the
 	 * check framework's pipe and costs more than a cache hit. */
 	int bad = 0;
+	struct sym_stats s0, s1;
+	sym_get_stats(ctx, &s0);
 	t0 = now_us();
 	for (int i = 0; i < NPC; i++)
 		bad |= sym_lookup(ctx, p->path, p->bid, p->bidlen, p->bias, start + i, 0, &r2);
 	double miss = (now_us() - t0) / NPC;
+	sym_get_stats(ctx, &s1);
+	/* misses: looked up in the module, not in the address cache (but
+	 * the one that may be the first lookup's address, already cached) */
+	ck_assert_uint_eq(s1.lookups - s0.lookups, NPC);
+	ck_assert_uint_le(s1.address_hits - s0.address_hits, 1);
 
 	/* The same pcs again: per-address hits. */
 	t0 = now_us();
@@ -632,17 +639,22 @@ START_TEST(test_cache)
 			bad |= sym_lookup(ctx, p->path, p->bid, p->bidlen, p->bias, start + i, 0, &r2);
 	double hit = (now_us() - t0) / (NPC * REPEAT);
 	ck_assert_int_eq(bad, 0);
+	sym_get_stats(ctx, &s0);
+	/* each a hit of the per-address cache */
+	ck_assert_uint_eq(s0.address_hits - s1.address_hits, (unsigned long)NPC * REPEAT);
+	ck_assert_uint_eq(s0.modules_opened, 1);
 
 	ck_assert_int_eq(sym_lookup(ctx, p->path, p->bid, p->bidlen, p->bias, p->pc, 1, &r2), 0);
 	ck_assert_ptr_eq(r1, r2);
 	sym_get_stats(ctx, &st);
 	ck_assert_uint_eq(st.modules_opened, 1);
 	ck_assert_uint_ge(st.address_hits, (unsigned long)NPC * REPEAT + 1);
+	/* the times, for information: no verdict on them (a loaded machine
+	 * made a hit 4.9 us and a miss 6.1 us; the counters above say which
+	 * lookups were hits) */
 	fprintf(stderr,
 		"sym cache: first lookup (opens module) %.1f us, new pc %.2f us, cached pc %.3f us\n",
 		first, miss, hit);
-	ck_assert_msg(hit * 2 < miss, "cache hit %.3f us not faster than miss %.3f us", hit, miss);
-	ck_assert_msg(miss * 2 < first, "new pc %.3f us not faster than first %.3f us", miss, first);
 	sym_close(ctx);
 }
 END_TEST

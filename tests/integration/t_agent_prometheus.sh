@@ -9,6 +9,7 @@
 # is the rate the service measured itself over the same 4 s, within 10 %;
 # the last sample is the exact count the service ran. No wall time is
 # asserted: the rates compared are both measured.
+# run-integration: alone (it compares a rate Prometheus measured with the service's own)
 . "$(dirname "$0")/lib.sh"
 PROM=/usr/bin/prometheus
 [ -x "$PROM" ] || skip "prometheus not installed (Debian package prometheus)"

@@ -12,6 +12,7 @@
 # and the agent must say nothing is missing. Before, the second process's
 # executions were missing, and the agent said "0 events lost". Counts
 # only: no wall time is asserted (the sleeps place the events).
+# run-integration: alone (it loads the machine itself, with scripts/stress.sh)
 . "$(dirname "$0")/lib.sh"
 agent_setup
 command -v sqlite3 >/dev/null || skip "no sqlite3 shell"

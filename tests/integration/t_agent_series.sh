@@ -184,7 +184,7 @@ assert pts[0][0] <= min(slices) and pts[-1][0] >= max(slices), "counters on anot
 assert pts[-1][0] - pts[0][0] < 120e9
 PY
 else
-	echo "protoc not installed: the Perfetto counter tracks not checked"
+	not_checked "protoc not installed: the Perfetto counter tracks"
 fi
 "$SQLPROF" export -f html --intervals "$P" >/dev/null 2>&1
 [ $? -eq 2 ] || fail "export -f html --intervals did not exit 2"

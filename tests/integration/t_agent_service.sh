@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: MIT
 # t_agent_service.sh - issue 15, acceptance 2 and 3: a service started with
 # eval "$(sqlprof env --socket S)" runs 8 s at ~100 queries/s under
-# `sqlprof agent`. After 3 s (or as soon as it does, on a loaded machine)
+# `sqlprof agent`. As soon as it does (polled up to 60 s; ~1 s when idle)
 # the profile (read while the agent runs) shows its query with a count
 # > 0, so do the agent's /metrics and `sqlprof top --once --socket S`; a
 # second later (at 4 s) the agent is SIGKILLed and started again on the
@@ -30,26 +30,30 @@ eval "$("$SQLPROF" env --socket "$S")" || fail "sqlprof env failed"
 SQLPROF_RATE=0.1 "$PROGS/service" 100 8000 "$TMP/count1" &
 SV=$!
 unset LD_PRELOAD SQLPROF_SOCK
-# the first profile that shows the query: after ~3 s when the machine is
+# the first profile that shows the query: after ~1 s when the machine is
 # idle; a loaded one may take longer to write it (polled, up to 60 s: no
 # wall time is asserted)
-sleep 3
-for _ in $(seq 1 240); do
+t0=$SECONDS
+c3=0
+while [ $((SECONDS - t0)) -lt 60 ]; do
+	[ -e "$P" ] || { sleep 0.1; continue; } # not written yet
 	c3=$(count_of) || fail "report while the agent runs: $(cat "$TMP/rep.err")"
 	[ "$c3" -gt 0 ] && break
 	sleep 0.25
 done
-[ "$c3" -gt 0 ] || fail "after 63 s the profile shows no execution of the service's query"
-echo "after 3 s or more: $c3"
+[ "$c3" -gt 0 ] || fail "after 60 s the profile shows no execution of the service's query"
+echo "after $((SECONDS - t0)) s: $c3"
 if command -v curl >/dev/null; then
 	m=$(curl -s -m 5 "http://127.0.0.1:$PORT/metrics" |
 		grep '^sqlprof_query_executions_total{.*query="SELECT ? + ?"' | awk '{print $NF}')
-	[ "${m:-0}" -gt 0 ] || fail "after 3 s /metrics has no sqlprof_query_executions_total for the query"
-	echo "after 3 s, /metrics: $m"
+	[ "${m:-0}" -gt 0 ] || fail "/metrics has no sqlprof_query_executions_total for the query"
+	echo "then /metrics: $m"
 fi
 "$SQLPROF" top --once --delay 0.2 --socket "$S" >"$TMP/top.txt" 2>&1 || fail "top --once: $(cat "$TMP/top.txt")"
-grep -qF 'SELECT ? + ?' "$TMP/top.txt" || fail "after 3 s top --once does not list the query: $(cat "$TMP/top.txt")"
-sleep 1
+grep -qF 'SELECT ? + ?' "$TMP/top.txt" || fail "top --once does not list the query: $(cat "$TMP/top.txt")"
+# the restart must come while the service runs (8 s; a loaded machine may
+# have taken them all to write the first profile)
+kill -0 "$SV" 2>/dev/null || not_checked "the agent's restart while the service ran (it had ended: a loaded machine)"
 kill -9 "$AG"
 wait "$AG" 2>/dev/null
 AG=

@@ -26,7 +26,7 @@ for v in "${variants[@]}"; do
 		WHERE fingerprint = 'SELECT ? + ?' LIMIT 1) ORDER BY idx LIMIT 3)")
 	[ "$got" = "helper:14:1 run:25:0 main:38:0" ] ||
 		fail "$name: frames '$got', expected 'helper:14:1 run:25:0 main:38:0'"
-	site=$("$SQLPROF" report --format json --skip helper "$name.db" | python3 -c '
+	site=$("$SQLPROF" report --format json --skip helper "$name.db" | "$PYTHON" -c '
 import json, sys
 q = [q for q in json.load(sys.stdin)["queries"] if q["fingerprint"] == "SELECT ? + ?"][0]
 print("%s:%d" % (q["sites"][0]["function"], q["sites"][0]["line"]))')

@@ -18,7 +18,11 @@
 #   5. dlopen("./plug.so") after chdir, with another plug.so in the
 #      collector's directory: the right file's function (before: the
 #      decoy's, or ??).
+# Cases 1-3 need the second image where the first was; when the loader put
+# it elsewhere the sites are still checked, then the test skips (77),
+# naming the case whose precondition failed (before: a note, and a pass).
 . "$(dirname "$0")/lib.sh"
+unchecked=()
 command -v gcc >/dev/null || skip "gcc not installed"
 fx=$(cd "$(dirname "$0")/../fixtures" && pwd)
 cd "$TMP" || exit 1
@@ -29,7 +33,7 @@ cc=(gcc -O1 -g -fno-omit-frame-pointer -D_GNU_SOURCE)
 "${cc[@]}" -o modhost "$fx/modhost.c" -lsqlite3 -ldl || fail "build modhost"
 
 sites() { # profile, fingerprint -> one "function module count" line per site
-	"$SQLPROF" report --format json "$1" | python3 -c '
+	"$SQLPROF" report --format json "$1" | "$PYTHON" -c '
 import json, os, sys
 for q in json.load(sys.stdin)["queries"]:
     if q["fingerprint"] == sys.argv[1]:
@@ -56,7 +60,7 @@ for second in c b; do
 		"$TMP/plug_$second.so:plug_$second" >s$second.out 2>s$second.err ||
 		fail "modhost a $second: $(cat s$second.err)"
 	if ! same_address s$second.out; then
-		echo "note: plug_$second.so was not loaded where plug_a.so was: $(tr '\n' ' ' <s$second.out)"
+		unchecked+=("plug_$second.so was not loaded where plug_a.so was ($(tr '\n' ' ' <s$second.out))")
 	fi
 	expect_sites "a then $second" s$second.db 'SELECT ? * ?' "plug_a plug_a.so 100
 plug_$second plug_$second.so 100"
@@ -68,7 +72,7 @@ done
 "${cc[@]}" -no-pie -DFN=host_a -o exec_a "$fx/modhost.c" -lsqlite3 -ldl || fail "build exec_a"
 "${cc[@]}" -no-pie -DFN=host_b -o exec_b "$fx/modhost.c" -lsqlite3 -ldl || fail "build exec_b"
 [ "$(nm exec_a | awk '/ host_a$/ {print $1}')" = "$(nm exec_b | awk '/ host_b$/ {print $1}')" ] ||
-	echo "note: host_a and host_b are not at one address"
+	unchecked+=("host_a and host_b are not at one address (-no-pie)")
 "$SQLPROF" record -q --rate 1 -o ex.db -- ./exec_a -x 100 ./exec_b -x 50 /bin/true >ex.out 2>ex.err ||
 	fail "exec_a: $(cat ex.err)"
 expect_sites "exec, same layout" ex.db 'SELECT ? * ?' "host_a exec_a 100
@@ -90,4 +94,6 @@ mkdir sub && cp plug_a.so sub/plug.so && cp plug_c.so plug.so
 expect_sites "relative dlopen" rel.db 'SELECT ? * ?' "plug_a plug.so 100"
 [ "$(sqlite3 rel.db "SELECT count(*) FROM modules WHERE path = '$TMP/sub/plug.so'")" -gt 0 ] ||
 	fail "relative dlopen: the module map has not $TMP/sub/plug.so: $(sqlite3 rel.db 'SELECT path FROM modules')"
+[ ${#unchecked[@]} -eq 0 ] || skip "sites right, but the same-address cases not checked: $(IFS=';'; echo "${unchecked[*]}")"
+echo "cases 1-3 ran with each second image at the first one's address"
 exit 0

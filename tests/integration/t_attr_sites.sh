@@ -18,7 +18,7 @@ for seed in $(seq 1 20); do
 	"$SQLPROF" record -q --seed "$seed" -o s$seed.db -- "$PROGS/multisite" >out 2>err ||
 		fail "seed $seed: $(cat err)"
 	report_json s$seed.db s$seed.json
-	python3 - s$seed.json "$seed" <<'PY' || bad=$((bad + 1))
+	"$PYTHON" - s$seed.json "$seed" <<'PY' || bad=$((bad + 1))
 import json, sys
 q = [q for q in json.load(open(sys.argv[1]))["queries"] if q["fingerprint"] == "SELECT ? * ?"][0]
 want = {"run": 1, "worker": 1200, "site_a": 2000, "site_b": 500, "site_c": 300}

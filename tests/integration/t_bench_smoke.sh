@@ -69,5 +69,5 @@ for e in errs:
     print("FAIL:", e, file=sys.stderr)
 sys.exit(1 if errs else 0)
 PY
-grep -q 'ltrace: not installed' "$TMP/results.json" && echo "note: ltrace not installed, its run was skipped"
+grep -q 'ltrace: not installed' "$TMP/results.json" && not_checked "ltrace not installed: its run"
 exit 0

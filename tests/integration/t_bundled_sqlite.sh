@@ -28,7 +28,7 @@ syslib=$(ldconfig -p | awk '/libsqlite3\.so\.0 .*x86-64/ {print $NF; exit}')
 
 # The bundled copy: the system library with its soname renamed in place
 # (same length, so the ELF stays valid).
-python3 - "$syslib" <<'PY' || fail "could not make the renamed copy"
+"$PYTHON" - "$syslib" <<'PY' || fail "could not make the renamed copy"
 import sys
 d = open(sys.argv[1], 'rb').read()
 assert d.count(b'libsqlite3.so.0\0') == 1

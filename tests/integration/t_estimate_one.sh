@@ -16,7 +16,7 @@ need_prog manyfp
 "$SQLPROF" report --format json "$TMP/p.db" >"$TMP/r.json" || fail "report failed"
 "$SQLPROF" diff --format json --all "$TMP/p.db" "$TMP/p.db" >"$TMP/d.json" || fail "diff failed"
 "$SQLPROF" export -f csv -o "$TMP/x.csv" "$TMP/p.db" || fail "export -f csv failed"
-python3 - "$TMP/r.json" "$TMP/d.json" "$TMP/x.csv" <<'PY' || fail "the estimates differ (above)"
+"$PYTHON" - "$TMP/r.json" "$TMP/d.json" "$TMP/x.csv" <<'PY' || fail "the estimates differ (above)"
 import csv, json, sys
 
 r = json.load(open(sys.argv[1]))

@@ -41,7 +41,7 @@ expect "$TMP/p.json" \
 echo "Python: py_open_at_fork counted once with 1000 rows"
 
 if ! perl -MDBD::SQLite -e 1 2>/dev/null; then
-	echo "note: Perl's DBD::SQLite is not installed (libdbd-sqlite3-perl): Perl case not run"
+	not_checked "Perl's DBD::SQLite is not installed (libdbd-sqlite3-perl): the Perl case"
 	exit 0
 fi
 cat >"$TMP/fork.pl" <<'EOF_PL'

@@ -47,7 +47,7 @@ for m in raw seccomp; do
 	if [ $pidfd_info = 1 ]; then
 		check_clean "sh -c $m" sh$m.err sh$m.db
 	else
-		echo "sh -c $m: not checked: kernel $(uname -r) has no PIDFD_GET_INFO (6.15) to tell a grandchild's exit"
+		not_checked "sh -c $m: kernel $(uname -r) has no PIDFD_GET_INFO (6.15) to tell a grandchild's exit"
 	fi
 done
 

@@ -12,6 +12,7 @@
 #  - several profiles per side (--baseline repeated, several NEW): the
 #    unchanged program passes, with time judged (3 runs a side can never
 #    reach p < 0.05, so this cannot flake; the note says so).
+# run-integration: alone (it judges timings: no other test beside it)
 . "$(dirname "$0")/lib.sh"
 need_prog gate_app
 

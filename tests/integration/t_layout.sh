@@ -8,6 +8,8 @@
 # only headers of the modules its own may use: readers (analysis/, output/, profile/'s read side) never
 # the collector's (record/), analysis/ never a printer's (output/). The
 # commands (cmd-*.c, main.c) put the modules together and may include any.
+# And no function in report/ is over 120 lines but those scripts/funclen
+# lists (its KNOWN: they may shrink, not grow).
 . "$(dirname "$0")/lib.sh"
 root=$ITDIR/../..
 "$PYTHON" - "$root/report" <<'PY' || fail "report/ layout: see above"
@@ -72,4 +74,7 @@ for b in bad:
 sys.exit(1 if bad else 0)
 PY
 echo "report/: every file in its module, includes within the rules"
+# no function of report/ over 120 lines but those listed in scripts/funclen
+# (issue 28: the list shrinks as they are split), none of those grown
+"$PYTHON" "$root/scripts/funclen" "$root/report" || fail "report/: a function over 120 lines (scripts/funclen, above)"
 exit 0

@@ -25,7 +25,7 @@ same_file "memo_sites' output under record" bare.out rec.out
 "$SQLPROF" export -f folded --weight count -o p.folded p.db || fail "export -f folded failed"
 "$SQLPROF" export -f chrome -o p.json p.db || fail "export -f chrome failed"
 report_json p.db r.json
-python3 - bare.out p.folded p.json r.json <<'PY' || fail "stacks, events or counters wrong"
+"$PYTHON" - bare.out p.folded p.json r.json <<'PY' || fail "stacks, events or counters wrong"
 import json, re, sys
 want = {}
 for line in open(sys.argv[1]):

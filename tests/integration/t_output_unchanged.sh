@@ -37,6 +37,6 @@ if [ -x /usr/bin/sqlite3 ]; then
 	compare shell 1 /usr/bin/sqlite3 -bail "$TMP/shell.sqlite"
 	grep -q 'no such table' "$TMP/shell.err1" || fail "shell: expected an error message"
 else
-	echo "note: /usr/bin/sqlite3 missing, shell case not run"
+	not_checked "/usr/bin/sqlite3 missing: the shell case"
 fi
 exit 0

@@ -28,7 +28,7 @@ done
 cd "$TMP" || exit 1
 
 check() { # python profile expected.json: frames and sites
-	python3 - "$1" "$2" "$3" "$4" <<'PY'
+	"$PYTHON" - "$1" "$2" "$3" "$4" <<'PY'
 import json, sqlite3, subprocess, sys
 py, prof, exp_path, sqlprof = sys.argv[1:5]
 exp = json.load(open(exp_path))
@@ -75,7 +75,7 @@ done
 py=${pys[-1]}
 n=$(basename "$py")_$(echo "$py" | md5sum | cut -c1-6)
 "$SQLPROF" report --format json --skip '*user_name' "$n.db" >skip.json || fail "report --skip"
-python3 - skip.json <<'PY' || fail "--skip on a Python function did not move the site"
+"$PYTHON" - skip.json <<'PY' || fail "--skip on a Python function did not move the site"
 import json, sys
 q = [q for q in json.load(open(sys.argv[1]))["queries"] if q["sql"].startswith("SELECT name")][0]
 s = q["sites"][0]

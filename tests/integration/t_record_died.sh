@@ -27,7 +27,7 @@ for how in segv:139:11 kill:137:9 child:0:; do
 		fail "$mode: the report header does not name the death: $(head -5 $mode.txt)"
 	grep -q "^# run: exit status $want" $mode.txt || fail "$mode: no exit status in the header: $(head -5 $mode.txt)"
 	report_json $mode.db $mode.json
-	python3 - $mode.json "$want" <<'PY' || fail "$mode: JSON"
+	"$PYTHON" - $mode.json "$want" <<'PY' || fail "$mode: JSON"
 import json, sys
 d = json.load(open(sys.argv[1]))
 assert d["exit_status"] == int(sys.argv[2]), d["exit_status"]

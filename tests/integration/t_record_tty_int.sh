@@ -94,6 +94,6 @@ case_ kill kill "$SQLPROF" record -q -o kill.db -- "$PROGS/sigstate" count kill.
 if command -v setsid >/dev/null; then
 	case_ setsid tty "$SQLPROF" record -q -o setsid.db -- setsid "$PROGS/sigstate" count setsid.ready 500
 else
-	echo "note: no setsid(1); case 4 left out"
+	not_checked "no setsid(1): case 4"
 fi
 exit 0

@@ -53,7 +53,7 @@ elif [ "$(id -u)" != 0 ]; then
 	chmod 0444 "$TMP/p.db"
 	early "$TMP/p.db" "read-only profile"
 else
-	echo "note: read-only directory and file cases skipped (cannot run as an unprivileged user)"
+	not_checked "the read-only directory and file cases (cannot run as an unprivileged user)"
 fi
 
 # Writing fails at the end: the profile is saved in $TMPDIR.
@@ -87,7 +87,7 @@ if [ "$(id -u)" = 0 ] && unshare -m true 2>/dev/null; then
 		echo "filled: $?" >>full.rc
 		umount small' "$SQLPROF" "$PROGS/counts"
 	case $? in
-	77) echo "note: full-disk cases skipped (cannot mount a tmpfs)" ;;
+	77) not_checked "the full-disk cases (cannot mount a tmpfs)" ;;
 	0)
 		[ "$(head -1 full.rc)" = "full: 2 " ] || fail "full disk before the run: $(cat full.rc err)"
 		[ "$(wc -l <err)" = 1 ] || fail "full disk: expected one line: $(cat err)"
@@ -101,6 +101,6 @@ if [ "$(id -u)" = 0 ] && unshare -m true 2>/dev/null; then
 	*) fail "full-disk case failed: $(cat full.rc err err2 2>/dev/null)" ;;
 	esac
 else
-	echo "note: full-disk cases skipped (needs root and unshare -m)"
+	not_checked "the full-disk cases (need root and unshare -m)"
 fi
 exit 0

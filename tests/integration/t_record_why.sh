@@ -41,7 +41,7 @@ if printf 'int main(void) { return 0; }\n' >"$TMP/st.c" && cc -static -o "$TMP/s
 		echo "note: no static-pie support here; that case is not run"
 	fi
 else
-	echo "note: no static libc here; the static case is not run"
+	not_checked "no static libc here: the static case"
 fi
 
 cc -shared -fPIC -o "$TMP/plug.so" "$FX/plug.c" -lsqlite3 && cc -o "$TMP/host" "$FX/host.c" -ldl ||

@@ -38,7 +38,7 @@ if [ -x "$HOME/.pyenv/shims/python3" ]; then
 	"$SQLPROF" report "$TMP/py.db" | head -1 | tee "$TMP/py.h" | sed 's/^/    pyenv: /'
 	grep -q '^# 3 executions of 1 query in 1 process ' "$TMP/py.h" || fail "pyenv python: $(cat "$TMP/py.h")"
 else
-	echo "note: no pyenv shims here; the pyenv case is not run"
+	not_checked "no pyenv shims here: the pyenv case"
 fi
 
 # --repeat 3: the run count

@@ -69,6 +69,6 @@ if [ "$(id -u)" = 0 ] && id nobody >/dev/null 2>&1; then
 	grep -q "1 process ran SQLite but could not connect.*; 1 could not" "$TMP/err" ||
 		fail "uid-grandchild: record did not say so: $(cat "$TMP/err")"
 else
-	echo "skip the uid cases: not root or no user nobody"
+	not_checked "the uid cases (not root, or no user nobody)"
 fi
 exit 0

@@ -12,6 +12,7 @@
 #    the listener's at listen);
 # 3. the victim's own directory opened to 0755 with the victim's listener;
 # and the program's output and exit status are as without the preload.
+# run-integration: alone (it adds users and uses their /tmp/sqlprof-UID directories)
 . "$(dirname "$0")/lib.sh"
 need_prog trivial
 [ "$(id -u)" = 0 ] || skip "needs root to make the users"

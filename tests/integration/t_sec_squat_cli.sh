@@ -14,6 +14,7 @@
 # listens in it. The agent takes peers of its own uid and root only:
 # 20 connections of the other user are refused with one line and counted
 # at the end; root's `sqlprof top --once` is answered.
+# run-integration: alone (it adds users and uses their /tmp/sqlprof-UID directories)
 . "$(dirname "$0")/lib.sh"
 
 [ "$(id -u)" = 0 ] || skip "needs root to make two users (useradd) and run as them"

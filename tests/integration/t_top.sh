@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# t_top.sh - `sqlprof top`: (1) at ~3 s into a service running 100
+# t_top.sh - `sqlprof top`: (1) as soon as (polled, not after a fixed 3 s) a service running 100
 # queries/s under `sqlprof agent --interval 1`, `top --once --socket S`
 # lists its query with a count > 0 and a rate over its 1 s interval, and
 # `top --once PROFILE` lists it from the agent's profile; no escape
@@ -25,7 +25,16 @@ db = sqlite3.connect(":memory:")
 for _ in range(20):
     db.execute("SELECT 1 AS \"x\u009b31mred\x1b[2Jy\"").fetchall()' || fail "the Python program failed"
 unset LD_PRELOAD SQLPROF_SOCK
-sleep 3
+# the first frames with the query and a rate (an interval after it ran:
+# ~2 s on an idle machine), and the first profile written with it: polled
+# (up to 60 s each, a cap), not a fixed 3 s
+has_rate() {
+	"$SQLPROF" top --once --socket "$S" 2>/dev/null | grep -F 'SELECT ? + ?' |
+		awk '$1 != "-" && $1 + 0 >= 1 { ok = 1 } END { exit !ok }'
+}
+wait_until 60 has_rate || fail "after 60 s top --once --socket shows no rate for the service's query"
+in_profile() { "$SQLPROF" top --once "$P" 2>/dev/null | grep -qF 'SELECT ? + ?'; }
+wait_until 60 in_profile || fail "after 60 s the agent's profile has not the service's query"
 
 # (1) one frame, from the agent and from the profile
 "$SQLPROF" top --once --socket "$S" >"$TMP/top1.txt" 2>"$TMP/top1.err" ||
@@ -35,7 +44,7 @@ row=$(grep -F 'SELECT ? + ?' "$TMP/top1.txt") || fail "top --once --socket does 
 read -r rate _ count _ <<<"$row"
 [ "$count" -gt 0 ] 2>/dev/null || fail "count '$count' in: $row"
 [ "$rate" != - ] && [ "${rate%.*}" -gt 0 ] || fail "no rate over the interval in: $row"
-grep -q '^last 1.0 s: ' "$TMP/top1.txt" || fail "no interval line"
+grep -Eq '^last [0-9]+\.[0-9] s: ' "$TMP/top1.txt" || fail "no interval line" # its length is the agent's measured interval (1.1 s on a loaded machine)
 "$SQLPROF" top --once "$P" >"$TMP/top2.txt" 2>"$TMP/top2.err" ||
 	fail "top --once PROFILE exited $?: $(cat "$TMP/top2.err")"
 cat "$TMP/top2.txt"
@@ -60,26 +69,23 @@ tmux -S "$sock" -D >/dev/null 2>&1 </dev/null &
 for _ in $(seq 1 50); do [ -S "$sock" ] && break; sleep 0.1; done
 [ -S "$sock" ] || skip "the tmux server did not start"
 capture() { t capture-pane -p -t s 2>/dev/null | sed 's/[[:space:]]*$//'; }
-wait_for() { # FILE-or-text
-	for _ in $(seq 1 100); do
-		capture | grep -qF -- "$1" && return 0
-		sleep 0.1
-	done
-	fail "the pane never showed '$1': $(capture)"
+shows() { capture | grep -qF -- "$1"; }
+wait_for() { # text: polled up to 60 s (a cap)
+	wait_until 60 shows "$1" || fail "the pane never showed '$1': $(capture)"
 }
+widest() { capture | awk '{ if (length($0) > m) m = length($0) } END { print m + 0 }'; }
+narrow() { shows 'SELECT ? + ?' && [ "$(widest)" -le 90 ]; }
 for key in q C-c TERM; do
 	rm -f rc.txt before.txt after.txt
 	echo 'shell prompt line' >marker
 	t new-session -d -s s -x 160 -y 30 "cat marker; stty -g >before.txt; $SQLPROF top --socket $S --delay 0.5; echo \$? >rc.txt; stty -g >after.txt; sleep 30"
 	wait_for 'SELECT ? + ?'
-	wait_for 'last 0.'
+	wait_for 'last ' # a frame with an interval (0.5 s, or more on a loaded machine)
 	if [ "$key" = q ]; then
 		# SIGWINCH: redrawn to the new width
 		t resize-window -t s -x 90 -y 25
-		sleep 0.3
-		wait_for 'SELECT ? + ?'
-		w=$(capture | awk '{ if (length($0) > m) m = length($0) } END { print m + 0 }')
-		[ "$w" -le 90 ] || fail "after a resize to 90 columns, a line of $w: $(capture)"
+		wait_until 60 narrow || fail "after a resize to 90 columns, a line of $(widest): $(capture)"
+		w=$(widest)
 		echo "resized to 90 columns: widest line $w"
 	fi
 	if [ "$key" = C-c ]; then
@@ -89,11 +95,8 @@ for key in q C-c TERM; do
 		AG=
 		wait_for 'no new reading: no agent at'
 		agent_start --interval 1
-		for _ in $(seq 1 100); do
-			capture | grep -q 'no new reading' || break
-			sleep 0.1
-		done
-		capture | grep -q 'no new reading' && fail "top did not take up the restarted agent: $(capture)"
+		taken_up() { ! shows 'no new reading'; }
+		wait_until 60 taken_up || fail "top did not take up the restarted agent: $(capture)"
 		wait_for 'SELECT ? + ?'
 		echo "agent killed and restarted: top said so, then went on"
 	fi
@@ -103,8 +106,7 @@ for key in q C-c TERM; do
 	else
 		t send-keys -t s "$key"
 	fi
-	for _ in $(seq 1 100); do [ -s after.txt ] && break; sleep 0.1; done
-	[ -s after.txt ] || fail "top did not quit on $key: $(capture)"
+	wait_until 60 test -s after.txt || fail "top did not quit on $key: $(capture)"
 	rc=$(cat rc.txt)
 	want=0
 	[ "$key" = C-c ] && want=130
