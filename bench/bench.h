@@ -61,8 +61,8 @@ static inline long bench_arg(int argc, char **argv, int i, long def)
 		return def;
 	v = strtol(argv[i], &end, 10);
 	if (*argv[i] == 0 || *end || v <= 0) {
-		fprintf(stderr, "%s: argument %d must be a positive integer, not '%s'\n", argv[0], i,
-			argv[i]);
+		fprintf(stderr, "%s: argument %d must be a positive integer, not '%s'\n", argv[0],
+			i, argv[i]);
 		exit(2);
 	}
 	return v;

@@ -62,12 +62,12 @@ static NOINLINE long bottom(struct ctx *c)
  * addresses as a real call chain would; the empty asm after each call
  * keeps it from being a tail call, so every level is a real frame. */
 static long fa(int d, struct ctx *c);
-#define LEVEL(name, next)                                   \
-	static NOINLINE long name(int d, struct ctx *c)     \
-	{                                                   \
+#define LEVEL(name, next)                                    \
+	static NOINLINE long name(int d, struct ctx *c)      \
+	{                                                    \
 		long r = d > 0 ? next(d - 1, c) : bottom(c); \
-		__asm__ volatile("" : "+r"(r));             \
-		return r + 1;                               \
+		__asm__ volatile("" : "+r"(r));              \
+		return r + 1;                                \
 	}
 LEVEL(fd, fa)
 LEVEL(fc, fd)

@@ -37,16 +37,16 @@ static void *resolve(const char *name)
 
 /* One forwarder: a relaxed load of the cached original, resolved at the
  * first call (races are benign: every thread stores the same pointer). */
-#define FWD(ret, name, params, args)                                              \
-	EXPORT ret name params                                                    \
-	{                                                                         \
-		static ret(*real) params;                                         \
-		ret(*fwd_fn) params = __atomic_load_n(&real, __ATOMIC_RELAXED);   \
-		if (__builtin_expect(!fwd_fn, 0)) {                               \
-			fwd_fn = (ret(*) params)resolve(#name);                   \
-			__atomic_store_n(&real, fwd_fn, __ATOMIC_RELAXED);        \
-		}                                                                 \
-		return fwd_fn args;                                               \
+#define FWD(ret, name, params, args)                                            \
+	EXPORT ret name params                                                  \
+	{                                                                       \
+		static ret(*real) params;                                       \
+		ret(*fwd_fn) params = __atomic_load_n(&real, __ATOMIC_RELAXED); \
+		if (__builtin_expect(!fwd_fn, 0)) {                             \
+			fwd_fn = (ret(*) params)resolve(#name);                 \
+			__atomic_store_n(&real, fwd_fn, __ATOMIC_RELAXED);      \
+		}                                                               \
+		return fwd_fn args;                                             \
 	}
 
 typedef int (*exec_cb)(void *, int, char **, char **);
@@ -91,7 +91,8 @@ EXPORT void sqlite3_progress_handler(sqlite3 *db, int n, progress_cb cb, void *a
 	void (*f)(sqlite3 *, int, progress_cb, void *) = __atomic_load_n(&real, __ATOMIC_RELAXED);
 
 	if (__builtin_expect(!f, 0)) {
-		f = (void (*)(sqlite3 *, int, progress_cb, void *))resolve("sqlite3_progress_handler");
+		f = (void (*)(sqlite3 *, int, progress_cb, void *))resolve(
+			"sqlite3_progress_handler");
 		__atomic_store_n(&real, f, __ATOMIC_RELAXED);
 	}
 	f(db, n, cb, a);

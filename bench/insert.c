@@ -38,7 +38,8 @@ int main(int argc, char **argv)
 	bench_ok(db, sqlite3_prepare_v2(db, "INSERT INTO t(a, b) VALUES (?, ?)", -1, &ins, NULL),
 		 SQLITE_OK, "prepare insert");
 	bench_ok(db, sqlite3_prepare_v2(db, "BEGIN", -1, &begin, NULL), SQLITE_OK, "prepare begin");
-	bench_ok(db, sqlite3_prepare_v2(db, "COMMIT", -1, &commit, NULL), SQLITE_OK, "prepare commit");
+	bench_ok(db, sqlite3_prepare_v2(db, "COMMIT", -1, &commit, NULL), SQLITE_OK,
+		 "prepare commit");
 	t0 = bench_now_ns();
 	for (i = 0; i < n; i++) {
 		if (i % txn == 0) {

@@ -27,18 +27,19 @@ int main(int argc, char **argv)
 		 SQLITE_OK, "schema");
 	/* Keys in insertion order keep the fill cheap (the index is appended
 	 * to); the lookups below visit them in a scattered order. */
-	bench_ok(db,
-		 sqlite3_prepare_v2(db,
-				    "WITH RECURSIVE c(x) AS (SELECT 0 UNION ALL SELECT x + 1 FROM c "
-				    "WHERE x + 1 < ?1) INSERT INTO t(id, k, v) "
-				    "SELECT x, x * 3, 'row ' || x FROM c",
-				    -1, &ins, NULL),
-		 SQLITE_OK, "prepare insert");
+	bench_ok(
+		db,
+		sqlite3_prepare_v2(db,
+				   "WITH RECURSIVE c(x) AS (SELECT 0 UNION ALL SELECT x + 1 FROM c "
+				   "WHERE x + 1 < ?1) INSERT INTO t(id, k, v) "
+				   "SELECT x, x * 3, 'row ' || x FROM c",
+				   -1, &ins, NULL),
+		SQLITE_OK, "prepare insert");
 	sqlite3_bind_int64(ins, 1, rows);
 	bench_ok(db, sqlite3_step(ins), SQLITE_DONE, "fill");
 	sqlite3_finalize(ins);
-	bench_ok(db, sqlite3_prepare_v2(db, "SELECT v FROM t WHERE k = ?", -1, &sel, NULL), SQLITE_OK,
-		 "prepare select");
+	bench_ok(db, sqlite3_prepare_v2(db, "SELECT v FROM t WHERE k = ?", -1, &sel, NULL),
+		 SQLITE_OK, "prepare select");
 	t0 = bench_now_ns();
 	for (i = 0; i < n; i++) {
 		sqlite3_bind_int64(sel, 1, (i * 104729) % rows * 3);

@@ -82,7 +82,8 @@ __attribute__((destructor)) static void report(void)
 		return;
 	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
 	exe[n > 0 ? n : 0] = 0;
-	len = snprintf(line, sizeof(line), "RUSAGE pid=%d maxrss_kb=%ld utime_us=%lld stime_us=%lld exe=%s\n",
+	len = snprintf(line, sizeof(line),
+		       "RUSAGE pid=%d maxrss_kb=%ld utime_us=%lld stime_us=%lld exe=%s\n",
 		       (int)getpid(), vmhwm_kb(),
 		       (long long)ru.ru_utime.tv_sec * 1000000 + ru.ru_utime.tv_usec,
 		       (long long)ru.ru_stime.tv_sec * 1000000 + ru.ru_stime.tv_usec, exe);

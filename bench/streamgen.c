@@ -93,7 +93,8 @@ int main(int argc, char **argv)
 	struct rusage ru;
 
 	if (!sock || strlen(sock) >= sizeof(sa.sun_path)) {
-		fprintf(stderr, "streamgen: run me under sqlprof record (no usable %s)\n", SP_ENV_SOCK);
+		fprintf(stderr, "streamgen: run me under sqlprof record (no usable %s)\n",
+			SP_ENV_SOCK);
 		return 2;
 	}
 	strcpy(sa.sun_path, sock);
@@ -108,8 +109,11 @@ int main(int argc, char **argv)
 		static const char exe[] = "streamgen";
 		struct sp_rec_hello h = {
 			.h = { SP_REC_HELLO, 0, SP_ALIGN8(sizeof(h) + sizeof(exe)) },
-			.pid = pid, .tid = pid, .ppid = (uint32_t)getppid(),
-			.clock = SP_CLOCK_MONOTONIC, .start_mono_ns = bench_now_ns(),
+			.pid = pid,
+			.tid = pid,
+			.ppid = (uint32_t)getppid(),
+			.clock = SP_CLOCK_MONOTONIC,
+			.start_mono_ns = bench_now_ns(),
 			.exe_len = sizeof(exe) - 1,
 		};
 
@@ -123,13 +127,19 @@ int main(int argc, char **argv)
 			int tl = snprintf(text, sizeof(text), "SELECT v FROM t%ld WHERE k = ?", i);
 			struct sp_rec_sql s = {
 				.h = { SP_REC_SQL, 0, SP_ALIGN8(sizeof(s) + (uint32_t)tl) },
-				.pid = pid, .tid = pid, .sql_id = sql_id(i),
-				.full_len = (uint32_t)tl, .text_len = (uint32_t)tl,
+				.pid = pid,
+				.tid = pid,
+				.sql_id = sql_id(i),
+				.full_len = (uint32_t)tl,
+				.text_len = (uint32_t)tl,
 			};
 
 			struct sp_rec_stack st = {
 				.h = { SP_REC_STACK, 0, sizeof(st) + DEPTH * sizeof(uint64_t) },
-				.pid = pid, .tid = pid, .stack_id = stack_id(i), .depth = DEPTH,
+				.pid = pid,
+				.tid = pid,
+				.stack_id = stack_id(i),
+				.depth = DEPTH,
 			};
 			int f;
 
@@ -143,9 +153,11 @@ int main(int argc, char **argv)
 			off += s.h.len;
 			memcpy(misc + off, &st, sizeof(st));
 			for (f = 0; f < DEPTH; f++) {
-				uint64_t pc = 0x401000u + (uint64_t)i * 0x1000u + (uint64_t)f * 0x40u;
+				uint64_t pc =
+					0x401000u + (uint64_t)i * 0x1000u + (uint64_t)f * 0x40u;
 
-				memcpy(misc + off + sizeof(st) + (size_t)f * sizeof(pc), &pc, sizeof(pc));
+				memcpy(misc + off + sizeof(st) + (size_t)f * sizeof(pc), &pc,
+				       sizeof(pc));
 			}
 			off += st.h.len;
 		}
@@ -161,15 +173,21 @@ int main(int argc, char **argv)
 			long k = b * (long)per + i;
 			struct sp_rec_exec r = {
 				.h = { SP_REC_EXEC, SP_EXEC_SAMPLED | SP_EXEC_RANDOM, sizeof(r) },
-				.pid = pid, .tid = pid, .sql_id = sql_id(k % nq),
-				.seq = (uint64_t)k + 1, .db = 1,
+				.pid = pid,
+				.tid = pid,
+				.sql_id = sql_id(k % nq),
+				.seq = (uint64_t)k + 1,
+				.db = 1,
 				.db_time = 500 + (uint64_t)(k * 7919 % 100000),
-				.rows = 1, .stack_id = stack_id(k % nq), .vm_steps = 12,
+				.rows = 1,
+				.stack_id = stack_id(k % nq),
+				.vm_steps = 12,
 				.kind = SP_KIND_STMT,
 			};
 			r.wall = r.db_time + 100;
 			r.start = start0 + (uint64_t)k * 1000;
-			memcpy(buf[b] + sizeof(struct sp_msg_hdr) + (size_t)i * sizeof(r), &r, sizeof(r));
+			memcpy(buf[b] + sizeof(struct sp_msg_hdr) + (size_t)i * sizeof(r), &r,
+			       sizeof(r));
 		}
 	}
 	t0 = bench_now_ns();
@@ -184,7 +202,10 @@ int main(int argc, char **argv)
 	{
 		struct sp_rec_bye bye = {
 			.h = { SP_REC_BYE, 0, sizeof(bye) },
-			.pid = pid, .tid = pid, .executions = 0, .status = 0,
+			.pid = pid,
+			.tid = pid,
+			.executions = 0,
+			.status = 0,
 		};
 
 		memcpy(misc + sizeof(struct sp_msg_hdr), &bye, sizeof(bye));

@@ -32,15 +32,16 @@ static void *work(void *arg)
 
 	bench_ok(db, sqlite3_open(":memory:", &db), SQLITE_OK, "open");
 	bench_ok(db,
-		 sqlite3_exec(db,
-			      "CREATE TABLE t(id INTEGER PRIMARY KEY, k INTEGER, v INTEGER);"
-			      "CREATE INDEX t_k ON t(k);"
-			      "WITH RECURSIVE c(x) AS (SELECT 0 UNION ALL SELECT x + 1 FROM c "
-			      "WHERE x < 9999) INSERT INTO t SELECT x, (x * 7919) % 10000, x FROM c;",
-			      NULL, NULL, NULL),
+		 sqlite3_exec(
+			 db,
+			 "CREATE TABLE t(id INTEGER PRIMARY KEY, k INTEGER, v INTEGER);"
+			 "CREATE INDEX t_k ON t(k);"
+			 "WITH RECURSIVE c(x) AS (SELECT 0 UNION ALL SELECT x + 1 FROM c "
+			 "WHERE x < 9999) INSERT INTO t SELECT x, (x * 7919) % 10000, x FROM c;",
+			 NULL, NULL, NULL),
 		 SQLITE_OK, "fill");
-	bench_ok(db, sqlite3_prepare_v2(db, "SELECT v FROM t WHERE k = ?", -1, &sel, NULL), SQLITE_OK,
-		 "prepare");
+	bench_ok(db, sqlite3_prepare_v2(db, "SELECT v FROM t WHERE k = ?", -1, &sel, NULL),
+		 SQLITE_OK, "prepare");
 	pthread_barrier_wait(&start);
 	w->start_ns = bench_now_ns();
 	for (i = 0; i < w->n; i++) {

@@ -109,12 +109,12 @@ __attribute__((noinline, cold)) static stmt_fn resolve(stmt_fn *slot, const char
 /* real_<name> starts as a resolver that replaces itself with the original
  * and calls it, as lazy PLT binding does: the hot path is a load and an
  * indirect call, without a test for "not resolved yet". */
-#define LAZY(name)                                                                \
-	static int first_##name(sqlite3_stmt *st);                               \
-	static stmt_fn real_##name = first_##name;                               \
-	static int first_##name(sqlite3_stmt *st)                                \
-	{                                                                         \
-		return resolve(&real_##name, "sqlite3_" #name)(st);              \
+#define LAZY(name)                                                  \
+	static int first_##name(sqlite3_stmt *st);                  \
+	static stmt_fn real_##name = first_##name;                  \
+	static int first_##name(sqlite3_stmt *st)                   \
+	{                                                           \
+		return resolve(&real_##name, "sqlite3_" #name)(st); \
 	}
 LAZY(step)
 LAZY(reset)

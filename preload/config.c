@@ -185,7 +185,8 @@ void sp_read_config(void)
 	if (env_long("SQLPROF_PARAMS", 0, 2, &l))
 		sp_cfg.params = (int)l;
 	/* about 1 % of all executions hashed at most, whatever the rate */
-	sp_cfg.params_keep = rate > 0.01 ? (uint64_t)(0.01 / rate * 18446744073709551615.0) : UINT64_MAX;
+	sp_cfg.params_keep =
+		rate > 0.01 ? (uint64_t)(0.01 / rate * 18446744073709551615.0) : UINT64_MAX;
 	sp_cfg.texts_per_shape = 64;
 	if (env_long("SQLPROF_TEXTS_PER_SHAPE", 0, 1L << 30, &l))
 		sp_cfg.texts_per_shape = l;
@@ -211,4 +212,3 @@ void sp_read_config(void)
 	sp_cfg.slow_span = sp_cfg.slow_ticks ? sp_cfg.slow_ticks : (uint64_t)1 << 63;
 	sp_cfg.run_gap = SP_RUN_GAP_NS; /* ns; to ticks in sp_init */
 }
-

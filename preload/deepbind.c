@@ -60,29 +60,29 @@ __asm__(".text\n"
 	"	testq %rax, %rax\n"
 	"	jz 1f\n"
 	"	testl $" SP_STR(RTLD_DEEPBIND) ", %esi\n"
-	"	jnz 1f\n"
-	"	cmpl $0, sp_dlopen_watch(%rip)\n"
-	"	jnz 1f\n"
-	"	jmp *%rax\n"
-	"1:	pushq %rdi\n"
-	"	.cfi_adjust_cfa_offset 8\n"
-	"	pushq %rsi\n"
-	"	.cfi_adjust_cfa_offset 8\n"
-	"	subq $8, %rsp\n"
-	"	.cfi_adjust_cfa_offset 8\n"
-	"	movq 24(%rsp), %rdx\n"
-	"	call sp_dlopen_route\n"
-	"	addq $8, %rsp\n"
-	"	.cfi_adjust_cfa_offset -8\n"
-	"	popq %rsi\n"
-	"	.cfi_adjust_cfa_offset -8\n"
-	"	popq %rdi\n"
-	"	.cfi_adjust_cfa_offset -8\n"
-	"	testl %eax, %eax\n"
-	"	jnz sp_dlopen_deep\n"
-	"	jmp *sp_dlopen_real(%rip)\n"
-	"	.cfi_endproc\n"
-	".size dlopen, .-dlopen\n");
+					       "	jnz 1f\n"
+					       "	cmpl $0, sp_dlopen_watch(%rip)\n"
+					       "	jnz 1f\n"
+					       "	jmp *%rax\n"
+					       "1:	pushq %rdi\n"
+					       "	.cfi_adjust_cfa_offset 8\n"
+					       "	pushq %rsi\n"
+					       "	.cfi_adjust_cfa_offset 8\n"
+					       "	subq $8, %rsp\n"
+					       "	.cfi_adjust_cfa_offset 8\n"
+					       "	movq 24(%rsp), %rdx\n"
+					       "	call sp_dlopen_route\n"
+					       "	addq $8, %rsp\n"
+					       "	.cfi_adjust_cfa_offset -8\n"
+					       "	popq %rsi\n"
+					       "	.cfi_adjust_cfa_offset -8\n"
+					       "	popq %rdi\n"
+					       "	.cfi_adjust_cfa_offset -8\n"
+					       "	testl %eax, %eax\n"
+					       "	jnz sp_dlopen_deep\n"
+					       "	jmp *sp_dlopen_real(%rip)\n"
+					       "	.cfi_endproc\n"
+					       ".size dlopen, .-dlopen\n");
 
 int sp_dlopen_route(const char *file, int mode, const void *ra);
 void *sp_dlopen_deep(const char *file, int mode);
@@ -91,7 +91,7 @@ void *sp_dlopen_deep(const char *file, int mode);
  * (embed.c); a load from us only when it is provably the same load. */
 int sp_dlopen_watch;
 
-static const ElfW(Dyn) *dyn_find(const struct link_map *l, ElfW(Sxword) tag)
+static const ElfW(Dyn) * dyn_find(const struct link_map *l, ElfW(Sxword) tag)
 {
 	for (const ElfW(Dyn) *d = l->l_ld; d && d->d_tag != DT_NULL; d++)
 		if (d->d_tag == tag)
@@ -119,7 +119,7 @@ __attribute__((constructor)) static void deepbind_init(void)
 static int same_load(const char *file, const void *ra)
 {
 	const struct link_map *c = sp_lm_of(ra), *l;
-	const ElfW(Dyn) *f1;
+	const ElfW(Dyn) * f1;
 
 	if (!file || strchr(file, '$') || !c || !startup_last)
 		return 0;
@@ -177,20 +177,39 @@ __attribute__((used)) void *sp_dlopen_deep(const char *file, int mode)
 /* ---- the patch ---- */
 
 static const char *const names[] = {
-	"sqlite3_open", "sqlite3_open_v2", "sqlite3_open16", "sqlite3_close", "sqlite3_close_v2",
-	"sqlite3_prepare", "sqlite3_prepare_v2", "sqlite3_prepare_v3", "sqlite3_prepare16",
-	"sqlite3_prepare16_v2", "sqlite3_prepare16_v3", "sqlite3_step", "sqlite3_reset",
-	"sqlite3_finalize", "sqlite3_exec", "sqlite3_trace", "sqlite3_trace_v2", "sqlite3_profile",
-	"sqlite3_set_authorizer", "sqlite3_progress_handler", "sqlite3_config",
-	"sqlite3_create_module", "sqlite3_create_module_v2", "sqlite3_load_extension",
-	"sqlite3_enable_load_extension", "sqlite3_auto_extension",
+	"sqlite3_open",
+	"sqlite3_open_v2",
+	"sqlite3_open16",
+	"sqlite3_close",
+	"sqlite3_close_v2",
+	"sqlite3_prepare",
+	"sqlite3_prepare_v2",
+	"sqlite3_prepare_v3",
+	"sqlite3_prepare16",
+	"sqlite3_prepare16_v2",
+	"sqlite3_prepare16_v3",
+	"sqlite3_step",
+	"sqlite3_reset",
+	"sqlite3_finalize",
+	"sqlite3_exec",
+	"sqlite3_trace",
+	"sqlite3_trace_v2",
+	"sqlite3_profile",
+	"sqlite3_set_authorizer",
+	"sqlite3_progress_handler",
+	"sqlite3_config",
+	"sqlite3_create_module",
+	"sqlite3_create_module_v2",
+	"sqlite3_load_extension",
+	"sqlite3_enable_load_extension",
+	"sqlite3_auto_extension",
 };
 #define NNAMES (sizeof(names) / sizeof(names[0]))
 
 struct patch {
 	uintptr_t shim[NNAMES]; /* our definitions, from our own dynamic symbols */
 	uintptr_t self_lo, self_hi;
-	const void *primary;    /* link map of the primary library */
+	const void *primary; /* link map of the primary library */
 	long page;
 	unsigned patched;
 };
@@ -229,7 +248,8 @@ static int self_cb(struct dl_phdr_info *info, size_t size, void *arg)
 		return 0;
 	sp_dyn_count(&d);
 	for (size_t i = 1; i < d.nsym; i++) {
-		int k = d.sym[i].st_shndx != SHN_UNDEF ? name_index(sp_dyn_name(&d, (uint32_t)i)) : -1;
+		int k = d.sym[i].st_shndx != SHN_UNDEF ? name_index(sp_dyn_name(&d, (uint32_t)i))
+						       : -1;
 
 		if (k >= 0)
 			p->shim[k] = d.base + d.sym[i].st_value;
@@ -255,14 +275,15 @@ static void slot_write(struct patch *p, const struct sp_dyn *d, uintptr_t *slot,
 	p->patched++;
 }
 
-static void patch_relocs(struct patch *p, const struct sp_dyn *d, const ElfW(Rela) *r, size_t n)
+static void patch_relocs(struct patch *p, const struct sp_dyn *d, const ElfW(Rela) * r, size_t n)
 {
 	for (size_t i = 0; r && i < n; i++) {
 		uint32_t type = ELF64_R_TYPE(r[i].r_info), si = ELF64_R_SYM(r[i].r_info);
 		uintptr_t *slot, v;
 		int k;
 
-		if ((type != R_X86_64_JUMP_SLOT && type != R_X86_64_GLOB_DAT && type != R_X86_64_64) ||
+		if ((type != R_X86_64_JUMP_SLOT && type != R_X86_64_GLOB_DAT &&
+		     type != R_X86_64_64) ||
 		    si == 0 || si >= d->nsym || r[i].r_addend != 0)
 			continue;
 		k = name_index(sp_dyn_name(d, si));

@@ -103,33 +103,15 @@ int sp_dyn_read(const struct dl_phdr_info *info, struct sp_dyn *d)
 		return -1;
 	for (; dyn->d_tag != DT_NULL; dyn++) {
 		switch (dyn->d_tag) {
-		case DT_SYMTAB:
-			d->sym = (const void *)dyn_ptr(info, dyn->d_un.d_ptr);
-			break;
-		case DT_STRTAB:
-			d->str = (const void *)dyn_ptr(info, dyn->d_un.d_ptr);
-			break;
-		case DT_STRSZ:
-			d->strsz = dyn->d_un.d_val;
-			break;
-		case DT_HASH:
-			hash = (const void *)dyn_ptr(info, dyn->d_un.d_ptr);
-			break;
-		case DT_GNU_HASH:
-			gnu = (const void *)dyn_ptr(info, dyn->d_un.d_ptr);
-			break;
-		case DT_RELA:
-			d->rela = (const void *)dyn_ptr(info, dyn->d_un.d_ptr);
-			break;
-		case DT_RELASZ:
-			d->relasz = dyn->d_un.d_val / sizeof(ElfW(Rela));
-			break;
-		case DT_JMPREL:
-			d->jmprel = (const void *)dyn_ptr(info, dyn->d_un.d_ptr);
-			break;
-		case DT_PLTRELSZ:
-			d->jmprelsz = dyn->d_un.d_val / sizeof(ElfW(Rela));
-			break;
+		case DT_SYMTAB: d->sym = (const void *)dyn_ptr(info, dyn->d_un.d_ptr); break;
+		case DT_STRTAB: d->str = (const void *)dyn_ptr(info, dyn->d_un.d_ptr); break;
+		case DT_STRSZ: d->strsz = dyn->d_un.d_val; break;
+		case DT_HASH: hash = (const void *)dyn_ptr(info, dyn->d_un.d_ptr); break;
+		case DT_GNU_HASH: gnu = (const void *)dyn_ptr(info, dyn->d_un.d_ptr); break;
+		case DT_RELA: d->rela = (const void *)dyn_ptr(info, dyn->d_un.d_ptr); break;
+		case DT_RELASZ: d->relasz = dyn->d_un.d_val / sizeof(ElfW(Rela)); break;
+		case DT_JMPREL: d->jmprel = (const void *)dyn_ptr(info, dyn->d_un.d_ptr); break;
+		case DT_PLTRELSZ: d->jmprelsz = dyn->d_un.d_val / sizeof(ElfW(Rela)); break;
 		case DT_PLTREL:
 			if (dyn->d_un.d_val != DT_RELA)
 				d->jmprelsz = 0, d->jmprel = NULL; /* not x86-64's RELA */
@@ -196,7 +178,8 @@ static int exported_function(unsigned char info)
 {
 	int type = ELF64_ST_TYPE(info), bind = ELF64_ST_BIND(info);
 
-	return (type == STT_FUNC || type == STT_GNU_IFUNC) && (bind == STB_GLOBAL || bind == STB_WEAK);
+	return (type == STT_FUNC || type == STT_GNU_IFUNC) &&
+	       (bind == STB_GLOBAL || bind == STB_WEAK);
 }
 
 /* Scans every dynamic symbol of the object: libsqlite3's 1,478 took 77

@@ -38,9 +38,9 @@
 
 #include "sp_preload.h"
 
-#define EMB_MAX 8      /* embedded SQLite copies per process */
-#define EMB_SLOTS 64   /* per thread: executions in progress, by statement */
-#define EMB_WALK 12    /* frames walked to leave SQLite's code */
+#define EMB_MAX 8    /* embedded SQLite copies per process */
+#define EMB_SLOTS 64 /* per thread: executions in progress, by statement */
+#define EMB_WALK 12  /* frames walked to leave SQLite's code */
 
 /* The embedded library's API, by its symbols. */
 struct emb_api {
@@ -57,15 +57,15 @@ struct emb_range {
 };
 
 struct emb {
-	uintptr_t base;          /* load bias (dlpi_addr): the object's key */
+	uintptr_t base; /* load bias (dlpi_addr): the object's key */
 	struct emb_api api;
-	struct emb_range *r;     /* SQLite's own code, sorted, merged */
+	struct emb_range *r; /* SQLite's own code, sorted, merged */
 	size_t nr;
-	unsigned flags;          /* SP_MODULE_* for the module map */
+	unsigned flags; /* SP_MODULE_* for the module map */
 };
 
 static struct emb embs[EMB_MAX];
-static atomic_int nembs;     /* published after the entry is filled */
+static atomic_int nembs; /* published after the entry is filled */
 /* objects looked at (hooked or not), by load bias: looked at once */
 #define EMB_SEEN_MAX 512
 static uintptr_t seen[EMB_SEEN_MAX];
@@ -159,7 +159,8 @@ static const Elf64_Shdr *section(const struct elf_file *f, unsigned i)
 	const Elf64_Ehdr *eh = (const void *)f->p;
 	uint64_t off = eh->e_shoff + (uint64_t)i * sizeof(Elf64_Shdr);
 
-	if (eh->e_shentsize != sizeof(Elf64_Shdr) || i >= eh->e_shnum || off + sizeof(Elf64_Shdr) > f->size)
+	if (eh->e_shentsize != sizeof(Elf64_Shdr) || i >= eh->e_shnum ||
+	    off + sizeof(Elf64_Shdr) > f->size)
 		return NULL;
 	return (const void *)(f->p + off);
 }
@@ -179,7 +180,8 @@ static int symtab(const struct elf_file *f, uint32_t type, const Elf64_Sym **sym
 	for (unsigned i = 1; i < eh->e_shnum; i++) {
 		const Elf64_Shdr *s = section(f, i), *l;
 
-		if (!s || s->sh_type != type || !section_ok(f, s) || s->sh_entsize != sizeof(Elf64_Sym))
+		if (!s || s->sh_type != type || !section_ok(f, s) ||
+		    s->sh_entsize != sizeof(Elf64_Sym))
 			continue;
 		l = section(f, s->sh_link);
 		if (!section_ok(f, l) || l->sh_type != SHT_STRTAB)
@@ -265,7 +267,8 @@ static int imports_sqlite(const struct dl_phdr_info *info)
 		return 0;
 	sp_dyn_count(&d);
 	for (size_t i = 1; i < d.nsym; i++)
-		if (d.sym[i].st_shndx == SHN_UNDEF && !strncmp(sp_dyn_name(&d, (uint32_t)i), "sqlite3_", 8))
+		if (d.sym[i].st_shndx == SHN_UNDEF &&
+		    !strncmp(sp_dyn_name(&d, (uint32_t)i), "sqlite3_", 8))
 			return 1;
 	return 0;
 }
@@ -297,8 +300,8 @@ static unsigned called_from_outside(const struct emb *e, const struct dl_phdr_in
 		seg = (const uint8_t *)(info->dlpi_addr + ph->p_vaddr);
 		end = seg + ph->p_filesz - 4;
 		for (int op = 0xe8; op <= 0xe9; op++) /* call, jmp (a tail call) */
-			for (const uint8_t *p = seg, *q; p < end && (q = memchr(p, op, (size_t)(end - p)));
-			     p = q + 1) {
+			for (const uint8_t *p = seg, *q;
+			     p < end && (q = memchr(p, op, (size_t)(end - p))); p = q + 1) {
 				int32_t rel;
 				uintptr_t to;
 
@@ -324,17 +327,18 @@ static int emb_entry(int i, sqlite3 *db)
 	struct emb *e = &embs[i];
 	int saved = errno;
 
-	e->api.trace_v2(db, SQLITE_TRACE_STMT | SQLITE_TRACE_ROW | SQLITE_TRACE_PROFILE, emb_trace, e);
+	e->api.trace_v2(db, SQLITE_TRACE_STMT | SQLITE_TRACE_ROW | SQLITE_TRACE_PROFILE, emb_trace,
+			e);
 	errno = saved;
 	return SQLITE_OK;
 }
 
-#define EMB_ENTRY(i)                                                                         \
-	static int emb_entry##i(sqlite3 *db, char **err, const void *api)                    \
-	{                                                                                    \
-		(void)err;                                                                   \
-		(void)api;                                                                   \
-		return emb_entry(i, db);                                                     \
+#define EMB_ENTRY(i)                                                      \
+	static int emb_entry##i(sqlite3 *db, char **err, const void *api) \
+	{                                                                 \
+		(void)err;                                                \
+		(void)api;                                                \
+		return emb_entry(i, db);                                  \
 	}
 EMB_ENTRY(0)
 EMB_ENTRY(1)
@@ -411,8 +415,8 @@ static int emb_examine(struct dl_phdr_info *info, const char *path, int late, in
 		 * local, listed after an unnamed STT_FILE */
 		if (!named || n[7] != '_')
 			continue;
-#define API(field, name)                                                                   \
-	if (!strcmp(n, name))                                                                \
+#define API(field, name)      \
+	if (!strcmp(n, name)) \
 		*(void **)&e->api.field = (void *)a;
 		API(auto_extension, "sqlite3_auto_extension")
 		API(trace_v2, "sqlite3_trace_v2")
@@ -475,7 +479,8 @@ static int emb_examine(struct dl_phdr_info *info, const char *path, int late, in
 				e->flags |= SP_MODULE_EMBED_LATE;
 			if (calls)
 				e->flags |= SP_MODULE_EMBED_OWNTRACE;
-			if (e->api.auto_extension((void (*)(void))(uintptr_t)entries[i]) == SQLITE_OK) {
+			if (e->api.auto_extension((void (*)(void))(uintptr_t)entries[i]) ==
+			    SQLITE_OK) {
 				e->flags |= SP_MODULE_SQLITE_MIXED | SP_MODULE_EMBED;
 			} else {
 				e->flags = SP_MODULE_EMBED_BLIND | SP_MODULE_EMBED_NOTRACE;
@@ -535,9 +540,10 @@ static int cand_cb(struct dl_phdr_info *info, size_t size, void *arg)
 	/* a system library (lib*.so in the loader's directories) is no
 	 * program with SQLite compiled in: the string scan of libc's and
 	 * every other's read-only data cost 2.4 M instructions a start */
-	cs->c[cs->n].magic = first || !(!strncmp(b, "lib", 3) && strstr(b, ".so") &&
-					(!strncmp(name, "/lib/", 5) || !strncmp(name, "/lib64/", 7) ||
-					 !strncmp(name, "/usr/lib/", 9) || !strncmp(name, "/usr/lib64/", 11)));
+	cs->c[cs->n].magic =
+		first || !(!strncmp(b, "lib", 3) && strstr(b, ".so") &&
+			   (!strncmp(name, "/lib/", 5) || !strncmp(name, "/lib64/", 7) ||
+			    !strncmp(name, "/usr/lib/", 9) || !strncmp(name, "/usr/lib64/", 11)));
 	cs->c[cs->n].main_program = first;
 	if (first)
 		strcpy(cs->c[cs->n].path, "/proc/self/exe");
@@ -606,15 +612,15 @@ unsigned sp_embed_module_flags(uintptr_t base)
 
 /* One execution in progress on this thread, by statement. */
 struct emb_slot {
-	sqlite3_stmt *st;       /* NULL: free */
-	const char *zsql;       /* the statement's text when it was noted */
+	sqlite3_stmt *st; /* NULL: free */
+	const char *zsql; /* the statement's text when it was noted */
 	size_t len;
-	uint64_t hash;          /* emb_hash of it */
+	uint64_t hash; /* emb_hash of it */
 	uint64_t sql_id, shape;
 	uintptr_t caller;
 	struct sp_agg_query *q; /* bound for (sql_id, caller) in arena */
 	uint64_t arena;
-	uint32_t last[4];       /* its counters at its last end on this thread
+	uint32_t last[4]; /* its counters at its last end on this thread
 				 * (valid: has_last) */
 	int has_last;
 	struct sp_run run;
@@ -663,8 +669,8 @@ static __attribute__((noinline, cold)) struct emb_thread *thr_get(void)
 		atomic_flag_clear_explicit(&idle_lock, memory_order_release);
 	}
 	if (!et) {
-		void *p = mmap(NULL, sizeof(*et), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
-			       -1, 0);
+		void *p = mmap(NULL, sizeof(*et), PROT_READ | PROT_WRITE,
+			       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 
 		if (p == MAP_FAILED)
 			return NULL;
@@ -748,8 +754,8 @@ static __attribute__((noinline)) uintptr_t emb_caller(struct sp_thread *t, const
 		i = caller_index(e, pcs, n);
 	} else {
 		/* pcs[0] is our caller's return address: from 0, not 1 */
-		for (i = 0; i < n && (pcs[i] - sp_self_lo < sp_self_hi - sp_self_lo ||
-				      in_sqlite(e, pcs[i]));
+		for (i = 0; i < n &&
+			    (pcs[i] - sp_self_lo < sp_self_hi - sp_self_lo || in_sqlite(e, pcs[i]));
 		     i++)
 			;
 	}

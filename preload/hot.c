@@ -40,7 +40,6 @@
 
 #include "sp_preload.h"
 
-
 /* A slot's key as one plain load: on x86-64 an aligned load is atomic and
  * has acquire order already, and the compiler may fold it into the
  * compare (an _Atomic load it keeps apart). */
@@ -143,7 +142,7 @@ static __attribute__((noinline)) int end_plain_slow(struct sp_agg_query *q, cons
  * it). The common switch - a run of one execution of another shape closes, one
  * of q opens - is sp_run_switch's by hand, without its call. */
 SP_INLINE int end_plain_switch(struct sp_agg_query *q, const struct sp_stmt *s, uint64_t start,
-				uint64_t end, int rc)
+			       uint64_t end, int rc)
 {
 	/* the TLS offset loaded here, not kept from the step's start in a
 	 * register that sqlite3_step would then save */
@@ -219,7 +218,8 @@ SP_INLINE int end_plain(struct sp_thread *t, struct sp_run *r, int rc, uint64_t 
 	 * took it when bound: agg_tag), so its counters now are all there
 	 * is to store */
 	now = _mm_loadu_si128((const __m128i *)s->counters); /* set: it owns the segment */
-	sp_agg_add_in(q, r, end, &((struct sp_agg_hist *)(uintptr_t)blk)->bucket[i % SP_HIST_PER_BLOCK]);
+	sp_agg_add_in(q, r, end,
+		      &((struct sp_agg_hist *)(uintptr_t)blk)->bucket[i % SP_HIST_PER_BLOCK]);
 	/* run_until is 0 but in the open run's record */
 	switched = start >= q->run_until;
 	if (likely(!switched)) {

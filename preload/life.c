@@ -29,7 +29,7 @@ __thread struct sp_thread sp_tls __attribute__((tls_model("initial-exec"))) = {
 	.more = &sp_more_none,
 };
 struct sp_thread_more sp_more_none; /* never written: see sp_preload.h */
-uint32_t sp_proc_pid; /* pid of the process image we initialised */
+uint32_t sp_proc_pid;               /* pid of the process image we initialised */
 atomic_ulong sp_unloads;
 uint64_t sp_image_salt;
 
@@ -239,7 +239,8 @@ static int self_range_cb(struct dl_phdr_info *info, size_t size, void *arg)
 		const ElfW(Phdr) *p = &info->dlpi_phdr[i];
 		uintptr_t lo = info->dlpi_addr + p->p_vaddr;
 
-		if (p->p_type == PT_LOAD && (p->p_flags & PF_X) && me >= lo && me < lo + p->p_memsz) {
+		if (p->p_type == PT_LOAD && (p->p_flags & PF_X) && me >= lo &&
+		    me < lo + p->p_memsz) {
 			sp_self_lo = lo;
 			sp_self_hi = lo + p->p_memsz;
 			return 1;
@@ -341,7 +342,8 @@ static void init(void)
 	sp_image_salt = mix64(sp_rdtsc() ^ (uint64_t)sp_proc_pid << 32) & ~1ULL;
 	/* the bound values' key (run.c, params_hash): from the kernel, never
 	 * sent; errno is restored by sp_init */
-	if (getrandom(sp_params_key, sizeof(sp_params_key), GRND_NONBLOCK) != sizeof(sp_params_key)) {
+	if (getrandom(sp_params_key, sizeof(sp_params_key), GRND_NONBLOCK) !=
+	    sizeof(sp_params_key)) {
 		sp_params_key[0] = mix64(sp_rdtsc() ^ (uintptr_t)&init);
 		sp_params_key[1] = mix64(sp_params_key[0] ^ sp_rdtsc() ^ sp_proc_pid);
 	}

@@ -47,8 +47,8 @@ static int settle(const struct sp_params_layout *L)
 
 	if (L) {
 		layout = *L;
-		if (atomic_compare_exchange_strong_explicit(&way, &unset, WAY_MEMORY,
-							    memory_order_release, memory_order_acquire))
+		if (atomic_compare_exchange_strong_explicit(
+			    &way, &unset, WAY_MEMORY, memory_order_release, memory_order_acquire))
 			return WAY_MEMORY;
 		return unset;
 	}

@@ -55,8 +55,8 @@
 
 static int plannable(const char *sql)
 {
-	static const char *const kw[] = { "SELECT", "WITH", "INSERT", "UPDATE", "DELETE",
-					  "REPLACE", "VALUES" };
+	static const char *const kw[] = { "SELECT", "WITH",    "INSERT", "UPDATE",
+					  "DELETE", "REPLACE", "VALUES" };
 	size_t i;
 
 	/* skip leading blanks and comments */
@@ -532,14 +532,12 @@ static void plan_none(struct sp_thread *t, uint64_t key, uint64_t sql_id, uint64
 	switch (plan_mark(key)) {
 	case PLAN_NEW:
 		if (plan_send(t, SP_PLAN_NONE, sql_id, db,
-			      file_schema_id(t, (sqlite3 *)(uintptr_t)db, db), why, strlen(why)) < 0)
+			      file_schema_id(t, (sqlite3 *)(uintptr_t)db, db), why,
+			      strlen(why)) < 0)
 			plan_forget(key); /* said again at a later prepare */
 		break;
-	case PLAN_FULL:
-		plan_bound(t, sql_id, db);
-		break;
-	default:
-		break;
+	case PLAN_FULL: plan_bound(t, sql_id, db); break;
+	default: break;
 	}
 }
 
@@ -628,8 +626,9 @@ void sp_plan_capture(struct sp_thread *t, sqlite3_stmt *st, uint64_t sql_id, uin
 	if (rc == SQLITE_OK && ex) {
 		while (sp_real.step(ex) == SQLITE_ROW && n < PLAN_MAX - 1) {
 			const char *detail = (const char *)sp_real.column_text(ex, 3);
-			int w = snprintf(text + n, PLAN_MAX - n, "%d|%d|%s\n", sp_real.column_int(ex, 0),
-					 sp_real.column_int(ex, 1), detail ? detail : "");
+			int w = snprintf(text + n, PLAN_MAX - n, "%d|%d|%s\n",
+					 sp_real.column_int(ex, 0), sp_real.column_int(ex, 1),
+					 detail ? detail : "");
 
 			if (w < 0)
 				break;
@@ -666,14 +665,16 @@ unlock:
 		goto out;
 	}
 	if (failed) {
-		int w = snprintf(text, PLAN_MAX, "EXPLAIN QUERY PLAN failed (SQLite error %d)", failed);
+		int w = snprintf(text, PLAN_MAX, "EXPLAIN QUERY PLAN failed (SQLite error %d)",
+				 failed);
 
 		if (w > 0 && plan_send(t, SP_PLAN_NONE, sql_id, db, 0, text, (size_t)w) < 0)
 			plan_forget(key);
 		goto out;
 	}
 	if (n && sn) {
-		schema_id = fnv1a(fnv1a(0xcbf29ce484222325ULL, &sflags, sizeof(sflags)), schema, sn);
+		schema_id =
+			fnv1a(fnv1a(0xcbf29ce484222325ULL, &sflags, sizeof(sflags)), schema, sn);
 		schema_id += !schema_id;
 		schema_send(t, db, schema_id, sflags, schema, sn);
 	}

@@ -54,8 +54,8 @@ static atomic_int py_absent;
 static const struct sp_py_layout *L;
 static void *(*get_tstate)(void);
 static int (*is_initialized)(void);
-static uintptr_t code_type; /* &PyCode_Type */
-static uintptr_t str_type;  /* &PyUnicode_Type */
+static uintptr_t code_type;        /* &PyCode_Type */
+static uintptr_t str_type;         /* &PyUnicode_Type */
 static uintptr_t eval_lo, eval_hi; /* _PyEval_EvalFrameDefault */
 static pid_t self_pid;
 
@@ -254,9 +254,9 @@ static int64_t read_bytes(uintptr_t o, uint8_t *out, size_t max, size_t *got)
 static int send_code(struct sp_thread *t, uintptr_t addr, uintptr_t name, uintptr_t file,
 		     int32_t firstlineno, uint32_t num)
 {
-	const uint32_t rmax =
-		(uint32_t)((sizeof(struct sp_rec_pycode) + PY_NAME_MAX * 2 + PY_FILE_MAX +
-			    PY_TABLE_MAX + 7) & ~(size_t)7);
+	const uint32_t rmax = (uint32_t)((sizeof(struct sp_rec_pycode) + PY_NAME_MAX * 2 +
+					  PY_FILE_MAX + PY_TABLE_MAX + 7) &
+					 ~(size_t)7);
 	uint8_t *table;
 	char *buf;
 	int nl, ql = 0, fl;

@@ -39,7 +39,7 @@ atomic_int sp_resolved;
 atomic_int sp_libs_foreign;
 int sp_hot;
 
-#define SP_LIBS_MAX 8   /* foreign SQLite libraries */
+#define SP_LIBS_MAX 8     /* foreign SQLite libraries */
 #define SP_CALLERS_MAX 64 /* calling objects remembered */
 
 static struct sp_lib libs[SP_LIBS_MAX];
@@ -59,8 +59,7 @@ static void *_Atomic primary_handle;     /* where sp_real was resolved from */
 static const void *self_lm;              /* libsqlprof.so's own map */
 static int (*find_object)(void *, struct dl_find_object *);
 
-#define RESOLVE(h, r, field, name) \
-	(*(void **)&(r)->field = dlsym(h, name))
+#define RESOLVE(h, r, field, name) (*(void **)&(r)->field = dlsym(h, name))
 
 static void resolve_from(void *h, struct sp_real *r)
 {
@@ -71,10 +70,10 @@ static void resolve_from(void *h, struct sp_real *r)
 	RESOLVE(h, r, close_v2, "sqlite3_close_v2");
 	RESOLVE(h, r, prepare, "sqlite3_prepare");
 	RESOLVE(h, r, prepare_v2, "sqlite3_prepare_v2");
-	RESOLVE(h, r, prepare_v3, "sqlite3_prepare_v3");       /* optional: 3.20+ */
+	RESOLVE(h, r, prepare_v3, "sqlite3_prepare_v3"); /* optional: 3.20+ */
 	RESOLVE(h, r, prepare16, "sqlite3_prepare16");
 	RESOLVE(h, r, prepare16_v2, "sqlite3_prepare16_v2");
-	RESOLVE(h, r, prepare16_v3, "sqlite3_prepare16_v3");   /* optional: 3.20+ */
+	RESOLVE(h, r, prepare16_v3, "sqlite3_prepare16_v3"); /* optional: 3.20+ */
 	RESOLVE(h, r, step, "sqlite3_step");
 	RESOLVE(h, r, reset, "sqlite3_reset");
 	RESOLVE(h, r, finalize, "sqlite3_finalize");
@@ -84,7 +83,7 @@ static void resolve_from(void *h, struct sp_real *r)
 	RESOLVE(h, r, db_handle, "sqlite3_db_handle");
 	RESOLVE(h, r, errmsg, "sqlite3_errmsg");
 	RESOLVE(h, r, extended_errcode, "sqlite3_extended_errcode");
-	RESOLVE(h, r, stmt_isexplain, "sqlite3_stmt_isexplain");  /* optional: 3.28+ */
+	RESOLVE(h, r, stmt_isexplain, "sqlite3_stmt_isexplain"); /* optional: 3.28+ */
 	RESOLVE(h, r, column_text, "sqlite3_column_text");
 	RESOLVE(h, r, column_int, "sqlite3_column_int");
 	RESOLVE(h, r, expanded_sql, "sqlite3_expanded_sql");

@@ -47,7 +47,8 @@ static double draw_ln(double u)
 	s2 = s * s;
 	return e * 0.6931471805599453 +
 	       2.0 * s *
-		       (1.0 + s2 * (1.0 / 3 + s2 * (1.0 / 5 + s2 * (1.0 / 7 + s2 * (1.0 / 9 + s2 / 11)))));
+		       (1.0 + s2 * (1.0 / 3 +
+				    s2 * (1.0 / 5 + s2 * (1.0 / 7 + s2 * (1.0 / 9 + s2 / 11)))));
 }
 
 uint64_t sp_draw_gap(struct sp_thread *t)
@@ -76,8 +77,8 @@ uint64_t sp_draw_gap(struct sp_thread *t)
 extern int sp_stack_first(uint64_t h);
 extern void sp_stack_unsent(uint64_t h);
 
-__attribute__((noinline)) uint64_t sp_stack_note(struct sp_thread *t, const uintptr_t *pcs, int depth,
-						uint64_t h)
+__attribute__((noinline)) uint64_t sp_stack_note(struct sp_thread *t, const uintptr_t *pcs,
+						 int depth, uint64_t h)
 {
 	int saved = errno, i;
 
@@ -127,8 +128,7 @@ int sp_backtrace_keep_errno(uintptr_t *pcs, int max)
  * without CPython's frames. */
 #define WALK_SMALL 72
 
-uint64_t sp_stack_walk(struct sp_thread *t, uintptr_t rsp, uintptr_t rbp, uintptr_t pc,
-		       int entered)
+uint64_t sp_stack_walk(struct sp_thread *t, uintptr_t rsp, uintptr_t rbp, uintptr_t pc, int entered)
 {
 	struct sp_thread_more *m = t->more;
 	uintptr_t small[WALK_SMALL], *pcs = small;
@@ -423,10 +423,12 @@ static int bind_stmt(struct sp_thread *t, struct sp_stmt *s, uintptr_t caller)
 {
 	struct sp_arena *a = sp_arena_get(t);
 	int created = 0;
-	struct sp_agg_query *q = a ? sp_agg_get(a, s->sql_id, SP_KIND_STMT, caller, &created) : NULL;
+	struct sp_agg_query *q =
+		a ? sp_agg_get(a, s->sql_id, SP_KIND_STMT, caller, &created) : NULL;
 
 	if (q) {
-		sqlite3_stmt *st = (sqlite3_stmt *)atomic_load_explicit(&s->key, memory_order_relaxed);
+		sqlite3_stmt *st =
+			(sqlite3_stmt *)atomic_load_explicit(&s->key, memory_order_relaxed);
 
 		s->agg = q;
 		s->agg_arena = t->arena_id;
@@ -441,7 +443,8 @@ static int bind_stmt(struct sp_thread *t, struct sp_stmt *s, uintptr_t caller)
 
 		if (off >= 0 && (uintptr_t)st > 1) {
 			sp_seg_take(t, q, s, st);
-			s->counters = (uintptr_t)st + (uintptr_t)off + 4 * SQLITE_STMTSTATUS_FULLSCAN_STEP;
+			s->counters = (uintptr_t)st + (uintptr_t)off +
+				      4 * SQLITE_STMTSTATUS_FULLSCAN_STEP;
 			/* a folded text's statement: its second start comes
 			 * to sp_run_begin_slow (sp_stmt_unfold) */
 			if (t->arena_tag && caller < (1ULL << 48) && !s->folded)
@@ -467,7 +470,7 @@ uint64_t sp_run_begin_slow(struct sp_thread *t, struct sp_stmt *s, sqlite3_stmt 
 	    (s->agg && s->agg->seg_owner != (uint64_t)(uintptr_t)s &&
 	     atomic_load_explicit(&sp_status_off, memory_order_relaxed) >= 0))
 		new_site = bind_stmt(t, s, caller); /* (and take its segment back) */
-	sp_stream_tick(); /* a collector gone, or one to connect to */
+	sp_stream_tick();                           /* a collector gone, or one to connect to */
 	if (unlikely(atomic_load_explicit(&sp_sql_pending, memory_order_relaxed)))
 		sp_sql_flush(t);
 	run_clear(r);
@@ -493,7 +496,7 @@ uint64_t sp_run_begin_slow(struct sp_thread *t, struct sp_stmt *s, sqlite3_stmt 
 		/* a first text of a shape already seen first at this stack (a
 		 * dump restore's 100,000 INSERTs): its query has that site
 		 * already, the event would add nothing */
-		r->flags &= (uint16_t)~(SP_EXEC_FIRST | SP_EXEC_SAMPLED);
+		r->flags &= (uint16_t) ~(SP_EXEC_FIRST | SP_EXEC_SAMPLED);
 		r->stack_id = 0;
 	}
 	r->db = 0;
@@ -570,8 +573,7 @@ static void agg_extra(struct sp_agg_query *q, const struct sp_run *r, int rc)
 		q->samples++;
 }
 
-void sp_run_end_slow(struct sp_thread *t, struct sp_stmt *s, sqlite3_stmt *st, int rc,
-		     uint64_t end)
+void sp_run_end_slow(struct sp_thread *t, struct sp_stmt *s, sqlite3_stmt *st, int rc, uint64_t end)
 {
 	struct sp_run *r = &s->run;
 	struct sp_agg_query *q;
@@ -618,7 +620,8 @@ void sp_run_end_slow(struct sp_thread *t, struct sp_stmt *s, sqlite3_stmt *st, i
 		sp_stats_unattributed();
 	}
 	if (r->stack_id)
-		emit_exec(t, r, s->sql_id, s->db, rc, end, delta, params_hash(t, r, st, s->sql_id, s->agg ? (uint32_t)s->agg->count : 0));
+		emit_exec(t, r, s->sql_id, s->db, rc, end, delta,
+			  params_hash(t, r, st, s->sql_id, s->agg ? (uint32_t)s->agg->count : 0));
 	run_unlink(t, r);
 	run_clear(r);
 	errno = saved;
@@ -691,7 +694,8 @@ int sp_run_end_sampled(struct sp_stmt *s, int rc, uint64_t end)
 			__m128i v;
 
 			sp_agg_add_in(q, r, end,
-				      &((struct sp_agg_hist *)(uintptr_t)blk)->bucket[i % SP_HIST_PER_BLOCK]);
+				      &((struct sp_agg_hist *)(uintptr_t)blk)
+					       ->bucket[i % SP_HIST_PER_BLOCK]);
 			__builtin_memcpy(&v, &now, sizeof(v));
 			sp_seg_end(q, v);
 		} else {

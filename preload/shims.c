@@ -98,66 +98,65 @@ static size_t used_len(const char *sql, int n, const char *tail)
 }
 
 /* fwd: the call's arguments in parentheses, for a foreign caller's pass-through */
-#define PREPARE_SHIM(name, field, sqltype, fwd, ...)                           \
-	SP_EXPORT int name(sqlite3 *db, sqltype sql, int n, ##__VA_ARGS__)     \
-	{                                                                      \
-		const struct sp_lib *L;                                        \
-		uint64_t t0;                                                   \
-		int rc;                                                        \
-		NEED();                                                        \
-		if (unlikely((L = SP_FOREIGN()) != NULL))                      \
-			return L->fn.field ? L->fn.field fwd : MISSING;        \
-		if (!sp_real.field)                                            \
-			return MISSING;                                        \
+#define PREPARE_SHIM(name, field, sqltype, fwd, ...)                       \
+	SP_EXPORT int name(sqlite3 *db, sqltype sql, int n, ##__VA_ARGS__) \
+	{                                                                  \
+		const struct sp_lib *L;                                    \
+		uint64_t t0;                                               \
+		int rc;                                                    \
+		NEED();                                                    \
+		if (unlikely((L = SP_FOREIGN()) != NULL))                  \
+			return L->fn.field ? L->fn.field fwd : MISSING;    \
+		if (!sp_real.field)                                        \
+			return MISSING;                                    \
 		t0 = sp_now();
 
-PREPARE_SHIM(sqlite3_prepare, prepare, const char *, (db, sql, n, pp, tail), sqlite3_stmt **pp, const char **tail)
-	const char *mytail = NULL;
+PREPARE_SHIM(sqlite3_prepare, prepare, const char *, (db, sql, n, pp, tail), sqlite3_stmt **pp,
+	     const char **tail)
+const char *mytail = NULL;
 
-	rc = sp_real.prepare(db, sql, n, pp, &mytail);
-	if (tail)
-		*tail = mytail;
-	after_prepare(rc, pp, t0, sql, sql ? used_len(sql, n, mytail) : 0);
-	return rc;
+rc = sp_real.prepare(db, sql, n, pp, &mytail);
+if (tail)
+	*tail = mytail;
+after_prepare(rc, pp, t0, sql, sql ? used_len(sql, n, mytail) : 0);
+return rc;
 }
 
 PREPARE_SHIM(sqlite3_prepare_v2, prepare_v2, const char *, (db, sql, n, pp, tail),
 	     sqlite3_stmt **pp, const char **tail)
-	rc = sp_real.prepare_v2(db, sql, n, pp, tail);
-	after_prepare(rc, pp, t0, NULL, 0);
-	return rc;
+rc = sp_real.prepare_v2(db, sql, n, pp, tail);
+after_prepare(rc, pp, t0, NULL, 0);
+return rc;
 }
 
 PREPARE_SHIM(sqlite3_prepare_v3, prepare_v3, const char *, (db, sql, n, f, pp, tail),
-	     unsigned int f, sqlite3_stmt **pp,
-	     const char **tail)
-	rc = sp_real.prepare_v3(db, sql, n, f, pp, tail);
-	after_prepare(rc, pp, t0, NULL, 0);
-	return rc;
+	     unsigned int f, sqlite3_stmt **pp, const char **tail)
+rc = sp_real.prepare_v3(db, sql, n, f, pp, tail);
+after_prepare(rc, pp, t0, NULL, 0);
+return rc;
 }
 
 /* sqlite3_sql() gives UTF-8 for statements prepared from UTF-16 too,
  * except with the legacy sqlite3_prepare16, which keeps no text. */
-PREPARE_SHIM(sqlite3_prepare16, prepare16, const void *, (db, sql, n, pp, tail),
-	     sqlite3_stmt **pp, const void **tail)
-	rc = sp_real.prepare16(db, sql, n, pp, tail);
-	after_prepare(rc, pp, t0, "<sql from sqlite3_prepare16>", 28);
-	return rc;
+PREPARE_SHIM(sqlite3_prepare16, prepare16, const void *, (db, sql, n, pp, tail), sqlite3_stmt **pp,
+	     const void **tail)
+rc = sp_real.prepare16(db, sql, n, pp, tail);
+after_prepare(rc, pp, t0, "<sql from sqlite3_prepare16>", 28);
+return rc;
 }
 
 PREPARE_SHIM(sqlite3_prepare16_v2, prepare16_v2, const void *, (db, sql, n, pp, tail),
 	     sqlite3_stmt **pp, const void **tail)
-	rc = sp_real.prepare16_v2(db, sql, n, pp, tail);
-	after_prepare(rc, pp, t0, NULL, 0);
-	return rc;
+rc = sp_real.prepare16_v2(db, sql, n, pp, tail);
+after_prepare(rc, pp, t0, NULL, 0);
+return rc;
 }
 
 PREPARE_SHIM(sqlite3_prepare16_v3, prepare16_v3, const void *, (db, sql, n, f, pp, tail),
-	     unsigned int f, sqlite3_stmt **pp,
-	     const void **tail)
-	rc = sp_real.prepare16_v3(db, sql, n, f, pp, tail);
-	after_prepare(rc, pp, t0, NULL, 0);
-	return rc;
+	     unsigned int f, sqlite3_stmt **pp, const void **tail)
+rc = sp_real.prepare16_v3(db, sql, n, f, pp, tail);
+after_prepare(rc, pp, t0, NULL, 0);
+return rc;
 }
 
 /* ---- exec: an execution of its own, parent of the statements it runs when
@@ -202,9 +201,8 @@ static int exec_callback(void *p, int n, char **vals, char **cols)
 /* The run lives in thread-local storage (run.c), never in this frame:
  * an exception or longjmp through the call leaves nothing of ours
  * pointing at a dead frame, and the next call finds it closed. */
-SP_EXPORT int sqlite3_exec(sqlite3 *db, const char *sql,
-			   int (*cb)(void *, int, char **, char **), void *arg,
-			   char **errmsg)
+SP_EXPORT int sqlite3_exec(sqlite3 *db, const char *sql, int (*cb)(void *, int, char **, char **),
+			   void *arg, char **errmsg)
 {
 	struct sp_thread *t = &sp_tls;
 	uintptr_t frame = (uintptr_t)__builtin_frame_address(0);
@@ -323,8 +321,8 @@ SP_EXPORT int sqlite3_stmt_status(sqlite3_stmt *st, int op, int reset)
 		return L->fn.stmt_status ? L->fn.stmt_status(st, op, reset) : 0;
 	if (unlikely(!sp_real.stmt_status))
 		return 0;
-	if (!reset || op < SQLITE_STMTSTATUS_FULLSCAN_STEP || op > SQLITE_STMTSTATUS_VM_STEP || !st ||
-	    !sp_hot || sp_guarded(t))
+	if (!reset || op < SQLITE_STMTSTATUS_FULLSCAN_STEP || op > SQLITE_STMTSTATUS_VM_STEP ||
+	    !st || !sp_hot || sp_guarded(t))
 		return sp_real.stmt_status(st, op, reset);
 	saved = errno;
 	sp_thread_ready(t);
@@ -441,7 +439,8 @@ SP_EXPORT void _Exit(int status)
 SP_EXPORT int execve(const char *path, char *const argv[], char *const envp[])
 {
 	sp_stream_leaving();
-	return REAL(int (*)(const char *, char *const[], char *const[]), "execve")(path, argv, envp);
+	return REAL(int (*)(const char *, char *const[], char *const[]), "execve")(path, argv,
+										   envp);
 }
 
 SP_EXPORT int execv(const char *path, char *const argv[])
@@ -459,7 +458,8 @@ SP_EXPORT int execvp(const char *file, char *const argv[])
 SP_EXPORT int execvpe(const char *file, char *const argv[], char *const envp[])
 {
 	sp_stream_leaving();
-	return REAL(int (*)(const char *, char *const[], char *const[]), "execvpe")(file, argv, envp);
+	return REAL(int (*)(const char *, char *const[], char *const[]), "execvpe")(file, argv,
+										    envp);
 }
 
 SP_EXPORT int fexecve(int fd, char *const argv[], char *const envp[])

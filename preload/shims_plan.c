@@ -36,15 +36,14 @@
 struct sp_plan_real sp_plan_real;
 __thread int sp_plan_quiet __attribute__((tls_model("initial-exec")));
 
-static atomic_int plan_resolved;    /* 1 once every required original is known */
-static atomic_int foreign_code;     /* extension code may register modules unseen */
-static atomic_int log_unfiltered;   /* a log callback runs without our filter */
-static atomic_int alloc_foreign;    /* the program's allocator serves SQLite */
+static atomic_int plan_resolved;  /* 1 once every required original is known */
+static atomic_int foreign_code;   /* extension code may register modules unseen */
+static atomic_int log_unfiltered; /* a log callback runs without our filter */
+static atomic_int alloc_foreign;  /* the program's allocator serves SQLite */
 
 static int in_libsqlite3(const void *addr);
 
-#define PLAN_RESOLVE(h, field, name) \
-	(*(void **)&p->field = dlsym(h, name))
+#define PLAN_RESOLVE(h, field, name) (*(void **)&p->field = dlsym(h, name))
 
 void sp_plan_resolve_from(void *h, struct sp_plan_real *p)
 {
@@ -335,7 +334,9 @@ SP_EXPORT int sqlite3_create_module_v2(sqlite3 *db, const char *name, const sqli
 	if (unlikely(!sp_plan_real.create_module_v2))
 		sp_plan_resolve();
 	if (unlikely((L = SP_FOREIGN()) != NULL))
-		return L->plan.create_module_v2 ? L->plan.create_module_v2(db, name, m, aux, destroy) : MISSING;
+		return L->plan.create_module_v2
+			       ? L->plan.create_module_v2(db, name, m, aux, destroy)
+			       : MISSING;
 	if (unlikely(!sp_plan_real.create_module_v2))
 		return MISSING;
 	note_module(db, m);
@@ -353,15 +354,15 @@ SP_EXPORT int sqlite3_create_module_v2(sqlite3 *db, const char *name, const sqli
  * function load_extension() calls sqlite3_load_extension through the PLT
  * here; enabling it also marks the connection, should a build bind that
  * call directly. */
-SP_EXPORT int sqlite3_load_extension(sqlite3 *db, const char *file, const char *proc,
-				     char **err)
+SP_EXPORT int sqlite3_load_extension(sqlite3 *db, const char *file, const char *proc, char **err)
 {
 	const struct sp_lib *L;
 
 	if (unlikely(!sp_plan_real.load_extension))
 		sp_plan_resolve();
 	if (unlikely((L = SP_FOREIGN()) != NULL))
-		return L->plan.load_extension ? L->plan.load_extension(db, file, proc, err) : MISSING;
+		return L->plan.load_extension ? L->plan.load_extension(db, file, proc, err)
+					      : MISSING;
 	if (unlikely(!sp_plan_real.load_extension))
 		return MISSING;
 	atomic_store(&foreign_code, 1);
@@ -375,7 +376,8 @@ SP_EXPORT int sqlite3_enable_load_extension(sqlite3 *db, int onoff)
 	if (unlikely(!sp_plan_real.enable_load_extension))
 		sp_plan_resolve();
 	if (unlikely((L = SP_FOREIGN()) != NULL))
-		return L->plan.enable_load_extension ? L->plan.enable_load_extension(db, onoff) : MISSING;
+		return L->plan.enable_load_extension ? L->plan.enable_load_extension(db, onoff)
+						     : MISSING;
 	if (unlikely(!sp_plan_real.enable_load_extension))
 		return MISSING;
 	if (onoff && sp_cfg.enabled)

@@ -68,51 +68,51 @@ static inline int sp_params_kind(const struct sp_params_layout *L, unsigned flag
 /* The state lives in four locals of the caller (v0..v3), so that it stays
  * in registers: ~14 instructions a round. */
 #define SP_ROTL(x, b) (uint64_t)(((x) << (b)) | ((x) >> (64 - (b))))
-#define SP_SIPROUND                                                                                \
-	do {                                                                                       \
-		v0 += v1;                                                                          \
-		v1 = SP_ROTL(v1, 13);                                                              \
-		v1 ^= v0;                                                                          \
-		v0 = SP_ROTL(v0, 32);                                                              \
-		v2 += v3;                                                                          \
-		v3 = SP_ROTL(v3, 16);                                                              \
-		v3 ^= v2;                                                                          \
-		v0 += v3;                                                                          \
-		v3 = SP_ROTL(v3, 21);                                                              \
-		v3 ^= v0;                                                                          \
-		v2 += v1;                                                                          \
-		v1 = SP_ROTL(v1, 17);                                                              \
-		v1 ^= v2;                                                                          \
-		v2 = SP_ROTL(v2, 32);                                                              \
+#define SP_SIPROUND                   \
+	do {                          \
+		v0 += v1;             \
+		v1 = SP_ROTL(v1, 13); \
+		v1 ^= v0;             \
+		v0 = SP_ROTL(v0, 32); \
+		v2 += v3;             \
+		v3 = SP_ROTL(v3, 16); \
+		v3 ^= v2;             \
+		v0 += v3;             \
+		v3 = SP_ROTL(v3, 21); \
+		v3 ^= v0;             \
+		v2 += v1;             \
+		v1 = SP_ROTL(v1, 17); \
+		v1 ^= v2;             \
+		v2 = SP_ROTL(v2, 32); \
 	} while (0)
-#define SP_SIP_INIT(k)                                                                             \
-	uint64_t v0 = 0x736f6d6570736575ULL ^ (k)[0], v1 = 0x646f72616e646f6dULL ^ (k)[1];         \
+#define SP_SIP_INIT(k)                                                                     \
+	uint64_t v0 = 0x736f6d6570736575ULL ^ (k)[0], v1 = 0x646f72616e646f6dULL ^ (k)[1]; \
 	uint64_t v2 = 0x6c7967656e657261ULL ^ (k)[0], v3 = 0x7465646279746573ULL ^ (k)[1]
 /* one 8-byte block */
-#define SP_SIP_WORD(m_)                                                                            \
-	do {                                                                                       \
-		uint64_t m__ = (m_);                                                               \
-		v3 ^= m__;                                                                         \
-		SP_SIPROUND;                                                                       \
-		SP_SIPROUND;                                                                       \
-		v0 ^= m__;                                                                         \
+#define SP_SIP_WORD(m_)              \
+	do {                         \
+		uint64_t m__ = (m_); \
+		v3 ^= m__;           \
+		SP_SIPROUND;         \
+		SP_SIPROUND;         \
+		v0 ^= m__;           \
 	} while (0)
 /* the last block b (the length in its top byte), then finalization;
  * the hash is never 0 */
-#define SP_SIP_FINAL(b_, out)                                                                      \
-	do {                                                                                       \
-		uint64_t b__ = (b_);                                                               \
-		v3 ^= b__;                                                                         \
-		SP_SIPROUND;                                                                       \
-		SP_SIPROUND;                                                                       \
-		v0 ^= b__;                                                                         \
-		v2 ^= 0xff;                                                                        \
-		SP_SIPROUND;                                                                       \
-		SP_SIPROUND;                                                                       \
-		SP_SIPROUND;                                                                       \
-		SP_SIPROUND;                                                                       \
-		(out) = v0 ^ v1 ^ v2 ^ v3;                                                         \
-		(out) += !(out);                                                                   \
+#define SP_SIP_FINAL(b_, out)              \
+	do {                               \
+		uint64_t b__ = (b_);       \
+		v3 ^= b__;                 \
+		SP_SIPROUND;               \
+		SP_SIPROUND;               \
+		v0 ^= b__;                 \
+		v2 ^= 0xff;                \
+		SP_SIPROUND;               \
+		SP_SIPROUND;               \
+		SP_SIPROUND;               \
+		SP_SIPROUND;               \
+		(out) = v0 ^ v1 ^ v2 ^ v3; \
+		(out) += !(out);           \
 	} while (0)
 
 /* SipHash-2-4 of p[0..n) (any length) under k: a keyed hash, so that a
@@ -227,13 +227,13 @@ static inline uint64_t sp_params_hash_mem(const uint64_t k[2], const struct sp_p
 				len += 8;
 			}
 			if (kind == SP_PV_ZEROBLOB) {
-				memcpy(&zeros, m + L->u_off, sizeof(zeros)); /* the union's int nZero */
+				memcpy(&zeros, m + L->u_off,
+				       sizeof(zeros)); /* the union's int nZero */
 				SP_SIP_WORD((uint64_t)(uint32_t)zeros);
 				len += 8;
 			}
 			break;
-		default: /* NULL */
-			break;
+		default: /* NULL */ break;
 		}
 	}
 	if (n <= 0) {

@@ -42,14 +42,17 @@ struct sp_real {
 	int (*close_v2)(sqlite3 *);
 	int (*prepare)(sqlite3 *, const char *, int, sqlite3_stmt **, const char **);
 	int (*prepare_v2)(sqlite3 *, const char *, int, sqlite3_stmt **, const char **);
-	int (*prepare_v3)(sqlite3 *, const char *, int, unsigned int, sqlite3_stmt **, const char **);
+	int (*prepare_v3)(sqlite3 *, const char *, int, unsigned int, sqlite3_stmt **,
+			  const char **);
 	int (*prepare16)(sqlite3 *, const void *, int, sqlite3_stmt **, const void **);
 	int (*prepare16_v2)(sqlite3 *, const void *, int, sqlite3_stmt **, const void **);
-	int (*prepare16_v3)(sqlite3 *, const void *, int, unsigned int, sqlite3_stmt **, const void **);
+	int (*prepare16_v3)(sqlite3 *, const void *, int, unsigned int, sqlite3_stmt **,
+			    const void **);
 	int (*step)(sqlite3_stmt *);
 	int (*reset)(sqlite3_stmt *);
 	int (*finalize)(sqlite3_stmt *);
-	int (*exec)(sqlite3 *, const char *, int (*)(void *, int, char **, char **), void *, char **);
+	int (*exec)(sqlite3 *, const char *, int (*)(void *, int, char **, char **), void *,
+		    char **);
 	/* Used by the profiler itself, never interposed (stmt_status is, for
 	 * its reset flag: shims.c). */
 	const char *(*sql)(sqlite3_stmt *);
@@ -69,26 +72,27 @@ struct sp_real {
 	int (*trace_v2)(sqlite3 *, unsigned, int (*)(unsigned, void *, void *, void *), void *);
 	void *(*trace)(sqlite3 *, void (*)(void *, const char *), void *);
 	void *(*profile)(sqlite3 *, void (*)(void *, const char *, sqlite3_uint64), void *);
-	int (*set_authorizer)(sqlite3 *, int (*)(void *, int, const char *, const char *,
-						  const char *, const char *), void *);
+	int (*set_authorizer)(sqlite3 *,
+			      int (*)(void *, int, const char *, const char *, const char *,
+				      const char *),
+			      void *);
 	void (*progress_handler)(sqlite3 *, int, int (*)(void *), void *);
 };
 extern struct sp_real sp_real __attribute__((visibility("hidden")));
 extern atomic_int sp_resolved; /* 1 once libsqlite3's functions are resolved */
 /* 1 when profiling is on and the originals are known. */
 extern int sp_hot;
-int sp_resolve(void);            /* 0 when the sqlite3 originals are known */
+int sp_resolve(void); /* 0 when the sqlite3 originals are known */
 /* Another copy of libsqlprof.so comes before this one in the search
  * order (this one then stays inert) / after it (resolve.c). */
 int sp_copy_before_us(void);
 int sp_copy_after_us(void);
 
 /* In a shim: resolve the originals if that has not happened yet. */
-#define NEED()                                                                \
-	do {                                                                  \
-		if (unlikely(!atomic_load_explicit(&sp_resolved,              \
-						   memory_order_acquire)))    \
-			sp_resolve();                                         \
+#define NEED()                                                                           \
+	do {                                                                             \
+		if (unlikely(!atomic_load_explicit(&sp_resolved, memory_order_acquire))) \
+			sp_resolve();                                                    \
 	} while (0)
 
 /* What a shim returns when the original cannot be found at all (a program
@@ -98,30 +102,30 @@ int sp_copy_after_us(void);
 /* ---- config.c ---- */
 
 struct sp_config {
-	int enabled;            /* 0: pass everything through untouched */
-	double rate;            /* SQLPROF_RATE */
-	int rate_one;           /* rate == 1: every gap is 1 */
-	double log_q;           /* log(1 - rate), for the gaps between draws */
+	int enabled;  /* 0: pass everything through untouched */
+	double rate;  /* SQLPROF_RATE */
+	int rate_one; /* rate == 1: every gap is 1 */
+	double log_q; /* log(1 - rate), for the gaps between draws */
 	uint64_t seed;
-	uint64_t slow_ticks;    /* SQLPROF_SLOW_MS in clock units, 0 = off */
-	uint64_t slow_span;     /* slow_ticks, or 2^63 when off: run.slow_at */
-	uint64_t run_gap;       /* SP_RUN_GAP_NS in clock units: an N+1 run
+	uint64_t slow_ticks; /* SQLPROF_SLOW_MS in clock units, 0 = off */
+	uint64_t slow_span;  /* slow_ticks, or 2^63 when off: run.slow_at */
+	uint64_t run_gap;    /* SP_RUN_GAP_NS in clock units: an N+1 run
 				 * goes on only with an execution starting
 				 * less than this after the last one ended */
-	int depth;              /* stack depth limit */
+	int depth;           /* stack depth limit */
 	int send_timeout_ms;
 	int follow;
-	int plans;               /* SQLPROF_PLANS: capture query plans */
-	long plans_max;          /* SQLPROF_PLANS_MAX: (connection, fingerprint) pairs */
-	int params;              /* SQLPROF_PARAMS: hash drawn executions' values */
-	long texts_per_shape;    /* SQLPROF_TEXTS_PER_SHAPE: distinct texts of
+	int plans;            /* SQLPROF_PLANS: capture query plans */
+	long plans_max;       /* SQLPROF_PLANS_MAX: (connection, fingerprint) pairs */
+	int params;           /* SQLPROF_PARAMS: hash drawn executions' values */
+	long texts_per_shape; /* SQLPROF_TEXTS_PER_SHAPE: distinct texts of
 				  * one fingerprint with records of their own;
 				  * the next ones share one (stmt.c); 0: no
 				  * limit */
-	int inline_path;         /* SQLPROF_INLINE=0: every step through
+	int inline_path;      /* SQLPROF_INLINE=0: every step through
 				  * step_general (the differential test of the
 				  * inline paths, t_clock_paths) */
-	uint64_t params_keep;    /* a drawn execution is hashed when a draw of
+	uint64_t params_keep; /* a drawn execution is hashed when a draw of
 				  * 64 random bits is below this: 0.01 / rate of
 				  * them above rate 0.01, all below */
 };
@@ -166,9 +170,11 @@ SP_INLINE uint64_t sp_now(void)
 /* Bits of sp_run.flags that are ours and never sent. */
 #define SP_RUN_HAS_NESTED (1u << 15) /* a nested execution credited its time */
 #define SP_RUN_API (1u << 14)        /* counters read through the API at start */
-#define SP_RUN_NOREC (1u << 13)      /* no query record (agg NULL): never the
+#define SP_RUN_NOREC \
+	(1u << 13) /* no query record (agg NULL): never the
 				      * inline end, which reads through agg */
-#define SP_RUN_NOSEG (1u << 12)      /* its statement does not own its record's
+#define SP_RUN_NOSEG \
+	(1u << 12) /* its statement does not own its record's
 				      * counter segment (stats.c): base holds
 				      * its counters at start */
 #define SP_RUN_PRIVATE (SP_RUN_HAS_NESTED | SP_RUN_API | SP_RUN_NOREC | SP_RUN_NOSEG)
@@ -179,50 +185,50 @@ SP_INLINE uint64_t sp_now(void)
  * start stores only start, db, rows, slow_at and the counter base.
  */
 struct sp_run {
-	uint64_t start;       /* first step; 0: no execution in progress */
-	uint64_t db;          /* time inside the step calls; 0 while start
+	uint64_t start; /* first step; 0: no execution in progress */
+	uint64_t db;    /* time inside the step calls; 0 while start
 			       * is (every end clears both) */
 	uint64_t rows;
-	uint64_t slow_at;     /* clock value from which it is slow; UINT64_MAX
+	uint64_t slow_at; /* clock value from which it is slow; UINT64_MAX
 			       * once noted */
 	uint32_t base[4] __attribute__((aligned(16))); /* counters at start:
 			       * fullscan, sort, autoindex, vm (SQLite's order) */
-	uint64_t seq;         /* per-thread execution number, given when an
+	uint64_t seq;                                  /* per-thread execution number, given when an
 			       * event or a nested execution needs it */
 	uint64_t nested_time; /* db time of executions nested in this one */
 	uint64_t stack_id;
 	struct sp_run *parent;
 	uint64_t parent_seq;
-	uint16_t flags;       /* SP_EXEC_* and SP_RUN_* */
-	uint16_t kind;        /* enum sp_exec_kind */
+	uint16_t flags; /* SP_EXEC_* and SP_RUN_* */
+	uint16_t kind;  /* enum sp_exec_kind */
 	uint32_t pad;
-	uintptr_t frame;      /* exec calls: the shim's frame address, and */
+	uintptr_t frame;                 /* exec calls: the shim's frame address, and */
 	uintptr_t frame_link, frame_ret; /* the saved frame pointer and return
 			       * address there while the call is live */
-	uint64_t sql_id, shape; /* exec calls: their text's */
+	uint64_t sql_id, shape;          /* exec calls: their text's */
 };
 
 /* One tracked prepared statement (slot of the lock-free table, stmt.c).
  * run comes first: the hot path's run pointer is the slot's. */
 struct sp_stmt {
 	struct sp_run run;
-	_Atomic uintptr_t key; /* sqlite3_stmt*, 0 empty, 1 tombstone */
+	_Atomic uintptr_t key;    /* sqlite3_stmt*, 0 empty, 1 tombstone */
 	struct sp_agg_query *agg; /* its totals in the arena agg_arena */
-	uint64_t agg_arena;    /* id of that arena (pid << 32 | number); 0:
+	uint64_t agg_arena;       /* id of that arena (pid << 32 | number); 0:
 				* none: the next start binds it */
 	uint64_t sql_id;
 	uint64_t db;
-	uint64_t shape;        /* run key: the text without its literals */
-	uint32_t nexec;        /* executions started (first-exec sampling) */
-	uint32_t folded;       /* 1: sql_id is its fingerprint's folded text's
+	uint64_t shape;            /* run key: the text without its literals */
+	uint32_t nexec;            /* executions started (first-exec sampling) */
+	uint32_t folded;           /* 1: sql_id is its fingerprint's folded text's
 				* (stmt.c, sql_fold) until a second execution
 				* gives it its own (sp_stmt_unfold) */
 	struct sp_stmt *next_free; /* stmt.c's free list, under its lock */
-	uintptr_t agg_caller;  /* the caller agg is the record of: an execution
+	uintptr_t agg_caller;      /* the caller agg is the record of: an execution
 				* started from another return address rebinds */
-	uint64_t agg_tag;      /* agg_caller ^ the arena's tag (bits 48-63):
+	uint64_t agg_tag;          /* agg_caller ^ the arena's tag (bits 48-63):
 				* sqlite3_step's one test of both; 0: none */
-	uintptr_t counters;    /* where SQLite's four counters are in the
+	uintptr_t counters;        /* where SQLite's four counters are in the
 				* statement object: set with agg_tag, which
 				* needs them read in place */
 };
@@ -233,35 +239,35 @@ struct sp_thread;
 
 /* One thread's arena (private part; the shared part is its chunks). */
 struct sp_arena {
-	uint64_t id;                 /* pid << 32 | number */
-	uint64_t tag;                /* number << 48, or 0 from number 65536 on:
+	uint64_t id;  /* pid << 32 | number */
+	uint64_t tag; /* number << 48, or 0 from number 65536 on:
 				      * numbers go on in a forked child, so no
 				      * arena of this process has another's tag,
 				      * and a return address is below 2^48 */
 	uint32_t number;
-	struct sp_agg_arena *sh;     /* its SP_AGG_ARENA record */
+	struct sp_agg_arena *sh;      /* its SP_AGG_ARENA record */
 	struct sp_stats_chunk *chunk; /* current chunk */
-	uint8_t *free, *end;         /* free space in it */
-	uint64_t run_shape;          /* shape of the open run */
+	uint8_t *free, *end;          /* free space in it */
+	uint64_t run_shape;           /* shape of the open run */
 	struct sp_agg_query *fold[2]; /* per kind: texts with no room of
 				      * their own (SP_SQL_FOLDED), made with
 				      * the arena; NULL: none */
-	struct sp_aslot *tab;        /* (sql_id, kind) -> query record */
+	struct sp_aslot *tab;         /* (sql_id, kind) -> query record */
 	size_t tab_cap, tab_used;
-	struct sp_arena *next;       /* registry, under its lock */
+	struct sp_arena *next; /* registry, under its lock */
 	struct sp_arena *next_idle;
-	int busy;                    /* being changed (stats.c, arena_enter) */
+	int busy; /* being changed (stats.c, arena_enter) */
 };
 
 extern struct sp_stats_hdr *sp_stats; /* NULL: no shared statistics */
 extern struct sp_agg_query sp_no_run;
-int sp_stats_init(void);     /* constructor (and a forked child) */
+int sp_stats_init(void); /* constructor (and a forked child) */
 /* An image that could neither connect nor leave a file: counted in the
  * statistics header of the nearest ancestor that shared its own (a
  * forked child keeps that page mapped). Nothing without one. */
 void sp_stats_count_unreported(void);
-extern int sp_stats_shared; /* stream.c: the collector holds our memfd */
-int sp_stats_fd(void);       /* the memfd, to send with HELLO; -1 none */
+extern int sp_stats_shared;     /* stream.c: the collector holds our memfd */
+int sp_stats_fd(void);          /* the memfd, to send with HELLO; -1 none */
 uint32_t sp_stats_ino_lo(void); /* its inode's low 32 bits (0: none), for BYE */
 void sp_stats_fork_child(void);
 /* The calling thread's arena (made or reused on first use); NULL when
@@ -270,8 +276,8 @@ struct sp_arena *sp_arena_get(struct sp_thread *t);
 /* The query record of (sql_id, kind) in arena a, made on first use; NULL
  * when there is no room (the execution is counted as unattributed). */
 /* The arena's record of (sql_id, kind, caller), made if new (*created 1). */
-struct sp_agg_query *sp_agg_get(struct sp_arena *a, uint64_t sql_id, uint32_t kind,
-				uint64_t caller, int *created);
+struct sp_agg_query *sp_agg_get(struct sp_arena *a, uint64_t sql_id, uint32_t kind, uint64_t caller,
+				int *created);
 /* Slow halves of the hot path's updates. */
 uint64_t *sp_agg_hist_block(struct sp_agg_query *q, uint32_t block);
 void sp_agg_error(struct sp_agg_query *q, int rc);
@@ -295,19 +301,19 @@ struct sp_thread {
 	 * at a known offset, not inside the profiler). SP_TS_SETUP: set up (sp_thread_ready). Entering the
 	 * profiler adds SP_TS_GUARD (sp_guard_in). */
 	uint32_t state;
-	uint32_t tid;          /* 0 until sp_thread_init (also after fork) */
-	uint32_t pid;          /* set with tid */
-	uint32_t exec_depth;   /* exec calls running (exec_runs in use) */
-	struct sp_run *cur;    /* execution whose call (step, exec) we are in */
-	uint64_t arena_id;     /* arena ? arena->id : an id no statement has */
-	uint64_t arena_tag;    /* arena ? arena->tag : 0 */
+	uint32_t tid;        /* 0 until sp_thread_init (also after fork) */
+	uint32_t pid;        /* set with tid */
+	uint32_t exec_depth; /* exec calls running (exec_runs in use) */
+	struct sp_run *cur;  /* execution whose call (step, exec) we are in */
+	uint64_t arena_id;   /* arena ? arena->id : an id no statement has */
+	uint64_t arena_tag;  /* arena ? arena->tag : 0 */
 	struct sp_arena *arena;
 	/* the open N+1 run: the query record it is credited to (&sp_no_run:
 	 * none), which holds its length and the clock value before which the
 	 * next execution must start to go on with it (run_open, run_until:
 	 * shared, so the collector sees an open run) */
 	struct sp_agg_query *run_q;
-	uint64_t run_pauses;   /* longer pauses the open run went on across */
+	uint64_t run_pauses;       /* longer pauses the open run went on across */
 	struct sp_stmt *last_stmt; /* the statement this thread looked up last;
 				    * valid while its slot's key is still that
 				    * statement (never NULL once set up) */
@@ -318,17 +324,17 @@ struct sp_thread {
 				    * the state off SP_TS_FAST or changes
 				    * last_stmt resets it (sp_fast_off), so
 				    * sqlite3_step tests the key alone */
-	uint64_t skip;         /* executions until the next random draw hits */
-	struct sp_ring *ring;  /* NULL until the thread's first record */
-	uint64_t seq;          /* last execution number given */
+	uint64_t skip;             /* executions until the next random draw hits */
+	struct sp_ring *ring;      /* NULL until the thread's first record */
+	uint64_t seq;              /* last execution number given */
 	uint64_t rng;
-	uint64_t last_stack;   /* id of the last stack this thread sent or saw sent */
+	uint64_t last_stack; /* id of the last stack this thread sent or saw sent */
 	/* Below: not read by the inline path. */
 	struct sp_thread_more *more; /* the thread's larger state (life.c,
 				      * sp_thread_more): &sp_more_none until
 				      * it is set up, or when no page was to
 				      * be had */
-	uint32_t rec_busy;     /* 1 from sp_rec_reserve to sp_rec_commit (or
+	uint32_t rec_busy;           /* 1 from sp_rec_reserve to sp_rec_commit (or
 				* sp_rec_cancel): a signal handler that
 				* writes a record meanwhile on this thread
 				* counts it lost instead (stream.c) */
@@ -399,15 +405,15 @@ struct sp_stmt_ent {
 	struct sp_stmt *s;     /* its slot (set before key is published) */
 };
 struct sp_stmt_index {
-	uint64_t mask;                /* entries - 1 */
-	uint32_t shift;               /* 64 - log2(entries) */
+	uint64_t mask;  /* entries - 1 */
+	uint32_t shift; /* 64 - log2(entries) */
 	uint32_t pad;
-	struct sp_stmt_index *older;  /* the index this one replaced */
-	size_t used, live;            /* entries with a key; live ones */
+	struct sp_stmt_index *older; /* the index this one replaced */
+	size_t used, live;           /* entries with a key; live ones */
 	struct sp_stmt_ent e[];
 };
 extern struct sp_stmt_index *_Atomic sp_stmt_idx; /* NULL: no table */
-extern struct sp_stmt sp_stmt_none; /* last_stmt before any lookup */
+extern struct sp_stmt sp_stmt_none;               /* last_stmt before any lookup */
 
 /* A statement's hash, its top bits: the address folded (k ^ k >> 7)
  * before the multiply. SQLite's statements come from one allocator in
@@ -440,7 +446,8 @@ SP_INLINE struct sp_stmt *sp_stmt_find_hot(sqlite3_stmt *st)
 			struct sp_stmt *s = x->e[i].s;
 
 			/* an older index's entry may be stale: the slot says */
-			return atomic_load_explicit(&s->key, memory_order_acquire) == key ? s : NULL;
+			return atomic_load_explicit(&s->key, memory_order_acquire) == key ? s
+											  : NULL;
 		}
 		if (k == 0)
 			return NULL;
@@ -499,9 +506,9 @@ void sp_probe_before_auto_extension(void);
  * program (step_general), 0 when no exec call can be running. Returns the
  * clock value at which the execution starts. */
 uint64_t sp_run_begin_slow(struct sp_thread *t, struct sp_stmt *s, sqlite3_stmt *st, int drawn,
-			   uintptr_t caller,
-			   uintptr_t frame);
-void sp_run_end_slow(struct sp_thread *t, struct sp_stmt *s, sqlite3_stmt *st, int rc, uint64_t end);
+			   uintptr_t caller, uintptr_t frame);
+void sp_run_end_slow(struct sp_thread *t, struct sp_stmt *s, sqlite3_stmt *st, int rc,
+		     uint64_t end);
 void sp_run_on_row(struct sp_thread *t, struct sp_stmt *s, uint64_t now);
 /* An exec call: its run (NULL: too deep, not profiled). */
 struct sp_run *sp_exec_begin(struct sp_thread *t, uint64_t sql_id, uint64_t shape, uintptr_t frame);
@@ -572,7 +579,8 @@ void sp_seg_fold(struct sp_agg_query *q);
 SP_INLINE int sp_seg_owned(const struct sp_agg_query *q, const struct sp_stmt *s,
 			   const struct sp_run *r)
 {
-	return q && q->seg_owner == (uint64_t)(uintptr_t)s && !(r->flags & (SP_RUN_API | SP_RUN_NOSEG));
+	return q && q->seg_owner == (uint64_t)(uintptr_t)s &&
+	       !(r->flags & (SP_RUN_API | SP_RUN_NOSEG));
 }
 
 /* The program resets counter op (1-4) of st, s, which owns q's segment,
@@ -672,8 +680,8 @@ SP_INLINE uint64_t *sp_agg_bucket(struct sp_agg_query *q, uint64_t db)
 /* sp_agg_add_in for any execution. SQLite's counters: seg_now, the
  * owner's at its end (sp_exec_delta), or NULL: d, the deltas, go to the
  * sums. */
-SP_INLINE void sp_agg_add(struct sp_agg_query *q, const struct sp_run *r, uint64_t end,
-			  sp_v4u d, const sp_v4u *seg_now)
+SP_INLINE void sp_agg_add(struct sp_agg_query *q, const struct sp_run *r, uint64_t end, sp_v4u d,
+			  const sp_v4u *seg_now)
 {
 	uint64_t *bucket = sp_agg_bucket(q, r->db), lost = 0;
 
@@ -896,8 +904,8 @@ struct sp_thread_more *sp_thread_more(struct sp_thread *t);
  * it: then *noted is 1 and the memo stays busy until sp_memo_done gives
  * its id. sp_more_none's memo is never noted in. Returns sp_unwind's
  * result. Keeps errno. */
-int sp_unwind_noting(struct sp_walk_memo *m, uintptr_t *pcs, int max, uintptr_t rsp,
-		     uintptr_t rbp, uintptr_t pc, int *noted);
+int sp_unwind_noting(struct sp_walk_memo *m, uintptr_t *pcs, int max, uintptr_t rsp, uintptr_t rbp,
+		     uintptr_t pc, int *noted);
 
 SP_INLINE void sp_memo_done(struct sp_walk_memo *m, uint64_t id)
 {
@@ -976,21 +984,21 @@ int sp_stack_contains(uintptr_t addr, size_t len);
 #define SP_RING_SIZE (128u * 1024u)
 #define SP_RING_MASK (SP_RING_SIZE - 1u)
 struct sp_ring {
-	uint32_t head;         /* end of the committed records (also in sh), or
+	uint32_t head;   /* end of the committed records (also in sh), or
 				* where the next record goes after a PAD the
 				* slow path wrote (published with that record) */
-	uint32_t wlimit;       /* head value up to which writing needs no check,
+	uint32_t wlimit; /* head value up to which writing needs no check,
 				* as of the last slow reservation */
-	uint32_t poked;        /* tail value at which we last woke the collector */
-	uint8_t *data;         /* sh->data */
+	uint32_t poked;  /* tail value at which we last woke the collector */
+	uint8_t *data;   /* sh->data */
 	struct sp_ring_shared *sh;
-	int orphan;            /* the collector never got the ring: writes are lost */
-	int dontfork;          /* sh is not inherited by a forked child */
-	struct sp_ring *next;  /* registry, under the registry lock */
+	int orphan;                /* the collector never got the ring: writes are lost */
+	int dontfork;              /* sh is not inherited by a forked child */
+	struct sp_ring *next;      /* registry, under the registry lock */
 	struct sp_ring *next_idle; /* idle list (thread gone), same lock */
-	int mfd;               /* its memfd, kept above 800 to announce it again
+	int mfd;                   /* its memfd, kept above 800 to announce it again
 				* to a collector that comes back; -1: none */
-	dev_t mfd_dev;         /* what mfd is, checked before it is sent or closed */
+	dev_t mfd_dev;             /* what mfd is, checked before it is sent or closed */
 	ino_t mfd_ino;
 };
 
@@ -1048,13 +1056,13 @@ SP_INLINE void sp_rec_cancel(struct sp_thread *t)
 	atomic_signal_fence(memory_order_seq_cst);
 	t->rec_busy = 0;
 }
-int sp_stream_init(void);       /* constructor: connect, hello */
+int sp_stream_init(void); /* constructor: connect, hello */
 /* Move our descriptor out of the program's way: the descriptor to use,
  * or -1 (fd untouched) when the limit leaves no room (stream.c). */
 int sp_fd_high(int fd);
 void sp_stream_before_uid_change(void); /* setuid and friends (shims.c) */
 void sp_stream_fork_child(void);
-void sp_stream_exit(void);      /* destructor: BYE */
+void sp_stream_exit(void); /* destructor: BYE */
 /* Before _exit or exec: say BYE, unless this is a vfork child
  * sharing its parent's memory (then the parent's state is not ours). */
 void sp_stream_leaving(void);
@@ -1068,7 +1076,7 @@ void sp_stream_spares(void); /* first SQLite thread: the spare rings */
  * call (sp_thread_ready) says so (sp_stream_unrep_start). */
 extern int sp_unrep_pending;
 void sp_stream_unrep_start(void);
-void sp_modules_changed(void);  /* resend the map if libraries came or went */
+void sp_modules_changed(void);        /* resend the map if libraries came or went */
 uint32_t sp_modules_generation(void); /* the map last sent (0: none yet) */
 void sp_modules_maybe_send(void);
 void sp_modules_resend(void); /* send the map again (embed.c: new flags) */
@@ -1126,7 +1134,7 @@ extern atomic_int sp_libs_foreign;
 /* The foreign library a call from return address ra binds to, or NULL
  * for the primary. Keeps errno. */
 const struct sp_lib *sp_lib_of(const void *ra);
-void sp_stats_note_foreign_lib(void); /* stats.c: counted for the collector */
+void sp_stats_note_foreign_lib(void);   /* stats.c: counted for the collector */
 void sp_stats_note_seen(uint32_t bits); /* stats.c: enum sp_seen bits into the header */
 /* The size a file of ours may grow to without SIGXFSZ: RLIMIT_FSIZE's
  * soft limit, UINT64_MAX without one (life.c). */
@@ -1136,10 +1144,10 @@ uint64_t sp_fsize_room(void);
 #define SP_FOREIGN() sp_lib_of(__builtin_return_address(0))
 /* The same, for the per-statement paths: only once a foreign library
  * exists, and only for a statement that is not ours. */
-#define SP_FOREIGN_STMT(st, ra)                                                           \
-	(unlikely(atomic_load_explicit(&sp_libs_foreign, memory_order_relaxed)) &&        \
-			 !sp_stmt_find_hot(st)                                            \
-		 ? sp_lib_of(ra)                                                          \
+#define SP_FOREIGN_STMT(st, ra)                                                    \
+	(unlikely(atomic_load_explicit(&sp_libs_foreign, memory_order_relaxed)) && \
+			 !sp_stmt_find_hot(st)                                     \
+		 ? sp_lib_of(ra)                                                   \
 		 : NULL)
 /* The link map of the object holding addr (NULL: none); the primary's. */
 const void *sp_lm_of(const void *addr);
@@ -1158,11 +1166,10 @@ extern int sp_dlopen_watch;
 extern atomic_int sp_deepbind_pending;
 unsigned sp_deepbind_patch(void);
 void sp_stats_note_deepbind_late(void); /* stats.c: counted for the collector */
-#define SP_DEEPBIND_CATCH_UP()                                                        \
-	do {                                                                          \
-		if (unlikely(atomic_load_explicit(&sp_deepbind_pending,               \
-						  memory_order_relaxed)))             \
-			sp_deepbind_patch();                                          \
+#define SP_DEEPBIND_CATCH_UP()                                                                  \
+	do {                                                                                    \
+		if (unlikely(atomic_load_explicit(&sp_deepbind_pending, memory_order_relaxed))) \
+			sp_deepbind_patch();                                                    \
 	} while (0)
 #define SP_STR2(x) #x
 #define SP_STR(x) SP_STR2(x)
@@ -1183,15 +1190,15 @@ int sp_plan_alloc_foreign(void);
 
 struct dl_phdr_info;
 struct sp_dyn {
-	uintptr_t base;                  /* load bias */
-	const ElfW(Sym) *sym;            /* dynamic symbols */
+	uintptr_t base;        /* load bias */
+	const ElfW(Sym) * sym; /* dynamic symbols */
 	size_t nsym;
-	const char *str;                 /* their names */
+	const char *str; /* their names */
 	size_t strsz;
-	const ElfW(Rela) *rela, *jmprel; /* DT_RELA, DT_JMPREL */
-	size_t relasz, jmprelsz;         /* in entries */
-	uintptr_t relro_lo, relro_hi;    /* PT_GNU_RELRO, 0 0 when none */
-	const uint32_t *gnu;             /* DT_GNU_HASH, NULL when none */
+	const ElfW(Rela) * rela, *jmprel; /* DT_RELA, DT_JMPREL */
+	size_t relasz, jmprelsz;          /* in entries */
+	uintptr_t relro_lo, relro_hi;     /* PT_GNU_RELRO, 0 0 when none */
+	const uint32_t *gnu;              /* DT_GNU_HASH, NULL when none */
 };
 /* Fill d from the object's PT_DYNAMIC; -1 when it has none (or no
  * symbols). */

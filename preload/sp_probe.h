@@ -188,11 +188,11 @@ static inline long sp_probe_read(uintptr_t addr, void *out, size_t n)
 
 /* One bound value as the probe set it. */
 struct sp_probe_val {
-	int kind;              /* SP_PV_* */
-	uint64_t u;            /* INT, REAL: the 64 bits; ZEROBLOB: the zeros */
-	const void *p;         /* TEXT, BLOB: the bytes (NULL: any copy of them) */
-	int n;                 /* their length */
-	const void *same;      /* bound SQLITE_STATIC: z must be this pointer */
+	int kind;         /* SP_PV_* */
+	uint64_t u;       /* INT, REAL: the 64 bits; ZEROBLOB: the zeros */
+	const void *p;    /* TEXT, BLOB: the bytes (NULL: any copy of them) */
+	int n;            /* their length */
+	const void *same; /* bound SQLITE_STATIC: z must be this pointer */
 };
 
 #define SP_PROBE_NVAR 10
@@ -212,12 +212,8 @@ static inline int sp_probe_bind(const struct sp_probe_api *api, sqlite3_stmt *st
 		double d;
 
 		switch (v[i].kind) {
-		case SP_PV_NULL:
-			rc = api->bind_null(st, j);
-			break;
-		case SP_PV_INT:
-			rc = api->bind_int64(st, j, (sqlite3_int64)v[i].u);
-			break;
+		case SP_PV_NULL: rc = api->bind_null(st, j); break;
+		case SP_PV_INT: rc = api->bind_int64(st, j, (sqlite3_int64)v[i].u); break;
 		case SP_PV_REAL:
 			memcpy(&d, &v[i].u, sizeof(d));
 			rc = api->bind_double(st, j, d);
@@ -230,11 +226,8 @@ static inline int sp_probe_bind(const struct sp_probe_api *api, sqlite3_stmt *st
 			rc = api->bind_blob(st, j, v[i].p, v[i].n,
 					    v[i].same ? SQLITE_STATIC : SQLITE_TRANSIENT);
 			break;
-		case SP_PV_ZEROBLOB:
-			rc = api->bind_zeroblob(st, j, (int)v[i].u);
-			break;
-		default:
-			return -1;
+		case SP_PV_ZEROBLOB: rc = api->bind_zeroblob(st, j, (int)v[i].u); break;
+		default: return -1;
 		}
 		if (rc != SQLITE_OK)
 			return -1;
@@ -309,9 +302,24 @@ static inline int sp_probe_params_fit(const unsigned char *buf, long got, int ms
 {
 	int found = 0;
 
-#define PW(i, o) ({ uint64_t w_; memcpy(&w_, buf + (i) * ms + (o), 8); w_; })
-#define PI(i, o) ({ int32_t i_; memcpy(&i_, buf + (i) * ms + (o), 4); i_; })
-#define PF(i, o) ({ uint16_t f_; memcpy(&f_, buf + (i) * ms + (o), 2); (unsigned)f_; })
+#define PW(i, o)                                    \
+	({                                          \
+		uint64_t w_;                        \
+		memcpy(&w_, buf + (i)*ms + (o), 8); \
+		w_;                                 \
+	})
+#define PI(i, o)                                    \
+	({                                          \
+		int32_t i_;                         \
+		memcpy(&i_, buf + (i)*ms + (o), 4); \
+		i_;                                 \
+	})
+#define PF(i, o)                                    \
+	({                                          \
+		uint16_t f_;                        \
+		memcpy(&f_, buf + (i)*ms + (o), 2); \
+		(unsigned)f_;                       \
+	})
 #define OVER(a_, na, b_, nb) ((a_) < (b_) + (nb) && (b_) < (a_) + (na))
 	if (got < (long)SP_PROBE_NVAR * ms)
 		return 0;
@@ -329,15 +337,17 @@ static inline int sp_probe_params_fit(const unsigned char *buf, long got, int ms
 			for (int n = 0; n + 4 <= ms; n += 4) {
 				if (OVER(n, 4, u, 8) || OVER(n, 4, z, 8))
 					continue;
-				if (PI(2, n) != a[2].n || PI(3, n) != a[3].n || PI(6, n) != a[6].n ||
-				    PI(7, n) != a[7].n || PI(9, n) != a[9].n || PI(5, n) != 0)
+				if (PI(2, n) != a[2].n || PI(3, n) != a[3].n ||
+				    PI(6, n) != a[6].n || PI(7, n) != a[7].n ||
+				    PI(9, n) != a[9].n || PI(5, n) != 0)
 					continue;
 				for (int f = 0; f + 2 <= ms; f += 2) {
 					struct sp_params_layout c = { 0 };
 					unsigned F[SP_PROBE_NVAR];
 					int i;
 
-					if (OVER(f, 2, u, 8) || OVER(f, 2, z, 8) || OVER(f, 2, n, 4))
+					if (OVER(f, 2, u, 8) || OVER(f, 2, z, 8) ||
+					    OVER(f, 2, n, 4))
 						continue;
 					for (i = 0; i < SP_PROBE_NVAR; i++)
 						F[i] = PF(i, f);
@@ -351,20 +361,24 @@ static inline int sp_probe_params_fit(const unsigned char *buf, long got, int ms
 					c.f_str = F[2] & F[6] & F[9] & ~(F[3] | F[7] | F[5]);
 					c.f_blob = F[3] & F[7] & F[5] & ~(F[2] | F[6] | F[9]);
 					c.f_zero = F[5] & ~(F[3] | F[7]);
-					if (!sp_probe_popcount1(c.f_null) || !sp_probe_popcount1(c.f_int) ||
-					    !sp_probe_popcount1(c.f_real) || !sp_probe_popcount1(c.f_str) ||
-					    !sp_probe_popcount1(c.f_blob) || !sp_probe_popcount1(c.f_zero) ||
-					    F[8] != F[0])
+					if (!sp_probe_popcount1(c.f_null) ||
+					    !sp_probe_popcount1(c.f_int) ||
+					    !sp_probe_popcount1(c.f_real) ||
+					    !sp_probe_popcount1(c.f_str) ||
+					    !sp_probe_popcount1(c.f_blob) ||
+					    !sp_probe_popcount1(c.f_zero) || F[8] != F[0])
 						continue;
-					if (__builtin_popcount(c.f_null | c.f_int | c.f_real | c.f_str |
-							       c.f_blob | c.f_zero) != 6)
+					if (__builtin_popcount(c.f_null | c.f_int | c.f_real |
+							       c.f_str | c.f_blob | c.f_zero) != 6)
 						continue;
 					c.mem_size = ms;
 					c.u_off = u;
 					c.z_off = z;
 					c.n_off = n;
 					c.flags_off = f;
-					for (i = 0; i < SP_PROBE_NVAR && sp_params_kind(&c, F[i]) == a[i].kind; i++)
+					for (i = 0; i < SP_PROBE_NVAR &&
+						    sp_params_kind(&c, F[i]) == a[i].kind;
+					     i++)
 						;
 					if (i < SP_PROBE_NVAR)
 						continue;
@@ -424,7 +438,8 @@ static inline int sp_probe_params_scan(const struct sp_probe_api *api, sqlite3_s
 /* Bind b, run st, check; clear the bindings, check; bind a, check. */
 static inline int sp_probe_params_validate(const struct sp_probe_api *api, sqlite3_stmt *st,
 					   const struct sp_params_layout *L,
-					   const struct sp_probe_val *a, const struct sp_probe_val *b)
+					   const struct sp_probe_val *a,
+					   const struct sp_probe_val *b)
 {
 	struct sp_probe_val nul[SP_PROBE_NVAR];
 
@@ -467,8 +482,8 @@ static inline int sp_probe_params_db(const struct sp_probe_api *api, sqlite3 *db
 				     struct sp_params_layout *L)
 {
 	static const char text7[] = "abcdefgh", empty[] = "";
-	static const unsigned char blob4[13] = { 0xb1, 0, 0xb3, 0xb4, 0xff, 0, 0, 0x7f,
-						 0x80, 1, 2, 3, 0xbd };
+	static const unsigned char blob4[13] = { 0xb1, 0,    0xb3, 0xb4, 0xff, 0,   0,
+						 0x7f, 0x80, 1,    2,    3,    0xbd };
 	static const unsigned char blob8[9] = { 0xc1, 0xc2, 0, 0xc4, 0xc5, 0xc6, 0xc7, 0xc8, 0xc9 };
 	static const unsigned char blob_b[4] = { 0, 0, 0, 1 };
 	static const char *const sql[NST] = {
@@ -509,10 +524,10 @@ static inline int sp_probe_params_db(const struct sp_probe_api *api, sqlite3 *db
 	struct sp_params_layout c[NST][SP_PROBE_CANDS], found = { 0 };
 	int n[NST], nfound = 0, rc = -1, i, j, k;
 
-	if (!db || !api->msize || !api->prepare_v2 || !api->step || !api->reset ||
-	    !api->finalize || !api->bind_int64 || !api->bind_double || !api->bind_text ||
-	    !api->bind_blob || !api->bind_null || !api->bind_zeroblob ||
-	    !api->bind_parameter_count || !api->clear_bindings)
+	if (!db || !api->msize || !api->prepare_v2 || !api->step || !api->reset || !api->finalize ||
+	    !api->bind_int64 || !api->bind_double || !api->bind_text || !api->bind_blob ||
+	    !api->bind_null || !api->bind_zeroblob || !api->bind_parameter_count ||
+	    !api->clear_bindings)
 		return -1;
 	memcpy(&a[1].u, &d1, sizeof(d1));
 	memcpy(&b[4].u, &d2, sizeof(d2));
@@ -520,7 +535,8 @@ static inline int sp_probe_params_db(const struct sp_probe_api *api, sqlite3 *db
 		long_text[x] = (char)('a' + x % 26);
 	for (i = 0; i < NST; i++) {
 		if (api->prepare_v2(db, sql[i], -1, &st[i], NULL) != SQLITE_OK || !st[i] ||
-		    api->bind_parameter_count(st[i]) != SP_PROBE_NVAR || sp_probe_bind(api, st[i], a) < 0)
+		    api->bind_parameter_count(st[i]) != SP_PROBE_NVAR ||
+		    sp_probe_bind(api, st[i], a) < 0)
 			goto out;
 		n[i] = sp_probe_params_scan(api, st[i], a, c[i]);
 		if (n[i] <= 0 || n[i] > SP_PROBE_CANDS)
@@ -564,8 +580,8 @@ static inline int sp_params_layout_format(char *out, size_t n, const struct sp_p
 					  unsigned long long dev, unsigned long long ino)
 {
 	return snprintf(out, n, "%d:%d:%d:%d:%d:%d:%x:%x:%x:%x:%x:%x:%llu:%llu", L->var_off,
-			L->mem_size, L->u_off, L->z_off, L->n_off, L->flags_off, L->f_null, L->f_int,
-			L->f_real, L->f_str, L->f_blob, L->f_zero, dev, ino);
+			L->mem_size, L->u_off, L->z_off, L->n_off, L->flags_off, L->f_null,
+			L->f_int, L->f_real, L->f_str, L->f_blob, L->f_zero, dev, ino);
 }
 
 /* Parse s (sp_params_layout_format's text): 0, or -1 for anything else or
@@ -576,9 +592,10 @@ static inline int sp_params_layout_parse(const char *s, struct sp_params_layout 
 	struct sp_params_layout c;
 	int end = 0;
 
-	if (!s || sscanf(s, "%d:%d:%d:%d:%d:%d:%x:%x:%x:%x:%x:%x:%llu:%llu%n", &c.var_off,
-			 &c.mem_size, &c.u_off, &c.z_off, &c.n_off, &c.flags_off, &c.f_null,
-			 &c.f_int, &c.f_real, &c.f_str, &c.f_blob, &c.f_zero, dev, ino, &end) != 14 ||
+	if (!s ||
+	    sscanf(s, "%d:%d:%d:%d:%d:%d:%x:%x:%x:%x:%x:%x:%llu:%llu%n", &c.var_off, &c.mem_size,
+		   &c.u_off, &c.z_off, &c.n_off, &c.flags_off, &c.f_null, &c.f_int, &c.f_real,
+		   &c.f_str, &c.f_blob, &c.f_zero, dev, ino, &end) != 14 ||
 	    s[end])
 		return -1;
 	if (c.var_off < 0 || c.var_off > 65536 - 8 || (c.var_off & 7) || c.mem_size < 32 ||

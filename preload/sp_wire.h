@@ -28,7 +28,8 @@
 
 #define SP_WIRE_MAGIC 0x46525053u /* "SPRF" little-endian */
 #define SP_WIRE_VERSION 6
-#define SP_WIRE_MIN_VERSION 6 /* oldest version this reader accepts (3: totals in
+#define SP_WIRE_MIN_VERSION \
+	6 /* oldest version this reader accepts (3: totals in
                                * shared statistics, EXEC records are events;
                                * 4: MODULE records name the mapped file, STACK
                                * records their map; 5: EXEC records carry
@@ -54,9 +55,9 @@ struct sp_msg_hdr {
 	uint16_t version; /* SP_WIRE_VERSION of the writer */
 	uint16_t flags;   /* SP_MSG_* */
 	uint32_t pid;
-	uint32_t len;     /* whole message length, header included */
-	uint64_t seq;     /* per-process message sequence number, from 1 */
-	uint64_t lost;    /* records dropped by this process so far (cumulative) */
+	uint32_t len;  /* whole message length, header included */
+	uint64_t seq;  /* per-process message sequence number, from 1 */
+	uint64_t lost; /* records dropped by this process so far (cumulative) */
 };
 
 enum sp_msg_flags {
@@ -127,7 +128,7 @@ struct sp_rec_hello {
 	struct sp_rec_hdr h;
 	uint32_t pid, tid;
 	uint32_t ppid;
-	uint32_t clock; /* enum sp_clock */
+	uint32_t clock;         /* enum sp_clock */
 	uint64_t start_mono_ns; /* CLOCK_MONOTONIC at process start */
 	/* Calibration for SP_CLOCK_TSC: at tsc_ref the monotonic clock read
 	 * mono_ref_ns (used to place events on the monotonic time line).
@@ -135,15 +136,18 @@ struct sp_rec_hello {
 	uint64_t tsc_ref;
 	uint64_t mono_ref_ns;
 	uint64_t tsc_per_ns_x1e9; /* writer's own estimate of TSC ticks per ns * 1e9 */
-	uint32_t sqlite_found; /* libsqlite3 resolved in this process */
-	uint32_t exe_len;      /* bytes of executable path that follow */
+	uint32_t sqlite_found;    /* libsqlite3 resolved in this process */
+	uint32_t exe_len;         /* bytes of executable path that follow */
+
 	/* char exe[exe_len], padded to 8 */
 };
 
 /* HELLO flags */
-#define SP_HELLO_RECONNECT 1 /* same process image, new connection (its
+#define SP_HELLO_RECONNECT \
+	1 /* same process image, new connection (its
 			      * descriptor was closed by the program) */
-#define SP_HELLO_UNREPORTED 2 /* read from a file in the collector's
+#define SP_HELLO_UNREPORTED \
+	2 /* read from a file in the collector's
 			       * directory: the image could not connect (see
 			       * "Processes that cannot connect" in
 			       * docs/wire-format.md) */
@@ -151,9 +155,10 @@ struct sp_rec_hello {
 struct sp_rec_sql {
 	struct sp_rec_hdr h; /* flags: SP_SQL_TRUNCATED */
 	uint32_t pid, tid;
-	uint64_t sql_id;  /* 64-bit hash of the full text */
+	uint64_t sql_id;   /* 64-bit hash of the full text */
 	uint32_t full_len; /* length before truncation */
 	uint32_t text_len; /* bytes that follow */
+
 	/* char text[text_len], padded to 8 */
 };
 #define SP_SQL_TRUNCATED 1
@@ -164,13 +169,13 @@ enum sp_exec_kind {
 };
 
 enum sp_exec_flags {
-	SP_EXEC_SAMPLED = 1 << 0, /* has a stack (stack_id != 0) */
-	SP_EXEC_NESTED = 1 << 1,  /* ran inside another execution */
-	SP_EXEC_ERROR = 1 << 2,   /* ended with an error result code */
-	SP_EXEC_SLOW = 1 << 3,    /* crossed SQLPROF_SLOW_MS */
-	SP_EXEC_FIRST = 1 << 4,   /* first execution of its SQL in the process */
-	SP_EXEC_ABANDONED = 1 << 5, /* ended by reset/finalize before DONE */
-	SP_EXEC_RANDOM = 1 << 7,  /* chosen by the random draw (SQLPROF_RATE);
+	SP_EXEC_SAMPLED = 1 << 0,      /* has a stack (stack_id != 0) */
+	SP_EXEC_NESTED = 1 << 1,       /* ran inside another execution */
+	SP_EXEC_ERROR = 1 << 2,        /* ended with an error result code */
+	SP_EXEC_SLOW = 1 << 3,         /* crossed SQLPROF_SLOW_MS */
+	SP_EXEC_FIRST = 1 << 4,        /* first execution of its SQL in the process */
+	SP_EXEC_ABANDONED = 1 << 5,    /* ended by reset/finalize before DONE */
+	SP_EXEC_RANDOM = 1 << 7,       /* chosen by the random draw (SQLPROF_RATE);
 				   * unset on samples that were only forced
 				   * (first, error, slow): site estimates use
 				   * the random ones */
@@ -182,20 +187,20 @@ struct sp_rec_exec {
 	struct sp_rec_hdr h; /* flags: enum sp_exec_flags */
 	uint32_t pid, tid;
 	uint64_t sql_id;
-	uint64_t seq;        /* per-thread execution number, from 1 */
-	uint64_t parent_seq; /* seq of the enclosing execution, 0 if none */
-	uint64_t db;         /* connection handle (opaque id) */
-	uint64_t start;      /* first step, in the HELLO clock domain */
-	uint64_t wall;       /* first step to end, clock units */
-	uint64_t db_time;    /* time inside step calls (exec call), units */
+	uint64_t seq;         /* per-thread execution number, from 1 */
+	uint64_t parent_seq;  /* seq of the enclosing execution, 0 if none */
+	uint64_t db;          /* connection handle (opaque id) */
+	uint64_t start;       /* first step, in the HELLO clock domain */
+	uint64_t wall;        /* first step to end, clock units */
+	uint64_t db_time;     /* time inside step calls (exec call), units */
 	uint64_t nested_time; /* db_time of direct nested executions, units */
-	uint64_t rows;       /* SQLITE_ROW results */
-	uint64_t stack_id;   /* 0: no stack */
+	uint64_t rows;        /* SQLITE_ROW results */
+	uint64_t stack_id;    /* 0: no stack */
 	uint32_t vm_steps, fullscan_steps, sorts, autoindex; /* deltas */
-	int32_t rc;          /* final result code (extended) */
-	uint16_t kind;       /* enum sp_exec_kind */
+	int32_t rc;                                          /* final result code (extended) */
+	uint16_t kind;                                       /* enum sp_exec_kind */
 	uint16_t pad;
-	uint64_t params;     /* a randomly drawn statement execution's bound
+	uint64_t params; /* a randomly drawn statement execution's bound
 			      * values: a keyed hash (SipHash-2-4) of its
 			      * sqlite3_expanded_sql text under a key the
 			      * process draws and never sends, so equal values
@@ -207,10 +212,11 @@ struct sp_rec_stack {
 	struct sp_rec_hdr h;
 	uint32_t pid, tid;
 	uint64_t stack_id;
-	uint32_t depth; /* number of pcs that follow; pcs[0] is the leaf */
+	uint32_t depth;      /* number of pcs that follow; pcs[0] is the leaf */
 	uint32_t generation; /* the module map (SP_REC_MODULE) current when it
 			      * was taken: its pcs are looked up in the newest
 			      * map of the image not newer than this one */
+
 	/* uint64_t pcs[depth]: return addresses, leaf first; the profiler's
 	 * own frames are already dropped */
 };
@@ -228,15 +234,15 @@ struct sp_rec_stack {
 #define SP_PYFRAME_OFF(pc) ((uint32_t)(pc))
 
 struct sp_rec_pycode {
-	struct sp_rec_hdr h;  /* flags: SP_PYCODE_TABLE_CUT */
+	struct sp_rec_hdr h; /* flags: SP_PYCODE_TABLE_CUT */
 	uint32_t pid, tid;
-	uint32_t code;        /* its number in SP_PYFRAME pcs */
+	uint32_t code; /* its number in SP_PYFRAME pcs */
 	int32_t firstlineno;
-	uint8_t major, minor; /* CPython version: the line table's format */
-	uint16_t name_len;    /* co_name */
+	uint8_t major, minor;  /* CPython version: the line table's format */
+	uint16_t name_len;     /* co_name */
 	uint16_t qualname_len; /* co_qualname (3.11+), else 0 */
-	uint16_t file_len;    /* co_filename */
-	uint32_t table_len;   /* co_lnotab (3.8, 3.9), co_linetable (3.10+) */
+	uint16_t file_len;     /* co_filename */
+	uint32_t table_len;    /* co_lnotab (3.8, 3.9), co_linetable (3.10+) */
 	uint32_t pad;
 	/* name, qualname, file, table, then padding to 8 */
 };
@@ -257,8 +263,8 @@ enum sp_py_status {
 struct sp_rec_module {
 	struct sp_rec_hdr h;
 	uint32_t pid, tid;
-	uint64_t bias;    /* load bias (dlpi_addr) */
-	uint64_t lo, hi;  /* lowest and highest address of executable segments */
+	uint64_t bias;       /* load bias (dlpi_addr) */
+	uint64_t lo, hi;     /* lowest and highest address of executable segments */
 	uint32_t generation; /* module map generation this entry belongs to */
 	uint16_t build_id_len;
 	uint16_t path_len;
@@ -288,11 +294,12 @@ struct sp_rec_module {
  * connections may go unseen. record warns once per object and reason. */
 #define SP_MODULE_EMBED 8
 #define SP_MODULE_EMBED_BLIND 16
-#define SP_MODULE_EMBED_STRIPPED 32  /* no symbols: SQLite's header string only */
-#define SP_MODULE_EMBED_CONFIG 64    /* the program calls sqlite3_config itself */
-#define SP_MODULE_EMBED_NOTRACE 128  /* no sqlite3_trace_v2 (SQLITE_OMIT_TRACE) */
-#define SP_MODULE_EMBED_LATE 256     /* found after SQLite was in use */
-#define SP_MODULE_EMBED_OWNTRACE 512 /* the program sets trace callbacks or
+#define SP_MODULE_EMBED_STRIPPED 32 /* no symbols: SQLite's header string only */
+#define SP_MODULE_EMBED_CONFIG 64   /* the program calls sqlite3_config itself */
+#define SP_MODULE_EMBED_NOTRACE 128 /* no sqlite3_trace_v2 (SQLITE_OMIT_TRACE) */
+#define SP_MODULE_EMBED_LATE 256    /* found after SQLite was in use */
+#define SP_MODULE_EMBED_OWNTRACE \
+	512 /* the program sets trace callbacks or
 				      * removes auto-extensions itself */
 
 struct sp_rec_error {
@@ -326,6 +333,7 @@ struct sp_rec_plan {
 	uint32_t text_len; /* plan lines, "id|parent|detail\n" each; or why none */
 	uint32_t pad;
 	uint64_t schema_id; /* SP_REC_SCHEMA of the connection when planned, 0: none */
+
 	/* char text[text_len], padded to 8 */
 };
 
@@ -388,17 +396,17 @@ struct sp_ring_shared {
 	uint32_t pid, tid; /* the writer */
 	uint32_t dead;     /* 1: no more records */
 	uint32_t pad0[11];
-	uint32_t head;     /* writer: end of the committed records */
+	uint32_t head; /* writer: end of the committed records */
 	uint32_t pad1[15];
-	uint32_t tail;     /* reader: end of the consumed records */
+	uint32_t tail; /* reader: end of the consumed records */
 	uint32_t pad2[15];
-	uint8_t data[];    /* size bytes */
+	uint8_t data[]; /* size bytes */
 };
 
 struct sp_rec_ring {
 	struct sp_rec_hdr h;
 	uint32_t pid, tid;
-	uint32_t size;     /* as in sp_ring_shared: the memfd holds
+	uint32_t size; /* as in sp_ring_shared: the memfd holds
 			    * sizeof(struct sp_ring_shared) + size bytes */
 	uint32_t pad;
 };
@@ -406,14 +414,15 @@ struct sp_rec_ring {
 struct sp_rec_stats {
 	struct sp_rec_hdr h;
 	uint32_t pid, tid;
-	uint64_t size;     /* bytes of the memfd, as in sp_stats_hdr */
+	uint64_t size; /* bytes of the memfd, as in sp_stats_hdr */
 };
 
 struct sp_rec_stats_copy {
 	struct sp_rec_hdr h;
 	uint32_t pid, tid;
-	uint32_t chunk;    /* chunk number (0: the header) */
-	uint32_t len;      /* bytes that follow: the chunk's first len bytes */
+	uint32_t chunk; /* chunk number (0: the header) */
+	uint32_t len;   /* bytes that follow: the chunk's first len bytes */
+
 	/* uint8_t data[len], padded to 8 */
 };
 #define SP_STATS_COPY_MAX_CHUNKS 16384 /* a reader keeps at most 1 GiB of copies */
@@ -466,47 +475,49 @@ enum sp_agg_type {
 /* The query the collector counts a header's unattributed executions under
  * (an id no FNV-1a text hash is expected to take), and its text. */
 #define SP_SQL_UNATTRIBUTED 0x554e415454524942ull /* "BIRTTANU" */
-#define SP_SQL_UNATTRIBUTED_TEXT "<executions with no room for their query: SQLPROF_STATS_MB was full>"
+#define SP_SQL_UNATTRIBUTED_TEXT \
+	"<executions with no room for their query: SQLPROF_STATS_MB was full>"
 /* The query record each arena keeps per kind for texts that found no room
  * for a record of their own (the statistics full): their count, times,
  * rows, errors, prepares and counters, exact, under one text. */
 #define SP_SQL_FOLDED 0x44444c4f46505355ull /* "USPFOLDD" */
-#define SP_SQL_FOLDED_TEXT "<texts folded together: SQLPROF_STATS_MB was full; their totals are exact>"
+#define SP_SQL_FOLDED_TEXT \
+	"<texts folded together: SQLPROF_STATS_MB was full; their totals are exact>"
 
 struct sp_stats_hdr {
-	uint32_t magic;      /* SP_STATS_MAGIC */
-	uint32_t version;    /* SP_WIRE_VERSION */
+	uint32_t magic;   /* SP_STATS_MAGIC */
+	uint32_t version; /* SP_WIRE_VERSION */
 	uint32_t pid;
-	uint32_t chunk_size; /* SP_STATS_CHUNK */
-	uint64_t size;       /* bytes of the memfd */
-	uint64_t base;       /* the writer's address of byte 0 */
-	uint32_t nchunks;    /* chunks taken, this one included (release) */
-	uint32_t forked;     /* 1 once the image called fork(): a child may
+	uint32_t chunk_size;    /* SP_STATS_CHUNK */
+	uint64_t size;          /* bytes of the memfd */
+	uint64_t base;          /* the writer's address of byte 0 */
+	uint32_t nchunks;       /* chunks taken, this one included (release) */
+	uint32_t forked;        /* 1 once the image called fork(): a child may
 			      * count itself in `unreported` below, so the
 			      * collector keeps this page to the end */
-	uint64_t unattributed; /* executions that found no room for their
+	uint64_t unattributed;  /* executions that found no room for their
 				* query's record (memory exhausted): counted
 				* here, with no query */
-	uint64_t unreported;   /* descendants (forked after this image shared
+	uint64_t unreported;    /* descendants (forked after this image shared
 				* these statistics) that ran SQLite, could not
 				* connect and could not leave a file either:
 				* added by them, atomically, in their inherited
 				* mapping of this header (see forked) */
-	uint32_t foreign_libs; /* other SQLite libraries the process called:
+	uint32_t foreign_libs;  /* other SQLite libraries the process called:
 				* passed through, not profiled */
 	uint32_t deepbind_late; /* libraries loaded with RTLD_DEEPBIND that
 				 * could not be patched at once (deepbind.c):
 				 * their calls until the next shim call were
 				 * not seen (was padding: 0 from older
 				 * preloads) */
-	uint32_t seen;         /* enum sp_seen: what the image saw that the
+	uint32_t seen;          /* enum sp_seen: what the image saw that the
 				* collector cannot (0 in older writers) */
-	uint32_t clamped;      /* executions whose time came out negative
+	uint32_t clamped;       /* executions whose time came out negative
 				* (the TSC of another CPU, a host that paused:
 				* config.c) and was clamped: wall to 0, db
 				* time to at most the wall time (was padding:
 				* 0 from older preloads) */
-	uint32_t texts_folded; /* distinct SQL texts counted in their
+	uint32_t texts_folded;  /* distinct SQL texts counted in their
 				* fingerprint's folded text, past the first
 				* SQLPROF_TEXTS_PER_SHAPE of a fingerprint,
 				* and not given their own since by a second
@@ -541,16 +552,16 @@ enum sp_seen {
 };
 
 struct sp_stats_chunk {
-	uint32_t magic;      /* SP_CHUNK_MAGIC */
-	uint32_t used;       /* bytes of whole records, this header included
+	uint32_t magic; /* SP_CHUNK_MAGIC */
+	uint32_t used;  /* bytes of whole records, this header included
 			      * (release); the reader reads below it */
-	uint32_t arena;      /* owning arena's number (from 1) */
+	uint32_t arena; /* owning arena's number (from 1) */
 	uint32_t pad;
 };
 
 struct sp_agg_arena {
-	struct sp_rec_hdr h;  /* SP_AGG_ARENA */
-	uint32_t arena, tid;  /* number, and the thread that made it */
+	struct sp_rec_hdr h; /* SP_AGG_ARENA */
+	uint32_t arena, tid; /* number, and the thread that made it */
 };
 
 /* Latency histogram: values v (db time, clock units) are bucketed
@@ -591,17 +602,17 @@ static inline void sp_hist_bucket(uint32_t i, uint64_t *lo, uint64_t *width)
 }
 
 struct sp_agg_query {
-	struct sp_rec_hdr h;  /* SP_AGG_QUERY */
-	uint32_t kind;        /* enum sp_exec_kind */
-	uint32_t started;     /* statements: executions started here, low 32
+	struct sp_rec_hdr h; /* SP_AGG_QUERY */
+	uint32_t kind;       /* enum sp_exec_kind */
+	uint32_t started;    /* statements: executions started here, low 32
 			       * bits. started - count, summed over a text's
 			       * records (one may start on a thread and end on
 			       * another), is how many were running: those of a
 			       * process that died are named by record */
 	uint64_t sql_id;
-	uint64_t count;       /* executions ended */
-	uint64_t db;          /* db time, summed */
-	uint64_t wall;        /* wall time, summed */
+	uint64_t count; /* executions ended */
+	uint64_t db;    /* db time, summed */
+	uint64_t wall;  /* wall time, summed */
 	uint64_t rows;
 	uint64_t nested_time; /* db time of executions nested in these */
 	uint64_t nested;      /* of count, executions that ran nested */
@@ -610,16 +621,16 @@ struct sp_agg_query {
 	/* SQLite's counters, in its order (aCounter[1..4]): the sums of the
 	 * closed segments (below; sp_agg_counters gives the whole figure) */
 	uint64_t fullscan_steps, sorts, autoindex, vm_steps;
-	uint64_t max;         /* db time of one execution */
-	uint64_t errors;      /* of count, executions that failed */
-	uint64_t samples;     /* of count, executions with a stack */
+	uint64_t max;     /* db time of one execution */
+	uint64_t errors;  /* of count, executions that failed */
+	uint64_t samples; /* of count, executions with a stack */
 	uint64_t prepares, prepare_time;
-	uint64_t runs, max_run; /* closed N+1 runs credited here */
+	uint64_t runs, max_run;        /* closed N+1 runs credited here */
 	uint64_t hist[SP_HIST_BLOCKS]; /* SP_AGG_HIST addresses, 0: none yet */
-	uint64_t runs_by_len; /* SP_AGG_RUNS address, 0: every run was 1 long */
-	uint64_t errs;        /* SP_AGG_ERRS address, 0: no failure yet */
-	uint64_t hist_lost;   /* values with no room for their block */
-	uint64_t caller;      /* statements: the return address into the code
+	uint64_t runs_by_len;          /* SP_AGG_RUNS address, 0: every run was 1 long */
+	uint64_t errs;                 /* SP_AGG_ERRS address, 0: no failure yet */
+	uint64_t hist_lost;            /* values with no room for their block */
+	uint64_t caller;               /* statements: the return address into the code
 			       * that called sqlite3_step for these executions
 			       * (a record per text and calling site: the
 			       * collector keeps exact counts per caller, for
@@ -648,7 +659,7 @@ struct sp_agg_query {
 	uint32_t seg_shadow_open[4];
 	uint64_t seg_shadow_sums[4];
 	uint64_t seg_gen;
-	uint64_t seg_owner;   /* the preload's statement slot; 0: none */
+	uint64_t seg_owner; /* the preload's statement slot; 0: none */
 } __attribute__((aligned(16)));
 
 /* SQLite's counters of a copied SP_AGG_QUERY record (c: fullscan steps,
@@ -665,9 +676,9 @@ static inline void sp_agg_counters(const struct sp_agg_query *a, uint64_t c[4])
 }
 
 struct sp_agg_hist {
-	struct sp_rec_hdr h;  /* SP_AGG_HIST; flags: block number */
+	struct sp_rec_hdr h; /* SP_AGG_HIST; flags: block number */
 	uint64_t bucket[SP_HIST_PER_BLOCK];
-	uint64_t pad;         /* to a multiple of 16 bytes */
+	uint64_t pad; /* to a multiple of 16 bytes */
 };
 
 /* Run lengths as the collector keeps them: i < 16 is length i + 1, then
@@ -688,20 +699,20 @@ static inline int sp_run_len_bucket(uint64_t len)
 	return b < SP_AGG_RUN_BUCKETS ? b : SP_AGG_RUN_BUCKETS - 1;
 }
 struct sp_agg_runs {
-	struct sp_rec_hdr h;  /* SP_AGG_RUNS */
+	struct sp_rec_hdr h; /* SP_AGG_RUNS */
 	uint64_t by_len[SP_AGG_RUN_BUCKETS];
-	uint64_t pad;         /* to a multiple of 16 bytes */
+	uint64_t pad; /* to a multiple of 16 bytes */
 };
 
 #define SP_AGG_ERR_CODES 8
 struct sp_agg_errs {
-	struct sp_rec_hdr h;  /* SP_AGG_ERRS */
+	struct sp_rec_hdr h; /* SP_AGG_ERRS */
 	struct {
-		int32_t rc;   /* extended result code; 0: free entry */
+		int32_t rc; /* extended result code; 0: free entry */
 		uint32_t pad;
 		uint64_t count;
 	} code[SP_AGG_ERR_CODES];
-	uint64_t other;       /* failures with a code beyond the table */
+	uint64_t other; /* failures with a code beyond the table */
 };
 
 /* Every record of a chunk is a multiple of 16 bytes after a 16-byte chunk

@@ -37,7 +37,8 @@
 #else
 #define SP_SEAL_FUTURE_WRITE F_SEAL_FUTURE_WRITE
 #endif
-#define ARENA_NONE 1 /* the arena_id of a thread without an arena: no
+#define ARENA_NONE \
+	1 /* the arena_id of a thread without an arena: no
 		      * statement is ever bound to it */
 
 struct sp_stats_hdr *sp_stats;
@@ -200,7 +201,8 @@ int sp_stats_init(void)
 	}
 	if (m == MAP_FAILED) {
 		for (size = (size_t)mb << 20; size >= ((size_t)1 << 20); size /= 2) {
-			m = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+			m = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1,
+				 0);
 			if (m != MAP_FAILED)
 				break;
 		}
@@ -254,7 +256,7 @@ static struct sp_stats_chunk *chunk_take(uint32_t number)
 	__atomic_store_n(&c->used, (uint32_t)sizeof(*c), __ATOMIC_RELEASE);
 	cur = __atomic_load_n(&sp_stats->nchunks, __ATOMIC_RELAXED);
 	while (cur < n + 1 && !__atomic_compare_exchange_n(&sp_stats->nchunks, &cur, n + 1, 0,
-							  __ATOMIC_RELEASE, __ATOMIC_RELAXED))
+							   __ATOMIC_RELEASE, __ATOMIC_RELAXED))
 		;
 	return c;
 }
@@ -384,7 +386,8 @@ static struct sp_agg_query *agg_get(struct sp_arena *a, uint64_t sql_id, uint32_
 		return fold;
 	for (j = aslot_hash(sql_id, kind, caller) & (a->tab_cap - 1); a->tab[j].used;
 	     j = (j + 1) & (a->tab_cap - 1))
-		if (a->tab[j].sql_id == sql_id && a->tab[j].kind == kind && a->tab[j].caller == caller)
+		if (a->tab[j].sql_id == sql_id && a->tab[j].kind == kind &&
+		    a->tab[j].caller == caller)
 			return a->tab[j].q;
 	if (a->tab_used + 1 >= a->tab_cap)
 		return fold; /* could not grow, and full */
@@ -402,8 +405,8 @@ static struct sp_agg_query *agg_get(struct sp_arena *a, uint64_t sql_id, uint32_
 	return q;
 }
 
-struct sp_agg_query *sp_agg_get(struct sp_arena *a, uint64_t sql_id, uint32_t kind,
-				uint64_t caller, int *created)
+struct sp_agg_query *sp_agg_get(struct sp_arena *a, uint64_t sql_id, uint32_t kind, uint64_t caller,
+				int *created)
 {
 	struct sp_agg_query *q;
 

@@ -66,8 +66,8 @@ static struct idset *sql_sent, *sql_executed, *first_sites, *stack_sent, *db_cal
  * like idset: a shape that finds no slot is never folded.
  */
 struct shape_slot {
-	_Atomic uint64_t shape;   /* 0: empty */
-	_Atomic uint32_t texts;   /* distinct texts noted */
+	_Atomic uint64_t shape; /* 0: empty */
+	_Atomic uint32_t texts; /* distinct texts noted */
 	uint32_t pad;
 };
 #define SHAPES_BITS 16
@@ -191,7 +191,8 @@ static void *map_zero(size_t len)
 int sp_first_exec(uint64_t sql_id, uint32_t kind)
 {
 	/* an exec call and a statement of the same text are kept apart */
-	return idset_add(sql_executed, kind == SP_KIND_EXEC ? sql_id ^ 0x9E3779B97F4A7C15ULL : sql_id);
+	return idset_add(sql_executed,
+			 kind == SP_KIND_EXEC ? sql_id ^ 0x9E3779B97F4A7C15ULL : sql_id);
 }
 
 int sp_first_site(uint64_t shape, uint64_t stack_id)
@@ -261,10 +262,10 @@ void sp_stmt_tables_init(void)
  */
 struct sp_stmt_index *_Atomic sp_stmt_idx;
 static _Atomic uintptr_t tab_lock;
-static struct sp_stmt *slot_free;  /* free slots, under tab_lock */
+static struct sp_stmt *slot_free;            /* free slots, under tab_lock */
 static struct sp_stmt *slab_next, *slab_end; /* unused part of the last slab */
-static size_t slab_slots = 256;    /* size of the next slab */
-#define INDEX_FIRST_BITS 12        /* 4096 entries, 64 KiB */
+static size_t slab_slots = 256;              /* size of the next slab */
+#define INDEX_FIRST_BITS 12                  /* 4096 entries, 64 KiB */
 
 static int tab_lock_take(void)
 {
@@ -524,8 +525,9 @@ static uint64_t sql_shape(const char *s, size_t n)
 
 			for (; i < n; i++) {
 				MIX(s[i]);
-				if (line ? s[i] == '\n' : (s[i] == '/' && i > 1 && s[i - 1] == '*' &&
-							   s[i - 2] != '/'))
+				if (line ? s[i] == '\n'
+					 : (s[i] == '/' && i > 1 && s[i - 1] == '*' &&
+					    s[i - 2] != '/'))
 					break;
 			}
 			i++;
@@ -533,9 +535,9 @@ static uint64_t sql_shape(const char *s, size_t n)
 			continue;
 		}
 		if (c >= '0' && c <= '9' && !ident) {
-			while (i < n && ((s[i] >= '0' && s[i] <= '9') || s[i] == '.' ||
-					 (s[i] | 32) == 'e' || (s[i] | 32) == 'x' ||
-					 ((s[i] | 32) >= 'a' && (s[i] | 32) <= 'f')))
+			while (i < n &&
+			       ((s[i] >= '0' && s[i] <= '9') || s[i] == '.' || (s[i] | 32) == 'e' ||
+				(s[i] | 32) == 'x' || ((s[i] | 32) >= 'a' && (s[i] | 32) <= 'f')))
 				i++;
 			MIX('?');
 			blank = ident = 0;
@@ -1031,9 +1033,13 @@ static int layout_from_env(int have_file, unsigned long long fdev, unsigned long
 static void probe_status_layout(void)
 {
 	struct sp_probe_api api = {
-		.open_v2 = sp_real.open_v2, .close = sp_real.close,
-		.prepare_v2 = sp_real.prepare_v2, .step = sp_real.step, .reset = sp_real.reset,
-		.finalize = sp_real.finalize, .stmt_status = sp_real.stmt_status,
+		.open_v2 = sp_real.open_v2,
+		.close = sp_real.close,
+		.prepare_v2 = sp_real.prepare_v2,
+		.step = sp_real.step,
+		.reset = sp_real.reset,
+		.finalize = sp_real.finalize,
+		.stmt_status = sp_real.stmt_status,
 		.bind_parameter_count = sp_real.bind_parameter_count,
 	};
 	const char *env = getenv("SQLPROF_STATUS");
@@ -1083,4 +1089,3 @@ done:
 	if (off >= 0)
 		atomic_store_explicit(&sp_status_off, off, memory_order_release);
 }
-

@@ -103,7 +103,7 @@ static ino_t sock_ino;
 static atomic_ullong msg_seq;
 static atomic_int modules_pending;
 static atomic_uint module_gen;
-static int reconnects; /* times our descriptor was taken from us */
+static int reconnects;                   /* times our descriptor was taken from us */
 static _Atomic uint64_t congested_until; /* mono ns: do not wait before then */
 /* Ring memfds kept to announce the rings again to a later collector: the
  * first RING_FDS_KEPT rings (threads writing at a time); the others' later
@@ -186,7 +186,8 @@ int sp_fd_high(int fd)
 	long lim, base;
 	int hi, saved = errno;
 
-	if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur > INT32_MAX)
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur == RLIM_INFINITY ||
+	    rl.rlim_cur > INT32_MAX)
 		lim = INT32_MAX;
 	else
 		lim = (long)rl.rlim_cur;
@@ -208,8 +209,7 @@ int sp_fd_high(int fd)
 static int send_msg_fd(const void *body1, size_t len1, const void *body2, size_t len2,
 		       uint16_t flags, int pass_fd, int wait);
 
-static int send_msg(const void *body1, size_t len1, const void *body2, size_t len2,
-		    uint16_t flags)
+static int send_msg(const void *body1, size_t len1, const void *body2, size_t len2, uint16_t flags)
 {
 	return send_msg_fd(body1, len1, body2, len2, flags, -1, 1);
 }
@@ -509,8 +509,8 @@ static int conn_get(void)
  */
 /* A message's header (the next sequence number, the loss count so far)
  * and its three pieces, for the socket (sendmsg) and for a file (writev). */
-static void msg_frame(struct sp_msg_hdr *mh, struct iovec iov[3], uint16_t flags,
-		      const void *b1, size_t l1, const void *b2, size_t l2)
+static void msg_frame(struct sp_msg_hdr *mh, struct iovec iov[3], uint16_t flags, const void *b1,
+		      size_t l1, const void *b2, size_t l2)
 {
 	memset(mh, 0, sizeof(*mh));
 	mh->magic = SP_WIRE_MAGIC;
@@ -631,7 +631,6 @@ static int send_msg_fd(const void *body1, size_t len1, const void *body2, size_t
 
 /* ------------------------------------------------------------------ */
 /* Rings                                                               */
-
 
 #define SHARED_LEN (sizeof(struct sp_ring_shared) + RING_SIZE)
 
@@ -1074,8 +1073,8 @@ struct modbuf {
 	size_t len, cap;
 	uint32_t gen;
 	char exe[4096];
-	char *rel;  /* the mapped file's path (malloc'd, PATH_MAX) */
-	char *maps; /* /proc/self/maps, read once */
+	char *rel;              /* the mapped file's path (malloc'd, PATH_MAX) */
+	char *maps;             /* /proc/self/maps, read once */
 	struct map_line *lines; /* its lines by address (malloc'd), nlines */
 	size_t nlines;
 	int counted; /* the loader's add/sub counters taken from this walk */
@@ -1243,8 +1242,8 @@ static void index_maps(struct modbuf *mb)
 		if (*q++ == '-') {
 			hi = parse_num(&q, 16);
 			if (mb->nlines == cap) {
-				struct map_line *nv = realloc(mb->lines, (cap = cap ? 2 * cap : 256) *
-									 sizeof(*nv));
+				struct map_line *nv = realloc(
+					mb->lines, (cap = cap ? 2 * cap : 256) * sizeof(*nv));
 
 				if (!nv) {
 					mb->nlines = 0;
@@ -1280,7 +1279,8 @@ static int module_kind(struct dl_phdr_info *info, uint64_t lo, uint64_t dev, uin
 	pthread_mutex_lock(&kind_lock);
 	n = kind_cached < KIND_CACHE ? kind_cached : KIND_CACHE;
 	for (i = 0; i < n; i++)
-		if (kind_cache[i].lo == lo && kind_cache[i].dev == dev && kind_cache[i].ino == ino) {
+		if (kind_cache[i].lo == lo && kind_cache[i].dev == dev &&
+		    kind_cache[i].ino == ino) {
 			kind = kind_cache[i].kind;
 			pthread_mutex_unlock(&kind_lock);
 			return kind;
@@ -1342,7 +1342,8 @@ static int module_cb(struct dl_phdr_info *info, size_t info_size, void *arg)
 	if (mb->nlines && mb->rel && mapped_file(mb, lo, &dev, &ino, mb->rel, 4096) == 0) {
 		if (path[0] != '/')
 			path = mb->rel; /* dlopen'd by a relative path */
-		if (stat(path, &st) == 0 && (uint64_t)st.st_dev == dev && (uint64_t)st.st_ino == ino) {
+		if (stat(path, &st) == 0 && (uint64_t)st.st_dev == dev &&
+		    (uint64_t)st.st_ino == ino) {
 			size = (uint64_t)st.st_size;
 			mtime = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
 		} else {
@@ -1534,7 +1535,8 @@ void sp_stream_check(void)
 	int saved = errno, cancel;
 	char b;
 
-	if (now < at || !atomic_compare_exchange_strong(&sp_stream_check_at, &at, now + 1000000000u))
+	if (now < at ||
+	    !atomic_compare_exchange_strong(&sp_stream_check_at, &at, now + 1000000000u))
 		return;
 	if (!sp_cfg.enabled || (uint32_t)getpid() != sp_proc_pid || sp_stream_restart ||
 	    hello_owed || unreported != UNREP_NO || !sock_path[0] || sp_guarded(&sp_tls))
@@ -1861,7 +1863,8 @@ static int gone_write(const struct sp_rec_bye *bye)
 	    fstat(sfd, &st) < 0)
 		return -1;
 	snprintf(path, sizeof(path), "%.*s/gone.%u.%llu.%llu", (int)(slash - sock_path), sock_path,
-		 (unsigned)getpid(), (unsigned long long)st.st_ino, (unsigned long long)sp_mono_ns());
+		 (unsigned)getpid(), (unsigned long long)st.st_ino,
+		 (unsigned long long)sp_mono_ns());
 	return data_file(path, 0, bye);
 }
 
@@ -1882,8 +1885,9 @@ static void unrep_mark(void)
 		return;
 	}
 	if (slash && (size_t)(slash - sock_path) < sizeof(sock_path))
-		snprintf(unrep_path, sizeof(unrep_path), "%.*s/unrep.%u.%llu", (int)(slash - sock_path),
-			 sock_path, (unsigned)getpid(), (unsigned long long)sp_mono_ns());
+		snprintf(unrep_path, sizeof(unrep_path), "%.*s/unrep.%u.%llu",
+			 (int)(slash - sock_path), sock_path, (unsigned)getpid(),
+			 (unsigned long long)sp_mono_ns());
 	if (unrep_write(NULL) < 0) {
 		unreported = UNREP_COUNTED;
 		sp_stats_count_unreported();
@@ -1918,9 +1922,11 @@ static int stats_copy_to(int file_fd)
 
 	for (ci = 0; ci < n; ci++) {
 		const uint8_t *chunk = base + (size_t)ci * SP_STATS_CHUNK;
-		uint32_t used = ci ? __atomic_load_n(&((const struct sp_stats_chunk *)(const void *)chunk)->used,
-						     __ATOMIC_ACQUIRE)
-				   : (uint32_t)sizeof(struct sp_stats_hdr);
+		uint32_t used =
+			ci ? __atomic_load_n(
+				     &((const struct sp_stats_chunk *)(const void *)chunk)->used,
+				     __ATOMIC_ACQUIRE)
+			   : (uint32_t)sizeof(struct sp_stats_hdr);
 
 		if (used < sizeof(struct sp_stats_chunk) || used > SP_STATS_CHUNK)
 			continue;
@@ -2103,8 +2109,8 @@ static void exit_texts(void)
 			uint32_t now_tl;
 
 			now = sp_mono_ns();
-			if (now - start >= EXIT_TEXTS_WAIT_NS || now - last >= EXIT_TEXTS_STALL_NS ||
-			    stream_dead())
+			if (now - start >= EXIT_TEXTS_WAIT_NS ||
+			    now - last >= EXIT_TEXTS_STALL_NS || stream_dead())
 				break;
 			if (left > 0 && t->ring->poked != tl)
 				ring_wake(t->ring, tl); /* once per tail it publishes */

@@ -49,11 +49,11 @@ extern const void *_Unwind_Find_FDE(void *pc, struct dwarf_eh_bases *bases);
 /* A rule, packed in 8 bytes. */
 struct rule {
 	int32_t cfa_off;
-	int16_t rbp_off;  /* caller's rbp at CFA + rbp_off, if RBP_SAVED */
-	int8_t ra_off8;   /* return address at CFA + 8 * ra_off8 */
+	int16_t rbp_off; /* caller's rbp at CFA + rbp_off, if RBP_SAVED */
+	int8_t ra_off8;  /* return address at CFA + 8 * ra_off8 */
 	uint8_t flags;
 };
-#define CFA_RBP 1   /* CFA = rbp + off (else rsp + off) */
+#define CFA_RBP 1 /* CFA = rbp + off (else rsp + off) */
 #define RBP_SAVED 2
 #define RULE_OK 4
 #define RULE_BAD 8  /* cannot unwind through this pc */
@@ -108,24 +108,69 @@ static int read_enc(const uint8_t **p, const uint8_t *end, uint8_t enc,
 		return -1;
 	switch (enc & 0x0f) {
 	case 0x00: /* absptr */
-		if (end - *p < 8) return -1;
-		memcpy(&v, *p, 8); *p += 8; break;
+		if (end - *p < 8)
+			return -1;
+		memcpy(&v, *p, 8);
+		*p += 8;
+		break;
 	case 0x01: v = uleb(p, end); break;
 	case 0x09: v = (uint64_t)sleb(p, end); break;
-	case 0x02: { uint16_t x; if (end - *p < 2) return -1; memcpy(&x, *p, 2); *p += 2; v = x; break; }
-	case 0x03: { uint32_t x; if (end - *p < 4) return -1; memcpy(&x, *p, 4); *p += 4; v = x; break; }
-	case 0x04: if (end - *p < 8) return -1; memcpy(&v, *p, 8); *p += 8; break;
-	case 0x0a: { int16_t x; if (end - *p < 2) return -1; memcpy(&x, *p, 2); *p += 2; v = (uint64_t)(int64_t)x; break; }
-	case 0x0b: { int32_t x; if (end - *p < 4) return -1; memcpy(&x, *p, 4); *p += 4; v = (uint64_t)(int64_t)x; break; }
-	case 0x0c: if (end - *p < 8) return -1; memcpy(&v, *p, 8); *p += 8; break;
+	case 0x02: {
+		uint16_t x;
+		if (end - *p < 2)
+			return -1;
+		memcpy(&x, *p, 2);
+		*p += 2;
+		v = x;
+		break;
+	}
+	case 0x03: {
+		uint32_t x;
+		if (end - *p < 4)
+			return -1;
+		memcpy(&x, *p, 4);
+		*p += 4;
+		v = x;
+		break;
+	}
+	case 0x04:
+		if (end - *p < 8)
+			return -1;
+		memcpy(&v, *p, 8);
+		*p += 8;
+		break;
+	case 0x0a: {
+		int16_t x;
+		if (end - *p < 2)
+			return -1;
+		memcpy(&x, *p, 2);
+		*p += 2;
+		v = (uint64_t)(int64_t)x;
+		break;
+	}
+	case 0x0b: {
+		int32_t x;
+		if (end - *p < 4)
+			return -1;
+		memcpy(&x, *p, 4);
+		*p += 4;
+		v = (uint64_t)(int64_t)x;
+		break;
+	}
+	case 0x0c:
+		if (end - *p < 8)
+			return -1;
+		memcpy(&v, *p, 8);
+		*p += 8;
+		break;
 	default: return -1;
 	}
 	switch (enc & 0x70) {
 	case 0x00: break;
-	case 0x10: v += (uint64_t)(uintptr_t)start; break;          /* pcrel */
-	case 0x20: v += (uint64_t)(uintptr_t)b->tbase; break;       /* textrel */
-	case 0x30: v += (uint64_t)(uintptr_t)b->dbase; break;       /* datarel */
-	case 0x40: v += (uint64_t)(uintptr_t)b->func; break;        /* funcrel */
+	case 0x10: v += (uint64_t)(uintptr_t)start; break;    /* pcrel */
+	case 0x20: v += (uint64_t)(uintptr_t)b->tbase; break; /* textrel */
+	case 0x30: v += (uint64_t)(uintptr_t)b->dbase; break; /* datarel */
+	case 0x40: v += (uint64_t)(uintptr_t)b->func; break;  /* funcrel */
 	default: return -1;
 	}
 	if (enc & 0x80) /* indirect */
@@ -164,27 +209,54 @@ static int run_cfa(const uint8_t *p, const uint8_t *end, uint64_t loc, uint64_t 
 		}
 		if (hi == 0x80) { /* offset */
 			off = (int64_t)uleb(&p, end) * daf;
-			if (lo == R_RBP) { st->rbp_how = 1; st->rbp_off = off; }
-			else if (lo == R_RA) { st->ra_how = 1; st->ra_off = off; }
+			if (lo == R_RBP) {
+				st->rbp_how = 1;
+				st->rbp_off = off;
+			} else if (lo == R_RA) {
+				st->ra_how = 1;
+				st->ra_off = off;
+			}
 			continue;
 		}
 		if (hi == 0xc0) { /* restore */
-			if (lo == R_RBP && init) { st->rbp_how = init->rbp_how; st->rbp_off = init->rbp_off; }
-			if (lo == R_RA && init) { st->ra_how = init->ra_how; st->ra_off = init->ra_off; }
+			if (lo == R_RBP && init) {
+				st->rbp_how = init->rbp_how;
+				st->rbp_off = init->rbp_off;
+			}
+			if (lo == R_RA && init) {
+				st->ra_how = init->ra_how;
+				st->ra_off = init->ra_off;
+			}
 			continue;
 		}
 		switch (op) {
 		case 0x00: break; /* nop */
-		case 0x01: /* set_loc */
+		case 0x01:        /* set_loc */
 			if (read_enc(&p, end, fde_enc, b, &loc) < 0)
 				return -1;
 			if (loc > target)
 				return 0;
 			break;
 		case 0x02: delta = *p++; goto adv;
-		case 0x03: { uint16_t x; if (end - p < 2) return -1; memcpy(&x, p, 2); p += 2; delta = x; goto adv; }
-		case 0x04: { uint32_t x; if (end - p < 4) return -1; memcpy(&x, p, 4); p += 4; delta = x; goto adv; }
-		adv:
+		case 0x03: {
+			uint16_t x;
+			if (end - p < 2)
+				return -1;
+			memcpy(&x, p, 2);
+			p += 2;
+			delta = x;
+			goto adv;
+		}
+		case 0x04: {
+			uint32_t x;
+			if (end - p < 4)
+				return -1;
+			memcpy(&x, p, 4);
+			p += 4;
+			delta = x;
+			goto adv;
+		}
+adv:
 			loc += delta * caf;
 			if (loc > target)
 				return 0;
@@ -196,13 +268,21 @@ static int run_cfa(const uint8_t *p, const uint8_t *end, uint64_t loc, uint64_t 
 		case 0x11: /* offset_extended_sf */
 			reg = uleb(&p, end);
 			off = sleb(&p, end) * daf;
-		setoff:
-			if (reg == R_RBP) { st->rbp_how = 1; st->rbp_off = off; }
-			else if (reg == R_RA) { st->ra_how = 1; st->ra_off = off; }
+setoff:
+			if (reg == R_RBP) {
+				st->rbp_how = 1;
+				st->rbp_off = off;
+			} else if (reg == R_RA) {
+				st->ra_how = 1;
+				st->ra_off = off;
+			}
 			break;
 		case 0x06: /* restore_extended */
 			reg = uleb(&p, end);
-			if (reg == R_RBP && init) { st->rbp_how = init->rbp_how; st->rbp_off = init->rbp_off; }
+			if (reg == R_RBP && init) {
+				st->rbp_how = init->rbp_how;
+				st->rbp_off = init->rbp_off;
+			}
 			break;
 		case 0x07: /* undefined */
 			reg = uleb(&p, end);
@@ -240,18 +320,10 @@ static int run_cfa(const uint8_t *p, const uint8_t *end, uint64_t loc, uint64_t 
 			st->cfa_reg = (int)uleb(&p, end);
 			st->cfa_off = sleb(&p, end) * daf;
 			break;
-		case 0x0d: /* def_cfa_register */
-			st->cfa_reg = (int)uleb(&p, end);
-			break;
-		case 0x0e: /* def_cfa_offset */
-			st->cfa_off = (int64_t)uleb(&p, end);
-			break;
-		case 0x13: /* def_cfa_offset_sf */
-			st->cfa_off = sleb(&p, end) * daf;
-			break;
-		case 0x2e: /* GNU_args_size */
-			(void)uleb(&p, end);
-			break;
+		case 0x0d: /* def_cfa_register */ st->cfa_reg = (int)uleb(&p, end); break;
+		case 0x0e: /* def_cfa_offset */ st->cfa_off = (int64_t)uleb(&p, end); break;
+		case 0x13: /* def_cfa_offset_sf */ st->cfa_off = sleb(&p, end) * daf; break;
+		case 0x2e: /* GNU_args_size */ (void)uleb(&p, end); break;
 		case 0x2f: /* GNU_negative_offset_extended */
 			reg = uleb(&p, end);
 			off = -(int64_t)uleb(&p, end) * daf;
@@ -364,7 +436,8 @@ static struct rule compute_rule(uintptr_t pc)
 	}
 	if ((st.cfa_reg != R_RSP && st.cfa_reg != R_RBP) || st.rbp_how == 2 || st.ra_how != 1 ||
 	    st.cfa_off < INT32_MIN || st.cfa_off > INT32_MAX || st.rbp_off < INT16_MIN ||
-	    st.rbp_off > INT16_MAX || st.ra_off % 8 || st.ra_off / 8 < INT8_MIN || st.ra_off / 8 > INT8_MAX)
+	    st.rbp_off > INT16_MAX || st.ra_off % 8 || st.ra_off / 8 < INT8_MIN ||
+	    st.ra_off / 8 > INT8_MAX)
 		return bad;
 	memset(&r, 0, sizeof(r));
 	r.cfa_off = (int32_t)st.cfa_off;
@@ -428,7 +501,8 @@ static inline size_t slot_of(uintptr_t pc)
  * cfa_off does not fit. */
 static int gen_pack(struct rule r, uint64_t *val)
 {
-	uint32_t h = r.flags | (uint32_t)(uint8_t)r.ra_off8 << 5 | (uint32_t)(uint16_t)r.rbp_off << 13;
+	uint32_t h =
+		r.flags | (uint32_t)(uint8_t)r.ra_off8 << 5 | (uint32_t)(uint16_t)r.rbp_off << 13;
 
 	if (r.cfa_off < -(1 << 30) || r.cfa_off >= (1 << 30))
 		return -1;
@@ -573,7 +647,8 @@ int sp_unwind_init(void)
 
 	if (atomic_load_explicit(&cache, memory_order_acquire))
 		return 0;
-	p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+		 -1, 0);
 	if (p == MAP_FAILED)
 		return -1;
 	/* Slot 0 is pc 0's: a key of 1 makes it miss, as sp_unwind needs. */
@@ -606,11 +681,8 @@ static struct rule rule_of(char *c, uintptr_t pc)
 		r.rbp_off = -16;
 		r.flags |= CFA_RBP | RBP_SAVED;
 		return r;
-	case SALT_END:
-		r.flags = RULE_END;
-		return r;
-	case SALT_GEN:
-		return gen_unpack(val);
+	case SALT_END: r.flags = RULE_END; return r;
+	case SALT_GEN: return gen_unpack(val);
 	}
 	/* A return address may follow a call to a noreturn function at the
 	 * very end of its caller: look up the call itself (pc - 1). */
@@ -672,8 +744,7 @@ __attribute__((noinline, cold)) static int walk_slow(uintptr_t *end, intptr_t i,
 
 /* sp_unwind when the calling thread's stack bounds are not known yet or fp
  * is not on that stack. */
-__attribute__((noinline, cold)) static int walk_first(uintptr_t *pcs, int max,
-						      const uintptr_t *fp)
+__attribute__((noinline, cold)) static int walk_first(uintptr_t *pcs, int max, const uintptr_t *fp)
 {
 	if (!atomic_load_explicit(&cache, memory_order_acquire) ||
 	    (!stack.hi && stack_bounds() < 0) || (uintptr_t)fp - stack.lo >= stack.hi - stack.lo)
@@ -687,7 +758,8 @@ __attribute__((noinline, cold)) static int walk_first(uintptr_t *pcs, int max,
 }
 
 /* sp_unwind's fast loop from (rsp, rbp, pc): pc, then one per frame. */
-static inline __attribute__((always_inline)) int walk_plain(uintptr_t *pcs, int max, uintptr_t rsp, uintptr_t rbp, uintptr_t pc)
+static inline __attribute__((always_inline)) int walk_plain(uintptr_t *pcs, int max, uintptr_t rsp,
+							    uintptr_t rbp, uintptr_t pc)
 {
 	char *c = (char *)atomic_load_explicit(&cache, memory_order_relaxed);
 	uintptr_t hi8 = stack.hi - 8, *end = pcs + max;
@@ -865,8 +937,8 @@ static int walk_noting(struct sp_walk_memo *m, uintptr_t *pcs, int max, uintptr_
 #define MISS_REST 4
 #define REST_WALKS 16
 
-int sp_unwind_noting(struct sp_walk_memo *m, uintptr_t *pcs, int max, uintptr_t rsp,
-		     uintptr_t rbp, uintptr_t pc, int *noted)
+int sp_unwind_noting(struct sp_walk_memo *m, uintptr_t *pcs, int max, uintptr_t rsp, uintptr_t rbp,
+		     uintptr_t pc, int *noted)
 {
 	uint64_t unloads = atomic_load_explicit(&sp_unloads, memory_order_relaxed);
 	unsigned misses;
@@ -924,7 +996,6 @@ int sp_unwind_noting(struct sp_walk_memo *m, uintptr_t *pcs, int max, uintptr_t 
 
 #else /* not x86-64: always fall back to backtrace() */
 
-
 int sp_unwind_init(void)
 {
 	return -1;
@@ -937,8 +1008,8 @@ int sp_unwind(uintptr_t *pcs, int max)
 	return -1;
 }
 
-int sp_unwind_noting(struct sp_walk_memo *m, uintptr_t *pcs, int max, uintptr_t rsp,
-		     uintptr_t rbp, uintptr_t pc, int *noted)
+int sp_unwind_noting(struct sp_walk_memo *m, uintptr_t *pcs, int max, uintptr_t rsp, uintptr_t rbp,
+		     uintptr_t pc, int *noted)
 {
 	(void)pcs;
 	(void)max;

@@ -26,7 +26,8 @@ static const struct {
 	{ "diff", cmd_diff, 1, 1, "compare two profiles per query and per site" },
 	{ "check", cmd_check, 1, 0, "fail a CI build when queries regress against a baseline" },
 	{ "export", cmd_export, 1, 1, "write a profile as a flamegraph, trace, CSV or HTML" },
-	{ "agent", cmd_agent, 0, 0, "collect from services as a standing agent, updating a profile" },
+	{ "agent", cmd_agent, 0, 0,
+	  "collect from services as a standing agent, updating a profile" },
 	{ "env", cmd_env, 0, 0, "print the environment that makes a service report to the agent" },
 	{ "top", cmd_top, 1, 1, "a live table of the costliest queries of an agent or a profile" },
 };
@@ -48,11 +49,12 @@ static void usage(FILE *f)
 	fprintf(f, "usage: sqlprof COMMAND [OPTIONS]\n\ncommands:\n");
 	for (i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
 		fprintf(f, "  %-8s %s\n", cmds[i].name, cmds[i].help);
-	fprintf(f, "\n'sqlprof help COMMAND' (or 'sqlprof COMMAND --help') for a command's options;\n"
-		   "man sqlprof for all.\n"
-		   "\nexamples:\n"
-		   "  sqlprof record -- ./app --serve\n"
-		   "  sqlprof report --top 10\n");
+	fprintf(f,
+		"\n'sqlprof help COMMAND' (or 'sqlprof COMMAND --help') for a command's options;\n"
+		"man sqlprof for all.\n"
+		"\nexamples:\n"
+		"  sqlprof record -- ./app --serve\n"
+		"  sqlprof report --top 10\n");
 }
 
 int main(int argc, char **argv)

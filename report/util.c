@@ -345,7 +345,10 @@ struct term_out {
  * starts none. */
 static size_t utf8_want(unsigned c)
 {
-	return c >= 0xc2 && c <= 0xdf ? 2 : c >= 0xe0 && c <= 0xef ? 3 : c >= 0xf0 && c <= 0xf4 ? 4 : 0;
+	return c >= 0xc2 && c <= 0xdf   ? 2
+	       : c >= 0xe0 && c <= 0xef ? 3
+	       : c >= 0xf0 && c <= 0xf4 ? 4
+					: 0;
 }
 
 static ssize_t term_write(void *cookie, const char *buf, size_t n)
@@ -367,7 +370,8 @@ static ssize_t term_write(void *cookie, const char *buf, size_t n)
 			size_t want = utf8_want(c), k;
 
 			if (c < 0x80) {
-				out[o++] = c == '\n' || c == '\t' || (c >= 0x20 && c != 0x7f) ? c : '?';
+				out[o++] = c == '\n' || c == '\t' || (c >= 0x20 && c != 0x7f) ? c
+											      : '?';
 				i++;
 				continue;
 			}

@@ -78,10 +78,9 @@ int sp_grow(void *parr, size_t *cap, size_t need, size_t elem, size_t first);
 /* The last component of path (after its last '/'; all of it without one). */
 const char *sp_basename(const char *path);
 
-
 /* "1.23 ms" style; buf >= 32 bytes. */
 const char *sp_fmt_ns(char *buf, size_t len, double ns);
-void sp_json_str(FILE *f, const char *s);   /* quoted, escaped JSON string */
+void sp_json_str(FILE *f, const char *s); /* quoted, escaped JSON string */
 /* RFC 4180 field, every byte kept (t_robust_secrets): CSV is data, not
  * text for a terminal */
 void sp_csv_str(FILE *f, const char *s);
@@ -115,7 +114,8 @@ int sp_term_end(FILE **std, FILE *real);
 
 /* qsort that accepts an empty (possibly NULL) array: qsort(NULL, 0, ...)
  * is undefined behaviour. */
-static inline void sp_qsort(void *base, size_t n, size_t size, int (*cmp)(const void *, const void *))
+static inline void sp_qsort(void *base, size_t n, size_t size,
+			    int (*cmp)(const void *, const void *))
 {
 	if (base && n > 1)
 		qsort(base, n, size, cmp);

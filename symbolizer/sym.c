@@ -111,10 +111,10 @@ struct module {
 	unsigned char *build_id;
 	size_t build_id_len;
 	uint64_t size, mtime_ns; /* without a build-id: the file as it was opened */
-	Dwfl *dwfl;        /* NULL when the module is unusable */
-	Dwfl_Module *mod;  /* NULL when the module is unusable */
-	const char *error; /* interned reason when unusable, else NULL */
-	const char *note;  /* interned: why its frames lose names or lines
+	Dwfl *dwfl;              /* NULL when the module is unusable */
+	Dwfl_Module *mod;        /* NULL when the module is unusable */
+	const char *error;       /* interned reason when unusable, else NULL */
+	const char *note;        /* interned: why its frames lose names or lines
 			    * (said once: sym_notes), or NULL */
 	char *debuginfo_path;
 	Dwfl_Callbacks callbacks;
@@ -387,7 +387,8 @@ static int push_frame(struct sym_ctx *ctx, const struct sym_frame *f)
 static const char *src_path(struct sym_ctx *ctx, Dwarf_Die *cu, const char *file)
 {
 	Dwarf_Attribute attr;
-	const char *dir = file[0] == '/' ? NULL : dwarf_formstring(dwarf_attr(cu, DW_AT_comp_dir, &attr));
+	const char *dir =
+		file[0] == '/' ? NULL : dwarf_formstring(dwarf_attr(cu, DW_AT_comp_dir, &attr));
 	if (dir == NULL || dir[0] == '\0')
 		return intern(ctx, file);
 	char *full;
@@ -478,7 +479,7 @@ static const char *symtab_name(struct sym_ctx *ctx, Dwfl_Module *mod, uint64_t a
  * k > 0 gets the call site of frame k-1.  Pushes nothing when no scope
  * covers addr.  Returns 0, -1 on ENOMEM.
  */
-#define WALK_DEPTH 64   /* scopes kept by walk_scopes */
+#define WALK_DEPTH 64    /* scopes kept by walk_scopes */
 #define WALK_PENDING 256 /* namespaces and classes waiting to be looked into */
 
 /*
@@ -691,7 +692,8 @@ static int symbolize(struct sym_ctx *ctx, const struct module *m, uint64_t addr)
 		snprintf(note, sizeof(note),
 			 "%s: split DWARF unit not found (its .dwo is missing, or in a .dwp, which"
 			 " elfutils reads from 0.191 on): its functions are ?? where code may be"
-			 " inlined", m->path);
+			 " inlined",
+			 m->path);
 		set_error(ctx, "%s", note);
 		module_note(ctx, (struct module *)m, note);
 		return 0;
@@ -757,14 +759,17 @@ static void zstd_check(struct sym_ctx *ctx, struct module *m)
 			if (!d || !d->d_size || !memchr(d->d_buf, 0, d->d_size))
 				return;
 			snprintf(f[0], sizeof(f[0]), "%.*s/%s", dl, dir, (const char *)d->d_buf);
-			snprintf(f[1], sizeof(f[1]), "%.*s/.debug/%s", dl, dir, (const char *)d->d_buf);
+			snprintf(f[1], sizeof(f[1]), "%.*s/.debug/%s", dl, dir,
+				 (const char *)d->d_buf);
 			snprintf(f[2], sizeof(f[2]), "/usr/lib/debug%.*s/%s", dl, dir,
 				 (const char *)d->d_buf);
 			for (int k = 0; k < 3; k++)
 				if (stat(f[k], &sb) == 0 && S_ISREG(sb.st_mode)) {
-					snprintf(note, sizeof(note),
-						 "%s: its debug file %.300s is another build's (build-id"
-						 " or CRC): its frames have no lines", m->path, f[k]);
+					snprintf(
+						note, sizeof(note),
+						"%s: its debug file %.300s is another build's (build-id"
+						" or CRC): its frames have no lines",
+						m->path, f[k]);
 					module_note(ctx, m, note);
 					break;
 				}
@@ -778,7 +783,8 @@ static void zstd_check(struct sym_ctx *ctx, struct module *m)
 
 			snprintf(note, sizeof(note),
 				 "%s: debug sections compressed with zstd, which this libdw cannot"
-				 " read (elfutils 0.189 can): its frames have no lines", m->path);
+				 " read (elfutils 0.189 can): its frames have no lines",
+				 m->path);
 			module_note(ctx, m, note);
 			return;
 		}
@@ -899,7 +905,8 @@ static uint64_t cache_sig(const struct sym_ctx *ctx, const struct module *m,
 			h = sig_buildid(h, e, len, m->build_id, m->build_id_len);
 			h = sig_buildid(h, e, len, ci->altbid, ci->altbid_len);
 			if (ci->debuglink) {
-				h = sig_path(h, "%.*s%.*s/%s", (int)len, e, fdl, fdir, ci->debuglink);
+				h = sig_path(h, "%.*s%.*s/%s", (int)len, e, fdl, fdir,
+					     ci->debuglink);
 				h = sig_path(h, "%.*s/%s", (int)len, e, ci->debuglink);
 			}
 		} else if (ci->debuglink) {
@@ -918,10 +925,9 @@ static uint64_t cache_sig(const struct sym_ctx *ctx, const struct module *m,
 		const char *base = ci->debugfile ? ci->debugfile : m->path;
 		const char *bs = strrchr(base, '/');
 
-		h = ci->altname[0] == '/'
-			    ? sig_file(h, ci->altname)
-			    : sig_path(h, "%.*s/%s", bs ? (int)(bs - base) : 1, bs ? base : ".",
-				       ci->altname);
+		h = ci->altname[0] == '/' ? sig_file(h, ci->altname)
+					  : sig_path(h, "%.*s/%s", bs ? (int)(bs - base) : 1,
+						     bs ? base : ".", ci->altname);
 	}
 	return h;
 }
@@ -978,8 +984,8 @@ out:
 /* The cache file's name for m: its build-id and a hash of the rest of its
  * key (path, debug path, libdw version, debuginfod servers, format), in
  * name[]. */
-static void cache_name(const struct sym_ctx *ctx, const struct module *m, char *name,
-		       size_t size, uint64_t *key)
+static void cache_name(const struct sym_ctx *ctx, const struct module *m, char *name, size_t size,
+		       uint64_t *key)
 {
 	const char *dirs = ctx->debug_path ? ctx->debug_path : "";
 	const char *ver = dwfl_version(NULL);
@@ -1186,7 +1192,8 @@ static long cache_entries(struct sym_ctx *ctx, const struct module *m, struct ib
 			line = get_u32(&in);
 			col = get_u32(&in);
 			inl = get_u32(&in);
-			if (!in.bad && (!fn || !file || line > INT32_MAX || col > INT32_MAX || inl > 1))
+			if (!in.bad &&
+			    (!fn || !file || line > INT32_MAX || col > INT32_MAX || inl > 1))
 				in.bad = 1;
 			if (!in.bad && insert) {
 				fr.function = strcmp(fn, UNKNOWN) ? intern(ctx, fn) : UNKNOWN;
@@ -1561,8 +1568,10 @@ int sym_set_cache_dir(struct sym_ctx *ctx, const char *dir)
 	if (fd < 0)
 		return -1;
 	if (fstat(fd, &sb) != 0 || sb.st_uid != geteuid() || (sb.st_mode & 022)) {
-		set_error(ctx, "sym_set_cache_dir: %s is not a directory of ours that only we may write"
-			  " to: not used", dir);
+		set_error(ctx,
+			  "sym_set_cache_dir: %s is not a directory of ours that only we may write"
+			  " to: not used",
+			  dir);
 		close(fd);
 		errno = EPERM;
 		return -1;

@@ -94,14 +94,14 @@ size_t sym_notes(const struct sym_ctx *ctx, const char *const **notes);
 
 /* Counters for tests and diagnostics. */
 struct sym_stats {
-	unsigned long modules_opened;  /* module cache misses (Dwfl created) */
-	unsigned long lookups;         /* successful sym_lookup calls */
-	unsigned long address_hits;    /* answered from the per-address cache */
-	unsigned long cache_hits;      /* of those, results read from a cache file */
-	unsigned long cache_files;     /* modules whose cache file was read and used */
-	unsigned long cache_stale;     /* cache files not used: a file they depend on changed */
-	unsigned long cache_rejected;  /* cache files not used: bad bytes */
-	unsigned long cache_written;   /* cache files written (sym_close) */
+	unsigned long modules_opened; /* module cache misses (Dwfl created) */
+	unsigned long lookups;        /* successful sym_lookup calls */
+	unsigned long address_hits;   /* answered from the per-address cache */
+	unsigned long cache_hits;     /* of those, results read from a cache file */
+	unsigned long cache_files;    /* modules whose cache file was read and used */
+	unsigned long cache_stale;    /* cache files not used: a file they depend on changed */
+	unsigned long cache_rejected; /* cache files not used: bad bytes */
+	unsigned long cache_written;  /* cache files written (sym_close) */
 };
 void sym_get_stats(const struct sym_ctx *ctx, struct sym_stats *out);
 

@@ -174,8 +174,8 @@ static size_t put_sql(struct enc *e, uint64_t id, const char *text)
 }
 
 /* One EXEC event (a sampled execution), seq 7, wall = db + 50. */
-static size_t put_exec(struct enc *e, uint64_t sql_id, uint16_t flags, uint64_t stack_id, uint64_t db,
-		       uint64_t rows, uint32_t vm, int32_t rc)
+static size_t put_exec(struct enc *e, uint64_t sql_id, uint16_t flags, uint64_t stack_id,
+		       uint64_t db, uint64_t rows, uint32_t vm, int32_t rc)
 {
 	struct sp_rec_exec r = { .h.type = SP_REC_EXEC };
 
@@ -228,7 +228,8 @@ static size_t put_module(struct enc *e, const uint8_t *bid, uint16_t bid_len, co
 	return enc_put(e, &r, sizeof(r), bid, bid_len, path, r.path_len);
 }
 
-static size_t put_error(struct enc *e, uint64_t sql_id, uint64_t stack_id, int32_t rc, const char *msg)
+static size_t put_error(struct enc *e, uint64_t sql_id, uint64_t stack_id, int32_t rc,
+			const char *msg)
 {
 	struct sp_rec_error r = { .h.type = SP_REC_ERROR };
 
@@ -312,7 +313,8 @@ static void patch16(struct enc *e, size_t off, uint16_t v)
 #define RLEN(rec) ((rec) + offsetof(struct sp_rec_hdr, len))
 
 static const uint64_t pcs3[3] = { 0x401000, 0x402345, 0x7f0000001234ULL };
-static const uint8_t bid20[20] = { 0xde, 0xad, 0xbe, 0xef, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16 };
+static const uint8_t bid20[20] = { 0xde, 0xad, 0xbe, 0xef, 1,  2,  3,  4,  5,  6,
+				   7,    8,    9,    10,   11, 12, 13, 14, 15, 16 };
 static const char exe_path[] = "/usr/bin/app-under-test"; /* 23 bytes: padded */
 static const char sql_x_text[] = "SELECT * FROM t WHERE id = ?";
 static const char mod_path[] = "/usr/lib/libsqlite3.so.0";
@@ -513,7 +515,8 @@ static uint64_t stats_digest(const struct sp_coll *c)
 
 	for (size_t i = 0; i < c->nstats; i++) {
 		const struct sp_statmap *m = &c->stats[i];
-		uint64_t f[5] = { m->pid, m->image, m->size, (uint64_t)m->clock, (uint64_t)m->copy };
+		uint64_t f[5] = { m->pid, m->image, m->size, (uint64_t)m->clock,
+				  (uint64_t)m->copy };
 		uint64_t h = mix(8, f, sizeof(f));
 
 		if (m->copy)
@@ -553,9 +556,13 @@ static void snap_take(const struct sp_coll *c, struct snap *s)
 	d = mix(d, &(uint64_t){ stats_digest(c) }, 8);
 	for (size_t i = 0; i < c->nevents; i++) {
 		const struct sp_event *ev = &c->events[i];
-		uint64_t f[14] = { ev->pid, ev->tid, ev->seq, ev->parent_seq, ev->sql_id, ev->stack_id,
-				   ev->start_ns, ev->wall_ns, ev->db_ns, ev->self_ns, ev->rows,
-				   ev->vm_steps, ev->flags, (uint64_t)ev->rc ^ ((uint64_t)ev->kind << 40) };
+		uint64_t f[14] = { ev->pid,      ev->tid,
+				   ev->seq,      ev->parent_seq,
+				   ev->sql_id,   ev->stack_id,
+				   ev->start_ns, ev->wall_ns,
+				   ev->db_ns,    ev->self_ns,
+				   ev->rows,     ev->vm_steps,
+				   ev->flags,    (uint64_t)ev->rc ^ ((uint64_t)ev->kind << 40) };
 
 		d = mix(d, f, sizeof(f));
 	}
@@ -991,8 +998,8 @@ static void check_aligned(const struct hmap *m, size_t align, const char *name)
 	void *v;
 
 	while ((v = hmap_next(m, &it, NULL)))
-		ck_assert_msg((uintptr_t)v % align == 0, "%s: value at %p is not %zu-aligned", name, v,
-			      align);
+		ck_assert_msg((uintptr_t)v % align == 0, "%s: value at %p is not %zu-aligned", name,
+			      v, align);
 }
 
 START_TEST(test_value_alignment)
@@ -1118,7 +1125,7 @@ START_TEST(test_skip_unknown_and_pad)
 	memset(e.buf + off + 8, 0xff, 56);
 	put_raw(&e, 0x7777, 8);
 	/* the numbers version 3 retired: unknown now, skipped at any length */
-	put_raw(&e, 4, 8);      /* was PREPARE */
+	put_raw(&e, 4, 8);         /* was PREPARE */
 	off = put_raw(&e, 10, 64); /* was EXEC_LITE */
 	memset(e.buf + off + 16, 0x5a, 48);
 	put_ev(&e, SQL_X, 2, 6);
@@ -1309,15 +1316,18 @@ START_TEST(test_reject_record_len)
 	put_raw(&e, SP_REC_EXEC, xl - 8);
 	len = enc_end(&e);
 	expect_reject(&c, e.buf, len, 0, "EXEC shorter than fixed part");
-	static const uint16_t types[] = { SP_REC_HELLO, SP_REC_SQL, SP_REC_EXEC, SP_REC_STACK,
-					  SP_REC_MODULE, SP_REC_ERROR, SP_REC_BYE, SP_REC_PLAN,
-					  SP_REC_RING, SP_REC_STATS, SP_REC_STATS_COPY };
-	static const size_t fixed[] = { sizeof(struct sp_rec_hello), sizeof(struct sp_rec_sql),
-					sizeof(struct sp_rec_exec), sizeof(struct sp_rec_stack),
-					sizeof(struct sp_rec_module), sizeof(struct sp_rec_error),
-					sizeof(struct sp_rec_bye), sizeof(struct sp_rec_plan),
-					sizeof(struct sp_rec_ring), sizeof(struct sp_rec_stats),
-					sizeof(struct sp_rec_stats_copy) };
+	static const uint16_t types[] = { SP_REC_HELLO, SP_REC_SQL,       SP_REC_EXEC,
+					  SP_REC_STACK, SP_REC_MODULE,    SP_REC_ERROR,
+					  SP_REC_BYE,   SP_REC_PLAN,      SP_REC_RING,
+					  SP_REC_STATS, SP_REC_STATS_COPY };
+	static const size_t fixed[] = {
+		sizeof(struct sp_rec_hello),     sizeof(struct sp_rec_sql),
+		sizeof(struct sp_rec_exec),      sizeof(struct sp_rec_stack),
+		sizeof(struct sp_rec_module),    sizeof(struct sp_rec_error),
+		sizeof(struct sp_rec_bye),       sizeof(struct sp_rec_plan),
+		sizeof(struct sp_rec_ring),      sizeof(struct sp_rec_stats),
+		sizeof(struct sp_rec_stats_copy)
+	};
 	for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++) {
 		char what[128];
 
@@ -1325,7 +1335,8 @@ START_TEST(test_reject_record_len)
 			enc_begin(&e, PID_A, 2, 0);
 			put_raw(&e, types[i], l);
 			len = enc_end(&e);
-			snprintf(what, sizeof(what), "type %u with len %u < %zu", types[i], l, fixed[i]);
+			snprintf(what, sizeof(what), "type %u with len %u < %zu", types[i], l,
+				 fixed[i]);
 			expect_reject(&c, e.buf, len, 0, what);
 		}
 	}
@@ -1472,8 +1483,11 @@ START_TEST(test_reject_payload)
 	n = MSG_CAP + 8;
 	{
 		uint8_t *m = calloc(1, n);
-		struct sp_msg_hdr mh = { .magic = SP_WIRE_MAGIC, .version = SP_WIRE_VERSION,
-					 .pid = PID_A, .len = (uint32_t)n, .seq = 3 };
+		struct sp_msg_hdr mh = { .magic = SP_WIRE_MAGIC,
+					 .version = SP_WIRE_VERSION,
+					 .pid = PID_A,
+					 .len = (uint32_t)n,
+					 .seq = 3 };
 		struct sp_rec_hdr rh = { .type = 200, .len = (uint32_t)(n - sizeof(mh)) };
 
 		ck_assert_ptr_nonnull(m);
@@ -1504,7 +1518,8 @@ START_TEST(test_reject_pid)
 
 		r = e.ends[i];
 		patch32(&e, r + pid_off, PID_B);
-		snprintf(what, sizeof(what), "record %zu with pid %u in a message of %u", i, PID_B, PID_A);
+		snprintf(what, sizeof(what), "record %zu with pid %u in a message of %u", i, PID_B,
+			 PID_A);
 		expect_reject(&c, e.buf, len, 0, what);
 		expect_reject(&c, e.buf, len, PID_A, what);
 		patch32(&e, r + pid_off, PID_A);
@@ -1670,9 +1685,28 @@ static uint64_t rnd(void)
 }
 
 /* Values that sit on the edges of the length checks. */
-static const uint32_t edge32[] = { 0, 1, 7, 8, 9, 0x7f, 0x80, 0xff, 0x100, 0x101, 0xffff, 0x10000,
-				   SP_SQL_MAX, SP_SQL_MAX + 1, SP_STACK_MAX, SP_STACK_MAX + 1, 64, 65,
-				   0x7fffffff, 0x80000000u, 0xfffffff8u, 0xffffffffu };
+static const uint32_t edge32[] = { 0,
+				   1,
+				   7,
+				   8,
+				   9,
+				   0x7f,
+				   0x80,
+				   0xff,
+				   0x100,
+				   0x101,
+				   0xffff,
+				   0x10000,
+				   SP_SQL_MAX,
+				   SP_SQL_MAX + 1,
+				   SP_STACK_MAX,
+				   SP_STACK_MAX + 1,
+				   64,
+				   65,
+				   0x7fffffff,
+				   0x80000000u,
+				   0xfffffff8u,
+				   0xffffffffu };
 
 START_TEST(test_mutation)
 {
@@ -1709,7 +1743,8 @@ START_TEST(test_mutation)
 			size_t pos = lo + (size_t)((r >> 8) % (len - lo));
 
 			if ((r >> 4) % 3 == 0 && pos + 4 <= len) {
-				uint32_t v = edge32[(r >> 40) % (sizeof(edge32) / sizeof(edge32[0]))];
+				uint32_t v =
+					edge32[(r >> 40) % (sizeof(edge32) / sizeof(edge32[0]))];
 
 				memcpy(m + pos, &v, sizeof(v));
 			} else {
@@ -2051,8 +2086,10 @@ START_TEST(test_ring_wrap_and_pad)
 				if ((round + k) % 3 == 0) {
 					char text[200];
 
-					snprintf(text, sizeof(text), "SELECT %d%*s", round, (round * 7 + k) % 150, "");
-					put_sql(&e, 1000 + (uint64_t)round * 10 + (uint64_t)k, text);
+					snprintf(text, sizeof(text), "SELECT %d%*s", round,
+						 (round * 7 + k) % 150, "");
+					put_sql(&e, 1000 + (uint64_t)round * 10 + (uint64_t)k,
+						text);
 				} else if ((round + k) % 3 == 1) {
 					char msg[200];
 
@@ -2086,7 +2123,7 @@ START_TEST(test_ring_wrap_and_pad)
 		ck_assert_uint_eq(nerr, 0);
 		ck_assert_uint_eq(c.queries.count, 0);
 		ck_assert_uint_eq(c.bad_messages, 0);
-		ck_assert_uint_gt(pads, 10);      /* the PAD path ran */
+		ck_assert_uint_gt(pads, 10); /* the PAD path ran */
 		if (starts[si] > 0xF0000000u)
 			ck_assert_uint_eq(wrapped, 1); /* and the u32 wrap */
 		/* a PAD right at the end of what was published, nothing after it */
@@ -2323,7 +2360,8 @@ START_TEST(test_ring_corrupt)
 	expect_broken(&c, NULL, 0, cor_head_far, "exceeds the ring size", "head - tail > size");
 	expect_broken(&c, NULL, 64, cor_head_behind, "exceeds the ring size", "head < tail");
 	expect_broken(&c, NULL, 0xFFFFFFF0u, cor_head_odd, "multiple of 8", "head % 8");
-	expect_broken(&c, NULL, 4096 - 32, cor_crossing, "crosses the end", "record crossing the end");
+	expect_broken(&c, NULL, 4096 - 32, cor_crossing, "crosses the end",
+		      "record crossing the end");
 	expect_broken(&c, NULL, 0xFFFFFFE0u, cor_pad_crossing, "crosses the end",
 		      "PAD crossing the end (u32 wrap)");
 	expect_broken(&c, NULL, 0, cor_len_odd, "bad record length", "record len 116");
@@ -2409,15 +2447,42 @@ START_TEST(test_ring_add_reject)
 		rr.tid = 7;
 		rr.size = size;
 		switch (k) {
-		case 0: sh->magic ^= 1; what = "magic"; break;
-		case 1: rr.size = sh->size = 6000; what = "size not a power of two"; break;
-		case 2: rr.size = sh->size = 2048; what = "size below 4096"; break;
-		case 3: rr.size = sh->size = 0; what = "size 0"; break;
-		case 4: sh->pid = PID_B; what = "header pid"; break;
-		case 5: sh->tid = 8; what = "header tid"; break;
-		case 6: sh->size = 8192; what = "header size"; break;
-		case 7: rr.size = sh->size = 16384; what = "mapping smaller than the size"; break;
-		case 8: sh->tail = sh->head = 12; what = "tail not a multiple of 8"; break;
+		case 0:
+			sh->magic ^= 1;
+			what = "magic";
+			break;
+		case 1:
+			rr.size = sh->size = 6000;
+			what = "size not a power of two";
+			break;
+		case 2:
+			rr.size = sh->size = 2048;
+			what = "size below 4096";
+			break;
+		case 3:
+			rr.size = sh->size = 0;
+			what = "size 0";
+			break;
+		case 4:
+			sh->pid = PID_B;
+			what = "header pid";
+			break;
+		case 5:
+			sh->tid = 8;
+			what = "header tid";
+			break;
+		case 6:
+			sh->size = 8192;
+			what = "header size";
+			break;
+		case 7:
+			rr.size = sh->size = 16384;
+			what = "mapping smaller than the size";
+			break;
+		case 8:
+			sh->tail = sh->head = 12;
+			what = "tail not a multiple of 8";
+			break;
 		}
 		bad = c.bad_messages;
 		ck_assert_msg(sp_coll_ring_add(&c, sh, map_len, &rr) == -1, "%s: accepted", what);
@@ -2492,7 +2557,8 @@ START_TEST(test_ring_concurrent)
 	ck_assert_uint_eq(c.events_dropped, 0);
 	for (size_t i = 0; i < c.nevents; i++)
 		if (c.events[i].seq != i + 1 || c.events[i].db_ns != i + 1)
-			ck_abort_msg("event %zu: seq %lu, db %lu", i, (unsigned long)c.events[i].seq,
+			ck_abort_msg("event %zu: seq %lu, db %lu", i,
+				     (unsigned long)c.events[i].seq,
 				     (unsigned long)c.events[i].db_ns);
 	ck_assert_uint_eq(c.sqls.count, CONC_N / 1000);
 	ck_assert_uint_eq(c.records, CONC_N + CONC_N / 1000);
@@ -2750,7 +2816,8 @@ START_TEST(test_ring_fd_passing)
 	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv), 0);
 	enc_begin(&e, me, 6, 0);
 	put_hello(&e, "/bin/fd-test", SP_CLOCK_MONOTONIC);
-	patch16(&e, sizeof(struct sp_msg_hdr) + offsetof(struct sp_rec_hdr, flags), SP_HELLO_RECONNECT);
+	patch16(&e, sizeof(struct sp_msg_hdr) + offsetof(struct sp_rec_hdr, flags),
+		SP_HELLO_RECONNECT);
 	send_fds(sv[1], &e, NULL, 0);
 	ck_assert_int_eq(recv_one(&c, sv[0], me, buf, MSG_CAP, "reconnect"), 1);
 	ck_assert_uint_eq(c.nrings, 2);
@@ -3064,8 +3131,9 @@ static uint64_t stats_bad(struct sp_coll *c)
 
 /* db times of SQL_X in arena 1: every histogram block from 0 to 9 but 4
  * and 6-8, below 16 (exact buckets) up to 2^40 */
-static const uint64_t vx1[] = { 3, 15, 16, 100, 1000, 1000, 1000, 5000, 123456, 7777777,
-				(1ull << 40) + 12345 };
+static const uint64_t vx1[] = {
+	3, 15, 16, 100, 1000, 1000, 1000, 5000, 123456, 7777777, (1ull << 40) + 12345
+};
 /* and in arena 2 */
 static const uint64_t vx2[] = { 200, 200, 300 };
 
@@ -3219,9 +3287,8 @@ START_TEST(test_stats_merge)
 		uint64_t got = sp_hist_quantile(x.hist, qs[i]);
 		double err = fabs((double)got - (double)want);
 
-		ck_assert_msg(err <= (double)want * 9 / 128,
-			      "p%g: %lu, exact %lu", qs[i] * 100, (unsigned long)got,
-			      (unsigned long)want);
+		ck_assert_msg(err <= (double)want * 9 / 128, "p%g: %lu, exact %lu", qs[i] * 100,
+			      (unsigned long)got, (unsigned long)want);
 		if (want < 16)
 			ck_assert_uint_eq(got, want); /* a bucket each */
 	}
@@ -3337,7 +3404,6 @@ START_TEST(test_stats_percentile_accuracy)
 }
 END_TEST
 
-
 /* ---- shared statistics: hostile buffers ----------------------------------------- */
 
 /* The basic layout as is: 3 executions, two queries, nothing refused. */
@@ -3451,10 +3517,12 @@ START_TEST(test_stats_bad_chunk)
 		sb_ch(&b, 2)->magic = cases[i].magic;
 		sb_ch(&b, 2)->used = cases[i].used;
 		sb_merge(&c, &b);
-		ck_assert_msg(stats_bad(&c) == (uint64_t)cases[i].bad, "%s: stats_bad %lu", cases[i].what,
-			      (unsigned long)stats_bad(&c));
-		ck_assert_msg(qget(&c, SQL_X, SP_KIND_STMT).count == 2, "%s: chunk 1 lost", cases[i].what);
-		ck_assert_msg(qget(&c, SQL_Y, SP_KIND_STMT).count == 0, "%s: chunk 2 read", cases[i].what);
+		ck_assert_msg(stats_bad(&c) == (uint64_t)cases[i].bad, "%s: stats_bad %lu",
+			      cases[i].what, (unsigned long)stats_bad(&c));
+		ck_assert_msg(qget(&c, SQL_X, SP_KIND_STMT).count == 2, "%s: chunk 1 lost",
+			      cases[i].what);
+		ck_assert_msg(qget(&c, SQL_Y, SP_KIND_STMT).count == 0, "%s: chunk 2 read",
+			      cases[i].what);
 		sp_coll_free(&c);
 		sb_free(&b);
 	}
@@ -3491,14 +3559,18 @@ START_TEST(test_stats_bad_record_len)
 		qz = sb_query(&b, 1, 0x2222, SP_KIND_STMT);
 		sb_exec(&b, qz, 1, 7);
 		h = sb_at(&b, off);
-		h->len = cases[i].len == 1 ? (uint32_t)(sb_ch(&b, 1)->used - (off % SP_STATS_CHUNK) + 8)
-					   : cases[i].len;
+		h->len = cases[i].len == 1
+				 ? (uint32_t)(sb_ch(&b, 1)->used - (off % SP_STATS_CHUNK) + 8)
+				 : cases[i].len;
 		sb_merge(&c, &b);
 		ck_assert_msg(stats_bad(&c) == 1, "%s: stats_bad %lu", cases[i].what,
 			      (unsigned long)stats_bad(&c));
-		ck_assert_msg(qget(&c, SQL_X, SP_KIND_STMT).count == 2, "%s: before it", cases[i].what);
-		ck_assert_msg(qget(&c, 0x2222, SP_KIND_STMT).count == 0, "%s: after it", cases[i].what);
-		ck_assert_msg(qget(&c, SQL_Y, SP_KIND_STMT).count == 1, "%s: other chunk", cases[i].what);
+		ck_assert_msg(qget(&c, SQL_X, SP_KIND_STMT).count == 2, "%s: before it",
+			      cases[i].what);
+		ck_assert_msg(qget(&c, 0x2222, SP_KIND_STMT).count == 0, "%s: after it",
+			      cases[i].what);
+		ck_assert_msg(qget(&c, SQL_Y, SP_KIND_STMT).count == 1, "%s: other chunk",
+			      cases[i].what);
 		sp_coll_free(&c);
 		sb_free(&b);
 	}
@@ -3530,11 +3602,24 @@ END_TEST
  */
 START_TEST(test_stats_bad_hist_ref)
 {
-	enum { OUTSIDE, BELOW, HEADER, CHUNK_HDR, MISALIGNED, AT_QUERY, AT_ARENA, UNPUBLISHED,
-	       UNTAKEN, AT_HIST_OF_OTHER_LEN, NCASES };
+	enum {
+		OUTSIDE,
+		BELOW,
+		HEADER,
+		CHUNK_HDR,
+		MISALIGNED,
+		AT_QUERY,
+		AT_ARENA,
+		UNPUBLISHED,
+		UNTAKEN,
+		AT_HIST_OF_OTHER_LEN,
+		NCASES
+	};
 	static const char *const what[NCASES] = {
-		"outside the buffer", "below the base", "in the header chunk", "in a chunk header",
-		"not 8-aligned", "at the query record", "at the arena record", "unpublished",
+		"outside the buffer",   "below the base",
+		"in the header chunk",  "in a chunk header",
+		"not 8-aligned",        "at the query record",
+		"at the arena record",  "unpublished",
 		"in a chunk not taken", "at a record of HIST type but another length",
 	};
 
@@ -3556,7 +3641,9 @@ START_TEST(test_stats_bad_hist_ref)
 		case CHUNK_HDR: *ref = b.base + 2 * SP_STATS_CHUNK + 8; break;
 		case MISALIGNED: *ref += 4; break;
 		case AT_QUERY: *ref = sb_addr_of(&b, qx); break;
-		case AT_ARENA: *ref = b.base + SP_STATS_CHUNK + sizeof(struct sp_stats_chunk); break;
+		case AT_ARENA:
+			*ref = b.base + SP_STATS_CHUNK + sizeof(struct sp_stats_chunk);
+			break;
 		case UNPUBLISHED: {
 			/* a good HIST record beyond used: written, not published */
 			size_t off = sb_rec(&b, 1, SP_AGG_HIST, sizeof(struct sp_agg_hist));
@@ -3566,7 +3653,9 @@ START_TEST(test_stats_bad_hist_ref)
 			*ref = sb_addr(&b, off);
 			break;
 		}
-		case UNTAKEN: *ref = b.base + 4 * SP_STATS_CHUNK - 1024; break; /* chunk 3, not taken */
+		case UNTAKEN:
+			*ref = b.base + 4 * SP_STATS_CHUNK - 1024;
+			break; /* chunk 3, not taken */
 		case AT_HIST_OF_OTHER_LEN: {
 			size_t off = sb_rec(&b, 2, SP_AGG_HIST, 16);
 
@@ -3581,7 +3670,8 @@ START_TEST(test_stats_bad_hist_ref)
 			      (unsigned long)stats_bad(&c));
 		x = qget(&c, SQL_X, SP_KIND_STMT);
 		ck_assert_msg(x.count == 2 && x.total_ns == 5100, "%s: totals", what[k]);
-		ck_assert_msg(hcount(&x) == 1, "%s: histogram of %lu", what[k], (unsigned long)hcount(&x));
+		ck_assert_msg(hcount(&x) == 1, "%s: histogram of %lu", what[k],
+			      (unsigned long)hcount(&x));
 		ck_assert_msg(sp_hist_quantile(x.hist, 0) == 100, "%s: min", what[k]);
 		ck_assert_msg(qget(&c, SQL_Y, SP_KIND_STMT).count == 1, "%s: SQL_Y", what[k]);
 		sp_coll_free(&c);
@@ -3695,7 +3785,6 @@ START_TEST(test_stats_saturation)
 }
 END_TEST
 
-
 /* ---- shared statistics: delivery -------------------------------------------- */
 
 /* Append a copy of chunk ci of b as the preload sends it: the header
@@ -3717,11 +3806,12 @@ static void send_msg(struct sp_coll *c, struct enc *e, const char *what)
 /* The aggregates that must be equal between two ways of merging. */
 static void qagg_assert_eq(const struct sp_qagg *a, const struct sp_qagg *b, const char *what)
 {
-	ck_assert_msg(a->count == b->count && a->total_ns == b->total_ns && a->self_ns == b->self_ns &&
-			      a->wall_ns == b->wall_ns && a->rows == b->rows && a->min_ns == b->min_ns &&
-			      a->max_ns == b->max_ns && a->runs == b->runs && a->max_run == b->max_run,
-		      "%s: aggregates differ (count %lu vs %lu)", what, (unsigned long)a->count,
-		      (unsigned long)b->count);
+	ck_assert_msg(
+		a->count == b->count && a->total_ns == b->total_ns && a->self_ns == b->self_ns &&
+			a->wall_ns == b->wall_ns && a->rows == b->rows && a->min_ns == b->min_ns &&
+			a->max_ns == b->max_ns && a->runs == b->runs && a->max_run == b->max_run,
+		"%s: aggregates differ (count %lu vs %lu)", what, (unsigned long)a->count,
+		(unsigned long)b->count);
 	ck_assert_msg(hcount(a) == hcount(b), "%s: histograms differ", what);
 	if (a->hist && b->hist)
 		ck_assert_msg(sp_hist_quantile(a->hist, 0.5) == sp_hist_quantile(b->hist, 0.5),
@@ -3793,7 +3883,8 @@ START_TEST(test_stats_copy)
 	ck_assert_uint_eq(get_proc(&c, PID_A, &pbuf)->unattributed, 1);
 	ck_assert_uint_eq(sp_coll_executions(&c), refexecs);
 	{
-		struct sp_qagg a = qget(&c, SQL_X, SP_KIND_STMT), r = qget(&ref, SQL_X, SP_KIND_STMT);
+		struct sp_qagg a = qget(&c, SQL_X, SP_KIND_STMT),
+			       r = qget(&ref, SQL_X, SP_KIND_STMT);
 
 		ck_assert_uint_eq(a.count, 2);
 		ck_assert_uint_eq(a.runs, 1);
@@ -4020,8 +4111,19 @@ END_TEST
  */
 START_TEST(test_stats_memfd_refused)
 {
-	enum { UNSEALED, UNSEALABLE, PIPE, DEVNULL, SMALL, SIZE_DIFFERS, SIZE_ZERO, HDR_MAGIC,
-	       HDR_SIZE, HDR_CHUNK, NCASES };
+	enum {
+		UNSEALED,
+		UNSEALABLE,
+		PIPE,
+		DEVNULL,
+		SMALL,
+		SIZE_DIFFERS,
+		SIZE_ZERO,
+		HDR_MAGIC,
+		HDR_SIZE,
+		HDR_CHUNK,
+		NCASES
+	};
 	static const struct {
 		const char *what, *want;
 	} cases[NCASES] = {
@@ -4080,9 +4182,10 @@ START_TEST(test_stats_memfd_refused)
 		fds = count_fds();
 		rc = sp_coll_input(&c, e.buf, len, me, give);
 		ck_assert_msg(rc == -1, "%s: accepted", cases[k].what);
-		ck_assert_msg(count_fds() == fds - 1, "%s: the descriptor is not closed", cases[k].what);
-		ck_assert_msg(strstr(c.last_error, cases[k].want), "%s: '%s' lacks '%s'", cases[k].what,
-			      c.last_error, cases[k].want);
+		ck_assert_msg(count_fds() == fds - 1, "%s: the descriptor is not closed",
+			      cases[k].what);
+		ck_assert_msg(strstr(c.last_error, cases[k].want), "%s: '%s' lacks '%s'",
+			      cases[k].what, c.last_error, cases[k].want);
 		ck_assert_uint_eq(c.bad_messages, 1);
 		ck_assert_uint_eq(c.nstats, 0);
 		p = get_proc(&c, me, &pbuf);

@@ -166,13 +166,16 @@ START_TEST(test_suggest)
 				 "SEARCH b USING AUTOMATIC COVERING INDEX (y=?)"),
 			 "CREATE INDEX b_y ON b(y);");
 	/* nothing derivable: said so */
-	ck_assert_str_eq(suggest("SELECT * FROM t WHERE a = ? OR b = ?", "SCAN t") + 0,
-			 "no suggestion (not a single-table query with simple WHERE/ORDER BY columns)");
-	ck_assert(!strncmp(suggest("SELECT * FROM a, b WHERE a.x = b.y", "SCAN a"), "no suggestion", 13));
+	ck_assert_str_eq(
+		suggest("SELECT * FROM t WHERE a = ? OR b = ?", "SCAN t") + 0,
+		"no suggestion (not a single-table query with simple WHERE/ORDER BY columns)");
+	ck_assert(!strncmp(suggest("SELECT * FROM a, b WHERE a.x = b.y", "SCAN a"), "no suggestion",
+			   13));
 	ck_assert(!strncmp(suggest("SELECT * FROM a JOIN b ON a.x = b.y WHERE a.k = ?", "SCAN a"),
 			   "no suggestion", 13));
 	ck_assert(!strncmp(suggest("SELECT * FROM t WHERE a = b", "SCAN t"), "no suggestion", 13));
-	ck_assert(!strncmp(suggest("SELECT * FROM t WHERE lower(a) = ?", "SCAN t"), "no suggestion", 13));
+	ck_assert(!strncmp(suggest("SELECT * FROM t WHERE lower(a) = ?", "SCAN t"), "no suggestion",
+			   13));
 	ck_assert(!strncmp(suggest("SELECT count(*) FROM t", "SCAN t"), "no suggestion", 13));
 	ck_assert(!strncmp(suggest("SELECT 1 FROM t WHERE a = ? UNION SELECT 2 FROM u", "SCAN t"),
 			   "no suggestion", 13));
@@ -217,19 +220,19 @@ START_TEST(test_doctor_rules)
 	sqlite3 *db;
 
 	r[0] = row("SELECT name FROM users WHERE id = ?", 200);
-	r[0].max_run = 200;                                   /* N+1 */
+	r[0].max_run = 200; /* N+1 */
 	r[1] = row("SELECT x FROM t WHERE id = ?", 200);
-	r[1].max_run = 9;                                     /* below K = 10 */
+	r[1].max_run = 9; /* below K = 10 */
 	r[2] = row("INSERT INTO t(a) VALUES (?)", 5000);
-	r[2].max_run = 5000;                                  /* not a SELECT */
+	r[2].max_run = 5000; /* not a SELECT */
 	r[3] = row("SELECT v FROM kv WHERE k = ?", 50);
-	r[3].prepares = 50;                                   /* re-prepared */
+	r[3].prepares = 50; /* re-prepared */
 	r[4] = row("SELECT sum(amount) FROM orders WHERE user_id = ?", 10);
 	r[4].plan = "2|0|SCAN orders\n";
-	r[4].fullscan_steps = 20000;                          /* 2000 rows per execution */
+	r[4].fullscan_steps = 20000; /* 2000 rows per execution */
 	r[5] = row("SELECT * FROM small WHERE a = ?", 10);
 	r[5].plan = "2|0|SCAN small\n";
-	r[5].fullscan_steps = 500;                            /* small table: fine */
+	r[5].fullscan_steps = 500; /* small table: fine */
 	r[6] = row("SELECT * FROM a JOIN b ON a.x = b.y", 3);
 	r[6].plan = "3|0|SCAN a\n5|0|SEARCH b USING AUTOMATIC COVERING INDEX (y=?)\n";
 	r[6].autoindex = 3000;
@@ -243,26 +246,31 @@ START_TEST(test_doctor_rules)
 	sp_findings_free(&fs);
 	/* with the schema each query was planned under, the index is checked */
 	ck_assert_int_eq(sqlite3_open(":memory:", &db), SQLITE_OK);
-	ck_assert_int_eq(sqlite3_exec(db,
-				      "CREATE TABLE plans(fp_id, sql_id, plan, connections, schema_id);"
-				      "CREATE TABLE statements(sql_id, fp_id, sql);"
-				      "CREATE TABLE schemas(schema_id INTEGER PRIMARY KEY, sql TEXT);"
-				      "INSERT INTO schemas VALUES(7, 'CREATE TABLE orders(id INTEGER"
-				      " PRIMARY KEY, user_id, amount);\nCREATE TABLE a(x);\n"
-				      "CREATE TABLE b(y, z);\n');",
-				      NULL, NULL, NULL),
-			 SQLITE_OK);
+	ck_assert_int_eq(
+		sqlite3_exec(db,
+			     "CREATE TABLE plans(fp_id, sql_id, plan, connections, schema_id);"
+			     "CREATE TABLE statements(sql_id, fp_id, sql);"
+			     "CREATE TABLE schemas(schema_id INTEGER PRIMARY KEY, sql TEXT);"
+			     "INSERT INTO schemas VALUES(7, 'CREATE TABLE orders(id INTEGER"
+			     " PRIMARY KEY, user_id, amount);\nCREATE TABLE a(x);\n"
+			     "CREATE TABLE b(y, z);\n');",
+			     NULL, NULL, NULL),
+		SQLITE_OK);
 	for (int i = 4; i <= 6; i += 2) {
 		sqlite3_stmt *st;
 
-		ck_assert_int_eq(sqlite3_prepare_v2(db, "INSERT INTO plans VALUES(?1, ?2, '', 1, 7);"
-						    , -1, &st, NULL), SQLITE_OK);
+		ck_assert_int_eq(sqlite3_prepare_v2(db,
+						    "INSERT INTO plans VALUES(?1, ?2, '', 1, 7);",
+						    -1, &st, NULL),
+				 SQLITE_OK);
 		sqlite3_bind_int64(st, 1, r[i].fp_id);
 		sqlite3_bind_int(st, 2, i);
 		ck_assert_int_eq(sqlite3_step(st), SQLITE_DONE);
 		sqlite3_finalize(st);
-		ck_assert_int_eq(sqlite3_prepare_v2(db, "INSERT INTO statements VALUES(?2, ?1, ?3);"
-						    , -1, &st, NULL), SQLITE_OK);
+		ck_assert_int_eq(sqlite3_prepare_v2(db,
+						    "INSERT INTO statements VALUES(?2, ?1, ?3);",
+						    -1, &st, NULL),
+				 SQLITE_OK);
 		sqlite3_bind_int64(st, 1, r[i].fp_id);
 		sqlite3_bind_int(st, 2, i);
 		sqlite3_bind_text(st, 3, r[i].sql, -1, SQLITE_STATIC);
@@ -344,16 +352,17 @@ static const char *mkprofile(const char *name, int runs, const char *const *q, s
 	for (i = 0; i < nq; i++) {
 		char fp[256], plan[256];
 		long long count, vm, fs, prep, ns;
-		int n = sscanf(q[i], "%255[^|]|%lld|%lld|%lld|%lld|%lld|%255[^\n]", fp, &count, &vm, &fs,
-			       &prep, &ns, plan);
+		int n = sscanf(q[i], "%255[^|]|%lld|%lld|%lld|%lld|%lld|%255[^\n]", fp, &count, &vm,
+			       &fs, &prep, &ns, plan);
 		long long id = (long long)sp_hash_bytes(fp, strlen(fp));
 
 		ck_assert_int_ge(n, 6);
-		sql = sqlite3_mprintf("INSERT INTO queries VALUES(%lld, 'stmt', %Q, %Q, %lld, %lld, %lld,"
-				      " %lld, %lld, %lld, 0, %lld, %lld, 0, 0, 0, 0, 1, %lld, 0, 1, 1);"
-				      "INSERT INTO stack_samples VALUES(%lld, 'stmt', 1, 7, 1, %lld, 0, %lld, 1, %lld);",
-				      id, fp, fp, count, ns, ns, ns, ns / (count ? count : 1),
-				      ns / (count ? count : 1), vm, fs, prep, id, ns, vm, ns);
+		sql = sqlite3_mprintf(
+			"INSERT INTO queries VALUES(%lld, 'stmt', %Q, %Q, %lld, %lld, %lld,"
+			" %lld, %lld, %lld, 0, %lld, %lld, 0, 0, 0, 0, 1, %lld, 0, 1, 1);"
+			"INSERT INTO stack_samples VALUES(%lld, 'stmt', 1, 7, 1, %lld, 0, %lld, 1, %lld);",
+			id, fp, fp, count, ns, ns, ns, ns / (count ? count : 1),
+			ns / (count ? count : 1), vm, fs, prep, id, ns, vm, ns);
 		ck_assert_int_eq(sqlite3_exec(db, sql, NULL, NULL, NULL), SQLITE_OK);
 		sqlite3_free(sql);
 		if (n == 7) {
@@ -468,9 +477,9 @@ START_TEST(test_match_runs)
 	load(&cand, c, 3);
 	ck_assert_uint_eq(base.total_runs, 3);
 	ck_assert_uint_eq(cand.total_runs, 3);
-	ck_assert_uint_eq(base.agg.rows[0].count, 10);    /* 30 / 3 runs */
+	ck_assert_uint_eq(base.agg.rows[0].count, 10); /* 30 / 3 runs */
 	ck_assert_uint_eq(base.agg.rows[0].vm_steps, 100);
-	ck_assert_uint_eq(cand.agg.rows[0].count, 10);    /* median of 10, 10, 12 */
+	ck_assert_uint_eq(cand.agg.rows[0].count, 10); /* median of 10, 10, 12 */
 	ck_assert_uint_eq(cand.agg.rows[0].vm_steps, 100);
 	/* time samples: one per profile without run_totals */
 	ck_assert_uint_eq(sp_side_time_samples(&cand, cand.agg.rows[0].fp_id, SP_QK_STMT, t, 8), 3);

@@ -62,7 +62,8 @@ static void make_fixture(const char *path, const char *extra)
 	sql = slurp(sqlpath ? sqlpath : "tests/golden/export/fixture.sql");
 	ck_assert_msg(sql, "fixture.sql not found (run from the repository root)");
 	ck_assert_int_eq(sqlite3_open(path, &db), SQLITE_OK);
-	ck_assert_msg(sqlite3_exec(db, sql, NULL, NULL, NULL) == SQLITE_OK, "%s", sqlite3_errmsg(db));
+	ck_assert_msg(sqlite3_exec(db, sql, NULL, NULL, NULL) == SQLITE_OK, "%s",
+		      sqlite3_errmsg(db));
 	if (extra)
 		ck_assert_msg(sqlite3_exec(db, extra, NULL, NULL, NULL) == SQLITE_OK, "%s",
 			      sqlite3_errmsg(db));
@@ -106,8 +107,9 @@ START_TEST(test_utf8)
 {
 	char *s = sp_export_utf8("ok \xC3\xA9 \xFF \xC0\xAF \xED\xA0\x80 \xEF\xBF\xBE end");
 
-	ck_assert_str_eq(s, "ok \xC3\xA9 \xEF\xBF\xBD \xEF\xBF\xBD\xEF\xBF\xBD "
-			    "\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD \xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD end");
+	ck_assert_str_eq(
+		s, "ok \xC3\xA9 \xEF\xBF\xBD \xEF\xBF\xBD\xEF\xBF\xBD "
+		   "\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD \xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD end");
 	free(s);
 	s = sp_export_utf8("\xE2\x82"); /* truncated at the end */
 	ck_assert_str_eq(s, "\xEF\xBF\xBD\xEF\xBF\xBD");
@@ -123,8 +125,9 @@ START_TEST(test_xml)
 
 	sp_xml_str(f, "<script>alert(1)</script> ]]> \"q\" 'a' & \x01\n");
 	fclose(f);
-	ck_assert_str_eq(buf, "&lt;script&gt;alert(1)&lt;/script&gt; ]]&gt; &quot;q&quot; &#39;a&#39;"
-			      " &amp; \xEF\xBF\xBD&#10;");
+	ck_assert_str_eq(buf,
+			 "&lt;script&gt;alert(1)&lt;/script&gt; ]]&gt; &quot;q&quot; &#39;a&#39;"
+			 " &amp; \xEF\xBF\xBD&#10;");
 	free(buf);
 }
 END_TEST
@@ -151,7 +154,8 @@ START_TEST(test_folded)
 	ck_assert_ptr_nonnull(strstr(out, "author_name (/src/shop/shop.c:40);"
 					  "SELECT name FROM authors WHERE id = ? 300000\n"));
 	/* the exec's own time only; its statement under sqlite3_exec */
-	ck_assert_ptr_nonnull(strstr(out, ";[exec] CREATE TABLE t(a), INSERT INTO t VALUES (?) 30000\n"));
+	ck_assert_ptr_nonnull(
+		strstr(out, ";[exec] CREATE TABLE t(a), INSERT INTO t VALUES (?) 30000\n"));
 	ck_assert_ptr_nonnull(strstr(out, "setup_schema (/src/shop/shop.c:20);sqlite3_exec "
 					  "(libsqlite3.so.0);INSERT INTO t VALUES (?) 60000\n"));
 	ck_assert_ptr_nonnull(strstr(out, "[no stack recorded];SELECT count(*) FROM books 7000\n"));
@@ -174,8 +178,9 @@ START_TEST(test_folded_hostile)
 	for (p = out; *p; p++)
 		lines += *p == '\n';
 	ck_assert_int_eq(lines, 9);
-	ck_assert_ptr_nonnull(strstr(out, "a,b c (/src/shop/shop.c:95);search_titles (/src/shop/shop.c:60);"
-					  "SELECT 1, SELECT 2 4\n"));
+	ck_assert_ptr_nonnull(
+		strstr(out, "a,b c (/src/shop/shop.c:95);search_titles (/src/shop/shop.c:60);"
+			    "SELECT 1, SELECT 2 4\n"));
 	free(out);
 	unload(&x);
 }
@@ -340,14 +345,17 @@ START_TEST(test_perfetto)
 					ck_assert_int_eq(rd_field(&s, &f, &wt, &v, &en), 0);
 					check_fields(en, en_ok, "EventName");
 					while (en.p < en.end) {
-						ck_assert_int_eq(rd_field(&en, &f, &wt, &v, &fld), 0);
+						ck_assert_int_eq(rd_field(&en, &f, &wt, &v, &fld),
+								 0);
 						if (f == 1)
 							id = v;
 						else if (id > 0 && id < 64)
-							snprintf(names[id], sizeof(names[id]), "%.*s",
-								 (int)(fld.end - fld.p), (const char *)fld.p);
+							snprintf(names[id], sizeof(names[id]),
+								 "%.*s", (int)(fld.end - fld.p),
+								 (const char *)fld.p);
 					}
-					ck_assert_msg(id > 0 && id < 64 && names[id][0], "bad interned name");
+					ck_assert_msg(id > 0 && id < 64 && names[id][0],
+						      "bad interned name");
 				}
 			} else if (f == 11) {
 				te = s;
@@ -378,8 +386,8 @@ START_TEST(test_perfetto)
 		}
 		ck_assert(track > 0 && track < 64);
 		if (type == 1) {
-			ck_assert_msg(iid > 0 && iid < 64 && names[iid][0], "name_iid %llu not interned",
-				      (unsigned long long)iid);
+			ck_assert_msg(iid > 0 && iid < 64 && names[iid][0],
+				      "name_iid %llu not interned", (unsigned long long)iid);
 			ck_assert_int_lt(nopen[track], 16);
 			if (!strcmp(names[iid], "INSERT INTO t VALUES (?)"))
 				nested_ok = nopen[track] == 1 &&
@@ -416,14 +424,15 @@ END_TEST
 
 /* ---- escaping in the text formats ------------------------------------------------ */
 
-
 START_TEST(test_escaping)
 {
 	struct sp_export x;
 	char *out;
 
 	load(&x,
-	     "UPDATE queries SET fingerprint = '" "<script>alert(1)</script> ]]> \"q\" ''a'' ;x" "'"
+	     "UPDATE queries SET fingerprint = '"
+	     "<script>alert(1)</script> ]]> \"q\" ''a'' ;x"
+	     "'"
 	     " || char(10) || '=cmd|' WHERE fp_id = 1002;"
 	     "UPDATE frames SET function = '<img src=x onerror=alert(2)>' WHERE function = 'main';",
 	     SP_XW_TIME);
@@ -443,7 +452,8 @@ START_TEST(test_escaping)
 	ck_assert_ptr_nonnull(strstr(out, "\\u003cscript\\u003e"));
 	free(out);
 	out = run(sp_export_csv, &x, NULL);
-	ck_assert_ptr_nonnull(strstr(out, "\"<script>alert(1)</script> ]]> \"\"q\"\" 'a' ;x\n=cmd|\""));
+	ck_assert_ptr_nonnull(
+		strstr(out, "\"<script>alert(1)</script> ]]> \"\"q\"\" 'a' ;x\n=cmd|\""));
 	free(out);
 	unload(&x);
 }

@@ -42,10 +42,10 @@ static void check_cases(const struct fp_case *c, size_t n)
 	for (size_t i = 0; i < n; i++) {
 		uint64_t id = 0;
 		char *fp = fp_exact(c[i].in, strlen(c[i].in), &id);
-		ck_assert_msg(strcmp(fp, c[i].out) == 0, "input  [%s]\nwanted [%s]\ngot    [%s]", c[i].in,
-			      c[i].out, fp);
-		ck_assert_msg(id == sp_hash64(fp, strlen(fp)), "id of [%s] is not the hash of its text",
-			      c[i].in);
+		ck_assert_msg(strcmp(fp, c[i].out) == 0, "input  [%s]\nwanted [%s]\ngot    [%s]",
+			      c[i].in, c[i].out, fp);
+		ck_assert_msg(id == sp_hash64(fp, strlen(fp)),
+			      "id of [%s] is not the hash of its text", c[i].in);
 		free(fp);
 	}
 }
@@ -109,7 +109,8 @@ START_TEST(test_signs)
 		{ "LIMIT -1", "LIMIT ?" },
 		{ "SELECT a*-2", "SELECT a * ?" },
 		{ "SELECT NULL - 1", "SELECT NULL - ?" },
-		{ "SELECT CASE WHEN x THEN -1 ELSE -2 END - 3", "SELECT CASE WHEN x THEN ? ELSE ? END - ?" },
+		{ "SELECT CASE WHEN x THEN -1 ELSE -2 END - 3",
+		  "SELECT CASE WHEN x THEN ? ELSE ? END - ?" },
 		/* keywords that may name a column take a binary minus */
 		{ "SELECT key - 1 FROM kv", "SELECT KEY - ? FROM kv" },
 		{ "SELECT current_timestamp - 1", "SELECT CURRENT_TIMESTAMP - ?" },
@@ -188,7 +189,8 @@ START_TEST(test_case)
 		{ "SeLeCt MyCol FrOm MyTable", "SELECT mycol FROM mytable" },
 		{ "create temporary table if not exists t(a integer primary key autoincrement)",
 		  "CREATE TEMPORARY TABLE IF NOT EXISTS t(a integer PRIMARY KEY AUTOINCREMENT)" },
-		{ "select current_timestamp, current_date", "SELECT CURRENT_TIMESTAMP, CURRENT_DATE" },
+		{ "select current_timestamp, current_date",
+		  "SELECT CURRENT_TIMESTAMP, CURRENT_DATE" },
 		{ "SELECT selected, fromage, \"select\"", "SELECT selected, fromage, \"select\"" },
 		{ "SELECT true, FALSE", "SELECT true, false" },
 	};
@@ -251,14 +253,16 @@ START_TEST(test_in_lists)
 		{ "WHERE a IN (?, ?, ?, ?)", "WHERE a IN (...)" },
 		{ "WHERE a in ('x','y',x'00',-1,:p)", "WHERE a IN (...)" },
 		{ "WHERE a NOT IN (1,2)", "WHERE a NOT IN (...)" },
-		{ "WHERE a IN (SELECT b FROM u WHERE c = 1)", "WHERE a IN (SELECT b FROM u WHERE c = ?)" },
+		{ "WHERE a IN (SELECT b FROM u WHERE c = 1)",
+		  "WHERE a IN (SELECT b FROM u WHERE c = ?)" },
 		{ "WHERE a IN (1, b)", "WHERE a IN (?, b)" },
 		{ "WHERE a IN (1, 2 + 3)", "WHERE a IN (?, ? + ?)" },
 		{ "WHERE a IN ()", "WHERE a IN ()" },
 		{ "WHERE a IN t", "WHERE a IN t" },
 		{ "WHERE a IN (1, 2", "WHERE a IN (?, ?" },
 		{ "WHERE a IN (1, b IN (2, 3))", "WHERE a IN (?, b IN (...))" },
-		{ "WHERE (a, b) IN (VALUES (1, 2), (3, 4))", "WHERE (a, b) IN (VALUES (?, ?), ...)" },
+		{ "WHERE (a, b) IN (VALUES (1, 2), (3, 4))",
+		  "WHERE (a, b) IN (VALUES (?, ?), ...)" },
 	};
 	CHECK_TABLE(t);
 }
@@ -268,7 +272,8 @@ START_TEST(test_values)
 {
 	static const struct fp_case t[] = {
 		{ "INSERT INTO t VALUES (1,'a'), (2,'b')", "INSERT INTO t VALUES (?, ?), ..." },
-		{ "INSERT INTO t VALUES (1,'a'),(2,'b'),(3,'c'),(4,'d')", "INSERT INTO t VALUES (?, ?), ..." },
+		{ "INSERT INTO t VALUES (1,'a'),(2,'b'),(3,'c'),(4,'d')",
+		  "INSERT INTO t VALUES (?, ?), ..." },
 		{ "INSERT INTO t VALUES (1,'a')", "INSERT INTO t VALUES (?, ?)" },
 		{ "INSERT INTO t VALUES (?, ?)", "INSERT INTO t VALUES (?, ?)" },
 		{ "INSERT INTO t VALUES (-1, +2.5)", "INSERT INTO t VALUES (?, ?)" },
@@ -276,7 +281,8 @@ START_TEST(test_values)
 		{ "INSERT INTO t VALUES (1), (2), (x)", "INSERT INTO t VALUES (?), ..., (x)" },
 		{ "INSERT INTO t VALUES (1) ON CONFLICT DO NOTHING",
 		  "INSERT INTO t VALUES (?) ON CONFLICT DO NOTHING" },
-		{ "INSERT INTO t VALUES (1), (2) RETURNING id", "INSERT INTO t VALUES (?), ... RETURNING id" },
+		{ "INSERT INTO t VALUES (1), (2) RETURNING id",
+		  "INSERT INTO t VALUES (?), ... RETURNING id" },
 		{ "INSERT INTO t DEFAULT VALUES", "INSERT INTO t DEFAULT VALUES" },
 		{ "INSERT INTO t VALUES (1), (2);", "INSERT INTO t VALUES (?), ..." },
 		{ "INSERT INTO t VALUES (1), ", "INSERT INTO t VALUES (?)," },
@@ -311,9 +317,11 @@ START_TEST(test_same_id)
 		{ "SELECT * FROM t WHERE a = 1", "select *\n  from T\n where A=42 -- why\n;" },
 		{ "SELECT * FROM t WHERE a = 'x'", "SELECT * FROM t WHERE a = ?1" },
 		{ "SELECT * FROM t WHERE a = -1", "SELECT * FROM t WHERE a=:value" },
-		{ "SELECT * FROM t WHERE a IN (1)", "SELECT * FROM t WHERE a IN (1,2,3,4,5,6,7,8,9)" },
+		{ "SELECT * FROM t WHERE a IN (1)",
+		  "SELECT * FROM t WHERE a IN (1,2,3,4,5,6,7,8,9)" },
 		{ "INSERT INTO t VALUES (1,2),(3,4)", "insert into t values (5,6),(7,8),(9,10)" },
-		{ "UPDATE t SET v = x'00' WHERE k = 1e3", "/* c */ UPDATE t SET v=X'FFFF' WHERE k=0x10;" },
+		{ "UPDATE t SET v = x'00' WHERE k = 1e3",
+		  "/* c */ UPDATE t SET v=X'FFFF' WHERE k=0x10;" },
 	};
 	for (size_t i = 0; i < sizeof(pairs) / sizeof(pairs[0]); i++) {
 		uint64_t a, b;
@@ -565,8 +573,9 @@ static char *shrink_same(const char *in, size_t len)
 	ck_assert_uint_eq(strlen(out), m);
 	a = sp_fingerprint(copy, len, NULL);
 	b = sp_fingerprint(out, m, NULL);
-	ck_assert_msg(strcmp(a, b) == 0, "input  [%.200s]\nshrunk [%.200s]\nfp     [%.200s]\nfp'    [%.200s]",
-		      in, out, a, b);
+	ck_assert_msg(strcmp(a, b) == 0,
+		      "input  [%.200s]\nshrunk [%.200s]\nfp     [%.200s]\nfp'    [%.200s]", in, out,
+		      a, b);
 	free(a);
 	free(b);
 	free(copy);

@@ -19,7 +19,9 @@
 
 #include "hist.h"
 
-static const double qs[] = { 0, 0.001, 0.01, 0.1, 0.25, 0.5, 0.75, 0.9, 0.95, 0.99, 0.999, 0.9999, 1 };
+static const double qs[] = {
+	0, 0.001, 0.01, 0.1, 0.25, 0.5, 0.75, 0.9, 0.95, 0.99, 0.999, 0.9999, 1
+};
 #define NQ (sizeof(qs) / sizeof(qs[0]))
 
 /* xorshift64*: deterministic, so a failure reproduces. */
@@ -93,7 +95,16 @@ END_TEST
 
 /* ---- accuracy on random data ----------------------------------------------- */
 
-enum dist { D_UNIFORM_SMALL, D_UNIFORM_WIDE, D_EXP, D_LOGNORMAL, D_BIMODAL, D_PARETO, D_CONST, D_NDIST };
+enum dist {
+	D_UNIFORM_SMALL,
+	D_UNIFORM_WIDE,
+	D_EXP,
+	D_LOGNORMAL,
+	D_BIMODAL,
+	D_PARETO,
+	D_CONST,
+	D_NDIST
+};
 static const char *const dist_name[] = { "uniform 0..1000", "uniform 0..1e9", "exponential",
 					 "lognormal",       "bimodal",        "pareto",
 					 "constant" };
@@ -102,22 +113,16 @@ static uint64_t draw(enum dist d)
 {
 	double u = rnd01();
 	switch (d) {
-	case D_UNIFORM_SMALL:
-		return rnd() % 1001;
-	case D_UNIFORM_WIDE:
-		return rnd() % 1000000001;
-	case D_EXP:
-		return (uint64_t)(-log1p(-u) * 50000.0);
+	case D_UNIFORM_SMALL: return rnd() % 1001;
+	case D_UNIFORM_WIDE: return rnd() % 1000000001;
+	case D_EXP: return (uint64_t)(-log1p(-u) * 50000.0);
 	case D_LOGNORMAL: { /* Box-Muller; latencies in ns around 20 us */
 		double z = sqrt(-2.0 * log1p(-u)) * cos(2 * M_PI * rnd01());
 		return (uint64_t)exp(log(20000.0) + 1.5 * z);
 	}
-	case D_BIMODAL:
-		return (rnd() & 1) ? 1000 + rnd() % 100 : 5000000 + rnd() % 1000000;
-	case D_PARETO:
-		return (uint64_t)(1000.0 / pow(1.0 - u, 1.0 / 1.2));
-	default:
-		return 123456789;
+	case D_BIMODAL: return (rnd() & 1) ? 1000 + rnd() % 100 : 5000000 + rnd() % 1000000;
+	case D_PARETO: return (uint64_t)(1000.0 / pow(1.0 - u, 1.0 / 1.2));
+	default: return 123456789;
 	}
 }
 
@@ -130,8 +135,10 @@ static int cmp_u64(const void *a, const void *b)
 static void assert_close(uint64_t got, uint64_t want, const char *what, double q)
 {
 	double err = fabs((double)got - (double)want);
-	ck_assert_msg(err <= (double)want / 64.0, "%s q=%g: histogram %llu, exact %llu (rel err %g > 1/64)", what,
-		      q, (unsigned long long)got, (unsigned long long)want, want ? err / (double)want : err);
+	ck_assert_msg(err <= (double)want / 64.0,
+		      "%s q=%g: histogram %llu, exact %llu (rel err %g > 1/64)", what, q,
+		      (unsigned long long)got, (unsigned long long)want,
+		      want ? err / (double)want : err);
 }
 
 START_TEST(test_accuracy)
@@ -155,8 +162,8 @@ START_TEST(test_accuracy)
 		ck_assert_uint_eq(sp_hist_min(h), mn);
 		ck_assert_uint_eq(sp_hist_max(h), mx);
 		for (size_t i = 0; i < NQ; i++)
-			assert_close(sp_hist_quantile(h, qs[i]), sp_percentile_exact(v, N, qs[i]), dist_name[d],
-				     qs[i]);
+			assert_close(sp_hist_quantile(h, qs[i]), sp_percentile_exact(v, N, qs[i]),
+				     dist_name[d], qs[i]);
 		/* A fine sweep against one sorted copy: rank ceil(k*N/1000). */
 		uint64_t *sorted = malloc(N * sizeof(*sorted));
 		ck_assert_ptr_nonnull(sorted);
@@ -164,8 +171,8 @@ START_TEST(test_accuracy)
 		qsort(sorted, N, sizeof(*sorted), cmp_u64);
 		for (uint64_t k = 0; k <= 1000; k++) {
 			uint64_t rank = (k * N + 999) / 1000;
-			assert_close(sp_hist_quantile(h, (double)k / 1000.0), sorted[rank ? rank - 1 : 0],
-				     dist_name[d], (double)k / 1000.0);
+			assert_close(sp_hist_quantile(h, (double)k / 1000.0),
+				     sorted[rank ? rank - 1 : 0], dist_name[d], (double)k / 1000.0);
 		}
 		free(sorted);
 		ck_assert_uint_eq(sp_hist_quantile(h, 0), mn);
@@ -257,8 +264,13 @@ END_TEST
 START_TEST(test_huge)
 {
 	struct sp_hist *h = sp_hist_new();
-	uint64_t v[] = { UINT64_MAX, UINT64_MAX - 1, UINT64_C(1) << 63, (UINT64_C(1) << 63) - 1,
-			 UINT64_MAX / 3, UINT64_MAX - (UINT64_C(1) << 56), 1 };
+	uint64_t v[] = { UINT64_MAX,
+			 UINT64_MAX - 1,
+			 UINT64_C(1) << 63,
+			 (UINT64_C(1) << 63) - 1,
+			 UINT64_MAX / 3,
+			 UINT64_MAX - (UINT64_C(1) << 56),
+			 1 };
 	size_t n = sizeof(v) / sizeof(v[0]);
 	for (size_t i = 0; i < n; i++)
 		sp_hist_add(h, v[i]);
@@ -268,7 +280,8 @@ START_TEST(test_huge)
 	ck_assert_uint_eq(sp_hist_sum(h), UINT64_MAX); /* saturated, not wrapped */
 	ck_assert_uint_eq(sp_hist_quantile(h, 1), UINT64_MAX);
 	for (size_t i = 0; i < NQ; i++)
-		assert_close(sp_hist_quantile(h, qs[i]), sp_percentile_exact(v, n, qs[i]), "huge", qs[i]);
+		assert_close(sp_hist_quantile(h, qs[i]), sp_percentile_exact(v, n, qs[i]), "huge",
+			     qs[i]);
 
 	sp_hist_add_n(h, UINT64_MAX, UINT64_MAX / 2); /* v*n overflows: still saturates */
 	ck_assert_uint_eq(sp_hist_sum(h), UINT64_MAX);
@@ -282,7 +295,8 @@ END_TEST
 
 START_TEST(test_merge)
 {
-	struct sp_hist *all = sp_hist_new(), *a = sp_hist_new(), *b = sp_hist_new(), *m = sp_hist_new();
+	struct sp_hist *all = sp_hist_new(), *a = sp_hist_new(), *b = sp_hist_new(),
+		       *m = sp_hist_new();
 	for (int i = 0; i < 50000; i++) {
 		uint64_t x = draw(D_LOGNORMAL), y = draw(D_BIMODAL);
 		sp_hist_add(all, x);
@@ -297,12 +311,14 @@ START_TEST(test_merge)
 	ck_assert_uint_eq(sp_hist_max(m), sp_hist_max(all));
 	ck_assert_uint_eq(sp_hist_sum(m), sp_hist_sum(all));
 	for (int q = 0; q <= 1000; q++)
-		ck_assert_uint_eq(sp_hist_quantile(m, q / 1000.0), sp_hist_quantile(all, q / 1000.0));
+		ck_assert_uint_eq(sp_hist_quantile(m, q / 1000.0),
+				  sp_hist_quantile(all, q / 1000.0));
 	ck_assert_uint_eq(sp_hist_count(a), 50000); /* src unchanged */
 
 	sp_hist_merge(a, b); /* into a non-empty one */
 	for (int q = 0; q <= 1000; q++)
-		ck_assert_uint_eq(sp_hist_quantile(a, q / 1000.0), sp_hist_quantile(all, q / 1000.0));
+		ck_assert_uint_eq(sp_hist_quantile(a, q / 1000.0),
+				  sp_hist_quantile(all, q / 1000.0));
 
 	sp_hist_free(all);
 	sp_hist_free(a);
@@ -361,7 +377,8 @@ START_TEST(test_round_trip)
 	ck_assert_uint_eq(sp_hist_max(r), sp_hist_max(h));
 	ck_assert_uint_eq(sp_hist_sum(r), sp_hist_sum(h));
 	for (int q = 0; q <= 10000; q++)
-		ck_assert_uint_eq(sp_hist_quantile(r, q / 10000.0), sp_hist_quantile(h, q / 10000.0));
+		ck_assert_uint_eq(sp_hist_quantile(r, q / 10000.0),
+				  sp_hist_quantile(h, q / 10000.0));
 
 	/* and the rebuilt one stores the same buckets */
 	static struct stored st2;
@@ -417,8 +434,8 @@ START_TEST(test_throughput)
 		sp_hist_add(h, vals[i & (NV - 1)]);
 	double dt = now_s() - t0;
 	ck_assert_uint_eq(sp_hist_count(h), N);
-	printf("hist: %d adds in %.1f ms = %.1f M adds/s (target >= 10 M/s, not asserted)\n", N, dt * 1e3,
-	       N / dt / 1e6);
+	printf("hist: %d adds in %.1f ms = %.1f M adds/s (target >= 10 M/s, not asserted)\n", N,
+	       dt * 1e3, N / dt / 1e6);
 	sp_hist_free(h);
 }
 END_TEST

@@ -172,7 +172,8 @@ END_TEST
 static Suite *live_suite(void)
 {
 	Suite *s = suite_create("live");
-	TCase *tb = tcase_create("buckets"), *tw = tcase_create("wire"), *ts = tcase_create("summary");
+	TCase *tb = tcase_create("buckets"), *tw = tcase_create("wire"),
+	      *ts = tcase_create("summary");
 
 	tcase_add_test(tb, buckets);
 	tcase_add_test(tw, round_trip);

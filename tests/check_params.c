@@ -99,7 +99,8 @@ START_TEST(test_probe_finds_layout)
 	struct sp_params_layout back;
 	unsigned long long dev, ino;
 
-	ck_assert_msg(have_layout, "the probe found no layout in libsqlite3 %s", sqlite3_libversion());
+	ck_assert_msg(have_layout, "the probe found no layout in libsqlite3 %s",
+		      sqlite3_libversion());
 	sp_params_layout_format(buf, sizeof(buf), &L, 12, 34);
 	printf("check_params: libsqlite3 %s, layout %s\n", sqlite3_libversion(), buf);
 	ck_assert_int_eq(sp_params_layout_parse(buf, &back, &dev, &ino), 0);
@@ -112,26 +113,26 @@ START_TEST(test_layout_text_rejects)
 {
 	static const char *const bad[] = {
 		"",
-		"128:56:0:8:16:20:1:4:8:2:10:400:1",          /* a field short */
-		"128:56:0:8:16:20:1:4:8:2:10:400:1:2:3",      /* one too many */
-		"128:56:0:8:16:20:1:4:8:2:10:400:1:2x",       /* trailing junk */
-		"129:56:0:8:16:20:1:4:8:2:10:400:1:2",        /* misaligned pointer */
-		"128:56:52:8:16:20:1:4:8:2:10:400:1:2",       /* u past the Mem */
-		"128:56:0:8:16:55:1:4:8:2:10:400:1:2",        /* flags past the Mem */
-		"128:20:0:8:16:18:1:4:8:2:10:400:1:2",        /* Mem too small */
-		"128:56:0:8:16:20:3:4:8:2:10:400:1:2",        /* NULL two bits */
-		"128:56:0:8:16:20:1:4:8:2:10:0:1:2",          /* no zeroblob bit */
-		"128:56:0:8:16:20:1:4:8:2:10:10000:1:2",      /* a bit past u16 */
+		"128:56:0:8:16:20:1:4:8:2:10:400:1",     /* a field short */
+		"128:56:0:8:16:20:1:4:8:2:10:400:1:2:3", /* one too many */
+		"128:56:0:8:16:20:1:4:8:2:10:400:1:2x",  /* trailing junk */
+		"129:56:0:8:16:20:1:4:8:2:10:400:1:2",   /* misaligned pointer */
+		"128:56:52:8:16:20:1:4:8:2:10:400:1:2",  /* u past the Mem */
+		"128:56:0:8:16:55:1:4:8:2:10:400:1:2",   /* flags past the Mem */
+		"128:20:0:8:16:18:1:4:8:2:10:400:1:2",   /* Mem too small */
+		"128:56:0:8:16:20:3:4:8:2:10:400:1:2",   /* NULL two bits */
+		"128:56:0:8:16:20:1:4:8:2:10:0:1:2",     /* no zeroblob bit */
+		"128:56:0:8:16:20:1:4:8:2:10:10000:1:2", /* a bit past u16 */
 	};
 	struct sp_params_layout out;
 	unsigned long long dev, ino;
 
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
-		ck_assert_msg(sp_params_layout_parse(bad[i], &out, &dev, &ino) < 0, "accepted \"%s\"",
-			      bad[i]);
+		ck_assert_msg(sp_params_layout_parse(bad[i], &out, &dev, &ino) < 0,
+			      "accepted \"%s\"", bad[i]);
 	ck_assert_int_lt(sp_params_layout_parse(NULL, &out, &dev, &ino), 0);
-	ck_assert_int_eq(sp_params_layout_parse("128:56:0:8:16:20:1:4:8:2:10:400:1:2", &out, &dev,
-						&ino), 0);
+	ck_assert_int_eq(
+		sp_params_layout_parse("128:56:0:8:16:20:1:4:8:2:10:400:1:2", &out, &dev, &ino), 0);
 }
 END_TEST
 

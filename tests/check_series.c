@@ -83,10 +83,30 @@ END_TEST
 START_TEST(test_time_bad)
 {
 	static const char *const bad[] = {
-		"", "yesterday", "2026-13-01", "2026-00-10", "2026-02-30", "2026-12-01T24:00",
-		"2026-12-01T14:60", "2026-12-01T14", "2026-12-01T14:00:00+2", "2026-12-01T14:00:00+25:00",
-		"2026-12-01T14:00:00Zx", "2026-12-01T14:00:00.", "26-12-01", "1969-12-31",
-		"@", "@-1", "@abc", "@1e30", "-0s", "-5x", "--5m", "5m", "- 5m", "2026-12-01X14:00",
+		"",
+		"yesterday",
+		"2026-13-01",
+		"2026-00-10",
+		"2026-02-30",
+		"2026-12-01T24:00",
+		"2026-12-01T14:60",
+		"2026-12-01T14",
+		"2026-12-01T14:00:00+2",
+		"2026-12-01T14:00:00+25:00",
+		"2026-12-01T14:00:00Zx",
+		"2026-12-01T14:00:00.",
+		"26-12-01",
+		"1969-12-31",
+		"@",
+		"@-1",
+		"@abc",
+		"@1e30",
+		"-0s",
+		"-5x",
+		"--5m",
+		"5m",
+		"- 5m",
+		"2026-12-01X14:00",
 	};
 	int64_t ns;
 	int rel;
@@ -102,12 +122,12 @@ START_TEST(test_duration)
 		const char *s;
 		int64_t ns;
 	} good[] = {
-		{ "30s", 30 * S_NS }, { "5m", 300 * S_NS }, { "5min", 300 * S_NS },
-		{ "2h", 7200 * S_NS }, { "1d", 86400 * S_NS }, { "1.5h", 5400 * S_NS },
+		{ "30s", 30 * S_NS },   { "5m", 300 * S_NS },   { "5min", 300 * S_NS },
+		{ "2h", 7200 * S_NS },  { "1d", 86400 * S_NS }, { "1.5h", 5400 * S_NS },
 		{ "500ms", 500000000 }, { "10", 10 * S_NS },
 	};
-	static const char *const bad[] = { "", "0", "0s", "-5m", "+5m", "5x", "5 m", " 5m",
-					   "inf", "nan", "1e30d", "5mm", "m" };
+	static const char *const bad[] = { "",    "0",   "0s",  "-5m",   "+5m", "5x", "5 m",
+					   " 5m", "inf", "nan", "1e30d", "5mm", "m" };
 	int64_t ns;
 
 	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
@@ -121,8 +141,8 @@ END_TEST
 
 START_TEST(test_tiers)
 {
-	static const char *const bad[] = { "x", "10", "10@", "@5", "10@5,15@10", "10@5,20@5",
-					   "0@5", "10@5,", "10@-1" };
+	static const char *const bad[] = { "x",         "10",  "10@",   "@5",   "10@5,15@10",
+					   "10@5,20@5", "0@5", "10@5,", "10@-1" };
 	char err[256];
 	const struct sp_tier *t;
 	size_t n;
@@ -156,7 +176,7 @@ START_TEST(test_hist_sub)
 	sp_hist_add_bucket(h, 90000, 3);
 	sp_hist_sub_bucket(h, 1000, 2);
 	ck_assert_int_eq(sp_hist_count(h), 6);
-	sp_hist_sub_bucket(h, 1000, 10); /* at most what it holds */
+	sp_hist_sub_bucket(h, 1000, 10);   /* at most what it holds */
 	sp_hist_sub_bucket(h, 5000000, 1); /* a group never used */
 	ck_assert_int_eq(sp_hist_count(h), 3);
 	sp_hist_free(h);
@@ -212,13 +232,14 @@ START_TEST(test_series_exact)
 
 	setenv("SQLPROF_SERIES_TIERS", SERIES_TIERS, 1);
 	ck_assert_int_eq(sqlite3_open(":memory:", &db), SQLITE_OK);
-	run(db, "CREATE TABLE queries(fp_id INTEGER, kind TEXT, count INTEGER, total_ns INTEGER,"
-		" self_ns INTEGER, wall_ns INTEGER, rows INTEGER, vm_steps INTEGER,"
-		" fullscan_steps INTEGER, sorts INTEGER, autoindex INTEGER, errors INTEGER,"
-		" nested INTEGER, samples INTEGER, prepares INTEGER, prepare_ns INTEGER, runs INTEGER,"
-		" PRIMARY KEY(fp_id, kind));"
-		"CREATE TABLE histograms(fp_id INTEGER, kind TEXT, bucket_ns INTEGER, count INTEGER,"
-		" PRIMARY KEY(fp_id, kind, bucket_ns));");
+	run(db,
+	    "CREATE TABLE queries(fp_id INTEGER, kind TEXT, count INTEGER, total_ns INTEGER,"
+	    " self_ns INTEGER, wall_ns INTEGER, rows INTEGER, vm_steps INTEGER,"
+	    " fullscan_steps INTEGER, sorts INTEGER, autoindex INTEGER, errors INTEGER,"
+	    " nested INTEGER, samples INTEGER, prepares INTEGER, prepare_ns INTEGER, runs INTEGER,"
+	    " PRIMARY KEY(fp_id, kind));"
+	    "CREATE TABLE histograms(fp_id INTEGER, kind TEXT, bucket_ns INTEGER, count INTEGER,"
+	    " PRIMARY KEY(fp_id, kind, bucket_ns));");
 	for (int step = 1; step <= SERIES_STEPS; step++) {
 		/* five queries; each runs in about half the writes */
 		for (int q = 1; q <= 5; q++) {
@@ -226,41 +247,46 @@ START_TEST(test_series_exact)
 
 			if (!n)
 				continue;
-			snprintf(sql, sizeof(sql),
-				 "INSERT INTO queries VALUES(%d, '%s', %llu, %llu, 0, %llu, %llu, 0, 0, 0,"
-				 " 0, %llu, 0, 0, 0, 0, 0) ON CONFLICT DO UPDATE SET count = count +"
-				 " excluded.count, total_ns = total_ns + excluded.total_ns, wall_ns ="
-				 " wall_ns + excluded.wall_ns, rows = rows + excluded.rows, errors ="
-				 " errors + excluded.errors;"
-				 "INSERT INTO histograms VALUES(%d, '%s', %llu, %llu) ON CONFLICT DO"
-				 " UPDATE SET count = count + excluded.count;",
-				 q, q == 5 ? "exec" : "stmt", (unsigned long long)n,
-				 (unsigned long long)(n * b), (unsigned long long)(n * b * 2),
-				 (unsigned long long)(n * 3), (unsigned long long)(n % 3), q,
-				 q == 5 ? "exec" : "stmt", (unsigned long long)b, (unsigned long long)n);
+			snprintf(
+				sql, sizeof(sql),
+				"INSERT INTO queries VALUES(%d, '%s', %llu, %llu, 0, %llu, %llu, 0, 0, 0,"
+				" 0, %llu, 0, 0, 0, 0, 0) ON CONFLICT DO UPDATE SET count = count +"
+				" excluded.count, total_ns = total_ns + excluded.total_ns, wall_ns ="
+				" wall_ns + excluded.wall_ns, rows = rows + excluded.rows, errors ="
+				" errors + excluded.errors;"
+				"INSERT INTO histograms VALUES(%d, '%s', %llu, %llu) ON CONFLICT DO"
+				" UPDATE SET count = count + excluded.count;",
+				q, q == 5 ? "exec" : "stmt", (unsigned long long)n,
+				(unsigned long long)(n * b), (unsigned long long)(n * b * 2),
+				(unsigned long long)(n * 3), (unsigned long long)(n % 3), q,
+				q == 5 ? "exec" : "stmt", (unsigned long long)b,
+				(unsigned long long)n);
 			run(db, sql);
 		}
 		ck_assert_msg(sp_series_add(db, NULL, t0, t0 + step * S_NS, err, sizeof(err)) == 0,
 			      "step %d: %s", step, err);
-		ck_assert_int_eq(one(db, "SELECT COUNT(*) FROM queries q LEFT JOIN (SELECT fp_id, kind,"
-					 " SUM(count) c, SUM(total_ns) t, SUM(wall_ns) w, SUM(rows) r,"
-					 " SUM(errors) e FROM interval_queries GROUP BY fp_id, kind) s"
-					 " USING (fp_id, kind) WHERE s.c IS NOT q.count OR s.t IS NOT"
-					 " q.total_ns OR s.w IS NOT q.wall_ns OR s.r IS NOT q.rows OR"
-					 " s.e IS NOT q.errors"),
+		ck_assert_int_eq(one(db,
+				     "SELECT COUNT(*) FROM queries q LEFT JOIN (SELECT fp_id, kind,"
+				     " SUM(count) c, SUM(total_ns) t, SUM(wall_ns) w, SUM(rows) r,"
+				     " SUM(errors) e FROM interval_queries GROUP BY fp_id, kind) s"
+				     " USING (fp_id, kind) WHERE s.c IS NOT q.count OR s.t IS NOT"
+				     " q.total_ns OR s.w IS NOT q.wall_ns OR s.r IS NOT q.rows OR"
+				     " s.e IS NOT q.errors"),
 				 0);
-		ck_assert_int_eq(one(db, "SELECT COUNT(*) FROM (SELECT 1 FROM (SELECT fp_id, kind,"
-					 " bucket_ns, count FROM histograms UNION ALL SELECT q.fp_id,"
-					 " q.kind, json_extract(j.value, '$[0]'), -json_extract(j.value,"
-					 " '$[1]') FROM interval_queries q, json_each(q.buckets) j)"
-					 " GROUP BY fp_id, kind, bucket_ns HAVING SUM(count) <> 0)"),
-				 0);
+		ck_assert_int_eq(
+			one(db, "SELECT COUNT(*) FROM (SELECT 1 FROM (SELECT fp_id, kind,"
+				" bucket_ns, count FROM histograms UNION ALL SELECT q.fp_id,"
+				" q.kind, json_extract(j.value, '$[0]'), -json_extract(j.value,"
+				" '$[1]') FROM interval_queries q, json_each(q.buckets) j)"
+				" GROUP BY fp_id, kind, bucket_ns HAVING SUM(count) <> 0)"),
+			0);
 		/* they follow each other from t0 to the last write */
 		ck_assert_int_eq(one(db, "SELECT MIN(start_ns) FROM intervals"), t0);
 		ck_assert_int_eq(one(db, "SELECT MAX(end_ns) FROM intervals"), t0 + step * S_NS);
-		ck_assert_int_eq(one(db, "SELECT COUNT(*) FROM intervals a WHERE end_ns <= start_ns OR"
-					 " (SELECT MIN(start_ns) FROM intervals b WHERE b.start_ns >"
-					 " a.start_ns) <> end_ns"),
+		ck_assert_int_eq(one(db,
+				     "SELECT COUNT(*) FROM intervals a WHERE end_ns <= start_ns OR"
+				     " (SELECT MIN(start_ns) FROM intervals b WHERE b.start_ns >"
+				     " a.start_ns) <> end_ns"),
 				 0);
 		ck_assert_int_eq(one(db, "SELECT SUM(snapshots) FROM intervals"), step);
 		/* old ones alone in their buckets */
@@ -279,11 +305,14 @@ START_TEST(test_series_exact)
 	}
 	/* 12 raw + 9 of 2 s + 5 of 6 s + 360/30 of 30 s, and the buckets
 	 * partly old at each edge */
-	ck_assert_msg(maxn <= A1 + 10 + 6 + SERIES_STEPS / W3 + 1 + 3, "%lld intervals", (long long)maxn);
+	ck_assert_msg(maxn <= A1 + 10 + 6 + SERIES_STEPS / W3 + 1 + 3, "%lld intervals",
+		      (long long)maxn);
 	/* and the last tier was reached: fewer intervals than writes */
-	ck_assert_int_ge(one(db, "SELECT COUNT(*) FROM intervals WHERE end_ns - start_ns >= 30000000000"),
-			 (SERIES_STEPS - A3) / W3 - 1);
-	printf("check_series: %d writes kept in at most %lld intervals\n", SERIES_STEPS, (long long)maxn);
+	ck_assert_int_ge(
+		one(db, "SELECT COUNT(*) FROM intervals WHERE end_ns - start_ns >= 30000000000"),
+		(SERIES_STEPS - A3) / W3 - 1);
+	printf("check_series: %d writes kept in at most %lld intervals\n", SERIES_STEPS,
+	       (long long)maxn);
 	sqlite3_close(db);
 	unsetenv("SQLPROF_SERIES_TIERS");
 }

@@ -178,14 +178,14 @@ static void expect_golden(const struct sym_result *r, const struct golden *g, co
 			      label, r->nframes, dump(r));
 		const struct sym_frame *f = &r->frames[k];
 		const char *file = strcmp(gf->file, "??") == 0 ? f->file : base(f->file);
-		ck_assert_msg(strcmp(f->function, gf->function) == 0 && strcmp(file, gf->file) == 0 &&
-				      f->line == gf->line && f->inlined == gf->inlined,
-			      "%s %s frame %d: want %s at %s:%d%s, got:\n%s", what, label, k,
-			      gf->function, gf->file, gf->line, gf->inlined ? " (inlined)" : "",
-			      dump(r));
+		ck_assert_msg(
+			strcmp(f->function, gf->function) == 0 && strcmp(file, gf->file) == 0 &&
+				f->line == gf->line && f->inlined == gf->inlined,
+			"%s %s frame %d: want %s at %s:%d%s, got:\n%s", what, label, k,
+			gf->function, gf->file, gf->line, gf->inlined ? " (inlined)" : "", dump(r));
 		if (strcmp(gf->file, "??") != 0)
-			ck_assert_msg(f->file[0] == '/', "%s %s: file not absolute: %s", what, label,
-				      f->file);
+			ck_assert_msg(f->file[0] == '/', "%s %s: file not absolute: %s", what,
+				      label, f->file);
 		k++;
 	}
 	ck_assert_msg(k > 0, "golden has no frames for %s", label);
@@ -321,7 +321,8 @@ START_TEST(test_garbage_files)
 		size_t len = cuts[i] < n ? cuts[i] : n;
 		write_temp(path, sizeof(path), self, len);
 		for (uint64_t pc = 0; pc < 0x4000; pc += 0x333) {
-			ck_assert_int_eq(sym_lookup(ctx, path, NULL, 0, 0x1000, 0x1000 + pc, 1, &r), 0);
+			ck_assert_int_eq(sym_lookup(ctx, path, NULL, 0, 0x1000, 0x1000 + pc, 1, &r),
+					 0);
 			ck_assert_int_ge(r->nframes, 1);
 			ck_assert_ptr_nonnull(r->frames[0].function);
 			ck_assert_ptr_nonnull(r->frames[0].file);
@@ -343,7 +344,8 @@ __attribute__((noipa)) static void *self_probe(void)
 
 __attribute__((noipa)) static void *self_caller(void)
 {
-	void *ra = self_probe(); self_line = __LINE__;
+	void *ra = self_probe();
+	self_line = __LINE__;
 	return ra;
 }
 
@@ -371,8 +373,8 @@ START_TEST(test_self)
 		      "want self_caller at check_symbolizer.c:%d, got:\n%s", self_line, dump(r));
 	ck_assert_str_eq(r->module, m.path);
 	/* Exact pc of a function's entry. */
-	ck_assert_int_eq(sym_lookup(ctx, m.path, bid, bidlen, m.bias, (uintptr_t)&self_caller, 0, &r),
-			 0);
+	ck_assert_int_eq(
+		sym_lookup(ctx, m.path, bid, bidlen, m.bias, (uintptr_t)&self_caller, 0, &r), 0);
 	ck_assert_str_eq(r->frames[r->nframes - 1].function, "self_caller");
 	/* A pc outside the module. */
 	ck_assert_int_eq(sym_lookup(ctx, m.path, bid, bidlen, m.bias, 16, 0, &r), 0);
@@ -433,7 +435,8 @@ START_TEST(test_plain)
 	 * by one byte: pc-1 is looked up for return addresses.  The address
 	 * right after the call may already belong to the next line. */
 	const struct sym_result *exact, *ra;
-	ck_assert_int_eq(sym_lookup(ctx, p->path, p->bid, p->bidlen, p->bias, p->pc - 1, 0, &exact), 0);
+	ck_assert_int_eq(sym_lookup(ctx, p->path, p->bid, p->bidlen, p->bias, p->pc - 1, 0, &exact),
+			 0);
 	ck_assert_int_eq(sym_lookup(ctx, p->path, p->bid, p->bidlen, p->bias, p->pc, 1, &ra), 0);
 	ck_assert_ptr_eq(exact, ra);
 	sym_close(ctx);
@@ -489,8 +492,10 @@ START_TEST(test_debuglink)
 	for (int i = 0; i < run.n; i++) {
 		const struct probe *p = &run.p[i], *q = find_probe(&plain, p->label);
 		const struct sym_result *r1, *r2;
-		ck_assert_int_eq(sym_lookup(ctx, p->path, p->bid, p->bidlen, p->bias, p->pc, 1, &r1), 0);
-		ck_assert_int_eq(sym_lookup(ctx, q->path, q->bid, q->bidlen, q->bias, q->pc, 1, &r2), 0);
+		ck_assert_int_eq(
+			sym_lookup(ctx, p->path, p->bid, p->bidlen, p->bias, p->pc, 1, &r1), 0);
+		ck_assert_int_eq(
+			sym_lookup(ctx, q->path, q->bid, q->bidlen, q->bias, q->pc, 1, &r2), 0);
 		ck_assert_int_eq(r1->nframes, r2->nframes);
 		for (int k = 0; k < r1->nframes; k++) {
 			ck_assert_str_eq(r1->frames[k].function, r2->frames[k].function);
@@ -559,7 +564,8 @@ START_TEST(test_wrong_debug)
 		const struct probe *p = &plain.p[i];
 		const struct probe *v = find_probe(&run, p->label);
 		const struct sym_result *r;
-		ck_assert_int_eq(sym_lookup(ctx, p->path, v->bid, v->bidlen, p->bias, p->pc, 1, &r), 0);
+		ck_assert_int_eq(sym_lookup(ctx, p->path, v->bid, v->bidlen, p->bias, p->pc, 1, &r),
+				 0);
 		expect_unknown(r);
 		ck_assert_msg(strncmp(sym_last_error(ctx), "build-id mismatch", 17) == 0, "%s",
 			      sym_last_error(ctx));
@@ -636,7 +642,8 @@ START_TEST(test_cache)
 	t0 = now_us();
 	for (int k = 0; k < REPEAT; k++)
 		for (int i = 0; i < NPC; i++)
-			bad |= sym_lookup(ctx, p->path, p->bid, p->bidlen, p->bias, start + i, 0, &r2);
+			bad |= sym_lookup(ctx, p->path, p->bid, p->bidlen, p->bias, start + i, 0,
+					  &r2);
 	double hit = (now_us() - t0) / (NPC * REPEAT);
 	ck_assert_int_eq(bad, 0);
 	sym_get_stats(ctx, &s0);
@@ -672,9 +679,9 @@ START_TEST(test_shared_across_biases)
 
 	struct sym_ctx *ctx = sym_open();
 	ck_assert_int_eq(sym_lookup(ctx, p->path, p->bid, p->bidlen, p->bias, p->pc, 1, &r1), 0);
-	ck_assert_int_eq(sym_lookup(ctx, p->path, p->bid, p->bidlen, p->bias + shift, p->pc + shift,
-				    1, &r2),
-			 0);
+	ck_assert_int_eq(
+		sym_lookup(ctx, p->path, p->bid, p->bidlen, p->bias + shift, p->pc + shift, 1, &r2),
+		0);
 	ck_assert_ptr_eq(r1, r2);
 	sym_get_stats(ctx, &st);
 	ck_assert_uint_eq(st.modules_opened, 1);
@@ -683,13 +690,16 @@ START_TEST(test_shared_across_biases)
 	/* Without a build-id the file is told by path, size and mtime: the
 	 * same at both addresses too. */
 	ck_assert_int_eq(sym_lookup(ctx, p->path, NULL, 0, p->bias, p->pc, 1, &r3), 0);
-	ck_assert_int_eq(sym_lookup(ctx, p->path, NULL, 0, p->bias + shift, p->pc + shift, 1, &r4), 0);
+	ck_assert_int_eq(sym_lookup(ctx, p->path, NULL, 0, p->bias + shift, p->pc + shift, 1, &r4),
+			 0);
 	ck_assert_ptr_eq(r3, r4);
-	ck_assert_str_eq(r3->frames[r3->nframes - 1].function, r1->frames[r1->nframes - 1].function);
+	ck_assert_str_eq(r3->frames[r3->nframes - 1].function,
+			 r1->frames[r1->nframes - 1].function);
 	sym_get_stats(ctx, &st);
 	ck_assert_uint_eq(st.modules_opened, 2);
 	/* A pc below the load bias is outside the module, not a wrap-around. */
-	ck_assert_int_eq(sym_lookup(ctx, p->path, p->bid, p->bidlen, p->bias + shift, p->pc, 1, &r2), 0);
+	ck_assert_int_eq(
+		sym_lookup(ctx, p->path, p->bid, p->bidlen, p->bias + shift, p->pc, 1, &r2), 0);
 	ck_assert_str_eq(r2->frames[0].function, "??");
 	sym_close(ctx);
 }
@@ -729,7 +739,8 @@ START_TEST(test_persistent_cache)
 		const struct sym_result *r;
 
 		ck_assert_int_eq(sym_lookup(a, p->path, p->bid, p->bidlen, p->bias, p->pc,
-					    strcmp(p->kind, "ra") == 0, &r), 0);
+					    strcmp(p->kind, "ra") == 0, &r),
+				 0);
 	}
 	sym_get_stats(a, &st);
 	nmod = st.modules_opened;
@@ -741,7 +752,8 @@ START_TEST(test_persistent_cache)
 		const struct sym_result *r;
 
 		ck_assert_int_eq(sym_lookup(b, p->path, p->bid, p->bidlen, p->bias, p->pc,
-					    strcmp(p->kind, "ra") == 0, &r), 0);
+					    strcmp(p->kind, "ra") == 0, &r),
+				 0);
 	}
 	sym_close(a); /* writes the cache */
 	a = sym_open();
@@ -751,8 +763,10 @@ START_TEST(test_persistent_cache)
 		const struct sym_result *ra, *rb;
 		int is_ra = strcmp(p->kind, "ra") == 0;
 
-		ck_assert_int_eq(sym_lookup(a, p->path, p->bid, p->bidlen, p->bias, p->pc, is_ra, &ra), 0);
-		ck_assert_int_eq(sym_lookup(b, p->path, p->bid, p->bidlen, p->bias, p->pc, is_ra, &rb), 0);
+		ck_assert_int_eq(
+			sym_lookup(a, p->path, p->bid, p->bidlen, p->bias, p->pc, is_ra, &ra), 0);
+		ck_assert_int_eq(
+			sym_lookup(b, p->path, p->bid, p->bidlen, p->bias, p->pc, is_ra, &rb), 0);
 		same_result(ra, rb);
 	}
 	sym_get_stats(a, &st);
@@ -771,8 +785,10 @@ START_TEST(test_persistent_cache)
 		const struct sym_result *ra, *rb;
 		int is_ra = strcmp(p->kind, "ra") == 0;
 
-		ck_assert_int_eq(sym_lookup(a, p->path, p->bid, p->bidlen, p->bias, p->pc, is_ra, &ra), 0);
-		ck_assert_int_eq(sym_lookup(b, p->path, p->bid, p->bidlen, p->bias, p->pc, is_ra, &rb), 0);
+		ck_assert_int_eq(
+			sym_lookup(a, p->path, p->bid, p->bidlen, p->bias, p->pc, is_ra, &ra), 0);
+		ck_assert_int_eq(
+			sym_lookup(b, p->path, p->bid, p->bidlen, p->bias, p->pc, is_ra, &rb), 0);
 		same_result(ra, rb);
 	}
 	sym_get_stats(a, &st);
@@ -800,8 +816,8 @@ static void oracle_run(const char *prog)
 		const struct probe *p = &run.p[i];
 		int is_ra = strcmp(p->kind, "ra") == 0;
 		const struct sym_result *r;
-		ck_assert_int_eq(sym_lookup(ctx, p->path, p->bid, p->bidlen, p->bias, p->pc, is_ra, &r),
-				 0);
+		ck_assert_int_eq(
+			sym_lookup(ctx, p->path, p->bid, p->bidlen, p->bias, p->pc, is_ra, &r), 0);
 		char cmd[PATH_MAX + 128], fn[512], loc[PATH_MAX + 64];
 		snprintf(cmd, sizeof(cmd), "eu-addr2line -f -i -C -e '%s' %#" PRIx64, p->path,
 			 p->pc - p->bias - (is_ra ? 1 : 0));
@@ -827,12 +843,13 @@ static void oracle_run(const char *prog)
 			ck_assert_ptr_nonnull(colon);
 			*colon = '\0';
 			int line = atoi(colon + 1);
-			ck_assert_msg(k < r->nframes, "%s: oracle has more frames than:\n%s", cmd, dump(r));
+			ck_assert_msg(k < r->nframes, "%s: oracle has more frames than:\n%s", cmd,
+				      dump(r));
 			const struct sym_frame *sf = &r->frames[k];
 			ck_assert_msg(strcmp(sf->function, fn) == 0 && strcmp(sf->file, loc) == 0 &&
 					      sf->line == line,
-				      "%s: frame %d oracle %s at %s:%d, we:\n%s", cmd, k, fn, loc, line,
-				      dump(r));
+				      "%s: frame %d oracle %s at %s:%d, we:\n%s", cmd, k, fn, loc,
+				      line, dump(r));
 			k++;
 		}
 		pclose(f);
@@ -900,10 +917,11 @@ static Suite *symbolizer_suite(void)
 	} else if (dir_has_markers("build/fixtures/sym")) {
 		snprintf(fixdir, sizeof(fixdir), "build/fixtures/sym");
 	} else {
-		fprintf(stderr, "SKIP check_symbolizer fixture cases (dwarf, inline, c++, debuglink, "
-				"build-id, strip-all, wrong-debug, cache, oracle): SYM_FIXTURE_DIR is "
-				"not set and build/fixtures/sym does not exist; build them with "
-				"tests/fixtures/sym/build.sh OUTDIR\n");
+		fprintf(stderr,
+			"SKIP check_symbolizer fixture cases (dwarf, inline, c++, debuglink, "
+			"build-id, strip-all, wrong-debug, cache, oracle): SYM_FIXTURE_DIR is "
+			"not set and build/fixtures/sym does not exist; build them with "
+			"tests/fixtures/sym/build.sh OUTDIR\n");
 		return s;
 	}
 

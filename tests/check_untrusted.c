@@ -55,7 +55,8 @@ START_TEST(test_read_only)
 		"CREATE VIEW v AS SELECT 1;");
 	db = open_it(err, sizeof(err));
 	ck_assert_msg(db != NULL, "%s", err);
-	ck_assert_int_eq(sqlite3_exec(db, "INSERT INTO meta VALUES (1, 2)", NULL, NULL, NULL) & 0xff,
+	ck_assert_int_eq(sqlite3_exec(db, "INSERT INTO meta VALUES (1, 2)", NULL, NULL, NULL) &
+				 0xff,
 			 SQLITE_READONLY);
 	/* views are off, even those not named like a table of ours */
 	ck_assert_int_ne(sqlite3_exec(db, "SELECT * FROM v", NULL, NULL, NULL), SQLITE_OK);
@@ -104,11 +105,12 @@ START_TEST(test_budget)
 	ck_assert_int_eq(sp_untrusted_exhausted(err, sizeof(err)), 0);
 	db = open_it(err, sizeof(err));
 	ck_assert_msg(db != NULL, "%s", err);
-	ck_assert_int_eq(sqlite3_prepare_v2(db,
-					    "WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1"
-					    " FROM r) SELECT max(n) FROM r",
-					    -1, &st, NULL),
-			 SQLITE_OK);
+	ck_assert_int_eq(
+		sqlite3_prepare_v2(db,
+				   "WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1"
+				   " FROM r) SELECT max(n) FROM r",
+				   -1, &st, NULL),
+		SQLITE_OK);
 	clock_gettime(CLOCK_MONOTONIC, &a);
 	ck_assert_int_eq(sqlite3_step(st), SQLITE_INTERRUPT);
 	clock_gettime(CLOCK_MONOTONIC, &b);
@@ -118,11 +120,12 @@ START_TEST(test_budget)
 	ck_assert_int_eq(sp_untrusted_exhausted(err, sizeof(err)), 1);
 	ck_assert_msg(strstr(err, dbpath) == err, "%s", err);
 	/* every later statement fails at once */
-	ck_assert_int_eq(sqlite3_exec(db,
-				      "WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r"
-				      " LIMIT 10000) SELECT count(*) FROM r",
-				      NULL, NULL, NULL),
-			 SQLITE_INTERRUPT);
+	ck_assert_int_eq(
+		sqlite3_exec(db,
+			     "WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r"
+			     " LIMIT 10000) SELECT count(*) FROM r",
+			     NULL, NULL, NULL),
+		SQLITE_INTERRUPT);
 	sqlite3_close(db);
 	unlink(dbpath);
 }
@@ -130,7 +133,11 @@ END_TEST
 
 START_TEST(test_term_clean)
 {
-	char s[] = "a\x1b[31mb\x07" "c\td\ne\x7f" "f\xc2\x9b" "1m\x9b" "g\xc3\xa9h\xe2\x82\xac\xff";
+	char s[] = "a\x1b[31mb\x07"
+		   "c\td\ne\x7f"
+		   "f\xc2\x9b"
+		   "1m\x9b"
+		   "g\xc3\xa9h\xe2\x82\xac\xff";
 
 	sp_term_clean(s);
 	ck_assert_str_eq(s, "a?[31mb?c d e?f?1m?g\xc3\xa9h\xe2\x82\xac?");

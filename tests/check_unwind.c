@@ -177,7 +177,7 @@ START_TEST(test_main_thread)
 	memset(&c, 0, sizeof(c));
 	ck_assert_int_eq(sp_unwind_init(), 0);
 	ck_assert_int_eq(sp_unwind_init(), 0); /* once per process */
-	recurse(20, &c); /* cold cache */
+	recurse(20, &c);                       /* cold cache */
 	check_same(&c);
 	recurse(20, &c); /* warm */
 	check_same(&c);
@@ -213,12 +213,8 @@ START_TEST(test_kinds)
 			else
 				sp++;
 			break;
-		case SALT_FP:
-			fp++;
-			break;
-		case SALT_END:
-			end++;
-			break;
+		case SALT_FP: fp++; break;
+		case SALT_END: end++; break;
 		}
 	}
 	ck_assert_int_gt(sp, 0);
@@ -347,7 +343,10 @@ static void *scribbler_main(void *arg)
 	static const struct rule rules[] = {
 		{ .cfa_off = 48, .ra_off8 = -1, .flags = RULE_OK },
 		{ .cfa_off = 64, .rbp_off = -24, .ra_off8 = -1, .flags = RULE_OK | RBP_SAVED },
-		{ .cfa_off = 16, .rbp_off = -16, .ra_off8 = -1, .flags = RULE_OK | CFA_RBP | RBP_SAVED },
+		{ .cfa_off = 16,
+		  .rbp_off = -16,
+		  .ra_off8 = -1,
+		  .flags = RULE_OK | CFA_RBP | RBP_SAVED },
 		{ .flags = RULE_END },
 		{ .flags = RULE_BAD },
 	};
@@ -468,7 +467,8 @@ __attribute__((noinline)) static void capture_id(struct idcap *c)
 		c->n = SAME;
 	} else {
 		pcs[0] = 1; /* stands for this frame: sp_stack_id skips it */
-		n = sp_unwind_noting(&sp_memo, pcs + 1, MAXF - 1, (uintptr_t)(fp + 2), fp[0], fp[1], &noted);
+		n = sp_unwind_noting(&sp_memo, pcs + 1, MAXF - 1, (uintptr_t)(fp + 2), fp[0], fp[1],
+				     &noted);
 		c->id = n >= 0 ? sp_stack_id(pcs, n + 1) : 0;
 		if (noted)
 			sp_memo_done(&sp_memo, c->id);
@@ -512,14 +512,14 @@ __attribute__((noinline)) static void top(int which, struct idcap *c)
 }
 
 /* c's id is the full walk's; the memo's (same 1) or walked (0) */
-#define CK_ID(c, same)                                                                            \
-	do {                                                                                       \
-		ck_assert_uint_ne((c).ref, 0);                                                     \
-		ck_assert_uint_eq((c).id, (c).ref);                                                \
-		if (same)                                                                          \
-			ck_assert_int_eq((c).n, SAME);                                   \
-		else                                                                               \
-			ck_assert_int_gt((c).n, 2);                                                \
+#define CK_ID(c, same)                                 \
+	do {                                           \
+		ck_assert_uint_ne((c).ref, 0);         \
+		ck_assert_uint_eq((c).id, (c).ref);    \
+		if (same)                              \
+			ck_assert_int_eq((c).n, SAME); \
+		else                                   \
+			ck_assert_int_gt((c).n, 2);    \
 	} while (0)
 
 /* One call site for many walks (a loop in the test itself would be
@@ -536,17 +536,34 @@ __attribute__((noinline)) static void each(void (*fn)(int, struct idcap *), stru
 
 static int deep_n; /* deep_k's depth */
 
-static void a_k(int k, struct idcap *c) { (void)k; via_a(c); }
-static void a_then_b(int k, struct idcap *c) { (k < 4 ? via_a : via_b)(c); }
-static void a_or_b(int k, struct idcap *c) { (k % 2 ? via_b : via_a)(c); }
-static void top_k(int k, struct idcap *c) { top(k / 2 % 2, c); }
+static void a_k(int k, struct idcap *c)
+{
+	(void)k;
+	via_a(c);
+}
+static void a_then_b(int k, struct idcap *c)
+{
+	(k < 4 ? via_a : via_b)(c);
+}
+static void a_or_b(int k, struct idcap *c)
+{
+	(k % 2 ? via_b : via_a)(c);
+}
+static void top_k(int k, struct idcap *c)
+{
+	top(k / 2 % 2, c);
+}
 static void unload_k(int k, struct idcap *c)
 {
 	if (k == 3)
 		atomic_fetch_add(&sp_unloads, 1);
 	via_a(c);
 }
-static void deep_k(int k, struct idcap *c) { (void)k; deep_id(deep_n, c); }
+static void deep_k(int k, struct idcap *c)
+{
+	(void)k;
+	deep_id(deep_n, c);
+}
 
 /* Frame-pointer frames whose CFAs move while the leaf's frame does not:
  * fp_p1 with a 256-byte array and fp_p2 with a smaller one (fp_n2,
@@ -693,11 +710,13 @@ START_TEST(test_memo)
 		uintptr_t pcs[2];
 		int noted = 1;
 
-		ck_assert_int_eq(sp_unwind_noting(&sp_memo, pcs, 1, (uintptr_t)(fp + 2), fp[0], fp[1], &noted),
+		ck_assert_int_eq(sp_unwind_noting(&sp_memo, pcs, 1, (uintptr_t)(fp + 2), fp[0],
+						  fp[1], &noted),
 				 1);
 		ck_assert_int_eq(noted, 0);
 		ck_assert_int_eq(sp_memo.state & 1, 0);
-		ck_assert_int_eq(sp_unwind_noting(&sp_memo, pcs, 2, (uintptr_t)(fp + 2), fp[0], fp[1], &noted),
+		ck_assert_int_eq(sp_unwind_noting(&sp_memo, pcs, 2, (uintptr_t)(fp + 2), fp[0],
+						  fp[1], &noted),
 				 2);
 		ck_assert_int_eq(noted, 1);
 		sp_memo_done(&sp_memo, 0);
@@ -807,8 +826,8 @@ START_TEST(test_cost)
 	for (i = 0; i < n; i++)
 		timed(17, 1, buf);
 	t2 = now_ns();
-	printf("unwind: %d frames: cached CFI %.0f ns, backtrace() %.0f ns (not asserted)\n", frames,
-	       (t1 - t0) / n, (t2 - t1) / n);
+	printf("unwind: %d frames: cached CFI %.0f ns, backtrace() %.0f ns (not asserted)\n",
+	       frames, (t1 - t0) / n, (t2 - t1) / n);
 }
 END_TEST
 

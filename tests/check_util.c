@@ -57,7 +57,7 @@ START_TEST(test_grow_overflow)
 	errno = 0;
 	ck_assert_int_eq(SP_GROW(v, cap, SIZE_MAX / 4, 4), -1);
 	ck_assert_int_eq(errno, ENOMEM);
-	ck_assert_ptr_eq(v, was);  /* still the caller's, unchanged */
+	ck_assert_ptr_eq(v, was); /* still the caller's, unchanged */
 	ck_assert_uint_eq(cap, 4);
 	ck_assert_uint_eq(v[3], 42);
 	ck_assert_int_eq(SP_GROW(v, cap, SIZE_MAX, 4), -1);

@@ -59,8 +59,7 @@ static int builtin_skip(const struct sp_frame *f, const struct sqlite_mods *m)
 	if (!strncmp(b, "libsqlite3.so", 13) || !strncmp(b, "libsqlprof.so", 13))
 		return 1;
 	switch (sqlite_kind(m, f->module)) {
-	case 1:
-		return 1;
+	case 1: return 1;
 	case 2:
 		return !strcmp(sp_basename(f->file), "sqlite3.c") ||
 		       !strncmp(f->function, "sqlite3", 7) || !strncmp(f->function, "sqlcipher", 9);
@@ -92,7 +91,8 @@ static const char *cxx_short(const char *fn, char *out, size_t len)
 			angle++;
 		else if (*p == '>' && angle > 0)
 			angle--;
-		else if (*p == ' ' && !angle && strncmp(p + 1, "const", 5) && p[1] != '*' && p[1] != '&')
+		else if (*p == ' ' && !angle && strncmp(p + 1, "const", 5) && p[1] != '*' &&
+			 p[1] != '&')
 			start = p + 1;
 		else if (*p == '(' && !angle)
 			break;
@@ -166,7 +166,8 @@ static int user_skip(const struct sp_frame *f, const char *const *skip)
 		      !fnmatch(*skip, f->module, 0) || !fnmatch(*skip, sp_basename(f->module), 0) ||
 		      (path_at && !fnmatch(*skip, path_at, 0)) ||
 		      (base_at && !fnmatch(*skip, base_at, 0)) ||
-		      (f->py && (!fnmatch(*skip, f->file, 0) || !fnmatch(*skip, sp_basename(f->file), 0)));
+		      (f->py &&
+		       (!fnmatch(*skip, f->file, 0) || !fnmatch(*skip, sp_basename(f->file), 0)));
 	free(path_at);
 	free(base_at);
 	return hit;
@@ -237,7 +238,8 @@ static int installed_path(const char *path)
 			return 1;
 		/* lib/python3.11/..., lib/ruby/3.1.0/... (the interpreter's
 		 * own library, its lib-dynload included) */
-		if (prev && c[n] == '/' && (comp_is(prev, pn, "lib") || comp_is(prev, pn, "lib64")) &&
+		if (prev && c[n] == '/' &&
+		    (comp_is(prev, pn, "lib") || comp_is(prev, pn, "lib64")) &&
 		    (python_dir(c, n) || comp_is(c, n, "ruby")))
 			return 1;
 		/* Go's module cache: GOPATH/pkg/mod/MODULE@VERSION/... */
@@ -261,12 +263,24 @@ static int installed_path(const char *path)
  * headers whose inlined code may sit in a program's own module. */
 static int system_path(const char *path)
 {
-	static const char *const dirs[] = { "/lib/",	  "/lib32/",	   "/lib64/",
-					    "/libx32/",	  "/usr/lib/",	   "/usr/lib32/",
-					    "/usr/lib64/", "/usr/libx32/", "/usr/libexec/",
-					    "/usr/local/lib/", "/usr/local/lib64/", "/bin/",
-					    "/sbin/",	  "/usr/bin/",	   "/usr/sbin/",
-					    "/usr/games/", "/usr/include/", "/usr/local/include/",
+	static const char *const dirs[] = { "/lib/",
+					    "/lib32/",
+					    "/lib64/",
+					    "/libx32/",
+					    "/usr/lib/",
+					    "/usr/lib32/",
+					    "/usr/lib64/",
+					    "/usr/libx32/",
+					    "/usr/libexec/",
+					    "/usr/local/lib/",
+					    "/usr/local/lib64/",
+					    "/bin/",
+					    "/sbin/",
+					    "/usr/bin/",
+					    "/usr/sbin/",
+					    "/usr/games/",
+					    "/usr/include/",
+					    "/usr/local/include/",
 					    "/usr/local/go/src/" };
 
 	for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++)
@@ -283,9 +297,9 @@ static int system_path(const char *path)
  * it never is the user's line. */
 static int interpreter_module(const char *module)
 {
-	static const char *const names[] = { "python", "libpython", "ruby", "libruby", "perl",
-					     "libperl", "php",	  "libphp",  "node", "libnode",
-					     "tclsh",  "libtcl" };
+	static const char *const names[] = { "python", "libpython", "ruby",  "libruby",
+					     "perl",   "libperl",   "php",   "libphp",
+					     "node",   "libnode",   "tclsh", "libtcl" };
 	const char *b = sp_basename(module);
 
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
@@ -360,8 +374,8 @@ static int start_code(const struct sp_frame *f)
  * never a site: skipping every frame of a program leaves its queries
  * unattributed rather than credited to __libc_start_call_main. -1: none.
  */
-static int stack_site(const struct sp_stk *s, const char *const *skip,
-		      const struct sqlite_mods *m, int *lib)
+static int stack_site(const struct sp_stk *s, const char *const *skip, const struct sqlite_mods *m,
+		      int *lib)
 {
 	uint32_t i, end = s->nframes;
 	int first = -1, app = -1;
@@ -453,8 +467,8 @@ static int site_intern(struct sp_attrib *a, const struct sp_frame *f)
 	}
 	if (SP_GROW(a->sites, a->sites_cap, a->nsites + 1, 64) < 0)
 		return -2;
-	a->sites[a->nsites] = (struct sp_site){ f->function, f->file, f->module, f->line,
-						site_offset(f) };
+	a->sites[a->nsites] =
+		(struct sp_site){ f->function, f->file, f->module, f->line, site_offset(f) };
 	*ix = (int)a->nsites;
 	return (int)a->nsites++;
 }
@@ -497,10 +511,11 @@ static int load_callers(sqlite3 *db, struct sp_attrib *a)
 	sqlite3_finalize(st);
 	if (rc != SQLITE_DONE || a->callers.count == 0)
 		return rc == SQLITE_DONE ? 0 : -1;
-	if (sqlite3_prepare_v2(db,
-			       "SELECT fp_id, kind, pid, stack_id, samples, total_ns,"
-			       " COALESCE(random_samples, 0), COALESCE(random_ns, 0) FROM stack_samples",
-			       -1, &st, NULL) != SQLITE_OK)
+	if (sqlite3_prepare_v2(
+		    db,
+		    "SELECT fp_id, kind, pid, stack_id, samples, total_ns,"
+		    " COALESCE(random_samples, 0), COALESCE(random_ns, 0) FROM stack_samples",
+		    -1, &st, NULL) != SQLITE_OK)
 		return -1;
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 		struct stkey sk = { (uint64_t)sqlite3_column_int64(st, 2),
@@ -602,7 +617,8 @@ struct qskey {
 
 static int cmp_qord(const void *pa, const void *pb, void *arg)
 {
-	const struct sp_qsite *qs = arg, *a = &qs[*(const size_t *)pa], *b = &qs[*(const size_t *)pb];
+	const struct sp_qsite *qs = arg, *a = &qs[*(const size_t *)pa],
+			      *b = &qs[*(const size_t *)pb];
 
 	if (a->fp_id != b->fp_id)
 		return a->fp_id < b->fp_id ? -1 : 1;
@@ -666,8 +682,10 @@ void sp_attrib_set_debug_dir(const char *dirs)
 
 static int hexval(int c)
 {
-	return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 :
-	       c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+	return c >= '0' && c <= '9'   ? c - '0'
+	       : c >= 'a' && c <= 'f' ? c - 'a' + 10
+	       : c >= 'A' && c <= 'F' ? c - 'A' + 10
+				      : -1;
 }
 
 /*
@@ -728,7 +746,8 @@ static int resymbolize(sqlite3 *db, struct sp_attrib *a)
 			}
 			if (!found)
 				continue;
-			if (sym_lookup(sym, f->module, nbid ? bid : NULL, nbid, bias, f->pc, 1, &res) < 0) {
+			if (sym_lookup(sym, f->module, nbid ? bid : NULL, nbid, bias, f->pc, 1,
+				       &res) < 0) {
 				ret = -1;
 				break;
 			}
@@ -737,7 +756,8 @@ static int resymbolize(sqlite3 *db, struct sp_attrib *a)
 			/* make room for the inline chain: nframes - 1 more */
 			if (res->nframes > 1) {
 				uint32_t add = (uint32_t)res->nframes - 1;
-				struct sp_frame *nf = realloc(s->frames, (s->nframes + add) * sizeof(*nf));
+				struct sp_frame *nf =
+					realloc(s->frames, (s->nframes + add) * sizeof(*nf));
 
 				if (!nf) {
 					ret = -1;
@@ -781,7 +801,7 @@ int sp_attrib_load(sqlite3 *db, const char *const *skip, struct sp_attrib *a, ch
 {
 	int ret = SP_ERR_INPUT;
 	sqlite3_stmt *st = NULL, *ms = NULL;
-	struct hmap qsi; /* {fp_id, kind_exec, site} -> index in qs */
+	struct hmap qsi;  /* {fp_id, kind_exec, site} -> index in qs */
 	struct hmap offs; /* {pid, pc, module hash} -> offset (loading the frames) */
 	struct sqlite_mods mods = { 0 };
 	size_t it;
@@ -796,10 +816,11 @@ int sp_attrib_load(sqlite3 *db, const char *const *skip, struct sp_attrib *a, ch
 	hmap_init(&a->callers, sizeof(struct ckey), sizeof(struct sp_acaller));
 	hmap_init(&a->exact_q, sizeof(struct qkey), 2 * sizeof(double));
 	hmap_init(&offs, 3 * sizeof(uint64_t), sizeof(uint64_t));
-	if (sqlite3_prepare_v2(db,
-			       "SELECT pid, stack_id, module, function, file, line, inlined, pc FROM frames"
-			       " ORDER BY pid, stack_id, idx",
-			       -1, &st, NULL) != SQLITE_OK)
+	if (sqlite3_prepare_v2(
+		    db,
+		    "SELECT pid, stack_id, module, function, file, line, inlined, pc FROM frames"
+		    " ORDER BY pid, stack_id, idx",
+		    -1, &st, NULL) != SQLITE_OK)
 		goto sqlerr;
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 		struct stkey k = { (uint64_t)sqlite3_column_int64(st, 0),
@@ -833,11 +854,12 @@ int sp_attrib_load(sqlite3 *db, const char *const *skip, struct sp_attrib *a, ch
 		if (!f->py && !strcmp(f->file, "??") && !unknown(f)) {
 			/* where in the module: its bias from the module map (the
 			 * newest generation holding the pc) */
-			if (!ms && sqlite3_prepare_v2(db,
-						      "SELECT bias FROM modules WHERE pid = ?1 AND path = ?2"
-						      " AND lo <= ?3 AND ?3 < hi ORDER BY generation DESC"
-						      " LIMIT 1",
-						      -1, &ms, NULL) != SQLITE_OK)
+			if (!ms && sqlite3_prepare_v2(
+					   db,
+					   "SELECT bias FROM modules WHERE pid = ?1 AND path = ?2"
+					   " AND lo <= ?3 AND ?3 < hi ORDER BY generation DESC"
+					   " LIMIT 1",
+					   -1, &ms, NULL) != SQLITE_OK)
 				ms = NULL;
 			/* one look-up per {pid, pc, module}: a return address
 			 * in libsqlite3 or libc is in every stack */
@@ -911,11 +933,12 @@ int sp_attrib_load(sqlite3 *db, const char *const *skip, struct sp_attrib *a, ch
 
 	if (load_callers(db, a) < 0)
 		goto sqlerr;
-	if (sqlite3_prepare_v2(db,
-			       "SELECT fp_id, kind, pid, stack_id, samples, total_ns,"
-			       " COALESCE(random_samples, 0), COALESCE(random_ns, 0), rows, vm_steps"
-			       " FROM stack_samples",
-			       -1, &st, NULL) != SQLITE_OK)
+	if (sqlite3_prepare_v2(
+		    db,
+		    "SELECT fp_id, kind, pid, stack_id, samples, total_ns,"
+		    " COALESCE(random_samples, 0), COALESCE(random_ns, 0), rows, vm_steps"
+		    " FROM stack_samples",
+		    -1, &st, NULL) != SQLITE_OK)
 		goto sqlerr;
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 		struct stkey k = { (uint64_t)sqlite3_column_int64(st, 2),
@@ -953,7 +976,9 @@ int sp_attrib_load(sqlite3 *db, const char *const *skip, struct sp_attrib *a, ch
 		a->qs[j].sample_vm_steps += (uint64_t)sqlite3_column_int64(st, 9);
 		{
 			struct sp_est_in row = { (uint64_t)sqlite3_column_int64(st, 4),
-						 (uint64_t)sqlite3_column_int64(st, 5), 0, 0,
+						 (uint64_t)sqlite3_column_int64(st, 5),
+						 0,
+						 0,
 						 (uint64_t)sqlite3_column_int64(st, 6),
 						 (uint64_t)sqlite3_column_int64(st, 7) };
 			double ec, en;
@@ -1016,17 +1041,18 @@ void sp_estimate(const struct sp_est_in *part, const struct sp_est_in *all,
 	}
 	out->count = share * (double)tot->count;
 	out->total_ns = tshare * (double)tot->total_ns;
-	out->self_ns = tot->total_ns ? out->total_ns * ((double)tot->self_ns / (double)tot->total_ns)
-				     : 0;
-	out->rows = (all->rows ? (double)part->rows / (double)all->rows : share) * (double)tot->rows;
+	out->self_ns =
+		tot->total_ns ? out->total_ns * ((double)tot->self_ns / (double)tot->total_ns) : 0;
+	out->rows =
+		(all->rows ? (double)part->rows / (double)all->rows : share) * (double)tot->rows;
 	out->vm_steps = (all->vm_steps ? (double)part->vm_steps / (double)all->vm_steps : share) *
 			(double)tot->vm_steps;
 }
 
 static struct sp_est_in qsite_in(const struct sp_qsite *q)
 {
-	return (struct sp_est_in){ q->samples, q->sample_ns, q->sample_rows, q->sample_vm_steps,
-				   q->random_samples, q->random_ns };
+	return (struct sp_est_in){ q->samples,         q->sample_ns,      q->sample_rows,
+				   q->sample_vm_steps, q->random_samples, q->random_ns };
 }
 
 /* Estimates for one query: see sp_estimate. */
@@ -1071,9 +1097,10 @@ void sp_attrib_estimate_qw(struct sp_attrib *a, int64_t fp_id, int kind_exec,
 		sp_estimate(&in, &all, &rest, &e);
 		q->est_count = e.count + q->exact_count * fc;
 		q->est_total_ns = e.total_ns + q->exact_ns * fn;
-		q->est_self_ns = tot->total_ns ? q->est_total_ns * ((double)tot->self_ns /
-								   (double)tot->total_ns)
-					       : 0;
+		q->est_self_ns =
+			tot->total_ns
+				? q->est_total_ns * ((double)tot->self_ns / (double)tot->total_ns)
+				: 0;
 		q->est_rows = e.rows;
 		q->est_vm_steps = e.vm_steps;
 		if (q->site < 0)

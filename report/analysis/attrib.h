@@ -22,8 +22,8 @@
 struct sp_frame {
 	char *module, *function, *file;
 	int line, inlined;
-	int py; /* a Python frame (its pc has SP_PYFRAME_BIT) */
-	uint64_t pc; /* the frames table's pc */
+	int py;          /* a Python frame (its pc has SP_PYFRAME_BIT) */
+	uint64_t pc;     /* the frames table's pc */
 	uint64_t offset; /* a native frame without a source file in a known
 			  * module: its pc's offset in the file (pc - bias),
 			  * what --skip MODULE+0xOFF names; else 0 */
@@ -86,12 +86,12 @@ void sp_est_add(struct sp_est_in *sum, const struct sp_est_in *x);
 struct sp_qsite {
 	int64_t fp_id;
 	int kind_exec;
-	int site;            /* -1: unattributed */
-	int lib_site;        /* the example stack's lib_site (sp_stk), -1: none */
+	int site;     /* -1: unattributed */
+	int lib_site; /* the example stack's lib_site (sp_stk), -1: none */
 	uint64_t samples, sample_ns;
 	uint64_t random_samples, random_ns; /* randomly drawn samples only */
 	uint64_t sample_rows, sample_vm_steps;
-	uint64_t pid, stack_id; /* one example stack */
+	uint64_t pid, stack_id;       /* one example stack */
 	double exact_count, exact_ns; /* the part known from exact per-caller
 				       * counts (sp_attrib_exact_row) */
 	double est_count, est_total_ns;
@@ -100,7 +100,7 @@ struct sp_qsite {
 };
 
 struct sp_attrib {
-	struct hmap stacks;  /* {pid, stack_id} -> struct sp_stk */
+	struct hmap stacks; /* {pid, stack_id} -> struct sp_stk */
 	struct sp_site *sites;
 	size_t nsites, sites_cap;
 	struct sp_qsite *qs;

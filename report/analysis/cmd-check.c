@@ -122,8 +122,12 @@ int cmd_check(int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	static struct sp_winreq wr; /* sp_side_set_window keeps its address */
-	struct sp_check_opts o = { .format = "text", .max_count = 0, .max_vm = 10, .max_time = 10,
-				.min_time_share = 1, .fail_on = SP_CHECK_DEFAULT_FAIL_ON };
+	struct sp_check_opts o = { .format = "text",
+				   .max_count = 0,
+				   .max_vm = 10,
+				   .max_time = 10,
+				   .min_time_share = 1,
+				   .fail_on = SP_CHECK_DEFAULT_FAIL_ON };
 	struct sp_doctor_opts dopt = SP_DOCTOR_DEFAULTS;
 	struct sp_side base, cand;
 	struct sp_findings fb = { 0 }, fc = { 0 };
@@ -138,7 +142,8 @@ int cmd_check(int argc, char **argv)
 		switch (opt) {
 		case 'b':
 			if (o.nbase == SP_CHECK_MAX_PROFILES) {
-				fprintf(stderr, "sqlprof check: at most %d baselines\n", SP_CHECK_MAX_PROFILES);
+				fprintf(stderr, "sqlprof check: at most %d baselines\n",
+					SP_CHECK_MAX_PROFILES);
 				return SP_EXIT_USAGE;
 			}
 			o.base[o.nbase++] = optarg;
@@ -146,20 +151,23 @@ int cmd_check(int argc, char **argv)
 		case 1:
 		case 2:
 		case 3:
-			if (parse_pct(optarg, opt == 1 ? &o.max_count : opt == 2 ? &o.max_vm : &o.max_time) <
-			    0) {
+			if (parse_pct(optarg, opt == 1   ? &o.max_count
+					      : opt == 2 ? &o.max_vm
+							 : &o.max_time) < 0) {
 				/* long-only options: getopt_long set li, the
 				 * option's index (not its value) */
-				fprintf(stderr, "sqlprof check: --%s wants a percentage >= 0 or 'off', not '%s'\n",
+				fprintf(stderr,
+					"sqlprof check: --%s wants a percentage >= 0 or 'off', not '%s'\n",
 					longopts[li].name, optarg);
 				return SP_EXIT_USAGE;
 			}
 			break;
 		case 4:
 			if (parse_rules(optarg, &o.fail_on) < 0) {
-				fprintf(stderr, "sqlprof check: --fail-on: unknown rule in '%s' (new-query,"
-						" plan-change, new-fullscan, n-plus-one, reprepare, temp-btree,"
-						" auto-index, full-scan, all, none)\n",
+				fprintf(stderr,
+					"sqlprof check: --fail-on: unknown rule in '%s' (new-query,"
+					" plan-change, new-fullscan, n-plus-one, reprepare, temp-btree,"
+					" auto-index, full-scan, all, none)\n",
 					optarg);
 				return SP_EXIT_USAGE;
 			}
@@ -167,14 +175,16 @@ int cmd_check(int argc, char **argv)
 		case 5: o.junit = optarg; break;
 		case 6:
 			if (o.nskip == SP_CHECK_MAX_SKIP) {
-				fprintf(stderr, "sqlprof check: at most %d --skip patterns\n", SP_CHECK_MAX_SKIP);
+				fprintf(stderr, "sqlprof check: at most %d --skip patterns\n",
+					SP_CHECK_MAX_SKIP);
 				return SP_EXIT_USAGE;
 			}
 			o.skip[o.nskip++] = optarg;
 			break;
 		case 7:
 			if (sp_parse_double(optarg, 0, 100, &o.min_time_share) < 0) {
-				fprintf(stderr, "sqlprof check: --min-time-share wants a percentage 0..100, not '%s'\n",
+				fprintf(stderr,
+					"sqlprof check: --min-time-share wants a percentage 0..100, not '%s'\n",
 					optarg);
 				return SP_EXIT_USAGE;
 			}
@@ -182,7 +192,11 @@ int cmd_check(int argc, char **argv)
 		case 8:
 		case 9:
 		case 10:
-			if (sp_winreq_set(&wr, opt == 8 ? 's' : opt == 9 ? 'u' : 'l', optarg, "check") < 0)
+			if (sp_winreq_set(&wr,
+					  opt == 8   ? 's'
+					  : opt == 9 ? 'u'
+						     : 'l',
+					  optarg, "check") < 0)
 				return SP_EXIT_USAGE;
 			break;
 		case 'f': o.format = optarg; break;
@@ -192,7 +206,8 @@ int cmd_check(int argc, char **argv)
 		}
 	}
 	if (strcmp(o.format, "text") && strcmp(o.format, "json") && strcmp(o.format, "markdown")) {
-		fprintf(stderr, "sqlprof check: unknown format '%s' (text, json, markdown)\n", o.format);
+		fprintf(stderr, "sqlprof check: unknown format '%s' (text, json, markdown)\n",
+			o.format);
 		return SP_EXIT_USAGE;
 	}
 	if (wr.last && wr.since) {
@@ -243,8 +258,8 @@ int cmd_check(int argc, char **argv)
 	} else { /* text for a terminal: no escape sequences */
 		FILE *real = sp_term_begin(&stdout);
 
-		for (size_t i = 0; !strcmp(o.format, "text") && base.p[0].qs.window.on &&
-				   i < base.np + cand.np;
+		for (size_t i = 0;
+		     !strcmp(o.format, "text") && base.p[0].qs.window.on && i < base.np + cand.np;
 		     i++) {
 			const struct sp_prof *p = i < base.np ? &base.p[i] : &cand.p[i - base.np];
 			char label[64];

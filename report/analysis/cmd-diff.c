@@ -57,16 +57,11 @@ static void usage(FILE *f)
 int cmd_diff(int argc, char **argv)
 {
 	static const struct option longopts[] = {
-		{ "format", required_argument, NULL, 'f' },
-		{ "all", no_argument, NULL, 'a' },
-		{ "top", required_argument, NULL, 'n' },
-		{ "skip", required_argument, NULL, 1 },
-		{ "since", required_argument, NULL, 2 },
-		{ "until", required_argument, NULL, 3 },
-		{ "last", required_argument, NULL, 4 },
-		{ "all-frames", no_argument, NULL, 5 },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
+		{ "format", required_argument, NULL, 'f' }, { "all", no_argument, NULL, 'a' },
+		{ "top", required_argument, NULL, 'n' },    { "skip", required_argument, NULL, 1 },
+		{ "since", required_argument, NULL, 2 },    { "until", required_argument, NULL, 3 },
+		{ "last", required_argument, NULL, 4 },     { "all-frames", no_argument, NULL, 5 },
+		{ "help", no_argument, NULL, 'h' },         { NULL, 0, NULL, 0 },
 	};
 	const char *format = "text", *skip[MAX_SKIP + 1] = { NULL };
 	struct sp_side base, cand;
@@ -85,14 +80,16 @@ int cmd_diff(int argc, char **argv)
 		case 5: sp_attrib_set_all_frames(1); break;
 		case 'n':
 			if (sp_parse_u64(optarg, &top) < 0) {
-				fprintf(stderr, "sqlprof diff: --top wants a non-negative integer, not '%s'\n",
+				fprintf(stderr,
+					"sqlprof diff: --top wants a non-negative integer, not '%s'\n",
 					optarg);
 				return SP_EXIT_USAGE;
 			}
 			break;
 		case 1:
 			if (nskip == MAX_SKIP) {
-				fprintf(stderr, "sqlprof diff: at most %d --skip patterns\n", MAX_SKIP);
+				fprintf(stderr, "sqlprof diff: at most %d --skip patterns\n",
+					MAX_SKIP);
 				return SP_EXIT_USAGE;
 			}
 			skip[nskip++] = optarg;
@@ -100,7 +97,11 @@ int cmd_diff(int argc, char **argv)
 		case 2:
 		case 3:
 		case 4:
-			if (sp_winreq_set(&wr, opt == 2 ? 's' : opt == 3 ? 'u' : 'l', optarg, "diff") < 0)
+			if (sp_winreq_set(&wr,
+					  opt == 2   ? 's'
+					  : opt == 3 ? 'u'
+						     : 'l',
+					  optarg, "diff") < 0)
 				return SP_EXIT_USAGE;
 			break;
 		case 'h': usage(stdout); return SP_EXIT_OK;
@@ -108,7 +109,8 @@ int cmd_diff(int argc, char **argv)
 		}
 	}
 	if (strcmp(format, "text") && strcmp(format, "json") && strcmp(format, "markdown")) {
-		fprintf(stderr, "sqlprof diff: unknown format '%s' (text, json, markdown)\n", format);
+		fprintf(stderr, "sqlprof diff: unknown format '%s' (text, json, markdown)\n",
+			format);
 		return SP_EXIT_USAGE;
 	}
 	if (wr.last && wr.since) {

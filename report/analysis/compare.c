@@ -13,9 +13,10 @@
 #include "util.h"
 
 const char *const sp_metric_names[SP_M_N] = {
-	[SP_M_COUNT] = "count",       [SP_M_ROWS] = "rows",       [SP_M_VM_STEPS] = "vm_steps",
-	[SP_M_FULLSCAN] = "fullscan_steps", [SP_M_SORTS] = "sorts",
-	[SP_M_AUTOINDEX] = "autoindex", [SP_M_PREPARES] = "prepares", [SP_M_ERRORS] = "errors",
+	[SP_M_COUNT] = "count",       [SP_M_ROWS] = "rows",
+	[SP_M_VM_STEPS] = "vm_steps", [SP_M_FULLSCAN] = "fullscan_steps",
+	[SP_M_SORTS] = "sorts",       [SP_M_AUTOINDEX] = "autoindex",
+	[SP_M_PREPARES] = "prepares", [SP_M_ERRORS] = "errors",
 	[SP_M_MAX_RUN] = "max_run",
 };
 
@@ -225,13 +226,20 @@ static int build_agg(struct sp_side *s)
 		struct sp_qrow *a = &s->agg.rows[j];
 		int kx = a->kind == SP_QK_EXEC;
 		static const size_t off[] = {
-			offsetof(struct sp_qrow, count),     offsetof(struct sp_qrow, total_ns),
-			offsetof(struct sp_qrow, self_ns),   offsetof(struct sp_qrow, wall_ns),
-			offsetof(struct sp_qrow, rows),      offsetof(struct sp_qrow, vm_steps),
-			offsetof(struct sp_qrow, fullscan_steps), offsetof(struct sp_qrow, sorts),
-			offsetof(struct sp_qrow, autoindex), offsetof(struct sp_qrow, errors),
-			offsetof(struct sp_qrow, nested),    offsetof(struct sp_qrow, samples),
-			offsetof(struct sp_qrow, prepares),  offsetof(struct sp_qrow, prepare_ns),
+			offsetof(struct sp_qrow, count),
+			offsetof(struct sp_qrow, total_ns),
+			offsetof(struct sp_qrow, self_ns),
+			offsetof(struct sp_qrow, wall_ns),
+			offsetof(struct sp_qrow, rows),
+			offsetof(struct sp_qrow, vm_steps),
+			offsetof(struct sp_qrow, fullscan_steps),
+			offsetof(struct sp_qrow, sorts),
+			offsetof(struct sp_qrow, autoindex),
+			offsetof(struct sp_qrow, errors),
+			offsetof(struct sp_qrow, nested),
+			offsetof(struct sp_qrow, samples),
+			offsetof(struct sp_qrow, prepares),
+			offsetof(struct sp_qrow, prepare_ns),
 			offsetof(struct sp_qrow, runs),
 		};
 		/* not summed over runs: medians as they are */
@@ -246,11 +254,12 @@ static int build_agg(struct sp_side *s)
 			goto nomem_nokeys;
 		for (m = 0; m < sizeof(off) / sizeof(off[0]); m++) {
 			for (i = 0; i < s->np; i++) {
-				const struct sp_qrow *r = find_row(&s->p[i].qidx, &s->p[i].qs, a->fp_id, kx);
+				const struct sp_qrow *r =
+					find_row(&s->p[i].qidx, &s->p[i].qs, a->fp_id, kx);
 
 				v[i] = r ? (double)*(const uint64_t *)((const char *)r + off[m]) /
-						   (double)s->p[i].runs :
-					   0;
+						       (double)s->p[i].runs
+					 : 0;
 			}
 			*(uint64_t *)((char *)a + off[m]) = (uint64_t)llround(sp_median(v, s->np));
 		}
@@ -258,7 +267,8 @@ static int build_agg(struct sp_side *s)
 			size_t nv = 0;
 
 			for (i = 0; i < s->np; i++) {
-				const struct sp_qrow *r = find_row(&s->p[i].qidx, &s->p[i].qs, a->fp_id, kx);
+				const struct sp_qrow *r =
+					find_row(&s->p[i].qidx, &s->p[i].qs, a->fp_id, kx);
 
 				if (r)
 					v[nv++] = (double)*(const uint64_t *)((const char *)r +
@@ -270,7 +280,8 @@ static int build_agg(struct sp_side *s)
 		a->mean_ns = a->count ? (double)a->total_ns / (double)a->count : 0;
 		a->nplans = 0;
 		for (i = 0; i < s->np; i++) {
-			const struct sp_qrow *r = find_row(&s->p[i].qidx, &s->p[i].qs, a->fp_id, kx);
+			const struct sp_qrow *r =
+				find_row(&s->p[i].qidx, &s->p[i].qs, a->fp_id, kx);
 
 			if (r && r->plan && !a->plan) {
 				a->plan = strdup(r->plan);
@@ -331,7 +342,8 @@ static int build_sites(struct sp_side *s)
 		root = sp_path_root_get(&pr);
 		for (j = 0; j < p->at.nqs; j++) {
 			const struct sp_qsite *q = &p->at.qs[j];
-			const struct sp_qrow *r = find_row(&p->qidx, &p->qs, q->fp_id, q->kind_exec);
+			const struct sp_qrow *r =
+				find_row(&p->qidx, &p->qs, q->fp_id, q->kind_exec);
 			const struct sp_site *site = q->site >= 0 ? &p->at.sites[q->site] : NULL;
 			double runs = (double)p->runs * (double)s->np;
 			char key[1024], disp[1024];
@@ -353,7 +365,8 @@ static int build_sites(struct sp_side *s)
 				snprintf(key, sizeof(key), "(unattributed)");
 				snprintf(disp, sizeof(disp), "(unattributed)");
 			}
-			k = (struct skey){ sp_hash_bytes(key, strlen(key)), q->fp_id, q->kind_exec };
+			k = (struct skey){ sp_hash_bytes(key, strlen(key)), q->fp_id,
+					   q->kind_exec };
 			ix = hmap_get(&idx, &k, 1, &created);
 			if (!ix)
 				goto nomem;
@@ -412,8 +425,8 @@ static int load_run_means(struct sp_prof *p)
 			continue; /* not adjacent: a hostile kind spelling; keep the first run */
 		if (SP_GROW(p->rt_means, cap, n + 1, 256) < 0)
 			goto nomem;
-		p->rt_means[n++] = (double)sqlite3_column_int64(st, 3) /
-				   (double)sqlite3_column_int64(st, 2);
+		p->rt_means[n++] =
+			(double)sqlite3_column_int64(st, 3) / (double)sqlite3_column_int64(st, 2);
 		v[1]++;
 	}
 	sqlite3_finalize(st);
@@ -542,7 +555,8 @@ size_t sp_side_time_samples(const struct sp_side *s, int64_t fp_id, enum sp_qkin
 		const struct sp_prof *p = &s->p[i];
 		const struct sp_qrow *r = find_row(&p->qidx, &p->qs, fp_id, kind == SP_QK_EXEC);
 		struct qkey k = { fp_id, kind == SP_QK_EXEC };
-		const size_t *v = p->runs > 1 ? hmap_get((struct hmap *)&p->rt_idx, &k, 0, NULL) : NULL;
+		const size_t *v =
+			p->runs > 1 ? hmap_get((struct hmap *)&p->rt_idx, &k, 0, NULL) : NULL;
 		size_t got = 0;
 
 		if (!r)
@@ -593,12 +607,13 @@ static void plan_compare(struct sp_qdiff *q)
 		if (!sp_plan_access(b.d[i], &ba) || !ba.indexed)
 			continue;
 		for (j = 0; j < c.n; j++)
-			if (sp_plan_access(c.d[j], &ca) && !strcmp(ca.name, ba.name) && ca.full_scan) {
+			if (sp_plan_access(c.d[j], &ca) && !strcmp(ca.name, ba.name) &&
+			    ca.full_scan) {
 				q->flags |= SP_QD_PLAN_WORSE | SP_QD_NEW_FULLSCAN;
 				if (o < sizeof(q->plan_note))
-					o += (size_t)snprintf(q->plan_note + o, sizeof(q->plan_note) - o,
-							      "%s%s -> %s", o ? "; " : "", b.d[i],
-							      c.d[j]);
+					o += (size_t)snprintf(
+						q->plan_note + o, sizeof(q->plan_note) - o,
+						"%s%s -> %s", o ? "; " : "", b.d[i], c.d[j]);
 			}
 	}
 	/* temp B-trees and automatic indexes that were not there */
@@ -622,8 +637,8 @@ static void plan_compare(struct sp_qdiff *q)
 		/* some other change: show the first differing line */
 		for (i = 0; i < b.n && i < c.n && !strcmp(b.d[i], c.d[i]); i++)
 			;
-		snprintf(q->plan_note, sizeof(q->plan_note), "%s -> %s", i < b.n ? b.d[i] : "(none)",
-			 i < c.n ? c.d[i] : "(none)");
+		snprintf(q->plan_note, sizeof(q->plan_note), "%s -> %s",
+			 i < b.n ? b.d[i] : "(none)", i < c.n ? c.d[i] : "(none)");
 	}
 }
 
@@ -730,7 +745,8 @@ static int add_sites(const struct sp_side *base, const struct sp_side *cand, str
 			if (!ix)
 				goto nomem;
 			if (created) {
-				const struct sp_qrow *r = find_row(&s->agg_idx, &s->agg, x->fp_id, (int)k.kind_exec);
+				const struct sp_qrow *r =
+					find_row(&s->agg_idx, &s->agg, x->fp_id, (int)k.kind_exec);
 
 				if (SP_GROW(d->s, cap, d->ns + 1, 64) < 0)
 					goto nomem;
@@ -837,8 +853,10 @@ int sp_diff_build(const struct sp_side *base, const struct sp_side *cand, struct
 				d->n_same++;
 		}
 		/* time */
-		q->nt[0] = q->base ? sp_side_time_samples(base, q->fp_id, q->kind, ta, MAX_TSAMPLES) : 0;
-		q->nt[1] = q->cand ? sp_side_time_samples(cand, q->fp_id, q->kind, tb, MAX_TSAMPLES) : 0;
+		q->nt[0] = q->base ? sp_side_time_samples(base, q->fp_id, q->kind, ta, MAX_TSAMPLES)
+				   : 0;
+		q->nt[1] = q->cand ? sp_side_time_samples(cand, q->fp_id, q->kind, tb, MAX_TSAMPLES)
+				   : 0;
 		q->p_value = 1;
 		if (q->nt[0] >= 3 && q->nt[1] >= 3) {
 			q->time_tested = 1;

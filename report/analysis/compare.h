@@ -36,18 +36,18 @@ void sp_side_set_window(const struct sp_winreq *r);
 struct sp_prof {
 	char *path;
 	sqlite3 *db;
-	uint64_t runs;         /* meta.runs, 1 when absent */
+	uint64_t runs; /* meta.runs, 1 when absent */
 	struct sp_qset qs;
 	struct sp_attrib at;
-	struct hmap qidx;      /* {fp_id, kind_exec} -> index in qs */
-	struct hmap rt_idx;    /* {fp_id, kind_exec} -> {first, n} in rt_means (runs > 1) */
-	double *rt_means;      /* per-run mean db time per execution, by query and run */
+	struct hmap qidx;   /* {fp_id, kind_exec} -> index in qs */
+	struct hmap rt_idx; /* {fp_id, kind_exec} -> {first, n} in rt_means (runs > 1) */
+	double *rt_means;   /* per-run mean db time per execution, by query and run */
 };
 
 /* Per (site, fingerprint) estimates of one side, per run. */
 struct sp_sitestat {
-	char *key;       /* "function\tfile\tmodule base name": matched across sides */
-	char *display;   /* "function (file:line)" */
+	char *key;     /* "function\tfile\tmodule base name": matched across sides */
+	char *display; /* "function (file:line)" */
 	int64_t fp_id;
 	enum sp_qkind kind;
 	double est_count, est_vm_steps, est_rows, samples;
@@ -56,9 +56,9 @@ struct sp_sitestat {
 struct sp_side {
 	struct sp_prof *p;
 	size_t np;
-	uint64_t total_runs;   /* sum of runs over profiles */
-	struct sp_qset agg;    /* per fingerprint: medians over profiles, per run */
-	struct hmap agg_idx;   /* {fp_id, kind_exec} -> index in agg */
+	uint64_t total_runs; /* sum of runs over profiles */
+	struct sp_qset agg;  /* per fingerprint: medians over profiles, per run */
+	struct hmap agg_idx; /* {fp_id, kind_exec} -> index in agg */
 	struct sp_sitestat *sites;
 	size_t nsites;
 };
@@ -110,15 +110,15 @@ struct sp_qdiff {
 	enum sp_qkind kind;
 	const struct sp_qrow *base, *cand; /* NULL when absent; point into the sides' agg */
 	unsigned flags;
-	uint64_t m[2][SP_M_N];             /* [0] base, [1] candidate */
-	char plan_note[512];               /* e.g. "orders: SEARCH ... -> SCAN orders" */
+	uint64_t m[2][SP_M_N]; /* [0] base, [1] candidate */
+	char plan_note[512];   /* e.g. "orders: SEARCH ... -> SCAN orders" */
 	/* time: per-run means of db time per execution */
 	size_t nt[2];
-	double t_median[2];                /* median of the per-run means, ns */
-	double p50[2], p95[2];             /* per-execution percentiles (informational) */
-	double u, p_value;                 /* Mann-Whitney, when both nt >= 3 */
+	double t_median[2];    /* median of the per-run means, ns */
+	double p50[2], p95[2]; /* per-execution percentiles (informational) */
+	double u, p_value;     /* Mann-Whitney, when both nt >= 3 */
 	int time_tested;
-	double impact;                     /* sort key, larger first */
+	double impact; /* sort key, larger first */
 };
 
 /* What changed at one site for one fingerprint (estimates from samples). */
@@ -137,7 +137,8 @@ struct sp_diff {
 	struct sp_sdiff *s;
 	size_t ns;
 	size_t n_new, n_vanished, n_changed, n_plan, n_same;
-	uint64_t differences; /* deterministic metric or plan differences, summed over fingerprints */
+	uint64_t
+		differences; /* deterministic metric or plan differences, summed over fingerprints */
 };
 
 /*

@@ -47,8 +47,8 @@
 #include "util.h"
 
 static const char *const rule_names[SP_RULE_NDOCTOR] = {
-	[SP_RULE_NPLUS1] = "n-plus-one",   [SP_RULE_REPREPARE] = "reprepare",
-	[SP_RULE_FULLSCAN] = "full-scan",  [SP_RULE_TEMPBTREE] = "temp-btree",
+	[SP_RULE_NPLUS1] = "n-plus-one",    [SP_RULE_REPREPARE] = "reprepare",
+	[SP_RULE_FULLSCAN] = "full-scan",   [SP_RULE_TEMPBTREE] = "temp-btree",
 	[SP_RULE_AUTOINDEX] = "auto-index", [SP_RULE_DUPLICATE] = "duplicate",
 };
 
@@ -61,8 +61,7 @@ const char *sp_rule_name(enum sp_rule r)
 
 /* ---- findings ----------------------------------------------------------- */
 
-void sp_doctor_site(const struct sp_attrib *at, int64_t fp_id, int kind_exec, char *buf,
-		    size_t len)
+void sp_doctor_site(const struct sp_attrib *at, int64_t fp_id, int kind_exec, char *buf, size_t len)
 {
 	const struct sp_qsite *best = NULL;
 	size_t j, n = 0;
@@ -149,8 +148,10 @@ static int reads_table(const struct sp_qrow *q)
 struct dcache {
 	sqlite3 *db;
 	int runs_loaded, texts_loaded;
-	struct hmap runs;  /* fp_id of a stmt query -> {first, n} in rl */
-	struct { int64_t min_len, max_len, count; } *rl; /* as stored: signed */
+	struct hmap runs; /* fp_id of a stmt query -> {first, n} in rl */
+	struct {
+		int64_t min_len, max_len, count;
+	} * rl; /* as stored: signed */
 	size_t nrl, caprl;
 	struct hmap texts; /* fp_id -> SQL texts (statements rows) */
 	/* index checks (verify_index) */
@@ -158,7 +159,7 @@ struct dcache {
 	struct hmap fpschema; /* fp_id -> {schema_id, index in ptexts} */
 	char **ptexts;        /* the SQL text planned, per fp_id with a schema */
 	size_t nptexts;
-	sqlite3 *priv;        /* the private database, holding priv_schema's */
+	sqlite3 *priv; /* the private database, holding priv_schema's */
 	int64_t priv_schema;
 	int priv_ok;
 	int dups_loaded;
@@ -237,9 +238,9 @@ static uint64_t distinct_texts(struct dcache *c, int64_t fp_id)
 		sqlite3_stmt *st;
 
 		c->texts_loaded = 1;
-		if (c->db && sqlite3_prepare_v2(c->db,
-						"SELECT fp_id, COUNT(*) FROM statements GROUP BY fp_id",
-						-1, &st, NULL) == SQLITE_OK) {
+		if (c->db && sqlite3_prepare_v2(
+				     c->db, "SELECT fp_id, COUNT(*) FROM statements GROUP BY fp_id",
+				     -1, &st, NULL) == SQLITE_OK) {
 			while (sqlite3_step(st) == SQLITE_ROW) {
 				int64_t fp = sqlite3_column_int64(st, 0);
 				uint64_t *n = hmap_get(&c->texts, &fp, 1, NULL);
@@ -321,7 +322,8 @@ static int schema_stmt_ok(const char *sql)
 		sql++;
 	for (i = 0; i < sizeof(ok) / sizeof(ok[0]); i++)
 		if (!strncasecmp(sql, ok[i], strlen(ok[i])))
-			return !strcasestr(sql, " AS SELECT") || !strncasecmp(sql, "CREATE VIEW ", 12);
+			return !strcasestr(sql, " AS SELECT") ||
+			       !strncasecmp(sql, "CREATE VIEW ", 12);
 	return 0;
 }
 
@@ -342,8 +344,8 @@ static int priv_schema(struct dcache *c, int64_t id)
 	c->priv = NULL;
 	c->priv_schema = id;
 	c->priv_ok = 0;
-	if (sqlite3_prepare_v2(c->db, "SELECT sql FROM schemas WHERE schema_id = ?", -1, &st, NULL) !=
-	    SQLITE_OK)
+	if (sqlite3_prepare_v2(c->db, "SELECT sql FROM schemas WHERE schema_id = ?", -1, &st,
+			       NULL) != SQLITE_OK)
 		return -1;
 	sqlite3_bind_int64(st, 1, id);
 	if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_text(st, 0))
@@ -351,8 +353,8 @@ static int priv_schema(struct dcache *c, int64_t id)
 	sqlite3_finalize(st);
 	if (!text)
 		return -1;
-	if (sqlite3_open_v2(":memory:", &c->priv, SQLITE_OPEN_READWRITE | SQLITE_OPEN_MEMORY, NULL) !=
-	    SQLITE_OK) {
+	if (sqlite3_open_v2(":memory:", &c->priv, SQLITE_OPEN_READWRITE | SQLITE_OPEN_MEMORY,
+			    NULL) != SQLITE_OK) {
 		free(text);
 		return -1;
 	}
@@ -550,24 +552,26 @@ static int hidden_scan(struct dcache *c, const struct sp_qrow *q, const struct s
 	if (!(f = add(out, SP_RULE_FULLSCAN, q, at)))
 		return -1;
 	if (q->plan)
-		snprintf(f->evidence, sizeof(f->evidence),
-			 "plan %s shows no full scan, yet SQLite counted %llu full-scan steps in %llu"
-			 " executions (%.0f rows per execution)",
-			 x.n ? x.lines : "(no table)", (unsigned long long)q->fullscan_steps,
-			 (unsigned long long)q->count, per);
+		snprintf(
+			f->evidence, sizeof(f->evidence),
+			"plan %s shows no full scan, yet SQLite counted %llu full-scan steps in %llu"
+			" executions (%.0f rows per execution)",
+			x.n ? x.lines : "(no table)", (unsigned long long)q->fullscan_steps,
+			(unsigned long long)q->count, per);
 	else
-		snprintf(f->evidence, sizeof(f->evidence),
-			 "no plan (%s); SQLite counted %llu full-scan steps in %llu executions (%.0f rows"
-			 " per execution)",
-			 q->plan_gap ? q->plan_gap : "none was captured",
-			 (unsigned long long)q->fullscan_steps, (unsigned long long)q->count, per);
-	if (x.n == 1 && sp_doctor_suggest_index(q->fingerprint, &x.first, f->suggestion,
-						    sizeof(f->suggestion)))
+		snprintf(
+			f->evidence, sizeof(f->evidence),
+			"no plan (%s); SQLite counted %llu full-scan steps in %llu executions (%.0f rows"
+			" per execution)",
+			q->plan_gap ? q->plan_gap : "none was captured",
+			(unsigned long long)q->fullscan_steps, (unsigned long long)q->count, per);
+	if (x.n == 1 &&
+	    sp_doctor_suggest_index(q->fingerprint, &x.first, f->suggestion, sizeof(f->suggestion)))
 		verify_index(c, q, x.first.name, f->suggestion, sizeof(f->suggestion), 1);
 	else
-		snprintf(f->suggestion, sizeof(f->suggestion),
-			 "no suggestion (%s)", q->plan ? "the plan reads more than one table, or none" :
-			 "without a plan no index can be checked");
+		snprintf(f->suggestion, sizeof(f->suggestion), "no suggestion (%s)",
+			 q->plan ? "the plan reads more than one table, or none"
+				 : "without a plan no index can be checked");
 	return 0;
 }
 
@@ -579,10 +583,11 @@ static const uint64_t *dups_of(struct dcache *c, int64_t fp_id)
 		sqlite3_stmt *st;
 
 		c->dups_loaded = 1;
-		if (c->db && sqlite3_prepare_v2(c->db,
-						"SELECT fp_id, samples, repeats, top FROM duplicates"
-						" WHERE kind = 'stmt'",
-						-1, &st, NULL) == SQLITE_OK) {
+		if (c->db &&
+		    sqlite3_prepare_v2(c->db,
+				       "SELECT fp_id, samples, repeats, top FROM duplicates"
+				       " WHERE kind = 'stmt'",
+				       -1, &st, NULL) == SQLITE_OK) {
 			while (sqlite3_step(st) == SQLITE_ROW) {
 				int64_t fp = sqlite3_column_int64(st, 0);
 				uint64_t *v = hmap_get(&c->dups, &fp, 1, NULL);
@@ -648,11 +653,12 @@ static const struct first_ev *first_of(struct dcache *c, const struct sp_qrow *q
 		sqlite3_stmt *st;
 
 		c->firsts_loaded = 1;
-		if (c->db && sqlite3_prepare_v2(c->db,
-						"SELECT fp_id, kind, pid, tid, start_ns, wall_ns, rows"
-						" FROM events WHERE (flags & 16) != 0 AND parent_seq = 0"
-						" ORDER BY start_ns",
-						-1, &st, NULL) == SQLITE_OK) {
+		if (c->db &&
+		    sqlite3_prepare_v2(c->db,
+				       "SELECT fp_id, kind, pid, tid, start_ns, wall_ns, rows"
+				       " FROM events WHERE (flags & 16) != 0 AND parent_seq = 0"
+				       " ORDER BY start_ns",
+				       -1, &st, NULL) == SQLITE_OK) {
 			while (sqlite3_step(st) == SQLITE_ROW) {
 				const char *kind = (const char *)sqlite3_column_text(st, 1);
 				int64_t key[2] = { sqlite3_column_int64(st, 0),
@@ -722,12 +728,13 @@ static int add_row_loop(const struct sp_qset *qs, const struct sp_qrow *p, const
 			free(outer);
 			return -1;
 		}
-		o = (size_t)snprintf(f->evidence, sizeof(f->evidence),
-				     "%llu executions, one per row of the outer query \"%s\" (%llu rows in"
-				     " %llu execution%s), mean %s",
-				     (unsigned long long)a->count, outer ? outer : "?",
-				     (unsigned long long)p->rows, (unsigned long long)p->count,
-				     p->count == 1 ? "" : "s", sp_fmt_ns(b1, sizeof(b1), a->mean_ns));
+		o = (size_t)snprintf(
+			f->evidence, sizeof(f->evidence),
+			"%llu executions, one per row of the outer query \"%s\" (%llu rows in"
+			" %llu execution%s), mean %s",
+			(unsigned long long)a->count, outer ? outer : "?",
+			(unsigned long long)p->rows, (unsigned long long)p->count,
+			p->count == 1 ? "" : "s", sp_fmt_ns(b1, sizeof(b1), a->mean_ns));
 		if (n > 1 && o < sizeof(f->evidence))
 			o += (size_t)snprintf(f->evidence + o, sizeof(f->evidence) - o,
 					      "; in turn with %zu other quer%s per row:", n - 1,
@@ -741,10 +748,11 @@ static int add_row_loop(const struct sp_qset *qs, const struct sp_qrow *p, const
 						      (unsigned long long)qs->rows[m[j]].count);
 			free(other);
 		}
-		snprintf(f->suggestion, sizeof(f->suggestion),
-			 "fetch what the loop needs with the outer query (a JOIN), or in one query per"
-			 " table (WHERE ... IN (...) over the outer rows), instead of %s per row",
-			 n > 1 ? "these queries" : "one query");
+		snprintf(
+			f->suggestion, sizeof(f->suggestion),
+			"fetch what the loop needs with the outer query (a JOIN), or in one query per"
+			" table (WHERE ... IN (...) over the outer rows), instead of %s per row",
+			n > 1 ? "these queries" : "one query");
 	}
 	free(outer);
 	return 0;
@@ -796,10 +804,12 @@ static int find_row_loops(struct dcache *c, const struct sp_qset *qs, const stru
  * extension; "c" for C and C++, "" when unknown. */
 static const char *site_lang(const char *site)
 {
-	static const struct { const char *ext, *lang; } m[] = {
-		{ ".py", "python" }, { ".rb", "ruby" },  { ".php", "php" }, { ".js", "node" },
-		{ ".ts", "node" },   { ".go", "go" },    { ".c", "c" },     { ".cc", "c" },
-		{ ".cpp", "c" },     { ".cxx", "c" },    { ".h", "c" },     { ".hpp", "c" },
+	static const struct {
+		const char *ext, *lang;
+	} m[] = {
+		{ ".py", "python" }, { ".rb", "ruby" }, { ".php", "php" }, { ".js", "node" },
+		{ ".ts", "node" },   { ".go", "go" },   { ".c", "c" },     { ".cc", "c" },
+		{ ".cpp", "c" },     { ".cxx", "c" },   { ".h", "c" },     { ".hpp", "c" },
 	};
 	const char *p = strstr(site, " ("), *colon;
 
@@ -826,24 +836,29 @@ static void reprepare_advice(struct sp_finding *f, uint64_t texts)
 		snprintf(pre, sizeof(pre), "%llu distinct SQL texts share this fingerprint: ",
 			 (unsigned long long)texts);
 	if (!strcmp(lang, "c"))
-		snprintf(f->suggestion, sizeof(f->suggestion),
-			 "%skeep the prepared statement and reuse it (sqlite3_reset + sqlite3_bind_*"
-			 " instead of finalize + prepare%s), or use a statement cache",
-			 pre, texts > 1 ? "; bind parameters instead of writing values into the SQL" : "");
+		snprintf(
+			f->suggestion, sizeof(f->suggestion),
+			"%skeep the prepared statement and reuse it (sqlite3_reset + sqlite3_bind_*"
+			" instead of finalize + prepare%s), or use a statement cache",
+			pre,
+			texts > 1 ? "; bind parameters instead of writing values into the SQL"
+				  : "");
 	else if (!strcmp(lang, "python"))
-		snprintf(f->suggestion, sizeof(f->suggestion),
-			 "%sPython's sqlite3 reuses a prepared statement from its per-connection cache"
-			 " (cached_statements, 128) only for the same text on the same connection: pass"
-			 " values as parameters (execute(sql, params)), keep one connection per thread"
-			 " instead of one per request (a new one prepares everything again and reloads"
-			 " the schema), and raise cached_statements if more statements run",
-			 pre);
+		snprintf(
+			f->suggestion, sizeof(f->suggestion),
+			"%sPython's sqlite3 reuses a prepared statement from its per-connection cache"
+			" (cached_statements, 128) only for the same text on the same connection: pass"
+			" values as parameters (execute(sql, params)), keep one connection per thread"
+			" instead of one per request (a new one prepares everything again and reloads"
+			" the schema), and raise cached_statements if more statements run",
+			pre);
 	else
-		snprintf(f->suggestion, sizeof(f->suggestion),
-			 "%skeep the prepared statement (the driver's statement cache, or a prepared"
-			 " statement object kept between calls), pass values as parameters, and keep"
-			 " the connection open instead of opening one per request",
-			 pre);
+		snprintf(
+			f->suggestion, sizeof(f->suggestion),
+			"%skeep the prepared statement (the driver's statement cache, or a prepared"
+			" statement object kept between calls), pass values as parameters, and keep"
+			" the connection open instead of opening one per request",
+			pre);
 }
 
 static void dcache_free(struct dcache *c)
@@ -885,30 +900,34 @@ int sp_doctor_find(sqlite3 *db, const struct sp_qset *qs, const struct sp_attrib
 		if (!q->count || q->fp_id == 0 || sp_sqlite_own(q))
 			continue; /* SQLite's own statements: nothing the program can change */
 		/* N+1 */
-		if (stmt && q->max_run >= o->nplus1_min_run && is_select(q->fingerprint) && reads_table(q)) {
+		if (stmt && q->max_run >= o->nplus1_min_run && is_select(q->fingerprint) &&
+		    reads_table(q)) {
 			int exact;
 			uint64_t nr = runs_at_least(&dc, q->fp_id, o->nplus1_min_run, &exact);
 
 			if (!(f = add(out, SP_RULE_NPLUS1, q, at)))
 				goto nomem;
 			if (nr)
-				snprintf(f->evidence, sizeof(f->evidence),
-					 "%llu consecutive executions on one thread at most; %s%llu run%s"
-					 " of >= %llu; %llu executions in all, mean %s",
-					 (unsigned long long)q->max_run, exact ? "" : "about ",
-					 (unsigned long long)nr, nr == 1 ? "" : "s",
-					 (unsigned long long)o->nplus1_min_run,
-					 (unsigned long long)q->count,
-					 sp_fmt_ns(b1, sizeof(b1), q->mean_ns));
+				snprintf(
+					f->evidence, sizeof(f->evidence),
+					"%llu consecutive executions on one thread at most; %s%llu run%s"
+					" of >= %llu; %llu executions in all, mean %s",
+					(unsigned long long)q->max_run, exact ? "" : "about ",
+					(unsigned long long)nr, nr == 1 ? "" : "s",
+					(unsigned long long)o->nplus1_min_run,
+					(unsigned long long)q->count,
+					sp_fmt_ns(b1, sizeof(b1), q->mean_ns));
 			else
 				snprintf(f->evidence, sizeof(f->evidence),
 					 "%llu consecutive executions on one thread at most;"
 					 " %llu executions in all, mean %s",
-					 (unsigned long long)q->max_run, (unsigned long long)q->count,
+					 (unsigned long long)q->max_run,
+					 (unsigned long long)q->count,
 					 sp_fmt_ns(b1, sizeof(b1), q->mean_ns));
-			snprintf(f->suggestion, sizeof(f->suggestion),
-				 "fetch the rows in one query (a JOIN, or WHERE ... IN (...)) instead of"
-				 " one query per row of the caller's loop");
+			snprintf(
+				f->suggestion, sizeof(f->suggestion),
+				"fetch the rows in one query (a JOIN, or WHERE ... IN (...)) instead of"
+				" one query per row of the caller's loop");
 		}
 		/* re-prepare churn */
 		if (stmt && q->count >= o->reprepare_min_execs &&
@@ -941,9 +960,10 @@ int sp_doctor_find(sqlite3 *db, const struct sp_qset *qs, const struct sp_attrib
 					 (unsigned long long)d[1], (unsigned long long)d[0],
 					 (unsigned long long)d[2], share * (double)q->count,
 					 (unsigned long long)q->count);
-				snprintf(f->suggestion, sizeof(f->suggestion),
-					 "the same query with the same values: keep its result (run it"
-					 " once before the loop, or cache it) instead of asking again");
+				snprintf(
+					f->suggestion, sizeof(f->suggestion),
+					"the same query with the same values: keep its result (run it"
+					" once before the loop, or cache it) instead of asking again");
 			}
 		}
 		if (hidden_scan(&dc, q, at, o, out) < 0)
@@ -955,8 +975,8 @@ int sp_doctor_find(sqlite3 *db, const struct sp_qset *qs, const struct sp_attrib
 		if (q->plan)
 			sp_plan_foreach(q->plan, scan_cb, &sc);
 		/* full scans of big tables */
-		if (sc.nscan && (double)q->fullscan_steps / (double)q->count >=
-					(double)o->fullscan_min_rows) {
+		if (sc.nscan &&
+		    (double)q->fullscan_steps / (double)q->count >= (double)o->fullscan_min_rows) {
 			if (!(f = add(out, SP_RULE_FULLSCAN, q, at)))
 				goto nomem;
 			snprintf(f->evidence, sizeof(f->evidence),
@@ -978,8 +998,9 @@ int sp_doctor_find(sqlite3 *db, const struct sp_qset *qs, const struct sp_attrib
 			snprintf(f->evidence, sizeof(f->evidence),
 				 "plan \"%s\"; %llu sorts in %llu executions, %llu rows returned,"
 				 " %llu full-scan steps",
-				 sc.temp, (unsigned long long)q->sorts, (unsigned long long)q->count,
-				 (unsigned long long)q->rows, (unsigned long long)q->fullscan_steps);
+				 sc.temp, (unsigned long long)q->sorts,
+				 (unsigned long long)q->count, (unsigned long long)q->rows,
+				 (unsigned long long)q->fullscan_steps);
 			/* the table read: the first scanned or searched one */
 			memset(&a, 0, sizeof(a));
 			if (sc.nscan)
@@ -1000,22 +1021,26 @@ int sp_doctor_find(sqlite3 *db, const struct sp_qset *qs, const struct sp_attrib
 			if (!(f = add(out, SP_RULE_AUTOINDEX, q, at)))
 				goto nomem;
 			if (sc.nauto)
-				snprintf(f->evidence, sizeof(f->evidence),
-					 "plan %s; %llu rows inserted into automatic indexes in %llu"
-					 " executions",
-					 sc.autos, (unsigned long long)q->autoindex,
-					 (unsigned long long)q->count);
+				snprintf(
+					f->evidence, sizeof(f->evidence),
+					"plan %s; %llu rows inserted into automatic indexes in %llu"
+					" executions",
+					sc.autos, (unsigned long long)q->autoindex,
+					(unsigned long long)q->count);
 			else
-				snprintf(f->evidence, sizeof(f->evidence),
-					 "%llu rows inserted into automatic indexes in %llu executions",
-					 (unsigned long long)q->autoindex, (unsigned long long)q->count);
+				snprintf(
+					f->evidence, sizeof(f->evidence),
+					"%llu rows inserted into automatic indexes in %llu executions",
+					(unsigned long long)q->autoindex,
+					(unsigned long long)q->count);
 			if (sc.nauto)
 				suggest(&dc, q, &sc.first_auto, f->suggestion,
 					sizeof(f->suggestion));
 			else
-				snprintf(f->suggestion, sizeof(f->suggestion),
-					 "no suggestion (no plan captured; SQLite builds this index on"
-					 " every execution: create a permanent one on the join column)");
+				snprintf(
+					f->suggestion, sizeof(f->suggestion),
+					"no suggestion (no plan captured; SQLite builds this index on"
+					" every execution: create a permanent one on the join column)");
 		}
 	}
 	if (find_row_loops(&dc, qs, at, o, out) < 0)

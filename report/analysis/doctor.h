@@ -23,36 +23,38 @@
 #include "query.h"
 
 enum sp_rule {
-	SP_RULE_NPLUS1,     /* "n-plus-one" */
-	SP_RULE_REPREPARE,  /* "reprepare" */
-	SP_RULE_FULLSCAN,   /* "full-scan" */
-	SP_RULE_TEMPBTREE,  /* "temp-btree" */
-	SP_RULE_AUTOINDEX,  /* "auto-index" */
-	SP_RULE_DUPLICATE,  /* "duplicate": the same SQL with the same values */
+	SP_RULE_NPLUS1,    /* "n-plus-one" */
+	SP_RULE_REPREPARE, /* "reprepare" */
+	SP_RULE_FULLSCAN,  /* "full-scan" */
+	SP_RULE_TEMPBTREE, /* "temp-btree" */
+	SP_RULE_AUTOINDEX, /* "auto-index" */
+	SP_RULE_DUPLICATE, /* "duplicate": the same SQL with the same values */
 	SP_RULE_NDOCTOR,
 };
 
 /* Thresholds; SP_DOCTOR_DEFAULTS is what report and check use. */
 struct sp_doctor_opts {
-	uint64_t nplus1_min_run;     /* K: consecutive executions (10) */
-	uint64_t reprepare_min_execs; /* executions before churn matters (10) */
-	double reprepare_ratio;      /* prepares >= ratio * executions (0.9) */
-	uint64_t fullscan_min_rows;  /* full-scan steps per execution (1000) */
+	uint64_t nplus1_min_run;        /* K: consecutive executions (10) */
+	uint64_t reprepare_min_execs;   /* executions before churn matters (10) */
+	double reprepare_ratio;         /* prepares >= ratio * executions (0.9) */
+	uint64_t fullscan_min_rows;     /* full-scan steps per execution (1000) */
 	uint64_t duplicate_min_samples; /* drawn executions with their values (10) */
-	double duplicate_min_share;  /* of them, repeating earlier values (0.5) */
+	double duplicate_min_share;     /* of them, repeating earlier values (0.5) */
 };
-#define SP_DOCTOR_DEFAULTS                                                                          \
-	((struct sp_doctor_opts){ .nplus1_min_run = 10,                                              \
-				  .reprepare_min_execs = 10, .reprepare_ratio = 0.9,                \
-				  .fullscan_min_rows = 1000,                               \
-				  .duplicate_min_samples = 10, .duplicate_min_share = 0.5 })
+#define SP_DOCTOR_DEFAULTS                                     \
+	((struct sp_doctor_opts){ .nplus1_min_run = 10,        \
+				  .reprepare_min_execs = 10,   \
+				  .reprepare_ratio = 0.9,      \
+				  .fullscan_min_rows = 1000,   \
+				  .duplicate_min_samples = 10, \
+				  .duplicate_min_share = 0.5 })
 
 struct sp_finding {
 	enum sp_rule rule;
-	const struct sp_qrow *q;  /* the query (points into the caller's set) */
-	char site[512];           /* "function (file:line)", or why there is none */
-	char evidence[512];       /* the numbers */
-	char suggestion[512];     /* what to do; "no suggestion" when none derivable */
+	const struct sp_qrow *q; /* the query (points into the caller's set) */
+	char site[512];          /* "function (file:line)", or why there is none */
+	char evidence[512];      /* the numbers */
+	char suggestion[512];    /* what to do; "no suggestion" when none derivable */
 };
 
 struct sp_findings {

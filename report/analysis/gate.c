@@ -12,11 +12,12 @@
 #include "util.h"
 
 const char *const sp_check_rule_names[SP_CHK_N] = {
-	[SP_CHK_NEW_QUERY] = "new-query",   [SP_CHK_PLAN_CHANGE] = "plan-change", [SP_CHK_NEW_FULLSCAN] = "new-fullscan",
-	[SP_CHK_NPLUS1] = "n-plus-one",     [SP_CHK_REPREPARE] = "reprepare",     [SP_CHK_TEMPBTREE] = "temp-btree",
-	[SP_CHK_AUTOINDEX] = "auto-index",  [SP_CHK_FULLSCAN] = "full-scan",      [SP_CHK_DUPLICATE] = "duplicate",
-	[SP_CHK_COUNT] = "count-increase",
-	[SP_CHK_VM] = "vm-steps-increase",  [SP_CHK_TIME] = "time-increase",
+	[SP_CHK_NEW_QUERY] = "new-query",       [SP_CHK_PLAN_CHANGE] = "plan-change",
+	[SP_CHK_NEW_FULLSCAN] = "new-fullscan", [SP_CHK_NPLUS1] = "n-plus-one",
+	[SP_CHK_REPREPARE] = "reprepare",       [SP_CHK_TEMPBTREE] = "temp-btree",
+	[SP_CHK_AUTOINDEX] = "auto-index",      [SP_CHK_FULLSCAN] = "full-scan",
+	[SP_CHK_DUPLICATE] = "duplicate",       [SP_CHK_COUNT] = "count-increase",
+	[SP_CHK_VM] = "vm-steps-increase",      [SP_CHK_TIME] = "time-increase",
 };
 
 /* the doctor rule behind each --fail-on name, -1 if none */
@@ -34,7 +35,7 @@ static int doctor_rule(int r)
 }
 
 static struct sp_regression *add(struct sp_check_result *res, const struct sp_qdiff *q, int rule,
-			      const struct sp_side *base, const struct sp_side *cand)
+				 const struct sp_side *base, const struct sp_side *cand)
 {
 	struct sp_regression *g;
 	const struct sp_side *s = q->cand ? cand : base;
@@ -85,8 +86,9 @@ static int kw(const char *s, const char *k)
  * COMMIT, END, ROLLBACK, SAVEPOINT, RELEASE. */
 int sp_check_schema_stmt(const char *fp)
 {
-	static const char *const k[] = { "CREATE", "DROP",   "ALTER",    "ANALYZE",   "REINDEX", "BEGIN",
-					 "COMMIT", "END",    "ROLLBACK", "SAVEPOINT", "RELEASE" };
+	static const char *const k[] = { "CREATE",   "DROP",      "ALTER",  "ANALYZE",
+					 "REINDEX",  "BEGIN",     "COMMIT", "END",
+					 "ROLLBACK", "SAVEPOINT", "RELEASE" };
 
 	while (*fp == ' ')
 		fp++;
@@ -197,7 +199,8 @@ static size_t new_indexes(const struct sp_diff *d, struct new_index *ix, size_t 
 		const struct sp_qdiff *q = &d->q[i];
 
 		if (!(q->flags & SP_QD_NEW) || q->kind != SP_QK_STMT ||
-		    !create_index(q->cand->fingerprint, ix[n].name, ix[n].table, sizeof(ix[n].name)))
+		    !create_index(q->cand->fingerprint, ix[n].name, ix[n].table,
+				  sizeof(ix[n].name)))
 			continue;
 		snprintf(ix[n].sql, sizeof(ix[n].sql), "%s", q->cand->fingerprint);
 		n++;
@@ -214,14 +217,16 @@ static int exec_known(const char *fp, const struct sp_side *base)
 	char *t = strdup(fp), *part, *save = NULL;
 	int ok = t != NULL;
 
-	for (part = t ? strtok_r(t, ";", &save) : NULL; part && ok; part = strtok_r(NULL, ";", &save)) {
+	for (part = t ? strtok_r(t, ";", &save) : NULL; part && ok;
+	     part = strtok_r(NULL, ";", &save)) {
 		size_t j;
 
 		while (*part == ' ')
 			part++;
 		if (!*part || sp_check_schema_stmt(part))
 			continue;
-		for (j = 0; base && j < base->agg.n && strcmp(base->agg.rows[j].fingerprint, part); j++)
+		for (j = 0; base && j < base->agg.n && strcmp(base->agg.rows[j].fingerprint, part);
+		     j++)
 			;
 		ok = base && j < base->agg.n;
 	}
@@ -229,7 +234,8 @@ static int exec_known(const char *fp, const struct sp_side *base)
 	return ok;
 }
 
-static struct sp_check_note *note(struct sp_check_result *res, const struct sp_qdiff *q, int improved)
+static struct sp_check_note *note(struct sp_check_result *res, const struct sp_qdiff *q,
+				  int improved)
 {
 	struct sp_check_note *n;
 
@@ -254,13 +260,16 @@ static int set_aside(const struct sp_side *base, const struct sp_qdiff *q,
 
 	if (sp_sqlite_own(r))
 		why = "SQLite's own work (a schema load, or a statement without SQL text): not judged";
-	else if ((q->flags & SP_QD_NEW) && q->kind == SP_QK_EXEC && exec_known(r->fingerprint, NULL))
+	else if ((q->flags & SP_QD_NEW) && q->kind == SP_QK_EXEC &&
+		 exec_known(r->fingerprint, NULL))
 		why = "schema or transaction statements, not queries of the workload: their effect"
 		      " is judged on the queries";
-	else if ((q->flags & SP_QD_NEW) && q->kind == SP_QK_EXEC && exec_known(r->fingerprint, base))
+	else if ((q->flags & SP_QD_NEW) && q->kind == SP_QK_EXEC &&
+		 exec_known(r->fingerprint, base))
 		why = "the text of this sqlite3_exec changed; each of its statements ran in the"
 		      " baseline or changes the schema, and is judged on its own";
-	else if ((q->flags & SP_QD_NEW) && q->kind == SP_QK_STMT && sp_check_schema_stmt(r->fingerprint))
+	else if ((q->flags & SP_QD_NEW) && q->kind == SP_QK_STMT &&
+		 sp_check_schema_stmt(r->fingerprint))
 		why = "a schema or transaction statement, not a query of the workload: its effect is"
 		      " judged on the queries";
 	else
@@ -295,15 +304,15 @@ static int index_cost(const struct sp_qdiff *q, const struct new_index *ix, size
 			     "VM steps %llu -> %llu per run (%+.0f%%): the cost of maintaining ",
 			     (unsigned long long)q->m[0][SP_M_VM_STEPS],
 			     (unsigned long long)q->m[1][SP_M_VM_STEPS],
-			     ((double)q->m[1][SP_M_VM_STEPS] - (double)q->m[0][SP_M_VM_STEPS]) * 100 /
-				     (double)q->m[0][SP_M_VM_STEPS]);
+			     ((double)q->m[1][SP_M_VM_STEPS] - (double)q->m[0][SP_M_VM_STEPS]) *
+				     100 / (double)q->m[0][SP_M_VM_STEPS]);
 	for (i = 0; i < nix && o < sizeof(n->detail); i++)
 		if (!strcmp(ix[i].table, t))
-			o += (size_t)snprintf(n->detail + o, sizeof(n->detail) - o, "%s%s", o > 80 ? ", " : "",
-					      ix[i].sql);
+			o += (size_t)snprintf(n->detail + o, sizeof(n->detail) - o, "%s%s",
+					      o > 80 ? ", " : "", ix[i].sql);
 	if (o < sizeof(n->detail))
-		snprintf(n->detail + o, sizeof(n->detail) - o, " (new in the candidate) on writes to %s",
-			 t);
+		snprintf(n->detail + o, sizeof(n->detail) - o,
+			 " (new in the candidate) on writes to %s", t);
 	return 1;
 }
 
@@ -353,10 +362,11 @@ static int loop_was_there(const struct sp_qdiff *q, const struct sp_finding *f, 
 		return 0;
 	if (!(n = note(res, q, 0)))
 		return -1;
-	snprintf(n->detail, sizeof(n->detail),
-		 "n-plus-one: the baseline ran this loop too (%llu consecutive executions), not new;"
-		 " %s",
-		 (unsigned long long)q->base->max_run, f->evidence);
+	snprintf(
+		n->detail, sizeof(n->detail),
+		"n-plus-one: the baseline ran this loop too (%llu consecutive executions), not new;"
+		" %s",
+		(unsigned long long)q->base->max_run, f->evidence);
 	return 1;
 }
 
@@ -373,9 +383,10 @@ static int pct_over(uint64_t a, uint64_t b, double pct)
 }
 
 /* Apply thresholds and rules. Returns 0, or -1 on ENOMEM. */
-int sp_check_judge(const struct sp_check_opts *o, const struct sp_side *base, const struct sp_side *cand,
-		 const struct sp_diff *d, const struct sp_findings *fb, const struct sp_findings *fc,
-		 struct sp_check_result *res)
+int sp_check_judge(const struct sp_check_opts *o, const struct sp_side *base,
+		   const struct sp_side *cand, const struct sp_diff *d,
+		   const struct sp_findings *fb, const struct sp_findings *fc,
+		   struct sp_check_result *res)
 {
 	struct sp_regression *g;
 	size_t i;
@@ -407,10 +418,11 @@ int sp_check_judge(const struct sp_check_opts *o, const struct sp_side *base, co
 		if ((q->flags & SP_QD_NEW) && (o->fail_on & (1u << SP_CHK_NEW_QUERY))) {
 			if (!(g = add(res, q, SP_CHK_NEW_QUERY, base, cand)))
 				return -1;
-			snprintf(g->detail, sizeof(g->detail),
-				 "query not in the baseline: %llu executions, %llu VM steps per run",
-				 (unsigned long long)q->m[1][SP_M_COUNT],
-				 (unsigned long long)q->m[1][SP_M_VM_STEPS]);
+			snprintf(
+				g->detail, sizeof(g->detail),
+				"query not in the baseline: %llu executions, %llu VM steps per run",
+				(unsigned long long)q->m[1][SP_M_COUNT],
+				(unsigned long long)q->m[1][SP_M_VM_STEPS]);
 		}
 		if ((q->flags & SP_QD_PLAN_WORSE) && (o->fail_on & (1u << SP_CHK_PLAN_CHANGE))) {
 			if (!(g = add(res, q, SP_CHK_PLAN_CHANGE, base, cand)))
@@ -459,7 +471,8 @@ int sp_check_judge(const struct sp_check_opts *o, const struct sp_side *base, co
 					 (double)q->m[0][SP_M_COUNT],
 				 o->max_count);
 		}
-		if (q->base && pct_over(q->m[0][SP_M_VM_STEPS], q->m[1][SP_M_VM_STEPS], o->max_vm) &&
+		if (q->base &&
+		    pct_over(q->m[0][SP_M_VM_STEPS], q->m[1][SP_M_VM_STEPS], o->max_vm) &&
 		    (r = index_cost(q, ix, nix, res)) != 1) {
 			if (r < 0 || !(g = add(res, q, SP_CHK_VM, base, cand)))
 				return -1;
@@ -482,8 +495,8 @@ int sp_check_judge(const struct sp_check_opts *o, const struct sp_side *base, co
 				 " Mann-Whitney p = %.3g < %.2f over %zu vs %zu runs",
 				 sp_fmt_ns(x, sizeof(x), q->t_median[0]),
 				 sp_fmt_ns(y, sizeof(y), q->t_median[1]),
-				 (q->t_median[1] - q->t_median[0]) * 100 / q->t_median[0], o->max_time,
-				 q->p_value, SP_CHECK_ALPHA, q->nt[0], q->nt[1]);
+				 (q->t_median[1] - q->t_median[0]) * 100 / q->t_median[0],
+				 o->max_time, q->p_value, SP_CHECK_ALPHA, q->nt[0], q->nt[1]);
 		}
 		if (res->n > before)
 			res->nfailing++;

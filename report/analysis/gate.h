@@ -62,9 +62,9 @@ enum {
 };
 
 /* the rules that fail a build unless --fail-on says otherwise */
-#define SP_CHECK_DEFAULT_FAIL_ON                                                                   \
-	((1u << SP_CHK_NEW_QUERY) | (1u << SP_CHK_PLAN_CHANGE) | (1u << SP_CHK_NEW_FULLSCAN) |     \
-	 (1u << SP_CHK_NPLUS1) | (1u << SP_CHK_REPREPARE) | (1u << SP_CHK_TEMPBTREE) |             \
+#define SP_CHECK_DEFAULT_FAIL_ON                                                               \
+	((1u << SP_CHK_NEW_QUERY) | (1u << SP_CHK_PLAN_CHANGE) | (1u << SP_CHK_NEW_FULLSCAN) | \
+	 (1u << SP_CHK_NPLUS1) | (1u << SP_CHK_REPREPARE) | (1u << SP_CHK_TEMPBTREE) |         \
 	 (1u << SP_CHK_AUTOINDEX))
 
 /* What the gate is told (cmd-check.c parses it). */
@@ -104,8 +104,8 @@ struct sp_check_result {
 	size_t n, cap;
 	struct sp_check_note *notes;
 	size_t nnotes, capnotes;
-	size_t nfailing;   /* fingerprints with at least one regression */
-	size_t timed;      /* fingerprints whose time was tested */
+	size_t nfailing; /* fingerprints with at least one regression */
+	size_t timed;    /* fingerprints whose time was tested */
 };
 
 extern const char *const sp_check_rule_names[SP_CHK_N];
@@ -113,14 +113,14 @@ extern const char *const sp_check_rule_names[SP_CHK_N];
 /* Judge cand against base: every regression and note into res (res->r
  * and res->notes malloc'd: free them, or sp_check_result_free). Returns 0, or -1 on ENOMEM. */
 int sp_check_judge(const struct sp_check_opts *o, const struct sp_side *base,
-		   const struct sp_side *cand, const struct sp_diff *d, const struct sp_findings *fb,
-		   const struct sp_findings *fc, struct sp_check_result *res);
+		   const struct sp_side *cand, const struct sp_diff *d,
+		   const struct sp_findings *fb, const struct sp_findings *fc,
+		   struct sp_check_result *res);
 
 void sp_check_result_free(struct sp_check_result *res);
 
 /* 1 for a schema or transaction statement (CREATE, DROP, ALTER, ANALYZE,
  * REINDEX, BEGIN, COMMIT, END, ROLLBACK, SAVEPOINT, RELEASE). */
 int sp_check_schema_stmt(const char *fingerprint);
-
 
 #endif

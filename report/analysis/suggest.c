@@ -59,20 +59,12 @@ static size_t tokenize(const char *s, struct tok *t, size_t max)
 			type = upper && letters ? T_KEY : T_WORD;
 			break;
 		}
-		case SP_SQL_QIDENT:
-			type = T_WORD;
-			break;
-		case SP_SQL_PARAM:
-			type = T_PARAM;
-			break;
+		case SP_SQL_QIDENT: type = T_WORD; break;
+		case SP_SQL_PARAM: type = T_PARAM; break;
 		case SP_SQL_NUMBER:
 		case SP_SQL_STRING:
-		case SP_SQL_BLOB:
-			type = T_OTHER;
-			break;
-		default:
-			type = T_PUNCT;
-			break;
+		case SP_SQL_BLOB: type = T_OTHER; break;
+		default: type = T_PUNCT; break;
 		}
 		if (k.kind == SP_SQL_RPAREN)
 			depth--;
@@ -111,7 +103,8 @@ static void resolve_alias(const struct tok *t, size_t n, const char *name, char 
 	for (i = 0; i + 1 < n; i++) {
 		size_t j = i + 1;
 
-		if (!(is(&t[i], "FROM") || is(&t[i], "JOIN") || is(&t[i], ",")) || t[j].type != T_WORD)
+		if (!(is(&t[i], "FROM") || is(&t[i], "JOIN") || is(&t[i], ",")) ||
+		    t[j].type != T_WORD)
 			continue;
 		while (j + 2 < n && is(&t[j + 1], ".") && t[j + 2].type == T_WORD)
 			j += 2; /* schema.table */
@@ -264,9 +257,8 @@ int sp_doctor_suggest_index(const char *fingerprint, const struct sp_plan_access
 		goto none;
 	/* one table: SELECT ... FROM t [AS a] / UPDATE t / DELETE FROM t */
 	for (i = 0; i < n; i++) {
-		if (t[i].depth == 0 &&
-		    (is(&t[i], "UNION") || is(&t[i], "EXCEPT") || is(&t[i], "INTERSECT") ||
-		     is(&t[i], "JOIN")))
+		if (t[i].depth == 0 && (is(&t[i], "UNION") || is(&t[i], "EXCEPT") ||
+					is(&t[i], "INTERSECT") || is(&t[i], "JOIN")))
 			goto none;
 		if (!found_from && t[i].depth == 0 &&
 		    (is(&t[i], "FROM") || (i == 0 && is(&t[i], "UPDATE")))) {
@@ -277,9 +269,9 @@ int sp_doctor_suggest_index(const char *fingerprint, const struct sp_plan_access
 	if (is(&t[0], "WITH") || !found_from)
 		goto none;
 	if (is(&t[0], "UPDATE"))
-		while (from < n && (is(&t[from], "OR") || is(&t[from], "ROLLBACK") ||
-				    is(&t[from], "ABORT") || is(&t[from], "REPLACE") ||
-				    is(&t[from], "FAIL") || is(&t[from], "IGNORE")))
+		while (from < n &&
+		       (is(&t[from], "OR") || is(&t[from], "ROLLBACK") || is(&t[from], "ABORT") ||
+			is(&t[from], "REPLACE") || is(&t[from], "FAIL") || is(&t[from], "IGNORE")))
 			from++;
 	if (from >= n || t[from].type != T_WORD)
 		goto none;
@@ -292,8 +284,9 @@ int sp_doctor_suggest_index(const char *fingerprint, const struct sp_plan_access
 		after++;
 	if (after < n && t[after].type == T_WORD)
 		tokcpy(alias, sizeof(alias), &t[after++]);
-	while (after < n && (is(&t[after], "INDEXED") || is(&t[after], "NOT") || is(&t[after], "BY") ||
-			     (t[after].type == T_WORD && is(&t[after - 1], "BY"))))
+	while (after < n &&
+	       (is(&t[after], "INDEXED") || is(&t[after], "NOT") || is(&t[after], "BY") ||
+		(t[after].type == T_WORD && is(&t[after - 1], "BY"))))
 		after++;
 	if (after < n && (is(&t[after], ",") || is(&t[after], "(")))
 		goto none;
@@ -310,10 +303,10 @@ int sp_doctor_suggest_index(const char *fingerprint, const struct sp_plan_access
 				long k;
 
 				while (e < n && !(t[e].depth == 0 &&
-						  ((is(&t[e], "AND") && !between) || is(&t[e], "GROUP") ||
-						   is(&t[e], "ORDER") || is(&t[e], "LIMIT") ||
-						   is(&t[e], "RETURNING") || is(&t[e], "WINDOW") ||
-						   is(&t[e], ";")))) {
+						  ((is(&t[e], "AND") && !between) ||
+						   is(&t[e], "GROUP") || is(&t[e], "ORDER") ||
+						   is(&t[e], "LIMIT") || is(&t[e], "RETURNING") ||
+						   is(&t[e], "WINDOW") || is(&t[e], ";")))) {
 					if (t[e].depth == 0 && is(&t[e], "OR")) {
 						/* a disjunction: no single index */
 						eq.n = range.n = 0;
@@ -338,12 +331,15 @@ int sp_doctor_suggest_index(const char *fingerprint, const struct sp_plan_access
 					else if (is(op, "IN") && is(&t[k + 2], "("))
 						cols_add(&eq, &t[k]);
 					else if ((is(op, "<") || is(op, "<=") || is(op, ">") ||
-						  is(op, ">=")) && value)
+						  is(op, ">=")) &&
+						 value)
 						cols_add(&range, &t[k]);
 					else if (is(op, "BETWEEN"))
 						cols_add(&range, &t[k]);
-				} else if (c + 2 < e && t[c].type == T_PARAM && is(&t[c + 1], "=") &&
-					   (k = colref(t, e, c + 2, table, alias)) >= 0 && (size_t)k + 1 == e) {
+				} else if (c + 2 < e && t[c].type == T_PARAM &&
+					   is(&t[c + 1], "=") &&
+					   (k = colref(t, e, c + 2, table, alias)) >= 0 &&
+					   (size_t)k + 1 == e) {
 					cols_add(&eq, &t[k]);
 				}
 				if (e >= n || !is(&t[e], "AND"))
@@ -379,7 +375,7 @@ order:
 		return 1;
 	}
 none:
-	snprintf(buf, len, "no suggestion (not a single-table query with simple WHERE/ORDER BY columns)");
+	snprintf(buf, len,
+		 "no suggestion (not a single-table query with simple WHERE/ORDER BY columns)");
 	return 0;
 }
-

@@ -77,50 +77,52 @@ static void usage(FILE *f)
 {
 	size_t i;
 
-	fprintf(f, "usage: sqlprof export [--format FORMAT] [-o FILE] [OPTIONS] [PROFILE]\n"
-		   "\n"
-		   "Write PROFILE (default " SP_PROFILE_DEFAULT ") in another tool's format.\n"
-		   "\n"
-		   "  -f, --format FORMAT  one of (without -f, taken from -o's extension: .folded,\n"
-		   "                       .svg, .pftrace, .perfetto-trace, .json (chrome),\n"
-		   "                       .speedscope.json, .csv, .html):\n");
+	fprintf(f,
+		"usage: sqlprof export [--format FORMAT] [-o FILE] [OPTIONS] [PROFILE]\n"
+		"\n"
+		"Write PROFILE (default " SP_PROFILE_DEFAULT ") in another tool's format.\n"
+		"\n"
+		"  -f, --format FORMAT  one of (without -f, taken from -o's extension: .folded,\n"
+		"                       .svg, .pftrace, .perfetto-trace, .json (chrome),\n"
+		"                       .speedscope.json, .csv, .html):\n");
 	for (i = 0; i < sizeof(formats) / sizeof(formats[0]); i++)
 		fprintf(f, "                         %-10s %s\n", formats[i].name, formats[i].what);
-	fprintf(f, "  -o, --output FILE    write to FILE (mode 0600) instead of standard output;\n"
-		   "                       never over a SQLite database; a binary format\n"
-		   "                       (perfetto) is never written to a terminal\n"
-		   "      --weight WHAT    flame weights (folded, svg, speedscope, html):\n"
-		   "                       time (estimated self ns, default) or count\n"
-		   "      --skip PATTERN   never attribute to frames whose function or module (or a\n"
-		   "                       Python frame's file) matches PATTERN (fnmatch;\n"
-		   "                       repeatable): sites in csv, perfetto,\n"
-		   "                       chrome and html\n"
-		   "      --all-frames     sites may be frames in installed or system libraries\n"
-		   "                       (by default the first frame of your own code)\n"
-		   "      --debug-dir DIRS symbolize the frames the profile left unknown again,\n"
-		   "                       with debug files from DIRS (colon-separated)\n"
-		   "      --intervals      with csv: one row per query and interval of an agent's\n"
-		   "                       profile (counts and latency over time) instead\n"
-		   "      --since T, --until T, --last DURATION\n"
-		   "                       with --intervals: only those intervals (as in\n"
-		   "                       sqlprof report); with chrome and perfetto: the\n"
-		   "                       sampled executions starting that long (10s, 5m)\n"
-		   "                       after the first one, and before\n"
-		   "      --max-events N   chrome, perfetto: at most N sampled executions, the\n"
-		   "                       first in time (default 300000, about 90 MB of JSON;\n"
-		   "                       0: all); what was left out is said on stderr and in\n"
-		   "                       the file\n"
-		   "  -h, --help           this text\n"
-		   "\n"
-		   "exit status: 0 ok, 2 usage (also: FILE is a SQLite database), 3 bad profile,\n"
-		   "4 output error\n"
-		   "\n"
-		   "examples:\n"
-		   "  sqlprof export -o flame.svg\n"
-		   "  sqlprof export -f folded --weight count run1.db | flamegraph.pl > count.svg\n"
-		   "  sqlprof export -f perfetto -o trace.pftrace && xdg-open https://ui.perfetto.dev\n"
-		   "  sqlprof export -f html -o report.html --skip 'db_*'\n"
-		   "  sqlprof export -f csv --intervals --last 1h -o series.csv app.db\n");
+	fprintf(f,
+		"  -o, --output FILE    write to FILE (mode 0600) instead of standard output;\n"
+		"                       never over a SQLite database; a binary format\n"
+		"                       (perfetto) is never written to a terminal\n"
+		"      --weight WHAT    flame weights (folded, svg, speedscope, html):\n"
+		"                       time (estimated self ns, default) or count\n"
+		"      --skip PATTERN   never attribute to frames whose function or module (or a\n"
+		"                       Python frame's file) matches PATTERN (fnmatch;\n"
+		"                       repeatable): sites in csv, perfetto,\n"
+		"                       chrome and html\n"
+		"      --all-frames     sites may be frames in installed or system libraries\n"
+		"                       (by default the first frame of your own code)\n"
+		"      --debug-dir DIRS symbolize the frames the profile left unknown again,\n"
+		"                       with debug files from DIRS (colon-separated)\n"
+		"      --intervals      with csv: one row per query and interval of an agent's\n"
+		"                       profile (counts and latency over time) instead\n"
+		"      --since T, --until T, --last DURATION\n"
+		"                       with --intervals: only those intervals (as in\n"
+		"                       sqlprof report); with chrome and perfetto: the\n"
+		"                       sampled executions starting that long (10s, 5m)\n"
+		"                       after the first one, and before\n"
+		"      --max-events N   chrome, perfetto: at most N sampled executions, the\n"
+		"                       first in time (default 300000, about 90 MB of JSON;\n"
+		"                       0: all); what was left out is said on stderr and in\n"
+		"                       the file\n"
+		"  -h, --help           this text\n"
+		"\n"
+		"exit status: 0 ok, 2 usage (also: FILE is a SQLite database), 3 bad profile,\n"
+		"4 output error\n"
+		"\n"
+		"examples:\n"
+		"  sqlprof export -o flame.svg\n"
+		"  sqlprof export -f folded --weight count run1.db | flamegraph.pl > count.svg\n"
+		"  sqlprof export -f perfetto -o trace.pftrace && xdg-open https://ui.perfetto.dev\n"
+		"  sqlprof export -f html -o report.html --skip 'db_*'\n"
+		"  sqlprof export -f csv --intervals --last 1h -o series.csv app.db\n");
 }
 
 /* 1 if the output (standard output without -o) is a terminal. */
@@ -220,14 +222,16 @@ int cmd_export(int argc, char **argv)
 			else if (!strcmp(optarg, "count"))
 				weight = SP_XW_COUNT;
 			else {
-				fprintf(stderr, "sqlprof export: --weight wants time or count, not '%s'\n",
+				fprintf(stderr,
+					"sqlprof export: --weight wants time or count, not '%s'\n",
 					optarg);
 				return SP_EXIT_USAGE;
 			}
 			break;
 		case 2:
 			if (nskip == MAX_SKIP) {
-				fprintf(stderr, "sqlprof export: at most %d --skip patterns\n", MAX_SKIP);
+				fprintf(stderr, "sqlprof export: at most %d --skip patterns\n",
+					MAX_SKIP);
 				return SP_EXIT_USAGE;
 			}
 			skip[nskip++] = optarg;
@@ -244,8 +248,9 @@ int cmd_export(int argc, char **argv)
 			break;
 		case 8:
 			if (sp_parse_u64(optarg, &max_events) < 0) {
-				fprintf(stderr, "sqlprof export: --max-events wants a number of events "
-						"(0: all)\n");
+				fprintf(stderr,
+					"sqlprof export: --max-events wants a number of events "
+					"(0: all)\n");
 				return SP_EXIT_USAGE;
 			}
 			break;
@@ -255,7 +260,8 @@ int cmd_export(int argc, char **argv)
 	}
 	if (!format && !(format = format_of(out))) {
 		if (out)
-			fprintf(stderr, "sqlprof export: cannot tell the format from '%s': give --format\n",
+			fprintf(stderr,
+				"sqlprof export: cannot tell the format from '%s': give --format\n",
 				out);
 		else
 			fprintf(stderr, "sqlprof export: --format is required (or -o FILE with a"
@@ -267,8 +273,10 @@ int cmd_export(int argc, char **argv)
 		if (!strcmp(format, formats[i].name))
 			fi = (int)i;
 	if (fi < 0) {
-		fprintf(stderr, "sqlprof export: unknown format '%s' (folded, svg, perfetto, chrome,"
-				" speedscope, csv, html)\n", format);
+		fprintf(stderr,
+			"sqlprof export: unknown format '%s' (folded, svg, perfetto, chrome,"
+			" speedscope, csv, html)\n",
+			format);
 		return SP_EXIT_USAGE;
 	}
 	if (out && !*out) {
@@ -291,8 +299,9 @@ int cmd_export(int argc, char **argv)
 			return SP_EXIT_USAGE;
 	}
 	if (timeline && wr.last) {
-		fprintf(stderr, "sqlprof export: with %s, --since and --until are offsets from the first "
-				"sampled execution (e.g. --since 10s --until 1m); --last is for --intervals\n",
+		fprintf(stderr,
+			"sqlprof export: with %s, --since and --until are offsets from the first "
+			"sampled execution (e.g. --since 10s --until 1m); --last is for --intervals\n",
 			formats[fi].name);
 		return SP_EXIT_USAGE;
 	}
@@ -315,7 +324,8 @@ int cmd_export(int argc, char **argv)
 	if (intervals)
 		return export_intervals(path, out, &wr);
 	if (formats[fi].binary && to_terminal(out)) {
-		fprintf(stderr, "sqlprof export: %s is a binary format: not writing it to a terminal\n",
+		fprintf(stderr,
+			"sqlprof export: %s is a binary format: not writing it to a terminal\n",
 			formats[fi].name);
 		fprintf(stderr, "Try -o FILE (e.g. -o trace.pftrace), or a pipe.\n");
 		return SP_EXIT_USAGE;
@@ -338,10 +348,12 @@ int cmd_export(int argc, char **argv)
 		int64_t since = -1, until = -1;
 		char note[400];
 
-		if ((wr.since && sp_parse_duration(wr.since, &since) < 0 && strcmp(wr.since, "0")) ||
+		if ((wr.since && sp_parse_duration(wr.since, &since) < 0 &&
+		     strcmp(wr.since, "0")) ||
 		    (wr.until && sp_parse_duration(wr.until, &until) < 0)) {
-			fprintf(stderr, "sqlprof export: with %s, --since and --until want a duration from "
-					"the first sampled execution (10s, 5m, 1h)\n",
+			fprintf(stderr,
+				"sqlprof export: with %s, --since and --until want a duration from "
+				"the first sampled execution (10s, 5m, 1h)\n",
 				formats[fi].name);
 			sp_export_free(&x);
 			return SP_EXIT_USAGE;

@@ -28,11 +28,11 @@ struct report_opts {
 	int stacks;
 	int plans;
 	int no_doctor;
-	int csv_table; /* --format csv prints: 0 queries, 1 --findings, 2 --failures */
-	int width_set;        /* -w given */
-	int full_paths;       /* --full-paths */
-	size_t fit;           /* columns to fit the table in; 0: no limit */
-	const char *root;     /* common directory stripped from source paths */
+	int csv_table;    /* --format csv prints: 0 queries, 1 --findings, 2 --failures */
+	int width_set;    /* -w given */
+	int full_paths;   /* --full-paths */
+	size_t fit;       /* columns to fit the table in; 0: no limit */
+	const char *root; /* common directory stripped from source paths */
 	const char *skip[MAX_SKIP + 1];
 	int nskip;
 };
@@ -42,7 +42,8 @@ static void usage(FILE *f)
 	fprintf(f,
 		"usage: sqlprof report [OPTIONS] [PROFILE]\n"
 		"\n"
-		"Print one row per query fingerprint from PROFILE (default " SP_PROFILE_DEFAULT ").\n"
+		"Print one row per query fingerprint from PROFILE (default " SP_PROFILE_DEFAULT
+		").\n"
 		"\n"
 		"  -s, --sort KEY       total (default), count, mean, p50, p95, p99, max, rows,\n"
 		"                       self, errors, vm, prepare (time spent preparing)\n"
@@ -169,7 +170,8 @@ static void print_table_sites(const struct sp_attrib *a, const struct sp_qrow *r
 			printf("%10s -> ~%.0f (est.) exec%s, ~%s at ", "", q->est_count,
 			       pl(q->est_count), sp_fmt_ns(b, sizeof(b), q->est_total_ns));
 		print_site_name(a, q->site);
-		printf(" [%llu sample%s]\n", (unsigned long long)q->samples, pl((double)q->samples));
+		printf(" [%llu sample%s]\n", (unsigned long long)q->samples,
+		       pl((double)q->samples));
 		if (stacks)
 			print_stack(a, q->pid, q->stack_id, "                 ");
 	}
@@ -236,21 +238,23 @@ static void print_table(const struct sp_qset *qs, const struct report_opts *o, s
 
 	for (i = 0; i < qs->n; i++)
 		total += qs->rows[i].self_ns;
-	printf("# %llu execution%s of %zu quer%s in %llu process%s", (unsigned long long)qs->executions,
-	       pl((double)qs->executions), qs->n, qs->n == 1 ? "y" : "ies",
-	       (unsigned long long)qs->sqlite_processes, qs->sqlite_processes == 1 ? "" : "es");
+	printf("# %llu execution%s of %zu quer%s in %llu process%s",
+	       (unsigned long long)qs->executions, pl((double)qs->executions), qs->n,
+	       qs->n == 1 ? "y" : "ies", (unsigned long long)qs->sqlite_processes,
+	       qs->sqlite_processes == 1 ? "" : "es");
 	if (qs->processes > qs->sqlite_processes)
 		printf(" (and %llu that ran no SQLite)", (unsigned long long)others);
 	printf("; db time %s (self) + prepare %s", sp_fmt_ns(b[0], sizeof(b[0]), (double)total),
 	       sp_fmt_ns(b[1], sizeof(b[1]), (double)sp_qset_prepare_ns(qs)));
 	if (sp_qset_schema_loads(qs))
 		printf("; %llu schema load%s (connections opened)",
-		       (unsigned long long)sp_qset_schema_loads(qs), pl((double)sp_qset_schema_loads(qs)));
+		       (unsigned long long)sp_qset_schema_loads(qs),
+		       pl((double)sp_qset_schema_loads(qs)));
 	printf("\n");
 	/* totals are exact whatever was lost: only sampled events travel */
-	printf("# events lost %llu; unattributed ~%.0f (%llu sample%s)", (unsigned long long)qs->lost,
-	       a->unattributed_est, (unsigned long long)a->unattributed_samples,
-	       pl((double)a->unattributed_samples));
+	printf("# events lost %llu; unattributed ~%.0f (%llu sample%s)",
+	       (unsigned long long)qs->lost, a->unattributed_est,
+	       (unsigned long long)a->unattributed_samples, pl((double)a->unattributed_samples));
 	if (qs->events_dropped)
 		printf("; %llu sampled execution%s left out of the timeline (--max-events)",
 		       (unsigned long long)qs->events_dropped, pl((double)qs->events_dropped));
@@ -268,7 +272,8 @@ static void print_table(const struct sp_qset *qs, const struct report_opts *o, s
 	if (qs->statistics_lost)
 		printf("; the totals of %llu process%s lost (statistics not received: the "
 		       "collector was out of descriptors or memory)",
-		       (unsigned long long)qs->statistics_lost, qs->statistics_lost == 1 ? "" : "es");
+		       (unsigned long long)qs->statistics_lost,
+		       qs->statistics_lost == 1 ? "" : "es");
 	if (qs->descriptors_lost)
 		printf("; %llu descriptor%s lost", (unsigned long long)qs->descriptors_lost,
 		       qs->descriptors_lost == 1 ? "" : "s");
@@ -279,7 +284,8 @@ static void print_table(const struct sp_qset *qs, const struct report_opts *o, s
 	if (qs->descriptor_waits)
 		printf("; the collector ran out of descriptors (processes waited to connect %llu "
 		       "time%s: executions may be missing; raise its RLIMIT_NOFILE)",
-		       (unsigned long long)qs->descriptor_waits, qs->descriptor_waits == 1 ? "" : "s");
+		       (unsigned long long)qs->descriptor_waits,
+		       qs->descriptor_waits == 1 ? "" : "s");
 	if (qs->unreported)
 		printf("; %llu process%s could not connect (%llu missing)",
 		       (unsigned long long)qs->unreported, qs->unreported == 1 ? "" : "es",
@@ -290,8 +296,9 @@ static void print_table(const struct sp_qset *qs, const struct report_opts *o, s
 
 		if (why) {
 			sp_term_clean(why);
-			printf("# plans: bound reached in %s; %llu of %zu quer%s have no plan\n", why,
-			       (unsigned long long)qs->no_plan, qs->n, qs->n == 1 ? "y" : "ies");
+			printf("# plans: bound reached in %s; %llu of %zu quer%s have no plan\n",
+			       why, (unsigned long long)qs->no_plan, qs->n,
+			       qs->n == 1 ? "y" : "ies");
 			free(why);
 		}
 	}
@@ -320,7 +327,8 @@ static void print_table(const struct sp_qset *qs, const struct report_opts *o, s
 			size_t l[NCOL];
 			char num[32];
 
-			l[C_COUNT] = (size_t)snprintf(num, sizeof(num), "%llu", (unsigned long long)r->count);
+			l[C_COUNT] = (size_t)snprintf(num, sizeof(num), "%llu",
+						      (unsigned long long)r->count);
 			l[C_TOTAL] = strlen(sp_fmt_ns(num, 32, (double)r->total_ns));
 			l[C_PREP] = strlen(sp_fmt_ns(num, 32, (double)r->prepare_ns));
 			l[C_MEAN] = strlen(sp_fmt_ns(num, 32, r->mean_ns));
@@ -328,7 +336,8 @@ static void print_table(const struct sp_qset *qs, const struct report_opts *o, s
 			l[C_P95] = strlen(sp_fmt_ns(num, 32, (double)r->p95_ns));
 			l[C_P99] = strlen(sp_fmt_ns(num, 32, (double)r->p99_ns));
 			l[C_MAX] = strlen(sp_fmt_ns(num, 32, (double)r->max_ns));
-			l[C_ROWS] = (size_t)snprintf(num, sizeof(num), "%llu", (unsigned long long)r->rows);
+			l[C_ROWS] = (size_t)snprintf(num, sizeof(num), "%llu",
+						     (unsigned long long)r->rows);
 			for (c = 0; c < NCOL; c++)
 				if (l[c] > w[c])
 					w[c] = l[c];
@@ -368,8 +377,9 @@ static void print_table(const struct sp_qset *qs, const struct report_opts *o, s
 		sqlw = o->width;
 		if (o->fit && (!sqlw || sqlw > room - (exec ? 7 : 0)))
 			sqlw = room > (exec ? 15u : 8u) ? room - (exec ? 7 : 0) : 8;
-		sql = !sqlw ? strdup(r->fingerprint) :
-		      o->fit ? shorten_cols(r->fingerprint, sqlw) : sp_shorten(r->fingerprint, sqlw);
+		sql = !sqlw    ? strdup(r->fingerprint)
+		      : o->fit ? shorten_cols(r->fingerprint, sqlw)
+			       : sp_shorten(r->fingerprint, sqlw);
 		if (!sql)
 			continue;
 		sp_term_clean(sql);
@@ -525,8 +535,9 @@ static void print_run(const struct sp_qset *qs)
 		if (qs->runs > 1) /* record --repeat: the last run's status, all runs' time */
 			printf(" %llu runs (--repeat), the last:", (unsigned long long)qs->runs);
 		if (qs->exit_status > 128 && qs->exit_status < 128 + 65)
-			printf(" exit status %lld (killed by signal %lld, %s)", (long long)qs->exit_status,
-			       (long long)qs->exit_status - 128, strsignal((int)(qs->exit_status - 128)));
+			printf(" exit status %lld (killed by signal %lld, %s)",
+			       (long long)qs->exit_status, (long long)qs->exit_status - 128,
+			       strsignal((int)(qs->exit_status - 128)));
 		else if (qs->exit_status >= 0)
 			printf(" exit status %lld", (long long)qs->exit_status);
 		if (qs->duration_ns >= 0)
@@ -534,11 +545,11 @@ static void print_run(const struct sp_qset *qs)
 		printf("\n");
 	}
 	while (next_death(&p, &d)) {
-		printf("# died: process %lld (%s) ended without exiting (a signal or a crash)", d.pid,
-		       d.exe);
+		printf("# died: process %lld (%s) ended without exiting (a signal or a crash)",
+		       d.pid, d.exe);
 		if (d.running)
-			printf(", running %u execution%s of: %s", d.running, d.running == 1 ? "" : "s",
-			       d.sql[0] ? d.sql : "<sql text lost>");
+			printf(", running %u execution%s of: %s", d.running,
+			       d.running == 1 ? "" : "s", d.sql[0] ? d.sql : "<sql text lost>");
 		printf("\n");
 	}
 }
@@ -656,8 +667,8 @@ static void print_json_failures(const struct sp_failures *fs, const struct sp_at
 		sp_json_str(stdout, x->fingerprint);
 		printf(", \"code\": %d, \"message\": ", x->rc);
 		sp_json_str(stdout, x->message);
-		printf(", \"count\": %llu, \"pid\": %llu, \"stack\": ", (unsigned long long)x->count,
-		       (unsigned long long)x->pid);
+		printf(", \"count\": %llu, \"pid\": %llu, \"stack\": ",
+		       (unsigned long long)x->count, (unsigned long long)x->pid);
 		print_json_stack(a, x->pid, x->stack_id);
 		printf("}");
 	}
@@ -710,9 +721,9 @@ static void print_json(const struct sp_qset *qs, size_t n, const struct sp_attri
 	       " \"unattributed\": %.0f, \"unattributed_samples\": %llu,",
 	       (unsigned long long)qs->lost, (unsigned long long)qs->executions,
 	       (unsigned long long)qs->processes, (unsigned long long)qs->sqlite_processes,
-	       (unsigned long long)qs->untracked,
-	       (unsigned long long)qs->unreported, (unsigned long long)qs->unreported_missing,
-	       a->unattributed_est, (unsigned long long)a->unattributed_samples);
+	       (unsigned long long)qs->untracked, (unsigned long long)qs->unreported,
+	       (unsigned long long)qs->unreported_missing, a->unattributed_est,
+	       (unsigned long long)a->unattributed_samples);
 	print_json_deaths(qs);
 	printf(" \"command\": ");
 	if (qs->command)
@@ -734,7 +745,8 @@ static void print_json(const struct sp_qset *qs, size_t n, const struct sp_attri
 		printf("null");
 	printf(", \"no_plan\": %llu,", (unsigned long long)qs->no_plan);
 	printf(" \"prepare_ns\": %llu, \"schema_loads\": %llu,",
-	       (unsigned long long)sp_qset_prepare_ns(qs), (unsigned long long)sp_qset_schema_loads(qs));
+	       (unsigned long long)sp_qset_prepare_ns(qs),
+	       (unsigned long long)sp_qset_schema_loads(qs));
 	print_json_window(&qs->window);
 	printf(" \"queries\": [");
 	for (i = 0; i < n; i++) {
@@ -809,7 +821,8 @@ static void print_csv_failures(const struct sp_failures *fs, const struct sp_att
 	printf("fingerprint_id,kind,fingerprint,code,message,count,pid,site\n");
 	for (i = 0; i < fs->n; i++) {
 		const struct sp_failure *x = &fs->f[i];
-		const struct sp_stk *sk = x->stack_id ? sp_attrib_stack(a, x->pid, x->stack_id) : NULL;
+		const struct sp_stk *sk =
+			x->stack_id ? sp_attrib_stack(a, x->pid, x->stack_id) : NULL;
 		char site[512] = "";
 
 		if (sk && sk->site >= 0)
@@ -827,7 +840,7 @@ static void print_csv_failures(const struct sp_failures *fs, const struct sp_att
 }
 
 struct group {
-	int key;  /* site index, or first site index of the function; -1 unattributed */
+	int key; /* site index, or first site index of the function; -1 unattributed */
 	double est_count, est_total_ns;
 	uint64_t samples, queries;
 };
@@ -881,11 +894,13 @@ static void print_group_queries(const struct sp_qset *qs, const struct report_op
 
 	for (k = 0; k < n; k++, q++) {
 		if (k == GROUP_QUERIES_MAX && n > k + 1) {
-			printf("%12s %10s %8s %8s    <- ... %zu more queries\n", "", "", "", "", n - k);
+			printf("%12s %10s %8s %8s    <- ... %zu more queries\n", "", "", "", "",
+			       n - k);
 			break;
 		}
 		const struct sp_qrow *r = &qs->rows[q->row];
-		char *sql = o->width ? sp_shorten(r->fingerprint, o->width) : strdup(r->fingerprint);
+		char *sql =
+			o->width ? sp_shorten(r->fingerprint, o->width) : strdup(r->fingerprint);
 		char b[32];
 
 		if (!sql)
@@ -908,7 +923,7 @@ static void print_grouped(const struct sp_attrib *a, const struct sp_qset *qs,
 	/* group of each key (site index + 1, 0 unattributed), + 1; 0 none */
 	size_t *gof = calloc(a->nsites + 1, sizeof(*gof));
 	int *fnkey = by_fn ? malloc((a->nsites + 1) * sizeof(*fnkey)) : NULL;
-	struct hmap fns; /* {function hash, module hash, n} -> first site of that function */
+	struct hmap fns;   /* {function hash, module hash, n} -> first site of that function */
 	struct hmap rowof; /* {fp_id, kind_exec} -> row index + 1 in qs */
 	size_t *qrow = calloc(a->nqs + 1, sizeof(*qrow)); /* each qs entry's row + 1, 0: none */
 	/* group i's queries: gq[gfirst[i] .. gfirst[i] + gn[i]) */
@@ -988,7 +1003,8 @@ static void print_grouped(const struct sp_attrib *a, const struct sp_qset *qs,
 		gof[g[i].key + 1] = i + 1;
 	for (j = 0; j < a->nqs; j++)
 		if (qrow[j])
-			gfirst[gof[group_key(a, fnkey, by_fn, j) + 1]]++; /* group i counts at i + 1 */
+			gfirst[gof[group_key(a, fnkey, by_fn, j) +
+				   1]]++; /* group i counts at i + 1 */
 	for (i = 1; i <= ng + 1; i++)
 		gfirst[i] += gfirst[i - 1];
 	{
@@ -1001,7 +1017,8 @@ static void print_grouped(const struct sp_attrib *a, const struct sp_qset *qs,
 				size_t gi = gof[group_key(a, fnkey, by_fn, j) + 1] - 1;
 
 				gq[gfirst[gi] + fill[gi]++] =
-					(struct gqe){ qrow[j] - 1, a->qs[j].est_count, a->qs[j].est_self_ns };
+					(struct gqe){ qrow[j] - 1, a->qs[j].est_count,
+						      a->qs[j].est_self_ns };
 			}
 		free(fill);
 	}
@@ -1047,7 +1064,8 @@ static void print_grouped(const struct sp_attrib *a, const struct sp_qset *qs,
 				const struct sp_qrow *r = &qs->rows[q->row];
 
 				printf("%s{\"fingerprint_id\": \"%016llx\", \"kind\": \"%s\", \"fingerprint\": ",
-				       j > gfirst[i] ? ", " : "", (unsigned long long)r->fp_id, sp_qkind_name(r->kind));
+				       j > gfirst[i] ? ", " : "", (unsigned long long)r->fp_id,
+				       sp_qkind_name(r->kind));
 				sp_json_str(stdout, r->fingerprint);
 				printf(", \"est_count\": %.0f, \"est_self_ns\": %.0f}", q->count,
 				       q->self_ns);
@@ -1168,7 +1186,8 @@ static int estimate_sites(sqlite3 *db, const struct sp_qset *qs, struct sp_attri
 		struct sp_est_tot tot = { r->count, r->total_ns, r->self_ns, 0, 0 };
 
 		sp_attrib_estimate_qw(at, r->fp_id, r->kind == SP_QK_EXEC, &tot,
-				      v ? whole.rows[*v].count : 0, v ? whole.rows[*v].total_ns : 0);
+				      v ? whole.rows[*v].count : 0,
+				      v ? whole.rows[*v].total_ns : 0);
 	}
 	hmap_free(&ix);
 	sp_qset_free(&whole);
@@ -1219,7 +1238,8 @@ int cmd_report(int argc, char **argv)
 		case 'b': o.by = optarg; break;
 		case 1:
 			if (o.nskip == MAX_SKIP) {
-				fprintf(stderr, "sqlprof report: at most %d --skip patterns\n", MAX_SKIP);
+				fprintf(stderr, "sqlprof report: at most %d --skip patterns\n",
+					MAX_SKIP);
 				return SP_EXIT_USAGE;
 			}
 			o.skip[o.nskip++] = optarg;
@@ -1235,14 +1255,20 @@ int cmd_report(int argc, char **argv)
 		case 9:
 		case 10:
 		case 11:
-			if (sp_winreq_set(&wr, opt == 9 ? 's' : opt == 10 ? 'u' : 'l', optarg, "report") < 0)
+			if (sp_winreq_set(&wr,
+					  opt == 9    ? 's'
+					  : opt == 10 ? 'u'
+						      : 'l',
+					  optarg, "report") < 0)
 				return SP_EXIT_USAGE;
 			break;
 		case 's': o.sort = optarg; break;
 		case 'f': o.format = optarg; break;
 		case 'n':
 			if (sp_parse_u64(optarg, &o.top) < 0) {
-				fprintf(stderr, "sqlprof report: --top wants a non-negative integer, not '%s'\n", optarg);
+				fprintf(stderr,
+					"sqlprof report: --top wants a non-negative integer, not '%s'\n",
+					optarg);
 				return SP_EXIT_USAGE;
 			}
 			break;
@@ -1259,11 +1285,13 @@ int cmd_report(int argc, char **argv)
 		}
 	}
 	if (strcmp(o.format, "table") && strcmp(o.format, "csv") && strcmp(o.format, "json")) {
-		fprintf(stderr, "sqlprof report: unknown format '%s' (table, csv, json)\n", o.format);
+		fprintf(stderr, "sqlprof report: unknown format '%s' (table, csv, json)\n",
+			o.format);
 		return SP_EXIT_USAGE;
 	}
 	if (strcmp(o.by, "sql") && strcmp(o.by, "function") && strcmp(o.by, "site")) {
-		fprintf(stderr, "sqlprof report: --by wants sql, function or site, not '%s'\n", o.by);
+		fprintf(stderr, "sqlprof report: --by wants sql, function or site, not '%s'\n",
+			o.by);
 		return SP_EXIT_USAGE;
 	}
 	if (wr.last && wr.since) {
@@ -1320,8 +1348,9 @@ int cmd_report(int argc, char **argv)
 		return SP_EXIT_INTERNAL;
 	}
 	if (sp_qset_sort(&qs, o.sort) < 0) {
-		fprintf(stderr, "sqlprof report: unknown sort key '%s' (total, count, mean, p50, p95,"
-				" p99, max, rows, self, errors, vm, prepare)\n",
+		fprintf(stderr,
+			"sqlprof report: unknown sort key '%s' (total, count, mean, p50, p95,"
+			" p99, max, rows, self, errors, vm, prepare)\n",
 			o.sort);
 		sp_qset_free(&qs);
 		sp_attrib_free(&at);
@@ -1330,7 +1359,10 @@ int cmd_report(int argc, char **argv)
 	}
 	n = o.top && o.top < qs.n ? (size_t)o.top : qs.n;
 	if (sp_failures_load(db, &fails) < 0 ||
-	    (!strcmp(o.format, "table") ? 0 : !o.no_doctor && sp_doctor_find(db, &qs, &at, &SP_DOCTOR_DEFAULTS, &finds) < 0)) {
+	    (!strcmp(o.format, "table")
+		     ? 0
+		     : !o.no_doctor &&
+			       sp_doctor_find(db, &qs, &at, &SP_DOCTOR_DEFAULTS, &finds) < 0)) {
 		fprintf(stderr, "sqlprof report: out of memory\n");
 		sp_failures_free(&fails);
 		sp_qset_free(&qs);

@@ -68,25 +68,24 @@ static void on_signal(int sig)
 
 static void usage(FILE *f)
 {
-	fprintf(f,
-		"usage: sqlprof top [--socket PATH | PROFILE] [--once] [--delay S] [-n N]\n"
-		"\n"
-		"A live table of the costliest queries of a running agent (or of a profile,\n"
-		"read again at every refresh): executions a second, share of db time over\n"
-		"the last interval, and totals. q quits.\n"
-		"\n"
-		"      --socket PATH  the agent's socket (default: the one `sqlprof env` and\n"
-		"                     `sqlprof agent` use)\n"
-		"      --once         print one frame and exit (two readings --delay apart\n"
-		"                     from an agent; no escape sequences)\n"
-		"  -d, --delay S      seconds between refreshes (default 1; 0.1 to 3600)\n"
-		"  -n, --rows N       at most N queries (default: what fits; 20 with --once)\n"
-		"  -h, --help         this text\n"
-		"\n"
-		"examples:\n"
-		"  sqlprof top\n"
-		"  sqlprof top --once --socket /run/sqlprof-app/sock\n"
-		"  sqlprof top /var/lib/sqlprof/app.db\n");
+	fprintf(f, "usage: sqlprof top [--socket PATH | PROFILE] [--once] [--delay S] [-n N]\n"
+		   "\n"
+		   "A live table of the costliest queries of a running agent (or of a profile,\n"
+		   "read again at every refresh): executions a second, share of db time over\n"
+		   "the last interval, and totals. q quits.\n"
+		   "\n"
+		   "      --socket PATH  the agent's socket (default: the one `sqlprof env` and\n"
+		   "                     `sqlprof agent` use)\n"
+		   "      --once         print one frame and exit (two readings --delay apart\n"
+		   "                     from an agent; no escape sequences)\n"
+		   "  -d, --delay S      seconds between refreshes (default 1; 0.1 to 3600)\n"
+		   "  -n, --rows N       at most N queries (default: what fits; 20 with --once)\n"
+		   "  -h, --help         this text\n"
+		   "\n"
+		   "examples:\n"
+		   "  sqlprof top\n"
+		   "  sqlprof top --once --socket /run/sqlprof-app/sock\n"
+		   "  sqlprof top /var/lib/sqlprof/app.db\n");
 }
 
 /* ---- readings ----------------------------------------------------------- */
@@ -120,8 +119,9 @@ static int read_agent(const char *path, struct sp_live *out, char *err, size_t e
 	if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
 		int e = errno;
 
-		snprintf(err, errlen, "no agent at %s: %s (start `sqlprof agent`, or give its --socket)",
-			 path, strerror(e));
+		snprintf(err, errlen,
+			 "no agent at %s: %s (start `sqlprof agent`, or give its --socket)", path,
+			 strerror(e));
 		if (fd >= 0)
 			close(fd);
 		return -1;
@@ -148,11 +148,12 @@ static int read_agent(const char *path, struct sp_live *out, char *err, size_t e
 			memcpy(&mfd, CMSG_DATA(cm), sizeof(int));
 	if (n != (ssize_t)sizeof(hdr) || hdr[0] != SP_VIEW_MAGIC || mfd < 0 ||
 	    (mh.msg_flags & (MSG_CTRUNC | MSG_TRUNC))) {
-		snprintf(err, errlen,
-			 hdr[0] == SP_VIEW_MAGIC && hdr[1] != SP_VIEW_VERSION ?
-				 "the agent at %s is another version of sqlprof" :
-				 "the agent at %s sent no answer (an agent older than sqlprof top?)",
-			 path);
+		snprintf(
+			err, errlen,
+			hdr[0] == SP_VIEW_MAGIC && hdr[1] != SP_VIEW_VERSION
+				? "the agent at %s is another version of sqlprof"
+				: "the agent at %s sent no answer (an agent older than sqlprof top?)",
+			path);
 		goto out;
 	}
 	if (hdr[1] != SP_VIEW_VERSION) {
@@ -242,7 +243,8 @@ static void sites_from(struct sites *s, sqlite3 *db)
 			sprintf(label, "%s (+0x%llx)", st->function ? st->function : "??",
 				(unsigned long long)st->offset);
 		else
-			sprintf(label, "%s (%s:%d)", st->function ? st->function : "??", file, st->line);
+			sprintf(label, "%s (%s:%d)", st->function ? st->function : "??", file,
+				st->line);
 		memcpy(label + strlen(label) + 1, &q->samples, sizeof(uint64_t));
 		free(*v);
 		*v = label;
@@ -343,7 +345,8 @@ static int read_profile(const char *path, struct sp_live *out, struct sites *sit
 		int64_t m = mtime_ns(path);
 
 		/* the database is open: load the sites from it when it changed */
-		if (!sites->loaded || sites->mtime_ns != m || !sites->path || strcmp(sites->path, path)) {
+		if (!sites->loaded || sites->mtime_ns != m || !sites->path ||
+		    strcmp(sites->path, path)) {
 			sites_free(sites);
 			sites->path = strdup(path);
 			sites->mtime_ns = m;
@@ -470,8 +473,9 @@ static void emit(FILE *f, const char *line, int tty, int cols)
  * table: an agent restarting or a profile being replaced does not end top. */
 static char status[PATH_MAX + 600];
 
-static void frame(FILE *f, const char *source, const struct sp_live *cur, const struct sp_live *prev,
-		  const struct sites *sites, const struct top_opts *o, int tty)
+static void frame(FILE *f, const char *source, const struct sp_live *cur,
+		  const struct sp_live *prev, const struct sites *sites, const struct top_opts *o,
+		  int tty)
 {
 	struct shown *sh = calloc(cur->n ? cur->n : 1, sizeof(*sh));
 	struct hmap pm;
@@ -511,20 +515,20 @@ static void frame(FILE *f, const char *source, const struct sp_live *cur, const 
 		sum_t += r->total_ns;
 	}
 	for (i = 0; i < cur->n; i++)
-		sh[i].share = interval && sum_d ? 100.0 * (double)sh[i].d_ns / (double)sum_d :
-			      sum_t		 ? 100.0 * (double)sh[i].r->total_ns / (double)sum_t :
-						   0;
+		sh[i].share = interval && sum_d ? 100.0 * (double)sh[i].d_ns / (double)sum_d
+			      : sum_t           ? 100.0 * (double)sh[i].r->total_ns / (double)sum_t
+						: 0;
 	sp_qsort(sh, cur->n, sizeof(*sh), shown_cmp);
 
 	snprintf(src, sizeof(src), "%s", source);
 	sp_term_clean(src);
 	if (tty)
 		fputs("\033[H", f);
-	snprintf(line, sizeof(line), "sqlprof top - %s: %llu process%s%s, %llu executions, %llu lost%s",
-		 src, (unsigned long long)cur->processes, cur->processes == 1 ? "" : "es",
-		 o->profile ? "" : " connected",
-		 (unsigned long long)cur->executions, (unsigned long long)cur->lost,
-		 cur->restarts ? " (agent restarted)" : "");
+	snprintf(line, sizeof(line),
+		 "sqlprof top - %s: %llu process%s%s, %llu executions, %llu lost%s", src,
+		 (unsigned long long)cur->processes, cur->processes == 1 ? "" : "es",
+		 o->profile ? "" : " connected", (unsigned long long)cur->executions,
+		 (unsigned long long)cur->lost, cur->restarts ? " (agent restarted)" : "");
 	emit(f, line, tty, cols);
 	if (status[0]) {
 		char st[sizeof(status) + 64];
@@ -540,19 +544,23 @@ static void frame(FILE *f, const char *source, const struct sp_live *cur, const 
 		emit(f, line, tty, cols);
 	}
 	if (interval)
-		snprintf(line, sizeof(line), "last %.1f s: %llu executions, %s db time; sorted by time in it",
-			 dt, (unsigned long long)d_count, sp_fmt_ns(b1, sizeof(b1), (double)sum_d));
+		snprintf(line, sizeof(line),
+			 "last %.1f s: %llu executions, %s db time; sorted by time in it", dt,
+			 (unsigned long long)d_count, sp_fmt_ns(b1, sizeof(b1), (double)sum_d));
 	else
-		snprintf(line, sizeof(line), "totals only (no earlier reading yet); sorted by total time");
+		snprintf(line, sizeof(line),
+			 "totals only (no earlier reading yet); sorted by total time");
 	emit(f, line, tty, cols);
 	emit(f, "", tty, cols);
 	/* the site only where the query still has room after it */
 	show_site = cols <= 0 || cols >= 130;
-	snprintf(line, sizeof(line), "%8s %6s %10s %9s %9s %10s %6s %-4s %-*s%s%s", "EXEC/S", "TIME%",
-		 "COUNT", "MEAN", "P95", "ROWS", "ERRORS", "KIND", show_site ? 28 : 0,
+	snprintf(line, sizeof(line), "%8s %6s %10s %9s %9s %10s %6s %-4s %-*s%s%s", "EXEC/S",
+		 "TIME%", "COUNT", "MEAN", "P95", "ROWS", "ERRORS", "KIND", show_site ? 28 : 0,
 		 show_site ? "SITE" : "", show_site ? " " : "", "QUERY");
 	emit(f, line, tty, cols);
-	limit = o->nrows ? (size_t)o->nrows : o->once || !tty ? 20 : (size_t)(rows > 6 ? rows - 5 : 1);
+	limit = o->nrows          ? (size_t)o->nrows
+		: o->once || !tty ? 20
+				  : (size_t)(rows > 6 ? rows - 5 : 1);
 	for (i = 0; i < cur->n && i < limit; i++) {
 		const struct sp_live_row *r = sh[i].r;
 		const char *site = r->site ? r->site : site_of(sites, r->fp_id, r->kind);
@@ -568,9 +576,11 @@ static void frame(FILE *f, const char *source, const struct sp_live *cur, const 
 			snprintf(rate, sizeof(rate), "-");
 		else
 			snprintf(rate, sizeof(rate), "%.1f", sh[i].rate);
-		snprintf(line, sizeof(line), "%8s %5.1f%% %10llu %9s %9s %10llu %6llu %-4s %-*s%s%s", rate,
-			 sh[i].share, (unsigned long long)r->count,
-			 sp_fmt_ns(b1, sizeof(b1), r->count ? (double)r->total_ns / (double)r->count : 0),
+		snprintf(line, sizeof(line),
+			 "%8s %5.1f%% %10llu %9s %9s %10llu %6llu %-4s %-*s%s%s", rate, sh[i].share,
+			 (unsigned long long)r->count,
+			 sp_fmt_ns(b1, sizeof(b1),
+				   r->count ? (double)r->total_ns / (double)r->count : 0),
 			 sp_fmt_ns(b2, sizeof(b2), (double)r->p95_ns), (unsigned long long)r->rows,
 			 (unsigned long long)r->errors,
 			 sp_qkind_name(r->kind == SP_KIND_EXEC ? SP_QK_EXEC : SP_QK_STMT),
@@ -611,12 +621,9 @@ static void sleep_s(double s)
 int cmd_top(int argc, char **argv)
 {
 	static const struct option longopts[] = {
-		{ "socket", required_argument, NULL, 1 },
-		{ "once", no_argument, NULL, 2 },
-		{ "delay", required_argument, NULL, 'd' },
-		{ "rows", required_argument, NULL, 'n' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
+		{ "socket", required_argument, NULL, 1 },  { "once", no_argument, NULL, 2 },
+		{ "delay", required_argument, NULL, 'd' }, { "rows", required_argument, NULL, 'n' },
+		{ "help", no_argument, NULL, 'h' },        { NULL, 0, NULL, 0 },
 	};
 	struct top_opts o = { .delay = 1 };
 	char sockpath[PATH_MAX], err[PATH_MAX + 512], source[PATH_MAX + 16];
@@ -632,14 +639,16 @@ int cmd_top(int argc, char **argv)
 		case 2: o.once = 1; break;
 		case 'd':
 			if (sp_parse_double(optarg, 0.1, 3600, &o.delay) < 0) {
-				fprintf(stderr, "sqlprof top: --delay wants seconds, 0.1 to 3600\n");
+				fprintf(stderr,
+					"sqlprof top: --delay wants seconds, 0.1 to 3600\n");
 				sp_usage_hint("top");
 				return SP_EXIT_USAGE;
 			}
 			break;
 		case 'n':
 			if (sp_parse_u64(optarg, &o.nrows) < 0 || o.nrows < 1 || o.nrows > 100000) {
-				fprintf(stderr, "sqlprof top: -n wants a number of queries, 1 to 100000\n");
+				fprintf(stderr,
+					"sqlprof top: -n wants a number of queries, 1 to 100000\n");
 				sp_usage_hint("top");
 				return SP_EXIT_USAGE;
 			}
@@ -745,7 +754,8 @@ int cmd_top(int argc, char **argv)
 				winch = 0;
 				if (tty)
 					fputs("\033[2J", stdout);
-				frame(stdout, source, &cur, have_prev ? &prev : NULL, &sites, &o, tty);
+				frame(stdout, source, &cur, have_prev ? &prev : NULL, &sites, &o,
+				      tty);
 			}
 			spent = (sp_srv_mono_ns() - t0) / 1000000;
 			if (n == 0 || spent >= left_ms)

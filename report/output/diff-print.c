@@ -19,8 +19,8 @@ void sp_side_describe(const struct sp_side *s, char *buf, size_t len)
 	size_t o;
 
 	if (s->np == 1) {
-		snprintf(buf, len, "%s (%llu run%s)", s->p[0].path, (unsigned long long)s->total_runs,
-			 s->total_runs == 1 ? "" : "s");
+		snprintf(buf, len, "%s (%llu run%s)", s->p[0].path,
+			 (unsigned long long)s->total_runs, s->total_runs == 1 ? "" : "s");
 		return;
 	}
 	o = (size_t)snprintf(buf, len, "%zu profiles, %llu runs (", s->np,
@@ -103,7 +103,8 @@ static int listed(const struct sp_qdiff *q, int all)
 
 static int site_changed(const struct sp_sdiff *s)
 {
-	return fabs(s->count[0] - s->count[1]) >= 0.5 || fabs(s->vm_steps[0] - s->vm_steps[1]) >= 0.5;
+	return fabs(s->count[0] - s->count[1]) >= 0.5 ||
+	       fabs(s->vm_steps[0] - s->vm_steps[1]) >= 0.5;
 }
 
 static void time_note(char *buf, size_t len, const struct sp_qdiff *q)
@@ -112,11 +113,14 @@ static void time_note(char *buf, size_t len, const struct sp_qdiff *q)
 
 	tdelta(t, sizeof(t), q->t_median[0], q->t_median[1], "->");
 	if (q->time_tested)
-		snprintf(buf, len, "mean per execution, median of runs %s; Mann-Whitney p = %.3g (%zu vs %zu runs)",
-			 t, q->p_value, q->nt[0], q->nt[1]);
+		snprintf(
+			buf, len,
+			"mean per execution, median of runs %s; Mann-Whitney p = %.3g (%zu vs %zu runs)",
+			t, q->p_value, q->nt[0], q->nt[1]);
 	else
-		snprintf(buf, len, "mean per execution %s; not tested (%zu vs %zu runs, need >= 3 a side)",
-			 t, q->nt[0], q->nt[1]);
+		snprintf(buf, len,
+			 "mean per execution %s; not tested (%zu vs %zu runs, need >= 3 a side)", t,
+			 q->nt[0], q->nt[1]);
 }
 
 /* ---- text ---------------------------------------------------------------- */
@@ -135,7 +139,8 @@ static void print_text(FILE *f, const struct sp_side *base, const struct sp_side
 		" %llu deterministic differences\n",
 		d->nq, d->n_new, d->n_vanished, d->n_changed, d->n_plan, d->n_same,
 		(unsigned long long)d->differences);
-	fprintf(f, "# per run; time is informational (judged by sqlprof check with >= 3 runs a side)\n");
+	fprintf(f,
+		"# per run; time is informational (judged by sqlprof check with >= 3 runs a side)\n");
 	for (i = 0; i < d->nq; i++) {
 		const struct sp_qdiff *q = &d->q[i];
 		const struct sp_qrow *r = q->cand ? q->cand : q->base;
@@ -178,8 +183,10 @@ static void print_text(FILE *f, const struct sp_side *base, const struct sp_side
 		if (!all && !site_changed(s))
 			continue;
 		if (!shown)
-			fprintf(f, "\n# per site (estimated from stack samples; exact at --rate 1)\n"
-				   "%-28s %-28s  %s\n", "EST_COUNT", "EST_VM_STEPS", "SITE: SQL");
+			fprintf(f,
+				"\n# per site (estimated from stack samples; exact at --rate 1)\n"
+				"%-28s %-28s  %s\n",
+				"EST_COUNT", "EST_VM_STEPS", "SITE: SQL");
 		if (top && shown == top) {
 			fprintf(f, "# ... more sites (--top)\n");
 			break;
@@ -187,7 +194,8 @@ static void print_text(FILE *f, const struct sp_side *base, const struct sp_side
 		shown++;
 		sql = sp_diff_sql(s->fingerprint, s->kind, 80);
 		fprintf(f, "%-28s %-28s  %s: %s\n",
-			delta(c1, sizeof(c1), (uint64_t)llround(s->count[0]), (uint64_t)llround(s->count[1]), "->"),
+			delta(c1, sizeof(c1), (uint64_t)llround(s->count[0]),
+			      (uint64_t)llround(s->count[1]), "->"),
 			delta(c2, sizeof(c2), (uint64_t)llround(s->vm_steps[0]),
 			      (uint64_t)llround(s->vm_steps[1]), "->"),
 			s->display, sql ? sql : "?");
@@ -239,17 +247,25 @@ static void print_json(FILE *f, const struct sp_side *base, const struct sp_side
 			continue;
 		if (top && shown++ == top)
 			break;
-		fprintf(f, "%s\n  {\"fingerprint_id\": \"%016llx\", \"kind\": \"%s\", \"status\": \"%s\","
-			   " \"fingerprint\": ",
-			first ? "" : ",", (unsigned long long)q->fp_id, sp_qkind_name(q->kind), status(q));
+		fprintf(f,
+			"%s\n  {\"fingerprint_id\": \"%016llx\", \"kind\": \"%s\", \"status\": \"%s\","
+			" \"fingerprint\": ",
+			first ? "" : ",", (unsigned long long)q->fp_id, sp_qkind_name(q->kind),
+			status(q));
 		first = 0;
 		sp_json_str(f, r->fingerprint);
 		fprintf(f, ", \"flags\": [");
 		{
-			static const struct { unsigned bit; const char *name; } fl[] = {
-				{ SP_QD_NEW, "new" },           { SP_QD_VANISHED, "vanished" },
-				{ SP_QD_CHANGED, "changed" },   { SP_QD_PLAN_CHANGED, "plan-changed" },
-				{ SP_QD_PLAN_WORSE, "plan-worse" }, { SP_QD_NEW_FULLSCAN, "new-fullscan" },
+			static const struct {
+				unsigned bit;
+				const char *name;
+			} fl[] = {
+				{ SP_QD_NEW, "new" },
+				{ SP_QD_VANISHED, "vanished" },
+				{ SP_QD_CHANGED, "changed" },
+				{ SP_QD_PLAN_CHANGED, "plan-changed" },
+				{ SP_QD_PLAN_WORSE, "plan-worse" },
+				{ SP_QD_NEW_FULLSCAN, "new-fullscan" },
 			};
 			int k = 0;
 
@@ -259,9 +275,10 @@ static void print_json(FILE *f, const struct sp_side *base, const struct sp_side
 		}
 		fprintf(f, "], \"metrics\": {");
 		for (m = 0; m < SP_M_N; m++)
-			fprintf(f, "%s\"%s\": {\"base\": %llu, \"new\": %llu, \"delta\": %lld}", m ? ", " : "",
-				sp_metric_names[m], (unsigned long long)q->m[0][m],
-				(unsigned long long)q->m[1][m], (long long)(q->m[1][m] - q->m[0][m]));
+			fprintf(f, "%s\"%s\": {\"base\": %llu, \"new\": %llu, \"delta\": %lld}",
+				m ? ", " : "", sp_metric_names[m], (unsigned long long)q->m[0][m],
+				(unsigned long long)q->m[1][m],
+				(long long)(q->m[1][m] - q->m[0][m]));
 		fprintf(f, "}, \"plan_base\": ");
 		if (q->base && q->base->plan)
 			sp_json_str(f, q->base->plan);
@@ -274,14 +291,17 @@ static void print_json(FILE *f, const struct sp_side *base, const struct sp_side
 			fprintf(f, "null");
 		fprintf(f, ", \"plan_note\": ");
 		sp_json_str(f, q->plan_note);
-		fprintf(f, ", \"time\": {\"runs_base\": %zu, \"runs_new\": %zu, \"median_mean_ns_base\": ",
+		fprintf(f,
+			", \"time\": {\"runs_base\": %zu, \"runs_new\": %zu, \"median_mean_ns_base\": ",
 			q->nt[0], q->nt[1]);
 		json_num(f, q->t_median[0]);
 		fprintf(f, ", \"median_mean_ns_new\": ");
 		json_num(f, q->t_median[1]);
-		fprintf(f, ", \"p50_ns_base\": %.0f, \"p50_ns_new\": %.0f, \"p95_ns_base\": %.0f,"
-			   " \"p95_ns_new\": %.0f, \"tested\": %s, \"p_value\": ",
-			q->p50[0], q->p50[1], q->p95[0], q->p95[1], q->time_tested ? "true" : "false");
+		fprintf(f,
+			", \"p50_ns_base\": %.0f, \"p50_ns_new\": %.0f, \"p95_ns_base\": %.0f,"
+			" \"p95_ns_new\": %.0f, \"tested\": %s, \"p_value\": ",
+			q->p50[0], q->p50[1], q->p95[0], q->p95[1],
+			q->time_tested ? "true" : "false");
 		if (q->time_tested)
 			json_num(f, q->p_value);
 		else
@@ -304,9 +324,11 @@ static void print_json(FILE *f, const struct sp_side *base, const struct sp_side
 		fprintf(f, ", \"fingerprint_id\": \"%016llx\", \"kind\": \"%s\", \"fingerprint\": ",
 			(unsigned long long)s->fp_id, sp_qkind_name(s->kind));
 		sp_json_str(f, s->fingerprint);
-		fprintf(f, ", \"est_count_base\": %.1f, \"est_count_new\": %.1f, \"est_vm_steps_base\": %.1f,"
-			   " \"est_vm_steps_new\": %.1f, \"est_rows_base\": %.1f, \"est_rows_new\": %.1f}",
-			s->count[0], s->count[1], s->vm_steps[0], s->vm_steps[1], s->rows[0], s->rows[1]);
+		fprintf(f,
+			", \"est_count_base\": %.1f, \"est_count_new\": %.1f, \"est_vm_steps_base\": %.1f,"
+			" \"est_vm_steps_new\": %.1f, \"est_rows_base\": %.1f, \"est_rows_new\": %.1f}",
+			s->count[0], s->count[1], s->vm_steps[0], s->vm_steps[1], s->rows[0],
+			s->rows[1]);
 	}
 	fprintf(f, "\n ]}\n");
 }
@@ -347,7 +369,14 @@ void sp_md_cell(FILE *f, const char *s, int code)
 		case '&': fputs("&amp;", f); break;
 		case '\n':
 		case '\r': fputc(' ', f); break;
-		case '|': case '\\': case '*': case '_': case '`': case '[': case ']': case '#':
+		case '|':
+		case '\\':
+		case '*':
+		case '_':
+		case '`':
+		case '[':
+		case ']':
+		case '#':
 		case '~':
 			fputc('\\', f);
 			/* fall through */
@@ -371,8 +400,8 @@ static void md_delta(FILE *f, uint64_t a, uint64_t b)
 static void print_md(FILE *f, const struct sp_side *base, const struct sp_side *cand,
 		     const struct sp_diff *d, int all, size_t top)
 {
-	static const int cols[] = { SP_M_COUNT, SP_M_VM_STEPS, SP_M_FULLSCAN, SP_M_SORTS, SP_M_AUTOINDEX,
-				    SP_M_PREPARES, SP_M_ROWS };
+	static const int cols[] = { SP_M_COUNT,     SP_M_VM_STEPS, SP_M_FULLSCAN, SP_M_SORTS,
+				    SP_M_AUTOINDEX, SP_M_PREPARES, SP_M_ROWS };
 	char bd[1024], cd[1024], b[160];
 	size_t i, shown = 0;
 
@@ -383,9 +412,10 @@ static void print_md(FILE *f, const struct sp_side *base, const struct sp_side *
 	sp_md_cell(f, bd, 0);
 	fprintf(f, "  \nCandidate: ");
 	sp_md_cell(f, cd, 0);
-	fprintf(f, "\n\n**%zu queries**: %zu new, %zu vanished, %zu changed, %zu plan changes, %zu"
-		   " unchanged; %llu deterministic differences. Values are per run; time is"
-		   " informational.\n\n",
+	fprintf(f,
+		"\n\n**%zu queries**: %zu new, %zu vanished, %zu changed, %zu plan changes, %zu"
+		" unchanged; %llu deterministic differences. Values are per run; time is"
+		" informational.\n\n",
 		d->nq, d->n_new, d->n_vanished, d->n_changed, d->n_plan, d->n_same,
 		(unsigned long long)d->differences);
 	for (i = 0; i < d->nq; i++) {
@@ -405,8 +435,9 @@ static void print_md(FILE *f, const struct sp_side *base, const struct sp_side *
 		}
 		shown++;
 		sql = sp_diff_sql(r->fingerprint, r->kind, 120);
-		fprintf(f, "| %s%s%s | ", q->flags & (SP_QD_PLAN_WORSE | SP_QD_NEW_FULLSCAN) ? "**" : "",
-			status(q), q->flags & (SP_QD_PLAN_WORSE | SP_QD_NEW_FULLSCAN) ? "**" : "");
+		fprintf(f, "| %s%s%s | ",
+			q->flags & (SP_QD_PLAN_WORSE | SP_QD_NEW_FULLSCAN) ? "**" : "", status(q),
+			q->flags & (SP_QD_PLAN_WORSE | SP_QD_NEW_FULLSCAN) ? "**" : "");
 		sp_md_cell(f, sql ? sql : "?", 1);
 		free(sql);
 		for (size_t c = 0; c < sizeof(cols) / sizeof(cols[0]); c++)
@@ -461,4 +492,3 @@ void sp_diff_print(FILE *f, const char *fmt, const struct sp_side *base, const s
 	else
 		print_text(f, base, cand, d, all, top);
 }
-

@@ -44,8 +44,9 @@ static int event(struct sp_export *x, const struct sp_xevent *e, void *arg)
 	fprintf(f, ",\"rows\":%" PRIu64 ",\"rc\":%" PRId64 ",\"vm_steps\":%" PRIu64 ",\"site\":",
 		e->rows, e->rc, e->vm_steps);
 	sp_json_str(f, e->site);
-	fprintf(f, ",\"db_ns\":%" PRIu64 ",\"seq\":%" PRIu64 ",\"parent_seq\":%" PRIu64
-		   ",\"flags\":%" PRIu64 "}}",
+	fprintf(f,
+		",\"db_ns\":%" PRIu64 ",\"seq\":%" PRIu64 ",\"parent_seq\":%" PRIu64
+		",\"flags\":%" PRIu64 "}}",
 		e->db_ns, e->seq, e->parent_seq, e->flags);
 	return 0;
 }
@@ -65,8 +66,9 @@ int sp_export_chrome(FILE *f, struct sp_export *x)
 		char tname[300];
 
 		if (i == 0 || t->pid != lastpid) {
-			fprintf(f, "%s\n{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":%" PRIu64
-				   ",\"tid\":%" PRIu64 ",\"args\":{\"name\":",
+			fprintf(f,
+				"%s\n{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":%" PRIu64
+				",\"tid\":%" PRIu64 ",\"args\":{\"name\":",
 				c.first ? "" : ",", t->pid, t->pid);
 			pname = sp_export_proc_name(x, t->pid);
 			if (!pname)
@@ -80,8 +82,9 @@ int sp_export_chrome(FILE *f, struct sp_export *x)
 			snprintf(tname, sizeof(tname), "%s (main)", pname);
 		else
 			snprintf(tname, sizeof(tname), "thread %" PRIu64, t->tid);
-		fprintf(f, ",\n{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":%" PRIu64 ",\"tid\":%" PRIu64
-			   ",\"args\":{\"name\":",
+		fprintf(f,
+			",\n{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":%" PRIu64
+			",\"tid\":%" PRIu64 ",\"args\":{\"name\":",
 			t->pid, t->tid);
 		sp_json_str(f, tname);
 		fputs("}}", f);
@@ -89,14 +92,16 @@ int sp_export_chrome(FILE *f, struct sp_export *x)
 	if (sp_export_events_each(x, 0, event, &c) < 0)
 		return -1;
 	fputs("\n],\"displayTimeUnit\":\"ns\",\"otherData\":{\"exporter\":\"sqlprof " SQLPROF_VERSION
-	      "\"", f);
+	      "\"",
+	      f);
 	if (x->ev_window) {
 		char note[400];
 
 		/* what the window and --max-events left out, said in the file */
 		if (*sp_export_window_note(x, note, sizeof(note))) {
-			fprintf(f, ",\"events_total\":%" PRIu64 ",\"events_exported\":%" PRIu64
-				   ",\"events_cut\":",
+			fprintf(f,
+				",\"events_total\":%" PRIu64 ",\"events_exported\":%" PRIu64
+				",\"events_cut\":",
 				x->ev_total, x->ev_kept);
 			sp_json_str(f, note);
 		}

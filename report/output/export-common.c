@@ -16,7 +16,11 @@
 #define FLAME_SQL_MAX 300 /* bytes of a fingerprint shown as a flame leaf */
 
 const struct sp_frame sp_export_nostack = {
-	.module = "", .function = "[no stack recorded]", .file = "??", .line = 0, .inlined = 0,
+	.module = "",
+	.function = "[no stack recorded]",
+	.file = "??",
+	.line = 0,
+	.inlined = 0,
 };
 
 char *sp_export_own(struct sp_export *x, char *s)
@@ -196,8 +200,10 @@ const char *sp_export_site_label(struct sp_export *x, int site)
 	if (x->site_labels && x->site_labels[site])
 		return x->site_labels[site];
 	st = &x->at.sites[site];
-	f = (struct sp_frame){ (char *)st->module, (char *)st->function, (char *)st->file, st->line,
-				0, 0, 0, st->offset };
+	f = (struct sp_frame){
+		(char *)st->module, (char *)st->function, (char *)st->file, st->line, 0, 0, 0,
+		st->offset
+	};
 	if (!x->site_labels)
 		return sp_export_frame_label(x, &f);
 	return x->site_labels[site] = sp_export_frame_label(x, &f);
@@ -280,8 +286,8 @@ static int push_xstack(struct sp_export *x, size_t *cap, const struct sp_xstack 
 
 static struct sp_est_in xstack_in(const struct sp_xstack *s)
 {
-	return (struct sp_est_in){ s->samples, s->sample_ns, s->rows, s->vm_steps,
-				   s->random_samples, s->random_ns };
+	return (struct sp_est_in){ s->samples,  s->sample_ns,      s->rows,
+				   s->vm_steps, s->random_samples, s->random_ns };
 }
 
 /* stack_samples grouped per (query, process, stack), then the query's
@@ -295,12 +301,13 @@ static int load_xstacks(struct sp_export *x, struct hmap *qm, char *err, size_t 
 	size_t cap = 0, i, j;
 	int rc;
 
-	if (sqlite3_prepare_v2(x->db,
-			       "SELECT fp_id, kind, pid, stack_id, SUM(samples), SUM(total_ns), SUM(rows),"
-			       " SUM(vm_steps), SUM(COALESCE(random_samples, 0)), SUM(COALESCE(random_ns, 0))"
-			       " FROM stack_samples GROUP BY fp_id, kind, pid, stack_id"
-			       " ORDER BY fp_id, kind, pid, stack_id",
-			       -1, &st, NULL) != SQLITE_OK)
+	if (sqlite3_prepare_v2(
+		    x->db,
+		    "SELECT fp_id, kind, pid, stack_id, SUM(samples), SUM(total_ns), SUM(rows),"
+		    " SUM(vm_steps), SUM(COALESCE(random_samples, 0)), SUM(COALESCE(random_ns, 0))"
+		    " FROM stack_samples GROUP BY fp_id, kind, pid, stack_id"
+		    " ORDER BY fp_id, kind, pid, stack_id",
+		    -1, &st, NULL) != SQLITE_OK)
 		goto sqlerr;
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 		struct sp_xstack s = { 0 };
@@ -355,15 +362,17 @@ static int load_xstacks(struct sp_export *x, struct hmap *qm, char *err, size_t 
 		sp_estimate(&in, &all[q - x->qs.rows], &tot, &e);
 		s->est_count = e.count + ec;
 		s->est_total_ns = e.total_ns + en;
-		s->est_self_ns = q->total_ns ? s->est_total_ns * ((double)q->self_ns /
-								  (double)q->total_ns)
-					     : 0;
+		s->est_self_ns =
+			q->total_ns ? s->est_total_ns * ((double)q->self_ns / (double)q->total_ns)
+				    : 0;
 	}
 	for (i = 0; i < x->qs.n; i++) {
 		const struct sp_qrow *q = &x->qs.rows[i];
 
 		if (!all[i].samples) {
-			struct sp_xstack s = { .q = q, .site = -1, .est_count = (double)q->count,
+			struct sp_xstack s = { .q = q,
+					       .site = -1,
+					       .est_count = (double)q->count,
 					       .est_total_ns = (double)q->total_ns,
 					       .est_self_ns = (double)q->self_ns };
 
@@ -480,6 +489,7 @@ nomem:
 	return -1;
 }
 
+/* clang-format off */
 static int cmp_event(const void *pa, const void *pb)
 {
 	const struct sp_xevent *a = pa, *b = pb;
@@ -491,6 +501,7 @@ static int cmp_event(const void *pa, const void *pb)
 #undef C
 	return 0;
 }
+/* clang-format on */
 
 /* Lanes: a slice goes on the first lane where it nests inside whatever is
  * still open there, so every lane is a proper slice stack (wall times of
@@ -536,8 +547,8 @@ out:
 	return ret;
 }
 
-#define EVENTS_SQL                                                                       \
-	"SELECT pid, tid, seq, parent_seq, fp_id, kind, stack_id, start_ns, wall_ns,"      \
+#define EVENTS_SQL                                                                    \
+	"SELECT pid, tid, seq, parent_seq, fp_id, kind, stack_id, start_ns, wall_ns," \
 	" db_ns, rows, vm_steps, rc, flags, sql_id FROM events"
 
 typedef int (*event_fn)(struct sp_export *x, const struct sp_xevent *e, void *arg);
@@ -563,15 +574,15 @@ static int each_event(struct sp_export *x, struct hmap *qm, const char *order, e
 	hmap_init(&sqls, sizeof(int64_t), sizeof(const char *));
 	sitel = calloc(x->at.nsites + 1, sizeof(*sitel));
 	if (!sitel ||
-	    (x->ev_window ? asprintf(&sql, "%s WHERE start_ns >= %lld AND start_ns < %lld %s", EVENTS_SQL,
-				     (long long)x->ev_lo, (long long)x->ev_hi, order)
+	    (x->ev_window ? asprintf(&sql, "%s WHERE start_ns >= %lld AND start_ns < %lld %s",
+				     EVENTS_SQL, (long long)x->ev_lo, (long long)x->ev_hi, order)
 			  : asprintf(&sql, "%s %s", EVENTS_SQL, order)) < 0) {
 		sql = NULL;
 		goto nomem;
 	}
 	if (sqlite3_prepare_v2(x->db, sql, -1, &st, NULL) != SQLITE_OK ||
-	    sqlite3_prepare_v2(x->db, "SELECT sql FROM statements WHERE sql_id = ?", -1, &ss, NULL) !=
-		    SQLITE_OK)
+	    sqlite3_prepare_v2(x->db, "SELECT sql FROM statements WHERE sql_id = ?", -1, &ss,
+			       NULL) != SQLITE_OK)
 		goto sqlerr;
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 		struct sp_xevent e = { 0 };
@@ -692,7 +703,8 @@ static int load_events(struct sp_export *x, struct hmap *qm, char *err, size_t e
 			if (!n)
 				goto nomem;
 			x->th = n;
-			x->th[x->nth++] = (struct sp_xthread){ x->ev[i].pid, x->ev[i].tid, i, 0, 1 };
+			x->th[x->nth++] =
+				(struct sp_xthread){ x->ev[i].pid, x->ev[i].tid, i, 0, 1 };
 		}
 		x->th[x->nth - 1].n++;
 	}
@@ -756,8 +768,9 @@ int sp_export_events_each(struct sp_export *x, int by_time,
 		if (!n)
 			goto out;
 		x->th = n;
-		x->th[x->nth++] = (struct sp_xthread){ (uint64_t)sqlite3_column_int64(st, 0),
-						       (uint64_t)sqlite3_column_int64(st, 1), 0, 0, 1 };
+		x->th[x->nth++] =
+			(struct sp_xthread){ (uint64_t)sqlite3_column_int64(st, 0),
+					     (uint64_t)sqlite3_column_int64(st, 1), 0, 0, 1 };
 	}
 events:
 	if (fn && each_event(x, &qm,
@@ -814,8 +827,8 @@ int sp_export_window(struct sp_export *x, int64_t since_ns, int64_t until_ns, ui
 	x->ev_lo = since_ns >= 0 && since_ns < INT64_MAX - first ? first + since_ns : INT64_MIN;
 	x->ev_hi = until_ns >= 0 && until_ns < INT64_MAX - first ? first + until_ns : INT64_MAX;
 	x->ev_in = (uint64_t)one_i64(
-		x->db, "SELECT count(*) FROM events WHERE start_ns >= ?1 AND start_ns < ?2", x->ev_lo,
-		x->ev_hi, &ok);
+		x->db, "SELECT count(*) FROM events WHERE start_ns >= ?1 AND start_ns < ?2",
+		x->ev_lo, x->ev_hi, &ok);
 	x->ev_kept = x->ev_in;
 	if (max && x->ev_in > max) {
 		/* the first max in time: those before the start of the one
@@ -934,7 +947,8 @@ int sp_export_load(struct sp_export *x, const char *path, const char *const *ski
 		goto out;
 	}
 	sqlite3_finalize(st);
-	if (sqlite3_prepare_v2(x->db, "SELECT CAST(value AS INTEGER) FROM meta WHERE key='events_dropped'",
+	if (sqlite3_prepare_v2(x->db,
+			       "SELECT CAST(value AS INTEGER) FROM meta WHERE key='events_dropped'",
 			       -1, &st, NULL) == SQLITE_OK) {
 		if (sqlite3_step(st) == SQLITE_ROW)
 			x->events_dropped = u64col(st, 0);

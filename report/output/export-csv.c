@@ -47,7 +47,8 @@ int sp_export_csv(FILE *f, struct sp_export *x)
 		return -1;
 	fputs("fingerprint_id,kind,fingerprint,function,file,line,module,samples,count,total_ns,"
 	      "self_ns,min_ns,max_ns,p50_ns,p95_ns,p99_ns,rows,vm_steps,fullscan_steps,sorts,"
-	      "autoindex,offset\n", f);
+	      "autoindex,offset\n",
+	      f);
 	for (i = 0; i < x->qs.n; i++) {
 		const struct sp_qrow *q = &x->qs.rows[i];
 		uint64_t srows = 0, ssteps = 0;
@@ -79,10 +80,12 @@ int sp_export_csv(FILE *f, struct sp_export *x)
 		if (n > 1)
 			sp_qsort(cr, n, sizeof(*cr), cmp_crow);
 		for (k = 0; k < n; k++) {
-			const struct sp_site *st = cr[k].site >= 0 ? &x->at.sites[cr[k].site] : NULL;
+			const struct sp_site *st =
+				cr[k].site >= 0 ? &x->at.sites[cr[k].site] : NULL;
 			double frac = q->count ? cr[k].count / (double)q->count : 0;
 
-			fprintf(f, "%016" PRIx64 ",%s,", (uint64_t)q->fp_id, sp_qkind_name(q->kind));
+			fprintf(f, "%016" PRIx64 ",%s,", (uint64_t)q->fp_id,
+				sp_qkind_name(q->kind));
 			sp_csv_str(f, q->fingerprint);
 			fputc(',', f);
 			sp_csv_str(f, st ? st->function : "(unattributed)");
@@ -91,10 +94,10 @@ int sp_export_csv(FILE *f, struct sp_export *x)
 			fprintf(f, ",%d,", st ? st->line : 0);
 			sp_csv_str(f, st ? st->module : "");
 			fprintf(f,
-				",%" PRIu64 ",%.0f,%.0f,%.0f,%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64
-				",%" PRIu64 ",%.0f,%.0f,%.0f,%.0f,%.0f,",
-				cr[k].samples, cr[k].count, cr[k].total_ns, cr[k].self_ns, q->min_ns,
-				q->max_ns, q->p50_ns, q->p95_ns, q->p99_ns,
+				",%" PRIu64 ",%.0f,%.0f,%.0f,%" PRIu64 ",%" PRIu64 ",%" PRIu64
+				",%" PRIu64 ",%" PRIu64 ",%.0f,%.0f,%.0f,%.0f,%.0f,",
+				cr[k].samples, cr[k].count, cr[k].total_ns, cr[k].self_ns,
+				q->min_ns, q->max_ns, q->p50_ns, q->p95_ns, q->p99_ns,
 				share(cr[k].rows, srows, frac, q->rows),
 				share(cr[k].vm_steps, ssteps, frac, q->vm_steps),
 				frac * (double)q->fullscan_steps, frac * (double)q->sorts,

@@ -90,10 +90,13 @@ static void header(FILE *f, struct sp_export *x)
 		sp_xml_str(f, x->qs.command);
 		fputs("</code></p>\n", f);
 	}
-	fprintf(f, "<ul class=\"sum\" id=\"summary\"><li>%" PRIu64 " execution%s</li><li>%zu quer%s</li>"
-		   "<li>%" PRIu64 " process%s</li><li>db time %s (self)</li>",
-		x->qs.executions, x->qs.executions == 1 ? "" : "s", x->qs.n, x->qs.n == 1 ? "y" : "ies",
-		x->qs.processes, x->qs.processes == 1 ? "" : "es", sp_fmt_ns(b, sizeof(b), (double)self));
+	fprintf(f,
+		"<ul class=\"sum\" id=\"summary\"><li>%" PRIu64
+		" execution%s</li><li>%zu quer%s</li>"
+		"<li>%" PRIu64 " process%s</li><li>db time %s (self)</li>",
+		x->qs.executions, x->qs.executions == 1 ? "" : "s", x->qs.n,
+		x->qs.n == 1 ? "y" : "ies", x->qs.processes, x->qs.processes == 1 ? "" : "es",
+		sp_fmt_ns(b, sizeof(b), (double)self));
 	fprintf(f, "<li id=\"lost\"%s>lost %" PRIu64 "</li>", x->qs.lost ? " class=\"warn\"" : "",
 		x->qs.lost);
 	fprintf(f, "<li id=\"unattributed\"%s>unattributed ~%.0f (%" PRIu64 " sample%s)</li>",
@@ -106,7 +109,8 @@ static void header(FILE *f, struct sp_export *x)
 	if (x->events_dropped)
 		fprintf(f, "<li class=\"warn\">events dropped %" PRIu64 "</li>", x->events_dropped);
 	fputs("</ul>\n<p>Counts and times are exact per query; per site and per stack they are"
-	      " estimated from stack samples.</p>\n", f);
+	      " estimated from stack samples.</p>\n",
+	      f);
 }
 
 static void query_table(FILE *f, struct sp_export *x)
@@ -116,7 +120,8 @@ static void query_table(FILE *f, struct sp_export *x)
 	fputs("<h2>Queries</h2>\n<table id=\"queries\"><thead><tr><th>count</th><th>total</th>"
 	      "<th>self</th><th>mean</th><th>p50</th><th>p95</th><th>p99</th><th>max</th>"
 	      "<th>rows</th><th>errors</th><th>samples</th><th class=\"s\">SQL</th></tr></thead>"
-	      "<tbody>\n", f);
+	      "<tbody>\n",
+	      f);
 	for (i = 0; i < x->qs.n; i++) {
 		const struct sp_qrow *q = &x->qs.rows[i];
 		const char *l = sp_export_qname(x, q);
@@ -198,7 +203,8 @@ static int failures(FILE *f, struct sp_export *x)
 			fputs("[exec] ", f);
 		sp_xml_str(f, e->fingerprint);
 		fputs("</code></p>\n", f);
-		print_stack(f, x, e->stack_id ? sp_attrib_stack(&x->at, e->pid, e->stack_id) : NULL);
+		print_stack(f, x,
+			    e->stack_id ? sp_attrib_stack(&x->at, e->pid, e->stack_id) : NULL);
 	}
 	fputs("</div>\n", f);
 	sp_failures_free(&fs);
@@ -336,18 +342,19 @@ static int load_errors(struct sp_export *x, struct hmap *m)
 	size_t len = 0;
 	FILE *f = NULL;
 
-	if (sqlite3_prepare_v2(x->db,
-			       "SELECT fp_id, rc, message, SUM(count), pid, stack_id FROM errors e"
-			       /* a statement's failure that is also its exec's: once
-				* (as sp_failures_load lists them) */
-			       " WHERE NOT (COALESCE(e.kind, 'stmt') <> 'exec' AND EXISTS (SELECT 1 FROM"
-			       "  errors x WHERE x.kind = 'exec' AND x.pid = e.pid AND x.rc = e.rc"
-			       "  AND x.message IS e.message) AND EXISTS (SELECT 1 FROM frames f"
-			       "  WHERE f.pid = e.pid AND f.stack_id = e.stack_id"
-			       "  AND f.function = 'sqlite3_exec'))"
-			       " GROUP BY fp_id, rc, message, pid, stack_id"
-			       " ORDER BY fp_id, SUM(count) DESC, rc, message, pid, stack_id",
-			       -1, &st, NULL) != SQLITE_OK)
+	/* a statement's failure that is also its exec's: once (as
+	 * sp_failures_load lists them) */
+	if (sqlite3_prepare_v2(
+		    x->db,
+		    "SELECT fp_id, rc, message, SUM(count), pid, stack_id FROM errors e"
+		    " WHERE NOT (COALESCE(e.kind, 'stmt') <> 'exec' AND EXISTS (SELECT 1 FROM"
+		    "  errors x WHERE x.kind = 'exec' AND x.pid = e.pid AND x.rc = e.rc"
+		    "  AND x.message IS e.message) AND EXISTS (SELECT 1 FROM frames f"
+		    "  WHERE f.pid = e.pid AND f.stack_id = e.stack_id"
+		    "  AND f.function = 'sqlite3_exec'))"
+		    " GROUP BY fp_id, rc, message, pid, stack_id"
+		    " ORDER BY fp_id, SUM(count) DESC, rc, message, pid, stack_id",
+		    -1, &st, NULL) != SQLITE_OK)
 		return 0;
 	for (;;) {
 		int row = sqlite3_step(st) == SQLITE_ROW;
@@ -434,12 +441,15 @@ static int details(FILE *f, struct sp_export *x)
 			goto out;
 		fprintf(f, "<details id=\"q%zu\"><summary>", i);
 		sp_xml_str(f, l);
-		fprintf(f, "</summary>\n<p>fingerprint %016" PRIx64 " (%s): %" PRIu64
-			   " executions, total %s, ",
-			(uint64_t)q->fp_id, sp_qkind_name(q->kind), q->count, sp_fmt_ns(b, sizeof(b), (double)q->total_ns));
-		fprintf(f, "self %s, %" PRIu64 " rows, %" PRIu64 " VM steps, %" PRIu64
-			   " full-scan steps, %" PRIu64 " sorts, %" PRIu64 " autoindex rows, %" PRIu64
-			   " prepares</p>\n",
+		fprintf(f,
+			"</summary>\n<p>fingerprint %016" PRIx64 " (%s): %" PRIu64
+			" executions, total %s, ",
+			(uint64_t)q->fp_id, sp_qkind_name(q->kind), q->count,
+			sp_fmt_ns(b, sizeof(b), (double)q->total_ns));
+		fprintf(f,
+			"self %s, %" PRIu64 " rows, %" PRIu64 " VM steps, %" PRIu64
+			" full-scan steps, %" PRIu64 " sorts, %" PRIu64 " autoindex rows, %" PRIu64
+			" prepares</p>\n",
 			sp_fmt_ns(c, sizeof(c), (double)q->self_ns), q->rows, q->vm_steps,
 			q->fullscan_steps, q->sorts, q->autoindex, q->prepares);
 		fputs("<pre>", f);
@@ -452,8 +462,9 @@ static int details(FILE *f, struct sp_export *x)
 
 			if (!site)
 				goto out;
-			fprintf(f, "<p>~%.0f executions%s, ~%s, %" PRIu64 " samples, pid %" PRIu64
-				   ", at <span class=\"site\">",
+			fprintf(f,
+				"<p>~%.0f executions%s, ~%s, %" PRIu64 " samples, pid %" PRIu64
+				", at <span class=\"site\">",
 				s->est_count, s->samples == q->count ? "" : " (est.)",
 				sp_fmt_ns(b, sizeof(b), s->est_total_ns), s->samples, s->pid);
 			sp_xml_str(f, s->samples ? site : "(no stack sampled)");
@@ -475,12 +486,14 @@ int sp_export_html(FILE *f, struct sp_export *x)
 {
 	fputs("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
 	      "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none';"
-	      " style-src 'unsafe-inline'; script-src 'unsafe-inline'\">\n<title>sqlprof: ", f);
+	      " style-src 'unsafe-inline'; script-src 'unsafe-inline'\">\n<title>sqlprof: ",
+	      f);
 	sp_xml_str(f, x->path);
 	fprintf(f, "</title>\n<style>%s</style></head>\n<body>\n", css);
 	fputs("<script>window.onerror = function (m, s, l) {"
 	      " document.body.setAttribute('data-error', String(m) + ' (line ' + l + ')'); };"
-	      "</script>\n", f);
+	      "</script>\n",
+	      f);
 	header(f, x);
 	query_table(f, x);
 	if (findings(f, x) < 0 || failures(f, x) < 0)
@@ -499,6 +512,7 @@ int sp_export_html(FILE *f, struct sp_export *x)
 	      "  var de = document.documentElement;\n"
 	      "  document.body.setAttribute('data-overflow', String(de.scrollWidth - de.clientWidth));\n"
 	      "  document.body.setAttribute('data-ok', String(n));\n"
-	      "})();\n</script>\n</body></html>\n", f);
+	      "})();\n</script>\n</body></html>\n",
+	      f);
 	return 0;
 }

@@ -27,16 +27,28 @@
 #include "series.h"
 
 /* TracePacket */
-enum { PK_TIMESTAMP = 8, PK_SEQ_ID = 10, PK_TRACK_EVENT = 11, PK_INTERNED = 12,
-       PK_SEQ_FLAGS = 13, PK_TRACK_DESC = 60 };
+enum {
+	PK_TIMESTAMP = 8,
+	PK_SEQ_ID = 10,
+	PK_TRACK_EVENT = 11,
+	PK_INTERNED = 12,
+	PK_SEQ_FLAGS = 13,
+	PK_TRACK_DESC = 60
+};
 enum { SEQ_CLEARED = 1, SEQ_NEEDS_STATE = 2 };
 /* TrackDescriptor, ProcessDescriptor, ThreadDescriptor */
 enum { TD_UUID = 1, TD_NAME = 2, TD_PROCESS = 3, TD_THREAD = 4, TD_PARENT = 5, TD_COUNTER = 8 };
 enum { PD_PID = 1, PD_NAME = 6 };
 enum { THD_PID = 1, THD_TID = 2, THD_NAME = 5 };
 /* TrackEvent */
-enum { TE_DEBUG = 4, TE_TYPE = 9, TE_NAME_IID = 10, TE_TRACK = 11, TE_CATEGORIES = 22,
-       TE_COUNTER_VALUE = 30 };
+enum {
+	TE_DEBUG = 4,
+	TE_TYPE = 9,
+	TE_NAME_IID = 10,
+	TE_TRACK = 11,
+	TE_CATEGORIES = 22,
+	TE_COUNTER_VALUE = 30
+};
 enum { TYPE_BEGIN = 1, TYPE_END = 2, TYPE_COUNTER = 4 };
 /* DebugAnnotation */
 enum { DA_UINT = 3, DA_INT = 4, DA_STRING = 6, DA_NAME = 10 };
@@ -272,8 +284,8 @@ struct pctx {
 	struct pb p, o;
 	int first;
 	uint64_t uuid, serial, *iid, next_iid;
-	struct pthr *th;       /* parallel to x->th */
-	struct hmap thidx;     /* {pid, tid} -> index in th */
+	struct pthr *th;        /* parallel to x->th */
+	struct hmap thidx;      /* {pid, tid} -> index in th */
 	uint64_t *counter_uuid; /* per x->th index: its process's counter track */
 	struct cop *c;
 	size_t nc, ci;
@@ -351,7 +363,8 @@ static struct lane *lane_for(struct pctx *c, struct pthr *t, uint64_t start, uin
 			if (l) {
 				char lname[400];
 
-				snprintf(lname, sizeof(lname), "%s: overlapping executions %zu", t->name, l);
+				snprintf(lname, sizeof(lname), "%s: overlapping executions %zu",
+					 t->name, l);
 				track_desc(&c->p, &c->first, t->ln[l].uuid, t->uuid, lname);
 				end(&c->p);
 				flush_packet(c->f, &c->p, &c->o);
@@ -435,11 +448,12 @@ static int load_counters(struct sp_export *x, struct pctx *c)
 	uint64_t lastpid = 0, lastsec = 0, track = 0;
 	int have = 0, rc;
 
-	if (sqlite3_prepare_v2(x->db,
-			       "SELECT pid, (CASE WHEN start_ns > 4611686018427387904 THEN"
-			       " 4611686018427387904 WHEN start_ns > 0 THEN start_ns ELSE 0 END)"
-			       " / 1000000000 AS s, COUNT(*) FROM events GROUP BY pid, s ORDER BY pid, s",
-			       -1, &st, NULL) != SQLITE_OK)
+	if (sqlite3_prepare_v2(
+		    x->db,
+		    "SELECT pid, (CASE WHEN start_ns > 4611686018427387904 THEN"
+		    " 4611686018427387904 WHEN start_ns > 0 THEN start_ns ELSE 0 END)"
+		    " / 1000000000 AS s, COUNT(*) FROM events GROUP BY pid, s ORDER BY pid, s",
+		    -1, &st, NULL) != SQLITE_OK)
 		return -1;
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW || rc == SQLITE_DONE) {
 		uint64_t pid = rc == SQLITE_ROW ? (uint64_t)sqlite3_column_int64(st, 0) : 0;

@@ -29,20 +29,22 @@ int sp_export_series_csv(FILE *f, sqlite3 *db, const struct sp_window *w)
 	char a[40];
 	int rc = -1, r;
 
-	if (sqlite3_prepare_v2(db,
-			       "SELECT i.start_ns, i.end_ns, q.fp_id, q.kind,"
-			       " (SELECT fingerprint FROM queries x WHERE x.fp_id = q.fp_id"
-			       "  AND x.kind = q.kind LIMIT 1), q.count, q.total_ns, q.self_ns, q.wall_ns,"
-			       " q.rows, q.errors, q.buckets FROM interval_queries q JOIN intervals i"
-			       " USING (start_ns)"
-			       " WHERE q.start_ns >= ?1 AND q.start_ns <= ?2"
-			       " ORDER BY q.start_ns, q.fp_id, q.kind",
-			       -1, &st, NULL) != SQLITE_OK)
+	if (sqlite3_prepare_v2(
+		    db,
+		    "SELECT i.start_ns, i.end_ns, q.fp_id, q.kind,"
+		    " (SELECT fingerprint FROM queries x WHERE x.fp_id = q.fp_id"
+		    "  AND x.kind = q.kind LIMIT 1), q.count, q.total_ns, q.self_ns, q.wall_ns,"
+		    " q.rows, q.errors, q.buckets FROM interval_queries q JOIN intervals i"
+		    " USING (start_ns)"
+		    " WHERE q.start_ns >= ?1 AND q.start_ns <= ?2"
+		    " ORDER BY q.start_ns, q.fp_id, q.kind",
+		    -1, &st, NULL) != SQLITE_OK)
 		goto out;
 	sqlite3_bind_int64(st, 1, w->lo_start);
 	sqlite3_bind_int64(st, 2, w->hi_start);
 	fputs("start_ns,end_ns,start,fingerprint_id,kind,fingerprint,count,total_ns,mean_ns,"
-	      "p50_ns,p95_ns,p99_ns,self_ns,wall_ns,rows,errors\n", f);
+	      "p50_ns,p95_ns,p99_ns,self_ns,wall_ns,rows,errors\n",
+	      f);
 	while ((r = sqlite3_step(st)) == SQLITE_ROW) {
 		int64_t count = sqlite3_column_int64(st, 5), total = sqlite3_column_int64(st, 6);
 		const char *kind = (const char *)sqlite3_column_text(st, 3);
@@ -67,9 +69,11 @@ int sp_export_series_csv(FILE *f, sqlite3 *db, const struct sp_window *w)
 		sp_csv_str(f, fp ? fp : "");
 		fprintf(f, ",%lld,%lld,%.0f,%llu,%llu,%llu,%lld,%lld,%lld,%lld\n", (long long)count,
 			(long long)total, count > 0 ? (double)total / (double)count : 0.0,
-			(unsigned long long)p[0], (unsigned long long)p[1], (unsigned long long)p[2],
-			(long long)sqlite3_column_int64(st, 7), (long long)sqlite3_column_int64(st, 8),
-			(long long)sqlite3_column_int64(st, 9), (long long)sqlite3_column_int64(st, 10));
+			(unsigned long long)p[0], (unsigned long long)p[1],
+			(unsigned long long)p[2], (long long)sqlite3_column_int64(st, 7),
+			(long long)sqlite3_column_int64(st, 8),
+			(long long)sqlite3_column_int64(st, 9),
+			(long long)sqlite3_column_int64(st, 10));
 	}
 	rc = r == SQLITE_DONE ? 0 : -1;
 out:
@@ -104,8 +108,10 @@ int sp_series_points(sqlite3 *db, size_t top, char ***names, size_t *ntracks,
 	*ntracks = 0;
 	*pts = NULL;
 	*npts = 0;
-	if (sqlite3_prepare_v2(db, "SELECT CAST(value AS INTEGER) FROM meta WHERE"
-				   " key = 'clock_offset_ns'", -1, &st, NULL) == SQLITE_OK &&
+	if (sqlite3_prepare_v2(db,
+			       "SELECT CAST(value AS INTEGER) FROM meta WHERE"
+			       " key = 'clock_offset_ns'",
+			       -1, &st, NULL) == SQLITE_OK &&
 	    sqlite3_step(st) == SQLITE_ROW) {
 		off = sqlite3_column_int64(st, 0);
 		have = 1;
@@ -114,8 +120,8 @@ int sp_series_points(sqlite3 *db, size_t top, char ***names, size_t *ntracks,
 	st = NULL;
 	/* more intervals than the agent keeps in decades (about 1,200 and
 	 * one a day): not ours, and 16 points each would be a lot of memory */
-	if (have && sqlite3_prepare_v2(db, "SELECT COUNT(*) FROM intervals", -1, &st, NULL) ==
-			    SQLITE_OK &&
+	if (have &&
+	    sqlite3_prepare_v2(db, "SELECT COUNT(*) FROM intervals", -1, &st, NULL) == SQLITE_OK &&
 	    sqlite3_step(st) == SQLITE_ROW && sqlite3_column_int64(st, 0) > 100000)
 		have = 0;
 	sqlite3_finalize(st);
@@ -123,8 +129,10 @@ int sp_series_points(sqlite3 *db, size_t top, char ***names, size_t *ntracks,
 	/* an older profile, one without intervals, or one whose tables
 	 * are not what we wrote: no series, the rest of the trace as ever */
 	if (!have ||
-	    sqlite3_prepare_v2(db, "SELECT fp_id, kind, fingerprint FROM queries WHERE count > 0"
-				   " ORDER BY total_ns DESC, fp_id LIMIT ?", -1, &qs, NULL) != SQLITE_OK ||
+	    sqlite3_prepare_v2(db,
+			       "SELECT fp_id, kind, fingerprint FROM queries WHERE count > 0"
+			       " ORDER BY total_ns DESC, fp_id LIMIT ?",
+			       -1, &qs, NULL) != SQLITE_OK ||
 	    sqlite3_prepare_v2(db,
 			       "SELECT i.start_ns, i.end_ns, q.count, q.buckets FROM intervals i"
 			       " LEFT JOIN interval_queries q ON q.start_ns = i.start_ns AND"
@@ -166,12 +174,15 @@ int sp_series_points(sqlite3 *db, size_t top, char ***names, size_t *ntracks,
 
 				if (!h)
 					goto out;
-				sp_series_buckets((const char *)sqlite3_column_text(st, 3), add_bucket, h);
+				sp_series_buckets((const char *)sqlite3_column_text(st, 3),
+						  add_bucket, h);
 				p95 = sp_hist_count(h) ? sp_hist_quantile(h, 0.95) : 0;
 				sp_hist_free(h);
 			}
 			if (point(&ps, s - off, 2 * nq,
-				  n > 0 && e > s ? (uint64_t)((double)n * 1e9 / (double)(e - s) + 0.5) : 0) < 0 ||
+				  n > 0 && e > s
+					  ? (uint64_t)((double)n * 1e9 / (double)(e - s) + 0.5)
+					  : 0) < 0 ||
 			    point(&ps, s - off, 2 * nq + 1, p95) < 0)
 				goto out;
 			last_end = e;

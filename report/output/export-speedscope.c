@@ -16,7 +16,7 @@
 #include "export.h"
 
 struct ftab {
-	struct hmap m; /* hash -> index + 1 */
+	struct hmap m;              /* hash -> index + 1 */
 	const struct sp_frame **fr; /* code frame, or NULL for a query leaf */
 	const struct sp_qrow **q;
 	size_t n, cap;
@@ -26,15 +26,16 @@ static uint64_t frame_hash(const struct sp_frame *f)
 {
 	uint64_t h[5] = { sp_hash_bytes(f->function, strlen(f->function)),
 			  sp_hash_bytes(f->file, strlen(f->file)),
-			  sp_hash_bytes(f->module, strlen(f->module)), (uint64_t)f->line, f->offset };
+			  sp_hash_bytes(f->module, strlen(f->module)), (uint64_t)f->line,
+			  f->offset };
 
 	return sp_hash_bytes(h, sizeof(h));
 }
 
 static int same(const struct sp_frame *a, const struct sp_frame *b)
 {
-	return a->line == b->line && !strcmp(a->function, b->function) && !strcmp(a->file, b->file) &&
-	       !strcmp(a->module, b->module) && a->offset == b->offset;
+	return a->line == b->line && !strcmp(a->function, b->function) &&
+	       !strcmp(a->file, b->file) && !strcmp(a->module, b->module) && a->offset == b->offset;
 }
 
 /* Index of a frame (fr) or query leaf (q), added when new; -1 on ENOMEM. */
@@ -56,7 +57,8 @@ static long intern(struct ftab *t, const struct sp_frame *fr, const struct sp_qr
 		/* two arrays of one capacity: it grows once both have */
 		size_t capf = t->cap, capq = t->cap;
 
-		if (SP_GROW(t->fr, capf, t->n + 1, 128) < 0 || SP_GROW(t->q, capq, t->n + 1, 128) < 0)
+		if (SP_GROW(t->fr, capf, t->n + 1, 128) < 0 ||
+		    SP_GROW(t->q, capq, t->n + 1, 128) < 0)
 			return -1;
 		t->cap = capf;
 	}
@@ -94,10 +96,11 @@ int sp_export_speedscope(FILE *f, struct sp_export *x)
 		if (t.fr[i]) {
 			char w[2048];
 			/* without a source file: where in the module */
-			char *c = sp_export_utf8(strcmp(t.fr[i]->file, "??") || !t.fr[i]->offset ?
-							 t.fr[i]->function :
-							 sp_where(w, sizeof(w), t.fr[i]->function, "??",
-								  0, t.fr[i]->module, t.fr[i]->offset));
+			char *c = sp_export_utf8(strcmp(t.fr[i]->file, "??") || !t.fr[i]->offset
+							 ? t.fr[i]->function
+							 : sp_where(w, sizeof(w), t.fr[i]->function,
+								    "??", 0, t.fr[i]->module,
+								    t.fr[i]->offset));
 
 			if (!c)
 				goto out;

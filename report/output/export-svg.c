@@ -176,8 +176,8 @@ static int draw_node(FILE *f, struct sp_export *x, const struct tree *t, size_t 
 		100.0 * w, n->count, n->count >= 0.5 && n->count < 1.5 ? "" : "s",
 		n->is_sql ? " [query]" : "");
 	fprintf(f, "<rect x=\"%.1f\" y=\"%d\" width=\"%.1f\" height=\"%d\" fill=\"%s\" rx=\"2\"/>",
-		PAD + x0 * (WIDTH - 2 * PAD), height - 20 - (depth + 1) * FRAME_H, px > 0.5 ? px - 0.5 : px,
-		FRAME_H - 1, col);
+		PAD + x0 * (WIDTH - 2 * PAD), height - 20 - (depth + 1) * FRAME_H,
+		px > 0.5 ? px - 0.5 : px, FRAME_H - 1, col);
 	fprintf(f, "<text x=\"%.1f\" y=\"%d\">", PAD + x0 * (WIDTH - 2 * PAD) + 3,
 		height - 20 - depth * FRAME_H - 4);
 	fit_text(f, i == 0 ? "all queries" : n->name, px);
@@ -277,17 +277,22 @@ int sp_export_svg(FILE *f, struct sp_export *x, int standalone)
 		(int)WIDTH, height, (int)WIDTH, height, WIDTH - 2 * PAD, PAD);
 	fputs("<style>.sqlprof-flame text{font:12px monospace;fill:#000;pointer-events:none}"
 	      ".sqlprof-flame g.f:hover rect{stroke:#000;stroke-width:0.5}"
-	      ".sqlprof-flame g.f{cursor:pointer}</style>\n", f);
-	fprintf(f, "<rect x=\"0\" y=\"0\" width=\"%d\" height=\"%d\" fill=\"#f8f8f0\"/>\n", (int)WIDTH,
-		height);
-	fprintf(f, "<text x=\"%d\" y=\"20\" text-anchor=\"middle\" style=\"font-size:15px\">SQL"
-		   " flamegraph: ", (int)WIDTH / 2);
+	      ".sqlprof-flame g.f{cursor:pointer}</style>\n",
+	      f);
+	fprintf(f, "<rect x=\"0\" y=\"0\" width=\"%d\" height=\"%d\" fill=\"#f8f8f0\"/>\n",
+		(int)WIDTH, height);
+	fprintf(f,
+		"<text x=\"%d\" y=\"20\" text-anchor=\"middle\" style=\"font-size:15px\">SQL"
+		" flamegraph: ",
+		(int)WIDTH / 2);
 	sp_xml_str(f, x->path);
-	fprintf(f, "</text>\n<text x=\"%d\" y=\"36\" text-anchor=\"middle\" style=\"fill:#555\">"
-		   "width: %s; blue frames are queries; click to zoom, click the background to"
-		   " reset</text>\n",
+	fprintf(f,
+		"</text>\n<text x=\"%d\" y=\"36\" text-anchor=\"middle\" style=\"fill:#555\">"
+		"width: %s; blue frames are queries; click to zoom, click the background to"
+		" reset</text>\n",
 		(int)WIDTH / 2,
-		x->weight == SP_XW_COUNT ? "estimated executions" : "estimated self time in SQLite");
+		x->weight == SP_XW_COUNT ? "estimated executions"
+					 : "estimated self time in SQLite");
 	if (x->nfs && total > 0) {
 		if (draw(f, x, &t, total, height) < 0) {
 			free(t.v);

@@ -45,9 +45,9 @@ struct sp_xstack {
 struct sp_fstack {
 	const struct sp_frame **fr; /* nfr code frames, root first */
 	uint32_t nfr;
-	const struct sp_qrow *q;    /* the leaf */
-	char *line;                 /* folded form without weight: "a;b;SQL" */
-	double ns, count;           /* estimated self time, executions */
+	const struct sp_qrow *q; /* the leaf */
+	char *line;              /* folded form without weight: "a;b;SQL" */
+	double ns, count;        /* estimated self time, executions */
 };
 
 /* A sampled execution from the events table. */
@@ -70,7 +70,7 @@ struct sp_xthread {
 struct sp_export {
 	sqlite3 *db;
 	const char *path;
-	int weight; /* enum sp_xweight */
+	int weight;        /* enum sp_xweight */
 	struct sp_qset qs; /* sorted by total time */
 	struct sp_attrib at;
 	struct sp_xstack *xs;
@@ -90,11 +90,11 @@ struct sp_export {
 	int ev_window;
 	int64_t ev_lo, ev_hi;
 	uint64_t ev_total, ev_in, ev_kept, ev_max;
-	const char **qnames; /* sp_export_qname cache, one per qs row */
+	const char **qnames;      /* sp_export_qname cache, one per qs row */
 	const char **site_labels; /* sp_export_site_label cache, one per site */
-	size_t *xs_of;       /* indices into xs grouped by query row, in xs order */
-	size_t *xs_first;    /* query row i's are xs_of[xs_first[i] .. xs_first[i + 1]) */
-	char **strs; /* strings owned by the export */
+	size_t *xs_of;            /* indices into xs grouped by query row, in xs order */
+	size_t *xs_first;         /* query row i's are xs_of[xs_first[i] .. xs_first[i + 1]) */
+	char **strs;              /* strings owned by the export */
 	size_t nstrs, strs_cap;
 };
 

@@ -84,8 +84,8 @@ static int emit(struct fit_out *t, const char *s, size_t n)
 			;
 		if (sp > cut / 2)
 			cut = sp;
-		if (fprintf(t->to, "%s%*s%.*s\n", lead && hash ? "#" : "", (int)(lead && hash ? lead - 1 : lead), "",
-			    (int)cut, s) < 0)
+		if (fprintf(t->to, "%s%*s%.*s\n", lead && hash ? "#" : "",
+			    (int)(lead && hash ? lead - 1 : lead), "", (int)cut, s) < 0)
 			return -1;
 		s += cut;
 		n -= cut;
@@ -97,8 +97,10 @@ static int emit(struct fit_out *t, const char *s, size_t n)
 	}
 	if (lead && !n)
 		return 0;
-	return fprintf(t->to, "%s%*s%.*s\n", lead && hash ? "#" : "", (int)(lead && hash ? lead - 1 : lead), "",
-		       (int)n, s) < 0 ? -1 : 0;
+	return fprintf(t->to, "%s%*s%.*s\n", lead && hash ? "#" : "",
+		       (int)(lead && hash ? lead - 1 : lead), "", (int)n, s) < 0
+		       ? -1
+		       : 0;
 }
 
 static ssize_t fit_write(void *cookie, const char *buf, size_t n)

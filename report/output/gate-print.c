@@ -11,8 +11,8 @@
 #include "export.h" /* sp_xml_str */
 #include "util.h"
 
-static void timing_note(char *buf, size_t len, const struct sp_side *base, const struct sp_side *cand,
-			const struct sp_check_result *res)
+static void timing_note(char *buf, size_t len, const struct sp_side *base,
+			const struct sp_side *cand, const struct sp_check_result *res)
 {
 	if (base->total_runs < SP_CHECK_MIN_TIME_RUNS || cand->total_runs < SP_CHECK_MIN_TIME_RUNS)
 		snprintf(buf, len,
@@ -26,9 +26,9 @@ static void timing_note(char *buf, size_t len, const struct sp_side *base, const
 			 " alpha %.2f%s",
 			 res->timed, (unsigned long long)base->total_runs,
 			 (unsigned long long)cand->total_runs, SP_CHECK_ALPHA,
-			 base->total_runs == 3 || cand->total_runs == 3 ?
-				 " (with 3 runs a side p cannot go below 0.1: record 5 or more)" :
-				 "");
+			 base->total_runs == 3 || cand->total_runs == 3
+				 ? " (with 3 runs a side p cannot go below 0.1: record 5 or more)"
+				 : "");
 }
 
 /* The notes of one kind (improved 1: improvements; 0: set aside), as
@@ -87,7 +87,8 @@ static void notes_json(const struct sp_check_result *res, int improved)
 		if (n->improved != improved)
 			continue;
 		printf("%s\n  {\"fingerprint_id\": \"%016llx\", \"kind\": \"%s\", \"fingerprint\": ",
-		       first ? "" : ",", (unsigned long long)n->q->fp_id, sp_qkind_name(n->q->kind));
+		       first ? "" : ",", (unsigned long long)n->q->fp_id,
+		       sp_qkind_name(n->q->kind));
 		sp_json_str(stdout, r->fingerprint);
 		printf(", \"detail\": ");
 		sp_json_str(stdout, n->detail);
@@ -98,7 +99,7 @@ static void notes_json(const struct sp_check_result *res, int improved)
 }
 
 void sp_check_print_text(const struct sp_side *base, const struct sp_side *cand,
-		       const struct sp_diff *d, const struct sp_check_result *res)
+			 const struct sp_diff *d, const struct sp_check_result *res)
 {
 	char bd[1024], cd[1024], note[256];
 	size_t i;
@@ -130,7 +131,7 @@ void sp_check_print_text(const struct sp_side *base, const struct sp_side *cand,
 }
 
 void sp_check_print_json(const struct sp_side *base, const struct sp_side *cand,
-		       const struct sp_diff *d, const struct sp_check_result *res)
+			 const struct sp_diff *d, const struct sp_check_result *res)
 {
 	char note[256];
 	size_t i;
@@ -143,7 +144,8 @@ void sp_check_print_json(const struct sp_side *base, const struct sp_side *cand,
 
 		printf("%s\n  {\"rule\": \"%s\", \"fingerprint_id\": \"%016llx\", \"kind\": \"%s\","
 		       " \"fingerprint\": ",
-		       i ? "," : "", sp_check_rule_names[g->rule], (unsigned long long)g->q->fp_id, sp_qkind_name(g->q->kind));
+		       i ? "," : "", sp_check_rule_names[g->rule], (unsigned long long)g->q->fp_id,
+		       sp_qkind_name(g->q->kind));
 		sp_json_str(stdout, r->fingerprint);
 		printf(", \"site\": ");
 		sp_json_str(stdout, g->site);
@@ -163,7 +165,7 @@ void sp_check_print_json(const struct sp_side *base, const struct sp_side *cand,
 }
 
 void sp_check_print_md(const struct sp_side *base, const struct sp_side *cand,
-		     const struct sp_diff *d, const struct sp_check_result *res)
+		       const struct sp_diff *d, const struct sp_check_result *res)
 {
 	char note[256];
 	size_t i;
@@ -201,7 +203,7 @@ void sp_check_print_md(const struct sp_side *base, const struct sp_side *cand,
 }
 
 int sp_check_write_junit(const char *path, const struct sp_side *base, const struct sp_side *cand,
-		       const struct sp_diff *d, const struct sp_check_result *res)
+			 const struct sp_diff *d, const struct sp_check_result *res)
 {
 	FILE *f = fopen(path, "w");
 	char bd[1024], cd[1024], note[256];
@@ -217,10 +219,12 @@ int sp_check_write_junit(const char *path, const struct sp_side *base, const str
 	sp_side_describe(cand, cd, sizeof(cd));
 	timing_note(note, sizeof(note), base, cand, res);
 	fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
-	fprintf(f, "<testsuites name=\"sqlprof check\" tests=\"%zu\" failures=\"%zu\" errors=\"0\" time=\"%.6f\">\n",
+	fprintf(f,
+		"<testsuites name=\"sqlprof check\" tests=\"%zu\" failures=\"%zu\" errors=\"0\" time=\"%.6f\">\n",
 		d->nq, res->nfailing, total);
-	fprintf(f, "  <testsuite name=\"sqlprof check\" tests=\"%zu\" failures=\"%zu\" errors=\"0\""
-		   " skipped=\"0\" time=\"%.6f\">\n",
+	fprintf(f,
+		"  <testsuite name=\"sqlprof check\" tests=\"%zu\" failures=\"%zu\" errors=\"0\""
+		" skipped=\"0\" time=\"%.6f\">\n",
 		d->nq, res->nfailing, total);
 	fprintf(f, "    <properties>\n      <property name=\"baseline\" value=\"");
 	sp_xml_str(f, bd);
@@ -244,7 +248,8 @@ int sp_check_write_junit(const char *path, const struct sp_side *base, const str
 				nfail++;
 		if (!nfail) {
 			if (q->flags & SP_QD_VANISHED)
-				fprintf(f, ">\n      <system-out>vanished: not run by the candidate</system-out>\n    </testcase>\n");
+				fprintf(f,
+					">\n      <system-out>vanished: not run by the candidate</system-out>\n    </testcase>\n");
 			else
 				fprintf(f, "/>\n");
 			continue;

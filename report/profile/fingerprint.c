@@ -231,8 +231,8 @@ static const struct keyword *kw_find(const unsigned char *s, size_t n)
 		up[i] = (char)(c >= 'a' && c <= 'z' ? c - 32 : c);
 	}
 	up[n] = 0;
-	return bsearch(up, keywords, sizeof(keywords) / sizeof(keywords[0]),
-		       sizeof(keywords[0]), kw_cmp);
+	return bsearch(up, keywords, sizeof(keywords) / sizeof(keywords[0]), sizeof(keywords[0]),
+		       kw_cmp);
 }
 
 /* ---- lexer ------------------------------------------------------------- */
@@ -243,17 +243,17 @@ enum tok_kind {
 	T_STRING,
 	T_BLOB,
 	T_PARAM,
-	T_IDENT,   /* unquoted identifier or keyword */
-	T_QIDENT,  /* "x", [x], `x` */
+	T_IDENT,  /* unquoted identifier or keyword */
+	T_QIDENT, /* "x", [x], `x` */
 	T_LPAREN,
 	T_RPAREN,
 	T_COMMA,
 	T_SEMI,
 	T_DOT,
-	T_OP,      /* operators and stray bytes */
+	T_OP, /* operators and stray bytes */
 	/* emitter-only kinds */
 	T_KEYWORD,
-	T_LIT,     /* an emitted '?' or "..." */
+	T_LIT, /* an emitted '?' or "..." */
 };
 
 struct tok {
@@ -304,9 +304,11 @@ static size_t skip_digits(const unsigned char *s, size_t n, size_t i)
 /* End of the numeric literal starting at s[i] (a digit, or '.' + digit). */
 static size_t lex_number(const unsigned char *s, size_t n, size_t i)
 {
-	if (s[i] == '0' && i + 2 < n && (s[i + 1] == 'x' || s[i + 1] == 'X') && is_xdigit(s[i + 2])) {
+	if (s[i] == '0' && i + 2 < n && (s[i + 1] == 'x' || s[i + 1] == 'X') &&
+	    is_xdigit(s[i + 2])) {
 		i += 3;
-		while (i < n && (is_xdigit(s[i]) || (s[i] == '_' && i + 1 < n && is_xdigit(s[i + 1]))))
+		while (i < n &&
+		       (is_xdigit(s[i]) || (s[i] == '_' && i + 1 < n && is_xdigit(s[i + 1]))))
 			i++;
 	} else {
 		i = skip_digits(s, n, i);
@@ -315,7 +317,8 @@ static size_t lex_number(const unsigned char *s, size_t n, size_t i)
 		if (i < n && (s[i] == 'e' || s[i] == 'E')) {
 			if (i + 1 < n && is_digit(s[i + 1]))
 				i = skip_digits(s, n, i + 1);
-			else if (i + 2 < n && (s[i + 1] == '+' || s[i + 1] == '-') && is_digit(s[i + 2]))
+			else if (i + 2 < n && (s[i + 1] == '+' || s[i + 1] == '-') &&
+				 is_digit(s[i + 2]))
 				i = skip_digits(s, n, i + 2);
 		}
 	}
@@ -399,18 +402,10 @@ static void lex_next(struct lexer *lx, struct tok *t)
 	unsigned char c1 = i + 1 < n ? s[i + 1] : 0;
 	e = i + 1;
 	switch (c) {
-	case '(':
-		t->kind = T_LPAREN;
-		break;
-	case ')':
-		t->kind = T_RPAREN;
-		break;
-	case ',':
-		t->kind = T_COMMA;
-		break;
-	case ';':
-		t->kind = T_SEMI;
-		break;
+	case '(': t->kind = T_LPAREN; break;
+	case ')': t->kind = T_RPAREN; break;
+	case ',': t->kind = T_COMMA; break;
+	case ';': t->kind = T_SEMI; break;
 	case '.':
 		if (is_digit(c1)) {
 			t->kind = T_NUMBER;
@@ -572,7 +567,8 @@ static int need_space(enum tok_kind prev, enum tok_kind cur)
  * separator the spacing rules ask for.  sign_ok is what a following '-'
  * or '+' would be.  Errors latch in f->failed.
  */
-static void emit(struct fp *f, enum tok_kind kind, const void *p, size_t n, enum xform x, int sign_ok)
+static void emit(struct fp *f, enum tok_kind kind, const void *p, size_t n, enum xform x,
+		 int sign_ok)
 {
 	const unsigned char *src = p;
 
@@ -625,16 +621,14 @@ static int scan_literal(struct lexer *lx)
 	case T_NUMBER:
 	case T_STRING:
 	case T_BLOB:
-	case T_PARAM:
-		return 1;
+	case T_PARAM: return 1;
 	case T_OP:
 		if (t.end - t.start == 1 && (lx->s[t.start] == '-' || lx->s[t.start] == '+')) {
 			lex_next(lx, &t);
 			return t.kind == T_NUMBER;
 		}
 		return 0;
-	default:
-		return 0;
+	default: return 0;
 	}
 }
 
@@ -856,32 +850,17 @@ char *sp_fingerprint(const char *sql, size_t len, uint64_t *id)
 		size_t n = t.end - t.start;
 
 		switch (t.kind) {
-		case T_EOF:
-			goto done;
+		case T_EOF: goto done;
 		case T_NUMBER:
 		case T_STRING:
 		case T_BLOB:
-		case T_PARAM:
-			emit_lit(&f, "?");
-			break;
-		case T_IDENT:
-			emit_ident(&f, &t);
-			break;
-		case T_QIDENT:
-			emit(&f, T_QIDENT, p, n, X_QUOTED, 0);
-			break;
-		case T_LPAREN:
-			emit_punct(&f, T_LPAREN, "(");
-			break;
-		case T_RPAREN:
-			emit_punct(&f, T_RPAREN, ")");
-			break;
-		case T_COMMA:
-			emit_punct(&f, T_COMMA, ",");
-			break;
-		case T_DOT:
-			emit(&f, T_DOT, ".", 1, X_COPY, 0);
-			break;
+		case T_PARAM: emit_lit(&f, "?"); break;
+		case T_IDENT: emit_ident(&f, &t); break;
+		case T_QIDENT: emit(&f, T_QIDENT, p, n, X_QUOTED, 0); break;
+		case T_LPAREN: emit_punct(&f, T_LPAREN, "("); break;
+		case T_RPAREN: emit_punct(&f, T_RPAREN, ")"); break;
+		case T_COMMA: emit_punct(&f, T_COMMA, ","); break;
+		case T_DOT: emit(&f, T_DOT, ".", 1, X_COPY, 0); break;
 		case T_SEMI:
 			/* Written only once another statement follows. */
 			if (f.any)
@@ -901,8 +880,7 @@ char *sp_fingerprint(const char *sql, size_t len, uint64_t *id)
 			}
 			emit(&f, T_OP, p, n, X_COPY, 1);
 			break;
-		default:
-			break;
+		default: break;
 		}
 	}
 done:

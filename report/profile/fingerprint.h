@@ -63,7 +63,7 @@ enum sp_sql_tok_kind {
 	SP_SQL_COMMA,
 	SP_SQL_SEMI,
 	SP_SQL_DOT,
-	SP_SQL_OP,     /* operators and stray bytes */
+	SP_SQL_OP, /* operators and stray bytes */
 };
 struct sp_sql_lexer {
 	const unsigned char *s;

@@ -28,7 +28,7 @@
 struct sp_hist {
 	uint64_t count; /* sum of all bucket counts */
 	uint64_t min, max, sum;
-	uint64_t lost;  /* values dropped because a group could not be allocated */
+	uint64_t lost; /* values dropped because a group could not be allocated */
 	uint64_t *grp[NGROUPS];
 };
 
@@ -232,7 +232,8 @@ uint64_t sp_hist_quantile(const struct sp_hist *h, double q)
 	return h->max; /* not reached while count matches the buckets */
 }
 
-int sp_hist_foreach(const struct sp_hist *h, int (*fn)(uint64_t bucket_lo, uint64_t count, void *arg), void *arg)
+int sp_hist_foreach(const struct sp_hist *h,
+		    int (*fn)(uint64_t bucket_lo, uint64_t count, void *arg), void *arg)
 {
 	for (unsigned g = 0; g < NGROUPS; g++) {
 		const uint64_t *b = h->grp[g];

@@ -56,8 +56,8 @@ uint64_t sp_hist_quantile(const struct sp_hist *h, double q);
  * order.  Stops at and returns the first non-zero value fn returns; 0 when
  * all buckets were visited.
  */
-int sp_hist_foreach(const struct sp_hist *h, int (*fn)(uint64_t bucket_lo, uint64_t count, void *arg),
-		    void *arg);
+int sp_hist_foreach(const struct sp_hist *h,
+		    int (*fn)(uint64_t bucket_lo, uint64_t count, void *arg), void *arg);
 
 /*
  * Rebuild from stored buckets: add count values to the bucket holding

@@ -56,8 +56,8 @@ static int has_profile_meta(const char *path)
 		return 0;
 	u = uri + sprintf(uri, "file:");
 	for (const unsigned char *p = (const unsigned char *)path; *p; p++) {
-		if ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
-		    strchr("/-._~", *p))
+		if ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+		    (*p >= '0' && *p <= '9') || strchr("/-._~", *p))
 			*u++ = (char)*p;
 		else {
 			*u++ = '%';
@@ -140,12 +140,14 @@ int sp_out_check(const char *path, char *err, size_t errlen)
 		snprintf(err, errlen, "cannot write %s: %s", path, strerror(errno));
 		return -1;
 	}
-	if (asprintf(&old, "%s.old", path) < 0 || asprintf(&probe, "%s.tmp.%d", path, (int)getpid()) < 0) {
+	if (asprintf(&old, "%s.old", path) < 0 ||
+	    asprintf(&probe, "%s.tmp.%d", path, (int)getpid()) < 0) {
 		snprintf(err, errlen, "out of memory");
 		goto out;
 	}
 	if (k == SP_OUT_PROFILE && sp_out_classify(old, why, sizeof(why)) == SP_OUT_OTHER) {
-		snprintf(err, errlen, "refusing to replace %s with the previous profile: %s", old, why);
+		snprintf(err, errlen, "refusing to replace %s with the previous profile: %s", old,
+			 why);
 		goto out;
 	}
 	/* The name sp_profile_write creates first, so the same directory,
@@ -202,7 +204,8 @@ int sp_out_write(const char *path, struct sp_coll *c, const struct sp_meta *m, c
 	int linked = 0, moved = 0, rc = -1;
 
 	saved[0] = 0;
-	if (asprintf(&old, "%s.old", path) < 0 || asprintf(&oldtmp, "%s.tmp.%d", old, (int)getpid()) < 0) {
+	if (asprintf(&old, "%s.old", path) < 0 ||
+	    asprintf(&oldtmp, "%s.tmp.%d", old, (int)getpid()) < 0) {
 		snprintf(err, errlen, "out of memory");
 		goto out;
 	}
@@ -225,7 +228,8 @@ int sp_out_write(const char *path, struct sp_coll *c, const struct sp_meta *m, c
 		else if (rename(path, old) == 0)
 			moved = 1;
 		else {
-			snprintf(err, errlen, "cannot keep %s as %s: %s", path, old, strerror(errno));
+			snprintf(err, errlen, "cannot keep %s as %s: %s", path, old,
+				 strerror(errno));
 			goto elsewhere;
 		}
 	}
@@ -336,8 +340,8 @@ int sp_out_export_open(struct sp_out_export *xo, const char *out, const char *in
 		if (fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode) &&
 		    ((stat(input, &in) == 0 && in.st_dev == sb.st_dev && in.st_ino == sb.st_ino) ||
 		     has_sqlite_header(out) > 0)) {
-			snprintf(err, errlen, "refusing to write %s: it is a SQLite database (a profile?)",
-				 out);
+			snprintf(err, errlen,
+				 "refusing to write %s: it is a SQLite database (a profile?)", out);
 			close(fd);
 			return SP_EXIT_USAGE;
 		}
@@ -349,15 +353,15 @@ int sp_out_export_open(struct sp_out_export *xo, const char *out, const char *in
 			return SP_EXIT_INTERNAL;
 		}
 		if (lstat(out, &lsb) == 0) {
-			snprintf(err, errlen, "refusing to write %s: it is a symlink to a missing file",
-				 out);
+			snprintf(err, errlen,
+				 "refusing to write %s: it is a symlink to a missing file", out);
 			return SP_EXIT_USAGE;
 		}
 		final = strdup(out);
 	} else if (S_ISREG(sb.st_mode)) {
 		if (stat(input, &in) == 0 && in.st_dev == sb.st_dev && in.st_ino == sb.st_ino) {
-			snprintf(err, errlen, "refusing to overwrite %s: it is the profile being exported",
-				 out);
+			snprintf(err, errlen,
+				 "refusing to overwrite %s: it is the profile being exported", out);
 			return SP_EXIT_USAGE;
 		}
 		h = has_sqlite_header(out);
@@ -419,7 +423,8 @@ int sp_out_export_open(struct sp_out_export *xo, const char *out, const char *in
 		free(xo->tmp);
 		xo->tmp = NULL;
 		fd = open(final, O_WRONLY | O_CLOEXEC | O_NOCTTY);
-		if (fd < 0 || ((sb.st_mode & 077) && fchmod(fd, mode) < 0) || ftruncate(fd, 0) < 0) {
+		if (fd < 0 || ((sb.st_mode & 077) && fchmod(fd, mode) < 0) ||
+		    ftruncate(fd, 0) < 0) {
 			snprintf(err, errlen, "%s: %s", out, strerror(errno));
 			if (fd >= 0)
 				close(fd);

@@ -201,4 +201,3 @@ int sp_plan_access(const char *detail, struct sp_plan_access *a)
 	}
 	return 1;
 }
-

@@ -31,10 +31,10 @@ char *sp_plan_tree(const char *plan);
  * plan prints it. */
 struct sp_plan_access {
 	char name[128];
-	int full_scan;   /* "SCAN t" with no index: every row of the table */
-	int indexed;     /* SEARCH, or SCAN ... USING [COVERING] INDEX */
-	int automatic;   /* USING AUTOMATIC [PARTIAL] [COVERING] INDEX */
-	char cols[256];  /* the "(a=? AND b>?)" constraint text, may be empty */
+	int full_scan;  /* "SCAN t" with no index: every row of the table */
+	int indexed;    /* SEARCH, or SCAN ... USING [COVERING] INDEX */
+	int automatic;  /* USING AUTOMATIC [PARTIAL] [COVERING] INDEX */
+	char cols[256]; /* the "(a=? AND b>?)" constraint text, may be empty */
 };
 
 /* Parse one detail text. Returns 1 for a table access, 0 otherwise

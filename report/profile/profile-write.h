@@ -32,15 +32,15 @@ struct sp_timeline {
 };
 
 struct sp_meta {
-	const char *command;   /* the profiled command line */
-	long long started;     /* unix time */
+	const char *command; /* the profiled command line */
+	long long started;   /* unix time */
 	long long duration_ns;
-	int exit_status;       /* as sqlprof record exits */
+	int exit_status; /* as sqlprof record exits */
 	double rate;
-	const char *debug_path; /* extra debug-file dirs for the symbolizer */
+	const char *debug_path;          /* extra debug-file dirs for the symbolizer */
 	const struct sp_run_total *runs; /* per-run totals, NULL if none */
 	size_t nruns;
-	int repeat;            /* runs recorded */
+	int repeat; /* runs recorded */
 	/* processes may still be running (the agent's snapshots): no plan is
 	 * taken on their database files (plan_gaps stay gaps) */
 	int live;

@@ -142,17 +142,16 @@ static const char schema[] =
 
 /* Made after the rows are in (cheaper than keeping them up to date):
  * what the readers look queries up by (format 3). */
-static const char indexes[] =
-	"CREATE INDEX histograms_query ON histograms(fp_id, kind);"
-	"CREATE INDEX runs_query ON runs(fp_id, kind);"
-	"CREATE UNIQUE INDEX run_totals_key ON run_totals(fp_id, kind, run);"
-	"CREATE INDEX plans_fp ON plans(fp_id);"
-	"CREATE INDEX plan_gaps_fp ON plan_gaps(fp_id);"
-	"CREATE INDEX statements_fp ON statements(fp_id);"
-	"CREATE INDEX stack_samples_query ON stack_samples(fp_id, kind);"
-	"CREATE INDEX callers_query ON callers(fp_id, kind);"
-	"CREATE INDEX errors_fp ON errors(fp_id);"
-	"CREATE INDEX modules_pid ON modules(pid);";
+static const char indexes[] = "CREATE INDEX histograms_query ON histograms(fp_id, kind);"
+			      "CREATE INDEX runs_query ON runs(fp_id, kind);"
+			      "CREATE UNIQUE INDEX run_totals_key ON run_totals(fp_id, kind, run);"
+			      "CREATE INDEX plans_fp ON plans(fp_id);"
+			      "CREATE INDEX plan_gaps_fp ON plan_gaps(fp_id);"
+			      "CREATE INDEX statements_fp ON statements(fp_id);"
+			      "CREATE INDEX stack_samples_query ON stack_samples(fp_id, kind);"
+			      "CREATE INDEX callers_query ON callers(fp_id, kind);"
+			      "CREATE INDEX errors_fp ON errors(fp_id);"
+			      "CREATE INDEX modules_pid ON modules(pid);";
 
 /* The events table and its indexes, apart: `sqlprof record` builds them
  * while the command runs (sp_timeline, report/record/timeline.c), and the
@@ -165,9 +164,8 @@ static const char events_table[] =
 	" fp_id INTEGER, kind TEXT, sql_id INTEGER, stack_id INTEGER, start_ns INTEGER,"
 	" wall_ns INTEGER, db_ns INTEGER, self_ns INTEGER, rows INTEGER, vm_steps INTEGER,"
 	" rc INTEGER, flags INTEGER);";
-static const char events_indexes[] =
-	"CREATE INDEX events_thread ON events(pid, tid, start_ns);"
-	"CREATE INDEX events_start ON events(start_ns);";
+static const char events_indexes[] = "CREATE INDEX events_thread ON events(pid, tid, start_ns);"
+				     "CREATE INDEX events_start ON events(start_ns);";
 
 _Static_assert(SP_QK_STMT == (int)SP_KIND_STMT && SP_QK_EXEC == (int)SP_KIND_EXEC,
 	       "kind.h's kinds are the wire's");
@@ -380,7 +378,9 @@ size_t sp_profile_sym_prewarm(struct sym_ctx *sym, struct sp_coll *c, pthread_mu
 	struct modidx mi = { 0 };
 	struct warm_req *req = NULL;
 	size_t nreq = 0, capreq = 0, it = 0, i;
-	const struct { uint64_t pid, stack_id; } *key;
+	const struct {
+		uint64_t pid, stack_id;
+	} * key;
 	struct sp_stack *s;
 
 	pthread_mutex_lock(lock);
@@ -398,7 +398,8 @@ size_t sp_profile_sym_prewarm(struct sym_ctx *sym, struct sp_coll *c, pthread_mu
 			if (!mod || !mod->path)
 				continue;
 			h = sp_hash64(mod->path, strlen(mod->path)) ^
-			    sp_hash64(mod->build_id, mod->build_id_len < 64 ? mod->build_id_len : 64);
+			    sp_hash64(mod->build_id,
+				      mod->build_id_len < 64 ? mod->build_id_len : 64);
 			if (!hmap_get(opened, &h, 1, &created) || !created)
 				continue;
 			if (sp_module_changed(mod) || SP_GROW(req, capreq, nreq + 1, 8) < 0)
@@ -431,7 +432,9 @@ static int write_frames(sqlite3 *db, struct sp_coll *c, const struct sp_meta *m)
 	struct sym_ctx *sym = m->sym ? m->sym : sp_sym_open(m->debug_path);
 	struct modidx mi = { 0 };
 	size_t it = 0;
-	const struct { uint64_t pid, stack_id; } *key;
+	const struct {
+		uint64_t pid, stack_id;
+	} * key;
 	struct sp_stack *s;
 	struct sp_module *m_;
 	int rc = 0;
@@ -465,8 +468,8 @@ static int write_frames(sqlite3 *db, struct sp_coll *c, const struct sp_meta *m)
 			}
 			mod = find_module(&mi, (uint32_t)key->pid, s, pc);
 			if (mod && !mod->changed)
-				sym_lookup(sym, mod->path, mod->build_id, mod->build_id_len, mod->bias,
-					   pc, 1, &res);
+				sym_lookup(sym, mod->path, mod->build_id, mod->build_id_len,
+					   mod->bias, pc, 1, &res);
 			if (!res || res->nframes < 1) {
 				sqlite3_bind_int64(st, 1, (sqlite3_int64)key->pid);
 				sqlite3_bind_int64(st, 2, (sqlite3_int64)key->stack_id);
@@ -524,8 +527,8 @@ static int write_frames(sqlite3 *db, struct sp_coll *c, const struct sp_meta *m)
 		fprintf(stderr,
 			"sqlprof: symbolizer: %lu modules opened, %lu lookups, %lu from cache files"
 			" (%lu files used, %lu stale, %lu rejected)\n",
-			ss.modules_opened, ss.lookups, ss.cache_hits, ss.cache_files, ss.cache_stale,
-			ss.cache_rejected);
+			ss.modules_opened, ss.lookups, ss.cache_hits, ss.cache_files,
+			ss.cache_stale, ss.cache_rejected);
 	}
 	sqlite3_finalize(st);
 	if (sym != m->sym)
@@ -579,19 +582,19 @@ static int write_meta(struct pw *w)
 	st = prep(db, "INSERT INTO meta VALUES(?,?)");
 	if (!st)
 		return pw_sqlerr(w, st);
-#define META_TEXT(key, val)                                                 \
-	do {                                                                \
-		sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);           \
-		sqlite3_bind_text(st, 2, val, -1, SQLITE_TRANSIENT);        \
-		if (step_done(st) < 0)                                      \
-			return pw_sqlerr(w, st);                            \
+#define META_TEXT(key, val)                                          \
+	do {                                                         \
+		sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);    \
+		sqlite3_bind_text(st, 2, val, -1, SQLITE_TRANSIENT); \
+		if (step_done(st) < 0)                               \
+			return pw_sqlerr(w, st);                     \
 	} while (0)
-#define META_INT(key, val)                                                  \
-	do {                                                                \
-		sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);           \
-		sqlite3_bind_int64(st, 2, (sqlite3_int64)(val));            \
-		if (step_done(st) < 0)                                      \
-			return pw_sqlerr(w, st);                            \
+#define META_INT(key, val)                                        \
+	do {                                                      \
+		sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC); \
+		sqlite3_bind_int64(st, 2, (sqlite3_int64)(val));  \
+		if (step_done(st) < 0)                            \
+			return pw_sqlerr(w, st);                  \
 	} while (0)
 	META_INT("format", SP_PROFILE_FORMAT);
 	META_TEXT("sqlprof_version", SQLPROF_VERSION);
@@ -910,8 +913,10 @@ static int write_queries(struct pw *w)
 			sqlite3_bind_int64(st, 6, (sqlite3_int64)a->q.total_ns);
 			sqlite3_bind_int64(st, 7, (sqlite3_int64)a->q.self_ns);
 			sqlite3_bind_int64(st, 8, (sqlite3_int64)a->q.wall_ns);
-			sqlite3_bind_int64(st, 9, (sqlite3_int64)(a->q.hist ? sp_hist_min(a->q.hist) : 0));
-			sqlite3_bind_int64(st, 10, (sqlite3_int64)(a->q.hist ? sp_hist_max(a->q.hist) : 0));
+			sqlite3_bind_int64(st, 9,
+					   (sqlite3_int64)(a->q.hist ? sp_hist_min(a->q.hist) : 0));
+			sqlite3_bind_int64(st, 10,
+					   (sqlite3_int64)(a->q.hist ? sp_hist_max(a->q.hist) : 0));
 			sqlite3_bind_int64(st, 11, (sqlite3_int64)a->q.rows);
 			sqlite3_bind_int64(st, 12, (sqlite3_int64)a->q.vm_steps);
 			sqlite3_bind_int64(st, 13, (sqlite3_int64)a->q.fullscan_steps);
@@ -1165,11 +1170,13 @@ static int write_events(struct pw *w)
 			e = &c->events[i];
 		} else {
 			if (at == nin) {
-				ssize_t r = sp_coll_spill_read(c, i - c->nevents, spilled,
-							       sizeof(spilled) / sizeof(spilled[0]));
+				ssize_t r =
+					sp_coll_spill_read(c, i - c->nevents, spilled,
+							   sizeof(spilled) / sizeof(spilled[0]));
 
 				if (r < 0) {
-					snprintf(err, errlen, "profile: reading back sampled executions: %s",
+					snprintf(err, errlen,
+						 "profile: reading back sampled executions: %s",
 						 strerror(errno));
 					return -1;
 				}
@@ -1387,8 +1394,8 @@ static int plans_after_run(struct pw *w)
 					cap = need * 2;
 				}
 				n += (size_t)snprintf(text + n, cap - n, "%d|%d|%s\n",
-						      sqlite3_column_int(ex, 0), sqlite3_column_int(ex, 1),
-						      d ? d : "");
+						      sqlite3_column_int(ex, 0),
+						      sqlite3_column_int(ex, 1), d ? d : "");
 			}
 		}
 		sqlite3_finalize(ex);
@@ -1484,7 +1491,11 @@ static int write_schemas(struct pw *w)
 		if (sc->file && !text)
 			continue;
 		sqlite3_bind_int64(st, 1, (sqlite3_int64) * (const uint64_t *)k);
-		sqlite3_bind_text(st, 2, text ? text : sc->text ? sc->text : "", -1, SQLITE_TRANSIENT);
+		sqlite3_bind_text(st, 2,
+				  text       ? text
+				  : sc->text ? sc->text
+					     : "",
+				  -1, SQLITE_TRANSIENT);
 		free(text);
 		if (step_done(st) < 0)
 			return pw_sqlerr(w, st);
@@ -1556,28 +1567,18 @@ static int write_symbols(struct pw *w)
  * indexes, COMMIT. Returns 0, or -1 with a one-line reason in err (the
  * transaction is then left open: the caller discards the file).
  */
-static int write_all(sqlite3 *db, struct sp_coll *c, const struct sp_meta *m,
-		     uint64_t pre_events, int adopted, char *err, size_t errlen)
+static int write_all(sqlite3 *db, struct sp_coll *c, const struct sp_meta *m, uint64_t pre_events,
+		     int adopted, char *err, size_t errlen)
 {
 	static int (*const steps[])(struct pw *) = {
-		write_meta,
-		write_processes,
-		write_statements,
-		merge_queries,
-		write_queries,
-		write_stack_samples,
-		write_callers,
-		write_errors,
-		write_events,
-		write_run_totals,
-		write_plans,
-		write_duplicates,
-		write_schemas,
-		write_modules,
-		write_symbols,
+		write_meta,    write_processes,     write_statements, merge_queries,
+		write_queries, write_stack_samples, write_callers,    write_errors,
+		write_events,  write_run_totals,    write_plans,      write_duplicates,
+		write_schemas, write_modules,       write_symbols,
 	};
-	struct pw w = { .db = db, .c = c, .m = m, .err = err, .errlen = errlen,
-			.pre_events = pre_events };
+	struct pw w = {
+		.db = db, .c = c, .m = m, .err = err, .errlen = errlen, .pre_events = pre_events
+	};
 	size_t it, i;
 	void *v;
 	int rc = -1;
@@ -1627,8 +1628,7 @@ out:
  * Returns 1 when tmp holds the timeline's events table, 0 when tmp is to
  * be written from scratch (it is empty again then).
  */
-static int timeline_adopt(struct sp_timeline *tl, const struct sp_coll *c, const char *tmp,
-			  int fd)
+static int timeline_adopt(struct sp_timeline *tl, const struct sp_coll *c, const char *tmp, int fd)
 {
 	char buf[65536];
 	ssize_t n;
@@ -1680,7 +1680,8 @@ int sp_profile_write(const char *path, struct sp_coll *c, const struct sp_meta *
 		adopted = timeline_adopt(m->timeline, c, tmp, fd);
 	close(fd);
 	if (sqlite3_open_v2(tmp, &db, SQLITE_OPEN_READWRITE, NULL) != SQLITE_OK) {
-		snprintf(err, errlen, "cannot open %s: %s", tmp, db ? sqlite3_errmsg(db) : "no memory");
+		snprintf(err, errlen, "cannot open %s: %s", tmp,
+			 db ? sqlite3_errmsg(db) : "no memory");
 		goto out;
 	}
 	if (write_all(db, c, m, adopted ? m->timeline->events : 0, adopted, err, errlen) < 0)
@@ -1733,8 +1734,8 @@ sqlite3 *sp_profile_open(const char *path, char *err, size_t errlen)
 		fmt = sqlite3_column_int(st, 0);
 	sqlite3_finalize(st);
 	if (fmt < SP_PROFILE_FORMAT_MIN || fmt > SP_PROFILE_FORMAT) {
-		snprintf(err, errlen, "%s: unsupported profile format %d (this sqlprof reads %d)", path,
-			 fmt, SP_PROFILE_FORMAT);
+		snprintf(err, errlen, "%s: unsupported profile format %d (this sqlprof reads %d)",
+			 path, fmt, SP_PROFILE_FORMAT);
 		sqlite3_close(db);
 		return NULL;
 	}

@@ -12,7 +12,7 @@
 
 #include <sqlite3.h>
 
-#define SP_PROFILE_FORMAT 3 /* 2: runs, run_totals, plans; 3: indexes */
+#define SP_PROFILE_FORMAT 3     /* 2: runs, run_totals, plans; 3: indexes */
 #define SP_PROFILE_FORMAT_MIN 2 /* read too: the same tables without indexes */
 #define SP_PROFILE_DEFAULT "sqlprof.db"
 

@@ -60,8 +60,7 @@ static void window_bucket(uint64_t lo, int64_t count, void *arg)
 }
 
 /* A window's sums in place of the totals loaded (sp_qset_load_window). */
-static int window_sums(sqlite3 *db, const struct sp_window *w, struct sp_qset *qs,
-		       struct hmap *idx)
+static int window_sums(sqlite3 *db, const struct sp_window *w, struct sp_qset *qs, struct hmap *idx)
 {
 	sqlite3_stmt *st;
 	int rc;
@@ -73,13 +72,14 @@ static int window_sums(sqlite3 *db, const struct sp_window *w, struct sp_qset *q
 		r->fullscan_steps = r->sorts = r->autoindex = r->errors = r->nested = 0;
 		r->samples = r->prepares = r->prepare_ns = r->runs = 0;
 	}
-	if (sqlite3_prepare_v2(db,
-			       "SELECT fp_id, kind, SUM(count), SUM(total_ns), SUM(self_ns),"
-			       " SUM(wall_ns), SUM(rows), SUM(vm_steps), SUM(fullscan_steps),"
-			       " SUM(sorts), SUM(autoindex), SUM(errors), SUM(nested), SUM(samples),"
-			       " SUM(prepares), SUM(prepare_ns), SUM(runs) FROM interval_queries"
-			       " WHERE start_ns >= ?1 AND start_ns <= ?2 GROUP BY fp_id, kind",
-			       -1, &st, NULL) != SQLITE_OK)
+	if (sqlite3_prepare_v2(
+		    db,
+		    "SELECT fp_id, kind, SUM(count), SUM(total_ns), SUM(self_ns),"
+		    " SUM(wall_ns), SUM(rows), SUM(vm_steps), SUM(fullscan_steps),"
+		    " SUM(sorts), SUM(autoindex), SUM(errors), SUM(nested), SUM(samples),"
+		    " SUM(prepares), SUM(prepare_ns), SUM(runs) FROM interval_queries"
+		    " WHERE start_ns >= ?1 AND start_ns <= ?2 GROUP BY fp_id, kind",
+		    -1, &st, NULL) != SQLITE_OK)
 		return -1;
 	sqlite3_bind_int64(st, 1, w->lo_start);
 	sqlite3_bind_int64(st, 2, w->hi_start);
@@ -131,18 +131,20 @@ int sp_qset_load_window(sqlite3 *db, const struct sp_window *w, struct sp_qset *
 	if (w)
 		qs->window = *w;
 	hmap_init(&idx, sizeof(struct qkey), 2 * sizeof(size_t));
-	if (sqlite3_prepare_v2(db,
-			       "SELECT fp_id, kind, fingerprint, sql, count, total_ns, self_ns, wall_ns,"
-			       " min_ns, max_ns, rows, vm_steps, fullscan_steps, sorts, autoindex,"
-			       " errors, nested, samples, prepares, prepare_ns, runs, max_run FROM queries"
-			       " WHERE count > 0",
-			       -1, &st, NULL) != SQLITE_OK ||
-	    sqlite3_prepare_v2(db,
-			       w ? "SELECT fp_id, kind, buckets FROM interval_queries"
-				   " WHERE start_ns >= ?1 AND start_ns <= ?2"
-				   " ORDER BY fp_id, kind, start_ns"
-				 : "SELECT fp_id, kind, bucket_ns, count FROM histograms ORDER BY fp_id, kind",
-			       -1, &hs, NULL) != SQLITE_OK)
+	if (sqlite3_prepare_v2(
+		    db,
+		    "SELECT fp_id, kind, fingerprint, sql, count, total_ns, self_ns, wall_ns,"
+		    " min_ns, max_ns, rows, vm_steps, fullscan_steps, sorts, autoindex,"
+		    " errors, nested, samples, prepares, prepare_ns, runs, max_run FROM queries"
+		    " WHERE count > 0",
+		    -1, &st, NULL) != SQLITE_OK ||
+	    sqlite3_prepare_v2(
+		    db,
+		    w ? "SELECT fp_id, kind, buckets FROM interval_queries"
+			" WHERE start_ns >= ?1 AND start_ns <= ?2"
+			" ORDER BY fp_id, kind, start_ns"
+		      : "SELECT fp_id, kind, bucket_ns, count FROM histograms ORDER BY fp_id, kind",
+		    -1, &hs, NULL) != SQLITE_OK)
 		goto sqlerr;
 	if (w) {
 		sqlite3_bind_int64(hs, 1, w->lo_start);
@@ -204,7 +206,8 @@ int sp_qset_load_window(sqlite3 *db, const struct sp_window *w, struct sp_qset *
 	 * query per fingerprint took 20,000 statements for 20,000 rows). */
 	while ((rc = sqlite3_step(hs)) == SQLITE_ROW || rc == SQLITE_DONE) {
 		int64_t fp = rc == SQLITE_ROW ? sqlite3_column_int64(hs, 0) : 0;
-		const char *kind = rc == SQLITE_ROW ? (const char *)sqlite3_column_text(hs, 1) : NULL;
+		const char *kind =
+			rc == SQLITE_ROW ? (const char *)sqlite3_column_text(hs, 1) : NULL;
 		int kx = sp_qkind_parse(kind);
 
 		if (h && (rc == SQLITE_DONE || fp != hfp || kx != hkx)) {
@@ -243,7 +246,8 @@ int sp_qset_load_window(sqlite3 *db, const struct sp_window *w, struct sp_qset *
 			hkx = kx;
 		}
 		if (w) /* the interval's buckets, in time order */
-			sp_series_buckets((const char *)sqlite3_column_text(hs, 2), window_bucket, h);
+			sp_series_buckets((const char *)sqlite3_column_text(hs, 2), window_bucket,
+					  h);
 		else
 			sp_hist_add_bucket(h, col_u64(hs, 2), col_u64(hs, 3));
 	}
@@ -271,9 +275,9 @@ int sp_qset_load_window(sqlite3 *db, const struct sp_window *w, struct sp_qset *
 	hs = NULL;
 	/* Plans: the one reported by most connections (the first such row),
 	 * and how many differ, for every fingerprint in two passes. */
-	if (sqlite3_prepare_v2(db,
-			       "SELECT fp_id, plan FROM plans ORDER BY fp_id, connections DESC, rowid",
-			       -1, &st, NULL) == SQLITE_OK) {
+	if (sqlite3_prepare_v2(
+		    db, "SELECT fp_id, plan FROM plans ORDER BY fp_id, connections DESC, rowid", -1,
+		    &st, NULL) == SQLITE_OK) {
 		int64_t last = 0;
 		int have = 0;
 
@@ -298,8 +302,8 @@ int sp_qset_load_window(sqlite3 *db, const struct sp_window *w, struct sp_qset *
 		sqlite3_finalize(st);
 		st = NULL;
 	}
-	if (sqlite3_prepare_v2(db, "SELECT fp_id, COUNT(DISTINCT plan) FROM plans GROUP BY fp_id", -1,
-			       &st, NULL) == SQLITE_OK) {
+	if (sqlite3_prepare_v2(db, "SELECT fp_id, COUNT(DISTINCT plan) FROM plans GROUP BY fp_id",
+			       -1, &st, NULL) == SQLITE_OK) {
 		while (sqlite3_step(st) == SQLITE_ROW)
 			for (int kx = 0; kx < 2; kx++) {
 				struct qkey k = { sqlite3_column_int64(st, 0), kx };
@@ -313,9 +317,10 @@ int sp_qset_load_window(sqlite3 *db, const struct sp_window *w, struct sp_qset *
 	}
 	/* why no plan could be taken, where there is none (profiles before
 	 * plan_gaps have no such table: nothing to say then) */
-	if (sqlite3_prepare_v2(db,
-			       "SELECT fp_id, reason FROM plan_gaps ORDER BY fp_id, connections DESC, rowid",
-			       -1, &st, NULL) == SQLITE_OK) {
+	if (sqlite3_prepare_v2(
+		    db,
+		    "SELECT fp_id, reason FROM plan_gaps ORDER BY fp_id, connections DESC, rowid",
+		    -1, &st, NULL) == SQLITE_OK) {
 		while (sqlite3_step(st) == SQLITE_ROW)
 			for (int kx = 0; kx < 2; kx++) {
 				struct qkey k = { sqlite3_column_int64(st, 0), kx };
@@ -401,35 +406,37 @@ int sp_qset_load_window(sqlite3 *db, const struct sp_window *w, struct sp_qset *
 	 * readlink) connect too, and stay in the profile */
 	qs->sqlite_processes = scalar(db, "SELECT COUNT(*) FROM processes WHERE executions > 0");
 	qs->untracked = scalar(db, "SELECT COALESCE(SUM(untracked),0) FROM processes");
-	qs->bad_messages = scalar(db, "SELECT CAST(value AS INTEGER) FROM meta WHERE key='bad_messages'");
+	qs->bad_messages =
+		scalar(db, "SELECT CAST(value AS INTEGER) FROM meta WHERE key='bad_messages'");
 	qs->descriptors_lost =
 		scalar(db, "SELECT CAST(value AS INTEGER) FROM meta WHERE key='descriptors_lost'");
 	qs->statistics_lost =
 		scalar(db, "SELECT CAST(value AS INTEGER) FROM meta WHERE key='statistics_lost'");
-	qs->executions_missing =
-		scalar(db, "SELECT CAST(value AS INTEGER) FROM meta WHERE key='executions_missing'");
+	qs->executions_missing = scalar(
+		db, "SELECT CAST(value AS INTEGER) FROM meta WHERE key='executions_missing'");
 	qs->descriptor_waits =
 		scalar(db, "SELECT CAST(value AS INTEGER) FROM meta WHERE key='descriptor_waits'");
-	qs->unreported = scalar(db, "SELECT CAST(value AS INTEGER) FROM meta WHERE key='unreported'");
-	qs->unreported_missing =
-		scalar(db, "SELECT CAST(value AS INTEGER) FROM meta WHERE key='unreported_missing'");
+	qs->unreported =
+		scalar(db, "SELECT CAST(value AS INTEGER) FROM meta WHERE key='unreported'");
+	qs->unreported_missing = scalar(
+		db, "SELECT CAST(value AS INTEGER) FROM meta WHERE key='unreported_missing'");
 	{
 		sqlite3_stmt *cs;
 
-		if (sqlite3_prepare_v2(db, "SELECT value FROM meta WHERE key='command'", -1, &cs, NULL) ==
-		    SQLITE_OK) {
+		if (sqlite3_prepare_v2(db, "SELECT value FROM meta WHERE key='command'", -1, &cs,
+				       NULL) == SQLITE_OK) {
 			if (sqlite3_step(cs) == SQLITE_ROW)
 				qs->command = col_dup(cs, 0);
 			sqlite3_finalize(cs);
 		}
-		if (sqlite3_prepare_v2(db, "SELECT value FROM meta WHERE key='died'", -1, &cs, NULL) ==
-		    SQLITE_OK) {
+		if (sqlite3_prepare_v2(db, "SELECT value FROM meta WHERE key='died'", -1, &cs,
+				       NULL) == SQLITE_OK) {
 			if (sqlite3_step(cs) == SQLITE_ROW)
 				qs->died = col_dup(cs, 0);
 			sqlite3_finalize(cs);
 		}
-		if (sqlite3_prepare_v2(db, "SELECT value FROM meta WHERE key='plans_bound'", -1, &cs,
-				       NULL) == SQLITE_OK) {
+		if (sqlite3_prepare_v2(db, "SELECT value FROM meta WHERE key='plans_bound'", -1,
+				       &cs, NULL) == SQLITE_OK) {
 			if (sqlite3_step(cs) == SQLITE_ROW)
 				qs->plans_bound = col_dup(cs, 0);
 			sqlite3_finalize(cs);
@@ -438,16 +445,17 @@ int sp_qset_load_window(sqlite3 *db, const struct sp_window *w, struct sp_qset *
 		qs->duration_ns = -1;
 		qs->rate = -1;
 		qs->runs = -1;
-		qs->events_dropped =
-			scalar(db, "SELECT CAST(value AS INTEGER) FROM meta WHERE key='events_dropped'");
-		qs->clock_clamped =
-			scalar(db, "SELECT CAST(value AS INTEGER) FROM meta WHERE key='clock_clamped'");
-		qs->texts_folded =
-			scalar(db, "SELECT CAST(value AS INTEGER) FROM meta WHERE key='texts_folded'");
-		if (sqlite3_prepare_v2(db,
-				       "SELECT (SELECT CAST(value AS REAL) FROM meta WHERE key='rate'),"
-				       " (SELECT CAST(value AS INTEGER) FROM meta WHERE key='runs')",
-				       -1, &cs, NULL) == SQLITE_OK) {
+		qs->events_dropped = scalar(
+			db, "SELECT CAST(value AS INTEGER) FROM meta WHERE key='events_dropped'");
+		qs->clock_clamped = scalar(
+			db, "SELECT CAST(value AS INTEGER) FROM meta WHERE key='clock_clamped'");
+		qs->texts_folded = scalar(
+			db, "SELECT CAST(value AS INTEGER) FROM meta WHERE key='texts_folded'");
+		if (sqlite3_prepare_v2(
+			    db,
+			    "SELECT (SELECT CAST(value AS REAL) FROM meta WHERE key='rate'),"
+			    " (SELECT CAST(value AS INTEGER) FROM meta WHERE key='runs')",
+			    -1, &cs, NULL) == SQLITE_OK) {
 			if (sqlite3_step(cs) == SQLITE_ROW) {
 				if (sqlite3_column_type(cs, 0) != SQLITE_NULL)
 					qs->rate = sqlite3_column_double(cs, 0);
@@ -456,10 +464,11 @@ int sp_qset_load_window(sqlite3 *db, const struct sp_window *w, struct sp_qset *
 			}
 			sqlite3_finalize(cs);
 		}
-		if (sqlite3_prepare_v2(db,
-				       "SELECT (SELECT CAST(value AS INTEGER) FROM meta WHERE key='exit_status'),"
-				       " (SELECT CAST(value AS INTEGER) FROM meta WHERE key='duration_ns')",
-				       -1, &cs, NULL) == SQLITE_OK) {
+		if (sqlite3_prepare_v2(
+			    db,
+			    "SELECT (SELECT CAST(value AS INTEGER) FROM meta WHERE key='exit_status'),"
+			    " (SELECT CAST(value AS INTEGER) FROM meta WHERE key='duration_ns')",
+			    -1, &cs, NULL) == SQLITE_OK) {
 			if (sqlite3_step(cs) == SQLITE_ROW) {
 				if (sqlite3_column_type(cs, 0) != SQLITE_NULL)
 					qs->exit_status = sqlite3_column_int64(cs, 0);
@@ -595,17 +604,18 @@ int sp_failures_load(sqlite3 *db, struct sp_failures *out)
 	memset(out, 0, sizeof(*out));
 	/* kind is absent from old profiles' rows only as a value: the
 	 * column has always existed */
-	if (sqlite3_prepare_v2(db,
-			       "SELECT e.fp_id, e.kind, e.rc, e.message, SUM(e.count), e.pid, e.stack_id,"
-			       " (SELECT fingerprint FROM queries q WHERE q.fp_id = e.fp_id LIMIT 1)"
-			       " FROM errors e"
-			       " WHERE NOT (COALESCE(e.kind, 'stmt') <> 'exec' AND EXISTS (SELECT 1 FROM errors x"
-			       "  WHERE x.kind = 'exec' AND x.pid = e.pid AND x.rc = e.rc"
-			       "  AND x.message IS e.message) AND EXISTS (SELECT 1 FROM frames f"
-			       "  WHERE f.pid = e.pid AND f.stack_id = e.stack_id AND f.function = 'sqlite3_exec'))"
-			       " GROUP BY e.fp_id, e.kind, e.rc, e.message, e.pid, e.stack_id"
-			       " ORDER BY SUM(e.count) DESC, e.fp_id, e.rc",
-			       -1, &st, NULL) != SQLITE_OK)
+	if (sqlite3_prepare_v2(
+		    db,
+		    "SELECT e.fp_id, e.kind, e.rc, e.message, SUM(e.count), e.pid, e.stack_id,"
+		    " (SELECT fingerprint FROM queries q WHERE q.fp_id = e.fp_id LIMIT 1)"
+		    " FROM errors e"
+		    " WHERE NOT (COALESCE(e.kind, 'stmt') <> 'exec' AND EXISTS (SELECT 1 FROM errors x"
+		    "  WHERE x.kind = 'exec' AND x.pid = e.pid AND x.rc = e.rc"
+		    "  AND x.message IS e.message) AND EXISTS (SELECT 1 FROM frames f"
+		    "  WHERE f.pid = e.pid AND f.stack_id = e.stack_id AND f.function = 'sqlite3_exec'))"
+		    " GROUP BY e.fp_id, e.kind, e.rc, e.message, e.pid, e.stack_id"
+		    " ORDER BY SUM(e.count) DESC, e.fp_id, e.rc",
+		    -1, &st, NULL) != SQLITE_OK)
 		return 0; /* no errors table: nothing failed */
 	while (sqlite3_step(st) == SQLITE_ROW) {
 		struct sp_failure *x;
@@ -622,8 +632,9 @@ int sp_failures_load(sqlite3 *db, struct sp_failures *out)
 		x->count = col_u64(st, 4);
 		x->pid = col_u64(st, 5);
 		x->stack_id = (uint64_t)sqlite3_column_int64(st, 6);
-		x->fingerprint = sqlite3_column_type(st, 7) == SQLITE_NULL ? strdup("<sql text lost>") :
-									    col_dup(st, 7);
+		x->fingerprint = sqlite3_column_type(st, 7) == SQLITE_NULL
+					 ? strdup("<sql text lost>")
+					 : col_dup(st, 7);
 		out->n++;
 		if (!x->message || !x->fingerprint)
 			goto nomem;

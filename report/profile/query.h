@@ -22,30 +22,31 @@ struct sp_qrow {
 	uint64_t vm_steps, fullscan_steps, sorts, autoindex, errors, nested, samples;
 	uint64_t prepares, prepare_ns;
 	uint64_t p50_ns, p95_ns, p99_ns;
-	uint64_t runs, max_run;   /* consecutive executions on one thread */
+	uint64_t runs, max_run; /* consecutive executions on one thread */
 	double mean_ns;
-	char *plan;               /* EXPLAIN QUERY PLAN lines, NULL if none */
-	int nplans;               /* distinct plans seen (>1: it changed) */
-	char *plan_gap;           /* why no plan could be taken (plan_gaps), or NULL */
-	int folded;               /* an exec row that took in its one statement's row */
+	char *plan;     /* EXPLAIN QUERY PLAN lines, NULL if none */
+	int nplans;     /* distinct plans seen (>1: it changed) */
+	char *plan_gap; /* why no plan could be taken (plan_gaps), or NULL */
+	int folded;     /* an exec row that took in its one statement's row */
 };
 
 struct sp_qset {
 	struct sp_qrow *rows;
 	size_t n;
 	uint64_t lost, executions, processes, bad_messages, untracked;
-	uint64_t descriptors_lost, statistics_lost, executions_missing, descriptor_waits; /* meta: what the collector could not take */
+	uint64_t descriptors_lost, statistics_lost, executions_missing,
+		descriptor_waits;  /* meta: what the collector could not take */
 	uint64_t sqlite_processes; /* processes with executions (the rest ran no SQLite) */
 	/* processes that could not connect (meta), and of them those whose
 	 * executions are missing */
 	uint64_t unreported, unreported_missing;
 	char *command;
 	int64_t exit_status, duration_ns; /* of the command (meta); -1: unknown */
-	char *died; /* meta "died": PID\tEXE\tN\tSQL lines (sp_coll_deaths), or NULL */
+	char *died;        /* meta "died": PID\tEXE\tN\tSQL lines (sp_coll_deaths), or NULL */
 	char *plans_bound; /* meta "plans_bound": processes whose plan table was full, or NULL */
 	uint64_t no_plan;  /* queries with neither a plan nor a reason in plan_gaps */
-	double rate;  /* meta "rate": the sampling rate; -1: unknown */
-	int64_t runs; /* meta "runs" (record --repeat); -1: unknown */
+	double rate;       /* meta "rate": the sampling rate; -1: unknown */
+	int64_t runs;      /* meta "runs" (record --repeat); -1: unknown */
 	uint64_t events_dropped; /* meta "events_dropped" */
 	uint64_t clock_clamped;  /* meta "clock_clamped": executions whose
 				  * times were clamped (the clock went back) */

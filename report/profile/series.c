@@ -25,9 +25,9 @@
 #include "series.h"
 
 static const char *const cols[SP_SERIES_NCOLS] = {
-	"count",	  "total_ns", "self_ns", "wall_ns",  "rows",	 "vm_steps",   "fullscan_steps",
-	"sorts",	  "autoindex", "errors", "nested",   "samples", "prepares", "prepare_ns",
-	"runs",
+	"count",    "total_ns",       "self_ns",  "wall_ns",    "rows",
+	"vm_steps", "fullscan_steps", "sorts",    "autoindex",  "errors",
+	"nested",   "samples",        "prepares", "prepare_ns", "runs",
 };
 
 static const char schema[] =
@@ -97,7 +97,8 @@ static int copy_table(sqlite3 *from, sqlite3 *to, const char *sel, const char *i
 	int rc = -1, r;
 
 	if (sqlite3_prepare_v2(from, sel, -1, &s, NULL) != SQLITE_OK) {
-		snprintf(err, errlen, "intervals of the previous profile: %s", sqlite3_errmsg(from));
+		snprintf(err, errlen, "intervals of the previous profile: %s",
+			 sqlite3_errmsg(from));
 		goto out;
 	}
 	if (sqlite3_prepare_v2(to, ins, -1, &i, NULL) != SQLITE_OK) {
@@ -112,8 +113,8 @@ static int copy_table(sqlite3 *from, sqlite3 *to, const char *sel, const char *i
 				sqlite3_bind_text(i, c + 1, sp_qkind_name(sp_qkind_parse(k)), -1,
 						  SQLITE_STATIC);
 			} else if (sqlite3_column_type(s, c) == SQLITE_TEXT) { /* buckets */
-				sqlite3_bind_text(i, c + 1, (const char *)sqlite3_column_text(s, c), -1,
-						  SQLITE_TRANSIENT);
+				sqlite3_bind_text(i, c + 1, (const char *)sqlite3_column_text(s, c),
+						  -1, SQLITE_TRANSIENT);
 			} else if (sqlite3_column_type(s, c) == SQLITE_NULL) {
 				sqlite3_bind_null(i, c + 1);
 			} else {
@@ -127,7 +128,8 @@ static int copy_table(sqlite3 *from, sqlite3 *to, const char *sel, const char *i
 		sqlite3_reset(i);
 	}
 	if (r != SQLITE_DONE) {
-		snprintf(err, errlen, "intervals of the previous profile: %s", sqlite3_errmsg(from));
+		snprintf(err, errlen, "intervals of the previous profile: %s",
+			 sqlite3_errmsg(from));
 		goto out;
 	}
 	rc = 0;
@@ -189,7 +191,8 @@ static int copy_prev(sqlite3 *db, const char *prev, char *err, size_t errlen)
 		 ",?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?");
 	if (copy_table(from, db, sel, ins, 4 + SP_SERIES_NCOLS, 2, err, errlen) < 0)
 		goto out;
-	snprintf(sel, sizeof(sel), "SELECT fp_id, kind, %s FROM queries", col_list(l, sizeof(l), "%s"));
+	snprintf(sel, sizeof(sel), "SELECT fp_id, kind, %s FROM queries",
+		 col_list(l, sizeof(l), "%s"));
 	snprintf(ins, sizeof(ins), "INSERT INTO temp.sp_base_q VALUES(?,?%s)",
 		 ",?,?,?,?,?,?,?,?,?,?,?,?,?,?,?");
 	if (copy_table(from, db, sel, ins, 2 + SP_SERIES_NCOLS, 1, err, errlen) < 0 ||
@@ -248,12 +251,13 @@ const struct sp_tier *sp_series_tiers(size_t *n, char *err, size_t errlen)
 			goto bad;
 		s = e + 1;
 		a = strtod(s, &e);
-		if (e == s || (*e && (*e != ',' || !e[1])) || errno || !(w >= 0.001) || !(a >= 0) || w > 1e9 ||
-		    a > 1e9)
+		if (e == s || (*e && (*e != ',' || !e[1])) || errno || !(w >= 0.001) || !(a >= 0) ||
+		    w > 1e9 || a > 1e9)
 			goto bad;
 		env[k].width_ns = (int64_t)llround(w * 1e9);
 		env[k].age_ns = (int64_t)llround(a * 1e9);
-		if (k && (env[k].width_ns % env[k - 1].width_ns || env[k].age_ns <= env[k - 1].age_ns))
+		if (k &&
+		    (env[k].width_ns % env[k - 1].width_ns || env[k].age_ns <= env[k - 1].age_ns))
 			goto bad;
 		k++;
 		s = *e ? e + 1 : e;
@@ -261,10 +265,11 @@ const struct sp_tier *sp_series_tiers(size_t *n, char *err, size_t errlen)
 	*n = k;
 	return env;
 bad:
-	snprintf(err, errlen,
-		 "SQLPROF_SERIES_TIERS wants WIDTH@AGE,... in seconds, each width a multiple of the "
-		 "one before and ages increasing, not '%s'",
-		 getenv("SQLPROF_SERIES_TIERS"));
+	snprintf(
+		err, errlen,
+		"SQLPROF_SERIES_TIERS wants WIDTH@AGE,... in seconds, each width a multiple of the "
+		"one before and ages increasing, not '%s'",
+		getenv("SQLPROF_SERIES_TIERS"));
 	return NULL;
 }
 
@@ -292,36 +297,37 @@ static int merge_tier(sqlite3 *db, int64_t width, int64_t cut, char *err, size_t
 		goto sqlerr;
 	sqlite3_finalize(st);
 	st = NULL;
-	snprintf(sql, sizeof(sql),
-		 /* groups of one interval stay as they are */
-		 "DELETE FROM temp.sp_merge WHERE g NOT IN (SELECT g FROM temp.sp_merge WHERE s <> g);"
-		 "CREATE INDEX temp.sp_merge_g ON sp_merge(g);"
-		 "UPDATE intervals SET"
-		 " end_ns = (SELECT MAX(i.end_ns) FROM intervals i JOIN temp.sp_merge m"
-		 "  ON i.start_ns = m.s WHERE m.g = intervals.start_ns),"
-		 " snapshots = (SELECT SUM(i.snapshots) FROM intervals i JOIN temp.sp_merge m"
-		 "  ON i.start_ns = m.s WHERE m.g = intervals.start_ns)"
-		 " WHERE start_ns IN (SELECT g FROM temp.sp_merge);"
-		 /* the buckets of each group, added up before its rows are */
-		 "CREATE TEMP TABLE sp_mh AS SELECT m.g, q.fp_id, q.kind,"
-		 " json_extract(j.value, '$[0]') b, SUM(json_extract(j.value, '$[1]')) c"
-		 " FROM interval_queries q JOIN temp.sp_merge m ON q.start_ns = m.s,"
-		 " json_each(q.buckets) j GROUP BY 1, 2, 3, 4 HAVING c <> 0;"
-		 /* without these the updates scan per row: 1150 intervals
+	snprintf(
+		sql, sizeof(sql),
+		/* groups of one interval stay as they are */
+		"DELETE FROM temp.sp_merge WHERE g NOT IN (SELECT g FROM temp.sp_merge WHERE s <> g);"
+		"CREATE INDEX temp.sp_merge_g ON sp_merge(g);"
+		"UPDATE intervals SET"
+		" end_ns = (SELECT MAX(i.end_ns) FROM intervals i JOIN temp.sp_merge m"
+		"  ON i.start_ns = m.s WHERE m.g = intervals.start_ns),"
+		" snapshots = (SELECT SUM(i.snapshots) FROM intervals i JOIN temp.sp_merge m"
+		"  ON i.start_ns = m.s WHERE m.g = intervals.start_ns)"
+		" WHERE start_ns IN (SELECT g FROM temp.sp_merge);"
+		/* the buckets of each group, added up before its rows are */
+		"CREATE TEMP TABLE sp_mh AS SELECT m.g, q.fp_id, q.kind,"
+		" json_extract(j.value, '$[0]') b, SUM(json_extract(j.value, '$[1]')) c"
+		" FROM interval_queries q JOIN temp.sp_merge m ON q.start_ns = m.s,"
+		" json_each(q.buckets) j GROUP BY 1, 2, 3, 4 HAVING c <> 0;"
+		/* without these the updates scan per row: 1150 intervals
 		  * of 200 queries took 566 s to merge, with them 4.6 */
-		 "CREATE INDEX temp.sp_mh_key ON sp_mh(g, fp_id, kind, b);"
-		 "INSERT OR REPLACE INTO interval_queries SELECT m.g, q.fp_id, q.kind, %s, NULL"
-		 " FROM interval_queries q JOIN temp.sp_merge m ON q.start_ns = m.s"
-		 " GROUP BY m.g, q.fp_id, q.kind;"
-		 "UPDATE interval_queries SET buckets = (SELECT json_group_array(json_array(b, c))"
-		 " FROM (SELECT b, c FROM temp.sp_mh h WHERE h.g = interval_queries.start_ns AND"
-		 " h.fp_id = interval_queries.fp_id AND h.kind = interval_queries.kind ORDER BY b))"
-		 " WHERE start_ns IN (SELECT g FROM temp.sp_merge);"
-		 "DELETE FROM interval_queries WHERE start_ns IN"
-		 " (SELECT s FROM temp.sp_merge WHERE s <> g);"
-		 "DELETE FROM intervals WHERE start_ns IN (SELECT s FROM temp.sp_merge WHERE s <> g);"
-		 "DROP TABLE temp.sp_merge; DROP TABLE temp.sp_mh;",
-		 col_list(l, sizeof(l), "SUM(q.%s)"));
+		"CREATE INDEX temp.sp_mh_key ON sp_mh(g, fp_id, kind, b);"
+		"INSERT OR REPLACE INTO interval_queries SELECT m.g, q.fp_id, q.kind, %s, NULL"
+		" FROM interval_queries q JOIN temp.sp_merge m ON q.start_ns = m.s"
+		" GROUP BY m.g, q.fp_id, q.kind;"
+		"UPDATE interval_queries SET buckets = (SELECT json_group_array(json_array(b, c))"
+		" FROM (SELECT b, c FROM temp.sp_mh h WHERE h.g = interval_queries.start_ns AND"
+		" h.fp_id = interval_queries.fp_id AND h.kind = interval_queries.kind ORDER BY b))"
+		" WHERE start_ns IN (SELECT g FROM temp.sp_merge);"
+		"DELETE FROM interval_queries WHERE start_ns IN"
+		" (SELECT s FROM temp.sp_merge WHERE s <> g);"
+		"DELETE FROM intervals WHERE start_ns IN (SELECT s FROM temp.sp_merge WHERE s <> g);"
+		"DROP TABLE temp.sp_merge; DROP TABLE temp.sp_mh;",
+		col_list(l, sizeof(l), "SUM(q.%s)"));
 	return exec_sql(db, sql, err, errlen);
 sqlerr:
 	snprintf(err, errlen, "intervals: %s", sqlite3_errmsg(db));
@@ -343,7 +349,8 @@ int sp_series_add(sqlite3 *db, const char *prev, int64_t first_ns, int64_t end_n
 		return -1;
 	if (exec_sql(db, schema, err, errlen) < 0 || copy_prev(db, prev, err, errlen) < 0)
 		return -1;
-	if (sqlite3_prepare_v2(db, "SELECT MAX(end_ns) FROM intervals", -1, &st, NULL) != SQLITE_OK ||
+	if (sqlite3_prepare_v2(db, "SELECT MAX(end_ns) FROM intervals", -1, &st, NULL) !=
+		    SQLITE_OK ||
 	    sqlite3_step(st) != SQLITE_ROW)
 		goto sqlerr;
 	if (sqlite3_column_type(st, 0) != SQLITE_NULL)
@@ -370,8 +377,8 @@ int sp_series_add(sqlite3 *db, const char *prev, int64_t first_ns, int64_t end_n
 		size_t n = 0;
 
 		for (int i = 0; i < SP_SERIES_NCOLS; i++)
-			n += (size_t)snprintf(l3 + n, sizeof(l3) - n, "%sSUM(%s) <> 0", i ? " OR " : "",
-					      cols[i]);
+			n += (size_t)snprintf(l3 + n, sizeof(l3) - n, "%sSUM(%s) <> 0",
+					      i ? " OR " : "", cols[i]);
 	}
 	snprintf(sql, sizeof(sql),
 		 "INSERT INTO interval_queries SELECT ?1, fp_id, kind, %s, NULL FROM ("
@@ -397,21 +404,23 @@ int sp_series_add(sqlite3 *db, const char *prev, int64_t first_ns, int64_t end_n
 		     "CREATE INDEX temp.sp_dh_key ON sp_dh(fp_id, kind, b);",
 		     err, errlen) < 0)
 		return -1;
-	if (sqlite3_prepare_v2(db,
-			       "INSERT OR IGNORE INTO interval_queries SELECT DISTINCT ?1, fp_id, kind,"
-			       " 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, NULL FROM temp.sp_dh",
-			       -1, &st, NULL) != SQLITE_OK)
+	if (sqlite3_prepare_v2(
+		    db,
+		    "INSERT OR IGNORE INTO interval_queries SELECT DISTINCT ?1, fp_id, kind,"
+		    " 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, NULL FROM temp.sp_dh",
+		    -1, &st, NULL) != SQLITE_OK)
 		goto sqlerr;
 	sqlite3_bind_int64(st, 1, start);
 	if (sqlite3_step(st) != SQLITE_DONE)
 		goto sqlerr;
 	sqlite3_finalize(st);
-	if (sqlite3_prepare_v2(db,
-			       "UPDATE interval_queries SET buckets = (SELECT json_group_array("
-			       "json_array(b, c)) FROM (SELECT b, c FROM temp.sp_dh d WHERE"
-			       " d.fp_id = interval_queries.fp_id AND d.kind = interval_queries.kind"
-			       " ORDER BY b)) WHERE start_ns = ?1",
-			       -1, &st, NULL) != SQLITE_OK)
+	if (sqlite3_prepare_v2(
+		    db,
+		    "UPDATE interval_queries SET buckets = (SELECT json_group_array("
+		    "json_array(b, c)) FROM (SELECT b, c FROM temp.sp_dh d WHERE"
+		    " d.fp_id = interval_queries.fp_id AND d.kind = interval_queries.kind"
+		    " ORDER BY b)) WHERE start_ns = ?1",
+		    -1, &st, NULL) != SQLITE_OK)
 		goto sqlerr;
 	sqlite3_bind_int64(st, 1, start);
 	if (sqlite3_step(st) != SQLITE_DONE)
@@ -430,7 +439,8 @@ int sp_series_add(sqlite3 *db, const char *prev, int64_t first_ns, int64_t end_n
 
 		clock_gettime(CLOCK_REALTIME, &rt);
 		clock_gettime(CLOCK_MONOTONIC, &mt);
-		if (sqlite3_prepare_v2(db, "INSERT OR REPLACE INTO meta VALUES('clock_offset_ns', ?)",
+		if (sqlite3_prepare_v2(db,
+				       "INSERT OR REPLACE INTO meta VALUES('clock_offset_ns', ?)",
 				       -1, &st, NULL) != SQLITE_OK)
 			goto sqlerr;
 		sqlite3_bind_int64(st, 1,
@@ -509,7 +519,7 @@ int sp_parse_duration(const char *s, int64_t *ns)
 		const char *unit;
 		double ns;
 	} units[] = {
-		{ "", 1e9 },   { "s", 1e9 },	  { "ms", 1e6 },     { "m", 60e9 },
+		{ "", 1e9 },     { "s", 1e9 },    { "ms", 1e6 },    { "m", 60e9 },
 		{ "min", 60e9 }, { "h", 3600e9 }, { "d", 86400e9 },
 	};
 	char *e;
@@ -615,8 +625,7 @@ int sp_parse_time(const char *s, int64_t *ns, int *rel)
 			off = sign * (oh * 3600 + om * 60);
 		}
 	}
-	if (*p || mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || sec > 60 ||
-	    y < 1970)
+	if (*p || mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || sec > 60 || y < 1970)
 		return -1;
 	memset(&tm, 0, sizeof(tm));
 	tm.tm_year = y - 1900;
@@ -674,10 +683,11 @@ int sp_window_resolve(sqlite3 *db, const struct sp_winreq *r, struct sp_window *
 
 	memset(w, 0, sizeof(*w));
 	if (!has_table(db, "intervals") || !has_table(db, "interval_queries")) {
-		snprintf(err, errlen,
-			 "the profile has no intervals (written by a sqlprof before they were kept); "
-			 "--since, --until and --last need a profile written by this `sqlprof agent` "
-			 "or `sqlprof record`");
+		snprintf(
+			err, errlen,
+			"the profile has no intervals (written by a sqlprof before they were kept); "
+			"--since, --until and --last need a profile written by this `sqlprof agent` "
+			"or `sqlprof record`");
 		return -1;
 	}
 	if (sqlite3_prepare_v2(db, "SELECT MIN(start_ns), MAX(end_ns) FROM intervals", -1, &st,
@@ -745,10 +755,13 @@ void sp_window_print(FILE *f, const char *label, const struct sp_window *w)
 	char a[40], b[40], c[40], d[40];
 
 	if (!w->n) {
-		fprintf(f, "# %s: no interval ends between %s and %s (the profile covers %s to %s)\n",
+		fprintf(f,
+			"# %s: no interval ends between %s and %s (the profile covers %s to %s)\n",
 			label,
-			w->since_ns == INT64_MIN ? "the start" : sp_series_iso(w->since_ns, a, sizeof(a)),
-			w->until_ns == INT64_MAX ? "the end" : sp_series_iso(w->until_ns, b, sizeof(b)),
+			w->since_ns == INT64_MIN ? "the start"
+						 : sp_series_iso(w->since_ns, a, sizeof(a)),
+			w->until_ns == INT64_MAX ? "the end"
+						 : sp_series_iso(w->until_ns, b, sizeof(b)),
 			sp_series_iso(w->profile_first_ns, c, sizeof(c)),
 			sp_series_iso(w->profile_end_ns, d, sizeof(d)));
 		return;

@@ -25,8 +25,8 @@
 #include <stdio.h>
 
 /* The subtractable columns of an interval_queries row, in order. */
-#define SP_SERIES_COLS                                                                             \
-	"count, total_ns, self_ns, wall_ns, rows, vm_steps, fullscan_steps, sorts, autoindex,"     \
+#define SP_SERIES_COLS                                                                         \
+	"count, total_ns, self_ns, wall_ns, rows, vm_steps, fullscan_steps, sorts, autoindex," \
 	" errors, nested, samples, prepares, prepare_ns, runs"
 #define SP_SERIES_NCOLS 15
 

@@ -17,10 +17,10 @@
 #include "util.h"
 
 const char *const sp_profile_tables[] = {
-	"meta",       "processes",     "queries", "runs",   "run_totals", "plans",   "histograms",
-	"statements", "stack_samples", "frames",  "errors", "events",     "modules", "callers",
-	"schemas",    "duplicates",    "intervals", "interval_queries", "plan_gaps",
-	NULL,
+	"meta",       "processes",  "queries",          "runs",          "run_totals",
+	"plans",      "histograms", "statements",       "stack_samples", "frames",
+	"errors",     "events",     "modules",          "callers",       "schemas",
+	"duplicates", "intervals",  "interval_queries", "plan_gaps",     NULL,
 };
 
 /* The work budget of one connection, in progress-handler calls. Owned by
@@ -46,9 +46,10 @@ int sp_untrusted_config(char *err, size_t errlen)
 		return 0;
 	if (sp_parse_u64(v, &n) < 0 || n < (uint64_t)SP_UNTRUSTED_MIN_WORK ||
 	    n > (uint64_t)SP_UNTRUSTED_MAX_WORK) {
-		snprintf(err, errlen,
-			 "SQLPROF_READ_WORK wants a number of SQLite VM instructions from %lld to %lld",
-			 SP_UNTRUSTED_MIN_WORK, SP_UNTRUSTED_MAX_WORK);
+		snprintf(
+			err, errlen,
+			"SQLPROF_READ_WORK wants a number of SQLite VM instructions from %lld to %lld",
+			SP_UNTRUSTED_MIN_WORK, SP_UNTRUSTED_MAX_WORK);
 		return -1;
 	}
 	work_set = (long long)n;
@@ -64,12 +65,13 @@ static int on_progress(void *arg)
 		return 0;
 	}
 	if (!exhausted[0])
-		snprintf(exhausted, sizeof(exhausted),
-			 "%s: reading it needs more than %lld SQLite VM instructions, %s; a hostile or"
-			 " damaged file? stopped",
-			 b->name, b->ops,
-			 work_set ? "the budget SQLPROF_READ_WORK sets" :
-				    "far more than a profile of its size takes");
+		snprintf(
+			exhausted, sizeof(exhausted),
+			"%s: reading it needs more than %lld SQLite VM instructions, %s; a hostile or"
+			" damaged file? stopped",
+			b->name, b->ops,
+			work_set ? "the budget SQLPROF_READ_WORK sets"
+				 : "far more than a profile of its size takes");
 	return 1; /* SQLITE_INTERRUPT, for this and every later statement */
 }
 
@@ -112,13 +114,15 @@ static int check_tables(sqlite3 *db, const char *const *tables, char *err, size_
 
 			if (!type || strcmp(type, "table") || sqlite3_column_int64(st, 2) <= 0 ||
 			    !sqlite3_column_int(st, 3)) {
-				const char *what = type && !strcmp(type, "table") ? "virtual table" :
-						   type ? type : "schema entry without a type";
+				const char *what = type && !strcmp(type, "table") ? "virtual table"
+						   : type                         ? type
+							  : "schema entry without a type";
 
-				snprintf(err, errlen,
-					 "not a sqlprof profile (%.64s is a%s %.32s, not a plain table)",
-					 name ? name : tables[i], what[0] && strchr("aeiou", what[0]) ? "n" : "",
-					 what);
+				snprintf(
+					err, errlen,
+					"not a sqlprof profile (%.64s is a%s %.32s, not a plain table)",
+					name ? name : tables[i],
+					what[0] && strchr("aeiou", what[0]) ? "n" : "", what);
 				goto out;
 			}
 		}
@@ -134,7 +138,8 @@ static int check_tables(sqlite3 *db, const char *const *tables, char *err, size_
 		}
 		if (sqlite3_column_int64(cols, 0)) {
 			snprintf(err, errlen,
-				 "not a sqlprof profile (table %s has generated columns)", tables[i]);
+				 "not a sqlprof profile (table %s has generated columns)",
+				 tables[i]);
 			goto out;
 		}
 		sqlite3_reset(cols);
@@ -182,8 +187,9 @@ sqlite3 *sp_untrusted_open(const char *name, int flags, off_t size, const char *
 	snprintf(b->name, sizeof(b->name), "%s", name);
 	ops = SP_UNTRUSTED_FLOOR_OPS;
 	if (size > 0)
-		ops += size > (1LL << 40) / SP_UNTRUSTED_OPS_PER_BYTE ? 1LL << 40 :
-							SP_UNTRUSTED_OPS_PER_BYTE * size;
+		ops += size > (1LL << 40) / SP_UNTRUSTED_OPS_PER_BYTE
+			       ? 1LL << 40
+			       : SP_UNTRUSTED_OPS_PER_BYTE * size;
 	if (work_set)
 		ops = work_set;
 	b->ops = ops;

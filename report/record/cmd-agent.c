@@ -67,11 +67,13 @@
 #include "series.h"
 
 /* The subtractable totals of one SQL text and kind (struct sp_qagg). */
+/* clang-format off */
 #define QF(X)                                                                                      \
 	X(count) X(total_ns) X(self_ns) X(wall_ns) X(rows) X(vm_steps) X(fullscan_steps) X(sorts) \
 	X(autoindex) X(errors) X(nested) X(samples) X(prepares) X(prepare_ns) X(runs)
 #define QF_COUNT(f) +1
 enum { NQF = 0 QF(QF_COUNT) };
+/* clang-format on */
 
 /* One image's part of one query's totals (agent_live). */
 struct live_row {
@@ -103,25 +105,25 @@ struct agent {
 	struct sp_coll c;
 	struct sp_srv srv;
 	const char *output;
-	struct rows carried;   /* agent_live of the previous agent, not reconnected yet */
-	long long started;     /* unix time the profile began (kept over restarts) */
-	uint64_t t0;           /* mono ns we started */
-	long long restarts;    /* agents before us that wrote this profile */
-	struct rows live;      /* filled just before a write */
-	struct hrows carried_h, live_h; /* the same for the histograms */
-	int64_t snap_ns;       /* unix ns the statistics of this write were read */
-	int64_t first_ns;      /* unix ns the profile's first interval starts */
-	struct sp_live_state ls; /* the live views' state (live.h) */
-	struct sp_metrics *metrics; /* --metrics, NULL: none */
-	double carried_tick;   /* ns per TSC tick of the agent before us, 0: none */
-	int lockfd;            /* the profile's lock (profile_lock), -1: none */
+	struct rows carried;             /* agent_live of the previous agent, not reconnected yet */
+	long long started;               /* unix time the profile began (kept over restarts) */
+	uint64_t t0;                     /* mono ns we started */
+	long long restarts;              /* agents before us that wrote this profile */
+	struct rows live;                /* filled just before a write */
+	struct hrows carried_h, live_h;  /* the same for the histograms */
+	int64_t snap_ns;                 /* unix ns the statistics of this write were read */
+	int64_t first_ns;                /* unix ns the profile's first interval starts */
+	struct sp_live_state ls;         /* the live views' state (live.h) */
+	struct sp_metrics *metrics;      /* --metrics, NULL: none */
+	double carried_tick;             /* ns per TSC tick of the agent before us, 0: none */
+	int lockfd;                      /* the profile's lock (profile_lock), -1: none */
 	uint64_t missing, missing_procs; /* sp_coll_missing_bye at the last write */
 	/* The live views' totals as the last snapshot child read them
 	 * (sp_live_encode'd): answered instead of reading the services'
 	 * statistics again when those are large (LIVE_DIRECT_MAX). */
-	int snap_fd;           /* the running snapshot's answer memfd, -1: none */
-	uint64_t snap_start;   /* mono ns the running snapshot was forked */
-	uint8_t *cached;       /* the last finished snapshot's totals, NULL: none */
+	int snap_fd;         /* the running snapshot's answer memfd, -1: none */
+	uint64_t snap_start; /* mono ns the running snapshot was forked */
+	uint8_t *cached;     /* the last finished snapshot's totals, NULL: none */
 	size_t cached_len;
 	uint64_t cached_start; /* mono ns that snapshot was forked */
 	uint64_t exact_last;   /* mono ns of the last answer read directly */
@@ -169,7 +171,8 @@ static void usage(FILE *f)
 		"Collect from every process started with `sqlprof env`'s environment, for as\n"
 		"long as it runs, into one profile brought up to date every interval.\n"
 		"\n"
-		"  -o, --output FILE     profile to write (default " SP_PROFILE_DEFAULT "); a profile an\n"
+		"  -o, --output FILE     profile to write (default " SP_PROFILE_DEFAULT
+		"); a profile an\n"
 		"                        earlier agent wrote there is continued; locked (FILE.lock)\n"
 		"                        while the agent runs: a second agent on it exits 2\n"
 		"      --socket PATH     socket to listen on (default $XDG_RUNTIME_DIR/sqlprof/sock,\n"
@@ -208,7 +211,8 @@ static int socket_dir(const char *path, int shared, char *err, size_t errlen)
 	size_t n;
 
 	if (!slash || slash == path || (size_t)(slash - path) >= sizeof(dir)) {
-		snprintf(err, errlen, "--socket wants an absolute path in a directory, not '%s'", path);
+		snprintf(err, errlen, "--socket wants an absolute path in a directory, not '%s'",
+			 path);
 		return -1;
 	}
 	memcpy(dir, path, (size_t)(slash - path));
@@ -216,9 +220,10 @@ static int socket_dir(const char *path, int shared, char *err, size_t errlen)
 	if (sp_srv_own_dir(dir, shared, err, errlen) < 0) {
 		n = strlen(err);
 		if (n < errlen)
-			snprintf(err + n, errlen - n, shared ? "; " SP_SRV_DIR_ADVICE :
-					"; it holds the socket and the files processes leave for "
-					"the agent: use a directory of yours");
+			snprintf(err + n, errlen - n,
+				 shared ? "; " SP_SRV_DIR_ADVICE
+					: "; it holds the socket and the files processes leave for "
+					  "the agent: use a directory of yours");
 		return -1;
 	}
 	return 0;
@@ -250,7 +255,8 @@ static int profile_lock(const char *output, char *lockpath, size_t len, char *er
 		snprintf(err, errlen, "%s: %s", dir, strerror(errno));
 		return -1;
 	}
-	if (snprintf(lockpath, len, "%s/%s.lock", strcmp(real, "/") ? real : "", base) >= (int)len) {
+	if (snprintf(lockpath, len, "%s/%s.lock", strcmp(real, "/") ? real : "", base) >=
+	    (int)len) {
 		snprintf(err, errlen, "%s: path too long for its lock", output);
 		return -1;
 	}
@@ -261,7 +267,8 @@ static int profile_lock(const char *output, char *lockpath, size_t len, char *er
 		int fd = open(lockpath, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
 
 		if (fd < 0) {
-			snprintf(err, errlen, "cannot create the lock %s: %s", lockpath, strerror(errno));
+			snprintf(err, errlen, "cannot create the lock %s: %s", lockpath,
+				 strerror(errno));
 			return -1;
 		}
 		if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
@@ -275,10 +282,11 @@ static int profile_lock(const char *output, char *lockpath, size_t len, char *er
 			}
 			pid[n > 0 ? n : 0] = 0;
 			pid[strcspn(pid, "\n")] = 0;
-			snprintf(err, errlen,
-				 "%s is being written by another agent (pid %s; lock %s): give this one "
-				 "another -o, or stop that one first",
-				 output, pid[0] ? pid : "unknown", lockpath);
+			snprintf(
+				err, errlen,
+				"%s is being written by another agent (pid %s; lock %s): give this one "
+				"another -o, or stop that one first",
+				output, pid[0] ? pid : "unknown", lockpath);
 			return -1;
 		}
 		if (fstat(fd, &a) == 0 && stat(lockpath, &b) == 0 && a.st_dev == b.st_dev &&
@@ -305,7 +313,9 @@ static int socket_claim(const char *path, char *err, size_t errlen)
 	int fd, r;
 
 	if (lstat(path, &st) < 0)
-		return errno == ENOENT ? 0 : (snprintf(err, errlen, "%s: %s", path, strerror(errno)), -1);
+		return errno == ENOENT
+			       ? 0
+			       : (snprintf(err, errlen, "%s: %s", path, strerror(errno)), -1);
 	if (!S_ISSOCK(st.st_mode)) {
 		snprintf(err, errlen, "%s exists and is not a socket", path);
 		return -1;
@@ -329,7 +339,8 @@ static int socket_claim(const char *path, char *err, size_t errlen)
 		return -1;
 	}
 	if (unlink(path) < 0 && errno != ENOENT) {
-		snprintf(err, errlen, "cannot remove the stale socket %s: %s", path, strerror(errno));
+		snprintf(err, errlen, "cannot remove the stale socket %s: %s", path,
+			 strerror(errno));
 		return -1;
 	}
 	return 0;
@@ -359,8 +370,9 @@ static int dir_lock(const char *dir)
 			return -1;
 		}
 		if (i == 3000) {
-			fprintf(stderr, "sqlprof agent: a snapshot of the agent before still runs after "
-					"60 s: continuing without it\n");
+			fprintf(stderr,
+				"sqlprof agent: a snapshot of the agent before still runs after "
+				"60 s: continuing without it\n");
 			return fd;
 		}
 		nanosleep(&ts, NULL);
@@ -655,8 +667,8 @@ static size_t live_bytes(const struct agent *a)
 		size_t used = m->size;
 
 		if (!m->copy && m->size >= SP_STATS_CHUNK) {
-			uint32_t nch = __atomic_load_n(&((const struct sp_stats_hdr *)m->map)->nchunks,
-						       __ATOMIC_ACQUIRE);
+			uint32_t nch = __atomic_load_n(
+				&((const struct sp_stats_hdr *)m->map)->nchunks, __ATOMIC_ACQUIRE);
 
 			if (nch && (size_t)nch * SP_STATS_CHUNK < m->size)
 				used = (size_t)nch * SP_STATS_CHUNK;
@@ -751,22 +763,23 @@ static int write_state(sqlite3 *db, void *arg)
 	char sql[1024], err[512];
 	int n, rc = -1;
 
-	if (sqlite3_exec(db,
-			 "CREATE TABLE agent_queries(sql_id INTEGER, kind INTEGER, count INTEGER,"
-			 " total_ns INTEGER, self_ns INTEGER, wall_ns INTEGER, rows INTEGER,"
-			 " vm_steps INTEGER, fullscan_steps INTEGER, sorts INTEGER, autoindex INTEGER,"
-			 " errors INTEGER, nested INTEGER, samples INTEGER, prepares INTEGER,"
-			 " prepare_ns INTEGER, runs INTEGER, min_ns INTEGER, max_ns INTEGER,"
-			 " PRIMARY KEY(sql_id, kind));"
-			 "CREATE TABLE agent_live(pid INTEGER, start INTEGER, ino INTEGER,"
-			 " sql_id INTEGER, kind INTEGER, count INTEGER, total_ns INTEGER,"
-			 " self_ns INTEGER, wall_ns INTEGER, rows INTEGER, vm_steps INTEGER,"
-			 " fullscan_steps INTEGER, sorts INTEGER, autoindex INTEGER, errors INTEGER,"
-			 " nested INTEGER, samples INTEGER, prepares INTEGER, prepare_ns INTEGER,"
-			 " runs INTEGER);"
-			 "CREATE TABLE agent_live_hist(pid INTEGER, ino INTEGER, fp_id INTEGER,"
-			 " kind INTEGER, bucket_ns INTEGER, count INTEGER);",
-			 NULL, NULL, NULL) != SQLITE_OK)
+	if (sqlite3_exec(
+		    db,
+		    "CREATE TABLE agent_queries(sql_id INTEGER, kind INTEGER, count INTEGER,"
+		    " total_ns INTEGER, self_ns INTEGER, wall_ns INTEGER, rows INTEGER,"
+		    " vm_steps INTEGER, fullscan_steps INTEGER, sorts INTEGER, autoindex INTEGER,"
+		    " errors INTEGER, nested INTEGER, samples INTEGER, prepares INTEGER,"
+		    " prepare_ns INTEGER, runs INTEGER, min_ns INTEGER, max_ns INTEGER,"
+		    " PRIMARY KEY(sql_id, kind));"
+		    "CREATE TABLE agent_live(pid INTEGER, start INTEGER, ino INTEGER,"
+		    " sql_id INTEGER, kind INTEGER, count INTEGER, total_ns INTEGER,"
+		    " self_ns INTEGER, wall_ns INTEGER, rows INTEGER, vm_steps INTEGER,"
+		    " fullscan_steps INTEGER, sorts INTEGER, autoindex INTEGER, errors INTEGER,"
+		    " nested INTEGER, samples INTEGER, prepares INTEGER, prepare_ns INTEGER,"
+		    " runs INTEGER);"
+		    "CREATE TABLE agent_live_hist(pid INTEGER, ino INTEGER, fp_id INTEGER,"
+		    " kind INTEGER, bucket_ns INTEGER, count INTEGER);",
+		    NULL, NULL, NULL) != SQLITE_OK)
 		return -1;
 	n = snprintf(sql, sizeof(sql), "INSERT INTO agent_queries VALUES(?,?");
 	for (int i = 0; i < NQF + 2; i++)
@@ -875,8 +888,7 @@ static int write_state(sqlite3 *db, void *arg)
 		goto out;
 	/* this write's interval: what the totals gained since the profile
 	 * it replaces (series.c) */
-	if (sp_series_add(db, a->output, a->first_ns, a->snap_ns, err,
-			  sizeof(err)) < 0) {
+	if (sp_series_add(db, a->output, a->first_ns, a->snap_ns, err, sizeof(err)) < 0) {
 		fprintf(stderr, "sqlprof agent: %s\n", err);
 		goto out;
 	}
@@ -996,8 +1008,9 @@ static int write_profile(struct agent *a, char *err, size_t errlen)
 	memset(&meta, 0, sizeof(meta));
 	meta.command = "sqlprof agent";
 	meta.started = a->started;
-	meta.duration_ns = (long long)time(NULL) - a->started > 0 ?
-				   ((long long)time(NULL) - a->started) * 1000000000LL : 0;
+	meta.duration_ns = (long long)time(NULL) - a->started > 0
+				   ? ((long long)time(NULL) - a->started) * 1000000000LL
+				   : 0;
 	meta.exit_status = 0;
 	meta.rate = 0.01;
 	meta.repeat = 1;
@@ -1173,17 +1186,21 @@ static int state_load(struct agent *a, const char *path, char *err, size_t errle
 	db = sp_profile_open(path, err, errlen);
 	if (!db)
 		return -1;
-	if (sqlite3_prepare_v2(db, "SELECT count(*) FROM sqlite_schema WHERE name='agent_queries'"
-				   " AND type='table'", -1, &st, NULL) != SQLITE_OK ||
+	if (sqlite3_prepare_v2(db,
+			       "SELECT count(*) FROM sqlite_schema WHERE name='agent_queries'"
+			       " AND type='table'",
+			       -1, &st, NULL) != SQLITE_OK ||
 	    sqlite3_step(st) != SQLITE_ROW || sqlite3_column_int(st, 0) == 0) {
 		rc = 0; /* a profile of record: started afresh */
 		goto out;
 	}
 	sqlite3_finalize(st);
 	st = NULL;
-	if (sqlite3_prepare_v2(db, "SELECT key, value FROM meta WHERE key IN ('started',"
-				   " 'agent_restarts', 'agent_ns_per_tick', 'descriptors_lost',"
-				   " 'statistics_lost', 'descriptor_waits')", -1, &st, NULL) != SQLITE_OK)
+	if (sqlite3_prepare_v2(db,
+			       "SELECT key, value FROM meta WHERE key IN ('started',"
+			       " 'agent_restarts', 'agent_ns_per_tick', 'descriptors_lost',"
+			       " 'statistics_lost', 'descriptor_waits')",
+			       -1, &st, NULL) != SQLITE_OK)
 		goto sqlerr;
 	while (sqlite3_step(st) == SQLITE_ROW) {
 		const char *key = (const char *)sqlite3_column_text(st, 0);
@@ -1240,8 +1257,9 @@ static int state_load(struct agent *a, const char *path, char *err, size_t errle
 		q->max_ns = col_u64(st, col++);
 	}
 	sqlite3_finalize(st);
-	if (sqlite3_prepare_v2(db, "SELECT pid, ppid, exe, executions, lost, untracked,"
-				   " sqlite_found, clean_exit, messages, bad_messages FROM processes",
+	if (sqlite3_prepare_v2(db,
+			       "SELECT pid, ppid, exe, executions, lost, untracked,"
+			       " sqlite_found, clean_exit, messages, bad_messages FROM processes",
 			       -1, &st, NULL) != SQLITE_OK)
 		goto sqlerr;
 	while (sqlite3_step(st) == SQLITE_ROW) {
@@ -1270,14 +1288,17 @@ static int state_load(struct agent *a, const char *path, char *err, size_t errle
 	/* the latency histograms of the totals, so that they (and the
 	 * intervals' differences) go on from them; an image's part is taken
 	 * off when it connects again, as its totals are */
-	if (sqlite3_prepare_v2(db, "SELECT h.fp_id, h.kind, h.bucket_ns, h.count, q.min_ns,"
-				   " q.max_ns, q.total_ns FROM histograms h JOIN queries q"
-				   " USING (fp_id, kind)", -1, &st, NULL) != SQLITE_OK)
+	if (sqlite3_prepare_v2(db,
+			       "SELECT h.fp_id, h.kind, h.bucket_ns, h.count, q.min_ns,"
+			       " q.max_ns, q.total_ns FROM histograms h JOIN queries q"
+			       " USING (fp_id, kind)",
+			       -1, &st, NULL) != SQLITE_OK)
 		goto sqlerr;
 	while (sqlite3_step(st) == SQLITE_ROW) {
 		const char *kind = (const char *)sqlite3_column_text(st, 1);
 		uint64_t fk[2] = { (uint64_t)sqlite3_column_int64(st, 0),
-				   sp_qkind_parse(kind) == SP_QK_EXEC ? SP_KIND_EXEC : SP_KIND_STMT };
+				   sp_qkind_parse(kind) == SP_QK_EXEC ? SP_KIND_EXEC
+								      : SP_KIND_STMT };
 		int created;
 		struct sp_fphist *fh = hmap_get(&a->c.fphists, fk, 1, &created);
 
@@ -1294,19 +1315,24 @@ static int state_load(struct agent *a, const char *path, char *err, size_t errle
 	}
 	sqlite3_finalize(st);
 	st = NULL;
-	if (sqlite3_prepare_v2(db, "SELECT count(*) FROM sqlite_schema WHERE name='agent_live_hist'"
-				   " AND type='table'", -1, &st, NULL) == SQLITE_OK &&
+	if (sqlite3_prepare_v2(db,
+			       "SELECT count(*) FROM sqlite_schema WHERE name='agent_live_hist'"
+			       " AND type='table'",
+			       -1, &st, NULL) == SQLITE_OK &&
 	    sqlite3_step(st) == SQLITE_ROW && sqlite3_column_int(st, 0)) {
 		sqlite3_finalize(st);
-		if (sqlite3_prepare_v2(db, "SELECT pid, ino, fp_id, kind, bucket_ns, count FROM"
-					   " agent_live_hist", -1, &st, NULL) != SQLITE_OK)
+		if (sqlite3_prepare_v2(db,
+				       "SELECT pid, ino, fp_id, kind, bucket_ns, count FROM"
+				       " agent_live_hist",
+				       -1, &st, NULL) != SQLITE_OK)
 			goto sqlerr;
 		while (sqlite3_step(st) == SQLITE_ROW) {
 			struct hist_row h = {
 				.pid = (uint32_t)sqlite3_column_int64(st, 0),
 				.ino = col_u64(st, 1),
 				.fp_id = (uint64_t)sqlite3_column_int64(st, 2),
-				.kind = col_u64(st, 3) == SP_KIND_EXEC ? SP_KIND_EXEC : SP_KIND_STMT,
+				.kind = col_u64(st, 3) == SP_KIND_EXEC ? SP_KIND_EXEC
+								       : SP_KIND_STMT,
 				.bucket_ns = col_u64(st, 4),
 				.count = col_u64(st, 5),
 			};
@@ -1384,21 +1410,24 @@ int cmd_agent(int argc, char **argv)
 		case 1: sock = optarg; break;
 		case 2:
 			if (sp_parse_double(optarg, 0.1, 86400, &interval) < 0) {
-				fprintf(stderr, "sqlprof agent: --interval wants seconds, 0.1 to 86400\n");
+				fprintf(stderr,
+					"sqlprof agent: --interval wants seconds, 0.1 to 86400\n");
 				return SP_EXIT_USAGE;
 			}
 			break;
 		case 3: metrics = optarg; break;
 		case 4:
 			if (sp_parse_u64(optarg, &top_n) < 0 || top_n < 1 || top_n > 100000) {
-				fprintf(stderr, "sqlprof agent: --metrics-top wants a number of queries, 1 to 100000\n");
+				fprintf(stderr,
+					"sqlprof agent: --metrics-top wants a number of queries, 1 to 100000\n");
 				return SP_EXIT_USAGE;
 			}
 			break;
 		case 5:
 			if (sp_parse_u64(optarg, &a.max_texts) < 0 || a.max_texts < 100 ||
 			    a.max_texts > 100000000) {
-				fprintf(stderr, "sqlprof agent: --max-texts wants a number of SQL texts, 100 to 100000000\n");
+				fprintf(stderr,
+					"sqlprof agent: --max-texts wants a number of SQL texts, 100 to 100000000\n");
 				return SP_EXIT_USAGE;
 			}
 			break;
@@ -1430,7 +1459,8 @@ int cmd_agent(int argc, char **argv)
 		return SP_EXIT_USAGE;
 	}
 	if (sp_out_check(a.output, err, sizeof(err)) < 0 ||
-	    (a.lockfd = lockfd = profile_lock(a.output, lockpath, sizeof(lockpath), err, sizeof(err))) < 0 ||
+	    (a.lockfd = lockfd =
+		     profile_lock(a.output, lockpath, sizeof(lockpath), err, sizeof(err))) < 0 ||
 	    socket_dir(sockpath, shared > 0, err, sizeof(err)) < 0 ||
 	    socket_claim(sockpath, err, sizeof(err)) < 0) {
 		fprintf(stderr, "sqlprof agent: %s\n", err);
@@ -1488,8 +1518,8 @@ int cmd_agent(int argc, char **argv)
 	}
 	listening = 1;
 	if (metrics) {
-		a.metrics = sp_metrics_start(metrics, (size_t)top_n, agent_totals, &a, &a.ls, sig_pipe[0],
-					     err, sizeof(err));
+		a.metrics = sp_metrics_start(metrics, (size_t)top_n, agent_totals, &a, &a.ls,
+					     sig_pipe[0], err, sizeof(err));
 		if (!a.metrics) {
 			fprintf(stderr, "sqlprof agent: %s\n", err);
 			rc = SP_EXIT_USAGE;
@@ -1497,8 +1527,8 @@ int cmd_agent(int argc, char **argv)
 		}
 	}
 	if (!quiet)
-		fprintf(stderr, "sqlprof agent: listening on %s, profile %s every %g s%s%s%s\n", sockpath,
-			a.output, interval, a.restarts ? " (continued)" : "",
+		fprintf(stderr, "sqlprof agent: listening on %s, profile %s every %g s%s%s%s\n",
+			sockpath, a.output, interval, a.restarts ? " (continued)" : "",
 			metrics ? ", metrics on http://" : "", metrics ? metrics : "");
 	next = sp_srv_mono_ns();
 	while (!stop_sig) {
@@ -1536,8 +1566,9 @@ int cmd_agent(int argc, char **argv)
 			/* the texts and events the rings hold, then the copy */
 			if (a.c.nrings)
 				sp_coll_rings_drain(&a.c, 0);
-			a.snap_fd = a.metrics || a.srv.on_view ?
-					    memfd_create("sqlprof-totals", MFD_CLOEXEC) : -1;
+			a.snap_fd = a.metrics || a.srv.on_view
+					    ? memfd_create("sqlprof-totals", MFD_CLOEXEC)
+					    : -1;
 			a.snap_start = sp_srv_mono_ns();
 			snap = snapshot(&a);
 			if (snap < 0) {
@@ -1582,8 +1613,9 @@ int cmd_agent(int argc, char **argv)
 	 * socket still holds (a process that ran while we were busy: its
 	 * totals came in a message not read yet), at most 2 s of it */
 	if (sp_srv_flush(&a.srv, 2000000000ull) < 0)
-		fprintf(stderr, "sqlprof agent: messages still coming after 2 s: the profile is written "
-				"without the rest\n");
+		fprintf(stderr,
+			"sqlprof agent: messages still coming after 2 s: the profile is written "
+			"without the rest\n");
 	sp_coll_rings_drain(&a.c, 0);
 	sp_srv_read_bye_files(&a.c, sockdir, "sqlprof agent");
 	sp_coll_read_unreported(&a.c, sockdir);
@@ -1594,22 +1626,27 @@ int cmd_agent(int argc, char **argv)
 	}
 	/* what could not be taken is said even with -q: executions missing */
 	if (!quiet || a.c.stats_lost || a.c.fds_lost || a.c.fd_waits || sp_coll_missing(&a.c)) {
-		fprintf(stderr, "sqlprof agent: %llu execution%s from %zu process%s, %llu events lost",
+		fprintf(stderr,
+			"sqlprof agent: %llu execution%s from %zu process%s, %llu events lost",
 			(unsigned long long)sp_coll_executions(&a.c),
 			sp_coll_executions(&a.c) == 1 ? "" : "s", a.c.procs.count,
 			a.c.procs.count == 1 ? "" : "es", (unsigned long long)sp_coll_lost(&a.c));
 		if (a.c.stats_lost)
-			fprintf(stderr, ", the totals of %llu process%s lost (statistics not received)",
-				(unsigned long long)a.c.stats_lost, a.c.stats_lost == 1 ? "" : "es");
+			fprintf(stderr,
+				", the totals of %llu process%s lost (statistics not received)",
+				(unsigned long long)a.c.stats_lost,
+				a.c.stats_lost == 1 ? "" : "es");
 		if (a.c.fds_lost)
 			fprintf(stderr, ", %llu descriptor%s lost (out of descriptors)",
 				(unsigned long long)a.c.fds_lost, a.c.fds_lost == 1 ? "" : "s");
 		if (sp_coll_missing(&a.c))
-			fprintf(stderr, ", %llu executions missing (the processes said they ran them)",
+			fprintf(stderr,
+				", %llu executions missing (the processes said they ran them)",
 				(unsigned long long)sp_coll_missing(&a.c));
 		if (a.c.fd_waits)
-			fprintf(stderr, "; out of descriptors %llu time%s (processes waited to "
-					"connect: executions may be missing)",
+			fprintf(stderr,
+				"; out of descriptors %llu time%s (processes waited to "
+				"connect: executions may be missing)",
 				(unsigned long long)a.c.fd_waits, a.c.fd_waits == 1 ? "" : "s");
 		fputc('\n', stderr);
 	}

@@ -119,8 +119,10 @@ int cmd_env(int argc, char **argv)
 	}
 	if (systemd) {
 		if (!systemd_plain(lib) || !systemd_plain(sock)) {
-			fprintf(stderr, "sqlprof env: %s or %s needs quoting in a unit file; use "
-					"simpler paths\n", lib, sock);
+			fprintf(stderr,
+				"sqlprof env: %s or %s needs quoting in a unit file; use "
+				"simpler paths\n",
+				lib, sock);
 			return SP_EXIT_USAGE;
 		}
 		printf("Environment=LD_PRELOAD=%s\n", lib);

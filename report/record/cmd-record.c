@@ -65,7 +65,8 @@ static void usage(FILE *f)
 		"\n"
 		"Run COMMAND with libsqlprof.so preloaded and write a profile.\n"
 		"\n"
-		"  -o, --output FILE    profile to write (default " SP_PROFILE_DEFAULT "); a previous\n"
+		"  -o, --output FILE    profile to write (default " SP_PROFILE_DEFAULT
+		"); a previous\n"
 		"                       profile there is kept as FILE.old, anything else is refused\n"
 		"  -r, --rate R         share of executions whose stack is taken, 0..1 (default 0.01)\n"
 		"      --seed N         seed the sampling for repeatable runs\n"
@@ -117,7 +118,8 @@ static void asan_link_order_env(void)
 	if (old && strstr(old, "verify_asan_link_order"))
 		return; /* the user's own choice */
 	if (old && *old) {
-		if (snprintf(buf, sizeof(buf), "%s:verify_asan_link_order=0", old) >= (int)sizeof(buf))
+		if (snprintf(buf, sizeof(buf), "%s:verify_asan_link_order=0", old) >=
+		    (int)sizeof(buf))
 			return;
 		setenv("ASAN_OPTIONS", buf, 1);
 	} else {
@@ -151,12 +153,20 @@ static int setenv_prepend(const char *var, const char *val, char sep)
 static void status_layout_env(void)
 {
 	struct sp_probe_api api = {
-		.open_v2 = sqlite3_open_v2, .close = sqlite3_close, .db_config = sqlite3_db_config,
-		.msize = sqlite3_msize, .prepare_v2 = sqlite3_prepare_v2, .step = sqlite3_step,
-		.reset = sqlite3_reset, .finalize = sqlite3_finalize,
-		.stmt_status = sqlite3_stmt_status, .bind_int64 = sqlite3_bind_int64,
-		.bind_double = sqlite3_bind_double, .bind_text = sqlite3_bind_text,
-		.bind_blob = sqlite3_bind_blob, .bind_null = sqlite3_bind_null,
+		.open_v2 = sqlite3_open_v2,
+		.close = sqlite3_close,
+		.db_config = sqlite3_db_config,
+		.msize = sqlite3_msize,
+		.prepare_v2 = sqlite3_prepare_v2,
+		.step = sqlite3_step,
+		.reset = sqlite3_reset,
+		.finalize = sqlite3_finalize,
+		.stmt_status = sqlite3_stmt_status,
+		.bind_int64 = sqlite3_bind_int64,
+		.bind_double = sqlite3_bind_double,
+		.bind_text = sqlite3_bind_text,
+		.bind_blob = sqlite3_bind_blob,
+		.bind_null = sqlite3_bind_null,
 		.bind_zeroblob = sqlite3_bind_zeroblob,
 		.bind_parameter_count = sqlite3_bind_parameter_count,
 		.clear_bindings = sqlite3_clear_bindings,
@@ -211,7 +221,8 @@ static void report_deaths(const struct sp_coll *c, int status)
 		sp_term_str(stderr, f[1]);
 		fprintf(stderr, ") ended without exiting (a signal or a crash)");
 		if (strtoul(f[2], NULL, 10)) {
-			fprintf(stderr, ", running %s execution%s of: ", f[2], strcmp(f[2], "1") ? "s" : "");
+			fprintf(stderr, ", running %s execution%s of: ", f[2],
+				strcmp(f[2], "1") ? "s" : "");
 			sp_term_str(stderr, *f[3] ? f[3] : "<sql text lost>");
 		}
 		fprintf(stderr, "\n");
@@ -291,7 +302,8 @@ static size_t explain_embedded(const struct sp_coll *c)
  * status, the command's binary. */
 static void explain_empty(const struct sp_coll *c, int follow, int status, const char *cmd)
 {
-	size_t it = 0, foreign = 0, mapped = 0, nosqlite = 0, badenv = 0, deep = 0, fsize = 0, copies = 0, aslimit = 0;
+	size_t it = 0, foreign = 0, mapped = 0, nosqlite = 0, badenv = 0, deep = 0, fsize = 0,
+	       copies = 0, aslimit = 0;
 	uint64_t clamped = 0;
 	const struct sp_proc *p;
 	char why[PATH_MAX + 160];
@@ -372,7 +384,8 @@ static void explain_empty(const struct sp_coll *c, int follow, int status, const
 			"pdo_sqlite do), or called through dlsym on its own handle\n",
 			mapped, procs(mapped));
 	if (c->procs.count == 0) {
-		fprintf(stderr, "sqlprof: warning: no process connected: libsqlprof.so was not loaded (%s)\n",
+		fprintf(stderr,
+			"sqlprof: warning: no process connected: libsqlprof.so was not loaded (%s)\n",
 			sp_why_not_loaded(cmd, why, sizeof(why)));
 		return;
 	}
@@ -408,9 +421,11 @@ static void explain_empty(const struct sp_coll *c, int follow, int status, const
 					  "LD_PRELOAD)";
 		else
 			cause = NULL;
-		fprintf(stderr, "sqlprof: warning: %zu %s ran with the profiler but no SQLite "
+		fprintf(stderr,
+			"sqlprof: warning: %zu %s ran with the profiler but no SQLite "
 			"execution reached it%s%s\n",
-			c->procs.count, procs(c->procs.count), cause ? ": " : "", cause ? cause : "");
+			c->procs.count, procs(c->procs.count), cause ? ": " : "",
+			cause ? cause : "");
 	}
 }
 
@@ -455,7 +470,8 @@ static void report_stragglers(const struct sp_coll *c, const struct sp_client *c
 		fprintf(stderr,
 			"%ssqlprof: warning: %zu %s still running and connected when "
 			"recording stopped, %s: pid %s; %s later queries were not collected\n",
-			"", n, n == 1 ? "process" : "processes", why, pids, n == 1 ? "its" : "their");
+			"", n, n == 1 ? "process" : "processes", why, pids,
+			n == 1 ? "its" : "their");
 }
 
 /* 1 when the environment of process pid holds want (a whole "NAME=value"
@@ -502,7 +518,8 @@ static int environ_has(long pid, const char *want, size_t wl, char **buf, size_t
  * socket's path in their environment (/proc/PID/environ keeps the one
  * they started with). Their queries from now on are not collected: say
  * so, with (some of) their pids and names. */
-static void report_unconnected(const char *sockpath, const struct sp_client *cl, size_t ncl, int tty)
+static void report_unconnected(const char *sockpath, const struct sp_client *cl, size_t ncl,
+			       int tty)
 {
 	char want[PATH_MAX + 32], pids[512];
 	char *env = NULL;
@@ -534,8 +551,8 @@ static void report_unconnected(const char *sockpath, const struct sp_client *cl,
 			close(fd);
 		comm[k > 0 ? k : 0] = 0;
 		if (n < 8 && len < sizeof(pids) - 64) {
-			len += (size_t)snprintf(pids + len, sizeof(pids) - len, "%s%ld (", n ? ", " : "",
-						pid);
+			len += (size_t)snprintf(pids + len, sizeof(pids) - len, "%s%ld (",
+						n ? ", " : "", pid);
 			for (size_t j = 0; comm[j] && comm[j] != '\n' && j < 40; j++)
 				pids[len++] = comm[j] > 0x20 && comm[j] < 0x7f ? comm[j] : '?';
 			pids[len++] = ')';
@@ -580,24 +597,24 @@ struct recording {
 	char sockpath[PATH_MAX + 8]; /* the socket in it */
 	struct sp_srv srv;
 	struct sp_coll c;
-	FILE *spill;                 /* sampled executions, unlinked file */
+	FILE *spill; /* sampled executions, unlinked file */
 	/* the timeline writer (NULL: none) and the lock on c it shares: held
 	 * by this thread from collector_open on, except in poll */
 	struct sp_tlw *tlw;
 	pthread_mutex_t model_lock;
 	struct sp_timeline timeline;
-	char *cmdline;               /* the command line, for the profile */
-	struct hmap snap;            /* {sql_id, kind} -> cumulative {count, total_ns} */
-	struct sp_run_total *rt;     /* per-run totals (--repeat) */
+	char *cmdline;           /* the command line, for the profile */
+	struct hmap snap;        /* {sql_id, kind} -> cumulative {count, total_ns} */
+	struct sp_run_total *rt; /* per-run totals (--repeat) */
 	size_t nrt, caprt;
-	uint64_t run;                /* the run going on, 1-based */
-	uint64_t t_start, t_exit;    /* monotonic: start, the command's exit */
+	uint64_t run;             /* the run going on, 1-based */
+	uint64_t t_start, t_exit; /* monotonic: start, the command's exit */
 	pid_t pid;
 	int status, exited, tty;
-	const char *why;             /* why collecting stopped before every client left */
+	const char *why; /* why collecting stopped before every client left */
 	char whybuf[96];
-	struct rlimit nofile;        /* RLIMIT_NOFILE before we raised it */
-	int nofile_set;              /* nofile holds it */
+	struct rlimit nofile; /* RLIMIT_NOFILE before we raised it */
+	int nofile_set;       /* nofile holds it */
 };
 
 /* Parse the options into o. Returns -1 to go on (*cmd: the index of the
@@ -629,14 +646,17 @@ static int parse_options(struct record_opts *o, int argc, char **argv, int *cmd)
 		case 'o': o->output = optarg; break;
 		case 'r':
 			if (sp_parse_double(optarg, 0, 1, &d) < 0) {
-				fprintf(stderr, "sqlprof record: --rate wants a number from 0 to 1, not '%s'\n", optarg);
+				fprintf(stderr,
+					"sqlprof record: --rate wants a number from 0 to 1, not '%s'\n",
+					optarg);
 				return SP_EXIT_USAGE;
 			}
 			o->rate = optarg;
 			break;
 		case 1:
 			if (sp_parse_u64(optarg, &u) < 0 || u > LONG_MAX) {
-				fprintf(stderr, "sqlprof record: --seed wants a non-negative integer\n");
+				fprintf(stderr,
+					"sqlprof record: --seed wants a non-negative integer\n");
 				return SP_EXIT_USAGE;
 			}
 			o->seed = optarg;
@@ -650,7 +670,8 @@ static int parse_options(struct record_opts *o, int argc, char **argv, int *cmd)
 			break;
 		case 3:
 			if (sp_parse_u64(optarg, &u) < 0 || u < 1 || u > SP_STACK_MAX) {
-				fprintf(stderr, "sqlprof record: --depth wants 1 to %d\n", SP_STACK_MAX);
+				fprintf(stderr, "sqlprof record: --depth wants 1 to %d\n",
+					SP_STACK_MAX);
 				return SP_EXIT_USAGE;
 			}
 			o->depth = optarg;
@@ -658,19 +679,23 @@ static int parse_options(struct record_opts *o, int argc, char **argv, int *cmd)
 		case 4: o->follow = 0; break;
 		case 5: o->debug_path = optarg; break;
 		case 7:
-			if (sp_parse_u64(optarg, &o->max_events) < 0 || o->max_events > 1000000000) {
-				fprintf(stderr, "sqlprof record: --max-events wants 0 to 1000000000\n");
+			if (sp_parse_u64(optarg, &o->max_events) < 0 ||
+			    o->max_events > 1000000000) {
+				fprintf(stderr,
+					"sqlprof record: --max-events wants 0 to 1000000000\n");
 				return SP_EXIT_USAGE;
 			}
 			break;
 		case 8:
 			if (sp_parse_double(optarg, 0, 86400, &o->grace_s) < 0) {
-				fprintf(stderr, "sqlprof record: --grace wants seconds, 0 to 86400\n");
+				fprintf(stderr,
+					"sqlprof record: --grace wants seconds, 0 to 86400\n");
 				return SP_EXIT_USAGE;
 			}
 			break;
 		case 6:
-			if (sp_parse_u64(optarg, &o->repeat) < 0 || o->repeat < 1 || o->repeat > 1000) {
+			if (sp_parse_u64(optarg, &o->repeat) < 0 || o->repeat < 1 ||
+			    o->repeat > 1000) {
 				fprintf(stderr, "sqlprof record: --repeat wants 1 to 1000\n");
 				return SP_EXIT_USAGE;
 			}
@@ -714,10 +739,11 @@ static int preflight(struct recording *r)
 		return SP_EXIT_USAGE;
 	}
 	if (!r->o.quiet) { /* once per run, here: the preload never writes to the program's stderr */
-		const char *set[] = { r->o.rate ? "SQLPROF_RATE" : "", r->o.seed ? "SQLPROF_SEED" : "",
-				      r->o.slow_ms ? "SQLPROF_SLOW_MS" : "",
-				      r->o.depth ? "SQLPROF_DEPTH" : "",
-				      r->o.follow ? "" : "SQLPROF_FOLLOW", NULL };
+		const char *set[] = {
+			r->o.rate ? "SQLPROF_RATE" : "",       r->o.seed ? "SQLPROF_SEED" : "",
+			r->o.slow_ms ? "SQLPROF_SLOW_MS" : "", r->o.depth ? "SQLPROF_DEPTH" : "",
+			r->o.follow ? "" : "SQLPROF_FOLLOW",   NULL
+		};
 
 		sp_why_env(stderr, set);
 	}
@@ -921,8 +947,8 @@ static int collect_run(struct recording *r)
 			return 0;
 		}
 		if (r->exited && now - r->t_exit >= grace_ns) {
-			snprintf(r->whybuf, sizeof(r->whybuf), "%g s after the command exited (--grace)",
-				 r->o.grace_s);
+			snprintf(r->whybuf, sizeof(r->whybuf),
+				 "%g s after the command exited (--grace)", r->o.grace_s);
 			r->why = r->whybuf;
 			return 0;
 		}
@@ -963,7 +989,8 @@ static int finish_run(struct recording *r)
 			continue;
 		if (SP_GROW(r->rt, r->caprt, r->nrt + 1, 64) < 0)
 			return -1;
-		r->rt[r->nrt++] = (struct sp_run_total){ .run = (uint32_t)r->run, .sql_id = qk[0],
+		r->rt[r->nrt++] = (struct sp_run_total){ .run = (uint32_t)r->run,
+							 .sql_id = qk[0],
 							 .kind = (uint32_t)qk[1],
 							 .count = q->count - prev[0],
 							 .total_ns = q->total_ns - prev[1] };
@@ -1004,10 +1031,12 @@ static int write_profile(struct recording *r, char *saved, size_t savedlen, int 
 
 	memset(&meta, 0, sizeof(meta));
 	meta.command = r->cmdline;
-	meta.started = (long long)time(NULL) - (long long)((sp_srv_mono_ns() - r->t_start) / 1000000000u);
+	meta.started =
+		(long long)time(NULL) - (long long)((sp_srv_mono_ns() - r->t_start) / 1000000000u);
 	meta.duration_ns = (long long)(r->t_exit - r->t_start);
-	meta.exit_status = WIFEXITED(r->status) ? WEXITSTATUS(r->status) :
-			   WIFSIGNALED(r->status) ? 128 + WTERMSIG(r->status) : 1;
+	meta.exit_status = WIFEXITED(r->status)     ? WEXITSTATUS(r->status)
+			   : WIFSIGNALED(r->status) ? 128 + WTERMSIG(r->status)
+						    : 1;
 	meta.rate = 0.01;
 	if (r->o.rate)
 		sp_parse_double(r->o.rate, 0, 1, &meta.rate);
@@ -1029,9 +1058,11 @@ static int write_profile(struct recording *r, char *saved, size_t savedlen, int 
 	*exit_status = meta.exit_status;
 	wrote = sp_out_write(r->o.output, &r->c, &meta, saved, savedlen, err, sizeof(err));
 	if (wrote < 0)
-		fprintf(stderr, "sqlprof record: %s; the profile could not be saved anywhere\n", err);
+		fprintf(stderr, "sqlprof record: %s; the profile could not be saved anywhere\n",
+			err);
 	else if (wrote > 0)
-		fprintf(stderr, "sqlprof record: %s; the profile is saved in %s instead\n", err, saved);
+		fprintf(stderr, "sqlprof record: %s; the profile is saved in %s instead\n", err,
+			saved);
 	return wrote;
 }
 
@@ -1135,7 +1166,10 @@ static void recording_close(struct recording *r)
 int cmd_record(int argc, char **argv)
 {
 	struct recording r = {
-		.o = { .output = SP_PROFILE_DEFAULT, .follow = 1, .grace_s = 10.0, .repeat = 1,
+		.o = { .output = SP_PROFILE_DEFAULT,
+		       .follow = 1,
+		       .grace_s = 10.0,
+		       .repeat = 1,
 		       .max_events = 5000000 },
 		.srv = { .lfd = -1 },
 		.model_lock = PTHREAD_MUTEX_INITIALIZER,

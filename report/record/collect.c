@@ -314,7 +314,8 @@ static size_t var_len(uint16_t type, const uint8_t *p)
 		struct sp_rec_stats_copy r;
 
 		memcpy(&r, p, sizeof(r));
-		return r.len > SP_STATS_CHUNK || r.chunk >= SP_STATS_COPY_MAX_CHUNKS ? SIZE_MAX : r.len;
+		return r.len > SP_STATS_CHUNK || r.chunk >= SP_STATS_COPY_MAX_CHUNKS ? SIZE_MAX
+										     : r.len;
 	}
 	case SP_REC_PYCODE: {
 		struct sp_rec_pycode r;
@@ -334,8 +335,7 @@ static size_t var_len(uint16_t type, const uint8_t *p)
 		memcpy(&r, p, sizeof(r));
 		return r.text_len > SP_SCHEMA_MAX ? SIZE_MAX : r.text_len;
 	}
-	default:
-		return 0;
+	default: return 0;
 	}
 }
 
@@ -587,7 +587,8 @@ static void statmap_free(struct sp_statmap *m)
 /* One chunk of the statistics of an image that could not share them:
  * kept in a copy of the memfd's layout, merged like a mapping. Ignored
  * when the image's memfd is mapped. */
-static void stats_copy_apply(struct sp_coll *c, struct sp_proc *p, const struct sp_rec_stats_copy *r)
+static void stats_copy_apply(struct sp_coll *c, struct sp_proc *p,
+			     const struct sp_rec_stats_copy *r)
 {
 	const uint8_t *data = (const uint8_t *)(r + 1);
 	struct sp_statmap *m = NULL;
@@ -606,7 +607,9 @@ static void stats_copy_apply(struct sp_coll *c, struct sp_proc *p, const struct 
 		if (SP_GROW(c->stats, c->stats_cap, c->nstats + 1, 16) < 0)
 			return;
 		m = &c->stats[c->nstats++];
-		*m = (struct sp_statmap){ .pid = p->pid, .image = p->image, .clock = p->clock, .copy = 1 };
+		*m = (struct sp_statmap){
+			.pid = p->pid, .image = p->image, .clock = p->clock, .copy = 1
+		};
 	}
 	if (m->size < need) {
 		uint8_t *nm;
@@ -759,7 +762,10 @@ static void apply(struct sp_coll *c, struct sp_proc *p, const uint8_t *rec, uint
 	case SP_REC_ERROR: {
 		const struct sp_rec_error *r = (const void *)rec;
 		const uint8_t *msg = rec + sizeof(*r);
-		struct ekey k = { r->sql_id, (uint64_t)(int64_t)r->rc, p->pid, r->stack_id,
+		struct ekey k = { r->sql_id,
+				  (uint64_t)(int64_t)r->rc,
+				  p->pid,
+				  r->stack_id,
 				  sp_hash_bytes(msg, r->msg_len),
 				  r->h.flags & SP_ERROR_EXEC ? SP_KIND_EXEC : SP_KIND_STMT };
 		int created;
@@ -818,7 +824,8 @@ static void apply(struct sp_coll *c, struct sp_proc *p, const uint8_t *rec, uint
 	case SP_REC_SCHEMA: {
 		const struct sp_rec_schema *r = (const void *)rec;
 		int created;
-		struct sp_schema *sc = r->schema_id ? hmap_get(&c->schemas, &r->schema_id, 1, &created) : NULL;
+		struct sp_schema *sc =
+			r->schema_id ? hmap_get(&c->schemas, &r->schema_id, 1, &created) : NULL;
 
 		if (sc && created) {
 			sc->file = (r->h.flags & SP_SCHEMA_FILE) != 0;
@@ -826,9 +833,7 @@ static void apply(struct sp_coll *c, struct sp_proc *p, const uint8_t *rec, uint
 		}
 		break;
 	}
-	case SP_REC_STATS_COPY:
-		stats_copy_apply(c, p, (const void *)rec);
-		break;
+	case SP_REC_STATS_COPY: stats_copy_apply(c, p, (const void *)rec); break;
 	case SP_REC_PYCODE: {
 		const struct sp_rec_pycode *r = (const void *)rec;
 		const uint8_t *t = rec + sizeof(*r);
@@ -839,12 +844,14 @@ static void apply(struct sp_coll *c, struct sp_proc *p, const uint8_t *rec, uint
 		if (!pc || !created)
 			break; /* sent once per number; a repeat changes nothing */
 		pc->name = (char *)dup_n(t, r->name_len);
-		pc->qualname = r->qualname_len ? (char *)dup_n(t + r->name_len, r->qualname_len) : NULL;
+		pc->qualname =
+			r->qualname_len ? (char *)dup_n(t + r->name_len, r->qualname_len) : NULL;
 		pc->file = (char *)dup_n(t + r->name_len + r->qualname_len, r->file_len);
 		pc->table_len = r->table_len;
 		pc->table = r->table_len ? malloc(r->table_len) : NULL;
 		if (pc->table)
-			memcpy(pc->table, t + r->name_len + r->qualname_len + r->file_len, r->table_len);
+			memcpy(pc->table, t + r->name_len + r->qualname_len + r->file_len,
+			       r->table_len);
 		else
 			pc->table_len = 0;
 		pc->firstlineno = r->firstlineno;
@@ -855,7 +862,8 @@ static void apply(struct sp_coll *c, struct sp_proc *p, const uint8_t *rec, uint
 	}
 	case SP_REC_PYINFO: {
 		const struct sp_rec_pyinfo *r = (const void *)rec;
-		size_t n = r->text_len < sizeof(c->py_version) - 1 ? r->text_len : sizeof(c->py_version) - 1;
+		size_t n = r->text_len < sizeof(c->py_version) - 1 ? r->text_len
+								   : sizeof(c->py_version) - 1;
 
 		if (r->status == SP_PY_UNSUPPORTED)
 			c->py_unsupported++;
@@ -867,7 +875,8 @@ static void apply(struct sp_coll *c, struct sp_proc *p, const uint8_t *rec, uint
 			memcpy(c->py_version, rec + sizeof(*r), n);
 			c->py_version[n] = 0;
 			for (size_t i = 0; i < n; i++)
-				if (c->py_version[i] == '\n' || (unsigned char)c->py_version[i] < 32)
+				if (c->py_version[i] == '\n' ||
+				    (unsigned char)c->py_version[i] < 32)
 					c->py_version[i] = ' ';
 		}
 		break;
@@ -881,13 +890,13 @@ static void apply(struct sp_coll *c, struct sp_proc *p, const uint8_t *rec, uint
 /* What the validation of a message found out, for sp_coll_input. */
 struct msg_info {
 	struct sp_msg_hdr mh;
-	unsigned nring;          /* RING records */
-	struct sp_rec_ring ring; /* the last of them */
-	unsigned nstats;         /* STATS records */
+	unsigned nring;            /* RING records */
+	struct sp_rec_ring ring;   /* the last of them */
+	unsigned nstats;           /* STATS records */
 	struct sp_rec_stats stats; /* the last of them */
-	int fresh_hello;         /* a HELLO not flagged SP_HELLO_RECONNECT */
-	int bye;                 /* a BYE record */
-	uint32_t bye_ino;        /* its stats_ino (0: none) */
+	int fresh_hello;           /* a HELLO not flagged SP_HELLO_RECONNECT */
+	int bye;                   /* a BYE record */
+	uint32_t bye_ino;          /* its stats_ino (0: none) */
 };
 
 /*
@@ -1000,7 +1009,8 @@ static int msg_check(struct sp_coll *c, const uint8_t *msg, size_t len, uint32_t
 				mi->fresh_hello = 1;
 			} else if (rh.type == SP_REC_BYE) {
 				mi->bye = 1;
-				mi->bye_ino = ((const struct sp_rec_bye *)(const void *)rec_buf)->stats_ino;
+				mi->bye_ino = ((const struct sp_rec_bye *)(const void *)rec_buf)
+						      ->stats_ino;
 			}
 		}
 		off += rh.len;
@@ -1098,8 +1108,10 @@ static int ring_check(struct sp_coll *c, const struct sp_ring_shared *sh, size_t
 	if (magic != SP_RING_MAGIC)
 		return failf(c, "bad ring magic 0x%08x", magic);
 	if (size != rec->size || pid != rec->pid || tid != rec->tid)
-		return failf(c, "ring header (size %u, pid %u, tid %u) differs from its RING record "
-			     "(size %u, pid %u, tid %u)", size, pid, tid, rec->size, rec->pid, rec->tid);
+		return failf(c,
+			     "ring header (size %u, pid %u, tid %u) differs from its RING record "
+			     "(size %u, pid %u, tid %u)",
+			     size, pid, tid, rec->size, rec->pid, rec->tid);
 	*tail = __atomic_load_n(&sh->tail, __ATOMIC_ACQUIRE);
 	if (*tail % 8)
 		return failf(c, "ring tail %u is not a multiple of 8", *tail);
@@ -1107,8 +1119,8 @@ static int ring_check(struct sp_coll *c, const struct sp_ring_shared *sh, size_t
 }
 
 /* Put a checked mapping into the registry. Returns 0, or -1 (unmapped). */
-static int ring_register(struct sp_coll *c, void *map, size_t map_len, const struct sp_rec_ring *rec,
-			 uint32_t key, uint32_t tail)
+static int ring_register(struct sp_coll *c, void *map, size_t map_len,
+			 const struct sp_rec_ring *rec, uint32_t key, uint32_t tail)
 {
 	struct sp_proc *p = hmap_get(&c->procs, &key, 0, NULL);
 	struct sp_ring *r;
@@ -1195,8 +1207,8 @@ static int ring_map(struct sp_coll *c, int fd, const struct sp_rec_ring *rec, vo
 	}
 	if (st.st_size < 0 || (uint64_t)st.st_size < need) {
 		close(fd);
-		return failf(c, "ring memfd of %lld bytes is smaller than %zu", (long long)st.st_size,
-			     need);
+		return failf(c, "ring memfd of %lld bytes is smaller than %zu",
+			     (long long)st.st_size, need);
 	}
 	m = mmap(NULL, need, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	close(fd);
@@ -1255,8 +1267,12 @@ static int ring_chunk(struct sp_coll *c, struct sp_ring *r, size_t clen, uint32_
 	uint64_t rec_buf[REC_BUF_WORDS];
 	struct sp_proc *p = hmap_get(&c->procs, &r->pid, 0, NULL);
 	struct sp_msg_hdr mh = {
-		.magic = SP_WIRE_MAGIC, .version = SP_WIRE_VERSION, .pid = r->rpid,
-		.len = (uint32_t)(sizeof(mh) + clen), .seq = 0, .lost = p ? p->lost : 0,
+		.magic = SP_WIRE_MAGIC,
+		.version = SP_WIRE_VERSION,
+		.pid = r->rpid,
+		.len = (uint32_t)(sizeof(mh) + clen),
+		.seq = 0,
+		.lost = p ? p->lost : 0,
 	};
 	struct msg_info mi;
 
@@ -1306,18 +1322,23 @@ int sp_coll_ring_drain(struct sp_coll *c, struct sp_ring *r)
 
 		memcpy(&rh, r->sh->data + off, sizeof(rh)); /* left >= 8: both multiples of 8 */
 		if (rh.len < sizeof(rh) || rh.len % 8 || rh.len > left) {
-			snprintf(why, sizeof(why), "bad record length %u at position %u", rh.len, pos);
+			snprintf(why, sizeof(why), "bad record length %u at position %u", rh.len,
+				 pos);
 			break;
 		}
 		if (rh.len > r->size - off) {
-			snprintf(why, sizeof(why), "record of %u bytes at position %u crosses the end "
-				 "of the ring", rh.len, pos);
+			snprintf(why, sizeof(why),
+				 "record of %u bytes at position %u crosses the end "
+				 "of the ring",
+				 rh.len, pos);
 			break;
 		}
 		if (rh.type != SP_REC_PAD) {
 			if (rh.len > SP_MSG_MAX) {
-				snprintf(why, sizeof(why), "record of %u bytes at position %u is longer "
-					 "than a message", rh.len, pos);
+				snprintf(why, sizeof(why),
+					 "record of %u bytes at position %u is longer "
+					 "than a message",
+					 rh.len, pos);
 				break;
 			}
 			if (clen + rh.len > SP_MSG_MAX) {
@@ -1432,8 +1453,9 @@ int sp_coll_input(struct sp_coll *c, const uint8_t *msg, size_t len, uint32_t pe
 		goto bad;
 	pid = peer_pid ? peer_pid : file_key(c, &mi);
 	if (fd >= 0 && mi.nring + mi.nstats != 1) {
-		failf(c, mi.nring + mi.nstats ? "%u RING and STATS records with one descriptor"
-					      : "a descriptor without a RING or STATS record",
+		failf(c,
+		      mi.nring + mi.nstats ? "%u RING and STATS records with one descriptor"
+					   : "a descriptor without a RING or STATS record",
 		      mi.nring + mi.nstats);
 		goto bad;
 	}
@@ -1561,9 +1583,12 @@ int sp_coll_stats_add(struct sp_coll *c, uint32_t pid, int fd, const struct sp_r
 		munmap(m, (size_t)st.st_size);
 		return failf(c, "out of memory for statistics");
 	}
-	c->stats[c->nstats++] = (struct sp_statmap){ .map = m, .size = (size_t)st.st_size,
-						     .pid = pid, .image = p->image,
-						     .clock = p->clock, .ino = (uint64_t)st.st_ino };
+	c->stats[c->nstats++] = (struct sp_statmap){ .map = m,
+						     .size = (size_t)st.st_size,
+						     .pid = pid,
+						     .image = p->image,
+						     .clock = p->clock,
+						     .ino = (uint64_t)st.st_ino };
 	p->no_stats = 0;
 	p->stats_ino = (uint32_t)st.st_ino;
 	if (c->stats_added)
@@ -1583,8 +1608,7 @@ static size_t stats_ref(uint64_t addr, uint64_t base, const uint32_t *used, uint
 		return SIZE_MAX;
 	ci = off / SP_STATS_CHUNK;
 	in = off % SP_STATS_CHUNK;
-	if (ci == 0 || ci >= nchunks || in < sizeof(struct sp_stats_chunk) ||
-	    in + len > used[ci])
+	if (ci == 0 || ci >= nchunks || in < sizeof(struct sp_stats_chunk) || in + len > used[ci])
 		return SIZE_MAX;
 	return (size_t)off;
 }
@@ -1609,7 +1633,8 @@ static int stats_get(const uint8_t *map, size_t off, uint16_t type, void *out, s
  * states but perhaps for a lane). */
 static void copy_query(const uint8_t *p, struct sp_agg_query *a)
 {
-	const uint64_t *gen = (const uint64_t *)(const void *)(p + offsetof(struct sp_agg_query, seg_gen));
+	const uint64_t *gen =
+		(const uint64_t *)(const void *)(p + offsetof(struct sp_agg_query, seg_gen));
 	int tries;
 
 	for (tries = 0; tries < 8; tries++) {
@@ -1724,8 +1749,9 @@ void sp_coll_stats_merge(struct sp_coll *c, uint32_t pid, const void *mapv, size
 					struct sp_sql *fs = hmap_get(&c->sqls, &id, 1, &created);
 
 					if (fs && created) {
-						fs->text = dup_n((const uint8_t *)SP_SQL_FOLDED_TEXT,
-								 sizeof(SP_SQL_FOLDED_TEXT) - 1);
+						fs->text =
+							dup_n((const uint8_t *)SP_SQL_FOLDED_TEXT,
+							      sizeof(SP_SQL_FOLDED_TEXT) - 1);
 						fs->full_len = sizeof(SP_SQL_FOLDED_TEXT) - 1;
 					}
 				}
@@ -1754,7 +1780,9 @@ void sp_coll_stats_merge(struct sp_coll *c, uint32_t pid, const void *mapv, size
 				{
 					uint64_t nested_ns = to_ns(c, &conv, a.nested_time);
 
-					q->self_ns = sat_add(q->self_ns, db_ns > nested_ns ? db_ns - nested_ns : 0);
+					q->self_ns =
+						sat_add(q->self_ns,
+							db_ns > nested_ns ? db_ns - nested_ns : 0);
 				}
 				q->wall_ns = sat_add(q->wall_ns, to_ns(c, &conv, a.wall));
 				q->rows = sat_add(q->rows, a.rows);
@@ -1766,7 +1794,8 @@ void sp_coll_stats_merge(struct sp_coll *c, uint32_t pid, const void *mapv, size
 				q->nested = sat_add(q->nested, a.nested);
 				q->samples = sat_add(q->samples, a.samples);
 				q->prepares = sat_add(q->prepares, a.prepares);
-				q->prepare_ns = sat_add(q->prepare_ns, to_ns(c, &conv, a.prepare_time));
+				q->prepare_ns =
+					sat_add(q->prepare_ns, to_ns(c, &conv, a.prepare_time));
 				q->runs = sat_add(q->runs, a.runs);
 				if (a.max_run > q->max_run)
 					q->max_run = a.max_run;
@@ -1778,18 +1807,23 @@ void sp_coll_stats_merge(struct sp_coll *c, uint32_t pid, const void *mapv, size
 					struct sp_agg_runs rl;
 					uint64_t longer = 0;
 
-					if (stats_get(map, stats_ref(a.runs_by_len, h.base, used, nchunks,
-								     sizeof(rl)),
+					if (stats_get(map,
+						      stats_ref(a.runs_by_len, h.base, used,
+								nchunks, sizeof(rl)),
 						      SP_AGG_RUNS, &rl, sizeof(rl)) == 0) {
-						for (b = 1; b < SP_AGG_RUN_BUCKETS && b < SP_RUN_BUCKETS; b++) {
-							q->runs_by_len[b] = sat_add(q->runs_by_len[b], rl.by_len[b]);
+						for (b = 1;
+						     b < SP_AGG_RUN_BUCKETS && b < SP_RUN_BUCKETS;
+						     b++) {
+							q->runs_by_len[b] = sat_add(
+								q->runs_by_len[b], rl.by_len[b]);
 							longer = sat_add(longer, rl.by_len[b]);
 						}
 					} else if (a.runs_by_len) {
 						p->stats_bad++;
 					}
-					q->runs_by_len[0] = sat_add(q->runs_by_len[0],
-								    a.runs > longer ? a.runs - longer : 0);
+					q->runs_by_len[0] =
+						sat_add(q->runs_by_len[0],
+							a.runs > longer ? a.runs - longer : 0);
 				}
 				/* the thread's open N+1 run, when it is credited
 				 * here: it ends with the image */
@@ -1803,11 +1837,19 @@ void sp_coll_stats_merge(struct sp_coll *c, uint32_t pid, const void *mapv, size
 				if (a.errs) {
 					struct sp_agg_errs er;
 
-					if (stats_get(map, stats_ref(a.errs, h.base, used, nchunks, sizeof(er)),
+					if (stats_get(map,
+						      stats_ref(a.errs, h.base, used, nchunks,
+								sizeof(er)),
 						      SP_AGG_ERRS, &er, sizeof(er)) == 0) {
 						for (b = 0; b < SP_AGG_ERR_CODES; b++) {
-							uint64_t ek[4] = { a.sql_id, (uint64_t)(int64_t)er.code[b].rc, pid,
-									   a.kind == SP_KIND_EXEC ? SP_KIND_EXEC : SP_KIND_STMT };
+							uint64_t ek[4] = {
+								a.sql_id,
+								(uint64_t)(int64_t)er.code[b].rc,
+								pid,
+								a.kind == SP_KIND_EXEC
+									? SP_KIND_EXEC
+									: SP_KIND_STMT
+							};
 							uint64_t *n;
 
 							if (!er.code[b].count)
@@ -1823,13 +1865,14 @@ void sp_coll_stats_merge(struct sp_coll *c, uint32_t pid, const void *mapv, size
 				if (a.count) {
 					/* into its fingerprint's histogram when the
 					 * text is known, else its own */
-					const struct sp_sql *sq = hmap_get(&c->sqls, &a.sql_id, 0, NULL);
+					const struct sp_sql *sq =
+						hmap_get(&c->sqls, &a.sql_id, 0, NULL);
 					struct sp_fphist *fh = NULL;
 					struct sp_hist *hist;
-					uint64_t mn = to_ns(c, &conv, a.min), mx = to_ns(c, &conv, a.max);
+					uint64_t mn = to_ns(c, &conv, a.min),
+						 mx = to_ns(c, &conv, a.max);
 
-					if (sq && sq->fp_id && sq->text &&
-					    sq->text[0] != '<') {
+					if (sq && sq->fp_id && sq->text && sq->text[0] != '<') {
 						uint64_t fk[2] = { sq->fp_id, qk.kind };
 						int created;
 
@@ -1850,8 +1893,9 @@ void sp_coll_stats_merge(struct sp_coll *c, uint32_t pid, const void *mapv, size
 
 						if (!a.hist[b])
 							continue;
-						if (stats_get(map, stats_ref(a.hist[b], h.base, used, nchunks,
-									     sizeof(hb)),
+						if (stats_get(map,
+							      stats_ref(a.hist[b], h.base, used,
+									nchunks, sizeof(hb)),
 							      SP_AGG_HIST, &hb, sizeof(hb)) < 0) {
 							p->stats_bad++;
 							continue;
@@ -1861,8 +1905,11 @@ void sp_coll_stats_merge(struct sp_coll *c, uint32_t pid, const void *mapv, size
 
 							if (!hb.bucket[k])
 								continue;
-							sp_hist_bucket(b * SP_HIST_PER_BLOCK + k, &lo, &w);
-							sp_hist_add_n(hist, to_ns(c, &conv, lo + w / 2), hb.bucket[k]);
+							sp_hist_bucket(b * SP_HIST_PER_BLOCK + k,
+								       &lo, &w);
+							sp_hist_add_n(hist,
+								      to_ns(c, &conv, lo + w / 2),
+								      hb.bucket[k]);
 						}
 					}
 					if (fh && hist) {
@@ -1872,9 +1919,11 @@ void sp_coll_stats_merge(struct sp_coll *c, uint32_t pid, const void *mapv, size
 							fh->max_ns = mx;
 						fh->sum_ns = sat_add(fh->sum_ns, db_ns);
 						fh->count = sat_add(fh->count, a.count);
-						sp_hist_set_minmax_sum(hist, fh->min_ns, fh->max_ns, fh->sum_ns);
+						sp_hist_set_minmax_sum(hist, fh->min_ns, fh->max_ns,
+								       fh->sum_ns);
 					} else if (hist) {
-						sp_hist_set_minmax_sum(hist, q->min_ns, q->max_ns, q->total_ns);
+						sp_hist_set_minmax_sum(hist, q->min_ns, q->max_ns,
+								       q->total_ns);
 					}
 				}
 			} else if (rh.type == SP_AGG_QUERY) {
@@ -1934,7 +1983,8 @@ void sp_coll_stats_retire(struct sp_coll *c, uint32_t pid, uint32_t image)
 		 * themselves in its header (only that page is kept, but the
 		 * memfd with it: so only for these) */
 		if (!m->copy && m->size > HDR_PAGE &&
-		    __atomic_load_n(&((const struct sp_stats_hdr *)m->map)->forked, __ATOMIC_RELAXED) &&
+		    __atomic_load_n(&((const struct sp_stats_hdr *)m->map)->forked,
+				    __ATOMIC_RELAXED) &&
 		    hdr_keep(c, m->map) == 0)
 			munmap((uint8_t *)m->map + HDR_PAGE, m->size - HDR_PAGE);
 		else
@@ -1964,7 +2014,8 @@ static void errors_reconcile(struct sp_coll *c)
 	/* what arrived as records, per (text, code, process): one pass */
 	hmap_init(&got, 4 * sizeof(uint64_t), sizeof(uint64_t));
 	while ((e = hmap_next(&c->errors, &it, (const void **)&k))) {
-		uint64_t gk[4] = { k->sql_id, k->rc, k->pid, k->kind }, *g = hmap_get(&got, gk, 1, NULL);
+		uint64_t gk[4] = { k->sql_id, k->rc, k->pid, k->kind },
+			 *g = hmap_get(&got, gk, 1, NULL);
 
 		if (g)
 			*g += e->count;
@@ -1974,8 +2025,12 @@ static void errors_reconcile(struct sp_coll *c)
 		uint64_t *g = hmap_get(&got, ek, 0, NULL), have = g ? *g : 0;
 
 		if (have < *n) {
-			struct ekey nk = { ek[0], ek[1], ek[2], 0,
-					   sp_hash_bytes((const uint8_t *)lost, sizeof(lost) - 1), ek[3] };
+			struct ekey nk = { ek[0],
+					   ek[1],
+					   ek[2],
+					   0,
+					   sp_hash_bytes((const uint8_t *)lost, sizeof(lost) - 1),
+					   ek[3] };
 			int created;
 
 			e = hmap_get(&c->errors, &nk, 1, &created);
@@ -1998,8 +2053,9 @@ void sp_coll_finish(struct sp_coll *c)
 	errors_reconcile(c);
 	/* written by the descendants: a count each, trusted no further */
 	for (size_t i = 0; i < c->nhdr; i++) {
-		uint64_t u = __atomic_load_n(&((const struct sp_stats_hdr *)c->hdr_pages[i])->unreported,
-					     __ATOMIC_RELAXED);
+		uint64_t u =
+			__atomic_load_n(&((const struct sp_stats_hdr *)c->hdr_pages[i])->unreported,
+					__ATOMIC_RELAXED);
 
 		if (u < ((uint64_t)1 << 32))
 			n += u;
@@ -2046,7 +2102,8 @@ static int read_msg_file(struct sp_coll *c, const char *path, uint8_t *buf)
 		return -1;
 	/* a file of our own uid's, in our 0700 directory; still checked
 	 * record by record like any message */
-	if (fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode) && (size_t)st.st_size <= UNREP_FILE_MAX) {
+	if (fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode) &&
+	    (size_t)st.st_size <= UNREP_FILE_MAX) {
 		while (off + (off_t)sizeof(struct sp_msg_hdr) <= st.st_size) {
 			struct sp_msg_hdr mh;
 
@@ -2351,7 +2408,8 @@ size_t sp_coll_read_texts(struct sp_coll *c, const char *dir, size_t *bad)
 				break;
 			}
 			memcpy(buf, &mh, sizeof(mh));
-			if (mh.len > sizeof(mh) && fread(buf + sizeof(mh), mh.len - sizeof(mh), 1, f) != 1) {
+			if (mh.len > sizeof(mh) &&
+			    fread(buf + sizeof(mh), mh.len - sizeof(mh), 1, f) != 1) {
 				nbad++;
 				break;
 			}
@@ -2547,15 +2605,18 @@ uint64_t sp_coll_executions(const struct sp_coll *c)
 	/* live: the query records' counts, published chunks only */
 	for (i = 0; i < c->nstats; i++) {
 		const uint8_t *map = c->stats[i].map;
-		uint32_t nch = __atomic_load_n(&((const struct sp_stats_hdr *)(const void *)map)->nchunks,
-					       __ATOMIC_ACQUIRE), ci;
+		uint32_t nch = __atomic_load_n(
+				 &((const struct sp_stats_hdr *)(const void *)map)->nchunks,
+				 __ATOMIC_ACQUIRE),
+			 ci;
 
 		if (nch > c->stats[i].size / SP_STATS_CHUNK)
 			continue;
 		for (ci = 1; ci < nch; ci++) {
 			const uint8_t *cb = map + (size_t)ci * SP_STATS_CHUNK;
-			uint32_t u = __atomic_load_n(&((const struct sp_stats_chunk *)(const void *)cb)->used,
-						     __ATOMIC_ACQUIRE);
+			uint32_t u = __atomic_load_n(
+				&((const struct sp_stats_chunk *)(const void *)cb)->used,
+				__ATOMIC_ACQUIRE);
 			size_t off = sizeof(struct sp_stats_chunk);
 
 			if (u > SP_STATS_CHUNK)
@@ -2566,10 +2627,12 @@ uint64_t sp_coll_executions(const struct sp_coll *c)
 				memcpy(&rh, cb + off, sizeof(rh));
 				if (rh.len < sizeof(rh) || rh.len % 8 || rh.len > u - off)
 					break;
-				if (rh.type == SP_AGG_QUERY && rh.len == sizeof(struct sp_agg_query)) {
+				if (rh.type == SP_AGG_QUERY &&
+				    rh.len == sizeof(struct sp_agg_query)) {
 					uint64_t k;
 
-					memcpy(&k, cb + off + offsetof(struct sp_agg_query, count), sizeof(k));
+					memcpy(&k, cb + off + offsetof(struct sp_agg_query, count),
+					       sizeof(k));
 					n += k;
 				}
 				off += rh.len;

@@ -24,7 +24,7 @@
 
 struct sp_module {
 	uint32_t pid, generation;
-	uint32_t image;      /* the process image that sent it (exec) */
+	uint32_t image; /* the process image that sent it (exec) */
 	uint64_t bias, lo, hi;
 	uint8_t build_id[64];
 	uint32_t build_id_len;
@@ -36,9 +36,9 @@ struct sp_module {
 	uint64_t dev, ino, size;
 	int64_t mtime_ns;
 	int found, replaced;
-	int sqlite;  /* 1: a SQLite library, 2: SQLite compiled into it, 0 (SP_MODULE_SQLITE*) */
+	int sqlite;     /* 1: a SQLite library, 2: SQLite compiled into it, 0 (SP_MODULE_SQLITE*) */
 	unsigned embed; /* SP_MODULE_EMBED* bits: SQLite compiled in, hooked or why not */
-	int changed; /* sp_module_changed, worked out once by write_frames */
+	int changed;    /* sp_module_changed, worked out once by write_frames */
 };
 
 /* 1 when m's file has no build-id and is not the file that was mapped
@@ -47,59 +47,60 @@ struct sp_module {
 int sp_module_changed(const struct sp_module *m);
 
 struct sp_proc {
-	uint32_t pid, ppid;   /* as we name them (SO_PEERCRED: our pid namespace) */
-	uint32_t ns_pid;      /* the pid it knows itself by (its HELLO's), when it
+	uint32_t pid, ppid; /* as we name them (SO_PEERCRED: our pid namespace) */
+	uint32_t ns_pid;    /* the pid it knows itself by (its HELLO's), when it
 			       * runs in another pid namespace; else 0 */
-	uint32_t stats_ino;   /* its statistics memfd's inode, low 32 bits (a
+	uint32_t stats_ino; /* its statistics memfd's inode, low 32 bits (a
 			       * BYE file names it: sp_rec_bye.stats_ino) */
 	char *exe;
 	int hello, bye, sqlite_found, clock;
 	uint64_t tsc_ref, mono_ref;
-	uint64_t lost;        /* event records dropped: max of the message
+	uint64_t lost;          /* event records dropped: max of the message
 			       * headers' cumulative counts */
-	uint64_t execs;       /* executions in its statistics (merged so far) */
-	uint64_t events;      /* EXEC events received */
-	uint64_t bye_execs;   /* executions the process says it ended */
-	uint64_t bye_base;    /* bye_execs of its earlier images (a BYE's count
+	uint64_t execs;         /* executions in its statistics (merged so far) */
+	uint64_t events;        /* EXEC events received */
+	uint64_t bye_execs;     /* executions the process says it ended */
+	uint64_t bye_base;      /* bye_execs of its earlier images (a BYE's count
 			       * is cumulative: a failed exec's BYE and the
 			       * exit's of one image are not added up) */
-	uint32_t merged_image; /* images up to this one had their statistics
+	uint32_t merged_image;  /* images up to this one had their statistics
 				* merged: a resend (a reconnect after BYE) is
 				* not counted again */
-	uint64_t unattributed; /* executions counted with no query (no room) */
-	uint64_t stats_bad;   /* statistics records refused (corrupt) */
-	uint32_t foreign_libs; /* other SQLite libraries it called (not profiled) */
+	uint64_t unattributed;  /* executions counted with no query (no room) */
+	uint64_t stats_bad;     /* statistics records refused (corrupt) */
+	uint32_t foreign_libs;  /* other SQLite libraries it called (not profiled) */
 	uint32_t deepbind_late; /* RTLD_DEEPBIND loads not patched at once */
 	uint32_t clamped;       /* executions whose times were clamped (the
 				 * clock went back: sp_stats_hdr.clamped) */
 	uint32_t texts_folded;  /* texts counted in their fingerprint's folded
 				 * text (sp_stats_hdr.texts_folded) */
-	uint32_t seen;        /* enum sp_seen bits of its images' statistics */
+	uint32_t seen;          /* enum sp_seen bits of its images' statistics */
+
 	/* SQL texts (sql_id) of the executions its last merged image was
 	 * running (started, never ended), the first SP_PROC_RUNNING of them;
 	 * nrunning counts all. Only what a process that died was doing. */
 #define SP_PROC_RUNNING 4
 	uint64_t running[SP_PROC_RUNNING];
 	uint32_t nrunning;
-	int died; /* its image's connection ended without BYE, and it did not
+	int died;       /* its image's connection ended without BYE, and it did not
 		   * exit (a signal, a crash), or its end is not known */
-	int pidfd;            /* 1 + a pidfd of the process while its connection
+	int pidfd;      /* 1 + a pidfd of the process while its connection
 			       * ended without BYE and its end is not known
 			       * (sp_coll_settle); 0: none */
-	int exit_known;       /* exit_status is its wait status */
+	int exit_known; /* exit_status is its wait status */
 	int exit_status;
-	int no_stats;         /* an image came without shared statistics */
+	int no_stats; /* an image came without shared statistics */
 	uint64_t untracked;
 	uint64_t msgs, bad_msgs, gaps;
-	uint64_t reconnects;  /* the program closed our descriptor this often */
+	uint64_t reconnects; /* the program closed our descriptor this often */
 	uint64_t last_seq;
-	uint32_t image;       /* process images seen: HELLOs that were not
+	uint32_t image;     /* process images seen: HELLOs that were not
 			       * reconnects (exec starts a new one) */
-	uint32_t bye_image;   /* image + 1 when that image said BYE, else 0:
+	uint32_t bye_image; /* image + 1 when that image said BYE, else 0:
 			       * its rings go when its connection closes */
-	int carried;          /* loaded from the profile of an earlier agent
+	int carried;        /* loaded from the profile of an earlier agent
 			       * (cmd-agent.c): its next HELLO is no exec */
-	int unreported;       /* an image could not connect: its data came from
+	int unreported;     /* an image could not connect: its data came from
 			       * a file it left (SP_HELLO_UNREPORTED) */
 };
 
@@ -113,13 +114,13 @@ struct sp_proc {
 struct sp_ring {
 	struct sp_ring_shared *sh; /* map_len bytes, MAP_SHARED */
 	size_t map_len;
-	uint32_t pid;              /* the process's key (sp_proc.pid) */
-	uint32_t rpid;             /* the pid its header and records carry (the
+	uint32_t pid;       /* the process's key (sp_proc.pid) */
+	uint32_t rpid;      /* the pid its header and records carry (the
 				    * process's own: another namespace's) */
-	uint32_t tid, size;        /* as announced and checked */
-	uint32_t tail;             /* ours: every record before it was read */
-	uint32_t image;            /* sp_proc.image when it was announced */
-	int broken;                /* reported once; never read again */
+	uint32_t tid, size; /* as announced and checked */
+	uint32_t tail;      /* ours: every record before it was read */
+	uint32_t image;     /* sp_proc.image when it was announced */
+	int broken;         /* reported once; never read again */
 };
 
 /*
@@ -131,9 +132,9 @@ struct sp_statmap {
 	void *map;
 	size_t size;
 	uint32_t pid, image;
-	int clock;                /* the image's clock, for tick conversion */
-	int copy;                 /* map is our malloc'd copy (STATS_COPY) */
-	uint64_t ino;             /* the memfd's inode: names the image's statistics
+	int clock;    /* the image's clock, for tick conversion */
+	int copy;     /* map is our malloc'd copy (STATS_COPY) */
+	uint64_t ino; /* the memfd's inode: names the image's statistics
 				   * across reconnects (0: a copy) */
 };
 
@@ -151,7 +152,7 @@ struct sp_qagg {
 	uint64_t vm_steps, fullscan_steps, sorts, autoindex;
 	uint64_t errors, nested, samples, prepares, prepare_ns;
 	uint64_t min_ns, max_ns; /* exact; min_ns valid when count > 0 */
-	struct sp_hist *hist; /* db time per execution, ns; NULL when it went
+	struct sp_hist *hist;    /* db time per execution, ns; NULL when it went
 			       * to its fingerprint's (c->fphists) */
 	/* Runs: maximal sequences of consecutive top-level executions of this
 	 * SQL on one thread (N+1 detection). runs_by_len[i]: runs of length
@@ -192,7 +193,8 @@ struct sp_plan {
 struct sp_dup {
 	uint64_t samples, repeats, top;
 };
-#define SP_DUPVALS_MAX (1u << 14) /* distinct values kept (about 1.5 MB); beyond, new ones
+#define SP_DUPVALS_MAX \
+	(1u << 14) /* distinct values kept (about 1.5 MB); beyond, new ones
 				    * are not noted: their repeats are missed, never
 				    * invented. 1 << 20 let the collector grow by 10 MB
 				    * over 10 M executions at the default rate */
@@ -237,36 +239,36 @@ struct sp_pycode {
 };
 
 struct sp_coll {
-	struct hmap procs;   /* pid -> struct sp_proc */
-	struct hmap sqls;    /* sql_id -> struct { char *text; uint32_t full_len; int truncated; } */
-	struct hmap queries; /* {sql_id, kind} -> struct sp_qagg */
-	struct hmap sites;   /* {sql_id, kind, pid, stack_id} -> struct sp_sagg */
-	struct hmap stacks;  /* {pid, stack_id} -> struct sp_stack */
-	struct hmap errors;  /* {sql_id, rc, pid, stack_id, msg hash} -> struct sp_err */
-	struct hmap fphists; /* {fp_id, kind} -> struct sp_fphist: the db-time
+	struct hmap procs; /* pid -> struct sp_proc */
+	struct hmap sqls;  /* sql_id -> struct { char *text; uint32_t full_len; int truncated; } */
+	struct hmap queries;   /* {sql_id, kind} -> struct sp_qagg */
+	struct hmap sites;     /* {sql_id, kind, pid, stack_id} -> struct sp_sagg */
+	struct hmap stacks;    /* {pid, stack_id} -> struct sp_stack */
+	struct hmap errors;    /* {sql_id, rc, pid, stack_id, msg hash} -> struct sp_err */
+	struct hmap fphists;   /* {fp_id, kind} -> struct sp_fphist: the db-time
 			      * histogram of every text of a fingerprint, so
 			      * that 100,000 texts of one INSERT share one */
-	struct hmap errcodes; /* {sql_id, rc, pid} -> uint64_t: failures by code
+	struct hmap errcodes;  /* {sql_id, rc, pid} -> uint64_t: failures by code
 			       * from the statistics (exact), to find those
 			       * whose ERROR record was lost */
-	struct hmap modules; /* {pid, generation, lo} -> struct sp_module */
-	struct hmap plans;   /* {sql_id, plan hash} -> struct sp_plan; a plan
+	struct hmap modules;   /* {pid, generation, lo} -> struct sp_module */
+	struct hmap plans;     /* {sql_id, plan hash} -> struct sp_plan; a plan
 			      * stands for every text of its fingerprint */
-	uint32_t plans_bound;    /* processes whose table of plans was full */
-	char *plans_bound_why;   /* the first one's words (SP_PLAN_BOUND) */
-	struct hmap schemas; /* schema_id -> struct sp_schema */
+	uint32_t plans_bound;  /* processes whose table of plans was full */
+	char *plans_bound_why; /* the first one's words (SP_PLAN_BOUND) */
+	struct hmap schemas;   /* schema_id -> struct sp_schema */
 	/* the duplicate rule: bound values of randomly drawn executions */
-	struct hmap dupvals; /* {sql_id, pid, params hash} -> executions */
-	struct hmap dups;    /* sql_id -> struct sp_dup */
-	struct hmap pycodes; /* {pid, code number} -> struct sp_pycode */
-	struct hmap callers; /* {sql_id, kind, pid, caller pc} -> struct sp_caller:
+	struct hmap dupvals;     /* {sql_id, pid, params hash} -> executions */
+	struct hmap dups;        /* sql_id -> struct sp_dup */
+	struct hmap pycodes;     /* {pid, code number} -> struct sp_pycode */
+	struct hmap callers;     /* {sql_id, kind, pid, caller pc} -> struct sp_caller:
 			      * exact executions per calling return address */
 	uint32_t py_unsupported; /* processes whose CPython had no layout */
 	uint32_t py_unreadable;  /* processes whose memory could not be read */
 	char py_version[64];     /* the first unsupported version, for the warning */
 	char *sym_notes;         /* the symbolizer's notes, a line each (write_frames) */
-	uint64_t text_clock;   /* texts' recency (sp_sql.last) */
-	uint64_t texts_folded; /* texts sp_coll_fold_texts folded */
+	uint64_t text_clock;     /* texts' recency (sp_sql.last) */
+	uint64_t texts_folded;   /* texts sp_coll_fold_texts folded */
 	struct sp_event *events;
 	size_t nevents, events_cap, events_max;
 	uint64_t events_dropped;
@@ -295,7 +297,7 @@ struct sp_coll {
 	/* times connections were left waiting for descriptors (serve.c): a
 	 * process that waits may lose what it cannot send meanwhile */
 	uint64_t fd_waits;
-	int fd_missing; /* the message being applied lost its descriptor */
+	int fd_missing;     /* the message being applied lost its descriptor */
 	double ns_per_tick; /* collector's TSC calibration */
 	char last_error[256];
 	/* Rings being read, in no order. A ring leaves this list (unmapped)
@@ -304,12 +306,12 @@ struct sp_coll {
 	 * sp_coll_rings_close. */
 	struct sp_ring **rings;
 	size_t nrings, rings_cap;
-	uint8_t *ring_buf;        /* one synthesized message, header + SP_MSG_MAX */
+	uint8_t *ring_buf; /* one synthesized message, header + SP_MSG_MAX */
 	uint64_t rings_opened, rings_broken;
 	/* Shared statistics not merged yet, in no order. */
 	struct sp_statmap *stats;
 	size_t nstats, stats_cap;
-	size_t copy_bytes;        /* taken by STATS_COPY maps so far, at most 1 GiB */
+	size_t copy_bytes; /* taken by STATS_COPY maps so far, at most 1 GiB */
 	/* Broken rings are reported here, one line each; NULL: nowhere. */
 	FILE *diag;
 	/* First pages of the merged statistics mappings of images that
@@ -358,8 +360,8 @@ struct sp_sql {
 	char *text;
 	uint32_t full_len;
 	int truncated;
-	uint64_t fp_id; /* fingerprint id, for runs of one query with literals */
-	uint64_t last;  /* c->text_clock when it came or last had a sampled
+	uint64_t fp_id;  /* fingerprint id, for runs of one query with literals */
+	uint64_t last;   /* c->text_clock when it came or last had a sampled
 			 * execution: its recency, for sp_coll_fold_texts */
 	uint64_t folded; /* a fold record (sp_coll_fold_texts): texts in it */
 };

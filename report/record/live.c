@@ -29,9 +29,9 @@
 #include "live.h"
 
 const uint64_t sp_live_bounds_ns[SP_LIVE_NB] = {
-	1000ull,        5000ull,        10000ull,       50000ull,        100000ull,
-	500000ull,      1000000ull,     5000000ull,     10000000ull,     50000000ull,
-	100000000ull,   500000000ull,   1000000000ull,  5000000000ull,   10000000000ull,
+	1000ull,      5000ull,      10000ull,      50000ull,      100000ull,
+	500000ull,    1000000ull,   5000000ull,    10000000ull,   50000000ull,
+	100000000ull, 500000000ull, 1000000000ull, 5000000000ull, 10000000000ull,
 };
 
 int sp_live_bucket_of(uint64_t ns)
@@ -105,9 +105,9 @@ static const char *fp_of(struct sp_live_state *s, const struct sp_coll *names, u
 	if (!sq || !sq->text)
 		return NULL;
 	text = sq->text;
-	if (text[0] == '<' && (!strcmp(text, "<statement without SQL text>") ||
-			       !strcmp(text, SP_SQL_UNATTRIBUTED_TEXT) ||
-			       !strcmp(text, SP_SQL_FOLDED_TEXT)))
+	if (text[0] == '<' &&
+	    (!strcmp(text, "<statement without SQL text>") ||
+	     !strcmp(text, SP_SQL_UNATTRIBUTED_TEXT) || !strcmp(text, SP_SQL_FOLDED_TEXT)))
 		id = sp_hash64(text, strlen(text));
 	else
 		id = sq->fp_id;
@@ -116,7 +116,8 @@ static const char *fp_of(struct sp_live_state *s, const struct sp_coll *names, u
 		if (!t)
 			return NULL;
 		if (created || !*t)
-			*t = text[0] == '<' ? strdup(text) : sp_fingerprint(text, strlen(text), NULL);
+			*t = text[0] == '<' ? strdup(text)
+					    : sp_fingerprint(text, strlen(text), NULL);
 	} else {
 		char *made = sp_fingerprint(text, strlen(text), &id);
 
@@ -378,8 +379,10 @@ static size_t pad8(size_t n)
 
 int sp_live_encode(const struct sp_live *l, uint8_t **buf, size_t *len)
 {
-	struct wire_hdr h = { LIVE_MAGIC, SP_VIEW_VERSION, (uint32_t)l->n, 0, l->lost, l->processes,
-			      l->executions, l->restarts, l->time_ns, l->pending };
+	struct wire_hdr h = {
+		LIVE_MAGIC,   SP_VIEW_VERSION, (uint32_t)l->n, 0,          l->lost,
+		l->processes, l->executions,   l->restarts,    l->time_ns, l->pending
+	};
 	size_t n = sizeof(h), off;
 	uint8_t *b;
 
@@ -388,7 +391,8 @@ int sp_live_encode(const struct sp_live *l, uint8_t **buf, size_t *len)
 		h.profile_len = 0;
 	n += pad8(h.profile_len);
 	for (size_t i = 0; i < l->n; i++) {
-		size_t t = strlen(l->rows[i].text), s = l->rows[i].site ? strlen(l->rows[i].site) : 0;
+		size_t t = strlen(l->rows[i].text),
+		       s = l->rows[i].site ? strlen(l->rows[i].site) : 0;
 
 		n += sizeof(struct wire_row) + pad8(t < LIVE_TEXT_MAX ? t : LIVE_TEXT_MAX) +
 		     pad8(s < LIVE_TEXT_MAX ? s : LIVE_TEXT_MAX);
@@ -469,8 +473,8 @@ int sp_live_decode(const uint8_t *buf, size_t len, struct sp_live *out, char *er
 		return -1;
 	}
 	if (h.nrows > (len - sizeof(h)) / sizeof(struct wire_row)) {
-		snprintf(err, errlen, "the agent's answer is damaged (%u rows in %zu bytes)", h.nrows,
-			 len);
+		snprintf(err, errlen, "the agent's answer is damaged (%u rows in %zu bytes)",
+			 h.nrows, len);
 		return -1;
 	}
 	out->lost = h.lost;
@@ -533,8 +537,9 @@ static size_t next_word(const char *s, size_t *p, size_t *start)
 {
 	size_t i = *p, n;
 
-	while (s[i] && !((unsigned char)s[i] >= 0x80 || s[i] == '_' || s[i] == '"' || s[i] == '`' ||
-			 s[i] == '[' || (s[i] >= 'A' && s[i] <= 'Z') || (s[i] >= 'a' && s[i] <= 'z')))
+	while (s[i] &&
+	       !((unsigned char)s[i] >= 0x80 || s[i] == '_' || s[i] == '"' || s[i] == '`' ||
+		 s[i] == '[' || (s[i] >= 'A' && s[i] <= 'Z') || (s[i] >= 'a' && s[i] <= 'z')))
 		i++;
 	if (!s[i]) {
 		*p = i;
@@ -549,9 +554,9 @@ static size_t next_word(const char *s, size_t *p, size_t *start)
 		if (s[i])
 			i++;
 	} else {
-		while (s[i] && ((unsigned char)s[i] >= 0x80 || s[i] == '_' || s[i] == '$' || s[i] == '.' ||
-				(s[i] >= 'A' && s[i] <= 'Z') || (s[i] >= 'a' && s[i] <= 'z') ||
-				(s[i] >= '0' && s[i] <= '9')))
+		while (s[i] && ((unsigned char)s[i] >= 0x80 || s[i] == '_' || s[i] == '$' ||
+				s[i] == '.' || (s[i] >= 'A' && s[i] <= 'Z') ||
+				(s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9')))
 			i++;
 	}
 	n = i - *start;
@@ -589,14 +594,16 @@ void sp_live_summary(const char *fp, char *out, size_t len)
 				size_t tn = next_word(fp, &p, &st);
 
 				/* IF NOT EXISTS, IF EXISTS */
-				while (tn && (word_is(fp + st, tn, "IF") || word_is(fp + st, tn, "NOT") ||
-					      word_is(fp + st, tn, "EXISTS")))
+				while (tn &&
+				       (word_is(fp + st, tn, "IF") || word_is(fp + st, tn, "NOT") ||
+					word_is(fp + st, tn, "EXISTS")))
 					tn = next_word(fp, &p, &st);
 				if (tn)
-					snprintf(out, len, "%.*s %.*s", (int)(opn < 32 ? opn : 32), fp + opst,
-						 (int)(tn < 64 ? tn : 64), fp + st);
+					snprintf(out, len, "%.*s %.*s", (int)(opn < 32 ? opn : 32),
+						 fp + opst, (int)(tn < 64 ? tn : 64), fp + st);
 				else
-					snprintf(out, len, "%.*s", (int)(opn < 32 ? opn : 32), fp + opst);
+					snprintf(out, len, "%.*s", (int)(opn < 32 ? opn : 32),
+						 fp + opst);
 				return;
 			}
 	}

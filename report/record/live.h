@@ -37,11 +37,11 @@ struct sp_live_row {
 	uint64_t fp_id;
 	uint32_t kind; /* SP_KIND_STMT or SP_KIND_EXEC */
 	uint64_t count, total_ns, rows, errors, min_ns, max_ns;
-	uint64_t p50_ns, p95_ns;          /* from the collector's histograms */
-	uint64_t bucket[SP_LIVE_NB + 1];  /* executions per bucket (not
+	uint64_t p50_ns, p95_ns;         /* from the collector's histograms */
+	uint64_t bucket[SP_LIVE_NB + 1]; /* executions per bucket (not
 					   * cumulative); the last: above */
-	char *text;                       /* the fingerprint (malloc'd) */
-	char *site;                       /* "function (file:line)", NULL: unknown */
+	char *text;                      /* the fingerprint (malloc'd) */
+	char *site;                      /* "function (file:line)", NULL: unknown */
 };
 
 struct sp_live {
@@ -68,9 +68,9 @@ int sp_live_bucket_of(uint64_t ns);
  * that have a series of their own in the metrics.
  */
 struct sp_live_state {
-	struct hmap fptext;  /* fp_id -> char * */
-	struct hmap series;  /* {fp_id, kind} -> int: named in the metrics */
-	char *profile;       /* the agent's output, absolute */
+	struct hmap fptext; /* fp_id -> char * */
+	struct hmap series; /* {fp_id, kind} -> int: named in the metrics */
+	char *profile;      /* the agent's output, absolute */
 };
 void sp_live_state_init(struct sp_live_state *s);
 void sp_live_state_free(struct sp_live_state *s);

@@ -91,11 +91,11 @@ static int mhd_load(char *err, size_t errlen)
 		snprintf(err, errlen, "--metrics needs libmicrohttpd: %s", dlerror());
 		return -1;
 	}
-#define SP_MHD_SYM(f)                                                                     \
-	if (!(*(void **)&mhd.f = dlsym(h, "MHD_" #f))) {                                  \
+#define SP_MHD_SYM(f)                                                                    \
+	if (!(*(void **)&mhd.f = dlsym(h, "MHD_" #f))) {                                 \
 		snprintf(err, errlen, "--metrics: %s has no MHD_%s", SP_MHD_SONAME, #f); \
-		dlclose(h);                                                               \
-		return -1;                                                                \
+		dlclose(h);                                                              \
+		return -1;                                                               \
 	}
 	SP_MHD_SYM(start_daemon)
 	SP_MHD_SYM(stop_daemon)
@@ -139,7 +139,7 @@ struct sp_metrics {
 	struct MHD_Daemon *d;
 	int lfd, outer, mhd_epoll;
 	struct mconn conns[MAX_CONN + 16]; /* shut ones linger until MHD closes them */
-	uint64_t evicted;  /* connections shut down: too slow, or the oldest */
+	uint64_t evicted;                  /* connections shut down: too slow, or the oldest */
 	size_t top_n;
 	sp_metrics_totals_fn totals;
 	void *arg;
@@ -161,9 +161,10 @@ static void label_value(FILE *f, const char *v)
 
 		if (*p >= 0x80) {
 			/* a whole, shortest-form UTF-8 sequence, or '?' */
-			n = (*p & 0xE0) == 0xC0 && *p >= 0xC2 ? 2 :
-			    (*p & 0xF0) == 0xE0		  ? 3 :
-			    (*p & 0xF8) == 0xF0 && *p <= 0xF4 ? 4 : 0;
+			n = (*p & 0xE0) == 0xC0 && *p >= 0xC2   ? 2
+			    : (*p & 0xF0) == 0xE0               ? 3
+			    : (*p & 0xF8) == 0xF0 && *p <= 0xF4 ? 4
+								: 0;
 			for (size_t i = 1; i < n; i++)
 				if ((p[i] & 0xC0) != 0x80)
 					n = 0;
@@ -200,8 +201,10 @@ static void labels(FILE *f, uint64_t fp_id, uint32_t kind, const char *text)
 	const char *k = kind == SP_KIND_EXEC ? "exec" : "statement";
 
 	if (!text) {
-		fprintf(f, "query_id=\"other\",kind=\"%s\",query=\"other\",db_system_name=\"sqlite\","
-			   "db_query_summary=\"other\"", k);
+		fprintf(f,
+			"query_id=\"other\",kind=\"%s\",query=\"other\",db_system_name=\"sqlite\","
+			"db_query_summary=\"other\"",
+			k);
 		return;
 	}
 	{
@@ -209,7 +212,8 @@ static void labels(FILE *f, uint64_t fp_id, uint32_t kind, const char *text)
 		char sum[128];
 
 		sp_live_summary(text, sum, sizeof(sum));
-		fprintf(f, "query_id=\"%016llx\",kind=\"%s\",query=\"", (unsigned long long)fp_id, k);
+		fprintf(f, "query_id=\"%016llx\",kind=\"%s\",query=\"", (unsigned long long)fp_id,
+			k);
 		label_value(f, q ? q : "?");
 		fputs("\",db_system_name=\"sqlite\",db_query_summary=\"", f);
 		label_value(f, sum);
@@ -228,13 +232,15 @@ static void series(FILE *f, int which, const struct sp_live_row *r, int other)
 	case 0:
 	case 1:
 	case 2:
-		fputs(which == 0 ? "sqlprof_query_executions_total{" :
-		      which == 1 ? "sqlprof_query_rows_total{" :
-				   "sqlprof_query_errors_total{",
+		fputs(which == 0   ? "sqlprof_query_executions_total{"
+		      : which == 1 ? "sqlprof_query_rows_total{"
+				   : "sqlprof_query_errors_total{",
 		      f);
 		labels(f, r->fp_id, r->kind, text);
 		fprintf(f, "} %llu\n",
-			(unsigned long long)(which == 0 ? r->count : which == 1 ? r->rows : r->errors));
+			(unsigned long long)(which == 0   ? r->count
+					     : which == 1 ? r->rows
+							  : r->errors));
 		break;
 	default: {
 		uint64_t cum = 0;
@@ -277,8 +283,10 @@ int sp_metrics_render(struct sp_live *l, struct sp_live_state *s, size_t top_n, 
 		{ "sqlprof_query_executions_total", "counter",
 		  "Executions of the query (its fingerprint and kind), exact: every execution of every "
 		  "process of the agent, since the profile began." },
-		{ "sqlprof_query_rows_total", "counter", "Rows the query's executions returned (SQLITE_ROW)." },
-		{ "sqlprof_query_errors_total", "counter", "Executions of the query that ended in an error." },
+		{ "sqlprof_query_rows_total", "counter",
+		  "Rows the query's executions returned (SQLITE_ROW)." },
+		{ "sqlprof_query_errors_total", "counter",
+		  "Executions of the query that ended in an error." },
 		{ "sqlprof_query_duration_seconds", "histogram",
 		  "Database time of one execution, in seconds (OpenTelemetry db.client.operation.duration)." },
 	};
@@ -316,7 +324,8 @@ int sp_metrics_render(struct sp_live *l, struct sp_live_state *s, size_t top_n, 
 		return -1;
 	}
 	for (int w = 0; w < 4; w++) {
-		fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", help[w][0], help[w][2], help[w][0], help[w][1]);
+		fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", help[w][0], help[w][2], help[w][0],
+			help[w][1]);
 		for (size_t i = 0; i < l->n; i++)
 			if (named[i])
 				series(f, w, &l->rows[i], 0);
@@ -488,7 +497,8 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char
 		c->answering = 1;
 
 	if (strcmp(url, "/metrics"))
-		return answer(conn, MHD_HTTP_NOT_FOUND, "not found: sqlprof serves GET /metrics\n", NULL);
+		return answer(conn, MHD_HTTP_NOT_FOUND, "not found: sqlprof serves GET /metrics\n",
+			      NULL);
 	if (strcmp(method, MHD_HTTP_METHOD_GET))
 		return answer(conn, MHD_HTTP_METHOD_NOT_ALLOWED, "only GET /metrics\n", "GET");
 	memset(&l, 0, sizeof(l));
@@ -498,8 +508,8 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char
 		 * below the one an earlier scrape saw would read as a counter
 		 * reset; this scrape fails instead (up = 0), the next one has them */
 		sp_live_free(&l);
-		r = MHD_create_response_from_buffer(
-			strlen(reconnecting), (void *)reconnecting, MHD_RESPMEM_PERSISTENT);
+		r = MHD_create_response_from_buffer(strlen(reconnecting), (void *)reconnecting,
+						    MHD_RESPMEM_PERSISTENT);
 		if (!r)
 			return MHD_NO;
 		MHD_add_response_header(r, "Retry-After", "1");
@@ -565,8 +575,8 @@ static int listen_on(const char *hostport, char *err, size_t errlen)
 	errno = 0;
 	pn = strtoul(port, &end, 10);
 	if (!*port || *end || errno || pn < 1 || pn > 65535 || port[0] == '+' || port[0] == '-') {
-		snprintf(err, errlen, "--metrics: the port of '%s' must be a number from 1 to 65535",
-			 hostport);
+		snprintf(err, errlen,
+			 "--metrics: the port of '%s' must be a number from 1 to 65535", hostport);
 		return -1;
 	}
 	memset(&hints, 0, sizeof(hints));
@@ -596,8 +606,8 @@ static int listen_on(const char *hostport, char *err, size_t errlen)
 	}
 	freeaddrinfo(res);
 	if (fd < 0)
-		snprintf(err, errlen, "--metrics: cannot listen on %s: %s%s", hostport, strerror(saved),
-			 saved == EADDRINUSE ? " (choose another port)" : "");
+		snprintf(err, errlen, "--metrics: cannot listen on %s: %s%s", hostport,
+			 strerror(saved), saved == EADDRINUSE ? " (choose another port)" : "");
 	return fd;
 bad:
 	snprintf(err, errlen,
@@ -632,13 +642,12 @@ struct sp_metrics *sp_metrics_start(const char *hostport, size_t top_n, sp_metri
 	for (size_t i = 0; i < sizeof(m->conns) / sizeof(m->conns[0]); i++)
 		m->conns[i].fd = -1;
 	/* connections are ours to accept (accept_all) */
-	m->d = MHD_start_daemon(MHD_USE_EPOLL | MHD_USE_ERROR_LOG | MHD_USE_NO_LISTEN_SOCKET, 0, NULL,
-				NULL, handle, m, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
-				MHD_OPTION_CONNECTION_LIMIT,
-				(unsigned)(sizeof(m->conns) / sizeof(m->conns[0])),
-				MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)REQUEST_S,
-				MHD_OPTION_NOTIFY_CONNECTION, on_connection, m,
-				MHD_OPTION_NOTIFY_COMPLETED, on_completed, m, MHD_OPTION_END);
+	m->d = MHD_start_daemon(
+		MHD_USE_EPOLL | MHD_USE_ERROR_LOG | MHD_USE_NO_LISTEN_SOCKET, 0, NULL, NULL, handle,
+		m, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL, MHD_OPTION_CONNECTION_LIMIT,
+		(unsigned)(sizeof(m->conns) / sizeof(m->conns[0])), MHD_OPTION_CONNECTION_TIMEOUT,
+		(unsigned)REQUEST_S, MHD_OPTION_NOTIFY_CONNECTION, on_connection, m,
+		MHD_OPTION_NOTIFY_COMPLETED, on_completed, m, MHD_OPTION_END);
 	if (!m->d) {
 		snprintf(err, errlen, "--metrics: libmicrohttpd would not start on %s", hostport);
 		goto fail;

@@ -294,7 +294,8 @@ static int fds_left(struct sp_srv *s)
 			"\n%s: %lu descriptors open of RLIMIT_NOFILE %llu (hard limit %llu): new "
 			"processes wait until others end; raise the hard limit (ulimit -Hn, "
 			"systemd's LimitNOFILE=)\n",
-			s->who, n, (unsigned long long)rl.rlim_cur, (unsigned long long)rl.rlim_max);
+			s->who, n, (unsigned long long)rl.rlim_cur,
+			(unsigned long long)rl.rlim_max);
 	return 0;
 }
 
@@ -366,8 +367,9 @@ int sp_srv_round(struct sp_srv *s, int extra, int timeout_ms, int accept_anyway)
 	 * program's collector woke 100 times a second for nothing, and a ring
 	 * filling up wakes us anyway (SP_MSG_WAKE at half full). */
 	if (timeout_ms < 0)
-		timeout_ms = !s->c->nrings ? 100 :
-			     RING_POLL_MS << (s->idle_rounds < 4 ? s->idle_rounds : 4);
+		timeout_ms = !s->c->nrings
+				     ? 100
+				     : RING_POLL_MS << (s->idle_rounds < 4 ? s->idle_rounds : 4);
 	if (timeout_ms > 100)
 		timeout_ms = 100;
 	if (s->model_lock)
@@ -391,7 +393,8 @@ int sp_srv_round(struct sp_srv *s, int extra, int timeout_ms, int accept_anyway)
 		if (r < 0) {
 			if (r == -1) {
 				/* ended without BYE: how did the process end? */
-				const struct sp_proc *p = hmap_get(&s->c->procs, &s->cl[i].pid, 0, NULL);
+				const struct sp_proc *p =
+					hmap_get(&s->c->procs, &s->cl[i].pid, 0, NULL);
 
 				sp_coll_conn_end(s->c, s->cl[i].pid,
 						 p && p->died ? peer_pidfd(&s->cl[i]) : -1);
@@ -507,8 +510,9 @@ void sp_srv_read_bye_files(struct sp_coll *c, const char *dir, const char *who)
 			bad == 1 ? "" : "s", c->last_error);
 	sp_coll_read_gone(c, dir, &bad);
 	if (bad)
-		fprintf(stderr, "%s: %zu file%s of processes that exited without a collector "
-				"could not be read whole: %s\n",
+		fprintf(stderr,
+			"%s: %zu file%s of processes that exited without a collector "
+			"could not be read whole: %s\n",
 			who, bad, bad == 1 ? "" : "s", c->last_error);
 	d = opendir(dir);
 	if (!d)
@@ -577,10 +581,11 @@ int sp_srv_own_dir(const char *dir, int strict, char *err, size_t errlen)
 		return -1;
 	}
 	if (st.st_uid != uid) {
-		snprintf(err, errlen,
-			 "%s is owned by uid %u, not by you (uid %u): another user may be listening "
-			 "there for your processes' SQL and statistics",
-			 dir, (unsigned)st.st_uid, uid);
+		snprintf(
+			err, errlen,
+			"%s is owned by uid %u, not by you (uid %u): another user may be listening "
+			"there for your processes' SQL and statistics",
+			dir, (unsigned)st.st_uid, uid);
 		return -1;
 	}
 	/* the directory itself, to check what was looked at is what is
@@ -598,7 +603,8 @@ int sp_srv_own_dir(const char *dir, int strict, char *err, size_t errlen)
 	if (made && (fst.st_mode & 07777) != 0700 && fchmod(fd, 0700) == 0)
 		fst.st_mode = (fst.st_mode & ~07777u) | 0700; /* a umask took bits of ours */
 	if (strict && (fst.st_mode & 07777) != 0700) {
-		snprintf(err, errlen, "%s has mode %04o, not 0700", dir, (unsigned)(fst.st_mode & 07777));
+		snprintf(err, errlen, "%s has mode %04o, not 0700", dir,
+			 (unsigned)(fst.st_mode & 07777));
 		goto out;
 	}
 	if (!strict && (fst.st_mode & 022)) {

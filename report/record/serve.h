@@ -50,9 +50,9 @@ struct sp_srv {
 	int lfd;
 	struct sp_client *cl;
 	size_t ncl, capcl;
-	uint8_t *buf;        /* one message, SP_MSG_MAX + 64 */
-	const char *who;     /* "sqlprof record": prefix of messages */
-	uint64_t accepted;   /* connections taken so far */
+	uint8_t *buf;      /* one message, SP_MSG_MAX + 64 */
+	const char *who;   /* "sqlprof record": prefix of messages */
+	uint64_t accepted; /* connections taken so far */
 	/* called when a connection ends (its process's rings were read);
 	 * NULL: nothing */
 	void (*on_close)(struct sp_srv *s, const struct sp_client *cl);
@@ -66,9 +66,9 @@ struct sp_srv {
 	 * it waits in poll: another thread reads the model meanwhile (record's
 	 * timeline writer); NULL: none */
 	pthread_mutex_t *model_lock;
-	unsigned idle_rounds; /* rounds in a row that found nothing */
-	uint64_t refused;     /* connections of another uid closed unread */
-	uint64_t accept_after; /* mono ns: connections wait for descriptors
+	unsigned idle_rounds;      /* rounds in a row that found nothing */
+	uint64_t refused;          /* connections of another uid closed unread */
+	uint64_t accept_after;     /* mono ns: connections wait for descriptors
 				* until then (0: none wait) */
 	struct sp_ratelog log_bad; /* "dropped a bad message" lines */
 };
@@ -92,8 +92,8 @@ uint64_t sp_srv_proc_start(uint32_t pid);
 int sp_srv_default_socket(char *out, size_t len);
 /* The text that says what to do when the default socket's directory is
  * refused (the end of a sentence). */
-#define SP_SRV_DIR_ADVICE                                                                          \
-	"set XDG_RUNTIME_DIR to a directory of yours (mode 0700), or give --socket PATH in one; "  \
+#define SP_SRV_DIR_ADVICE                                                                         \
+	"set XDG_RUNTIME_DIR to a directory of yours (mode 0700), or give --socket PATH in one; " \
 	"remove the directory if you do not know who made it"
 /*
  * The socket's directory dir: made 0700 when missing (its parent must

@@ -142,7 +142,8 @@ static void on_signal(int sig, siginfo_t *si, void *uc)
 	if (pid <= 0) {
 		if (!interrupted)
 			say("interrupted: not waiting any longer for the command's descendants; "
-			    "writing the profile", -1, "");
+			    "writing the profile",
+			    -1, "");
 		interrupted = 1;
 		errno = saved;
 		return;
@@ -152,9 +153,11 @@ static void on_signal(int sig, siginfo_t *si, void *uc)
 		if (interrupts == 1 && already_got(sig, si, pid))
 			sent = 1;
 		if (interrupts == 1 && !quiet_first)
-			say(sent ? "interrupt: the command (pid " : "interrupt passed on to the command (pid ",
-			    pid, sent ? ") got it too; interrupt again to send it SIGTERM"
-				      : "); interrupt again to send it SIGTERM");
+			say(sent ? "interrupt: the command (pid "
+				 : "interrupt passed on to the command (pid ",
+			    pid,
+			    sent ? ") got it too; interrupt again to send it SIGTERM"
+				 : "); interrupt again to send it SIGTERM");
 		else if (interrupts == 2) {
 			sig = SIGTERM;
 			say("second interrupt: sending SIGTERM to the command (pid ", pid,

@@ -89,8 +89,7 @@ static int read_events(const struct sp_tlw *w, uint64_t from, struct sp_event *e
 /* Insert ev[0, n) with their ids in one transaction; 0, or -1. With the
  * journal off a failed transaction cannot be undone: the file is then
  * not used at all (w->failed). */
-static int insert_events(struct sp_tlw *w, const struct sp_event *ev, const uint64_t *fp,
-			 size_t n)
+static int insert_events(struct sp_tlw *w, const struct sp_event *ev, const uint64_t *fp, size_t n)
 {
 	if (sqlite3_exec(w->db, "BEGIN", NULL, NULL, NULL) != SQLITE_OK)
 		return -1;

@@ -92,8 +92,8 @@ int sp_why_env(FILE *f, const char *const *skip)
 			long l = strtol(val, &end, 10);
 
 			ok = !errno && !*end && (double)l >= v->lo && (double)l <= v->hi;
-			snprintf(why, sizeof(why), "expected an integer from %ld to %ld", (long)v->lo,
-				 (long)v->hi);
+			snprintf(why, sizeof(why), "expected an integer from %ld to %ld",
+				 (long)v->lo, (long)v->hi);
 		} else {
 			ok = word_in(val, v->words);
 			snprintf(why, sizeof(why), "expected one of: %s", v->words);
@@ -148,8 +148,9 @@ static int elf_static(const char *path)
 
 	if (fd < 0)
 		return 0;
-	if (pread(fd, &eh, sizeof(eh), 0) == (ssize_t)sizeof(eh) && !memcmp(eh.e_ident, ELFMAG, SELFMAG) &&
-	    eh.e_ident[EI_CLASS] == ELFCLASS64 && eh.e_phentsize == sizeof(ph) && eh.e_phnum < 1024 &&
+	if (pread(fd, &eh, sizeof(eh), 0) == (ssize_t)sizeof(eh) &&
+	    !memcmp(eh.e_ident, ELFMAG, SELFMAG) && eh.e_ident[EI_CLASS] == ELFCLASS64 &&
+	    eh.e_phentsize == sizeof(ph) && eh.e_phnum < 1024 &&
 	    (eh.e_type == ET_EXEC || eh.e_type == ET_DYN)) {
 		st = 1;
 		for (unsigned i = 0; i < eh.e_phnum; i++) {
@@ -166,7 +167,8 @@ static int elf_static(const char *path)
 		}
 		/* a dynamic section without an interpreter: static-pie, unless it
 		 * needs libraries (a shared library run as a program) */
-		for (uint64_t o = 0; st && dyn_size && o + sizeof(Elf64_Dyn) <= dyn_size && o < (1u << 20);
+		for (uint64_t o = 0;
+		     st && dyn_size && o + sizeof(Elf64_Dyn) <= dyn_size && o < (1u << 20);
 		     o += sizeof(Elf64_Dyn)) {
 			Elf64_Dyn d;
 

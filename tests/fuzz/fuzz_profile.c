@@ -52,7 +52,7 @@ static unsigned char *tmpl;
 static sqlite3_int64 tmpl_len;
 static char tables[MAX_TABLES][64];
 static int ncols[MAX_TABLES], ntables;
-static sqlite3 *shared; /* the template, for inputs read by the loaders */
+static sqlite3 *shared;                        /* the template, for inputs read by the loaders */
 static sqlite3_stmt *shared_cache[MAX_TABLES]; /* its INSERT statements */
 /* Selector values (first byte >> 2, 0..63) below this go to the loaders,
  * the rest to the report/export commands (which open the file again). */
@@ -101,7 +101,8 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	if (sqlite3_open(tpath, &db) != SQLITE_OK ||
 	    sqlite3_exec(db, "PRAGMA page_size=512; VACUUM;", NULL, NULL, NULL) != SQLITE_OK)
 		die("cannot shrink the template");
-	if (sqlite3_prepare_v2(db, "SELECT name FROM sqlite_master WHERE type='table' ORDER BY name",
+	if (sqlite3_prepare_v2(db,
+			       "SELECT name FROM sqlite_master WHERE type='table' ORDER BY name",
 			       -1, &st, NULL) != SQLITE_OK)
 		die("sqlite_master");
 	while (sqlite3_step(st) == SQLITE_ROW && ntables < MAX_TABLES)
@@ -111,7 +112,8 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 		char q[128];
 
 		snprintf(q, sizeof(q), "SELECT count(*) FROM pragma_table_info('%s')", tables[t]);
-		if (sqlite3_prepare_v2(db, q, -1, &st, NULL) != SQLITE_OK || sqlite3_step(st) != SQLITE_ROW)
+		if (sqlite3_prepare_v2(db, q, -1, &st, NULL) != SQLITE_OK ||
+		    sqlite3_step(st) != SQLITE_ROW)
 			die("table_info");
 		ncols[t] = sqlite3_column_int(st, 0);
 		if (ncols[t] > MAX_COLS)
@@ -138,7 +140,6 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	atexit(cleanup);
 	return 0;
 }
-
 
 static int get(struct in *in, void *out, size_t len)
 {
@@ -171,10 +172,11 @@ static void apply_rows(sqlite3 *db, struct in *in, sqlite3_stmt **cache)
 		t = b % ntables;
 		st = cache[t];
 		if (!st) {
-			o = (size_t)snprintf(sql, sizeof(sql), "INSERT OR REPLACE INTO \"%s\" VALUES(",
-					     tables[t]);
+			o = (size_t)snprintf(sql, sizeof(sql),
+					     "INSERT OR REPLACE INTO \"%s\" VALUES(", tables[t]);
 			for (int c = 0; c < ncols[t]; c++)
-				o += (size_t)snprintf(sql + o, sizeof(sql) - o, "%s?", c ? "," : "");
+				o += (size_t)snprintf(sql + o, sizeof(sql) - o, "%s?",
+						      c ? "," : "");
 			snprintf(sql + o, sizeof(sql) - o, ")");
 			if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
 				continue; /* the table was dropped */
@@ -233,8 +235,8 @@ static void cache_free(sqlite3_stmt **cache)
 
 static void load_all(sqlite3 *db)
 {
-	static const char *const keys[] = { "total", "count", "mean", "p50", "p95", "p99",
-					    "max", "rows", "self", "errors", "vm" };
+	static const char *const keys[] = { "total", "count", "mean", "p50",    "p95", "p99",
+					    "max",   "rows",  "self", "errors", "vm" };
 	static const char *const skip[] = { "*sqlite*", "main", NULL };
 	struct sp_qset qs;
 	struct sp_attrib at;
@@ -245,7 +247,8 @@ static void load_all(sqlite3 *db)
 	if (sp_attrib_load(db, skip, &at, err, sizeof(err)) == 0) {
 		for (size_t i = 0; i < qs.n; i++)
 			sp_attrib_estimate(&at, qs.rows[i].fp_id, qs.rows[i].kind == SP_QK_EXEC,
-					   qs.rows[i].count, qs.rows[i].total_ns, qs.rows[i].self_ns);
+					   qs.rows[i].count, qs.rows[i].total_ns,
+					   qs.rows[i].self_ns);
 		for (size_t i = 0; i < at.nqs; i++)
 			sp_attrib_stack(&at, at.qs[i].pid, at.qs[i].stack_id);
 		sp_attrib_free(&at);
@@ -316,7 +319,8 @@ static sqlite3 *fresh_db(struct in *in)
 	memcpy(copy, tmpl, (size_t)tmpl_len);
 	if (sqlite3_open(":memory:", &db) != SQLITE_OK ||
 	    sqlite3_deserialize(db, "main", copy, tmpl_len, tmpl_len,
-				SQLITE_DESERIALIZE_FREEONCLOSE | SQLITE_DESERIALIZE_RESIZEABLE) != SQLITE_OK) {
+				SQLITE_DESERIALIZE_FREEONCLOSE | SQLITE_DESERIALIZE_RESIZEABLE) !=
+		    SQLITE_OK) {
 		sqlite3_close(db);
 		return NULL;
 	}

@@ -206,7 +206,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (sp_coll_ring_add(&c, sh, map_len, &rec) == 0) {
 			sp_coll_rings_drain(&c, 0);
 			if (c.nrings) { /* a live writer moves its head on */
-				__atomic_store_n(&sh->head, head + (tail & 0x1ff8u), __ATOMIC_RELEASE);
+				__atomic_store_n(&sh->head, head + (tail & 0x1ff8u),
+						 __ATOMIC_RELEASE);
 				sp_coll_rings_drain(&c, 0);
 			}
 			if (c.nrings) {
