@@ -46,6 +46,12 @@ const char *sp_basename(const char *path)
 	return s ? s + 1 : path;
 }
 
+char *sp_site_label(char *buf, size_t len, const char *function, const char *file, int line)
+{
+	snprintf(buf, len, "%s (%s:%d)", function, file, line);
+	return buf;
+}
+
 uint64_t sp_hash_bytes(const void *p, size_t n)
 {
 	uint64_t h = sp_fnv1a64(SP_FNV64_OFFSET, p, n);

@@ -78,6 +78,9 @@ int sp_grow(void *parr, size_t *cap, size_t need, size_t elem, size_t first);
 /* The last component of path (after its last '/'; all of it without one). */
 const char *sp_basename(const char *path);
 
+/* A site's label, "function (file:line)", into buf; returns buf. */
+char *sp_site_label(char *buf, size_t len, const char *function, const char *file, int line);
+
 /* "1.23 ms" style; buf >= 32 bytes. */
 const char *sp_fmt_ns(char *buf, size_t len, double ns);
 void sp_json_str(FILE *f, const char *s); /* quoted, escaped JSON string */
