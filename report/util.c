@@ -511,3 +511,51 @@ const char *sp_proc_stat(uint32_t pid, char *buf, size_t len)
 	buf[n] = 0;
 	return strrchr(buf, ')');
 }
+
+void sp_path_root_add(struct sp_path_root *r, const char *path)
+{
+	const char *slash;
+	size_t n;
+
+	if (!path || path[0] != '/' || !(slash = strrchr(path, '/')))
+		return;
+	n = (size_t)(slash - path) + 1; /* its directory, slash included */
+	if (!r->n) {
+		if (n >= sizeof(r->root))
+			return;
+		memcpy(r->root, path, n);
+		r->root[n] = 0;
+		r->n = n;
+		return;
+	}
+	if (n < r->n)
+		r->n = n;
+	for (size_t i = 0; i < r->n; i++)
+		if (r->root[i] != path[i]) {
+			r->n = i;
+			break;
+		}
+	while (r->n && r->root[r->n - 1] != '/')
+		r->n--;
+	r->root[r->n] = 0;
+	if (!r->n)
+		r->none = 1; /* nothing in common but "/" is no root */
+}
+
+const char *sp_path_root_get(const struct sp_path_root *r)
+{
+	int depth = 0;
+
+	if (r->none || !r->n)
+		return NULL;
+	for (size_t i = 1; i < r->n; i++)
+		depth += r->root[i] == '/';
+	return depth >= 2 ? r->root : NULL; /* "/usr/" or "/home/" saves little */
+}
+
+const char *sp_path_rel(const char *path, const char *root)
+{
+	size_t n = root ? strlen(root) : 0;
+
+	return n && path && !strncmp(path, root, n) && path[n] ? path + n : path;
+}

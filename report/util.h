@@ -134,4 +134,17 @@ const char *sp_proc_stat(uint32_t pid, char *buf, size_t len);
 void sp_usage_hint(const char *cmd);
 int sp_parse_double(const char *s, double lo, double hi, double *out);
 
+/* The common directory of absolute paths, added one by one. */
+struct sp_path_root {
+	char root[4096];
+	size_t n;
+	int none;
+};
+void sp_path_root_add(struct sp_path_root *r, const char *path);
+/* The root ("/a/b/", slash-terminated), or NULL when there is none worth
+ * stripping (fewer than two directories deep). */
+const char *sp_path_root_get(const struct sp_path_root *r);
+/* path without root when it starts with it, else path. */
+const char *sp_path_rel(const char *path, const char *root);
+
 #endif

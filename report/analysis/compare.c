@@ -7,7 +7,6 @@
 #include <string.h>
 
 #include "compare.h"
-#include "fit.h" /* sp_path_root: sites relative to the checkout */
 #include "profile.h"
 #include "untrusted.h"
 #include "util.h"

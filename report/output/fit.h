@@ -24,17 +24,4 @@ size_t sp_fit_cols(const char *s, size_t n);
  * is below SP_FIT_MIN. fclose flushes it and leaves `to` open. */
 FILE *sp_fit_stream(FILE *to, size_t width);
 
-/* The common directory of absolute paths, added one by one. */
-struct sp_path_root {
-	char root[4096];
-	size_t n;
-	int none;
-};
-void sp_path_root_add(struct sp_path_root *r, const char *path);
-/* The root ("/a/b/", slash-terminated), or NULL when there is none worth
- * stripping (fewer than two directories deep). */
-const char *sp_path_root_get(const struct sp_path_root *r);
-/* path without root when it starts with it, else path. */
-const char *sp_path_rel(const char *path, const char *root);
-
 #endif
