@@ -153,4 +153,3 @@ FILE *sp_fit_stream(FILE *to, size_t width)
 		free(t);
 	return f;
 }
-
