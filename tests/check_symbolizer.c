@@ -344,8 +344,10 @@ __attribute__((noipa)) static void *self_probe(void)
 
 __attribute__((noipa)) static void *self_caller(void)
 {
-	void *ra = self_probe();
-	self_line = __LINE__;
+	/* the call's line is __LINE__: one line (clang-format off) */
+	/* clang-format off */
+	void *ra = self_probe(); self_line = __LINE__;
+	/* clang-format on */
 	return ra;
 }
 
