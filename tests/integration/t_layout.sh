@@ -77,4 +77,15 @@ echo "report/: every file in its module, includes within the rules"
 # no function of report/ over 120 lines but those listed in scripts/funclen
 # (issue 28: the list shrinks as they are split), none of those grown
 "$PYTHON" "$root/scripts/funclen" "$root/report" || fail "report/: a function over 120 lines (scripts/funclen, above)"
+
+# the C sources as .clang-format has them (tests/progs and tests/fixtures,
+# whose line numbers the tests check, excepted: their own .clang-format)
+if ! command -v clang-format >/dev/null; then
+	not_checked "clang-format not installed: the format of the sources"
+else
+	files=$(cd "$root" && git ls-files '*.c' '*.h' 2>/dev/null | grep -v -E '^tests/(progs|fixtures|integration)/')
+	[ -n "$files" ] || files=$(cd "$root" && ls preload/*.[ch] report/*.[ch] report/*/*.[ch] symbolizer/*.[ch])
+	bad=$(cd "$root" && clang-format --dry-run $files 2>&1 | grep -c 'warning: code should be clang-formatted')
+	[ "$bad" = 0 ] || fail "$bad places not as .clang-format has them: clang-format -i FILE (see docs/testing.md)"
+fi
 exit 0
