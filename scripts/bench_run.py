@@ -685,7 +685,7 @@ class Bench:
         base = self.callgrind_count("trivial", "none", n)
         res["trivial_none"] = base
         for clock in ("tsc", "monotonic"):
-            os.environ["SQLPROF_CLOCK"] = clock
+            self.env["SQLPROF_CLOCK"] = clock  # what run() gives the programs
             try:
                 e = {}
                 for cfg in ("sqlprof_r0", "sqlprof_default", "sqlprof_r1"):
@@ -708,7 +708,7 @@ class Bench:
                         (clock, k, (c - b) / m))
                 res["roundrobin"][clock] = rrs
             finally:
-                del os.environ["SQLPROF_CLOCK"]
+                self.env.pop("SQLPROF_CLOCK", None)
         return res
 
     def dump_restore(self, skipped):
