@@ -12,7 +12,11 @@
  * id sets, the counter probe), config.c (configuration, clock), resolve.c
  * (the originals), life.c (constructor, fork, destructor), stream.c
  * (rings, connection, module map, BYE), plan.c and shims_plan.c (query
- * plans, invisible to the program), unwind.c.
+ * plans, invisible to the program), unwind.c (the frame-pointer and CFI
+ * stack walk), params.c (the bound values' hash of drawn executions),
+ * pyframes.c (CPython's frames), deepbind.c (libraries loaded with
+ * RTLD_DEEPBIND), elfdyn.c (ELF dynamic sections), embed.c (SQLite
+ * compiled into the program: its own hooks).
  */
 #ifndef SP_PRELOAD_H
 #define SP_PRELOAD_H
