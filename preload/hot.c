@@ -536,6 +536,17 @@ SP_INLINE int step_fast(struct sp_thread *t, struct sp_stmt *s, sqlite3_stmt *st
 	return step_fast_clock(t, s, st, 1);
 }
 
+/* st's slot from the index, put in the thread's cache entry c (its own
+ * page only: sp_more_none stays unwritten); NULL when st is not tracked. */
+SP_INLINE struct sp_stmt *stmt_cache_fill(struct sp_thread *t, sqlite3_stmt *st, uintptr_t *c)
+{
+	struct sp_stmt *s = sp_stmt_find_hot(st);
+
+	if (s && t->more != &sp_more_none)
+		sp_stmt_cache_put(c, s);
+	return s;
+}
+
 /* The countdown hit on the monotonic clock: the next gap, and
  * step_general takes the stack (the draw made). */
 static __attribute__((noinline)) int step_mono_drawn(sqlite3_stmt *st)
@@ -565,11 +576,9 @@ static __attribute__((noinline)) int step_mono(sqlite3_stmt *st)
 
 		s = sp_stmt_cache_get(c);
 		if (unlikely(stmt_key(s) != (uintptr_t)st)) {
-			s = sp_stmt_find_hot(st);
+			s = stmt_cache_fill(t, st, c);
 			if (unlikely(!s))
 				return step_general(st, -1);
-			if (t->more != &sp_more_none)
-				sp_stmt_cache_put(c, s);
 		}
 		t->last_stmt = s;
 	}
@@ -584,12 +593,10 @@ static __attribute__((noinline)) int step_mono(sqlite3_stmt *st)
 static __attribute__((noinline)) int step_switch_miss(sqlite3_stmt *st, uintptr_t *c)
 {
 	struct sp_thread *t = &sp_tls;
-	struct sp_stmt *s = sp_stmt_find_hot(st);
+	struct sp_stmt *s = stmt_cache_fill(t, st, c);
 
 	if (unlikely(!s || s->agg_arena != t->arena_id))
 		return step_cold(st);
-	if (t->more != &sp_more_none)
-		sp_stmt_cache_put(c, s);
 	t->last_stmt = s;
 	t->fast_stmt = s;
 	return sp_step_self(st);
