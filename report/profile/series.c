@@ -280,7 +280,25 @@ static int merge_tier(sqlite3 *db, int64_t width, int64_t cut, char *err, size_t
 {
 	char sql[4096], l[512];
 	sqlite3_stmt *st = NULL;
+	int some;
 
+	/* nothing to merge (a recording's one interval, an agent's tier
+	 * with no full bucket yet): leave before the temporary tables,
+	 * whose statements cost a one-query record 11 % of its CPU */
+	if (sqlite3_prepare_v2(db,
+			       "SELECT 1 FROM intervals WHERE end_ns <= ?2"
+			       " GROUP BY start_ns / ?1 HAVING count(*) > 1 LIMIT 1",
+			       -1, &st, NULL) != SQLITE_OK)
+		goto sqlerr;
+	sqlite3_bind_int64(st, 1, width);
+	sqlite3_bind_int64(st, 2, cut);
+	some = sqlite3_step(st);
+	if (some != SQLITE_ROW && some != SQLITE_DONE)
+		goto sqlerr;
+	sqlite3_finalize(st);
+	st = NULL;
+	if (some == SQLITE_DONE)
+		return 0;
 	if (exec_sql(db,
 		     "DROP TABLE IF EXISTS temp.sp_merge;"
 		     "CREATE TEMP TABLE sp_merge(s INTEGER PRIMARY KEY, g INTEGER);",

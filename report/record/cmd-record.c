@@ -596,6 +596,7 @@ struct recording {
 	char dir[PATH_MAX];          /* the private directory ("" until made) */
 	char sockpath[PATH_MAX + 8]; /* the socket in it */
 	struct sp_srv srv;
+	struct sp_calib calib; /* the TSC against CLOCK_MONOTONIC, from the start */
 	struct sp_coll c;
 	FILE *spill; /* sampled executions, unlinked file */
 	/* the timeline writer (NULL: none) and the lock on c it shares: held
@@ -770,7 +771,6 @@ static int collector_open(struct recording *r)
 		r->nofile_set = 1;
 	if (sp_srv_init(&r->srv, &r->c, "sqlprof record") < 0)
 		return -1;
-	r->c.ns_per_tick = sp_srv_calibrate_tsc();
 
 	r->tmp = getenv("TMPDIR");
 	snprintf(r->dir, sizeof(r->dir), "%s/sqlprof.XXXXXX", r->tmp && *r->tmp ? r->tmp : "/tmp");
@@ -819,6 +819,9 @@ static int collector_open(struct recording *r)
 		fprintf(cmdf, "%s%s", i ? " " : "", r->cmd[i]);
 	if (cmdf)
 		fclose(cmdf);
+	/* last (the model lock is ours): all of the above counted towards
+	 * the 2 ms */
+	r->c.ns_per_tick = sp_srv_calib_end(&r->calib);
 	return 0;
 }
 
@@ -1178,6 +1181,7 @@ int cmd_record(int argc, char **argv)
 	int rc, cmd, wrote, exit_status;
 
 	sp_sup_init(); /* before anything changes a disposition */
+	sp_srv_calib_begin(&r.calib);
 	if ((rc = parse_options(&r.o, argc, argv, &cmd)) >= 0)
 		return rc;
 	r.cmd = argv + cmd;

@@ -102,17 +102,34 @@ static inline uint64_t rdtsc(void)
 /* Ticks to ns over 2 ms: the clock reads that bracket it are some 50 ns
  * apart at most, an error below 3e-5 (20 ms, the old span, put 20 ms
  * before every command record runs). */
+void sp_srv_calib_begin(struct sp_calib *k)
+{
+	k->m0 = sp_srv_mono_ns();
+	k->c0 = rdtsc();
+}
+
+double sp_srv_calib_end(const struct sp_calib *k)
+{
+	uint64_t m1 = sp_srv_mono_ns(), c1;
+
+	if (m1 - k->m0 < 2000000u) {
+		struct timespec ts = { 0, (long)(2000000u - (m1 - k->m0)) };
+
+		nanosleep(&ts, NULL);
+		m1 = sp_srv_mono_ns();
+	}
+	c1 = rdtsc();
+	if (c1 <= k->c0)
+		return 1.0;
+	return (double)(m1 - k->m0) / (double)(c1 - k->c0);
+}
+
 double sp_srv_calibrate_tsc(void)
 {
-	uint64_t m0 = sp_srv_mono_ns(), c0 = rdtsc(), m1, c1;
-	struct timespec ts = { 0, 2000000 };
+	struct sp_calib k;
 
-	nanosleep(&ts, NULL);
-	m1 = sp_srv_mono_ns();
-	c1 = rdtsc();
-	if (c1 <= c0)
-		return 1.0;
-	return (double)(m1 - m0) / (double)(c1 - c0);
+	sp_srv_calib_begin(&k);
+	return sp_srv_calib_end(&k);
 }
 
 uint64_t sp_srv_proc_start(uint32_t pid)

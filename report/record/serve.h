@@ -79,8 +79,16 @@ int sp_srv_preload_unsafe(const char *path);
  * installed) into out[len]. Returns 0, or -1 with a line on stderr. */
 int sp_srv_find_lib(char *out, size_t len);
 uint64_t sp_srv_mono_ns(void);
-/* ns per TSC tick, measured over 20 ms against CLOCK_MONOTONIC. */
+/* ns per TSC tick, measured over 2 ms against CLOCK_MONOTONIC. */
 double sp_srv_calibrate_tsc(void);
+/* The same measured across work the caller does meanwhile: begin, then
+ * end sleeps only what is left of the 2 ms (record's start-up covers
+ * them, and a one-query record waited 2 ms for nothing). */
+struct sp_calib {
+	uint64_t m0, c0;
+};
+void sp_srv_calib_begin(struct sp_calib *k);
+double sp_srv_calib_end(const struct sp_calib *k);
 /* The start time of process pid (field 22 of /proc/PID/stat), 0 when
  * it cannot be read. */
 uint64_t sp_srv_proc_start(uint32_t pid);
