@@ -287,7 +287,7 @@ static void schema_send(struct sp_thread *t, uint64_t db, uint64_t id, uint16_t 
 	r->h.type = SP_REC_SCHEMA;
 	r->h.len = rl;
 	r->h.flags = flags;
-	r->pid = (uint32_t)getpid();
+	r->pid = sp_my_pid();
 	r->tid = t->tid;
 	r->schema_id = id;
 	r->text_len = (uint32_t)n;
@@ -463,7 +463,7 @@ static int plan_send(struct sp_thread *t, uint16_t flags, uint64_t sql_id, uint6
 	r->h.type = SP_REC_PLAN;
 	r->h.len = rl;
 	r->h.flags = flags;
-	r->pid = (uint32_t)getpid();
+	r->pid = sp_my_pid();
 	r->tid = t->tid;
 	r->sql_id = sql_id;
 	r->db = db;
