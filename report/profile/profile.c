@@ -104,6 +104,9 @@ static char *file_schema(const char *path)
 static const char schema[] =
 	"PRAGMA journal_mode=OFF;"
 	"PRAGMA synchronous=OFF;"
+	/* the temporary tables of the writer and series.c in memory: a
+	 * temporary file costs a random name, a create and an unlink */
+	"PRAGMA temp_store=MEMORY;"
 	"CREATE TABLE meta(key TEXT PRIMARY KEY, value);"
 	"CREATE TABLE processes(pid INTEGER PRIMARY KEY, ppid INTEGER, exe TEXT,"
 	" executions INTEGER, lost INTEGER, untracked INTEGER, sqlite_found INTEGER,"
