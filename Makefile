@@ -120,9 +120,14 @@ $(BUILD)/obj/preload/fingerprint.o: report/profile/fingerprint.c report/profile/
 	$(CC) $(PRELOAD_CFLAGS) -fPIC -fvisibility=hidden -c $< -o $@
 $(BUILD)/obj/preload/stmt.o: report/profile/fingerprint.h
 
-$(LIBSQLPROF): $(PRELOAD_OBJ) preload/libsqlprof.map
+# The version script: the interposers of sp_api.h's list (libsqlprof.map.in).
+$(BUILD)/obj/preload/libsqlprof.map: preload/libsqlprof.map.in preload/sp_api.h
 	@mkdir -p $(@D)
-	$(CC) -shared -o $@ $(PRELOAD_OBJ) $(PRELOAD_SAN_LDFLAGS) -Wl,--no-undefined -Wl,--version-script=preload/libsqlprof.map -Wl,-z,now -ldl -lpthread -lm
+	$(CC) -E -P -x c -Ipreload $< -o $@
+
+$(LIBSQLPROF): $(PRELOAD_OBJ) $(BUILD)/obj/preload/libsqlprof.map
+	@mkdir -p $(@D)
+	$(CC) -shared -o $@ $(PRELOAD_OBJ) $(PRELOAD_SAN_LDFLAGS) -Wl,--no-undefined -Wl,--version-script=$(BUILD)/obj/preload/libsqlprof.map -Wl,-z,now -ldl -lpthread -lm
 
 $(LIBSYM): $(SYM_OBJ)
 	@mkdir -p $(@D)

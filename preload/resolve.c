@@ -59,42 +59,22 @@ static void *_Atomic primary_handle;     /* where sp_real was resolved from */
 static const void *self_lm;              /* libsqlprof.so's own map */
 static int (*find_object)(void *, struct dl_find_object *);
 
-#define RESOLVE(h, r, field, name) (*(void **)&(r)->field = dlsym(h, name))
+#define RESOLVE(field, sym, export, need, ret, args) *(void **)&r->field = dlsym(h, #sym);
 
 static void resolve_from(void *h, struct sp_real *r)
 {
-	RESOLVE(h, r, open, "sqlite3_open");
-	RESOLVE(h, r, open_v2, "sqlite3_open_v2");
-	RESOLVE(h, r, open16, "sqlite3_open16");
-	RESOLVE(h, r, close, "sqlite3_close");
-	RESOLVE(h, r, close_v2, "sqlite3_close_v2");
-	RESOLVE(h, r, prepare, "sqlite3_prepare");
-	RESOLVE(h, r, prepare_v2, "sqlite3_prepare_v2");
-	RESOLVE(h, r, prepare_v3, "sqlite3_prepare_v3"); /* optional: 3.20+ */
-	RESOLVE(h, r, prepare16, "sqlite3_prepare16");
-	RESOLVE(h, r, prepare16_v2, "sqlite3_prepare16_v2");
-	RESOLVE(h, r, prepare16_v3, "sqlite3_prepare16_v3"); /* optional: 3.20+ */
-	RESOLVE(h, r, step, "sqlite3_step");
-	RESOLVE(h, r, reset, "sqlite3_reset");
-	RESOLVE(h, r, finalize, "sqlite3_finalize");
-	RESOLVE(h, r, exec, "sqlite3_exec");
-	RESOLVE(h, r, sql, "sqlite3_sql");
-	RESOLVE(h, r, stmt_status, "sqlite3_stmt_status");
-	RESOLVE(h, r, db_handle, "sqlite3_db_handle");
-	RESOLVE(h, r, errmsg, "sqlite3_errmsg");
-	RESOLVE(h, r, extended_errcode, "sqlite3_extended_errcode");
-	RESOLVE(h, r, stmt_isexplain, "sqlite3_stmt_isexplain"); /* optional: 3.28+ */
-	RESOLVE(h, r, column_text, "sqlite3_column_text");
-	RESOLVE(h, r, column_int, "sqlite3_column_int");
-	RESOLVE(h, r, expanded_sql, "sqlite3_expanded_sql");
-	RESOLVE(h, r, free, "sqlite3_free");
-	RESOLVE(h, r, bind_parameter_count, "sqlite3_bind_parameter_count");
-	RESOLVE(h, r, stmt_busy, "sqlite3_stmt_busy");
-	RESOLVE(h, r, trace_v2, "sqlite3_trace_v2");
-	RESOLVE(h, r, trace, "sqlite3_trace");
-	RESOLVE(h, r, profile, "sqlite3_profile");
-	RESOLVE(h, r, set_authorizer, "sqlite3_set_authorizer");
-	RESOLVE(h, r, progress_handler, "sqlite3_progress_handler");
+	SP_API_CORE(RESOLVE)
+}
+
+/* 1 when r has every SP_REQ function of sp_api.h's core list. */
+static int resolve_complete(const struct sp_real *r)
+{
+#define REQUIRED(field, sym, export, need, ret, args) \
+	if (need == SP_REQ && !r->field)              \
+		return 0;
+	SP_API_CORE(REQUIRED)
+#undef REQUIRED
+	return 1;
 }
 
 /* The link map of the object holding addr; NULL for code no object
@@ -159,8 +139,7 @@ static int claim_primary(void *h, const void *lm)
 	sp_plan_resolve_from(h, &sp_plan_real);
 	atomic_store(&primary_handle, h);
 	caller_note(lm, 0);
-	if (!sp_real.step || !sp_real.prepare_v2 || !sp_real.reset || !sp_real.finalize ||
-	    !sp_real.sql || !sp_real.stmt_status)
+	if (!resolve_complete(&sp_real))
 		return -1;
 	atomic_store_explicit(&sp_resolved, 1, memory_order_release);
 	if (sp_cfg.enabled)

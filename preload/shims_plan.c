@@ -43,22 +43,11 @@ static atomic_int alloc_foreign;  /* the program's allocator serves SQLite */
 
 static int in_libsqlite3(const void *addr);
 
-#define PLAN_RESOLVE(h, field, name) (*(void **)&p->field = dlsym(h, name))
+#define PLAN_RESOLVE(field, sym, export, need, ret, args) *(void **)&p->field = dlsym(h, #sym);
 
 void sp_plan_resolve_from(void *h, struct sp_plan_real *p)
 {
-	PLAN_RESOLVE(h, config, "sqlite3_config");
-	PLAN_RESOLVE(h, create_module, "sqlite3_create_module");
-	PLAN_RESOLVE(h, create_module_v2, "sqlite3_create_module_v2");
-	PLAN_RESOLVE(h, load_extension, "sqlite3_load_extension");
-	PLAN_RESOLVE(h, enable_load_extension, "sqlite3_enable_load_extension");
-	PLAN_RESOLVE(h, auto_extension, "sqlite3_auto_extension");
-	PLAN_RESOLVE(h, limit, "sqlite3_limit");
-	PLAN_RESOLVE(h, db_mutex, "sqlite3_db_mutex");
-	PLAN_RESOLVE(h, mutex_enter, "sqlite3_mutex_enter");
-	PLAN_RESOLVE(h, mutex_leave, "sqlite3_mutex_leave");
-	PLAN_RESOLVE(h, db_filename, "sqlite3_db_filename");
-	PLAN_RESOLVE(h, txn_state, "sqlite3_txn_state");
+	SP_API_PLAN(PLAN_RESOLVE)
 }
 
 /*

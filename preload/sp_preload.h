@@ -10,7 +10,8 @@
  * nesting, errors, stacks, events), stats.c (the shared statistics:
  * arenas and query records), stmt.c (the statement table, SQL texts, the
  * id sets, the counter probe), config.c (configuration, clock), resolve.c
- * (the originals), life.c (constructor, fork, destructor), stream.c
+ * (the originals, from sp_api.h's list of functions and interposers),
+ * life.c (constructor, fork, destructor), stream.c
  * (rings, connection, module map, BYE), plan.c and shims_plan.c (query
  * plans, invisible to the program), unwind.c (the frame-pointer and CFI
  * stack walk), params.c (the bound values' hash of drawn executions),
@@ -30,6 +31,7 @@
 #include <emmintrin.h>
 #include <sqlite3.h>
 
+#include "sp_api.h"
 #include "sp_wire.h"
 
 #define SP_EXPORT __attribute__((visibility("default")))
@@ -37,50 +39,12 @@
 #define unlikely(x) __builtin_expect(!!(x), 0)
 #define SP_INLINE static inline __attribute__((always_inline))
 
-/* Originals, resolved lazily (libsqlite3 may be dlopen'd after we start). */
+/* Originals, resolved lazily (libsqlite3 may be dlopen'd after we start):
+ * a field per entry of sp_api.h's list, then libc's dlopen. */
+#define SP_API_FIELD(field, sym, export, need, ret, args) ret(*field) args;
 struct sp_real {
-	int (*open)(const char *, sqlite3 **);
-	int (*open_v2)(const char *, sqlite3 **, int, const char *);
-	int (*open16)(const void *, sqlite3 **);
-	int (*close)(sqlite3 *);
-	int (*close_v2)(sqlite3 *);
-	int (*prepare)(sqlite3 *, const char *, int, sqlite3_stmt **, const char **);
-	int (*prepare_v2)(sqlite3 *, const char *, int, sqlite3_stmt **, const char **);
-	int (*prepare_v3)(sqlite3 *, const char *, int, unsigned int, sqlite3_stmt **,
-			  const char **);
-	int (*prepare16)(sqlite3 *, const void *, int, sqlite3_stmt **, const void **);
-	int (*prepare16_v2)(sqlite3 *, const void *, int, sqlite3_stmt **, const void **);
-	int (*prepare16_v3)(sqlite3 *, const void *, int, unsigned int, sqlite3_stmt **,
-			    const void **);
-	int (*step)(sqlite3_stmt *);
-	int (*reset)(sqlite3_stmt *);
-	int (*finalize)(sqlite3_stmt *);
-	int (*exec)(sqlite3 *, const char *, int (*)(void *, int, char **, char **), void *,
-		    char **);
-	/* Used by the profiler itself, never interposed (stmt_status is, for
-	 * its reset flag: shims.c). */
-	const char *(*sql)(sqlite3_stmt *);
-	int (*stmt_status)(sqlite3_stmt *, int, int);
-	sqlite3 *(*db_handle)(sqlite3_stmt *);
-	const char *(*errmsg)(sqlite3 *);
-	int (*extended_errcode)(sqlite3 *);
-	void *(*dlopen)(const char *, int);
-	int (*stmt_isexplain)(sqlite3_stmt *);
-	const unsigned char *(*column_text)(sqlite3_stmt *, int);
-	int (*column_int)(sqlite3_stmt *, int);
-	char *(*expanded_sql)(sqlite3_stmt *); /* the duplicate rule (run.c) */
-	int (*bind_parameter_count)(sqlite3_stmt *);
-	void (*free)(void *);
-	int (*stmt_busy)(sqlite3_stmt *); /* a guarded step (run.c) */
-	/* callback registrations, interposed only to note them (plan.c) */
-	int (*trace_v2)(sqlite3 *, unsigned, int (*)(unsigned, void *, void *, void *), void *);
-	void *(*trace)(sqlite3 *, void (*)(void *, const char *), void *);
-	void *(*profile)(sqlite3 *, void (*)(void *, const char *, sqlite3_uint64), void *);
-	int (*set_authorizer)(sqlite3 *,
-			      int (*)(void *, int, const char *, const char *, const char *,
-				      const char *),
-			      void *);
-	void (*progress_handler)(sqlite3 *, int, int (*)(void *), void *);
+	SP_API_CORE(SP_API_FIELD)
+	void *(*dlopen)(const char *, int); /* libc's (RTLD_NEXT): resolve.c */
 };
 extern struct sp_real sp_real __attribute__((visibility("hidden")));
 extern atomic_int sp_resolved; /* 1 once libsqlite3's functions are resolved */
@@ -1105,20 +1069,7 @@ int sp_db_has_callbacks(uint64_t db);
 /* Originals only plan capture and its shims need, resolved lazily by
  * sp_plan_resolve (0 when limit and the mutex functions are known). */
 struct sp_plan_real {
-	int (*config)(int, ...);
-	int (*create_module)(sqlite3 *, const char *, const sqlite3_module *, void *);
-	int (*create_module_v2)(sqlite3 *, const char *, const sqlite3_module *, void *,
-				void (*)(void *));
-	int (*load_extension)(sqlite3 *, const char *, const char *, char **);
-	int (*enable_load_extension)(sqlite3 *, int);
-	int (*auto_extension)(void (*)(void));
-	int (*limit)(sqlite3 *, int, int);
-	sqlite3_mutex *(*db_mutex)(sqlite3 *);
-	void (*mutex_enter)(sqlite3_mutex *);
-	void (*mutex_leave)(sqlite3_mutex *);
-	/* optional: the schema a plan is taken under (plan.c) */
-	const char *(*db_filename)(sqlite3 *, const char *);
-	int (*txn_state)(sqlite3 *, const char *);
+	SP_API_PLAN(SP_API_FIELD)
 };
 extern struct sp_plan_real sp_plan_real;
 int sp_plan_resolve(void);

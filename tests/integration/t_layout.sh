@@ -78,6 +78,19 @@ echo "report/: every file in its module, includes within the rules"
 # (issue 28: the list shrinks as they are split), none of those grown
 "$PYTHON" "$root/scripts/funclen" "$root/report" || fail "report/: a function over 120 lines (scripts/funclen, above)"
 
+# sp_api.h is the one list of interposers: libsqlprof.so exports exactly
+# the version script's symbols (made from it), each defined: a shim listed
+# but not written, or written but not listed, fails here
+lib=$BUILD/lib/libsqlprof.so map=$BUILD/obj/preload/libsqlprof.map
+if [ -f "$lib" ] && [ -f "$map" ]; then
+	want=$(sed -n 's/^ *global: *//; /local:/d; /[{}]/d; s/;/\n/gp' "$map" | tr -d ' \t' | grep -v '^$' | sort -u)
+	have=$(nm -D --defined-only "$lib" | awk '$2 ~ /^[TtWi]$/ {print $3}' | sed 's/@.*//' | sort -u)
+	[ -n "$want" ] || fail "no symbol in $map"
+	[ "$want" = "$have" ] || fail "libsqlprof.so's exports differ from sp_api.h's list: $(diff <(echo "$want") <(echo "$have") | grep '^[<>]' | tr '\n' ' ')"
+else
+	fail "$lib or $map missing (make all first)"
+fi
+
 # the C sources as .clang-format has them (tests/progs and tests/fixtures,
 # whose line numbers the tests check, excepted: their own .clang-format)
 if ! command -v clang-format >/dev/null; then
