@@ -182,7 +182,20 @@ static int export_intervals(const char *path, const char *out, const struct sp_w
 	return ret;
 }
 
-int cmd_export(int argc, char **argv)
+/* What the command line asks for. */
+struct export_opts {
+	const char *skip[MAX_SKIP + 1];
+	const char *format, *out, *path;
+	const char *win_arg[3]; /* --since, --until, --last */
+	struct sp_winreq wr;
+	uint64_t max_events;
+	int nskip, weight, intervals;
+	int fi;       /* formats[] */
+	int timeline; /* chrome or perfetto: --since/--until are offsets */
+};
+
+/* The options into o. Returns -1 to go on, or the exit status. */
+static int parse_options(int argc, char **argv, struct export_opts *o)
 {
 	static const struct option longopts[] = {
 		{ "format", required_argument, NULL, 'f' },
@@ -199,28 +212,18 @@ int cmd_export(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	const char *skip[MAX_SKIP + 1] = { NULL };
-	const char *format = NULL, *out = NULL, *path = SP_PROFILE_DEFAULT;
-	int nskip = 0, weight = SP_XW_TIME, opt, fi = -1, ret = SP_EXIT_OK, intervals = 0;
-	struct sp_winreq wr = { 0 };
-	uint64_t max_events = EXPORT_MAX_EVENTS;
-	const char *win_arg[3] = { NULL, NULL, NULL }; /* --since, --until, --last */
-	int timeline;
-	struct sp_export x;
-	struct sp_out_export xo;
-	char err[512];
-	size_t i;
+	int opt;
 
 	optind = 1;
 	while ((opt = getopt_long(argc, argv, "f:o:h", longopts, NULL)) != -1) {
 		switch (opt) {
-		case 'f': format = optarg; break;
-		case 'o': out = optarg; break;
+		case 'f': o->format = optarg; break;
+		case 'o': o->out = optarg; break;
 		case 1:
 			if (!strcmp(optarg, "time"))
-				weight = SP_XW_TIME;
+				o->weight = SP_XW_TIME;
 			else if (!strcmp(optarg, "count"))
-				weight = SP_XW_COUNT;
+				o->weight = SP_XW_COUNT;
 			else {
 				fprintf(stderr,
 					"sqlprof export: --weight wants time or count, not '%s'\n",
@@ -229,25 +232,25 @@ int cmd_export(int argc, char **argv)
 			}
 			break;
 		case 2:
-			if (nskip == MAX_SKIP) {
+			if (o->nskip == MAX_SKIP) {
 				fprintf(stderr, "sqlprof export: at most %d --skip patterns\n",
 					MAX_SKIP);
 				return SP_EXIT_USAGE;
 			}
-			skip[nskip++] = optarg;
+			o->skip[o->nskip++] = optarg;
 			break;
 		case 3: sp_attrib_set_debug_dir(optarg); break;
-		case 4: intervals = 1; break;
+		case 4: o->intervals = 1; break;
 		case 9: sp_attrib_set_all_frames(1); break;
 		case 5:
 		case 6:
 		case 7:
 			/* checked once the format is known (a duration for chrome
 			 * and perfetto, a time for --intervals) */
-			win_arg[opt - 5] = optarg;
+			o->win_arg[opt - 5] = optarg;
 			break;
 		case 8:
-			if (sp_parse_u64(optarg, &max_events) < 0) {
+			if (sp_parse_u64(optarg, &o->max_events) < 0) {
 				fprintf(stderr,
 					"sqlprof export: --max-events wants a number of events "
 					"(0: all)\n");
@@ -258,125 +261,141 @@ int cmd_export(int argc, char **argv)
 		default: sp_usage_hint("export"); return SP_EXIT_USAGE;
 		}
 	}
-	if (!format && !(format = format_of(out))) {
-		if (out)
+	return -1;
+}
+
+/* The format (given, or from -o's extension) into o->fi, then the
+ * profile's path. Returns -1 to go on, or the exit status. */
+static int pick_format(struct export_opts *o, int argc, char **argv)
+{
+	if (!o->format && !(o->format = format_of(o->out))) {
+		if (o->out)
 			fprintf(stderr,
 				"sqlprof export: cannot tell the format from '%s': give --format\n",
-				out);
+				o->out);
 		else
 			fprintf(stderr, "sqlprof export: --format is required (or -o FILE with a"
 					" format's extension)\n");
 		sp_usage_hint("export");
 		return SP_EXIT_USAGE;
 	}
-	for (i = 0; i < sizeof(formats) / sizeof(formats[0]); i++)
-		if (!strcmp(format, formats[i].name))
-			fi = (int)i;
-	if (fi < 0) {
+	o->fi = -1;
+	for (size_t i = 0; i < sizeof(formats) / sizeof(formats[0]); i++)
+		if (!strcmp(o->format, formats[i].name))
+			o->fi = (int)i;
+	if (o->fi < 0) {
 		fprintf(stderr,
 			"sqlprof export: unknown format '%s' (folded, svg, perfetto, chrome,"
 			" speedscope, csv, html)\n",
-			format);
+			o->format);
 		return SP_EXIT_USAGE;
 	}
-	if (out && !*out) {
+	if (o->out && !*o->out) {
 		fprintf(stderr, "sqlprof export: -o wants a file name\n");
 		return SP_EXIT_USAGE;
 	}
 	if (optind < argc)
-		path = argv[optind++];
+		o->path = argv[optind++];
 	if (optind < argc) {
 		fprintf(stderr, "sqlprof export: one profile at a time\n");
 		return SP_EXIT_USAGE;
 	}
-	timeline = !strcmp(formats[fi].name, "chrome") || !strcmp(formats[fi].name, "perfetto");
-	for (i = 0; i < 3; i++) {
-		if (!win_arg[i])
+	o->timeline =
+		!strcmp(formats[o->fi].name, "chrome") || !strcmp(formats[o->fi].name, "perfetto");
+	return -1;
+}
+
+/* --since/--until/--last against the format: offsets for a timeline, a
+ * window for --intervals, nothing for the others. Returns -1 to go on, or
+ * the exit status. */
+static int check_window(struct export_opts *o)
+{
+	struct sp_winreq *wr = &o->wr;
+	const char *name = formats[o->fi].name;
+
+	for (int i = 0; i < 3; i++) {
+		if (!o->win_arg[i])
 			continue;
-		if (timeline && i < 2)
-			(i ? &wr.until : &wr.since)[0] = win_arg[i];
-		else if (sp_winreq_set(&wr, "sul"[i], win_arg[i], "export") < 0)
+		if (o->timeline && i < 2)
+			(i ? &wr->until : &wr->since)[0] = o->win_arg[i];
+		else if (sp_winreq_set(wr, "sul"[i], o -> win_arg[i], "export") < 0)
 			return SP_EXIT_USAGE;
 	}
-	if (timeline && wr.last) {
+	if (o->timeline && wr->last) {
 		fprintf(stderr,
 			"sqlprof export: with %s, --since and --until are offsets from the first "
 			"sampled execution (e.g. --since 10s --until 1m); --last is for --intervals\n",
-			formats[fi].name);
+			name);
 		return SP_EXIT_USAGE;
 	}
-	if ((intervals || (sp_winreq_on(&wr) && !timeline)) && strcmp(formats[fi].name, "csv")) {
+	if ((o->intervals || (sp_winreq_on(wr) && !o->timeline)) && strcmp(name, "csv")) {
 		fprintf(stderr, "sqlprof export: --intervals%s go%s with --format csv only\n",
-			sp_winreq_on(&wr) ? " (and --since/--until/--last)" : "",
-			sp_winreq_on(&wr) ? "" : "es");
+			sp_winreq_on(wr) ? " (and --since/--until/--last)" : "",
+			sp_winreq_on(wr) ? "" : "es");
 		return SP_EXIT_USAGE;
 	}
-	if (sp_winreq_on(&wr) && !intervals && !timeline) {
+	if (sp_winreq_on(wr) && !o->intervals && !o->timeline) {
 		fprintf(stderr, "sqlprof export: --since, --until and --last go with --intervals "
 				"(the other exports are of the whole profile)\n");
 		return SP_EXIT_USAGE;
 	}
-	if (wr.last && wr.since) {
+	if (wr->last && wr->since) {
 		fprintf(stderr, "sqlprof export: --last and --since both set the window's start; "
 				"give one\n");
 		return SP_EXIT_USAGE;
 	}
-	if (intervals)
-		return export_intervals(path, out, &wr);
-	if (formats[fi].binary && to_terminal(out)) {
+	if (formats[o->fi].binary && !o->intervals && to_terminal(o->out)) {
 		fprintf(stderr,
 			"sqlprof export: %s is a binary format: not writing it to a terminal\n",
-			formats[fi].name);
+			name);
 		fprintf(stderr, "Try -o FILE (e.g. -o trace.pftrace), or a pipe.\n");
 		return SP_EXIT_USAGE;
 	}
-	if ((ret = sp_export_load(&x, path, skip, weight, err, sizeof(err))) < 0) {
-		if (sp_untrusted_exhausted(err, sizeof(err)) || strstr(err, path) == err)
-			fprintf(stderr, "sqlprof export: %s\n", err);
-		else
-			fprintf(stderr, "sqlprof export: %s: %s\n", path, err);
-		sp_export_free(&x);
-		return sp_err_exit(ret);
+	return -1;
+}
+
+/* A timeline's events cut to --since/--until and --max-events (bounded by
+ * default: a 5 M-event profile was a 1.43 GB JSON). Returns -1 to go on,
+ * or the exit status. */
+static int cut_timeline(struct sp_export *x, const struct export_opts *o)
+{
+	int64_t since = -1, until = -1;
+	char note[400], err[512];
+
+	if ((o->wr.since && sp_parse_duration(o->wr.since, &since) < 0 &&
+	     strcmp(o->wr.since, "0")) ||
+	    (o->wr.until && sp_parse_duration(o->wr.until, &until) < 0)) {
+		fprintf(stderr,
+			"sqlprof export: with %s, --since and --until want a duration from "
+			"the first sampled execution (10s, 5m, 1h)\n",
+			formats[o->fi].name);
+		return SP_EXIT_USAGE;
 	}
-	if (sp_untrusted_exhausted(err, sizeof(err))) { /* write nothing from half a profile */
-		fprintf(stderr, "sqlprof export: %s\n", err);
-		sp_export_free(&x);
+	if (o->wr.since && !strcmp(o->wr.since, "0"))
+		since = 0;
+	if (sp_export_window(x, since, until, o->max_events, err, sizeof(err)) < 0) {
+		fprintf(stderr, "sqlprof export: %s: %s\n", o->path, err);
 		return SP_EXIT_INPUT;
 	}
-	if (timeline) {
-		/* bounded by default: a 5 M-event profile was a 1.43 GB JSON */
-		int64_t since = -1, until = -1;
-		char note[400];
-
-		if ((wr.since && sp_parse_duration(wr.since, &since) < 0 &&
-		     strcmp(wr.since, "0")) ||
-		    (wr.until && sp_parse_duration(wr.until, &until) < 0)) {
-			fprintf(stderr,
-				"sqlprof export: with %s, --since and --until want a duration from "
-				"the first sampled execution (10s, 5m, 1h)\n",
-				formats[fi].name);
-			sp_export_free(&x);
-			return SP_EXIT_USAGE;
-		}
-		if (wr.since && !strcmp(wr.since, "0"))
-			since = 0;
-		if (sp_export_window(&x, since, until, max_events, err, sizeof(err)) < 0) {
-			fprintf(stderr, "sqlprof export: %s: %s\n", path, err);
-			sp_export_free(&x);
-			return SP_EXIT_INPUT;
-		}
-		if (*sp_export_window_note(&x, note, sizeof(note))) {
-			fprintf(stderr, "sqlprof export: %s\n", note);
-			fflush(stderr);
-		}
+	if (*sp_export_window_note(x, note, sizeof(note))) {
+		fprintf(stderr, "sqlprof export: %s\n", note);
+		fflush(stderr);
 	}
-	ret = sp_out_export_open(&xo, out, path, err, sizeof(err));
+	return -1;
+}
+
+/* The loaded export x, printed in o's format to o's output. */
+static int write_export(struct sp_export *x, const struct export_opts *o)
+{
+	struct sp_out_export xo;
+	char err[512];
+	int ret = sp_out_export_open(&xo, o->out, o->path, err, sizeof(err));
+
 	if (ret != SP_EXIT_OK) {
 		fprintf(stderr, "sqlprof export: %s\n", err);
-		sp_export_free(&x);
 		return ret;
 	}
-	if (formats[fi].print(xo.f, &x) < 0) {
+	if (formats[o->fi].print(xo.f, x) < 0) {
 		fprintf(stderr, "sqlprof export: out of memory\n");
 		ret = SP_EXIT_INTERNAL;
 	} else if (sp_untrusted_exhausted(err, sizeof(err))) {
@@ -384,8 +403,38 @@ int cmd_export(int argc, char **argv)
 		ret = SP_EXIT_INPUT;
 	}
 	if (sp_out_export_close(&xo, ret != SP_EXIT_OK) < 0) {
-		fprintf(stderr, "sqlprof export: error writing %s\n", out ? out : "output");
+		fprintf(stderr, "sqlprof export: error writing %s\n", o->out ? o->out : "output");
 		ret = SP_EXIT_INTERNAL;
+	}
+	return ret;
+}
+
+int cmd_export(int argc, char **argv)
+{
+	struct export_opts o = { .path = SP_PROFILE_DEFAULT,
+				 .weight = SP_XW_TIME,
+				 .max_events = EXPORT_MAX_EVENTS };
+	struct sp_export x;
+	char err[512];
+	int ret;
+
+	if ((ret = parse_options(argc, argv, &o)) >= 0 ||
+	    (ret = pick_format(&o, argc, argv)) >= 0 || (ret = check_window(&o)) >= 0)
+		return ret;
+	if (o.intervals)
+		return export_intervals(o.path, o.out, &o.wr);
+	if ((ret = sp_export_load(&x, o.path, o.skip, o.weight, err, sizeof(err))) < 0) {
+		if (sp_untrusted_exhausted(err, sizeof(err)) || strstr(err, o.path) == err)
+			fprintf(stderr, "sqlprof export: %s\n", err);
+		else
+			fprintf(stderr, "sqlprof export: %s: %s\n", o.path, err);
+		ret = sp_err_exit(ret);
+	} else if (sp_untrusted_exhausted(err, sizeof(err))) {
+		/* write nothing from half a profile */
+		fprintf(stderr, "sqlprof export: %s\n", err);
+		ret = SP_EXIT_INPUT;
+	} else if (!o.timeline || (ret = cut_timeline(&x, &o)) < 0) {
+		ret = write_export(&x, &o);
 	}
 	sp_export_free(&x);
 	return ret;
