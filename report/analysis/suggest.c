@@ -235,14 +235,125 @@ static int auto_cols(const char *s, struct cols *c)
 	return c->n;
 }
 
+/* The query's one table, from t[0..n): SELECT ... FROM t [AS a] / UPDATE
+ * t / DELETE FROM t, and it must be table (the scanned one). Its alias
+ * (or "") into alias; returns the index of the first token after the
+ * table and its alias, or -1 when the query is not a single-table one. */
+static long single_table(const struct tok *t, size_t n, const char *table, char *alias,
+			 size_t aliaslen)
+{
+	size_t i, from = 0, after;
+	int found_from = 0;
+
+	for (i = 0; i < n; i++) {
+		if (t[i].depth == 0 && (is(&t[i], "UNION") || is(&t[i], "EXCEPT") ||
+					is(&t[i], "INTERSECT") || is(&t[i], "JOIN")))
+			return -1;
+		if (!found_from && t[i].depth == 0 &&
+		    (is(&t[i], "FROM") || (i == 0 && is(&t[i], "UPDATE")))) {
+			found_from = 1;
+			from = i + 1;
+		}
+	}
+	if (is(&t[0], "WITH") || !found_from)
+		return -1;
+	if (is(&t[0], "UPDATE"))
+		while (from < n &&
+		       (is(&t[from], "OR") || is(&t[from], "ROLLBACK") || is(&t[from], "ABORT") ||
+			is(&t[from], "REPLACE") || is(&t[from], "FAIL") || is(&t[from], "IGNORE")))
+			from++;
+	if (from >= n || t[from].type != T_WORD)
+		return -1;
+	after = from + 1;
+	while (after + 1 < n && is(&t[after], ".") && t[after + 1].type == T_WORD)
+		after += 2, from += 2;
+	if (!tokeq(&t[from], table))
+		return -1; /* the scanned table is not the query's table */
+	if (after < n && is(&t[after], "AS"))
+		after++;
+	if (after < n && t[after].type == T_WORD)
+		tokcpy(alias, aliaslen, &t[after++]);
+	while (after < n &&
+	       (is(&t[after], "INDEXED") || is(&t[after], "NOT") || is(&t[after], "BY") ||
+		(t[after].type == T_WORD && is(&t[after - 1], "BY"))))
+		after++;
+	if (after < n && (is(&t[after], ",") || is(&t[after], "(")))
+		return -1;
+	return (long)after;
+}
+
+/* One WHERE conjunct t[c..e) of the table: col = ? | col IS ? | col IN
+ * (...) | ? = col into eq, a range or BETWEEN into range. */
+static void conjunct(const struct tok *t, size_t c, size_t e, const char *table, const char *alias,
+		     struct cols *eq, struct cols *range)
+{
+	long k = colref(t, e, c, table, alias);
+
+	if (k >= 0 && (size_t)k + 1 < e) {
+		const struct tok *op = &t[k + 1];
+
+		/* compared with a value, not with another column */
+		int value = (size_t)k + 3 == e && t[k + 2].type != T_WORD;
+
+		if ((is(op, "=") || is(op, "==") || is(op, "IS")) && value)
+			cols_add(eq, &t[k]);
+		else if (is(op, "IN") && is(&t[k + 2], "("))
+			cols_add(eq, &t[k]);
+		else if ((is(op, "<") || is(op, "<=") || is(op, ">") || is(op, ">=")) && value)
+			cols_add(range, &t[k]);
+		else if (is(op, "BETWEEN"))
+			cols_add(range, &t[k]);
+	} else if (c + 2 < e && t[c].type == T_PARAM && is(&t[c + 1], "=") &&
+		   (k = colref(t, e, c + 2, table, alias)) >= 0 && (size_t)k + 1 == e) {
+		cols_add(eq, &t[k]);
+	}
+}
+
+/* The WHERE clauses' conjuncts from t[after..n) into eq and range; both
+ * emptied when one is a disjunction (no single index serves an OR). */
+static void where_cols(const struct tok *t, size_t n, size_t after, const char *table,
+		       const char *alias, struct cols *eq, struct cols *range)
+{
+	for (size_t i = after; i < n; i++) {
+		size_t c = i + 1;
+
+		if (t[i].depth != 0 || !is(&t[i], "WHERE"))
+			continue;
+		while (c < n) {
+			size_t e = c;
+			int between = 0;
+
+			while (e < n &&
+			       !(t[e].depth == 0 && ((is(&t[e], "AND") && !between) ||
+						     is(&t[e], "GROUP") || is(&t[e], "ORDER") ||
+						     is(&t[e], "LIMIT") || is(&t[e], "RETURNING") ||
+						     is(&t[e], "WINDOW") || is(&t[e], ";")))) {
+				if (t[e].depth == 0 && is(&t[e], "OR")) {
+					eq->n = range->n = 0;
+					return;
+				}
+				if (is(&t[e], "BETWEEN"))
+					between = 1;
+				else if (is(&t[e], "AND"))
+					between = 0;
+				e++;
+			}
+			conjunct(t, c, e, table, alias, eq, range);
+			if (e >= n || !is(&t[e], "AND"))
+				break;
+			c = e + 1;
+		}
+	}
+}
+
 int sp_doctor_suggest_index(const char *fingerprint, const struct sp_plan_access *a, char *buf,
 			    size_t len)
 {
 	static struct tok t[MAX_TOK];
 	char table[128], alias[128] = "";
-	struct cols eq = { .n = 0 }, range = { .n = 0 }, order = { .n = 0 };
-	size_t n = tokenize(fingerprint, t, MAX_TOK), i, from = 0, after;
-	int found_from = 0;
+	struct cols eq = { .n = 0 }, range = { .n = 0 }, order = { .n = 0 }, all;
+	size_t n = tokenize(fingerprint, t, MAX_TOK), i;
+	long after;
 
 	resolve_alias(t, n, a->name, table, sizeof(table));
 	if (a->automatic && a->cols[0]) {
@@ -253,127 +364,31 @@ int sp_doctor_suggest_index(const char *fingerprint, const struct sp_plan_access
 			return 1;
 		}
 	}
-	if (n == 0 || n == MAX_TOK)
+	if (n == 0 || n == MAX_TOK || (after = single_table(t, n, table, alias, sizeof(alias))) < 0)
 		goto none;
-	/* one table: SELECT ... FROM t [AS a] / UPDATE t / DELETE FROM t */
-	for (i = 0; i < n; i++) {
-		if (t[i].depth == 0 && (is(&t[i], "UNION") || is(&t[i], "EXCEPT") ||
-					is(&t[i], "INTERSECT") || is(&t[i], "JOIN")))
-			goto none;
-		if (!found_from && t[i].depth == 0 &&
-		    (is(&t[i], "FROM") || (i == 0 && is(&t[i], "UPDATE")))) {
-			found_from = 1;
-			from = i + 1;
-		}
-	}
-	if (is(&t[0], "WITH") || !found_from)
-		goto none;
-	if (is(&t[0], "UPDATE"))
-		while (from < n &&
-		       (is(&t[from], "OR") || is(&t[from], "ROLLBACK") || is(&t[from], "ABORT") ||
-			is(&t[from], "REPLACE") || is(&t[from], "FAIL") || is(&t[from], "IGNORE")))
-			from++;
-	if (from >= n || t[from].type != T_WORD)
-		goto none;
-	after = from + 1;
-	while (after + 1 < n && is(&t[after], ".") && t[after + 1].type == T_WORD)
-		after += 2, from += 2;
-	if (!tokeq(&t[from], table))
-		goto none; /* the scanned table is not the query's table */
-	if (after < n && is(&t[after], "AS"))
-		after++;
-	if (after < n && t[after].type == T_WORD)
-		tokcpy(alias, sizeof(alias), &t[after++]);
-	while (after < n &&
-	       (is(&t[after], "INDEXED") || is(&t[after], "NOT") || is(&t[after], "BY") ||
-		(t[after].type == T_WORD && is(&t[after - 1], "BY"))))
-		after++;
-	if (after < n && (is(&t[after], ",") || is(&t[after], "(")))
-		goto none;
-	/* WHERE conjuncts */
-	for (i = after; i < n; i++) {
-		if (t[i].depth != 0)
-			continue;
-		if (is(&t[i], "WHERE")) {
-			size_t c = i + 1;
-
-			while (c < n) {
-				size_t e = c;
-				int between = 0;
-				long k;
-
-				while (e < n && !(t[e].depth == 0 &&
-						  ((is(&t[e], "AND") && !between) ||
-						   is(&t[e], "GROUP") || is(&t[e], "ORDER") ||
-						   is(&t[e], "LIMIT") || is(&t[e], "RETURNING") ||
-						   is(&t[e], "WINDOW") || is(&t[e], ";")))) {
-					if (t[e].depth == 0 && is(&t[e], "OR")) {
-						/* a disjunction: no single index */
-						eq.n = range.n = 0;
-						goto order;
-					}
-					if (is(&t[e], "BETWEEN"))
-						between = 1;
-					else if (is(&t[e], "AND"))
-						between = 0;
-					e++;
-				}
-				/* col = ? | col IS ? | col IN (...) | ? = col | range */
-				k = colref(t, e, c, table, alias);
-				if (k >= 0 && (size_t)k + 1 < e) {
-					const struct tok *op = &t[k + 1];
-
-					/* compared with a value, not with another column */
-					int value = (size_t)k + 3 == e && t[k + 2].type != T_WORD;
-
-					if ((is(op, "=") || is(op, "==") || is(op, "IS")) && value)
-						cols_add(&eq, &t[k]);
-					else if (is(op, "IN") && is(&t[k + 2], "("))
-						cols_add(&eq, &t[k]);
-					else if ((is(op, "<") || is(op, "<=") || is(op, ">") ||
-						  is(op, ">=")) &&
-						 value)
-						cols_add(&range, &t[k]);
-					else if (is(op, "BETWEEN"))
-						cols_add(&range, &t[k]);
-				} else if (c + 2 < e && t[c].type == T_PARAM &&
-					   is(&t[c + 1], "=") &&
-					   (k = colref(t, e, c + 2, table, alias)) >= 0 &&
-					   (size_t)k + 1 == e) {
-					cols_add(&eq, &t[k]);
-				}
-				if (e >= n || !is(&t[e], "AND"))
-					break;
-				c = e + 1;
-			}
-		}
-	}
-order:
-	for (i = after; i + 2 < n; i++)
+	where_cols(t, n, (size_t)after, table, alias, &eq, &range);
+	for (i = (size_t)after; i + 2 < n; i++)
 		if (t[i].depth == 0 && (is(&t[i], "ORDER") || is(&t[i], "GROUP")) &&
 		    is(&t[i + 1], "BY")) {
 			list_cols(t, n, i + 2, table, alias, &order);
 			break;
 		}
-	{
-		struct cols all = eq;
-		int k;
+	/* the equalities, then one range column, or else the order's columns */
+	all = eq;
+	if (range.n) {
+		if (all.n < 8)
+			snprintf(all.c[all.n++], sizeof(all.c[0]), "%s", range.c[0]);
+	} else {
+		for (int k = 0; k < order.n; k++) {
+			struct tok ft = { order.c[k], strlen(order.c[k]), T_WORD, 0 };
 
-		if (range.n) {
-			if (all.n < 8)
-				snprintf(all.c[all.n++], sizeof(all.c[0]), "%s", range.c[0]);
-		} else {
-			for (k = 0; k < order.n; k++) {
-				struct tok ft = { order.c[k], strlen(order.c[k]), T_WORD, 0 };
-
-				cols_add(&all, &ft);
-			}
+			cols_add(&all, &ft);
 		}
-		if (all.n == 0)
-			goto none;
-		write_index(buf, len, table, &all);
-		return 1;
 	}
+	if (all.n == 0)
+		goto none;
+	write_index(buf, len, table, &all);
+	return 1;
 none:
 	snprintf(buf, len,
 		 "no suggestion (not a single-table query with simple WHERE/ORDER BY columns)");
