@@ -300,71 +300,80 @@ static size_t explain_embedded(const struct sp_coll *c)
 /* Why the profile holds less than it should, with the cause seen: what
  * the processes saw (enum sp_seen), --no-follow, the command's exit
  * status, the command's binary. */
-static void explain_empty(const struct sp_coll *c, int follow, int status, const char *cmd)
-{
-	size_t it = 0, foreign = 0, mapped = 0, nosqlite = 0, badenv = 0, deep = 0, fsize = 0,
-	       copies = 0, aslimit = 0;
-	uint64_t clamped = 0;
-	const struct sp_proc *p;
-	char why[PATH_MAX + 160];
-	size_t blind = explain_embedded(c);
+/* What the processes' flags say, counted over them (explain_empty). */
+struct seen {
+	size_t foreign, mapped, nosqlite, badenv, deep, fsize, copies, aslimit;
+	uint64_t clamped;
+};
 
+static void seen_count(const struct sp_coll *c, struct seen *n)
+{
+	size_t it = 0;
+	const struct sp_proc *p;
+
+	memset(n, 0, sizeof(*n));
 	while ((p = hmap_next(&c->procs, &it, NULL))) {
-		foreign += p->foreign_libs > 0;
-		deep += p->deepbind_late > 0;
-		clamped += p->clamped;
-		badenv += (p->seen & SP_SEEN_BAD_ENV) != 0;
-		fsize += (p->seen & SP_SEEN_FSIZE) != 0;
-		aslimit += (p->seen & SP_SEEN_ASLIMIT) != 0;
-		copies += (p->seen & SP_SEEN_SECOND_COPY) != 0;
+		n->foreign += p->foreign_libs > 0;
+		n->deep += p->deepbind_late > 0;
+		n->clamped += p->clamped;
+		n->badenv += (p->seen & SP_SEEN_BAD_ENV) != 0;
+		n->fsize += (p->seen & SP_SEEN_FSIZE) != 0;
+		n->aslimit += (p->seen & SP_SEEN_ASLIMIT) != 0;
+		n->copies += (p->seen & SP_SEEN_SECOND_COPY) != 0;
 		if (p->execs)
 			continue;
-		mapped += (p->seen & SP_SEEN_SQLITE_MAPPED) != 0;
-		nosqlite += (p->seen & SP_SEEN_NO_SQLITE) && !(p->seen & SP_SEEN_SQLITE_MAPPED);
+		n->mapped += (p->seen & SP_SEEN_SQLITE_MAPPED) != 0;
+		n->nosqlite += (p->seen & SP_SEEN_NO_SQLITE) && !(p->seen & SP_SEEN_SQLITE_MAPPED);
 	}
-	if (badenv && !sp_why_env(NULL, NULL))
+}
+
+/* A warning or note for each condition some process met. */
+static void explain_seen(const struct sp_coll *c, const struct seen *n)
+{
+	if (n->badenv && !sp_why_env(NULL, NULL))
 		fprintf(stderr,
 			"sqlprof: warning: %zu %s ignored a bad SQLPROF_* value the program set "
 			"(the defaults were used)\n",
-			badenv, procs(badenv));
-	if (clamped)
+			n->badenv, procs(n->badenv));
+	if (n->clamped)
 		fprintf(stderr,
 			"sqlprof: warning: the clock went back during %llu %s (a thread moved "
 			"to a CPU whose time-stamp counter lags, or the host paused): their times "
 			"were clamped (SQLPROF_CLOCK=monotonic avoids it)\n",
-			(unsigned long long)clamped, clamped == 1 ? "execution" : "executions");
-	if (aslimit)
+			(unsigned long long)n->clamped,
+			n->clamped == 1 ? "execution" : "executions");
+	if (n->aslimit)
 		fprintf(stderr,
 			"sqlprof: note: %zu %s ran under an address-space limit (RLIMIT_AS, "
 			"ulimit -v): the profiler kept its statistics to a sixteenth of it; texts past "
 			"them are folded together, their totals exact\n",
-			aslimit, procs(aslimit));
-	if (fsize)
+			n->aslimit, procs(n->aslimit));
+	if (n->fsize)
 		fprintf(stderr,
 			"sqlprof: warning: %zu %s ran under a file size limit (RLIMIT_FSIZE, "
 			"ulimit -f) too low for the profiler's shared memory: its statistics were "
 			"made smaller or delivered at exit only, or a thread's records were lost "
 			"(counted); nothing was raised in the program\n",
-			fsize, procs(fsize));
-	if (copies)
+			n->fsize, procs(n->fsize));
+	if (n->copies)
 		fprintf(stderr,
 			"sqlprof: warning: %zu %s had a second copy of libsqlprof.so in "
 			"LD_PRELOAD (one from `sqlprof env` as well as record's?): it was ignored, "
 			"the first one profiled\n",
-			copies, procs(copies));
-	if (deep)
+			n->copies, procs(n->copies));
+	if (n->deep)
 		fprintf(stderr,
 			"sqlprof: warning: %zu %s loaded a library with RTLD_DEEPBIND from "
 			"an object with its own search path (RUNPATH, RPATH or a later dlopen'd "
 			"library): its SQLite calls bind past the profiler until the next call that "
 			"reaches it (open, exec, dlopen, dlclose), and were not seen before\n",
-			deep, procs(deep));
-	if (foreign)
+			n->deep, procs(n->deep));
+	if (n->foreign)
 		fprintf(stderr,
 			"sqlprof: warning: %zu %s called a second SQLite library, not "
 			"profiled: its calls were passed through untouched (only the first SQLite "
 			"a process uses is profiled)\n",
-			foreign, procs(foreign));
+			n->foreign, procs(n->foreign));
 	if (c->py_unsupported)
 		fprintf(stderr,
 			"sqlprof: warning: %u %s run a CPython whose frames sqlprof cannot "
@@ -376,51 +385,66 @@ static void explain_empty(const struct sp_coll *c, int follow, int status, const
 			"frames (process_vm_readv refused, or the frames did not check out): their "
 			"queries are attributed to native frames\n",
 			c->py_unreadable, procs(c->py_unreadable));
-	if (mapped)
+	if (n->mapped)
 		fprintf(stderr,
 			"sqlprof: warning: %zu %s loaded libsqlite3 but no call reached the "
 			"profiler: the library (or the module calling it) was probably loaded with "
 			"RTLD_DEEPBIND, which binds its calls past LD_PRELOAD (PHP's sqlite3 and "
 			"pdo_sqlite do), or called through dlsym on its own handle\n",
-			mapped, procs(mapped));
+			n->mapped, procs(n->mapped));
+}
+
+/* Why no execution reached us, when none did: the likeliest cause. */
+static const char *empty_cause(const struct sp_coll *c, const struct seen *n, int follow,
+			       int status)
+{
+	if (n->deep)
+		return "a library loaded with RTLD_DEEPBIND bound its SQLite calls past "
+		       "the profiler";
+	if (!follow)
+		return "--no-follow: only the command itself was profiled, not the "
+		       "programs it ran";
+	if (WIFEXITED(status) && WEXITSTATUS(status) == 127)
+		return "the command exited 127: a program it tried to run was not found";
+	if (WIFEXITED(status) && WEXITSTATUS(status) == 126)
+		return "the command exited 126: a program it tried to run could not be "
+		       "executed";
+	if (n->nosqlite == c->procs.count)
+		return c->procs.count == 1
+			       ? "it never loaded libsqlite3 and had no SQLite compiled in "
+				 "(a statically linked program it started, which no loader "
+				 "preloads with, is not seen, nor one started without "
+				 "LD_PRELOAD)"
+			       : "none of them loaded libsqlite3 or had SQLite compiled in "
+				 "(a statically linked program they started, which no loader "
+				 "preloads with, is not seen, nor one started without "
+				 "LD_PRELOAD)";
+	return NULL;
+}
+
+static void explain_empty(const struct sp_coll *c, int follow, int status, const char *cmd)
+{
+	char why[PATH_MAX + 160];
+	size_t blind = explain_embedded(c);
+	struct seen n;
+
+	seen_count(c, &n);
+	explain_seen(c, &n);
 	if (c->procs.count == 0) {
 		fprintf(stderr,
 			"sqlprof: warning: no process connected: libsqlprof.so was not loaded (%s)\n",
 			sp_why_not_loaded(cmd, why, sizeof(why)));
 		return;
 	}
-	if (sp_coll_executions(c) == 0 && sp_coll_lost(c) > 0)
+	if (sp_coll_executions(c) == 0 && sp_coll_lost(c) > 0) {
 		fprintf(stderr,
 			"sqlprof: warning: every record of %zu %s was lost (%llu): the "
 			"profiler could not share its buffers with this collector (memfd_create "
 			"refused, e.g. by a seccomp filter) or the collector fell behind\n",
 			c->procs.count, procs(c->procs.count), (unsigned long long)sp_coll_lost(c));
-	else if (sp_coll_executions(c) == 0 && !mapped && !blind) {
-		const char *cause;
+	} else if (sp_coll_executions(c) == 0 && !n.mapped && !blind) {
+		const char *cause = empty_cause(c, &n, follow, status);
 
-		if (deep)
-			cause = "a library loaded with RTLD_DEEPBIND bound its SQLite calls past "
-				"the profiler";
-		else if (!follow)
-			cause = "--no-follow: only the command itself was profiled, not the "
-				"programs it ran";
-		else if (WIFEXITED(status) && WEXITSTATUS(status) == 127)
-			cause = "the command exited 127: a program it tried to run was not found";
-		else if (WIFEXITED(status) && WEXITSTATUS(status) == 126)
-			cause = "the command exited 126: a program it tried to run could not be "
-				"executed";
-		else if (nosqlite == c->procs.count)
-			cause = c->procs.count == 1
-					? "it never loaded libsqlite3 and had no SQLite compiled in "
-					  "(a statically linked program it started, which no loader "
-					  "preloads with, is not seen, nor one started without "
-					  "LD_PRELOAD)"
-					: "none of them loaded libsqlite3 or had SQLite compiled in "
-					  "(a statically linked program they started, which no loader "
-					  "preloads with, is not seen, nor one started without "
-					  "LD_PRELOAD)";
-		else
-			cause = NULL;
 		fprintf(stderr,
 			"sqlprof: warning: %zu %s ran with the profiler but no SQLite "
 			"execution reached it%s%s\n",
