@@ -166,6 +166,19 @@ START_TEST(summary)
 	ck_assert_str_eq(s, "");
 	sp_live_summary("(((", s, sizeof(s));
 	ck_assert_str_eq(s, "");
+	/* issue 27: a qualified name is one name, not its schema */
+	sp_live_summary("SELECT * FROM \"main\".\"users\" WHERE id = ?", s, sizeof(s));
+	ck_assert_str_eq(s, "SELECT users");
+	sp_live_summary("SELECT * FROM \"main\".sqlite_master WHERE name = ?", s, sizeof(s));
+	ck_assert_str_eq(s, "SELECT sqlite_master");
+	sp_live_summary("SELECT a FROM main.users", s, sizeof(s));
+	ck_assert_str_eq(s, "SELECT users");
+	sp_live_summary("INSERT INTO aux.log(a) VALUES (?)", s, sizeof(s));
+	ck_assert_str_eq(s, "INSERT aux.log");
+	sp_live_summary("UPDATE \"temp\".[t 1] SET a = ?", s, sizeof(s));
+	ck_assert_str_eq(s, "UPDATE temp.[t 1]");
+	sp_live_summary("SELECT a FROM t WHERE b = 1.5", s, sizeof(s));
+	ck_assert_str_eq(s, "SELECT t");
 }
 END_TEST
 

@@ -46,6 +46,9 @@ static void usage(FILE *f)
 		"  -f, --format FMT             text (default), json, markdown\n"
 		"      --skip PATTERN           never attribute to frames matching PATTERN (repeatable)\n"
 		"      --all-frames             sites may be frames in installed or system libraries\n"
+		"      --gate-sqlite-internal   judge SQLite's own statements (its schema loads,\n"
+		"                               statements without SQL text) like the program's;\n"
+		"                               by default they are listed as expected, not judged\n"
 		"      --since T, --until T, --last DURATION\n"
 		"                               judge a time window of each profile's intervals\n"
 		"                               (as sqlprof report reads it)\n"
@@ -102,6 +105,20 @@ static int parse_rules(const char *s, unsigned *out)
 	return 0;
 }
 
+/* Each profile's time window (--since, --until, --last), in text. */
+static void print_windows(const struct sp_side *base, const struct sp_side *cand)
+{
+	for (size_t i = 0; base->p[0].qs.window.on && i < base->np + cand->np; i++) {
+		const struct sp_prof *p = i < base->np ? &base->p[i] : &cand->p[i - base->np];
+		char label[64];
+
+		snprintf(label, sizeof(label), "%s %zu window",
+			 i < base->np ? "baseline" : "candidate",
+			 (i < base->np ? i : i - base->np) + 1);
+		sp_window_print(stdout, label, &p->qs.window);
+	}
+}
+
 int cmd_check(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -118,6 +135,7 @@ int cmd_check(int argc, char **argv)
 		{ "until", required_argument, NULL, 9 },
 		{ "last", required_argument, NULL, 10 },
 		{ "all-frames", no_argument, NULL, 11 },
+		{ "gate-sqlite-internal", no_argument, NULL, 12 },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -201,6 +219,7 @@ int cmd_check(int argc, char **argv)
 			break;
 		case 'f': o.format = optarg; break;
 		case 11: sp_attrib_set_all_frames(1); break;
+		case 12: o.judge_own = 1; break;
 		case 'h': usage(stdout); return SP_EXIT_OK;
 		default: sp_usage_hint("check"); return SP_EXIT_USAGE;
 		}
@@ -258,17 +277,8 @@ int cmd_check(int argc, char **argv)
 	} else { /* text for a terminal: no escape sequences */
 		FILE *real = sp_term_begin(&stdout);
 
-		for (size_t i = 0;
-		     !strcmp(o.format, "text") && base.p[0].qs.window.on && i < base.np + cand.np;
-		     i++) {
-			const struct sp_prof *p = i < base.np ? &base.p[i] : &cand.p[i - base.np];
-			char label[64];
-
-			snprintf(label, sizeof(label), "%s %zu window",
-				 i < base.np ? "baseline" : "candidate",
-				 (i < base.np ? i : i - base.np) + 1);
-			sp_window_print(stdout, label, &p->qs.window);
-		}
+		if (!strcmp(o.format, "text"))
+			print_windows(&base, &cand);
 		if (!strcmp(o.format, "markdown"))
 			sp_check_print_md(&base, &cand, &d, &res);
 		else

@@ -100,17 +100,25 @@ static struct sp_finding *add(struct sp_findings *fs, enum sp_rule rule, const s
 }
 
 /* 1 for SQLite's own work: a statement without SQL text (SQLite's
- * internal ones), or a read of the schema table that SQLite runs itself
- * (nested in the program's statement: a schema load or reload). */
+ * internal ones), or a statement SQLite runs itself nested in the
+ * program's (every execution nested) on one of its own tables named with
+ * the schema as SQLite writes it: `"main".sqlite_master` (a schema load
+ * or reload; sqlite_schema, sqlite_temp_master alike) or, with the name
+ * as a literal, `?.sqlite_stat1` (ANALYZE's statistics loaded with the
+ * schema). A program's own read of sqlite_master is not nested, or not
+ * written so. */
 int sp_sqlite_own(const struct sp_qrow *r)
 {
-	const char *fp = r->fingerprint ? r->fingerprint : "";
+	const char *fp = r->fingerprint ? r->fingerprint : "", *p;
 
 	if (!strcmp(fp, "<statement without SQL text>"))
 		return 1;
-	return r->nested >= r->count && !strncmp(fp, "SELECT * FROM \"", 15) &&
-	       (strstr(fp, "\".sqlite_master") || strstr(fp, "\".sqlite_schema") ||
-		strstr(fp, "\".sqlite_temp_master"));
+	if (!r->count || r->nested < r->count)
+		return 0;
+	for (p = strstr(fp, ".sqlite_"); p; p = strstr(p + 1, ".sqlite_"))
+		if (p > fp && (p[-1] == '"' || p[-1] == '?'))
+			return 1;
+	return 0;
 }
 
 static int is_select(const char *fp)

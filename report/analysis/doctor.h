@@ -65,9 +65,11 @@ struct sp_findings {
 const char *sp_rule_name(enum sp_rule r);
 
 /* 1 for SQLite's own work: a statement without SQL text (SQLite's
- * internal ones), or a read of the schema table SQLite ran nested in the
- * program's statement (a schema load or reload). The doctor has nothing
- * to say about them, and the gate does not judge them. */
+ * internal ones), or a statement SQLite ran nested in the program's (every
+ * execution nested) on one of its own tables, named as SQLite writes it
+ * ("main".sqlite_master: a schema load or reload; ?.sqlite_stat1). The
+ * doctor has nothing to say about them, the gate does not judge them
+ * (unless --gate-sqlite-internal), and report lists them apart. */
 int sp_sqlite_own(const struct sp_qrow *r);
 
 /*

@@ -251,15 +251,16 @@ static struct sp_check_note *note(struct sp_check_result *res, const struct sp_q
 /* Why q is not judged at all (SQLite's own statement, a schema statement
  * or an exec whose text changed): a note, and 1; 0 to judge it; -1 on
  * ENOMEM. */
-static int set_aside(const struct sp_side *base, const struct sp_qdiff *q,
-		     struct sp_check_result *res)
+static int set_aside(const struct sp_check_opts *o, const struct sp_side *base,
+		     const struct sp_qdiff *q, struct sp_check_result *res)
 {
 	const struct sp_qrow *r = q->cand;
 	struct sp_check_note *n;
 	const char *why;
 
-	if (sp_sqlite_own(r))
-		why = "SQLite's own work (a schema load, or a statement without SQL text): not judged";
+	if (sp_sqlite_own(r) && !o->judge_own)
+		why = "SQLite's own work (a schema load, or a statement without SQL text): not judged"
+		      " (--gate-sqlite-internal judges it)";
 	else if ((q->flags & SP_QD_NEW) && q->kind == SP_QK_EXEC &&
 		 exec_known(r->fingerprint, NULL))
 		why = "schema or transaction statements, not queries of the workload: their effect"
@@ -408,7 +409,7 @@ int sp_check_judge(const struct sp_check_opts *o, const struct sp_side *base,
 			res->timed++;
 		if (!q->cand)
 			continue; /* vanished: never a regression */
-		if ((r = set_aside(base, q, res)) != 0) {
+		if ((r = set_aside(o, base, q, res)) != 0) {
 			if (r < 0)
 				return -1;
 			continue;

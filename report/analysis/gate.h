@@ -15,7 +15,7 @@
  *    new schema statement (CREATE/DROP/ALTER, ANALYZE, REINDEX) or
  *    transaction control; SQLite's own statements (its schema loads, read
  *    from sqlite_master by SQLite itself, and statements without SQL
- *    text); a new sqlite3_exec text whose statements all ran in the
+ *    text; --gate-sqlite-internal judges them); a new sqlite3_exec text whose statements all ran in the
  *    baseline or are schema statements (its statements are judged one by
  *    one); more VM steps on an INSERT, UPDATE or DELETE of a table that
  *    gained an index in the candidate (the index's maintenance, the cost
@@ -74,6 +74,7 @@ struct sp_check_opts {
 	double max_count, max_vm, max_time; /* percent; < 0: off */
 	double min_time_share;              /* percent of the baseline's db time per run */
 	unsigned fail_on;
+	int judge_own; /* --gate-sqlite-internal: judge SQLite's own statements too */
 	const char *skip[SP_CHECK_MAX_SKIP + 1];
 	int nskip;
 	const char *base[SP_CHECK_MAX_PROFILES];

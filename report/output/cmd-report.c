@@ -18,6 +18,7 @@
 #include "util.h"
 
 #define MAX_SKIP 64
+#define SORT_KEYS "total, count, mean, p50, p95, p99, max, rows, self, errors, vm, prepare"
 
 struct report_opts {
 	const char *sort;
@@ -46,12 +47,15 @@ static void usage(FILE *f)
 		").\n"
 		"\n"
 		"  -s, --sort KEY       total (default), count, mean, p50, p95, p99, max, rows,\n"
-		"                       self, errors, vm, prepare (time spent preparing)\n"
+		"                       self, errors, vm, prepare (time spent preparing); self,\n"
+		"                       errors and vm add their column (SELF, ERRORS, VM_STEPS)\n"
 		"  -n, --top N          only the first N rows\n"
 		"  -f, --format FMT     table (default), csv, json\n"
-		"  -w, --width N        shorten SQL to N bytes in the table (default 80, 0 = full);\n"
+		"  -w, --width N        shorten SQL to N bytes in the table (default 80, 0 = full;\n"
+		"                       never by fewer bytes than the \"(M more bytes)\" note);\n"
 		"                       on a terminal (or with COLUMNS set) the table is also\n"
-		"                       fitted to its width: SQL first, then columns left out\n"
+		"                       fitted to its width: SQL first, then P50, P95, P99, ROWS,\n"
+		"                       MAX, PREPARE and MEAN left out (never the --sort key's)\n"
 		"      --full-paths     source paths as recorded, not relative to their common\n"
 		"                       directory\n"
 		"  -b, --by WHAT        sql (default), function or site (function + file:line)\n"
@@ -178,6 +182,7 @@ static void print_table_sites(const struct sp_attrib *a, const struct sp_qrow *r
 }
 
 static void print_run(const struct sp_qset *qs);
+static int agent_profile_; /* the profile is an agent's snapshot (meta agent_updated) */
 
 /* --plans: the query's plan as a tree, as the sqlite3 shell draws it. */
 static void print_plan(const struct sp_qrow *r)
@@ -196,24 +201,33 @@ static void print_plan(const struct sp_qrow *r)
 	free(tree);
 }
 
-/* SQL shortened to at most cols columns, "... (N more bytes)" included
- * when it fits (else "..."). Malloc'd; NULL on ENOMEM. */
-static char *shorten_cols(const char *sql, size_t cols)
+/* The byte index that keeps at most cols columns of sql (n bytes), on
+ * UTF-8 boundaries. */
+static size_t keep_cols(const char *sql, size_t n, size_t cols)
 {
-	size_t n = strlen(sql), keep, i, w = 0;
-	char tail[48], *out;
+	size_t i, w;
 
-	if (sp_fit_cols(sql, n) <= cols)
-		return strdup(sql);
-	snprintf(tail, sizeof(tail), "... (%zu more bytes)", n);
-	if (3 * strlen(tail) > cols) /* the count would take the room */
-		snprintf(tail, sizeof(tail), "...");
-	keep = cols > strlen(tail) ? cols - strlen(tail) : 0;
-	for (i = 0; i < n && w < keep; w++) /* keep columns, on UTF-8 boundaries */
+	for (i = 0, w = 0; i < n && w < cols; w++)
 		for (i++; i < n && ((unsigned char)sql[i] & 0xc0) == 0x80; i++)
 			;
-	if (strcmp(tail, "..."))
-		snprintf(tail, sizeof(tail), "... (%zu more bytes)", n - i);
+	return i;
+}
+
+/* -w N without a terminal to fit: the first N bytes of sql and "... (M
+ * more bytes)", unless M is no more than that note itself (then sql
+ * whole: a text 1 byte too long is not cut to say "1 more bytes").
+ * Malloc'd; NULL on ENOMEM. */
+static char *shorten_bytes(const char *sql, size_t max)
+{
+	size_t n = strlen(sql), i = max;
+	char tail[48], *out;
+
+	if (n <= max)
+		return strdup(sql);
+	while (i > 0 && ((unsigned char)sql[i] & 0xC0) == 0x80) /* a UTF-8 boundary */
+		i--;
+	if ((size_t)snprintf(tail, sizeof(tail), "... (%zu more bytes)", n - i) >= n - i)
+		return strdup(sql);
 	out = malloc(i + sizeof(tail));
 	if (!out)
 		return NULL;
@@ -222,19 +236,84 @@ static char *shorten_cols(const char *sql, size_t cols)
 	return out;
 }
 
-enum { C_COUNT, C_TOTAL, C_PREP, C_MEAN, C_P50, C_P95, C_P99, C_MAX, C_ROWS, NCOL };
-
-static void print_table(const struct sp_qset *qs, const struct report_opts *o, size_t n,
-			const struct sp_attrib *a)
+/* SQL shortened to at most cols columns, tail included: "... (N more
+ * bytes)" when the count takes at most a third of the room and what it
+ * stands for is longer than itself, else "..." (which always stands for
+ * 4 bytes or more: a text a byte too long is never cut by one byte to say
+ * so). Malloc'd; NULL on ENOMEM. */
+static char *shorten_cols(const char *sql, size_t cols)
 {
-	static const char *const head[NCOL] = { "COUNT", "TOTAL", "PREPARE", "MEAN", "P50",
-						"P95",   "P99",   "MAX",     "ROWS" };
-	/* what goes first when the terminal is narrow */
-	static const int drop_order[] = { C_P50, C_P95, C_MEAN, C_PREP, C_MAX, C_ROWS };
-	char b[NCOL][32];
-	size_t i, c, w[NCOL], sqlw = 0, room = 0, ndrop = 0;
-	int shown[NCOL];
+	size_t n = strlen(sql), i = 0, t;
+	char tail[48] = "...", *out;
+
+	if (sp_fit_cols(sql, n) <= cols)
+		return strdup(sql);
+	for (t = strlen("... ( more bytes)") + 1; t < strlen("... ( more bytes)") + 21; t++) {
+		/* t: the tail's length with a count of t - 17 digits */
+		if (3 * t > cols)
+			break;
+		i = keep_cols(sql, n, cols - t);
+		if ((size_t)snprintf(tail, sizeof(tail), "... (%zu more bytes)", n - i) == t &&
+		    n - i > t)
+			break;
+		snprintf(tail, sizeof(tail), "...");
+	}
+	if (!strcmp(tail, "..."))
+		i = keep_cols(sql, n, cols > 3 ? cols - 3 : 0);
+	out = malloc(i + sizeof(tail));
+	if (!out)
+		return NULL;
+	memcpy(out, sql, i);
+	strcpy(out + i, tail);
+	return out;
+}
+
+/* C_SORT: the --sort key's column when the table has none (self, errors,
+ * vm), last before SQL */
+enum { C_COUNT, C_TOTAL, C_PREP, C_MEAN, C_P50, C_P95, C_P99, C_MAX, C_ROWS, C_SORT, NCOL };
+
+/* The column of sort key k: C_SORT for self, errors and vm. */
+static int sort_col(const char *k)
+{
+	static const char *const keys[] = { "count", "total", "prepare", "mean", "p50",
+					    "p95",   "p99",   "max",     "rows" };
+
+	for (int c = 0; c < C_SORT; c++)
+		if (!strcmp(k, keys[c]))
+			return c;
+	return C_SORT;
+}
+
+/* SQLite's own work (sp_sqlite_own) of qs: queries, executions, self and
+ * prepare time. */
+struct own_sum {
+	uint64_t queries, count, self_ns, total_ns, prepare_ns;
+};
+
+static struct own_sum own_sum(const struct sp_qset *qs)
+{
+	struct own_sum s = { 0 };
+
+	for (size_t i = 0; i < qs->n; i++)
+		if (sp_sqlite_own(&qs->rows[i])) {
+			s.queries++;
+			s.count += qs->rows[i].count;
+			s.self_ns += qs->rows[i].self_ns;
+			s.total_ns += qs->rows[i].total_ns;
+			s.prepare_ns += qs->rows[i].prepare_ns;
+		}
+	return s;
+}
+
+/* The table's header lines: totals (SQLite's own work among them), losses,
+ * plans, command, run, window and the paths' root. */
+static void print_header(const struct sp_qset *qs, const struct report_opts *o,
+			 const struct sp_attrib *a, const struct own_sum *own_)
+{
+	struct own_sum own = *own_;
 	uint64_t total = 0, others = qs->processes - qs->sqlite_processes;
+	char b[2][32];
+	size_t i;
 
 	for (i = 0; i < qs->n; i++)
 		total += qs->rows[i].self_ns;
@@ -307,22 +386,62 @@ static void print_table(const struct sp_qset *qs, const struct report_opts *o, s
 	if (qs->window.on)
 		sp_window_print(stdout, "window", &qs->window);
 	print_run(qs);
+	if (own.queries) /* in the totals above */
+		printf("# of which SQLite's own work (schema loads, statements without SQL text):"
+		       " %llu execution%s, %s db time + prepare %s (in the totals above; listed"
+		       " apart, last)\n",
+		       (unsigned long long)own.count, pl((double)own.count),
+		       sp_fmt_ns(b[0], sizeof(b[0]), (double)own.self_ns),
+		       sp_fmt_ns(b[1], sizeof(b[1]), (double)own.prepare_ns));
 	if (o->root)
 		printf("# paths relative to %s (--full-paths)\n", o->root);
+}
+
+/* The C_SORT column's value of r for sort key k. */
+static const char *sort_value(char *b, size_t len, const struct sp_qrow *r, const char *k)
+{
+	if (!strcmp(k, "self"))
+		return sp_fmt_ns(b, len, (double)r->self_ns);
+	snprintf(b, len, "%llu",
+		 (unsigned long long)(!strcmp(k, "errors") ? r->errors : r->vm_steps));
+	return b;
+}
+
+static void print_table(const struct sp_qset *qs, const struct report_opts *o, size_t n,
+			const struct sp_attrib *a)
+{
+	static const char *const head_fixed[NCOL] = { "COUNT", "TOTAL", "PREPARE", "MEAN", "P50",
+						      "P95",   "P99",   "MAX",     "ROWS", "" };
+	/* what goes first when the terminal is narrow: the percentiles, then
+	 * rows, max, prepare and mean; the columns keep their order at every
+	 * width, and the --sort key's column is never left out */
+	static const int drop_order[] = { C_P50, C_P95, C_P99, C_ROWS, C_MAX, C_PREP, C_MEAN };
+	const char *head[NCOL];
+	char b[NCOL][32];
+	size_t i, c, w[NCOL], sqlw = 0, room = 0, ndrop = 0, k, nprog = 0, nown = 0;
+	int shown[NCOL], dropped[NCOL], keep = sort_col(o->sort), section = 0;
+	struct own_sum own = own_sum(qs);
+
+	memcpy(head, head_fixed, sizeof(head));
+	head[C_SORT] = !strcmp(o->sort, "self")     ? "SELF"
+		       : !strcmp(o->sort, "errors") ? "ERRORS"
+						    : "VM_STEPS";
+	print_header(qs, o, a, &own);
 
 	/* Column widths: fixed, or fitted to the terminal from the rows
 	 * shown, with columns left out when the SQL would get fewer than
 	 * 32 columns (or its own length, if shorter). */
 	for (c = 0; c < NCOL; c++) {
 		w[c] = 10;
-		shown[c] = 1;
+		shown[c] = c != C_SORT || keep == C_SORT;
+		dropped[c] = 0;
 	}
 	if (o->fit) {
 		size_t longest = 0, used;
 
 		for (c = 0; c < NCOL; c++)
 			w[c] = strlen(head[c]);
-		for (i = 0; i < n; i++) {
+		for (i = 0; i < qs->n; i++) {
 			const struct sp_qrow *r = &qs->rows[i];
 			size_t l[NCOL];
 			char num[32];
@@ -338,6 +457,7 @@ static void print_table(const struct sp_qset *qs, const struct report_opts *o, s
 			l[C_MAX] = strlen(sp_fmt_ns(num, 32, (double)r->max_ns));
 			l[C_ROWS] = (size_t)snprintf(num, sizeof(num), "%llu",
 						     (unsigned long long)r->rows);
+			l[C_SORT] = strlen(sort_value(num, sizeof(num), r, o->sort));
 			for (c = 0; c < NCOL; c++)
 				if (l[c] > w[c])
 					w[c] = l[c];
@@ -351,35 +471,50 @@ static void print_table(const struct sp_qset *qs, const struct report_opts *o, s
 			for (c = 0; c < NCOL; c++)
 				used += shown[c] ? w[c] + 1 : 0;
 			room = o->fit > used ? o->fit - used : 0;
+			while (ndrop < sizeof(drop_order) / sizeof(drop_order[0]) &&
+			       drop_order[ndrop] == keep)
+				ndrop++;
 			if (room >= (longest < 32 ? longest : 32) ||
 			    ndrop == sizeof(drop_order) / sizeof(drop_order[0]))
 				break;
-			shown[drop_order[ndrop++]] = 0;
+			shown[drop_order[ndrop]] = 0;
+			dropped[drop_order[ndrop++]] = 1;
 		}
 		if (room < 8)
 			room = 8; /* the wrap stream takes over */
-		if (ndrop) {
-			printf("# left out to fit %zu columns:", o->fit);
-			for (i = 0; i < ndrop; i++)
-				printf(" %s", head[drop_order[i]]);
+		/* the columns left out, in the table's order */
+		for (c = 0, k = 0; c < NCOL; c++)
+			if (dropped[c] && !k++)
+				printf("# left out to fit %zu columns:", o->fit);
+		for (c = 0; c < NCOL; c++)
+			if (dropped[c])
+				printf(" %s", head[c]);
+		if (k)
 			printf(" (--format json has them)\n");
-		}
 	}
 	for (c = 0; c < NCOL; c++)
 		if (shown[c])
 			printf("%s%*s", c ? " " : "", (int)w[c], head[c]);
 	printf("  SQL\n");
-	for (i = 0; i < n; i++) {
-		const struct sp_qrow *r = &qs->rows[i];
+	/* the program's queries (--top of them), then SQLite's own */
+	for (k = 0; k < 2 * qs->n; k++) {
+		const struct sp_qrow *r = &qs->rows[k % qs->n];
 		int exec = r->kind == SP_QK_EXEC;
 		char *sql;
+
+		if (sp_sqlite_own(r) != (k >= qs->n) || (k < qs->n ? nprog++ : nown++) >= n)
+			continue;
+		if (k >= qs->n && !section++)
+			printf("# SQLite's own work (not the program's queries; check does not judge"
+			       " them): %llu quer%s\n",
+			       (unsigned long long)own.queries, own.queries == 1 ? "y" : "ies");
 
 		sqlw = o->width;
 		if (o->fit && (!sqlw || sqlw > room - (exec ? 7 : 0)))
 			sqlw = room > (exec ? 15u : 8u) ? room - (exec ? 7 : 0) : 8;
 		sql = !sqlw    ? strdup(r->fingerprint)
 		      : o->fit ? shorten_cols(r->fingerprint, sqlw)
-			       : sp_shorten(r->fingerprint, sqlw);
+			       : shorten_bytes(r->fingerprint, sqlw);
 		if (!sql)
 			continue;
 		sp_term_clean(sql);
@@ -392,6 +527,7 @@ static void print_table(const struct sp_qset *qs, const struct report_opts *o, s
 		sp_fmt_ns(b[C_MAX], 32, (double)r->max_ns);
 		snprintf(b[C_COUNT], 32, "%llu", (unsigned long long)r->count);
 		snprintf(b[C_ROWS], 32, "%llu", (unsigned long long)r->rows);
+		sort_value(b[C_SORT], 32, r, o->sort);
 		for (c = 0; c < NCOL; c++)
 			if (shown[c])
 				printf("%s%*s", c ? " " : "", (int)w[c], b[c]);
@@ -410,8 +546,10 @@ static void print_table(const struct sp_qset *qs, const struct report_opts *o, s
 			}
 		}
 	}
-	if (n < qs->n)
-		printf("# ... %zu more quer%s (--top)\n", qs->n - n, qs->n - n == 1 ? "y" : "ies");
+	nown = nprog > n ? nprog - n : 0;
+	nown += own.queries > n ? (size_t)own.queries - n : 0;
+	if (nown)
+		printf("# ... %zu more quer%s (--top)\n", nown, nown == 1 ? "y" : "ies");
 }
 
 static void print_csv(const struct sp_qset *qs, size_t n)
@@ -420,7 +558,7 @@ static void print_csv(const struct sp_qset *qs, size_t n)
 
 	printf("fingerprint_id,kind,fingerprint,sql,count,total_ns,self_ns,mean_ns,p50_ns,p95_ns,"
 	       "p99_ns,max_ns,min_ns,rows,vm_steps,fullscan_steps,sorts,autoindex,errors,prepares,"
-	       "prepare_ns\n");
+	       "prepare_ns,sqlite_internal\n");
 	for (i = 0; i < n; i++) {
 		const struct sp_qrow *r = &qs->rows[i];
 
@@ -429,7 +567,7 @@ static void print_csv(const struct sp_qset *qs, size_t n)
 		putchar(',');
 		sp_csv_str(stdout, r->sql);
 		printf(",%llu,%llu,%llu,%.0f,%llu,%llu,%llu,%llu,%llu,%llu,%llu,%llu,%llu,%llu,%llu,%llu,"
-		       "%llu\n",
+		       "%llu,%d\n",
 		       (unsigned long long)r->count, (unsigned long long)r->total_ns,
 		       (unsigned long long)r->self_ns, r->mean_ns, (unsigned long long)r->p50_ns,
 		       (unsigned long long)r->p95_ns, (unsigned long long)r->p99_ns,
@@ -437,7 +575,8 @@ static void print_csv(const struct sp_qset *qs, size_t n)
 		       (unsigned long long)r->rows, (unsigned long long)r->vm_steps,
 		       (unsigned long long)r->fullscan_steps, (unsigned long long)r->sorts,
 		       (unsigned long long)r->autoindex, (unsigned long long)r->errors,
-		       (unsigned long long)r->prepares, (unsigned long long)r->prepare_ns);
+		       (unsigned long long)r->prepares, (unsigned long long)r->prepare_ns,
+		       sp_sqlite_own(r));
 	}
 }
 
@@ -530,7 +669,14 @@ static void print_run(const struct sp_qset *qs)
 	const char *p = qs->died;
 	struct death d;
 
-	if (qs->exit_status >= 0 || qs->duration_ns >= 0) {
+	if (agent_profile_) { /* nothing exited: the agent wrote what it had so far */
+		if (qs->duration_ns >= 0)
+			printf("# agent snapshot covering %.2f s (sqlprof agent; its programs were"
+			       " still running)\n",
+			       qs->duration_ns / 1e9);
+		else
+			printf("# agent snapshot (sqlprof agent; its programs were still running)\n");
+	} else if (qs->exit_status >= 0 || qs->duration_ns >= 0) {
 		printf("# run:");
 		if (qs->runs > 1) /* record --repeat: the last run's status, all runs' time */
 			printf(" %llu runs (--repeat), the last:", (unsigned long long)qs->runs);
@@ -560,8 +706,13 @@ static void print_json_deaths(const struct sp_qset *qs)
 	struct death d;
 	int first = 1;
 
-	printf(" \"exit_status\": %lld, \"duration_ns\": %lld, \"died\": [",
-	       (long long)qs->exit_status, (long long)qs->duration_ns);
+	/* an agent's snapshot: nothing exited (exit_status null) */
+	printf(" \"agent_snapshot\": %s, \"exit_status\": ", agent_profile_ ? "true" : "false");
+	if (agent_profile_)
+		printf("null");
+	else
+		printf("%lld", (long long)qs->exit_status);
+	printf(", \"duration_ns\": %lld, \"died\": [", (long long)qs->duration_ns);
 	while (next_death(&p, &d)) {
 		printf("%s{\"pid\": %lld, \"exe\": ", first ? "" : ", ", d.pid);
 		sp_json_str(stdout, d.exe);
@@ -747,6 +898,16 @@ static void print_json(const struct sp_qset *qs, size_t n, const struct sp_attri
 	printf(" \"prepare_ns\": %llu, \"schema_loads\": %llu,",
 	       (unsigned long long)sp_qset_prepare_ns(qs),
 	       (unsigned long long)sp_qset_schema_loads(qs));
+	{
+		/* included in the totals; its queries have "sqlite_internal": true */
+		struct own_sum own = own_sum(qs);
+
+		printf(" \"sqlite_internal\": {\"queries\": %llu, \"executions\": %llu,"
+		       " \"total_ns\": %llu, \"self_ns\": %llu, \"prepare_ns\": %llu},",
+		       (unsigned long long)own.queries, (unsigned long long)own.count,
+		       (unsigned long long)own.total_ns, (unsigned long long)own.self_ns,
+		       (unsigned long long)own.prepare_ns);
+	}
 	print_json_window(&qs->window);
 	printf(" \"queries\": [");
 	for (i = 0; i < n; i++) {
@@ -783,7 +944,8 @@ static void print_json(const struct sp_qset *qs, size_t n, const struct sp_attri
 			sp_json_str(stdout, r->plan_gap);
 		else
 			printf("null");
-		printf(", \"folded\": %s", r->folded ? "true" : "false");
+		printf(", \"folded\": %s, \"sqlite_internal\": %s", r->folded ? "true" : "false",
+		       sp_sqlite_own(r) ? "true" : "false");
 		print_json_sites(a, r);
 		printf("}");
 	}
@@ -900,7 +1062,7 @@ static void print_group_queries(const struct sp_qset *qs, const struct report_op
 		}
 		const struct sp_qrow *r = &qs->rows[q->row];
 		char *sql =
-			o->width ? sp_shorten(r->fingerprint, o->width) : strdup(r->fingerprint);
+			o->width ? shorten_bytes(r->fingerprint, o->width) : strdup(r->fingerprint);
 		char b[32];
 
 		if (!sql)
@@ -1140,7 +1302,7 @@ static void print_errors(const struct sp_failures *fs, const struct sp_attrib *a
 
 	for (i = 0; i < fs->n; i++) {
 		const struct sp_failure *x = &fs->f[i];
-		char *sql = sp_shorten(x->fingerprint, 100);
+		char *sql = shorten_bytes(x->fingerprint, 100);
 
 		if (!i)
 			printf("\n# failed executions\n");
@@ -1192,6 +1354,30 @@ static int estimate_sites(sqlite3 *db, const struct sp_qset *qs, struct sp_attri
 	hmap_free(&ix);
 	sp_qset_free(&whole);
 	return 0;
+}
+
+/* 1 for a known sort key; else a message listing the keys, and 0. */
+static int sort_key_ok(const char *key)
+{
+	struct sp_qset none = { 0 };
+
+	if (sp_qset_sort(&none, key) == 0)
+		return 1;
+	fprintf(stderr, "sqlprof report: unknown sort key '%s' (%s)\n", key, SORT_KEYS);
+	return 0;
+}
+
+/* 1 when db is an agent's snapshot (its meta has agent_updated): nothing
+ * exited. */
+static int is_agent_profile(sqlite3 *db)
+{
+	sqlite3_stmt *st;
+	int yes = sqlite3_prepare_v2(db, "SELECT 1 FROM meta WHERE key = 'agent_updated'", -1, &st,
+				     NULL) == SQLITE_OK &&
+		  sqlite3_step(st) == SQLITE_ROW;
+
+	sqlite3_finalize(st);
+	return yes;
 }
 
 int cmd_report(int argc, char **argv)
@@ -1299,6 +1485,8 @@ int cmd_report(int argc, char **argv)
 				"give one\n");
 		return SP_EXIT_USAGE;
 	}
+	if (!sort_key_ok(o.sort)) /* before the profile is read */
+		return SP_EXIT_USAGE;
 	if (optind < argc)
 		path = argv[optind++];
 	if (optind < argc) {
@@ -1310,6 +1498,7 @@ int cmd_report(int argc, char **argv)
 		fprintf(stderr, "sqlprof report: %s\n", err);
 		return SP_EXIT_INPUT;
 	}
+	agent_profile_ = is_agent_profile(db);
 	if (sp_winreq_on(&wr) && sp_window_resolve(db, &wr, &win, err, sizeof(err)) < 0) {
 		fprintf(stderr, "sqlprof report: %s: %s\n", path, err);
 		sqlite3_close(db);
@@ -1348,10 +1537,7 @@ int cmd_report(int argc, char **argv)
 		return SP_EXIT_INTERNAL;
 	}
 	if (sp_qset_sort(&qs, o.sort) < 0) {
-		fprintf(stderr,
-			"sqlprof report: unknown sort key '%s' (total, count, mean, p50, p95,"
-			" p99, max, rows, self, errors, vm, prepare)\n",
-			o.sort);
+		fprintf(stderr, "sqlprof report: unknown sort key '%s' (%s)\n", o.sort, SORT_KEYS);
 		sp_qset_free(&qs);
 		sp_attrib_free(&at);
 		sqlite3_close(db);

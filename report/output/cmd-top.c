@@ -47,9 +47,25 @@
 
 #define VIEW_MAX (256u << 20) /* the largest answer taken from an agent */
 
+/* Sort keys: --sort and the keys pressed (the letter of each). */
+enum { K_TIME, K_COUNT, K_RATE, K_MEAN, K_P95, K_ROWS, K_ERRORS, NKEYS };
+static const struct {
+	const char *name, *what;
+	char key;
+} sort_keys[NKEYS] = {
+	{ "time", "time", 't' },     { "count", "count", 'c' }, { "rate", "exec/s", 'x' },
+	{ "mean", "mean", 'm' },     { "p95", "p95", 'p' },     { "rows", "rows", 'r' },
+	{ "errors", "errors", 'e' },
+};
+
 struct top_opts {
 	const char *socket, *profile;
 	int once;
+	int sort;            /* K_* */
+	char query[17];      /* --query, or the row chosen with 1-9: its query_id in hex
+			      * (--query: a prefix of it) */
+	uint32_t query_kind; /* the chosen row's kind + 1; 0: either */
+	int query_set;       /* 1: show that query instead of the table */
 	double delay;
 	uint64_t nrows; /* 0: as many as fit */
 };
@@ -69,10 +85,14 @@ static void on_signal(int sig)
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: sqlprof top [--socket PATH | PROFILE] [--once] [--delay S] [-n N]\n"
+		   "                   [--sort KEY] [--query ID]\n"
 		   "\n"
 		   "A live table of the costliest queries of a running agent (or of a profile,\n"
 		   "read again at every refresh): executions a second, share of db time over\n"
-		   "the last interval, and totals. q quits.\n"
+		   "the last interval, and totals.\n"
+		   "Keys: q quits; t c x m p r e sort by time, count, exec/s, mean, p95, rows,\n"
+		   "errors; 1-9 show the query of that row (its full text, site and figures),\n"
+		   "any other key goes back to the table.\n"
 		   "\n"
 		   "      --socket PATH  the agent's socket (default: the one `sqlprof env` and\n"
 		   "                     `sqlprof agent` use)\n"
@@ -80,6 +100,10 @@ static void usage(FILE *f)
 		   "                     from an agent; no escape sequences)\n"
 		   "  -d, --delay S      seconds between refreshes (default 1; 0.1 to 3600)\n"
 		   "  -n, --rows N       at most N queries (default: what fits; 20 with --once)\n"
+		   "  -s, --sort KEY     time (default: db time in the last interval, else in\n"
+		   "                     total), count, rate, mean, p95, rows, errors\n"
+		   "  -q, --query ID     one query's details (its query_id, the report's\n"
+		   "                     fingerprint_id, or a prefix of it) instead of the table\n"
 		   "  -h, --help         this text\n"
 		   "\n"
 		   "examples:\n"
@@ -445,10 +469,28 @@ struct shown {
 	uint64_t d_ns;
 };
 
+static int sort_by; /* K_*, for shown_cmp */
+
+static double mean_of(const struct sp_live_row *r)
+{
+	return r->count ? (double)r->total_ns / (double)r->count : 0;
+}
+
 static int shown_cmp(const void *a, const void *b)
 {
 	const struct shown *x = a, *y = b;
+	double u = 0, v = 0;
 
+	switch (sort_by) {
+	case K_COUNT: u = (double)x->r->count, v = (double)y->r->count; break;
+	case K_RATE: u = x->rate, v = y->rate; break;
+	case K_MEAN: u = mean_of(x->r), v = mean_of(y->r); break;
+	case K_P95: u = (double)x->r->p95_ns, v = (double)y->r->p95_ns; break;
+	case K_ROWS: u = (double)x->r->rows, v = (double)y->r->rows; break;
+	case K_ERRORS: u = (double)x->r->errors, v = (double)y->r->errors; break;
+	}
+	if (u != v)
+		return u > v ? -1 : 1;
 	if (x->d_ns != y->d_ns)
 		return x->d_ns > y->d_ns ? -1 : 1;
 	if (x->r->total_ns != y->r->total_ns)
@@ -468,11 +510,150 @@ static void emit(FILE *f, const char *line, int tty, int cols)
 	free(l);
 }
 
-/* One frame: cur, with the interval since prev (NULL: totals only). */
+static uint64_t row_ids[9][2]; /* {fp_id, kind + 1} of the rows 1-9 of the last frame */
+
+/* The drill-down: the query o->query (with kind o->query_kind, or the
+ * first of either kind when it is 0 and the id a prefix) of cur, its whole
+ * text, site and figures. */
+static void detail(FILE *f, const struct sp_live *cur, const struct shown *sh,
+		   const struct sites *sites, const struct top_opts *o, int tty, int cols)
+{
+	const struct shown *x = NULL;
+	char line[1024], b[5][32];
+	size_t i;
+
+	for (i = 0; i < cur->n && !x; i++) {
+		char hex[17];
+
+		snprintf(hex, sizeof(hex), "%016llx", (unsigned long long)sh[i].r->fp_id);
+		if (!strncmp(hex, o->query, strlen(o->query)) &&
+		    (!o->query_kind || sh[i].r->kind + 1 == o->query_kind))
+			x = &sh[i];
+	}
+	if (!x) {
+		snprintf(line, sizeof(line), "query %s: not in this reading", o->query);
+		emit(f, line, tty, cols);
+		return;
+	}
+	snprintf(line, sizeof(line), "query %016llx (%s)", (unsigned long long)x->r->fp_id,
+		 sp_qkind_name(x->r->kind == SP_KIND_EXEC ? SP_QK_EXEC : SP_QK_STMT));
+	emit(f, line, tty, cols);
+	{
+		/* the whole text, in lines of the terminal's width (on a
+		 * terminal, 20 at most: the screen is redrawn in place) */
+		char *t = strdup(x->r->text ? x->r->text : "");
+		size_t w = cols > 4 ? (size_t)cols - 2 : 200, n, k, nl = 0;
+
+		if (t) {
+			sp_term_clean(t);
+			n = strlen(t);
+			for (k = 0; k < n; nl++) {
+				if (tty && nl == 20) {
+					snprintf(line, sizeof(line), "  ... (%zu more bytes)",
+						 n - k);
+					emit(f, line, tty, cols);
+					break;
+				}
+				size_t m = n - k < w ? n - k : w;
+
+				while (m < n - k && m > 1 &&
+				       ((unsigned char)t[k + m] & 0xC0) == 0x80)
+					m--;
+				snprintf(line, sizeof(line), "  %.*s", (int)m, t + k);
+				emit(f, line, tty, cols);
+				k += m;
+			}
+			free(t);
+		}
+	}
+	{
+		const char *st = x->r->site ? x->r->site : site_of(sites, x->r->fp_id, x->r->kind);
+		char site[512];
+
+		snprintf(site, sizeof(site), "site: %s", st ? st : "-");
+		sp_term_clean(site);
+		emit(f, site, tty, cols);
+	}
+	snprintf(line, sizeof(line), "executions %llu, rows %llu, errors %llu",
+		 (unsigned long long)x->r->count, (unsigned long long)x->r->rows,
+		 (unsigned long long)x->r->errors);
+	if (x->rate >= 0)
+		snprintf(line, sizeof(line),
+			 "executions %llu (%.1f/s over the last interval), rows %llu, errors %llu",
+			 (unsigned long long)x->r->count, x->rate, (unsigned long long)x->r->rows,
+			 (unsigned long long)x->r->errors);
+	emit(f, line, tty, cols);
+	if (x->share < 0)
+		snprintf(b[1], sizeof(b[1]), "-");
+	else
+		snprintf(b[1], sizeof(b[1]), "%.1f%%", x->share);
+	snprintf(line, sizeof(line), "db time %s in all; TIME%% %s",
+		 sp_fmt_ns(b[0], sizeof(b[0]), (double)x->r->total_ns), b[1]);
+	emit(f, line, tty, cols);
+	snprintf(line, sizeof(line), "per execution: min %s, mean %s, p50 %s, p95 %s, max %s",
+		 sp_fmt_ns(b[0], sizeof(b[0]), (double)x->r->min_ns),
+		 sp_fmt_ns(b[1], sizeof(b[1]), mean_of(x->r)),
+		 sp_fmt_ns(b[2], sizeof(b[2]), (double)x->r->p50_ns),
+		 sp_fmt_ns(b[3], sizeof(b[3]), (double)x->r->p95_ns),
+		 sp_fmt_ns(b[4], sizeof(b[4]), (double)x->r->max_ns));
+	emit(f, line, tty, cols);
+	if (tty)
+		emit(f, "(any key: back to the table)", tty, cols);
+}
+
 /* Why the last refresh had no reading ("": it had one), shown above the
  * table: an agent restarting or a profile being replaced does not end top. */
 static char status[PATH_MAX + 600];
 
+/* A frame's lines above the table: the source and its totals, why there
+ * is no new reading, the interval (dt < 0: none) and the sort, the keys. */
+static void frame_head(FILE *f, const char *source, const struct sp_live *cur,
+		       const struct top_opts *o, double dt, uint64_t d_count, uint64_t sum_d,
+		       int tty, int cols)
+{
+	char line[1024], src[512], b1[32];
+
+	snprintf(src, sizeof(src), "%s", source);
+	sp_term_clean(src);
+	if (tty)
+		fputs("\033[H", f);
+	snprintf(line, sizeof(line),
+		 "sqlprof top - %s: %llu process%s%s, %llu executions, %llu lost%s", src,
+		 (unsigned long long)cur->processes, cur->processes == 1 ? "" : "es",
+		 o->profile ? "" : " connected", (unsigned long long)cur->executions,
+		 (unsigned long long)cur->lost, cur->restarts ? " (agent restarted)" : "");
+	emit(f, line, tty, cols);
+	if (status[0]) {
+		char st[sizeof(status) + 64];
+
+		snprintf(st, sizeof(st), "(no new reading: %s; trying again)", status);
+		sp_term_clean(st);
+		emit(f, st, tty, cols);
+	}
+	if (cur->pending) {
+		snprintf(line, sizeof(line),
+			 "(%llu process%s of the previous agent not back yet: totals behind)",
+			 (unsigned long long)cur->pending, cur->pending == 1 ? "" : "es");
+		emit(f, line, tty, cols);
+	}
+	if (dt >= 0)
+		snprintf(line, sizeof(line),
+			 "last %.1f s: %llu executions, %s db time; sorted by %s%s", dt,
+			 (unsigned long long)d_count, sp_fmt_ns(b1, sizeof(b1), (double)sum_d),
+			 sort_keys[o->sort].what, o->sort == K_TIME ? " in it" : "");
+	else
+		snprintf(line, sizeof(line), "totals only (no earlier reading yet); sorted by %s%s",
+			 o->sort == K_TIME ? "total " : "", sort_keys[o->sort].what);
+	emit(f, line, tty, cols);
+	if (tty) /* the keys */
+		emit(f,
+		     "keys: q quit  sort: t time, c count, x exec/s, m mean, p p95, r rows,"
+		     " e errors  1-9: a row's query",
+		     tty, cols);
+	emit(f, "", tty, cols);
+}
+
+/* One frame: cur, with the interval since prev (NULL: totals only). */
 static void frame(FILE *f, const char *source, const struct sp_live *cur,
 		  const struct sp_live *prev, const struct sites *sites, const struct top_opts *o,
 		  int tty)
@@ -483,7 +664,7 @@ static void frame(FILE *f, const char *source, const struct sp_live *cur,
 	uint64_t sum_d = 0, sum_t = 0, d_count = 0;
 	int rows, cols, interval = prev && dt > 0, show_site;
 	size_t limit, i;
-	char line[1024], src[512], b1[32], b2[32];
+	char line[1024], b1[32], b2[32];
 
 	term_size(&rows, &cols);
 	if (!sh)
@@ -514,44 +695,23 @@ static void frame(FILE *f, const char *source, const struct sp_live *cur,
 		sum_d += sh[i].d_ns;
 		sum_t += r->total_ns;
 	}
+	/* no share of nothing: "-" when the db time is 0 */
 	for (i = 0; i < cur->n; i++)
 		sh[i].share = interval && sum_d ? 100.0 * (double)sh[i].d_ns / (double)sum_d
-			      : sum_t           ? 100.0 * (double)sh[i].r->total_ns / (double)sum_t
-						: 0;
+			      : !interval && sum_t
+				      ? 100.0 * (double)sh[i].r->total_ns / (double)sum_t
+				      : -1;
+	sort_by = o->sort;
 	sp_qsort(sh, cur->n, sizeof(*sh), shown_cmp);
+	for (i = 0; i < 9; i++) /* what 1-9 choose */
+		row_ids[i][0] = i < cur->n ? sh[i].r->fp_id : 0,
+		row_ids[i][1] = i < cur->n ? sh[i].r->kind + 1 : 0;
 
-	snprintf(src, sizeof(src), "%s", source);
-	sp_term_clean(src);
-	if (tty)
-		fputs("\033[H", f);
-	snprintf(line, sizeof(line),
-		 "sqlprof top - %s: %llu process%s%s, %llu executions, %llu lost%s", src,
-		 (unsigned long long)cur->processes, cur->processes == 1 ? "" : "es",
-		 o->profile ? "" : " connected", (unsigned long long)cur->executions,
-		 (unsigned long long)cur->lost, cur->restarts ? " (agent restarted)" : "");
-	emit(f, line, tty, cols);
-	if (status[0]) {
-		char st[sizeof(status) + 64];
-
-		snprintf(st, sizeof(st), "(no new reading: %s; trying again)", status);
-		sp_term_clean(st);
-		emit(f, st, tty, cols);
+	frame_head(f, source, cur, o, interval ? dt : -1, d_count, sum_d, tty, cols);
+	if (o->query_set) {
+		detail(f, cur, sh, sites, o, tty, cols);
+		goto done;
 	}
-	if (cur->pending) {
-		snprintf(line, sizeof(line),
-			 "(%llu process%s of the previous agent not back yet: totals behind)",
-			 (unsigned long long)cur->pending, cur->pending == 1 ? "" : "es");
-		emit(f, line, tty, cols);
-	}
-	if (interval)
-		snprintf(line, sizeof(line),
-			 "last %.1f s: %llu executions, %s db time; sorted by time in it", dt,
-			 (unsigned long long)d_count, sp_fmt_ns(b1, sizeof(b1), (double)sum_d));
-	else
-		snprintf(line, sizeof(line),
-			 "totals only (no earlier reading yet); sorted by total time");
-	emit(f, line, tty, cols);
-	emit(f, "", tty, cols);
 	/* the site only where the query still has room after it */
 	show_site = cols <= 0 || cols >= 130;
 	snprintf(line, sizeof(line), "%8s %6s %10s %9s %9s %10s %6s %-4s %-*s%s%s", "EXEC/S",
@@ -564,7 +724,7 @@ static void frame(FILE *f, const char *source, const struct sp_live *cur,
 	for (i = 0; i < cur->n && i < limit; i++) {
 		const struct sp_live_row *r = sh[i].r;
 		const char *site = r->site ? r->site : site_of(sites, r->fp_id, r->kind);
-		char rate[16], *text = sp_shorten(r->text, 400), sitebuf[64];
+		char rate[16], share[16], *text = sp_shorten(r->text, 400), sitebuf[64];
 
 		if (!text)
 			break;
@@ -576,9 +736,12 @@ static void frame(FILE *f, const char *source, const struct sp_live *cur,
 			snprintf(rate, sizeof(rate), "-");
 		else
 			snprintf(rate, sizeof(rate), "%.1f", sh[i].rate);
-		snprintf(line, sizeof(line),
-			 "%8s %5.1f%% %10llu %9s %9s %10llu %6llu %-4s %-*s%s%s", rate, sh[i].share,
-			 (unsigned long long)r->count,
+		if (sh[i].share < 0)
+			snprintf(share, sizeof(share), "-");
+		else
+			snprintf(share, sizeof(share), "%.1f%%", sh[i].share);
+		snprintf(line, sizeof(line), "%8s %6s %10llu %9s %9s %10llu %6llu %-4s %-*s%s%s",
+			 rate, share, (unsigned long long)r->count,
 			 sp_fmt_ns(b1, sizeof(b1),
 				   r->count ? (double)r->total_ns / (double)r->count : 0),
 			 sp_fmt_ns(b2, sizeof(b2), (double)r->p95_ns), (unsigned long long)r->rows,
@@ -590,6 +753,7 @@ static void frame(FILE *f, const char *source, const struct sp_live *cur,
 	}
 	if (!cur->n)
 		emit(f, "(no query yet)", tty, cols);
+done:
 	if (tty)
 		fputs("\033[J", f);
 	fflush(f);
@@ -618,12 +782,80 @@ static void sleep_s(double s)
 		;
 }
 
+/* -d S, -n N, -s KEY or -q ID into o: 0, or -1 with a message. */
+static int top_opt(int opt, const char *arg, struct top_opts *o)
+{
+	if (opt == 'd') {
+		if (sp_parse_double(arg, 0.1, 3600, &o->delay) == 0)
+			return 0;
+		fprintf(stderr, "sqlprof top: --delay wants seconds, 0.1 to 3600\n");
+	} else if (opt == 'n') {
+		if (sp_parse_u64(arg, &o->nrows) == 0 && o->nrows >= 1 && o->nrows <= 100000)
+			return 0;
+		fprintf(stderr, "sqlprof top: -n wants a number of queries, 1 to 100000\n");
+	} else if (opt == 's') {
+		for (o->sort = 0; o->sort < NKEYS && strcmp(arg, sort_keys[o->sort].name);
+		     o->sort++)
+			;
+		if (o->sort < NKEYS)
+			return 0;
+		fprintf(stderr,
+			"sqlprof top: unknown sort key '%s' (time, count, rate, mean, p95, rows,"
+			" errors)\n",
+			arg);
+	} else if (!*arg || strlen(arg) > 16 ||
+		   strspn(arg, "0123456789abcdefABCDEF") != strlen(arg)) {
+		fprintf(stderr,
+			"sqlprof top: --query wants a query_id (up to 16 hex digits), not '%s'\n",
+			arg);
+	} else {
+		for (size_t j = 0; arg[j]; j++)
+			o->query[j] = (char)(arg[j] | 0x20);
+		o->query_set = 1;
+		return 0;
+	}
+	sp_usage_hint("top");
+	return -1;
+}
+
+/* A key pressed: q quits (quit_sig); on the table, a sort key or 1-9 (the
+ * row's query); on a query, any key goes back. 1 to redraw. */
+static int on_key(struct top_opts *o, char ch)
+{
+	int k;
+
+	if (ch == 'q' || ch == 'Q') {
+		quit_sig = -1;
+		return 0;
+	}
+	for (k = 0; k < NKEYS && ch != sort_keys[k].key; k++)
+		;
+	if (o->query_set) {
+		o->query_set = 0;
+	} else if (k < NKEYS) {
+		o->sort = k;
+	} else if (ch >= '1' && ch <= '9' && row_ids[ch - '1'][1]) {
+		snprintf(o->query, sizeof(o->query), "%016llx",
+			 (unsigned long long)row_ids[ch - '1'][0]);
+		o->query_kind = (uint32_t)row_ids[ch - '1'][1];
+		o->query_set = 1;
+	} else {
+		return 0;
+	}
+	return 1;
+}
+
 int cmd_top(int argc, char **argv)
 {
 	static const struct option longopts[] = {
-		{ "socket", required_argument, NULL, 1 },  { "once", no_argument, NULL, 2 },
-		{ "delay", required_argument, NULL, 'd' }, { "rows", required_argument, NULL, 'n' },
-		{ "help", no_argument, NULL, 'h' },        { NULL, 0, NULL, 0 },
+		{ "socket", required_argument, NULL, 1 },
+		{ "once", no_argument, NULL, 2 },
+		{ "delay", required_argument, NULL, 'd' },
+		{ "rows", required_argument, NULL, 'n' },
+		{ "sort", required_argument, NULL, 's' },
+		{ "query", required_argument, NULL, 'q' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
 	};
 	struct top_opts o = { .delay = 1 };
 	char sockpath[PATH_MAX], err[PATH_MAX + 512], source[PATH_MAX + 16];
@@ -633,26 +865,17 @@ int cmd_top(int argc, char **argv)
 	int opt, tty, have_prev = 0, rc = SP_EXIT_INPUT;
 
 	optind = 1;
-	while ((opt = getopt_long(argc, argv, "d:n:h", longopts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "d:n:s:q:h", longopts, NULL)) != -1) {
 		switch (opt) {
+		case 'd':
+		case 'n':
+		case 's':
+		case 'q':
+			if (top_opt(opt, optarg, &o) < 0)
+				return SP_EXIT_USAGE;
+			break;
 		case 1: o.socket = optarg; break;
 		case 2: o.once = 1; break;
-		case 'd':
-			if (sp_parse_double(optarg, 0.1, 3600, &o.delay) < 0) {
-				fprintf(stderr,
-					"sqlprof top: --delay wants seconds, 0.1 to 3600\n");
-				sp_usage_hint("top");
-				return SP_EXIT_USAGE;
-			}
-			break;
-		case 'n':
-			if (sp_parse_u64(optarg, &o.nrows) < 0 || o.nrows < 1 || o.nrows > 100000) {
-				fprintf(stderr,
-					"sqlprof top: -n wants a number of queries, 1 to 100000\n");
-				sp_usage_hint("top");
-				return SP_EXIT_USAGE;
-			}
-			break;
 		case 'h': usage(stdout); return SP_EXIT_OK;
 		default: sp_usage_hint("top"); return SP_EXIT_USAGE;
 		}
@@ -718,7 +941,7 @@ int cmd_top(int argc, char **argv)
 	for (;;) {
 		struct pollfd pf = { STDIN_FILENO, POLLIN, 0 };
 		uint64_t left_ms = (uint64_t)(o.delay * 1000);
-		int refresh = 0;
+		int refresh = 0, redraw = 0;
 
 		frame(stdout, source, &cur, have_prev ? &prev : NULL, &sites, &o, tty);
 		if (!tty)
@@ -733,8 +956,7 @@ int cmd_top(int argc, char **argv)
 				ssize_t r = read(STDIN_FILENO, ch, sizeof(ch));
 
 				for (ssize_t j = 0; j < r; j++)
-					if (ch[j] == 'q' || ch[j] == 'Q')
-						quit_sig = -1;
+					redraw |= on_key(&o, ch[j]);
 				if (r == 0)
 					pf.fd = -1; /* stdin at its end: keep refreshing */
 			} else if (n > 0) {
@@ -750,8 +972,8 @@ int cmd_top(int argc, char **argv)
 				term_enter();
 				refresh = 1;
 			}
-			if (winch) {
-				winch = 0;
+			if (winch || redraw) {
+				winch = redraw = 0;
 				if (tty)
 					fputs("\033[2J", stdout);
 				frame(stdout, source, &cur, have_prev ? &prev : NULL, &sites, &o,

@@ -25,7 +25,8 @@ static const char css[] =
 	"body{font:14px sans-serif;margin:1em 2em;color:#222;overflow-wrap:anywhere}"
 	"h1{font-size:20px}h2{font-size:17px;margin-top:1.5em}"
 	"table{border-collapse:collapse}td,th{padding:2px 8px;border-bottom:1px solid #ddd}"
-	"th{cursor:pointer;background:#eee;text-align:right;user-select:none}"
+	"th{cursor:pointer;background:#eee;text-align:right;user-select:none;white-space:nowrap;"
+	"overflow-wrap:normal}"
 	"th.s,td.s{text-align:left}td{text-align:right;white-space:nowrap;font-variant-numeric:tabular-nums}"
 	"td.s{font-family:monospace;max-width:40em;white-space:normal;overflow-wrap:anywhere}"
 	"th.asc::after{content:' \\25B2'}th.desc::after{content:' \\25BC'}"
@@ -266,7 +267,7 @@ static int load_plans(struct sp_export *x, struct hmap *m)
 {
 	sqlite3_stmt *st;
 	int64_t cur = 0;
-	int fpcol = -1;
+	int fpcol = -1, shown;
 	char *buf = NULL, *tree;
 	size_t len = 0;
 	FILE *f = NULL;
@@ -304,20 +305,26 @@ static int load_plans(struct sp_export *x, struct hmap *m)
 			cur = fp;
 		}
 		tree = NULL;
+		shown = 0;
 		for (int c = 0, n = sqlite3_column_count(st); c < n; c++) {
 			const char *name = sqlite3_column_name(st, c);
 			const unsigned char *v = sqlite3_column_text(st, c);
 
-			if (c == fpcol)
+			/* fp_id, sql_id, schema_id: the profile's internal keys */
+			if (c == fpcol ||
+			    (name && strlen(name) > 3 && !strcmp(name + strlen(name) - 3, "_id")))
 				continue;
 			if (name && !strcmp(name, "plan") && v && !tree &&
 			    (tree = sp_plan_tree((const char *)v)) && *tree)
 				continue; /* drawn below, as the sqlite3 shell does */
+			if (shown++)
+				fputs("  ", f);
 			sp_xml_str(f, name ? name : "?");
 			fputs(": ", f);
 			sp_xml_str(f, v ? (const char *)v : "");
-			fputs(c + 1 < n ? "  " : "\n", f);
 		}
+		if (shown)
+			fputc('\n', f);
 		if (tree && *tree) {
 			fputs("\nQUERY PLAN\n", f);
 			sp_xml_str(f, tree);

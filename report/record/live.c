@@ -569,10 +569,67 @@ static int word_is(const char *w, size_t n, const char *kw)
 	return strlen(kw) == n && !strncmp(w, kw, n);
 }
 
+/* 1 when w[0..k) is an identifier that needs no quotes. */
+static int plain(const char *w, size_t k)
+{
+	for (size_t i = 0; i < k; i++)
+		if (!((unsigned char)w[i] >= 0x80 || w[i] == '_' ||
+		      ((w[i] | 0x20) >= 'a' && (w[i] | 0x20) <= 'z') ||
+		      (i && w[i] >= '0' && w[i] <= '9')))
+			return 0;
+	return k > 0;
+}
+
+/* The name at fp + st (n bytes) and the parts joined to it by dots
+ * ("main"."users", main.users, [t]): its last two parts unquoted, the
+ * default schema "main" left out, into out[len]; *p moves past it. */
+static void summary_name(const char *fp, size_t *p, size_t st, size_t n, char *out, size_t len)
+{
+	char part[2][72];
+	int np = 0;
+
+	for (;;) {
+		const char *w = fp + st, *dot;
+		size_t k = n;
+
+		if (k >= 3 && (*w == '"' || *w == '`' || *w == '[') &&
+		    w[k - 1] == (*w == '[' ? ']' : *w) && plain(w + 1, k - 2)) {
+			w++; /* "users": users; "my table" keeps its quotes */
+			k -= 2;
+		} else if ((dot = memchr(w, '.', k)) && dot + 1 < w + k) {
+			/* main.users: one word */
+			snprintf(part[0], sizeof(part[0]), "%.*s",
+				 (int)(dot - w < 64 ? dot - w : 64), w);
+			np = 1;
+			k -= (size_t)(dot + 1 - w);
+			w = dot + 1;
+		}
+		if (np == 2) {
+			memcpy(part[0], part[1], sizeof(part[0]));
+			np = 1;
+		}
+		snprintf(part[np++], sizeof(part[0]), "%.*s", (int)(k < 64 ? k : 64), w);
+		/* "main".x: the next part right after the dot */
+		if (fp[*p] != '.' ||
+		    !(fp[*p + 1] == '"' || fp[*p + 1] == '`' || fp[*p + 1] == '[' ||
+		      fp[*p + 1] == '_' || (unsigned char)fp[*p + 1] >= 0x80 ||
+		      ((fp[*p + 1] | 0x20) >= 'a' && (fp[*p + 1] | 0x20) <= 'z')))
+			break;
+		(*p)++;
+		if (!(n = next_word(fp, p, &st)))
+			break;
+	}
+	if (np == 2 && strcmp(part[0], "main"))
+		snprintf(out, len, "%s.%s", part[0], part[1]);
+	else
+		snprintf(out, len, "%s", part[np - 1]);
+}
+
 void sp_live_summary(const char *fp, char *out, size_t len)
 {
 	size_t p = 0, st = 0, n, opn, opst;
 	const char *after[] = { "FROM", "INTO", "UPDATE", "TABLE", "INDEX", "VIEW", "TRIGGER" };
+	char name[160];
 
 	out[0] = 0;
 	opn = next_word(fp, &p, &opst);
@@ -585,7 +642,8 @@ void sp_live_summary(const char *fp, char *out, size_t len)
 			next_word(fp, &p, &st);
 			n = next_word(fp, &p, &st);
 		}
-		snprintf(out, len, "UPDATE %.*s", (int)(n < 64 ? n : 64), fp + st);
+		summary_name(fp, &p, st, n, name, sizeof(name));
+		snprintf(out, len, "UPDATE %s", name);
 		return;
 	}
 	while ((n = next_word(fp, &p, &st))) {
@@ -598,10 +656,11 @@ void sp_live_summary(const char *fp, char *out, size_t len)
 				       (word_is(fp + st, tn, "IF") || word_is(fp + st, tn, "NOT") ||
 					word_is(fp + st, tn, "EXISTS")))
 					tn = next_word(fp, &p, &st);
-				if (tn)
-					snprintf(out, len, "%.*s %.*s", (int)(opn < 32 ? opn : 32),
-						 fp + opst, (int)(tn < 64 ? tn : 64), fp + st);
-				else
+				if (tn) {
+					summary_name(fp, &p, st, tn, name, sizeof(name));
+					snprintf(out, len, "%.*s %s", (int)(opn < 32 ? opn : 32),
+						 fp + opst, name);
+				} else
 					snprintf(out, len, "%.*s", (int)(opn < 32 ? opn : 32),
 						 fp + opst);
 				return;

@@ -195,6 +195,24 @@ static void label_value(FILE *f, const char *v)
 	}
 }
 
+/* 1 for SQLite's own work, grouped under db_query_summary="SQLite
+ * internal": a statement without SQL text, or a statement on one of
+ * SQLite's tables named with the schema quoted as SQLite writes it
+ * ("main".sqlite_master: its schema loads; a program writes sqlite_master
+ * or main.sqlite_master). The live rows carry no nesting, so the text
+ * alone decides (report uses the nesting too: doctor.c sp_sqlite_own). */
+static int sqlite_internal(const char *text)
+{
+	const char *p;
+
+	if (!strcmp(text, "<statement without SQL text>"))
+		return 1;
+	for (p = strstr(text, ".sqlite_"); p; p = strstr(p + 1, ".sqlite_"))
+		if (p > text && (p[-1] == '"' || p[-1] == '?'))
+			return 1;
+	return 0;
+}
+
 /* The labels of one series: a fingerprint's, or "other" (text NULL). */
 static void labels(FILE *f, uint64_t fp_id, uint32_t kind, const char *text)
 {
@@ -211,7 +229,10 @@ static void labels(FILE *f, uint64_t fp_id, uint32_t kind, const char *text)
 		char *q = sp_shorten(text, QUERY_LABEL_MAX);
 		char sum[128];
 
-		sp_live_summary(text, sum, sizeof(sum));
+		if (sqlite_internal(text))
+			snprintf(sum, sizeof(sum), "SQLite internal");
+		else
+			sp_live_summary(text, sum, sizeof(sum));
 		fprintf(f, "query_id=\"%016llx\",kind=\"%s\",query=\"", (unsigned long long)fp_id,
 			k);
 		label_value(f, q ? q : "?");
