@@ -1090,15 +1090,23 @@ static void print_site(FILE *f, const char *site)
 
 void sp_doctor_print_text(const struct sp_findings *fs, FILE *f)
 {
-	size_t i;
+	size_t i, shown[SP_RULE_NDOCTOR] = { 0 }, more[SP_RULE_NDOCTOR] = { 0 };
 
 	if (!fs->n)
 		return;
 	fprintf(f, "\n# query doctor: %zu finding%s\n", fs->n, fs->n == 1 ? "" : "s");
 	for (i = 0; i < fs->n; i++) {
 		const struct sp_finding *x = &fs->f[i];
-		char *sql = sp_shorten(x->q->fingerprint, 100);
+		char *sql;
 
+		/* the costliest SP_DOCTOR_TEXT_MAX of a rule (findings come in
+		 * the table's order): 10,000 texts each prepared per execution
+		 * made 40,000 lines of the same advice */
+		if ((unsigned)x->rule < SP_RULE_NDOCTOR && shown[x->rule]++ >= SP_DOCTOR_TEXT_MAX) {
+			more[x->rule]++;
+			continue;
+		}
+		sql = sp_shorten(x->q->fingerprint, 100);
 		if (sql)
 			sp_term_clean(sql);
 		fprintf(f, "%-10s  %s%s\n", sp_rule_name(x->rule),
@@ -1110,6 +1118,12 @@ void sp_doctor_print_text(const struct sp_findings *fs, FILE *f)
 		fprintf(f, "            suggestion: %s\n", x->suggestion);
 		free(sql);
 	}
+	for (i = 0; i < SP_RULE_NDOCTOR; i++)
+		if (more[i])
+			fprintf(f,
+				"%-10s  ... and %zu more queries with this finding, the same advice "
+				"(every one: --format json, or --format csv --findings)\n",
+				sp_rule_name((enum sp_rule)i), more[i]);
 }
 
 void sp_doctor_print(sqlite3 *db, const struct sp_qset *qs, const struct sp_attrib *at, FILE *f)

@@ -32,6 +32,10 @@ enum sp_rule {
 	SP_RULE_NDOCTOR,
 };
 
+/* report's text lists at most this many findings of a rule (the costliest,
+ * in the table's order) and counts the rest; JSON and CSV list them all. */
+#define SP_DOCTOR_TEXT_MAX 10
+
 /* Thresholds; SP_DOCTOR_DEFAULTS is what report and check use. */
 struct sp_doctor_opts {
 	uint64_t nplus1_min_run;        /* K: consecutive executions (10) */
