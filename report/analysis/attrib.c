@@ -495,6 +495,66 @@ static int unknown(const struct sp_frame *f)
 
 /* A site without symbols is told apart by its offset; a named function
  * without lines is one site however many of its pcs call SQLite. */
+/*
+ * A stack that a worker thread ran on behalf of code on another thread
+ * (aiosqlite's connection thread, npm sqlite3's libuv pool, a
+ * ThreadPoolExecutor): a thread's stack (its root is a thread's start,
+ * libc's start_thread/clone or Python's threading bootstrap, not the
+ * process's __libc_start_main) on which no frame is the program's own
+ * code, so the site is the worker's code and the caller, on another
+ * thread, is on no stack we take. A thread whose own function (the
+ * program's) issues the queries is not one: its site is that function.
+ * The worker is the thread's outermost frame past the start code (and
+ * past threading.py's and the interpreter's C frames in a Python
+ * thread, libuv's uv__thread_start). Returns it, or NULL when the stack
+ * is not a worker's.
+ */
+const struct sp_frame *sp_stack_worker(const struct sp_stk *s)
+{
+	const struct sp_frame *w = NULL;
+	int start = 0, main_root = 0, py_thread = 0, py = 0;
+	uint32_t i;
+
+	for (i = 0; s && i < s->nframes; i++) {
+		const struct sp_frame *f = &s->frames[i];
+		const char *b = sp_basename(f->module);
+
+		if (f->py) {
+			py = 1;
+			if (!strcmp(sp_basename(f->file), "threading.py") &&
+			    strstr(f->function, "_bootstrap"))
+				py_thread = 1;
+			if (py_skip(f) || sp_frame_is_library(f))
+				continue;
+			return NULL; /* the program's own Python code */
+		}
+		if (start_code(f)) {
+			start = 1;
+			main_root |= !strncmp(f->function, "__libc_start", 12) ||
+				     !strcmp(f->function, "_start");
+			continue;
+		}
+		if (unknown(f) || sp_is_profiler_module(f->module) ||
+		    !strncmp(b, "libsqlite3.so", 13) || sp_frame_is_library(f))
+			continue;
+		if (!py)
+			return NULL; /* the program's own native code */
+	}
+	if (!(py_thread || (start && !main_root)))
+		return NULL;
+	for (i = s->nframes; i-- > 0;) {
+		const struct sp_frame *f = &s->frames[i];
+
+		if (start_code(f) || unknown(f) || (py && !f->py) ||
+		    (f->py && !strcmp(sp_basename(f->file), "threading.py")) ||
+		    !strcmp(f->function, "uv__thread_start"))
+			continue;
+		w = f;
+		break;
+	}
+	return w;
+}
+
 static uint64_t site_offset(const struct sp_frame *f)
 {
 	return strcmp(f->function, "??") ? 0 : f->offset;
