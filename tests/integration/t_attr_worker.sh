@@ -10,7 +10,11 @@
 # (__init__.py:WORKER_RUN))"; 50 queries from the program's own thread
 # function (job, app.py:APP_JOB) and 30 on the main thread (app.py:
 # APP_MAIN) are at their lines, without the note (before: no note at
-# all, the worker's lambda looked like any site).
+# all, the worker's lambda looked like any site). Then natively: an npm
+# sqlite3 stand-in (tests/fixtures/worker/pool.c, built into
+# node_modules/) runs the program's 100 inserts on its thread -> the note
+# names worker (pool.c:POOL_WORKER); the program's main-thread query
+# (through the addon's setup, under main) gets none.
 . "$(dirname "$0")/lib.sh"
 "$PYTHON" -c 'import sys; sys.exit(sys.version_info < (3, 8))' 2>/dev/null ||
 	skip "$PYTHON is older than 3.8 (Python frames are read from 3.8)"
@@ -58,4 +62,20 @@ grep -A1 -- "-> 200 execs, .* at Connection.execute.<locals>.<lambda> (" rep |
 [ "$(grep -c "note: on a worker thread" rep)" -ge 1 ] || fail "no note"
 grep -B1 "note: on a worker thread" rep | grep -q "at job (\|at <module> (" && fail "a note under the program's own thread: $(cat rep)"
 echo "200 inserts at aioworker's lambda with the note naming Connection.run (__init__.py:$run); job (app.py:$job) and <module> (app.py:$main) without"
+
+# native: an npm sqlite3 stand-in (pool.c, in node_modules) runs the
+# program's 100 inserts on its own thread
+command -v gcc >/dev/null || skip "gcc not installed (the Python part passed)"
+R=node_modules/sqlite3/build/Release
+mkdir -p "$R" && gcc -shared -fPIC -g -O0 -o "$R/node_sqlite3.node" "$FIX/pool.c" -lsqlite3 -lpthread &&
+	gcc -g -O0 -o host "$FIX/host.c" "$R/node_sqlite3.node" -Wl,-rpath,"\$ORIGIN/$R" || fail "building pool.c and host.c"
+step=$(grep -n "/\* POOL_STEP \*/" "$FIX/pool.c" | cut -d: -f1)
+wrk=$(grep -n "/\* POOL_WORKER \*/" "$FIX/pool.c" | cut -d: -f1)
+"$SQLPROF" record -q --rate 1 -o n.db -- ./host >nout 2>nerr || fail "record host: $(cat nerr)"
+grep -qx 'done 100' nout || fail "host printed $(cat nout)"
+"$SQLPROF" report n.db >nrep || fail "report n.db"
+grep -A1 -- "-> 100 execs, .* at run_one (pool.c:$step)" nrep |
+	grep -q "note: on a worker thread (worker (pool.c:$wrk))" || fail "no worker note for the pool's inserts: $(cat nrep)"
+[ "$(grep -c "note: on a worker thread" nrep)" = 1 ] || fail "a note on the main thread's query too: $(cat nrep)"
+echo "100 inserts at run_one (pool.c:$step) with the note naming worker (pool.c:$wrk); the main thread's query without"
 exit 0
