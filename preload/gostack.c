@@ -36,9 +36,11 @@
  * address in the program's text. When they all passed, the same chains are
  * read with plain loads and the same checks (as pyframes.c does with
  * CPython's frames); a check that fails in the first walks turns Go frames
- * off for the process. The goroutine is blocked in the C call we are
- * inside, so its stack neither moves nor shrinks meanwhile (the runtime
- * does not shrink the stack of a goroutine in a system call or cgo call).
+ * off for the process (so does a process_vm_readv that a seccomp filter
+ * refuses: the stack then ends at asmcgocall, as before). The goroutine is
+ * blocked in the C call we are inside, so its stack neither moves nor
+ * shrinks meanwhile (the runtime does not shrink the stack of a goroutine
+ * in a system call or cgo call).
  *
  * Only sampled executions come here, and only when the walk meets a pc
  * it has no CFI for: a process without Go pays nothing.
@@ -205,9 +207,11 @@ int sp_go_walk(uintptr_t *end, intptr_t i, int max, uintptr_t rsp, uintptr_t rbp
 	uintptr_t g, depth, st[2], sp, fr[2], ra;
 	int goff, doff, direct, saved, ok = 0, frames = 0;
 
-	if (!is_cgo_return(pc))
-		return -1;
 	saved = errno;
+	if (!is_cgo_return(pc)) {
+		errno = saved; /* getauxval may set it */
+		return -1;
+	}
 	goff = atomic_load_explicit(&go_goff, memory_order_relaxed);
 	doff = atomic_load_explicit(&go_doff, memory_order_relaxed);
 	direct = atomic_load_explicit(&go_direct, memory_order_acquire);
