@@ -205,7 +205,7 @@ int sp_go_walk(uintptr_t *end, intptr_t i, int max, uintptr_t rsp, uintptr_t rbp
 	       uintptr_t hi8)
 {
 	uintptr_t g, depth, st[2], sp, fr[2], ra;
-	int goff, doff, direct, saved, ok = 0, frames = 0;
+	int goff, doff, direct, saved, ok = 0;
 
 	saved = errno;
 	if (!is_cgo_return(pc)) {
@@ -234,7 +234,6 @@ int sp_go_walk(uintptr_t *end, intptr_t i, int max, uintptr_t rsp, uintptr_t rbp
 	end[i] = ra;
 	if (++i == 0)
 		goto done;
-	frames++;
 	/* the frame-pointer chain from asmcgocall's caller's frame */
 	while (rbp > sp && rbp <= st[1] - 16 && !(rbp & 7)) {
 		if (rd(rbp, fr, sizeof(fr), direct) < 0)
@@ -244,7 +243,6 @@ int sp_go_walk(uintptr_t *end, intptr_t i, int max, uintptr_t rsp, uintptr_t rbp
 		if (!in_text(fr[1], 1))
 			goto out;
 		end[i] = fr[1];
-		frames++;
 		if (++i == 0)
 			break;
 		sp = rbp;

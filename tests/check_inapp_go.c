@@ -14,7 +14,9 @@
 
 static int lib(const char *module, const char *file)
 {
-	struct sp_frame f = { .module = (char *)module, .function = (char *)"f", .file = (char *)file };
+	struct sp_frame f = { .module = (char *)module,
+			      .function = (char *)"f",
+			      .file = (char *)file };
 
 	return sp_frame_is_library(&f);
 }
@@ -44,11 +46,11 @@ START_TEST(test_go_own)
 	const char *m = "/home/u/app/app";
 
 	ck_assert(!lib(m, "/home/u/app/main.go"));
-	ck_assert(!lib(m, "/home/u/go/src/myapp/main.go"));         /* GOPATH mode */
+	ck_assert(!lib(m, "/home/u/go/src/myapp/main.go"));           /* GOPATH mode */
 	ck_assert(!lib(m, "/home/u/go/src/github.com/me/app/db.go")); /* GOPATH mode */
-	ck_assert(!lib(m, "/home/u/src/runtime/main.go"));           /* not a GOROOT */
-	ck_assert(!lib(m, "/home/u/me@work/app/main.go"));           /* an @, no version */
-	ck_assert(!lib(m, "example.com/app/main.go"));               /* -trimpath */
+	ck_assert(!lib(m, "/home/u/src/runtime/main.go"));            /* not a GOROOT */
+	ck_assert(!lib(m, "/home/u/me@work/app/main.go"));            /* an @, no version */
+	ck_assert(!lib(m, "example.com/app/main.go"));                /* -trimpath */
 	ck_assert(!lib(m, "/home/u/app/sql/runtime.go"));
 }
 END_TEST

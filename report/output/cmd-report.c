@@ -181,9 +181,10 @@ static void print_table_sites(const struct sp_attrib *a, const struct sp_qrow *r
 				printf("%13s note: on a worker thread (%s) with no frame of the program's "
 				       "own: its caller is on another thread, not followed "
 				       "(docs/attribution.md, Worker threads)\n",
-				       "", sp_where(b2, sizeof(b2), w->function,
-						    sp_path_rel(w->file, root_), w->line, w->module,
-						    w->offset));
+				       "",
+				       sp_where(b2, sizeof(b2), w->function,
+						sp_path_rel(w->file, root_), w->line, w->module,
+						w->offset));
 		}
 		if (stacks)
 			print_stack(a, q->pid, q->stack_id, "                 ");
