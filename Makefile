@@ -147,8 +147,9 @@ $(BUILD)/tests/%: tests/%.c $(LIBCLI) $(LIBSYM)
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) -o $@ $< $(LIBCLI) $(LIBSYM) $(SAN_LDFLAGS) $(LIBS) $(CHECK_LIBS)
 
-# check_unwind compiles the unwinder itself (#include "../preload/unwind.c").
-$(BUILD)/tests/check_unwind: preload/unwind.c preload/sp_preload.h preload/sp_wire.h
+# check_unwind compiles the unwinder itself (#include "../preload/unwind.c",
+# and gostack.c, the Go frames its walk goes on with).
+$(BUILD)/tests/check_unwind: preload/unwind.c preload/gostack.c preload/sp_preload.h preload/sp_wire.h
 # check_params runs the bound values' hash and probe (header-only) itself.
 $(BUILD)/tests/check_params: preload/sp_params.h preload/sp_probe.h
 

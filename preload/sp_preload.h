@@ -15,7 +15,8 @@
  * (rings, connection, module map, BYE), plan.c and shims_plan.c (query
  * plans, invisible to the program), unwind.c (the frame-pointer and CFI
  * stack walk), params.c (the bound values' hash of drawn executions),
- * pyframes.c (CPython's frames), deepbind.c (libraries loaded with
+ * pyframes.c (CPython's frames), gostack.c (Go's goroutine frames past
+ * runtime.asmcgocall), deepbind.c (libraries loaded with
  * RTLD_DEEPBIND), elfdyn.c (ELF dynamic sections), embed.c (SQLite
  * compiled into the program: its own hooks).
  */
@@ -723,6 +724,15 @@ int sp_backtrace_keep_errno(uintptr_t *pcs, int max);
  * own module map. */
 extern atomic_ulong sp_unloads;
 extern uint64_t sp_image_salt;
+
+/* gostack.c: a Go program's goroutine frames past runtime.asmcgocall.
+ * The walk met pc (no CFI for it), rsp and rbp as the frame below left
+ * them: when pc is asmcgocall's return from C, the goroutine's pcs go on
+ * at end[i] (i < 0, as in unwind.c's walk_slow) and the walk's result is
+ * returned; else -1. hi8: the thread stack's top - 8. */
+int sp_go_walk(uintptr_t *end, intptr_t i, int max, uintptr_t rsp, uintptr_t rbp, uintptr_t pc,
+	       uintptr_t hi8);
+int sp_go_restore_code(const uint8_t *code, int *goff, int *doff);
 
 /* pyframes.c: the Python frames of a CPython process */
 #define SP_PY_STATE_OFF 4

@@ -717,8 +717,8 @@ __attribute__((noinline, cold)) static int walk_slow(uintptr_t *end, intptr_t i,
 		r = rule_of(c, pc);
 		if (r.flags & RULE_END)
 			break;
-		if (!(r.flags & RULE_OK))
-			return -1;
+		if (!(r.flags & RULE_OK)) /* no CFI: Go's asmcgocall, else -1 */
+			return sp_go_walk(end, i, max, rsp, rbp, pc, hi8);
 		cfa = ((r.flags & CFA_RBP) ? rbp : rsp) + (intptr_t)r.cfa_off;
 		if (cfa < rsp + 8 || cfa > hi8)
 			break; /* left the stack: the walk ends here */

@@ -30,6 +30,9 @@ required+=(tcl libsqlite3-tcl)
 # package (t_embedded_sqlite; npm comes with nodejs here), Go builds a cgo
 # program with it (t_embedded_go).
 required+=(golang-go)
+# Debian's go-sqlite3 (GOPATH source in /usr/share/gocode): the Go
+# program of t_attr_go_stack (database/sql + mattn/go-sqlite3, offline).
+required+=(golang-github-mattn-go-sqlite3-dev)
 # libiberty's rust_demangle: Rust's legacy and v0 names (symbolizer/sym.c).
 required+=(libiberty-dev)
 optional=(ltrace clang libclang-rt-14-dev protobuf-compiler)

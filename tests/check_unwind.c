@@ -25,6 +25,7 @@
 #include <time.h>
 
 #include "../preload/unwind.c"
+#include "../preload/gostack.c"
 
 #define MAXF 128
 
@@ -847,6 +848,42 @@ static int walks(const char *arg)
 	return 0;
 }
 
+/* gostack.c reads where asmcgocall keeps g and depth from its code after
+ * the call of C: Go 1.19's (objdump of a go1.19.8 cgo program: g at
+ * 0x30(SP), depth at 0x28(SP)), the newer one (8(SP), 0(SP)), a
+ * position-independent build's get_tls first; other code is not it. */
+START_TEST(test_go_restore_code)
+{
+	static const uint8_t go119[] = { 0x48, 0x8b, 0x7c, 0x24, 0x30, 0x48, 0x8b, 0x77,
+					 0x08, 0x48, 0x2b, 0x74, 0x24, 0x28, 0x64, 0x48,
+					 0x89, 0x3c, 0x25, 0xf8, 0xff, 0xff, 0xff, 0x90 };
+	static const uint8_t go122[] = { 0x48, 0x8b, 0x7c, 0x24, 0x08, 0x48, 0x8b, 0x77,
+					 0x08, 0x48, 0x2b, 0x34, 0x24, 0x90, 0x90, 0x90,
+					 0x90, 0x90, 0x90, 0x90, 0x90, 0x90, 0x90, 0x90 };
+	static const uint8_t pie[] = { 0x48, 0x8b, 0x0d, 0x10, 0x20, 0x30, 0x00, 0x48,
+				       0x8b, 0x7c, 0x24, 0x30, 0x48, 0x8b, 0x77, 0x08,
+				       0x48, 0x2b, 0x74, 0x24, 0x28, 0x90, 0x90, 0x90 };
+	/* asmcgocall's nosave path: MOVQ 0x28(SP), SI; MOVQ SI, SP */
+	static const uint8_t nosave[] = { 0x48, 0x8b, 0x74, 0x24, 0x28, 0x48, 0x89, 0xf4,
+					  0x89, 0x44, 0x24, 0x18, 0xc3, 0xcc, 0xcc, 0xcc,
+					  0xcc, 0xcc, 0xcc, 0xcc, 0xcc, 0xcc, 0xcc, 0xcc };
+	int g = -1, d = -1;
+
+	ck_assert_int_eq(sp_go_restore_code(go119, &g, &d), 1);
+	ck_assert_int_eq(g, 0x30);
+	ck_assert_int_eq(d, 0x28);
+	ck_assert_int_eq(sp_go_restore_code(go122, &g, &d), 1);
+	ck_assert_int_eq(g, 8);
+	ck_assert_int_eq(d, 0);
+	ck_assert_int_eq(sp_go_restore_code(pie, &g, &d), 1);
+	ck_assert_int_eq(g, 0x30);
+	ck_assert_int_eq(d, 0x28);
+	ck_assert_int_eq(sp_go_restore_code(nosave, &g, &d), 0);
+	/* not a Go program: a C return address meets no Go code */
+	ck_assert_int_eq(sp_go_walk(NULL, -1, 1, 0, 0, (uintptr_t)&test_go_restore_code, 0), -1);
+}
+END_TEST
+
 int main(int argc, char **argv)
 {
 	Suite *s = suite_create("unwind");
@@ -865,6 +902,7 @@ int main(int argc, char **argv)
 	tcase_add_test(tc, test_errno);
 	tcase_add_test(tc, test_signal);
 	tcase_add_test(tc, test_memo);
+	tcase_add_test(tc, test_go_restore_code);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("threads");
 	tcase_add_test(tc, test_threads);

@@ -157,6 +157,11 @@ void sp_attrib_set_all_frames(int on);
  * node_modules or a Ruby gem, or its source file in Cargo's registry,
  * Rust's or Go's standard library, Go's module cache or /usr/include. */
 int sp_frame_is_library(const struct sp_frame *f);
+/* A worker thread's stack: a thread's (not the process's main) with no
+ * frame of the program's own code, so its caller is on another thread
+ * (aiosqlite, npm sqlite3's libuv pool): the worker's outermost frame
+ * (its entry, past the start code); NULL for any other stack or none. */
+const struct sp_frame *sp_stack_worker(const struct sp_stk *s);
 /* Where a frame or site is, for people: "function (file:line)"; without a
  * source file (file "??") "function (module+0xOFF)" with the pc's offset
  * in the module's file, or "function (module)" when that is unknown

@@ -176,6 +176,20 @@ static void print_table_sites(const struct sp_attrib *a, const struct sp_qrow *r
 		print_site_name(a, q->site);
 		printf(" [%llu sample%s]\n", (unsigned long long)q->samples,
 		       pl((double)q->samples));
+		if (q->site >= 0) { /* issue 26: the caller is on another thread */
+			const struct sp_frame *w =
+				sp_stack_worker(sp_attrib_stack(a, q->pid, q->stack_id));
+			char b2[1024];
+
+			if (w)
+				printf("%13s note: on a worker thread (%s) with no frame of the program's "
+				       "own: its caller is on another thread, not followed "
+				       "(docs/attribution.md, Worker threads)\n",
+				       "",
+				       sp_where(b2, sizeof(b2), w->function,
+						sp_path_rel(w->file, root_), w->line, w->module,
+						w->offset));
+		}
 		if (stacks)
 			print_stack(a, q->pid, q->stack_id, "                 ");
 	}
@@ -616,6 +630,17 @@ static void print_json_sites(const struct sp_attrib *a, const struct sp_qrow *r)
 			printf(", \"library_site\": {\"function\": ");
 			print_json_site_fields(&a->sites[q->lib_site]);
 			printf("}");
+		}
+		if (q->site >= 0) { /* issue 26: its example stack is a worker thread's */
+			const struct sp_frame *w =
+				sp_stack_worker(sp_attrib_stack(a, q->pid, q->stack_id));
+			char b2[1024];
+
+			if (w) {
+				printf(", \"worker_thread\": ");
+				sp_json_str(stdout, sp_where(b2, sizeof(b2), w->function, w->file,
+							     w->line, w->module, w->offset));
+			}
 		}
 		printf(", \"samples\": %llu, \"est_count\": %.0f, \"est_total_ns\": %.0f}",
 		       (unsigned long long)q->samples, q->est_count, q->est_total_ns);
