@@ -60,9 +60,20 @@ static int rb_detect(struct sp_thread *t, uintptr_t *text)
 static int rb_frames(struct sp_thread *t, uintptr_t *fr, uint32_t *line, int max)
 {
 	(void)t;
+	int n, j = 0;
+
 	if (!native_thread_p())
 		return 0; /* a thread Ruby does not know: no frames of it */
-	return profile_frames(0, max, (VALUE *)fr, (int *)line);
+	n = profile_frames(0, max, (VALUE *)fr, (int *)line);
+	/* a frame of Ruby code without a line is the interpreter's own (the
+	 * top frame under a script's <main>, which caller_locations does not
+	 * show either); a C method's frame has no line and no file */
+	for (int i = 0; i < n; i++)
+		if (line[i] || !is_string(frame_path(fr[i]))) {
+			fr[j] = fr[i];
+			line[j++] = line[i];
+		}
+	return j;
 }
 
 static int rb_ident(uintptr_t fr, uintptr_t k[3])
@@ -106,8 +117,9 @@ static int str(VALUE v, char *out, int max)
 	return n;
 }
 
-/* Name: the label (a method's name, "block in x", "<main>"); a C
- * method's has no file ("<cfunc>"). */
+/* Name: the label: a method's name (a block's frame is named after its
+ * method: Ruby 3 gives the method's entry for both), "<main>", "<top
+ * (required)>"; a C method's frame has no file ("<cfunc>"). */
 static int rb_describe(uintptr_t fr, const uintptr_t k[3], char *name, int *nl, char *file,
 		       int *fl)
 {
