@@ -53,16 +53,10 @@ static pthread_mutex_t slots_lock = PTHREAD_MUTEX_INITIALIZER;
  * (sp_if_direct). */
 atomic_int sp_if_direct;
 
-int sp_if_rd(uintptr_t addr, void *out, size_t n)
+int sp_if_rd_checked(uintptr_t addr, void *out, size_t n)
 {
 	struct iovec l = { out, n }, r = { (void *)addr, n };
 
-	if (addr < 4096 || addr + n < addr || addr + n > (1ULL << 47))
-		return -1;
-	if (atomic_load_explicit(&sp_if_direct, memory_order_relaxed)) {
-		memcpy(out, (const void *)addr, n);
-		return 0;
-	}
 	return process_vm_readv(self_pid, &l, 1, &r, 1, 0) == (ssize_t)n ? 0 : -1;
 }
 
@@ -158,7 +152,8 @@ int sp_if_detect(struct sp_thread *t)
 }
 
 /* The number of the function whose identity is k, sending its name and
- * file first if it is new; 0 when they cannot be read or sent. */
+ * file first if it is new; 0 when they cannot be read or sent. The
+ * caller holds slots_lock. */
 static uint32_t number(struct sp_thread *t, const uintptr_t k[3], uintptr_t frame)
 {
 	const uint32_t rmax = (uint32_t)((sizeof(struct sp_rec_pycode) + SP_IF_NAME_MAX +
@@ -167,7 +162,6 @@ static uint32_t number(struct sp_thread *t, const uintptr_t k[3], uintptr_t fram
 	uint64_t h = ((uint64_t)(k[0] ^ k[1] * 31 ^ k[2] * 17) * 0x9E3779B97F4A7C15ULL) >> 51;
 	uint32_t num = 0;
 
-	pthread_mutex_lock(&slots_lock);
 	for (uint32_t n = 0; n < 16; n++) {
 		struct if_slot *c = &slots[(h + n) & (IF_SLOTS - 1)];
 
@@ -211,7 +205,6 @@ static uint32_t number(struct sp_thread *t, const uintptr_t k[3], uintptr_t fram
 			break;
 		}
 	}
-	pthread_mutex_unlock(&slots_lock);
 	return num;
 }
 
@@ -239,6 +232,7 @@ int sp_if_splice(struct sp_thread *t, uintptr_t *pcs, int n, int cap)
 		;
 	for (i = 0; i < at && j < cap; i++)
 		out[j++] = pcs[i];
+	pthread_mutex_lock(&slots_lock);
 	for (i = 0; i < nf && j < cap; i++) {
 		uintptr_t k[3];
 		uint32_t num;
@@ -249,6 +243,7 @@ int sp_if_splice(struct sp_thread *t, uintptr_t *pcs, int n, int cap)
 		if (num)
 			out[j++] = (uintptr_t)SP_PYFRAME(num, line[i]);
 	}
+	pthread_mutex_unlock(&slots_lock);
 	for (i = at; i < n && j < cap; i++)
 		out[j++] = pcs[i];
 	memcpy(pcs, out, (size_t)j * sizeof(*pcs));

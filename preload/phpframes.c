@@ -109,9 +109,8 @@ static int zstr(uintptr_t s, char *out, int max)
 
 /* The check of a stack read through process_vm_readv: its innermost user
  * frame is the engine's. */
-static int check(uintptr_t ex, uint32_t line)
+static int check(uintptr_t func, uint32_t line)
 {
-	uintptr_t func = rd_ptr(ex + L->ex_func);
 	const char *want = executed_filename();
 	char file[256];
 	int n = zstr(rd_ptr(func + L->fn_filename), file, sizeof(file));
@@ -144,7 +143,7 @@ static int php_frames(struct sp_thread *t, uintptr_t *fr, uint32_t *line, int ma
 				ln = 0;
 			if (type == USER_FUNCTION && user < 0)
 				user = n;
-			fr[n] = ex;
+			fr[n] = func;
 			line[n] = ln;
 			n++;
 		}
@@ -162,30 +161,30 @@ static int php_frames(struct sp_thread *t, uintptr_t *fr, uint32_t *line, int ma
 	return n;
 }
 
-static int php_ident(uintptr_t ex, uintptr_t k[3])
+/* fr: the frame's function (php_frames checked its type) */
+static int php_ident(uintptr_t func, uintptr_t k[3])
 {
-	uintptr_t func = rd_ptr(ex + L->ex_func);
-	uint8_t type = 0;
+	uintptr_t h[3]; /* type, function_name, scope */
 
-	if (!func || sp_if_rd(func, &type, 1) < 0)
+	if (sp_if_rd(func, h, sizeof(h)) < 0)
 		return -1;
 	k[0] = func;
-	k[1] = rd_ptr(func + L->fn_name);
-	k[2] = type == USER_FUNCTION ? rd_ptr(func + L->fn_filename) : rd_ptr(func + L->fn_scope);
+	k[1] = h[L->fn_name / 8];
+	k[2] = (uint8_t)h[0] == USER_FUNCTION ? rd_ptr(func + L->fn_filename) : h[L->fn_scope / 8];
 	return 0;
 }
 
 /* Name: Class::function, function, or {main} (a file's own code);
  * file: the user function's, "<internal>" for the engine's and the
  * extensions' functions. */
-static int php_describe(uintptr_t ex, const uintptr_t k[3], char *name, int *nl, char *file,
+static int php_describe(uintptr_t func, const uintptr_t k[3], char *name, int *nl, char *file,
 			int *fl)
 {
 	uintptr_t scope = rd_ptr(k[0] + L->fn_scope);
 	uint8_t type = 0;
 	int n = 0, m;
 
-	(void)ex;
+	(void)func;
 	if (sp_if_rd(k[0], &type, 1) < 0)
 		return -1;
 	if (scope && (m = zstr(rd_ptr(scope + L->ce_name), name, SP_IF_NAME_MAX - 2)) > 0) {

@@ -795,7 +795,19 @@ extern const struct sp_if_lang *sp_if_lang; /* NULL: neither read */
 extern atomic_int sp_if_direct;             /* sp_if_rd: plain loads from now on */
 int sp_if_detect(struct sp_thread *t);
 int sp_if_splice(struct sp_thread *t, uintptr_t *pcs, int n, int cap);
-int sp_if_rd(uintptr_t addr, void *out, size_t n); /* 0, or -1: not readable */
+int sp_if_rd_checked(uintptr_t addr, void *out, size_t n);
+/* 0, or -1: not readable: a user-space address, read through
+ * process_vm_readv until sp_if_direct, then with a plain load */
+SP_INLINE int sp_if_rd(uintptr_t addr, void *out, size_t n)
+{
+	if (addr < 4096 || addr + n < addr || addr + n > (1ULL << 47))
+		return -1;
+	if (likely(atomic_load_explicit(&sp_if_direct, memory_order_relaxed))) {
+		__builtin_memcpy(out, (const void *)addr, n);
+		return 0;
+	}
+	return sp_if_rd_checked(addr, out, n);
+}
 void sp_if_info(struct sp_thread *t, uint32_t status, const char *text);
 
 /* The next time (mono ns) a slow path looks at the connection: whether
