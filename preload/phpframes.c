@@ -20,6 +20,7 @@
  */
 #include <dlfcn.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -81,6 +82,16 @@ static int php_detect(struct sp_thread *t, uintptr_t *text)
 	for (size_t i = 0; i < sizeof(layouts) / sizeof(layouts[0]); i++)
 		if (layouts[i].major == major && layouts[i].minor == minor)
 			L = &layouts[i];
+	/* SQLPROF_PHP_EG_OFFSET=N reads current_execute_data at offset N of
+	 * executor_globals (the tests use it to check that a wrong layout is
+	 * caught and harms nothing) */
+	if (L && getenv("SQLPROF_PHP_EG_OFFSET")) {
+		static struct php_layout skewed;
+
+		skewed = *L;
+		skewed.eg_ex = (uint16_t)strtoul(getenv("SQLPROF_PHP_EG_OFFSET"), NULL, 0);
+		L = &skewed;
+	}
 	if (!L || !eg || !executed_filename || !executed_lineno) {
 		sp_if_info(t, SP_PY_UNSUPPORTED, what);
 		return -1;
@@ -149,8 +160,13 @@ static int php_frames(struct sp_thread *t, uintptr_t *fr, uint32_t *line, int ma
 		}
 		ex = w[L->ex_prev / 8];
 	}
-	if (!atomic_load_explicit(&sp_if_direct, memory_order_relaxed) && user >= 0) {
-		if (!check(fr[user], line[user])) {
+	if (!atomic_load_explicit(&sp_if_direct, memory_order_relaxed)) {
+		/* no user frame where the engine has one: not its layout */
+		if (user < 0 && strcmp(executed_filename(), "[no active file]"))
+			user = -2;
+		else if (user < 0)
+			return 0; /* nothing to check these frames against: none */
+		if (user == -2 || !check(fr[user], line[user])) {
 			atomic_store(&broken, 1);
 			sp_if_info(t, SP_PY_UNREADABLE, "PHP frames do not match the engine's");
 			return 0;

@@ -367,12 +367,17 @@ static void explain_empty(const struct sp_coll *c, int follow, int status, const
 			foreign, procs(foreign));
 	if (c->py_unsupported)
 		fprintf(stderr,
-			"sqlprof: warning: %u %s run a CPython whose frames sqlprof cannot "
+			"sqlprof: warning: %u %s run %s whose frames sqlprof cannot "
 			"read (%s): their queries are attributed to native frames\n",
-			c->py_unsupported, procs(c->py_unsupported), c->py_version);
+			c->py_unsupported, procs(c->py_unsupported),
+			/* Ruby's and PHP's say so (preload/iframes.c) */
+			!strncmp(c->py_version, "PHP", 3) || !strncmp(c->py_version, "ruby", 4)
+				? "an interpreter"
+				: "a CPython",
+			c->py_version);
 	if (c->py_unreadable)
 		fprintf(stderr,
-			"sqlprof: warning: %u Python %s could not read their interpreter's "
+			"sqlprof: warning: %u %s could not read their interpreter's "
 			"frames (process_vm_readv refused, or the frames did not check out): their "
 			"queries are attributed to native frames\n",
 			c->py_unreadable, procs(c->py_unreadable));

@@ -9,7 +9,8 @@
 # `SELECT bt()` through PDO and through SQLite3 equal PHP's own
 # debug_backtrace() taken inside that query (a SQL function); a Composer
 # vendor/ package between the user's code and PDO is passed over; output
-# unchanged; SQLPROF_PY_FRAMES=0 gives the native site back.
+# unchanged; SQLPROF_PY_FRAMES=0 gives the native site back; a wrong
+# layout (SQLPROF_PHP_EG_OFFSET) is caught, warned about once, harmless.
 . "$(dirname "$0")/lib.sh"
 
 command -v php >/dev/null || skip "php not installed (scripts/install-deps.sh: php-cli)"
@@ -61,4 +62,24 @@ SQLPROF_PY_FRAMES=0 "$SQLPROF" record -q --rate 1 -o "$TMP/off.db" -- php "$app/
 "$SQLPROF" report "$TMP/off.db" >"$TMP/off.txt" || fail "report, frames off"
 grep -A1 'INSERT INTO posts(title)' "$TMP/off.txt" | grep -q 'pdo_sqlite.so' ||
 	fail "frames off: the INSERT's site is not pdo_sqlite's: $(grep -A1 'INSERT INTO posts' "$TMP/off.txt")"
+
+# a wrong layout (current_execute_data read at another offset of
+# executor_globals) is caught by the first stacks' check against the
+# engine: one warning, native sites, the program's output and counts
+# unchanged, never a crash
+for off in 0 8 480 496 1000; do
+	rm -f "$TMP/sk.sqlite"*
+	SQLPROF_PHP_EG_OFFSET=$off "$SQLPROF" record --rate 1 -o "$TMP/sk$off.db" -- php "$app/index.php" \
+		"$TMP/sk.sqlite" $N "$TMP/bpsk.json" "$TMP/bssk.json" >"$TMP/sk.out" 2>"$TMP/sk.err" ||
+		fail "offset $off: record exited $?: $(cat "$TMP/sk.err")"
+	same_file "offset $off: output" "$TMP/plain.out" "$TMP/sk.out"
+	[ "$(grep -c "could not read their interpreter's frames" "$TMP/sk.err")" = 1 ] ||
+		fail "offset $off: no warning: $(cat "$TMP/sk.err")"
+	"$SQLPROF" report "$TMP/sk$off.db" >"$TMP/sk.txt" || fail "offset $off: report"
+	grep -A1 'INSERT INTO posts(title)' "$TMP/sk.txt" | grep -q "^ *$N .*INSERT INTO posts" ||
+		fail "offset $off: INSERT not counted $N times: $(grep -A1 'INSERT INTO posts' "$TMP/sk.txt")"
+	grep -A1 'INSERT INTO posts(title)' "$TMP/sk.txt" | grep -q 'pdo_sqlite.so' ||
+		fail "offset $off: INSERT's site not native: $(grep -A1 'INSERT INTO posts' "$TMP/sk.txt")"
+	echo "offset $off: caught, native sites, output unchanged"
+done
 exit 0

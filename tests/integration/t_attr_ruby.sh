@@ -9,7 +9,8 @@
 # ActiveRecord's or the driver's frame; the Ruby frames sqlprof read for
 # `SELECT bt()` equal Ruby's own caller_locations taken inside that query
 # (a SQL function); output unchanged; SQLPROF_PY_FRAMES=0 gives the
-# native site back.
+# native site back; 4 Ruby threads and a forked child (threads.rb) are
+# attributed to their own line too.
 . "$(dirname "$0")/lib.sh"
 
 command -v ruby >/dev/null || skip "ruby not installed (scripts/install-deps.sh: ruby)"
@@ -65,4 +66,14 @@ SQLPROF_PY_FRAMES=0 "$SQLPROF" record -q --rate 1 -o "$TMP/off.db" -- ruby "$app
 "$SQLPROF" report "$TMP/off.db" >"$TMP/off.txt" || fail "report, frames off"
 grep -q 'VALUES (?, ?)' "$TMP/off.txt" && grep -A1 'INSERT INTO "posts"' "$TMP/off.txt" | grep -q 'sqlite3_native.so' ||
 	fail "frames off: the INSERT's site is not the driver's: $(grep -A1 'INSERT INTO "posts"' "$TMP/off.txt")"
+
+# Ruby threads and a forked child (its own numbers, read again after fork)
+mkdir -p "$TMP/thr"
+"$SQLPROF" record -q --rate 1 -o "$TMP/thr.db" -- ruby "$app/threads.rb" "$TMP/thr" 50 \
+	>"$TMP/thr.out" 2>"$TMP/thr.err" || fail "threads.rb: $(cat "$TMP/thr.err")"
+grep -qx 'done 0' "$TMP/thr.out" || fail "threads.rb printed $(cat "$TMP/thr.out")"
+report_json "$TMP/thr.db" "$TMP/thr.json"
+"$PYTHON" "$ITDIR/interp_check.py" sites "$TMP/thr.json" ruby "$app/threads.rb" \
+	'INSERT INTO t VALUES (?, ?)=200@thread' 'INSERT INTO c VALUES (?)=50@child' ||
+	fail "threads.rb: sites (above)"
 exit 0
