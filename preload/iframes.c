@@ -38,6 +38,7 @@
 const struct sp_if_lang *sp_if_lang; /* NULL: no Ruby or PHP read */
 static uintptr_t text_lo, text_hi;   /* the interpreter's executable code */
 static pid_t self_pid;
+static pid_t said_pid; /* the process whose interpreter is not read */
 
 struct if_slot {
 	uintptr_t k[3];
@@ -125,13 +126,17 @@ int sp_if_detect(struct sp_thread *t)
 		nslots = 0;
 		salt = ((uint32_t)sp_now() ^ (uint32_t)self_pid << 7) & 0xfff;
 	}
+	if (said_pid == self_pid)
+		return 0; /* said already: looked for again at each new module */
 	for (size_t i = 0; i < sizeof(langs) / sizeof(langs[0]) && !found; i++) {
 		int r = langs[i]->detect(t, &tf.addr);
 
 		if (r > 0)
 			found = langs[i];
-		else if (r < 0)
-			return 0; /* its interpreter, unreadable: said (SP_REC_PYINFO) */
+		else if (r < 0) {
+			said_pid = self_pid; /* its interpreter, not read: said once */
+			return 0;
+		}
 	}
 	if (!found)
 		return 0;
