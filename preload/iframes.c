@@ -152,6 +152,8 @@ int sp_if_detect(struct sp_thread *t)
 		text_lo = tf.lo;
 		text_hi = tf.hi;
 	}
+	/* 4 times the depth, at most SP_STACK_MAX (sp_stack_span) */
+	sp_cfg.depth_interp = sp_cfg.depth * 4 < SP_STACK_MAX ? sp_cfg.depth * 4 : SP_STACK_MAX;
 	sp_if_lang = found;
 	return 1;
 }

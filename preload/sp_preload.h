@@ -118,6 +118,8 @@ struct sp_config {
 				 * goes on only with an execution starting
 				 * less than this after the last one ended */
 	int depth;           /* stack depth limit */
+	int depth_interp;    /* that of a process with Ruby's or PHP's frames
+			      * (set by iframes.c when it finds them), 0: none */
 	int send_timeout_ms;
 	int follow;
 	int plans;            /* SQLPROF_PLANS: capture query plans */
@@ -843,13 +845,9 @@ SP_INLINE int sp_stack_span(const uintptr_t *pcs, int n, int *skip)
 	*skip = k;
 	depth = n - k;
 	/* Ruby's and PHP's stacks are deep (an ActiveRecord query is 60 to
-	 * 150 frames below the user's line): 4 times the depth, at most
-	 * SP_STACK_MAX (iframes.c) */
-	if (unlikely(sp_if_lang != NULL)) {
-		int cap = sp_cfg.depth * 4 < SP_STACK_MAX ? sp_cfg.depth * 4 : SP_STACK_MAX;
-
-		return depth > cap ? cap : depth;
-	}
+	 * 150 frames below the user's line): depth_interp (iframes.c) */
+	if (unlikely(sp_cfg.depth_interp))
+		return depth > sp_cfg.depth_interp ? sp_cfg.depth_interp : depth;
 	return depth > sp_cfg.depth ? sp_cfg.depth : depth;
 }
 
