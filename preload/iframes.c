@@ -163,9 +163,9 @@ int sp_if_detect(struct sp_thread *t)
  * caller holds slots_lock. */
 static uint32_t number(struct sp_thread *t, const uintptr_t k[3], uintptr_t frame)
 {
-	const uint32_t rmax = (uint32_t)((sizeof(struct sp_rec_pycode) + SP_IF_NAME_MAX +
-					  SP_IF_FILE_MAX + 7) &
-					 ~(size_t)7);
+	const uint32_t rmax =
+		(uint32_t)((sizeof(struct sp_rec_pycode) + SP_IF_NAME_MAX + SP_IF_FILE_MAX + 7) &
+			   ~(size_t)7);
 	uint64_t h = ((uint64_t)(k[0] ^ k[1] * 31 ^ k[2] * 17) * 0x9E3779B97F4A7C15ULL) >> 51;
 	uint32_t num = 0;
 
@@ -188,7 +188,8 @@ static uint32_t number(struct sp_thread *t, const uintptr_t k[3], uintptr_t fram
 			if (!r)
 				break;
 			buf = (char *)(r + 1);
-			if (sp_if_lang->describe(frame, k, buf, &nl, buf + SP_IF_NAME_MAX, &fl) < 0) {
+			if (sp_if_lang->describe(frame, k, buf, &nl, buf + SP_IF_NAME_MAX, &fl) <
+			    0) {
 				sp_rec_cancel(t);
 				break;
 			}

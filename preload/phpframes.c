@@ -27,16 +27,16 @@
 #include "sp_preload.h"
 
 struct php_layout {
-	int major, minor;     /* Zend Engine version (PHP 8.2: 4.2) */
-	uint16_t eg_ex;       /* executor_globals.current_execute_data */
-	uint16_t ex_opline;   /* zend_execute_data.opline */
-	uint16_t ex_func;     /* .func */
-	uint16_t ex_prev;     /* .prev_execute_data */
-	uint16_t op_lineno;   /* zend_op.lineno (uint32_t) */
-	uint16_t fn_name;     /* zend_function.common.function_name (type: byte 0) */
-	uint16_t fn_scope;    /* .common.scope */
-	uint16_t fn_filename; /* .op_array.filename */
-	uint16_t ce_name;     /* zend_class_entry.name */
+	int major, minor;      /* Zend Engine version (PHP 8.2: 4.2) */
+	uint16_t eg_ex;        /* executor_globals.current_execute_data */
+	uint16_t ex_opline;    /* zend_execute_data.opline */
+	uint16_t ex_func;      /* .func */
+	uint16_t ex_prev;      /* .prev_execute_data */
+	uint16_t op_lineno;    /* zend_op.lineno (uint32_t) */
+	uint16_t fn_name;      /* zend_function.common.function_name (type: byte 0) */
+	uint16_t fn_scope;     /* .common.scope */
+	uint16_t fn_filename;  /* .op_array.filename */
+	uint16_t ce_name;      /* zend_class_entry.name */
 	uint16_t s_len, s_val; /* zend_string.len, .val */
 };
 
@@ -126,8 +126,8 @@ static int check(uintptr_t func, uint32_t line)
 	char file[256];
 	int n = zstr(rd_ptr(func + L->fn_filename), file, sizeof(file));
 
-	return n >= 0 && (size_t)n == strnlen(want, sizeof(file)) && !memcmp(file, want, (size_t)n) &&
-	       line == executed_lineno();
+	return n >= 0 && (size_t)n == strnlen(want, sizeof(file)) &&
+	       !memcmp(file, want, (size_t)n) && line == executed_lineno();
 }
 
 static int php_frames(struct sp_thread *t, uintptr_t *fr, uint32_t *line, int max)

@@ -47,8 +47,7 @@ static int rb_detect(struct sp_thread *t, uintptr_t *text)
 	*(void **)&frame_method_name = dlsym(RTLD_DEFAULT, "rb_profile_frame_method_name");
 	*(void **)&string_value_ptr = dlsym(RTLD_DEFAULT, "rb_string_value_ptr");
 	*(void **)&native_thread_p = dlsym(RTLD_DEFAULT, "ruby_native_thread_p");
-	if (!frame_path || !frame_label || !string_value_ptr ||
-	    !native_thread_p) {
+	if (!frame_path || !frame_label || !string_value_ptr || !native_thread_p) {
 		sp_if_info(t, SP_PY_UNSUPPORTED, desc ? desc : "ruby");
 		return -1;
 	}
@@ -120,8 +119,7 @@ static int str(VALUE v, char *out, int max)
 /* Name: the label: a method's name (a block's frame is named after its
  * method: Ruby 3 gives the method's entry for both), "<main>", "<top
  * (required)>"; a C method's frame has no file ("<cfunc>"). */
-static int rb_describe(uintptr_t fr, const uintptr_t k[3], char *name, int *nl, char *file,
-		       int *fl)
+static int rb_describe(uintptr_t fr, const uintptr_t k[3], char *name, int *nl, char *file, int *fl)
 {
 	*nl = str(k[2], name, SP_IF_NAME_MAX);
 	if (*nl < 0 && frame_method_name)

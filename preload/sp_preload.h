@@ -790,7 +790,8 @@ struct sp_if_lang {
 	 * them); -1: the frame is left out */
 	int (*ident)(uintptr_t fr, uintptr_t k[3]);
 	/* its name and file, at most SP_IF_NAME_MAX and SP_IF_FILE_MAX bytes */
-	int (*describe)(uintptr_t fr, const uintptr_t k[3], char *name, int *nl, char *file, int *fl);
+	int (*describe)(uintptr_t fr, const uintptr_t k[3], char *name, int *nl, char *file,
+			int *fl);
 };
 extern const struct sp_if_lang sp_if_ruby, sp_if_php;
 extern const struct sp_if_lang *sp_if_lang; /* NULL: neither read */
