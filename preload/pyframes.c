@@ -145,6 +145,10 @@ static void py_detect(struct sp_thread *t)
 		return;
 	}
 	*(void **)&version = dlsym(RTLD_DEFAULT, "Py_GetVersion");
+	if (!version && sp_if_detect(t)) { /* Ruby or PHP (iframes.c) */
+		atomic_store(&py_state, PY_ON);
+		return;
+	}
 	if (!version) {
 		atomic_store(&py_absent, 1); /* dlopen'd later, perhaps */
 		atomic_store(&py_state, PY_OFF);
@@ -470,6 +474,8 @@ int sp_py_splice(struct sp_thread *t, uintptr_t *pcs, int n, int cap)
 			return n;
 		}
 	}
+	if (sp_if_lang) /* Ruby's or PHP's frames */
+		return sp_if_splice(t, pcs, n, cap);
 	if (!is_initialized()) {
 		errno = saved;
 		return n;

@@ -15,7 +15,8 @@
  * (rings, connection, module map, BYE), plan.c and shims_plan.c (query
  * plans, invisible to the program), unwind.c (the frame-pointer and CFI
  * stack walk), params.c (the bound values' hash of drawn executions),
- * pyframes.c (CPython's frames), gostack.c (Go's goroutine frames past
+ * pyframes.c (CPython's frames), iframes.c, rbframes.c and phpframes.c
+ * (Ruby's and PHP's frames), gostack.c (Go's goroutine frames past
  * runtime.asmcgocall), deepbind.c (libraries loaded with
  * RTLD_DEEPBIND), elfdyn.c (ELF dynamic sections), embed.c (SQLite
  * compiled into the program: its own hooks).
@@ -82,6 +83,8 @@ struct sp_config {
 				 * goes on only with an execution starting
 				 * less than this after the last one ended */
 	int depth;           /* stack depth limit */
+	int depth_interp;    /* that of a process with Ruby's or PHP's frames
+			      * (set by iframes.c when it finds them), 0: none */
 	int send_timeout_ms;
 	int follow;
 	int plans;            /* SQLPROF_PLANS: capture query plans */
@@ -742,6 +745,48 @@ int sp_py_splice(struct sp_thread *t, uintptr_t *pcs, int n, int cap);
 void sp_py_fork_child(void);
 void sp_py_modules_changed(void); /* stream.c: the map changed, look again */
 
+/* iframes.c: Ruby's and PHP's frames (rbframes.c, phpframes.c), found by
+ * pyframes.c's detection when there is no CPython, spliced instead */
+#define SP_IF_RUBY 1
+#define SP_IF_PHP 2
+#define SP_IF_NAME_MAX 255
+#define SP_IF_FILE_MAX 1023
+struct sp_if_lang {
+	uint8_t id; /* SP_IF_*: the minor of its SP_REC_PYCODE records (major 0) */
+	/* 1: its interpreter runs here and is read (*text: an address in its
+	 * code); 0: not here; -1: here but not read (said: SP_REC_PYINFO) */
+	int (*detect)(struct sp_thread *t, uintptr_t *text);
+	/* the calling thread's frames, innermost first: a handle and a line
+	 * each; their number (0: none, or not this thread) */
+	int (*frames)(struct sp_thread *t, uintptr_t *fr, uint32_t *line, int max);
+	/* a frame's identity: its function and the objects of its name and
+	 * file (a function freed and another one at its address differs in
+	 * them); -1: the frame is left out */
+	int (*ident)(uintptr_t fr, uintptr_t k[3]);
+	/* its name and file, at most SP_IF_NAME_MAX and SP_IF_FILE_MAX bytes */
+	int (*describe)(uintptr_t fr, const uintptr_t k[3], char *name, int *nl, char *file,
+			int *fl);
+};
+extern const struct sp_if_lang sp_if_ruby, sp_if_php;
+extern const struct sp_if_lang *sp_if_lang; /* NULL: neither read */
+extern atomic_int sp_if_direct;             /* sp_if_rd: plain loads from now on */
+int sp_if_detect(struct sp_thread *t);
+int sp_if_splice(struct sp_thread *t, uintptr_t *pcs, int n, int cap);
+int sp_if_rd_checked(uintptr_t addr, void *out, size_t n);
+/* 0, or -1: not readable: a user-space address, read through
+ * process_vm_readv until sp_if_direct, then with a plain load */
+SP_INLINE int sp_if_rd(uintptr_t addr, void *out, size_t n)
+{
+	if (addr < 4096 || addr + n < addr || addr + n > (1ULL << 47))
+		return -1;
+	if (likely(atomic_load_explicit(&sp_if_direct, memory_order_relaxed))) {
+		__builtin_memcpy(out, (const void *)addr, n);
+		return 0;
+	}
+	return sp_if_rd_checked(addr, out, n);
+}
+void sp_if_info(struct sp_thread *t, uint32_t status, const char *text);
+
 /* The next time (mono ns) a slow path looks at the connection: whether
  * the collector is still there, and if not whether one listens (again)
  * at our socket (sp_stream_check). At most once a second. */
@@ -774,6 +819,10 @@ SP_INLINE int sp_stack_span(const uintptr_t *pcs, int n, int *skip)
 		k++;
 	*skip = k;
 	depth = n - k;
+	/* Ruby's and PHP's stacks are deep (an ActiveRecord query is 60 to
+	 * 150 frames below the user's line): depth_interp (iframes.c) */
+	if (unlikely(sp_cfg.depth_interp))
+		return depth > sp_cfg.depth_interp ? sp_cfg.depth_interp : depth;
 	return depth > sp_cfg.depth ? sp_cfg.depth : depth;
 }
 

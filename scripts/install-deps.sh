@@ -35,6 +35,9 @@ required+=(golang-go)
 required+=(golang-github-mattn-go-sqlite3-dev)
 # libiberty's rust_demangle: Rust's legacy and v0 names (symbolizer/sym.c).
 required+=(libiberty-dev)
+# Ruby's frames: an ActiveRecord program on Debian's Ruby (t_attr_ruby);
+# PHP's use php-cli and php-sqlite3 above (t_attr_php).
+required+=(ruby ruby-sqlite3 ruby-activerecord)
 optional=(ltrace clang libclang-rt-14-dev protobuf-compiler)
 
 want=("${required[@]}")

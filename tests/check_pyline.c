@@ -128,6 +128,19 @@ START_TEST(test_damaged)
 }
 END_TEST
 
+/* Ruby's and PHP's frames (preload/iframes.c): major 0, the offset is
+ * the line itself, whatever the table */
+START_TEST(test_interp)
+{
+	static const uint8_t junk[] = { 0xff, 0x80, 0x01 };
+
+	ck_assert_int_eq(sp_py_line(0, 1, NULL, 0, 0, 15), 15);
+	ck_assert_int_eq(sp_py_line(0, 2, junk, sizeof(junk), 99, 1234), 1234);
+	ck_assert_int_eq(sp_py_line(0, 2, NULL, 0, 0, 0), 0);
+	ck_assert_int_eq(sp_py_line(0, 1, NULL, 0, 0, 0x80000000u), 0); /* not an int line */
+}
+END_TEST
+
 static Suite *pyline_suite(void)
 {
 	Suite *s = suite_create("pyline");
@@ -136,6 +149,7 @@ static Suite *pyline_suite(void)
 
 	tcase_add_loop_test(tc, test_versions, 0, n);
 	tcase_add_loop_test(tc, test_damaged, 0, n);
+	tcase_add_test(tc, test_interp);
 	suite_add_tcase(s, tc);
 	return s;
 }

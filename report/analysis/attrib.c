@@ -379,8 +379,40 @@ static int interpreter_module(const char *module)
 	return 0;
 }
 
+/* Composer's vendor directory: .../vendor/VENDOR/PACKAGE/...php, or its
+ * own vendor/autoload.php and vendor/composer/ (a folder named "vendor"
+ * with the user's own files directly in it stays the user's). */
+static int composer_path(const char *path)
+{
+	const char *c, *p = path, *v = NULL;
+	size_t n;
+	int after = 0;
+
+	for (; (c = comp(p, &n)); p = c + n) {
+		if (v) {
+			after++;
+			if ((after == 1 && c[n] == '/' && comp_is(c, n, "composer")) ||
+			    (after == 1 && !c[n] && comp_is(c, n, "autoload.php")) || after == 3)
+				return 1;
+		}
+		if (comp_is(c, n, "vendor") && c[n] == '/') {
+			v = c;
+			after = 0;
+		}
+	}
+	return 0;
+}
+
 int sp_frame_is_library(const struct sp_frame *f)
 {
+	/* Ruby's and PHP's frames (module "ruby", "php"): the interpreter's
+	 * own ("<cfunc>", "<internal:kernel>", "<internal>"), gems and
+	 * /usr/lib/ruby (installed_path, system_path), /usr/share (Debian's
+	 * Ruby libraries and gems, PEAR and PHP libraries in /usr/share/php),
+	 * Composer's vendor/ */
+	if (f->py && (!strcmp(f->module, "ruby") || !strcmp(f->module, "php")))
+		return f->file[0] == '<' || installed_path(f->file) || system_path(f->file) ||
+		       !strncmp(f->file, "/usr/share/", 11) || composer_path(f->file);
 	if (f->py)
 		return !strncmp(f->file, "<frozen ", 8) || installed_path(f->file) ||
 		       system_path(f->file);

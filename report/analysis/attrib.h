@@ -152,7 +152,9 @@ void sp_attrib_set_debug_dir(const char *dirs);
 void sp_attrib_set_all_frames(int on);
 /* 1 when a frame is in installed or system code, by its path's structure:
  * a Python frame's file in site-packages/dist-packages or the
- * interpreter's lib/pythonX.Y (or frozen); a native frame's module in a
+ * interpreter's lib/pythonX.Y (or frozen); a Ruby or PHP frame's in a gem,
+ * /usr/lib/ruby, /usr/share, Composer's vendor/ or the interpreter itself
+ * ("<cfunc>", "<internal...>"); a native frame's module in a
  * system directory (/usr/lib, /lib, /usr/bin, ...), site-packages,
  * node_modules or a Ruby gem, or its source file in Cargo's registry,
  * Rust's or Go's standard library, Go's module cache or /usr/include. */

@@ -315,7 +315,8 @@ static void hex(char *out, const uint8_t *p, size_t n)
 }
 
 /* A Python frame (SP_PYFRAME): function (qualified name from 3.11),
- * file and line of its code object; module "python3.X". A code object
+ * file and line of its code object; module "python3.X" (a Ruby or PHP
+ * frame's, iframes.c: "ruby", "php"). A code object
  * that never arrived gives "??". */
 static int write_py_frame(sqlite3_stmt *st, const struct sp_coll *c, uint64_t pid,
 			  uint64_t stack_id, int idx, uint64_t pc)
@@ -326,7 +327,10 @@ static int write_py_frame(sqlite3_stmt *st, const struct sp_coll *c, uint64_t pi
 	int line = 0;
 
 	if (py) {
-		snprintf(module, sizeof(module), "python%u.%u", py->major, py->minor);
+		if (py->major) /* else Ruby's or PHP's (SP_IF_RUBY, SP_IF_PHP) */
+			snprintf(module, sizeof(module), "python%u.%u", py->major, py->minor);
+		else
+			snprintf(module, sizeof(module), "%s", py->minor == 1 ? "ruby" : "php");
 		line = sp_py_line(py->major, py->minor, py->table, py->table_len, py->firstlineno,
 				  SP_PYFRAME_OFF(pc));
 	}

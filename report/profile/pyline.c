@@ -113,6 +113,8 @@ static int line_pep657(const uint8_t *t, size_t len, int line, uint32_t off)
 int sp_py_line(int major, int minor, const uint8_t *table, size_t len, int firstlineno,
 	       uint32_t off)
 {
+	if (major == 0) /* Ruby's and PHP's frames (SP_IF_*): the offset is the line */
+		return off <= INT32_MAX ? (int)off : 0;
 	if (major != 3)
 		return 0;
 	if (!table)

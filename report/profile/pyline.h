@@ -13,7 +13,8 @@
 
 /* The line of the instruction at byte offset off, or 0 when the table
  * gives none (an instruction without a line, a table cut short, an
- * unknown version). */
+ * unknown version). major 0: a Ruby or PHP frame's record (minor SP_IF_*,
+ * no table), whose offset is its line. */
 int sp_py_line(int major, int minor, const uint8_t *table, size_t len, int firstlineno,
 	       uint32_t off);
 

@@ -297,6 +297,15 @@ static size_t explain_embedded(const struct sp_coll *c)
 	return blind;
 }
 
+/* What runs in the processes whose interpreter frames were not read:
+ * Ruby's and PHP's say so in their text (preload/iframes.c). */
+static const char *interp(const struct sp_coll *c)
+{
+	return !strncmp(c->py_version, "PHP", 3) || !strncmp(c->py_version, "ruby", 4)
+		       ? "an interpreter"
+		       : "a CPython";
+}
+
 /* Why the profile holds less than it should, with the cause seen: what
  * the processes saw (enum sp_seen), --no-follow, the command's exit
  * status, the command's binary. */
@@ -376,12 +385,12 @@ static void explain_seen(const struct sp_coll *c, const struct seen *n)
 			n->foreign, procs(n->foreign));
 	if (c->py_unsupported)
 		fprintf(stderr,
-			"sqlprof: warning: %u %s run a CPython whose frames sqlprof cannot "
+			"sqlprof: warning: %u %s run %s whose frames sqlprof cannot "
 			"read (%s): their queries are attributed to native frames\n",
-			c->py_unsupported, procs(c->py_unsupported), c->py_version);
+			c->py_unsupported, procs(c->py_unsupported), interp(c), c->py_version);
 	if (c->py_unreadable)
 		fprintf(stderr,
-			"sqlprof: warning: %u Python %s could not read their interpreter's "
+			"sqlprof: warning: %u %s could not read their interpreter's "
 			"frames (process_vm_readv refused, or the frames did not check out): their "
 			"queries are attributed to native frames\n",
 			c->py_unreadable, procs(c->py_unreadable));
