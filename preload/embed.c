@@ -245,6 +245,9 @@ static int find_magic(const char *p, size_t len, const char *m, size_t ml)
 {
 	const char *end = p + len, *q = p + 1;
 
+	if (len < ml)
+		return 0;
+
 	while (q < end && (q = memchr(q, m[1], (size_t)(end - q))) != NULL) {
 		if ((size_t)(end - (q - 1)) >= ml && !memcmp(q - 1, m, ml))
 			return 1;
@@ -258,7 +261,10 @@ static int find_magic(const char *p, size_t len, const char *m, size_t ml)
 static int has_sqlite_magic(const struct dl_phdr_info *info)
 {
 	static const char magic[] = "SQLite format 3"; /* with its NUL */
-	int rodata = 0;
+	/* and a name only SQLite's own code uses: file-type detectors
+	 * carry the header string too (PHP's fileinfo.so, libmagic) */
+	static const char temp[] = "sqlite_temp_master";
+	int rodata = 0, found = 0;
 
 	/* The string is read-only data: in a segment of its own where the
 	 * linker separates code (-z separate-code, binutils' default since
@@ -273,9 +279,15 @@ static int has_sqlite_magic(const struct dl_phdr_info *info)
 			    (ph->p_flags & PF_W) || !(ph->p_flags & PF_X) != !pass)
 				continue;
 			rodata += !pass;
-			if (ph->p_filesz >= sizeof(magic) &&
+			if (!(found & 1) &&
 			    find_magic((const char *)(info->dlpi_addr + ph->p_vaddr), ph->p_filesz,
 				       magic, sizeof(magic)))
+				found |= 1;
+			if (!(found & 2) &&
+			    find_magic((const char *)(info->dlpi_addr + ph->p_vaddr), ph->p_filesz,
+				       temp, sizeof(temp) - 1))
+				found |= 2;
+			if (found == 3)
 				return 1;
 		}
 	return 0;

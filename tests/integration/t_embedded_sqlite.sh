@@ -9,6 +9,8 @@
 #      each at its own file:line (the EMBED_*_SITE lines), no estimate;
 #   2. the same binary stripped: output and status unchanged, and exactly
 #      one warning, naming the binary and saying it is stripped;
+#   2b. a stripped program carrying only SQLite's header string (a
+#      file-type detector, PHP's fileinfo.so): no warning;
 #   3. a build that calls sqlite3_config itself: left alone (its call
 #      still succeeds: "config 0"), one warning naming it;
 #   4. preloaded without a collector: output and status unchanged;
@@ -85,6 +87,14 @@ n=$(grep -c "warning" stripped.err)
 grep -q "warning: .*/app.stripped has SQLite compiled in and no symbol table (stripped)" stripped.err ||
 	fail "stripped: the warning does not name the binary and the cause: $(cat stripped.err)"
 echo "stripped: $(grep warning stripped.err)"
+
+# 2b. a stripped program that only carries SQLite's header string (a
+# file-type detector: PHP's fileinfo.so, libmagic): no SQLite, no warning
+# (before: "has SQLite compiled in and no symbol table")
+printf '#include <stdio.h>\nconst char magic_of_sqlite[] = "SQLite format 3";\nint main(void) { return puts(magic_of_sqlite) < 0; }\n' >detect.c
+gcc -O1 -o detect detect.c && strip detect || fail "building detect"
+"$SQLPROF" record -o detect.db -- ./detect >detect.out 2>detect.err || fail "record detect: $(cat detect.err)"
+grep -q "has SQLite compiled in" detect.err && fail "a program carrying only SQLite's header string is said to have SQLite compiled in: $(cat detect.err)"
 
 # 3. a program that configures SQLite itself: left alone, its call works
 run_same config app.config
