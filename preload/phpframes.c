@@ -47,6 +47,9 @@ static const struct php_layout layouts[] = {
 
 #define USER_FUNCTION 2
 #define INTERNAL_FUNCTION 1
+/* eval'd code and `php -r`'s: an op_array as a user function's */
+#define EVAL_CODE 4
+#define IS_USER(type) ((type) == USER_FUNCTION || (type) == EVAL_CODE)
 #define PHP_CHECKS 4
 
 static const struct php_layout *L;
@@ -147,12 +150,12 @@ static int php_frames(struct sp_thread *t, uintptr_t *fr, uint32_t *line, int ma
 			break;
 		func = w[L->ex_func / 8];
 		if (func && !(func & 7) && sp_if_rd(func, &type, 1) == 0 &&
-		    (type == USER_FUNCTION || type == INTERNAL_FUNCTION)) {
+		    (IS_USER(type) || type == INTERNAL_FUNCTION)) {
 			uintptr_t op = w[L->ex_opline / 8];
 
-			if (type == USER_FUNCTION && op && sp_if_rd(op + L->op_lineno, &ln, 4) < 0)
+			if (IS_USER(type) && op && sp_if_rd(op + L->op_lineno, &ln, 4) < 0)
 				ln = 0;
-			if (type == USER_FUNCTION && user < 0)
+			if (IS_USER(type) && user < 0)
 				user = n;
 			fr[n] = func;
 			line[n] = ln;
@@ -186,7 +189,7 @@ static int php_ident(uintptr_t func, uintptr_t k[3])
 		return -1;
 	k[0] = func;
 	k[1] = h[L->fn_name / 8];
-	k[2] = (uint8_t)h[0] == USER_FUNCTION ? rd_ptr(func + L->fn_filename) : h[L->fn_scope / 8];
+	k[2] = IS_USER((uint8_t)h[0]) ? rd_ptr(func + L->fn_filename) : h[L->fn_scope / 8];
 	return 0;
 }
 
@@ -213,7 +216,7 @@ static int php_describe(uintptr_t func, const uintptr_t k[3], char *name, int *n
 		m = 6;
 	}
 	*nl = n + m;
-	if (type == USER_FUNCTION) {
+	if (IS_USER(type)) {
 		*fl = zstr(k[2], file, SP_IF_FILE_MAX);
 		if (*fl < 0)
 			return -1;

@@ -10,7 +10,8 @@
 # debug_backtrace() taken inside that query (a SQL function); a Composer
 # vendor/ package between the user's code and PDO is passed over; output
 # unchanged; SQLPROF_PY_FRAMES=0 gives the native site back; a wrong
-# layout (SQLPROF_PHP_EG_OFFSET) is caught, warned about once, harmless.
+# layout (SQLPROF_PHP_EG_OFFSET) is caught, warned about once, harmless;
+# `php -r` code is a user frame ("Command line code:1"), no warning.
 . "$(dirname "$0")/lib.sh"
 
 command -v php >/dev/null || skip "php not installed (scripts/install-deps.sh: php-cli)"
@@ -82,4 +83,16 @@ for off in 0 8 480 496 1000; do
 		fail "offset $off: INSERT's site not native: $(grep -A1 'INSERT INTO posts' "$TMP/sk.txt")"
 	echo "offset $off: caught, native sites, output unchanged"
 done
+
+# `php -r` code (an op_array of type ZEND_EVAL_CODE, as eval's): read as a
+# user frame, at "Command line code:1", no warning (before: the check found
+# no user frame where the engine had one and turned PHP frames off with
+# "could not read their interpreter's frames")
+"$SQLPROF" record --rate 1 -o "$TMP/r.db" -- php -r \
+	'$d = new SQLite3(":memory:"); for ($i = 0; $i < 5; $i++) $d->query("SELECT $i");' \
+	>"$TMP/r.out" 2>"$TMP/r.err" || fail "php -r: record exited $?: $(cat "$TMP/r.err")"
+grep -q "interpreter's frames" "$TMP/r.err" && fail "php -r: $(cat "$TMP/r.err")"
+"$SQLPROF" report "$TMP/r.db" >"$TMP/r.txt" || fail "php -r: report"
+grep -q -- '-> 5 execs, .* at {main} (Command line code:1)' "$TMP/r.txt" ||
+	fail "php -r: not at Command line code:1: $(cat "$TMP/r.txt")"
 exit 0
