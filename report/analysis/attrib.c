@@ -956,46 +956,84 @@ static int resymbolize(sqlite3 *db, struct sp_attrib *a)
 	return ret;
 }
 
-int sp_attrib_load(sqlite3 *db, const char *const *skip, struct sp_attrib *a, char *err,
-		   size_t errlen)
-{
-	int ret = SP_ERR_INPUT;
-	sqlite3_stmt *st = NULL, *ms = NULL;
-	struct hmap qsi;  /* {fp_id, kind_exec, site} -> index in qs */
-	struct hmap offs; /* {pid, pc, module hash} -> offset (loading the frames) */
-	struct sqlite_mods mods = { 0 };
-	size_t it;
-	struct sp_stk *s;
-	int rc;
+/* The loaders' results: 0, or what failed. */
+enum { LOAD_OK = 0, LOAD_NOMEM = -1, LOAD_SQL = -2 };
 
-	memset(a, 0, sizeof(*a));
-	hmap_init(&a->stacks, sizeof(struct stkey), sizeof(struct sp_stk));
-	hmap_init(&a->site_idx, 2 * sizeof(uint64_t), sizeof(int));
-	hmap_init(&a->qidx, sizeof(struct qkey), 2 * sizeof(size_t));
-	hmap_init(&qsi, sizeof(struct qskey), sizeof(size_t));
-	hmap_init(&a->callers, sizeof(struct ckey), sizeof(struct sp_acaller));
-	hmap_init(&a->exact_q, sizeof(struct qkey), 2 * sizeof(double));
+/* What failed into err, before the statements are finalized (a finalize
+ * resets the connection's message); rc passes through. */
+static int load_fail(sqlite3 *db, int rc, char *err, size_t errlen)
+{
+	if (rc == LOAD_NOMEM)
+		snprintf(err, errlen, "out of memory");
+	else if (rc == LOAD_SQL)
+		snprintf(err, errlen, "corrupt profile: %s", sqlite3_errmsg(db));
+	return rc;
+}
+
+/* A stripped frame's offset in its module: pc less the module's bias
+ * (from the module map, the newest generation holding the pc), looked
+ * up once per {pid, pc, module} (a return address in libsqlite3 or libc
+ * is in every stack). *ms: the look-up, prepared at the first use. */
+static int frame_offset(sqlite3 *db, sqlite3_stmt **ms, struct hmap *offs, int64_t pid,
+			struct sp_frame *f)
+{
+	uint64_t ok[3] = { (uint64_t)pid, f->pc, sp_hash_bytes(f->module, strlen(f->module)) };
+	int created;
+	uint64_t *memo = hmap_get(offs, ok, 1, &created);
+
+	if (!memo)
+		return LOAD_NOMEM;
+	if (!created) {
+		f->offset = *memo;
+		return LOAD_OK;
+	}
+	if (!*ms && sqlite3_prepare_v2(db,
+				       "SELECT bias FROM modules WHERE pid = ?1 AND path = ?2"
+				       " AND lo <= ?3 AND ?3 < hi ORDER BY generation DESC"
+				       " LIMIT 1",
+				       -1, ms, NULL) != SQLITE_OK)
+		*ms = NULL;
+	if (*ms) {
+		sqlite3_bind_int64(*ms, 1, pid);
+		sqlite3_bind_text(*ms, 2, f->module, -1, SQLITE_STATIC);
+		sqlite3_bind_int64(*ms, 3, (int64_t)f->pc);
+		if (sqlite3_step(*ms) == SQLITE_ROW)
+			f->offset = f->pc - (uint64_t)sqlite3_column_int64(*ms, 0);
+		sqlite3_reset(*ms);
+	}
+	*memo = f->offset;
+	return LOAD_OK;
+}
+
+/* Every stack's frames, in order, into a->stacks. */
+static int load_frames(sqlite3 *db, struct sp_attrib *a, char *err, size_t errlen)
+{
+	sqlite3_stmt *st = NULL, *ms = NULL;
+	struct hmap offs; /* {pid, pc, module hash} -> offset */
+	int rc, ret = LOAD_SQL;
+
 	hmap_init(&offs, 3 * sizeof(uint64_t), sizeof(uint64_t));
 	if (sqlite3_prepare_v2(
 		    db,
 		    "SELECT pid, stack_id, module, function, file, line, inlined, pc FROM frames"
 		    " ORDER BY pid, stack_id, idx",
 		    -1, &st, NULL) != SQLITE_OK)
-		goto sqlerr;
+		goto out;
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 		struct stkey k = { (uint64_t)sqlite3_column_int64(st, 0),
 				   (uint64_t)sqlite3_column_int64(st, 1) };
+		struct sp_stk *s = hmap_get(&a->stacks, &k, 1, NULL);
 		struct sp_frame *f;
 
-		s = hmap_get(&a->stacks, &k, 1, NULL);
+		ret = LOAD_NOMEM;
 		if (!s)
-			goto nomem;
+			goto out;
 		if ((s->nframes & (s->nframes - 1)) == 0) { /* grow at powers of two */
 			struct sp_frame *nf =
 				realloc(s->frames, (s->nframes ? s->nframes * 2 : 1) * sizeof(*nf));
 
 			if (!nf)
-				goto nomem;
+				goto out;
 			s->frames = nf;
 		}
 		if (!s->nframes)
@@ -1009,172 +1047,184 @@ int sp_attrib_load(sqlite3 *db, const char *const *skip, struct sp_attrib *a, ch
 		f->py = sqlite3_column_int64(st, 7) < 0;
 		f->pc = (uint64_t)sqlite3_column_int64(st, 7);
 		if (!f->module || !f->function || !f->file)
-			goto nomem;
+			goto out;
 		f->offset = 0;
-		if (!f->py && !strcmp(f->file, "??") && !unknown(f)) {
-			/* where in the module: its bias from the module map (the
-			 * newest generation holding the pc) */
-			if (!ms && sqlite3_prepare_v2(
-					   db,
-					   "SELECT bias FROM modules WHERE pid = ?1 AND path = ?2"
-					   " AND lo <= ?3 AND ?3 < hi ORDER BY generation DESC"
-					   " LIMIT 1",
-					   -1, &ms, NULL) != SQLITE_OK)
-				ms = NULL;
-			/* one look-up per {pid, pc, module}: a return address
-			 * in libsqlite3 or libc is in every stack */
-			uint64_t ok[3] = { (uint64_t)sqlite3_column_int64(st, 0), f->pc,
-					   sp_hash_bytes(f->module, strlen(f->module)) };
-			int created;
-			uint64_t *memo = hmap_get(&offs, ok, 1, &created);
-
-			if (!memo)
-				goto nomem;
-			if (!created) {
-				f->offset = *memo;
-			} else if (ms) {
-				sqlite3_bind_int64(ms, 1, sqlite3_column_int64(st, 0));
-				sqlite3_bind_text(ms, 2, f->module, -1, SQLITE_STATIC);
-				sqlite3_bind_int64(ms, 3, sqlite3_column_int64(st, 7));
-				if (sqlite3_step(ms) == SQLITE_ROW)
-					f->offset = (uint64_t)sqlite3_column_int64(st, 7) -
-						    (uint64_t)sqlite3_column_int64(ms, 0);
-				sqlite3_reset(ms);
-				*memo = f->offset;
-			}
-		}
+		if (!f->py && !strcmp(f->file, "??") && !unknown(f) &&
+		    frame_offset(db, &ms, &offs, sqlite3_column_int64(st, 0), f) < 0)
+			goto out;
+		ret = LOAD_SQL;
 	}
+	ret = rc == SQLITE_DONE ? LOAD_OK : LOAD_SQL;
+out:
+	load_fail(db, ret, err, errlen);
 	sqlite3_finalize(ms);
-	ms = NULL;
-	hmap_free(&offs);
-	if (rc != SQLITE_DONE)
-		goto sqlerr;
 	sqlite3_finalize(st);
-	st = NULL;
-	if (resymbolize(db, a) < 0)
-		goto nomem;
+	hmap_free(&offs);
+	return ret;
+}
 
-	/* The SQLite modules (a profile without the column has none). */
+/* The SQLite modules (a profile without the column has none). */
+static int load_sqlite_mods(sqlite3 *db, struct sqlite_mods *mods, char *err, size_t errlen)
+{
+	sqlite3_stmt *st = NULL;
+	int rc, ret = LOAD_OK;
+
 	if (sqlite3_prepare_v2(db,
 			       "SELECT path, max(sqlite) FROM modules WHERE sqlite IN (1, 2)"
 			       " AND path IS NOT NULL GROUP BY path",
-			       -1, &st, NULL) == SQLITE_OK) {
-		while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-			char **np = realloc(mods.path, (mods.n + 1) * sizeof(*np));
-			int *nk;
+			       -1, &st, NULL) != SQLITE_OK)
+		return LOAD_OK;
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		char **np = realloc(mods->path, (mods->n + 1) * sizeof(*np));
+		int *nk;
 
-			if (np)
-				mods.path = np;
-			nk = np ? realloc(mods.kind, (mods.n + 1) * sizeof(*nk)) : NULL;
-			if (!nk)
-				goto nomem;
-			mods.kind = nk;
-			mods.path[mods.n] = col(st, 0);
-			if (!mods.path[mods.n])
-				goto nomem;
-			mods.kind[mods.n++] = sqlite3_column_int(st, 1);
+		if (np)
+			mods->path = np;
+		nk = np ? realloc(mods->kind, (mods->n + 1) * sizeof(*nk)) : NULL;
+		if (!nk) {
+			ret = LOAD_NOMEM;
+			break;
 		}
-		if (rc != SQLITE_DONE)
-			goto sqlerr;
+		mods->kind = nk;
+		mods->path[mods->n] = col(st, 0);
+		if (!mods->path[mods->n]) {
+			ret = LOAD_NOMEM;
+			break;
+		}
+		mods->kind[mods->n++] = sqlite3_column_int(st, 1);
 	}
+	if (ret == LOAD_OK && rc != SQLITE_DONE)
+		ret = LOAD_SQL;
+	load_fail(db, ret, err, errlen);
 	sqlite3_finalize(st);
-	st = NULL;
+	return ret;
+}
 
-	/* Attribute every stack once. */
-	for (it = 0; (s = hmap_next(&a->stacks, &it, NULL));) {
-		int lib, at = stack_site(s, skip, &mods, &lib);
+/* One row of stack_samples (st) into its {query, kind, site} entry. */
+static int add_sample_row(struct sp_attrib *a, struct hmap *qsi, sqlite3_stmt *st)
+{
+	struct stkey k = { (uint64_t)sqlite3_column_int64(st, 2),
+			   (uint64_t)sqlite3_column_int64(st, 3) };
+	const struct sp_stk *sk = hmap_get(&a->stacks, &k, 0, NULL);
+	int64_t fp = sqlite3_column_int64(st, 0);
+	int kx = sp_qkind_parse((const char *)sqlite3_column_text(st, 1)); /* hostile: NULL */
+	int site = sk ? sk->site : -1;
+	struct qskey qk = { fp, kx, site };
+	int created;
+	size_t *jp = hmap_get(qsi, &qk, 1, &created), j;
+	struct sp_est_in row = {
+		(uint64_t)sqlite3_column_int64(st, 4), (uint64_t)sqlite3_column_int64(st, 5), 0, 0,
+		(uint64_t)sqlite3_column_int64(st, 6), (uint64_t)sqlite3_column_int64(st, 7)
+	};
+	double ec, en;
 
-		s->site = s->lib_site = -1;
-		if (at >= 0 && (s->site = site_intern(a, &s->frames[at])) == -2)
-			goto nomem;
-		if (lib >= 0 && (s->lib_site = site_intern(a, &s->frames[lib])) == -2)
-			goto nomem;
+	if (!jp)
+		return LOAD_NOMEM;
+	if (created) {
+		if (SP_GROW(a->qs, a->qs_cap, a->nqs + 1, 64) < 0)
+			return LOAD_NOMEM;
+		*jp = a->nqs;
+		memset(&a->qs[a->nqs], 0, sizeof(a->qs[a->nqs]));
+		a->qs[a->nqs].fp_id = fp;
+		a->qs[a->nqs].kind_exec = kx;
+		a->qs[a->nqs].site = site;
+		a->qs[a->nqs].lib_site = sk ? sk->lib_site : -1;
+		a->qs[a->nqs].pid = k.pid;
+		a->qs[a->nqs].stack_id = k.stack_id;
+		a->nqs++;
 	}
+	j = *jp;
+	a->qs[j].samples += row.samples;
+	a->qs[j].sample_ns += row.sample_ns;
+	a->qs[j].random_samples += row.random_samples;
+	a->qs[j].random_ns += row.random_ns;
+	a->qs[j].sample_rows += (uint64_t)sqlite3_column_int64(st, 8);
+	a->qs[j].sample_vm_steps += (uint64_t)sqlite3_column_int64(st, 9);
+	sp_attrib_exact_row(a, fp, kx, k.pid, k.stack_id, &row, &ec, &en);
+	a->qs[j].exact_count += ec;
+	a->qs[j].exact_ns += en;
+	if (site < 0)
+		a->unattributed_samples += row.samples;
+	return LOAD_OK;
+}
 
-	if (load_callers(db, a) < 0)
-		goto sqlerr;
+/* The sampled executions per {query, kind, site}. */
+static int load_samples(sqlite3 *db, struct sp_attrib *a, char *err, size_t errlen)
+{
+	struct hmap qsi; /* {fp_id, kind_exec, site} -> index in qs */
+	sqlite3_stmt *st = NULL;
+	int rc, ret = LOAD_SQL;
+
+	hmap_init(&qsi, sizeof(struct qskey), sizeof(size_t));
 	if (sqlite3_prepare_v2(
 		    db,
 		    "SELECT fp_id, kind, pid, stack_id, samples, total_ns,"
 		    " COALESCE(random_samples, 0), COALESCE(random_ns, 0), rows, vm_steps"
 		    " FROM stack_samples",
-		    -1, &st, NULL) != SQLITE_OK)
-		goto sqlerr;
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		struct stkey k = { (uint64_t)sqlite3_column_int64(st, 2),
-				   (uint64_t)sqlite3_column_int64(st, 3) };
-		const struct sp_stk *sk = hmap_get(&a->stacks, &k, 0, NULL);
-		int64_t fp = sqlite3_column_int64(st, 0);
-		const char *kind = (const char *)sqlite3_column_text(st, 1);
-		int kx = sp_qkind_parse(kind); /* hostile profile: NULL */
-		int site = sk ? sk->site : -1;
-		struct qskey qk = { fp, kx, site };
-		int created;
-		size_t *jp = hmap_get(&qsi, &qk, 1, &created), j;
-
-		if (!jp)
-			goto nomem;
-		if (created) {
-			if (SP_GROW(a->qs, a->qs_cap, a->nqs + 1, 64) < 0)
-				goto nomem;
-			*jp = a->nqs;
-			memset(&a->qs[a->nqs], 0, sizeof(a->qs[a->nqs]));
-			a->qs[a->nqs].fp_id = fp;
-			a->qs[a->nqs].kind_exec = kx;
-			a->qs[a->nqs].site = site;
-			a->qs[a->nqs].lib_site = sk ? sk->lib_site : -1;
-			a->qs[a->nqs].pid = k.pid;
-			a->qs[a->nqs].stack_id = k.stack_id;
-			a->nqs++;
-		}
-		j = *jp;
-		a->qs[j].samples += (uint64_t)sqlite3_column_int64(st, 4);
-		a->qs[j].sample_ns += (uint64_t)sqlite3_column_int64(st, 5);
-		a->qs[j].random_samples += (uint64_t)sqlite3_column_int64(st, 6);
-		a->qs[j].random_ns += (uint64_t)sqlite3_column_int64(st, 7);
-		a->qs[j].sample_rows += (uint64_t)sqlite3_column_int64(st, 8);
-		a->qs[j].sample_vm_steps += (uint64_t)sqlite3_column_int64(st, 9);
-		{
-			struct sp_est_in row = { (uint64_t)sqlite3_column_int64(st, 4),
-						 (uint64_t)sqlite3_column_int64(st, 5),
-						 0,
-						 0,
-						 (uint64_t)sqlite3_column_int64(st, 6),
-						 (uint64_t)sqlite3_column_int64(st, 7) };
-			double ec, en;
-
-			sp_attrib_exact_row(a, fp, kx, k.pid, k.stack_id, &row, &ec, &en);
-			a->qs[j].exact_count += ec;
-			a->qs[j].exact_ns += en;
-		}
-		if (site < 0)
-			a->unattributed_samples += (uint64_t)sqlite3_column_int64(st, 4);
+		    -1, &st, NULL) == SQLITE_OK) {
+		ret = LOAD_OK;
+		while (ret == LOAD_OK && (rc = sqlite3_step(st)) == SQLITE_ROW)
+			ret = add_sample_row(a, &qsi, st);
+		if (ret == LOAD_OK && rc != SQLITE_DONE)
+			ret = LOAD_SQL;
 	}
-	hmap_free(&qsi);
-	if (rc != SQLITE_DONE)
-		goto sqlerr;
+	load_fail(db, ret, err, errlen);
 	sqlite3_finalize(st);
+	hmap_free(&qsi);
+	return ret;
+}
+
+int sp_attrib_load(sqlite3 *db, const char *const *skip, struct sp_attrib *a, char *err,
+		   size_t errlen)
+{
+	struct sqlite_mods mods = { 0 };
+	size_t it;
+	struct sp_stk *s;
+	int rc;
+
+	memset(a, 0, sizeof(*a));
+	hmap_init(&a->stacks, sizeof(struct stkey), sizeof(struct sp_stk));
+	hmap_init(&a->site_idx, 2 * sizeof(uint64_t), sizeof(int));
+	hmap_init(&a->qidx, sizeof(struct qkey), 2 * sizeof(size_t));
+	hmap_init(&a->callers, sizeof(struct ckey), sizeof(struct sp_acaller));
+	hmap_init(&a->exact_q, sizeof(struct qkey), 2 * sizeof(double));
+	if ((rc = load_frames(db, a, err, errlen)) < 0)
+		goto fail;
+	if (resymbolize(db, a) < 0) {
+		rc = load_fail(db, LOAD_NOMEM, err, errlen);
+		goto fail;
+	}
+	if ((rc = load_sqlite_mods(db, &mods, err, errlen)) < 0)
+		goto fail;
+	/* Attribute every stack once. */
+	for (it = 0; (s = hmap_next(&a->stacks, &it, NULL));) {
+		int lib, at = stack_site(s, skip, &mods, &lib);
+
+		s->site = s->lib_site = -1;
+		if ((at >= 0 && (s->site = site_intern(a, &s->frames[at])) == -2) ||
+		    (lib >= 0 && (s->lib_site = site_intern(a, &s->frames[lib])) == -2)) {
+			rc = load_fail(db, LOAD_NOMEM, err, errlen);
+			goto fail;
+		}
+	}
+	if (load_callers(db, a) < 0) {
+		rc = load_fail(db, LOAD_SQL, err, errlen);
+		goto fail;
+	}
+	if ((rc = load_samples(db, a, err, errlen)) < 0)
+		goto fail;
 	hmap_free(&a->site_idx);
 	mods_free(&mods);
 	if (sp_attrib_index(a) < 0) {
-		st = NULL;
-		goto nomem;
+		snprintf(err, errlen, "out of memory");
+		sp_attrib_free(a);
+		return SP_ERR_NOMEM;
 	}
 	return 0;
-nomem:
-	ret = SP_ERR_NOMEM;
-	snprintf(err, errlen, "out of memory");
-	goto fail;
-sqlerr:
-	snprintf(err, errlen, "corrupt profile: %s", sqlite3_errmsg(db));
 fail:
-	sqlite3_finalize(st);
-	sqlite3_finalize(ms);
-	hmap_free(&offs);
-	hmap_free(&qsi);
 	mods_free(&mods);
 	sp_attrib_free(a);
-	return ret;
+	return rc == LOAD_NOMEM ? SP_ERR_NOMEM : SP_ERR_INPUT;
 }
 
 void sp_est_add(struct sp_est_in *sum, const struct sp_est_in *x)
