@@ -886,12 +886,198 @@ static void dcache_free(struct dcache *c)
 		sqlite3_close(c->priv);
 }
 
+/* N+1: one SELECT repeated back to back on one thread. */
+static int find_nplus1(struct dcache *dc, const struct sp_qrow *q, const struct sp_attrib *at,
+		       const struct sp_doctor_opts *o, struct sp_findings *out)
+{
+	struct sp_finding *f;
+	char b1[32];
+	int stmt = q->kind == SP_QK_STMT;
+
+	/* N+1 */
+	if (stmt && q->max_run >= o->nplus1_min_run && is_select(q->fingerprint) &&
+	    reads_table(q)) {
+		int exact;
+		uint64_t nr = runs_at_least(dc, q->fp_id, o->nplus1_min_run, &exact);
+
+		if (!(f = add(out, SP_RULE_NPLUS1, q, at)))
+			return -1;
+		if (nr)
+			snprintf(f->evidence, sizeof(f->evidence),
+				 "%llu consecutive executions on one thread at most; %s%llu run%s"
+				 " of >= %llu; %llu executions in all, mean %s",
+				 (unsigned long long)q->max_run, exact ? "" : "about ",
+				 (unsigned long long)nr, nr == 1 ? "" : "s",
+				 (unsigned long long)o->nplus1_min_run,
+				 (unsigned long long)q->count,
+				 sp_fmt_ns(b1, sizeof(b1), q->mean_ns));
+		else
+			snprintf(f->evidence, sizeof(f->evidence),
+				 "%llu consecutive executions on one thread at most;"
+				 " %llu executions in all, mean %s",
+				 (unsigned long long)q->max_run, (unsigned long long)q->count,
+				 sp_fmt_ns(b1, sizeof(b1), q->mean_ns));
+		snprintf(f->suggestion, sizeof(f->suggestion),
+			 "fetch the rows in one query (a JOIN, or WHERE ... IN (...)) instead of"
+			 " one query per row of the caller's loop");
+	}
+	return 0;
+}
+
+/* Re-prepare churn: a statement prepared again for almost every execution. */
+static int find_reprepare(struct dcache *dc, const struct sp_qrow *q, const struct sp_attrib *at,
+			  const struct sp_doctor_opts *o, struct sp_findings *out)
+{
+	struct sp_finding *f;
+	char b1[32], b2[32];
+	int stmt = q->kind == SP_QK_STMT;
+
+	/* re-prepare churn */
+	if (stmt && q->count >= o->reprepare_min_execs &&
+	    (double)q->prepares >= o->reprepare_ratio * (double)q->count) {
+		uint64_t texts = distinct_texts(dc, q->fp_id);
+
+		if (!(f = add(out, SP_RULE_REPREPARE, q, at)))
+			return -1;
+		snprintf(f->evidence, sizeof(f->evidence),
+			 "%llu prepares for %llu executions; %s preparing vs %s executing",
+			 (unsigned long long)q->prepares, (unsigned long long)q->count,
+			 sp_fmt_ns(b1, sizeof(b1), (double)q->prepare_ns),
+			 sp_fmt_ns(b2, sizeof(b2), (double)q->total_ns));
+		reprepare_advice(f, texts);
+	}
+	return 0;
+}
+
+/* The same SQL with the same values, again and again. */
+static int find_duplicate(struct dcache *dc, const struct sp_qrow *q, const struct sp_attrib *at,
+			  const struct sp_doctor_opts *o, struct sp_findings *out)
+{
+	struct sp_finding *f;
+	int stmt = q->kind == SP_QK_STMT;
+
+	/* the same SQL with the same values */
+	if (stmt) {
+		const uint64_t *d = dups_of(dc, q->fp_id);
+
+		if (d && d[0] >= o->duplicate_min_samples && d[1] <= d[0] &&
+		    (double)d[1] >= o->duplicate_min_share * (double)d[0]) {
+			double share = (double)d[1] / (double)d[0];
+
+			if (!(f = add(out, SP_RULE_DUPLICATE, q, at)))
+				return -1;
+			snprintf(f->evidence, sizeof(f->evidence),
+				 "%llu of %llu drawn executions had the bound values of an"
+				 " earlier one (one set of values: %llu); ~%.0f of %llu"
+				 " executions (est.) repeat a query already run",
+				 (unsigned long long)d[1], (unsigned long long)d[0],
+				 (unsigned long long)d[2], share * (double)q->count,
+				 (unsigned long long)q->count);
+			snprintf(f->suggestion, sizeof(f->suggestion),
+				 "the same query with the same values: keep its result (run it"
+				 " once before the loop, or cache it) instead of asking again");
+		}
+	}
+	return 0;
+}
+
+/* Full scans of big tables (the plan's bare SCANs). */
+static int find_fullscan(struct dcache *dc, const struct sp_qrow *q, const struct sp_attrib *at,
+			 const struct sp_doctor_opts *o, struct sp_findings *out,
+			 const struct scan_ctx *sc)
+{
+	struct sp_finding *f;
+
+	/* full scans of big tables */
+	if (sc->nscan &&
+	    (double)q->fullscan_steps / (double)q->count >= (double)o->fullscan_min_rows) {
+		if (!(f = add(out, SP_RULE_FULLSCAN, q, at)))
+			return -1;
+		snprintf(f->evidence, sizeof(f->evidence),
+			 "plan %s; %llu full-scan steps in %llu executions (%.0f rows per"
+			 " execution)",
+			 sc->scans, (unsigned long long)q->fullscan_steps,
+			 (unsigned long long)q->count,
+			 (double)q->fullscan_steps / (double)q->count);
+		suggest(dc, q, &sc->first_scan, f->suggestion, sizeof(f->suggestion));
+	}
+	return 0;
+}
+
+/* Temporary B-trees over many rows. */
+static int find_tempbtree(struct dcache *dc, const struct sp_qrow *q, const struct sp_attrib *at,
+			  const struct sp_doctor_opts *o, struct sp_findings *out,
+			  const struct scan_ctx *sc)
+{
+	struct sp_finding *f;
+
+	/* temp B-trees */
+	if (sc->temp && (double)(q->rows > q->fullscan_steps ? q->rows : q->fullscan_steps) /
+					(double)q->count >=
+				TEMPBTREE_MIN_ROWS) {
+		struct sp_plan_access a;
+
+		if (!(f = add(out, SP_RULE_TEMPBTREE, q, at)))
+			return -1;
+		snprintf(f->evidence, sizeof(f->evidence),
+			 "plan \"%s\"; %llu sorts in %llu executions, %llu rows returned,"
+			 " %llu full-scan steps",
+			 sc->temp, (unsigned long long)q->sorts, (unsigned long long)q->count,
+			 (unsigned long long)q->rows, (unsigned long long)q->fullscan_steps);
+		/* the table read: the first scanned or searched one */
+		memset(&a, 0, sizeof(a));
+		if (sc->nscan)
+			a = sc->first_scan;
+		else if (sc->nauto)
+			a = sc->first_auto;
+		if (a.name[0]) {
+			a.automatic = 0;
+			suggest(dc, q, &a, f->suggestion, sizeof(f->suggestion));
+		} else {
+			snprintf(f->suggestion, sizeof(f->suggestion),
+				 "no suggestion (an index matching the ORDER BY / GROUP BY"
+				 " would avoid the sort)");
+		}
+	}
+	return 0;
+}
+
+/* Automatic indexes SQLite builds on every execution. */
+static int find_autoindex(struct dcache *dc, const struct sp_qrow *q, const struct sp_attrib *at,
+			  const struct sp_doctor_opts *o, struct sp_findings *out,
+			  const struct scan_ctx *sc)
+{
+	struct sp_finding *f;
+
+	/* automatic indexes */
+	if (q->autoindex || sc->nauto) {
+		if (!(f = add(out, SP_RULE_AUTOINDEX, q, at)))
+			return -1;
+		if (sc->nauto)
+			snprintf(f->evidence, sizeof(f->evidence),
+				 "plan %s; %llu rows inserted into automatic indexes in %llu"
+				 " executions",
+				 sc->autos, (unsigned long long)q->autoindex,
+				 (unsigned long long)q->count);
+		else
+			snprintf(f->evidence, sizeof(f->evidence),
+				 "%llu rows inserted into automatic indexes in %llu executions",
+				 (unsigned long long)q->autoindex, (unsigned long long)q->count);
+		if (sc->nauto)
+			suggest(dc, q, &sc->first_auto, f->suggestion, sizeof(f->suggestion));
+		else
+			snprintf(f->suggestion, sizeof(f->suggestion),
+				 "no suggestion (no plan captured; SQLite builds this index on"
+				 " every execution: create a permanent one on the join column)");
+	}
+	return 0;
+}
+
 int sp_doctor_find(sqlite3 *db, const struct sp_qset *qs, const struct sp_attrib *at,
 		   const struct sp_doctor_opts *o, struct sp_findings *out)
 {
 	struct dcache dc = { .db = db };
 	size_t i;
-	char b1[32], b2[32];
 
 	hmap_init(&dc.runs, sizeof(int64_t), 2 * sizeof(size_t));
 	hmap_init(&dc.texts, sizeof(int64_t), sizeof(uint64_t));
@@ -902,79 +1088,11 @@ int sp_doctor_find(sqlite3 *db, const struct sp_qset *qs, const struct sp_attrib
 	for (i = 0; i < qs->n; i++) {
 		const struct sp_qrow *q = &qs->rows[i];
 		struct scan_ctx sc;
-		struct sp_finding *f;
-		int stmt = q->kind == SP_QK_STMT;
 
 		if (!q->count || q->fp_id == 0 || sp_sqlite_own(q))
 			continue; /* SQLite's own statements: nothing the program can change */
-		/* N+1 */
-		if (stmt && q->max_run >= o->nplus1_min_run && is_select(q->fingerprint) &&
-		    reads_table(q)) {
-			int exact;
-			uint64_t nr = runs_at_least(&dc, q->fp_id, o->nplus1_min_run, &exact);
-
-			if (!(f = add(out, SP_RULE_NPLUS1, q, at)))
-				goto nomem;
-			if (nr)
-				snprintf(
-					f->evidence, sizeof(f->evidence),
-					"%llu consecutive executions on one thread at most; %s%llu run%s"
-					" of >= %llu; %llu executions in all, mean %s",
-					(unsigned long long)q->max_run, exact ? "" : "about ",
-					(unsigned long long)nr, nr == 1 ? "" : "s",
-					(unsigned long long)o->nplus1_min_run,
-					(unsigned long long)q->count,
-					sp_fmt_ns(b1, sizeof(b1), q->mean_ns));
-			else
-				snprintf(f->evidence, sizeof(f->evidence),
-					 "%llu consecutive executions on one thread at most;"
-					 " %llu executions in all, mean %s",
-					 (unsigned long long)q->max_run,
-					 (unsigned long long)q->count,
-					 sp_fmt_ns(b1, sizeof(b1), q->mean_ns));
-			snprintf(
-				f->suggestion, sizeof(f->suggestion),
-				"fetch the rows in one query (a JOIN, or WHERE ... IN (...)) instead of"
-				" one query per row of the caller's loop");
-		}
-		/* re-prepare churn */
-		if (stmt && q->count >= o->reprepare_min_execs &&
-		    (double)q->prepares >= o->reprepare_ratio * (double)q->count) {
-			uint64_t texts = distinct_texts(&dc, q->fp_id);
-
-			if (!(f = add(out, SP_RULE_REPREPARE, q, at)))
-				goto nomem;
-			snprintf(f->evidence, sizeof(f->evidence),
-				 "%llu prepares for %llu executions; %s preparing vs %s executing",
-				 (unsigned long long)q->prepares, (unsigned long long)q->count,
-				 sp_fmt_ns(b1, sizeof(b1), (double)q->prepare_ns),
-				 sp_fmt_ns(b2, sizeof(b2), (double)q->total_ns));
-			reprepare_advice(f, texts);
-		}
-		/* the same SQL with the same values */
-		if (stmt) {
-			const uint64_t *d = dups_of(&dc, q->fp_id);
-
-			if (d && d[0] >= o->duplicate_min_samples && d[1] <= d[0] &&
-			    (double)d[1] >= o->duplicate_min_share * (double)d[0]) {
-				double share = (double)d[1] / (double)d[0];
-
-				if (!(f = add(out, SP_RULE_DUPLICATE, q, at)))
-					goto nomem;
-				snprintf(f->evidence, sizeof(f->evidence),
-					 "%llu of %llu drawn executions had the bound values of an"
-					 " earlier one (one set of values: %llu); ~%.0f of %llu"
-					 " executions (est.) repeat a query already run",
-					 (unsigned long long)d[1], (unsigned long long)d[0],
-					 (unsigned long long)d[2], share * (double)q->count,
-					 (unsigned long long)q->count);
-				snprintf(
-					f->suggestion, sizeof(f->suggestion),
-					"the same query with the same values: keep its result (run it"
-					" once before the loop, or cache it) instead of asking again");
-			}
-		}
-		if (hidden_scan(&dc, q, at, o, out) < 0)
+		if (find_nplus1(&dc, q, at, o, out) < 0 || find_reprepare(&dc, q, at, o, out) < 0 ||
+		    find_duplicate(&dc, q, at, o, out) < 0 || hidden_scan(&dc, q, at, o, out) < 0)
 			goto nomem;
 		if (!q->plan && !q->autoindex)
 			continue;
@@ -982,74 +1100,10 @@ int sp_doctor_find(sqlite3 *db, const struct sp_qset *qs, const struct sp_attrib
 		sc.q = q;
 		if (q->plan)
 			sp_plan_foreach(q->plan, scan_cb, &sc);
-		/* full scans of big tables */
-		if (sc.nscan &&
-		    (double)q->fullscan_steps / (double)q->count >= (double)o->fullscan_min_rows) {
-			if (!(f = add(out, SP_RULE_FULLSCAN, q, at)))
-				goto nomem;
-			snprintf(f->evidence, sizeof(f->evidence),
-				 "plan %s; %llu full-scan steps in %llu executions (%.0f rows per"
-				 " execution)",
-				 sc.scans, (unsigned long long)q->fullscan_steps,
-				 (unsigned long long)q->count,
-				 (double)q->fullscan_steps / (double)q->count);
-			suggest(&dc, q, &sc.first_scan, f->suggestion, sizeof(f->suggestion));
-		}
-		/* temp B-trees */
-		if (sc.temp && (double)(q->rows > q->fullscan_steps ? q->rows : q->fullscan_steps) /
-					       (double)q->count >=
-				       TEMPBTREE_MIN_ROWS) {
-			struct sp_plan_access a;
-
-			if (!(f = add(out, SP_RULE_TEMPBTREE, q, at)))
-				goto nomem;
-			snprintf(f->evidence, sizeof(f->evidence),
-				 "plan \"%s\"; %llu sorts in %llu executions, %llu rows returned,"
-				 " %llu full-scan steps",
-				 sc.temp, (unsigned long long)q->sorts,
-				 (unsigned long long)q->count, (unsigned long long)q->rows,
-				 (unsigned long long)q->fullscan_steps);
-			/* the table read: the first scanned or searched one */
-			memset(&a, 0, sizeof(a));
-			if (sc.nscan)
-				a = sc.first_scan;
-			else if (sc.nauto)
-				a = sc.first_auto;
-			if (a.name[0]) {
-				a.automatic = 0;
-				suggest(&dc, q, &a, f->suggestion, sizeof(f->suggestion));
-			} else {
-				snprintf(f->suggestion, sizeof(f->suggestion),
-					 "no suggestion (an index matching the ORDER BY / GROUP BY"
-					 " would avoid the sort)");
-			}
-		}
-		/* automatic indexes */
-		if (q->autoindex || sc.nauto) {
-			if (!(f = add(out, SP_RULE_AUTOINDEX, q, at)))
-				goto nomem;
-			if (sc.nauto)
-				snprintf(
-					f->evidence, sizeof(f->evidence),
-					"plan %s; %llu rows inserted into automatic indexes in %llu"
-					" executions",
-					sc.autos, (unsigned long long)q->autoindex,
-					(unsigned long long)q->count);
-			else
-				snprintf(
-					f->evidence, sizeof(f->evidence),
-					"%llu rows inserted into automatic indexes in %llu executions",
-					(unsigned long long)q->autoindex,
-					(unsigned long long)q->count);
-			if (sc.nauto)
-				suggest(&dc, q, &sc.first_auto, f->suggestion,
-					sizeof(f->suggestion));
-			else
-				snprintf(
-					f->suggestion, sizeof(f->suggestion),
-					"no suggestion (no plan captured; SQLite builds this index on"
-					" every execution: create a permanent one on the join column)");
-		}
+		if (find_fullscan(&dc, q, at, o, out, &sc) < 0 ||
+		    find_tempbtree(&dc, q, at, o, out, &sc) < 0 ||
+		    find_autoindex(&dc, q, at, o, out, &sc) < 0)
+			goto nomem;
 	}
 	if (find_row_loops(&dc, qs, at, o, out) < 0)
 		goto nomem;
