@@ -1002,7 +1002,6 @@ static int fold_rows(struct rows *rs, const struct hmap *map)
 static int write_profile(struct agent *a, char *err, size_t errlen)
 {
 	struct sp_meta meta;
-	int rc;
 
 	freeze_stats(a);
 	/* the interval ends here: every execution in the statistics just
@@ -1040,8 +1039,7 @@ static int write_profile(struct agent *a, char *err, size_t errlen)
 	meta.live = 1;
 	meta.extra = write_state;
 	meta.extra_arg = a;
-	rc = sp_profile_write(a->output, &a->c, &meta, err, errlen);
-	return rc;
+	return sp_profile_write(a->output, &a->c, &meta, err, errlen);
 }
 
 /*
