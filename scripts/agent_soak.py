@@ -96,7 +96,7 @@ def main():
     sock = os.path.join(tmp, "run", "sock")
     prof = os.path.join(tmp, "soak.db")
     port = free_port()
-    err = open(os.path.join(tmp, "agent.err"), "w+")
+    err = open(os.path.join(tmp, "agent.err"), "a+")
     argv = [sqlprof, "agent", "-o", prof, "--socket", sock, "--interval", str(a.interval),
             "--metrics", "127.0.0.1:%d" % port] + a.agent_args.split()
     ag = subprocess.Popen(argv, stderr=err, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
