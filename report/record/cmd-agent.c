@@ -1158,10 +1158,11 @@ out:
 struct answer_hdr {
 	uint64_t magic;
 	uint64_t totals_len; /* 0: none */
-	uint64_t nhit;       /* sql_ids after the totals */
+	uint64_t nhit;       /* sql_ids after the totals (at an 8-byte offset) */
 	uint64_t hits;       /* 1: the folds met were tracked (nhit is all) */
 };
 #define ANSWER_MAGIC 0x73716c70616e7331ull
+#define ANSWER_PAD(n) (((n) + 7) & ~(uint64_t)7)
 
 static void answer_write(struct agent *a, const struct hmap *hit, int tracked)
 {
@@ -1184,7 +1185,8 @@ static void answer_write(struct agent *a, const struct hmap *hit, int tracked)
 		len = 0;
 	if (ftruncate(a->answer_fd, 0) < 0 ||
 	    pwrite(a->answer_fd, buf, len, sizeof(h)) != (ssize_t)len ||
-	    pwrite(a->answer_fd, ids, n * 8, (off_t)(sizeof(h) + len)) != (ssize_t)(n * 8) ||
+	    pwrite(a->answer_fd, ids, n * 8, (off_t)(sizeof(h) + ANSWER_PAD(len))) !=
+		    (ssize_t)(n * 8) ||
 	    pwrite(a->answer_fd, &h, sizeof(h), 0) != (ssize_t)sizeof(h))
 		(void)!ftruncate(a->answer_fd, 0); /* no answer: nothing taken */
 	free(buf);
@@ -1253,16 +1255,18 @@ static void snapshot_done(struct agent *a, int status)
 	    fstat(a->answer_fd, &st) < 0 || (size_t)st.st_size < sizeof(h) ||
 	    pread(a->answer_fd, &h, sizeof(h), 0) != (ssize_t)sizeof(h) || h.magic != ANSWER_MAGIC ||
 	    h.totals_len > (uint64_t)st.st_size || h.nhit > (uint64_t)st.st_size / 8 ||
-	    sizeof(h) + h.totals_len + h.nhit * 8 != (uint64_t)st.st_size ||
-	    !(buf = malloc(h.totals_len + h.nhit * 8 + 1)))
+	    sizeof(h) + (h.nhit ? ANSWER_PAD(h.totals_len) : h.totals_len) + h.nhit * 8 !=
+		    (uint64_t)st.st_size ||
+	    !(buf = malloc((size_t)st.st_size - sizeof(h) + 1)))
 		return;
-	if (pread(a->answer_fd, buf, h.totals_len + h.nhit * 8, sizeof(h)) !=
-	    (ssize_t)(h.totals_len + h.nhit * 8)) {
+	if (pread(a->answer_fd, buf, (size_t)st.st_size - sizeof(h), sizeof(h)) !=
+	    (ssize_t)((size_t)st.st_size - sizeof(h))) {
 		free(buf);
 		return;
 	}
 	if (h.hits)
-		folds_prune(a, (const uint64_t *)(buf + h.totals_len), (size_t)h.nhit);
+		folds_prune(a, (const uint64_t *)(buf + ANSWER_PAD(h.totals_len)),
+			    (size_t)h.nhit);
 	if (h.totals_len) {
 		uint8_t *t = malloc(h.totals_len);
 
