@@ -9,13 +9,15 @@ second (tests/progs/service, 20 executions each) under one `sqlprof agent
                     (its own process: snapshot children are not counted;
                     RssShmem is the services' statistics it has read)
   scrape_s          each GET /metrics (every --scrape-every seconds)
+  scrape_executions the sum of sqlprof_query_executions_total it answered
+                    (a counter: --check fails when it goes down)
   profile_age_s     the profile's age (now - mtime) once a second
   sigterm_s         SIGTERM to the agent's exit
   ran, profiled     executions the processes ran (their count files) and
                     those the final profile holds (report --format json)
 
 It judges nothing itself unless --check is given: then it exits 1 when the
-totals differ, or when RssAnon after the first --warmup seconds grew by
+totals differ, when the executions /metrics counts go down, or when RssAnon after the first --warmup seconds grew by
 more than --rss-growth-kb (the median of its last three samples against
 that of its first three) (no wall-time verdict: those are for make bench to
 print). Used by make bench (10 minutes) and by
@@ -49,6 +51,15 @@ def rss_kb(pid):
     return [out.get("VmRSS", 0), out.get("RssAnon", 0), out.get("RssShmem", 0)]
 
 
+def executions(body):
+    """The sum of sqlprof_query_executions_total in an exposition."""
+    n = 0
+    for line in body.decode("utf-8", "replace").splitlines():
+        if line.startswith("sqlprof_query_executions_total"):
+            n += int(float(line.rsplit(" ", 1)[1]))
+    return n
+
+
 def free_port():
     s = socket.socket()
     s.bind(("127.0.0.1", 0))
@@ -68,6 +79,10 @@ def main():
     ap.add_argument("--warmup", type=float, default=60)
     ap.add_argument("--rss-growth-kb", type=int, default=0)
     ap.add_argument("--agent-args", default="")
+    ap.add_argument("--texts-per-shape", type=int, default=0,
+                    help="SQLPROF_TEXTS_PER_SHAPE of the processes (default 0, no limit: every "
+                    "new text reaches the agent, its worst case; the preload's default, 64, "
+                    "folds the soak's texts in the service itself)")
     ap.add_argument("--check", action="store_true")
     ap.add_argument("--keep", help="copy the final profile here")
     a = ap.parse_args()
@@ -81,7 +96,7 @@ def main():
     sock = os.path.join(tmp, "run", "sock")
     prof = os.path.join(tmp, "soak.db")
     port = free_port()
-    err = open(os.path.join(tmp, "agent.err"), "w+")
+    err = open(os.path.join(tmp, "agent.err"), "a+")
     argv = [sqlprof, "agent", "-o", prof, "--socket", sock, "--interval", str(a.interval),
             "--metrics", "127.0.0.1:%d" % port] + a.agent_args.split()
     ag = subprocess.Popen(argv, stderr=err, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
@@ -93,14 +108,16 @@ def main():
             err.seek(0)
             sys.exit("agent_soak: the agent exited: " + err.read())
         time.sleep(0.02)
-    env = dict(os.environ, LD_PRELOAD=lib, SQLPROF_SOCK=sock, SQLPROF_RATE="0.01")
+    env = dict(os.environ, LD_PRELOAD=lib, SQLPROF_SOCK=sock, SQLPROF_RATE="0.01",
+               SQLPROF_TEXTS_PER_SHAPE=str(a.texts_per_shape))
     t0 = time.monotonic()
     main_count = os.path.join(tmp, "count.main")
     svc = subprocess.Popen([os.path.join(progs, "soak"), str(a.rate), str(int(a.seconds * 1000)),
                             main_count], env=env)
     res = {"seconds": a.seconds, "rate": a.rate, "procs_per_s": a.procs,
            "interval_s": a.interval, "rss_kb": [], "scrape_s": [], "scrape_bytes": [],
-           "profile_age_s": [], "scrape_failures": 0}
+           "profile_age_s": [], "scrape_failures": 0,
+           "scrape_executions": []}
     churn, counts, nproc = [], [main_count], 0
     next_proc = next_sample = next_scrape = t0
     while svc.poll() is None:
@@ -130,6 +147,7 @@ def main():
                     body = r.read()
                 res["scrape_s"].append([round(s - t0, 1), round(time.monotonic() - s, 4)])
                 res["scrape_bytes"].append(len(body))
+                res["scrape_executions"].append(executions(body))
             except Exception:
                 res["scrape_failures"] += 1
             next_scrape += a.scrape_every
@@ -167,6 +185,7 @@ def main():
     res["profile_age_max_s"] = max((x for _, x in res["profile_age_s"]), default=0)
     if a.keep and os.path.exists(prof):
         subprocess.run(["cp", prof, a.keep])
+        subprocess.run(["cp", os.path.join(tmp, "agent.err"), a.keep + ".agent.err"])
     print(json.dumps(res))
     subprocess.run(["rm", "-rf", tmp])
     if a.check:
@@ -176,6 +195,11 @@ def main():
         if res["profiled"] != ran:
             bad.append("the profile holds %d executions, the processes ran %d" %
                        (res["profiled"], ran))
+        ex = res["scrape_executions"]
+        down = [(ex[i - 1], ex[i]) for i in range(1, len(ex)) if ex[i] < ex[i - 1]]
+        if down:
+            bad.append("the executions /metrics counted went down %d times (%d -> %d first)" %
+                       (len(down), down[0][0], down[0][1]))
         if a.rss_growth_kb and res["rss_after_warmup_growth_kb"] > a.rss_growth_kb:
             bad.append("agent RssAnon grew by %d KiB after %g s (budget %d)" %
                        (res["rss_after_warmup_growth_kb"], a.warmup, a.rss_growth_kb))

@@ -707,6 +707,7 @@ static void apply(struct sp_coll *c, struct sp_proc *p, const uint8_t *rec, uint
 		memcpy(&x, rec, sizeof(x));
 		if (x.kind > SP_KIND_EXEC)
 			x.kind = SP_KIND_STMT;
+		x.sql_id = sp_coll_text_fold(c, x.sql_id); /* the agent's folds */
 		apply_exec(c, p, &x);
 		break;
 	}
@@ -762,7 +763,7 @@ static void apply(struct sp_coll *c, struct sp_proc *p, const uint8_t *rec, uint
 	case SP_REC_ERROR: {
 		const struct sp_rec_error *r = (const void *)rec;
 		const uint8_t *msg = rec + sizeof(*r);
-		struct ekey k = { r->sql_id,
+		struct ekey k = { sp_coll_text_fold(c, r->sql_id), /* the agent's folds */
 				  (uint64_t)(int64_t)r->rc,
 				  p->pid,
 				  r->stack_id,
@@ -798,7 +799,8 @@ static void apply(struct sp_coll *c, struct sp_proc *p, const uint8_t *rec, uint
 		const uint8_t *text = rec + sizeof(*r);
 		int none = (r->h.flags & SP_PLAN_NONE) != 0;
 		/* a reason is kept apart from a plan of the same bytes */
-		uint64_t k[2] = { r->sql_id, sp_hash_bytes(text, r->text_len) ^ (uint64_t)none };
+		uint64_t k[2] = { sp_coll_text_fold(c, r->sql_id), /* the agent's folds */
+				  sp_hash_bytes(text, r->text_len) ^ (uint64_t)none };
 		int created;
 		struct sp_plan *pl;
 
@@ -1734,6 +1736,7 @@ void sp_coll_stats_merge(struct sp_coll *c, uint32_t pid, const void *mapv, size
 				uint32_t b;
 
 				copy_query(cb + off, &a);
+				a.sql_id = sp_coll_text_fold(c, a.sql_id); /* the agent's folds */
 				sp_agg_counters(&a, counters);
 				if (a.kind == SP_KIND_STMT && a.started != (uint32_t)a.count) {
 					uint32_t *d = hmap_get(&started, &a.sql_id, 1, NULL);
@@ -2643,6 +2646,18 @@ uint64_t sp_coll_executions(const struct sp_coll *c)
 }
 
 /* Folding texts (sp_coll_fold_texts). */
+
+uint64_t sp_coll_text_fold(struct sp_coll *c, uint64_t sql_id)
+{
+	const uint64_t *to;
+
+	if (!c->text_folds || !c->text_folds->count || hmap_get(&c->sqls, &sql_id, 0, NULL) ||
+	    !(to = hmap_get(c->text_folds, &sql_id, 0, NULL)))
+		return sql_id;
+	if (c->text_folds_hit)
+		hmap_get(c->text_folds_hit, &sql_id, 1, NULL);
+	return *to;
+}
 
 uint64_t sp_coll_fold_id(uint64_t fp_id)
 {

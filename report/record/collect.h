@@ -327,7 +327,20 @@ struct sp_coll {
 	 * its totals here. */
 	void (*stats_added)(struct sp_coll *c, uint32_t pid, uint64_t ino);
 	void *stats_added_arg;
+	/* Texts the agent folded in its own collector while processes that
+	 * ran them still live (sql_id -> fold id, an hmap of uint64_t to
+	 * uint64_t; NULL: none, as in record): their statistics' records and
+	 * sampled executions go to the fold (sp_coll_text_fold), unless the
+	 * text came again. Owned by the caller. When text_folds_hit is not
+	 * NULL (an hmap of uint64_t -> int), each folded sql_id met is put
+	 * there: the agent lets go of the ones no process holds. */
+	struct hmap *text_folds, *text_folds_hit;
 };
+
+/* The id a record of sql_id is counted under: its fold's when the agent
+ * folded its text (c->text_folds) and the text did not come again, else
+ * sql_id. */
+uint64_t sp_coll_text_fold(struct sp_coll *c, uint64_t sql_id);
 
 /* Processes that could not reach the collector: those that left their
  * data in a file (of which *complete said goodbye there too: their

@@ -50,8 +50,9 @@ for wave in $(seq 1 10); do
 	fi
 done
 wait_until 60 no_memfds # or the check below fails, naming how many
-# a descriptor the agent holds for a moment (a snapshot being written, a
-# connection being closed) is not a leak: polled, cap 30 s; a leak stays
+# a descriptor the agent holds for a moment (a connection being closed;
+# a snapshot holds none of its own since the agent keeps one answer memfd,
+# t_agent_fdsteady) is not a leak: polled, cap 30 s; a leak stays
 fds_back() { [ "$(nfd)" -le "$fd10" ]; }
 wait_until 30 fds_back
 rss50=$(rss)
