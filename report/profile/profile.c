@@ -107,6 +107,7 @@ static const char schema[] =
 	/* the temporary tables of the writer and series.c in memory: a
 	 * temporary file costs a random name, a create and an unlink */
 	"PRAGMA temp_store=MEMORY;"
+	"PRAGMA application_id=1399935078;" /* SP_PROFILE_APP_ID: outfile.c */
 	"CREATE TABLE meta(key TEXT PRIMARY KEY, value);"
 	"CREATE TABLE processes(pid INTEGER PRIMARY KEY, ppid INTEGER, exe TEXT,"
 	" executions INTEGER, lost INTEGER, untracked INTEGER, sqlite_found INTEGER,"

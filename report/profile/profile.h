@@ -15,6 +15,9 @@
 #define SP_PROFILE_FORMAT 3     /* 2: runs, run_totals, plans; 3: indexes */
 #define SP_PROFILE_FORMAT_MIN 2 /* read too: the same tables without indexes */
 #define SP_PROFILE_DEFAULT "sqlprof.db"
+/* PRAGMA application_id of a profile ("SqPf"): record tells its old
+ * output is a profile from the header alone (outfile.c) */
+#define SP_PROFILE_APP_ID 0x53715066u
 
 /* Open a profile read-only and check it is one (format version, tables).
  * Returns the handle, or NULL with a one-line reason in err. */
