@@ -1655,8 +1655,8 @@ static int write_symbols(struct pw *w)
 /*
  * Write the recording into db, whose schema is made here, in one
  * transaction: each step below writes its tables (and may build maps for
- * the steps after it, in w), then the writer's own tables (m->extra), the
- * indexes, COMMIT. Returns 0, or -1 with a one-line reason in err (the
+ * the steps after it, in w), then the indexes, the writer's own tables
+ * (m->extra), the events' indexes, COMMIT. Returns 0, or -1 with a one-line reason in err (the
  * transaction is then left open: the caller discards the file).
  */
 static int write_all(sqlite3 *db, struct sp_coll *c, const struct sp_meta *m, uint64_t pre_events,
@@ -1689,12 +1689,15 @@ static int write_all(sqlite3 *db, struct sp_coll *c, const struct sp_meta *m, ui
 	for (i = 0; i < sizeof(steps) / sizeof(steps[0]); i++)
 		if (steps[i](&w) < 0)
 			goto out;
+	/* the indexes before the writer's own tables: the first interval
+	 * reads each query's histogram through histograms_query (series.c) */
+	if (exec_sql(db, indexes, err, errlen) < 0)
+		goto out;
 	if (m->extra && m->extra(db, m->extra_arg) < 0) {
 		pw_sqlerr(&w, NULL);
 		goto out;
 	}
-	if (exec_sql(db, indexes, err, errlen) < 0 ||
-	    (!adopted && exec_sql(db, events_indexes, err, errlen) < 0) ||
+	if ((!adopted && exec_sql(db, events_indexes, err, errlen) < 0) ||
 	    exec_sql(db, "COMMIT", err, errlen) < 0)
 		goto out;
 	rc = 0;
