@@ -1884,6 +1884,13 @@ sqlite3 *sp_profile_open(const char *path, char *err, size_t errlen)
 		sqlite3_close(db);
 		return NULL;
 	}
+	/* A page cache of up to 64 MB (SQLite's default 2 MB): the readers
+	 * go through the tables by their fingerprint indexes, and sort plans,
+	 * whose pages were read again and again (pread) and whose sorts went
+	 * to temporary files: the plans of 200,000 fingerprints took 3.9 s,
+	 * with the cache 1.9 s. Pages are taken as read: a small profile
+	 * stays small. */
+	sqlite3_exec(db, "PRAGMA cache_size=-65536", NULL, NULL, NULL);
 	return db;
 bad:
 	snprintf(err, errlen, "%s: not a sqlprof profile (%s)", path,
