@@ -335,6 +335,30 @@ sqlerr:
 	return -1;
 }
 
+/* Unix time minus CLOCK_MONOTONIC, which the events' start_ns count in,
+ * into meta (when db has one): the Perfetto export puts the intervals on
+ * their clock. 0, or -1 (sqlite3_errmsg). */
+static int clock_offset(sqlite3 *db)
+{
+	struct timespec rt, mt;
+	sqlite3_stmt *st;
+	int rc;
+
+	if (!has_table(db, "meta"))
+		return 0;
+	clock_gettime(CLOCK_REALTIME, &rt);
+	clock_gettime(CLOCK_MONOTONIC, &mt);
+	if (sqlite3_prepare_v2(db, "INSERT OR REPLACE INTO meta VALUES('clock_offset_ns', ?)", -1,
+			       &st, NULL) != SQLITE_OK)
+		return -1;
+	sqlite3_bind_int64(st, 1,
+			   ((int64_t)rt.tv_sec - (int64_t)mt.tv_sec) * 1000000000 +
+				   (rt.tv_nsec - mt.tv_nsec));
+	rc = sqlite3_step(st) == SQLITE_DONE ? 0 : -1;
+	sqlite3_finalize(st);
+	return rc;
+}
+
 /* 1 when db's only interval is the one just added and nothing is in the
  * base (no earlier profile's intervals): the interval is the totals. 0
  * otherwise, -1 on an error. */
@@ -508,25 +532,8 @@ merged:
 	for (size_t i = 0; i < ntiers; i++)
 		if (merge_tier(db, tiers[i].width_ns, end_ns - tiers[i].age_ns, err, errlen) < 0)
 			return -1;
-	/* Unix time minus CLOCK_MONOTONIC, which the events' start_ns
-	 * count in: the Perfetto export puts the intervals on their clock */
-	if (has_table(db, "meta")) {
-		struct timespec rt, mt;
-
-		clock_gettime(CLOCK_REALTIME, &rt);
-		clock_gettime(CLOCK_MONOTONIC, &mt);
-		if (sqlite3_prepare_v2(db,
-				       "INSERT OR REPLACE INTO meta VALUES('clock_offset_ns', ?)",
-				       -1, &st, NULL) != SQLITE_OK)
-			goto sqlerr;
-		sqlite3_bind_int64(st, 1,
-				   ((int64_t)rt.tv_sec - (int64_t)mt.tv_sec) * 1000000000 +
-					   (rt.tv_nsec - mt.tv_nsec));
-		if (sqlite3_step(st) != SQLITE_DONE)
-			goto sqlerr;
-		sqlite3_finalize(st);
-		st = NULL;
-	}
+	if (clock_offset(db) < 0)
+		goto sqlerr;
 	return exec_sql(db, "DROP TABLE temp.sp_base_q; DROP TABLE temp.sp_base_h;", err, errlen);
 sqlerr:
 	snprintf(err, errlen, "intervals: %s", sqlite3_errmsg(db));
