@@ -62,7 +62,8 @@ usage: scripts/bench_run.py [--build DIR] [--out FILE] [--smoke] [--only PART]
   $BENCH_N  executions of the trivial loop under callgrind (default 100000)
   --smoke   tiny sizes, one round, every program once: for `make check`
             (tests/integration/t_bench_smoke.sh); seconds, not minutes.
-  --only    run one part (wall_10m, fixed_cost, speedtest1, dump_restore, clock_paths) and print its JSON on stdout; nothing
+  --only    run one part (wall_10m, fixed_cost, speedtest1, dump_restore, clock_paths,
+            scale_fp_big) and print its JSON on stdout; nothing
             is written (the programs of BUILD/bench must be built:
             scripts/bench_build.sh BUILD/bench).
 """
@@ -115,6 +116,8 @@ FULL = {
     "scale_fps": [2000, 6000, 20000],
     "scale_procs": [30, 100, 300],
     "scale_events": [100000, 300000, 1000000],
+    # issue 24, acceptance 7: the fingerprints workload at 200,000
+    "scale_fp_big": 200000,
 }
 SMOKE = {
     "rounds": 1,
@@ -139,6 +142,7 @@ SMOKE = {
     "scale_fps": [100],
     "scale_procs": [4],
     "scale_events": [2000],
+    "scale_fp_big": 2000,
 }
 
 WORKLOADS = ["trivial", "lookup", "insert", "threads", "python"]
@@ -187,6 +191,11 @@ TARGETS = {
     "scale_procs_collector_rss_mb": 200,
     "scale_events_export_s": 5.0,
     "scale_events_export_rss_mb": 100,
+    # issue 24, acceptance 7: 200,000 fingerprints
+    "scale_fp_big_after_exit_s": 5.0,
+    "scale_fp_big_collector_rss_mb": 600,
+    "scale_fp_big_report_s": 2.0,
+    "scale_fp_big_diff_check_s": 4.0,
 }
 EXPORT_FORMATS = ["folded", "svg", "html", "speedscope", "csv", "chrome", "perfetto"]
 # speedtest1: where bench_build.sh finds the source (never copied into the
@@ -906,6 +915,46 @@ class Bench:
                                                      int((frac + "000000000")[:9]))
         return d
 
+    def scale_fp_big(self):
+        """Issue 24 item 7: bench/manyfp at 200,000 fingerprints (the
+        collector's peak RSS, record after the program's exit, report table
+        and JSON, diff and check of the profile against itself); its queries
+        counted, and those with neither a plan nor a reason (item 4: the
+        report then states the bound that applied)."""
+        n = self.sz["scale_fp_big"]
+        prof = os.path.join(self.tmp, "scale-fp-big.db")
+        d = self.record_after_exit("sqlprof_default", [self.bin + "/manyfp", str(n)], prof,
+                                   "scale fingerprints %d" % n)
+        e = {"n": n, "after_exit_ns": d["after_exit_ns"],
+             "collector_rss_kb": d.get("collector_rss_kb"),
+             "queries": self.profile_count_rows(prof, "queries"),
+             "profile_bytes": os.path.getsize(prof)}
+        con = sqlite3.connect("file:%s?mode=ro" % prof, uri=True)
+        try:
+            e["no_plan"] = con.execute(
+                "SELECT COUNT(*) FROM queries q WHERE count > 0 AND kind <> 'exec' AND"
+                " fingerprint LIKE 'SELECT%' AND fp_id NOT IN (SELECT fp_id FROM plans)"
+                " AND fp_id NOT IN (SELECT fp_id FROM plan_gaps)").fetchone()[0]
+            row = con.execute("SELECT value FROM meta WHERE key = 'plans_bound'").fetchone()
+            e["plans_bound"] = row[0] if row else None
+        finally:
+            con.close()
+        for name, args, ok in (
+                ("report", ["report", prof], (0,)),
+                ("report_json", ["report", "--format", "json", prof], (0,)),
+                ("diff", ["diff", prof, prof], (0,)),
+                ("check", ["check", "--baseline", prof, prof], (0, 1))):
+            e[name] = self.cli_cost(args, "scale fingerprints %d" % n, ok)
+        log("scale fingerprints %6d: record %.2f s after exit, collector %s KB; %d queries, "
+            "%d without a plan (bound: %s); report %.2f s, json %.2f s, diff %.2f s, "
+            "check %.2f s" % (
+                n, e["after_exit_ns"] / 1e9, e["collector_rss_kb"], e["queries"], e["no_plan"],
+                e["plans_bound"], e["report"]["time_ns"] / 1e9,
+                e["report_json"]["time_ns"] / 1e9, e["diff"]["time_ns"] / 1e9,
+                e["check"]["time_ns"] / 1e9))
+        os.unlink(prof)
+        return e
+
     def scale(self, skipped):
         """Issue 12's three scale workloads, each at growing sizes: N
         distinct fingerprints (bench/manyfp: 3 executions each from two
@@ -944,6 +993,7 @@ class Bench:
                     e["export_html"]["rss_kb"], e["export_svg"]["time_ns"] / 1e9,
                     e["export_svg"]["rss_kb"]))
             os.unlink(prof)
+        res["fingerprints_big"] = self.scale_fp_big()
         if shutil.which("sqlite3") is None:
             skipped.append("scale processes: no sqlite3 shell")
         else:
@@ -1143,6 +1193,22 @@ def targets(res):
     add("scale_fp_export_rss_mb", "%s fingerprints: export html and svg, peak RSS, MB (larger)" %
         fpn, mb(max(fp["export_html"]["rss_kb"] or 0, fp["export_svg"]["rss_kb"] or 0))
         if fp else None, TARGETS["scale_fp_export_rss_mb"])
+    big = sc.get("fingerprints_big")
+    bn = "{:,}".format(big["n"]) if big else "?"
+    add("scale_fp_big_after_exit_s", "%s fingerprints x 3 executions: record done after the "
+        "program's exit, s" % bn, s(big["after_exit_ns"]) if big else None,
+        TARGETS["scale_fp_big_after_exit_s"])
+    add("scale_fp_big_collector_rss_mb", "%s fingerprints: collector peak RSS, MB" % bn,
+        mb(big["collector_rss_kb"]) if big and big.get("collector_rss_kb") else None,
+        TARGETS["scale_fp_big_collector_rss_mb"])
+    add("scale_fp_big_queries", "%s fingerprints: queries in the profile" % bn,
+        big["queries"] if big else None, big["n"] if big else None, le=False)
+    add("scale_fp_big_report_s", "%s fingerprints: report, table and JSON, s (slower)" % bn,
+        s(max(big["report"]["time_ns"], big["report_json"]["time_ns"])) if big else None,
+        TARGETS["scale_fp_big_report_s"])
+    add("scale_fp_big_diff_check_s", "%s fingerprints: diff and check against itself, s "
+        "(slower)" % bn, s(max(big["diff"]["time_ns"], big["check"]["time_ns"])) if big
+        else None, TARGETS["scale_fp_big_diff_check_s"])
     pr = (sc.get("processes") or [None])[-1]
     prn = "{:,}".format(pr["n"]) if pr else "?"
     add("scale_procs_after_exit_s", "%s exec'd processes (sqlite3, python3): record done after "
@@ -1227,7 +1293,7 @@ def main():
     ap.add_argument("--out")
     ap.add_argument("--smoke", action="store_true")
     ap.add_argument("--only", choices=["wall_10m", "fixed_cost", "speedtest1", "dump_restore",
-                                       "clock_paths"])
+                                       "clock_paths", "scale_fp_big"])
     a = ap.parse_args()
     if a.only:
         tmp = tempfile.mkdtemp(prefix="sqlprof-bench.")

@@ -311,6 +311,8 @@ struct sp_coll {
 	/* Shared statistics not merged yet, in no order. */
 	struct sp_statmap *stats;
 	size_t nstats, stats_cap;
+	int stats_drop;    /* sp_coll_stats_merge lets go of the pages it merged
+			 * (a retired image's memfd mapping, not a copy) */
 	size_t copy_bytes; /* taken by STATS_COPY maps so far, at most 1 GiB */
 	/* Broken rings are reported here, one line each; NULL: nowhere. */
 	FILE *diag;

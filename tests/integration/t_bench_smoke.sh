@@ -44,9 +44,10 @@ if r["capture"]["frames"] != 20:
                 % r["capture"]["frames"])
 if not r["collector"]["streamgen"]["records_per_s_cpu"] > 0:
     errs.append("streamgen: no ingest rate")
-# 22, and the clock paths' (issue 25): 4 per clock and one per K in turn
-if len(r["targets"]) != 32:
-    errs.append("expected 32 targets, got %d" % len(r["targets"]))
+# 22, and the clock paths' (issue 25): 4 per clock and one per K in turn;
+# 5 of 200,000 fingerprints (issue 24: scale_fp_big)
+if len(r["targets"]) != 37:
+    errs.append("expected 37 targets, got %d" % len(r["targets"]))
 cp = r.get("clock_paths")
 if cg is not None and (not cp or not cp.get("clocksource") or
                        set(cp.get("trivial", {})) != {"tsc", "monotonic"}):
@@ -62,6 +63,9 @@ sc = r.get("scale") or {}
 for k in ("fingerprints", "events"):
     if not sc.get(k):
         errs.append("scale: no %s runs" % k)
+big = sc.get("fingerprints_big")
+if not big or big["queries"] != big["n"] or not big["report"]["time_ns"] > 0:
+    errs.append("scale: no figures of scale_fp_big, or not every fingerprint a query")
 for e in sc.get("processes", []):
     if e["processes_with_queries"] != e["n"]:
         errs.append("scale: %d of %d processes in the profile" % (e["processes_with_queries"], e["n"]))
