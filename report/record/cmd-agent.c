@@ -129,14 +129,14 @@ struct agent {
 	uint64_t exact_last;   /* mono ns of the last answer read directly */
 	uint8_t *direct;       /* that answer (sp_live_encode'd), NULL: none */
 	size_t direct_len;
-	uint64_t max_texts;    /* --max-texts: SQL texts a profile keeps */
+	uint64_t max_texts; /* --max-texts: SQL texts a profile keeps */
 	/* Texts folded in the agent's own collector (agent_fold): sql_id ->
 	 * struct fold_ent, while a process may still hold records of them
 	 * (c.text_folds); a snapshot child says which ones it met,
 	 * the others folded before that snapshot are let go. */
 	struct hmap folds;
-	uint64_t fold_epoch;  /* agent_fold calls so far */
-	uint64_t snap_epoch;  /* fold_epoch when the running snapshot was forked */
+	uint64_t fold_epoch; /* agent_fold calls so far */
+	uint64_t snap_epoch; /* fold_epoch when the running snapshot was forked */
 };
 
 struct fold_ent {
@@ -1253,8 +1253,9 @@ static void snapshot_done(struct agent *a, int status)
 
 	if (a->answer_fd < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0 ||
 	    fstat(a->answer_fd, &st) < 0 || (size_t)st.st_size < sizeof(h) ||
-	    pread(a->answer_fd, &h, sizeof(h), 0) != (ssize_t)sizeof(h) || h.magic != ANSWER_MAGIC ||
-	    h.totals_len > (uint64_t)st.st_size || h.nhit > (uint64_t)st.st_size / 8 ||
+	    pread(a->answer_fd, &h, sizeof(h), 0) != (ssize_t)sizeof(h) ||
+	    h.magic != ANSWER_MAGIC || h.totals_len > (uint64_t)st.st_size ||
+	    h.nhit > (uint64_t)st.st_size / 8 ||
 	    sizeof(h) + (h.nhit ? ANSWER_PAD(h.totals_len) : h.totals_len) + h.nhit * 8 !=
 		    (uint64_t)st.st_size ||
 	    !(buf = malloc((size_t)st.st_size - sizeof(h) + 1)))
@@ -1265,8 +1266,7 @@ static void snapshot_done(struct agent *a, int status)
 		return;
 	}
 	if (h.hits)
-		folds_prune(a, (const uint64_t *)(buf + ANSWER_PAD(h.totals_len)),
-			    (size_t)h.nhit);
+		folds_prune(a, (const uint64_t *)(buf + ANSWER_PAD(h.totals_len)), (size_t)h.nhit);
 	if (h.totals_len) {
 		uint8_t *t = malloc(h.totals_len);
 
