@@ -107,25 +107,6 @@ static uintptr_t rd_ptr(uintptr_t addr)
 	return rd(addr, &v, sizeof(v)) == 0 ? v : 0;
 }
 
-static void send_info(struct sp_thread *t, uint32_t status, const char *version)
-{
-	size_t n = version ? strnlen(version, 200) : 0;
-	uint32_t rl = (uint32_t)((sizeof(struct sp_rec_pyinfo) + n + 7) & ~(size_t)7);
-	struct sp_rec_pyinfo *r = sp_rec_reserve(t, rl);
-
-	if (!r)
-		return;
-	memset(r, 0, rl);
-	r->h.type = SP_REC_PYINFO;
-	r->h.len = rl;
-	r->pid = sp_my_pid();
-	r->tid = t->tid;
-	r->status = status;
-	r->text_len = (uint32_t)n;
-	memcpy(r + 1, version, n);
-	sp_rec_commit(t, rl);
-}
-
 /* Is this CPython, of a version we have a layout for? Only dlsym and
  * dladdr: nothing is loaded. */
 static void py_detect(struct sp_thread *t)
@@ -177,12 +158,12 @@ static void py_detect(struct sp_thread *t)
 				l = &sp_py_layouts[i];
 	self_pid = getpid();
 	if (!l || !get_tstate || !is_initialized || !code_type || !str_type || !eval_lo) {
-		send_info(t, SP_PY_UNSUPPORTED, version());
+		sp_if_info(t, SP_PY_UNSUPPORTED, version());
 		atomic_store(&py_state, PY_OFF);
 		return;
 	}
 	if (rd((uintptr_t)&py_state, &probe, 1) < 0) {
-		send_info(t, SP_PY_UNREADABLE, version()); /* seccomp, or no such call */
+		sp_if_info(t, SP_PY_UNREADABLE, version()); /* seccomp, or no such call */
 		atomic_store(&py_state, PY_OFF);
 		return;
 	}
@@ -200,7 +181,7 @@ static void py_detect(struct sp_thread *t)
 	 * code objects by pid and number */
 	code_salt = ((uint32_t)sp_now() ^ (uint32_t)self_pid << 7) & 0xfff;
 	L = l;
-	send_info(t, SP_PY_ON, version());
+	sp_if_info(t, SP_PY_ON, version());
 	atomic_store(&py_state, PY_ON);
 }
 
@@ -489,7 +470,7 @@ int sp_py_splice(struct sp_thread *t, uintptr_t *pcs, int n, int cap)
 		if (!ok) {
 			/* not this interpreter's layout after all */
 			atomic_store(&py_state, PY_OFF);
-			send_info(t, SP_PY_UNREADABLE, "frames do not hold code objects");
+			sp_if_info(t, SP_PY_UNREADABLE, "frames do not hold code objects");
 			errno = saved;
 			return n;
 		}

@@ -276,6 +276,22 @@ bad:
 /* Merge the intervals that ended at or before cut into buckets of width
  * (by their start): each bucket's rows are added up under its first
  * interval's start, which then ends where its last one ended. */
+/* sql with ?1 = width and ?2 = cut, stepped once: its first step's
+ * result (SQLITE_ROW, SQLITE_DONE, or an error, the message in db). */
+static int step_width_cut(sqlite3 *db, const char *sql, int64_t width, int64_t cut)
+{
+	sqlite3_stmt *st;
+	int rc;
+
+	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
+		return SQLITE_ERROR;
+	sqlite3_bind_int64(st, 1, width);
+	sqlite3_bind_int64(st, 2, cut);
+	rc = sqlite3_step(st);
+	sqlite3_finalize(st); /* a step's error keeps its message */
+	return rc;
+}
+
 static int merge_tier(sqlite3 *db, int64_t width, int64_t cut, char *err, size_t errlen)
 {
 	char sql[4096], l[512];
@@ -285,18 +301,12 @@ static int merge_tier(sqlite3 *db, int64_t width, int64_t cut, char *err, size_t
 	/* nothing to merge (a recording's one interval, an agent's tier
 	 * with no full bucket yet): leave before the temporary tables,
 	 * whose statements cost a one-query record 11 % of its CPU */
-	if (sqlite3_prepare_v2(db,
-			       "SELECT 1 FROM intervals WHERE end_ns <= ?2"
-			       " GROUP BY start_ns / ?1 HAVING count(*) > 1 LIMIT 1",
-			       -1, &st, NULL) != SQLITE_OK)
-		goto sqlerr;
-	sqlite3_bind_int64(st, 1, width);
-	sqlite3_bind_int64(st, 2, cut);
-	some = sqlite3_step(st);
+	some = step_width_cut(db,
+			      "SELECT 1 FROM intervals WHERE end_ns <= ?2"
+			      " GROUP BY start_ns / ?1 HAVING count(*) > 1 LIMIT 1",
+			      width, cut);
 	if (some != SQLITE_ROW && some != SQLITE_DONE)
 		goto sqlerr;
-	sqlite3_finalize(st);
-	st = NULL;
 	if (some == SQLITE_DONE)
 		return 0;
 	if (exec_sql(db,
@@ -304,17 +314,11 @@ static int merge_tier(sqlite3 *db, int64_t width, int64_t cut, char *err, size_t
 		     "CREATE TEMP TABLE sp_merge(s INTEGER PRIMARY KEY, g INTEGER);",
 		     err, errlen) < 0)
 		return -1;
-	if (sqlite3_prepare_v2(db,
-			       "INSERT INTO temp.sp_merge SELECT start_ns, MIN(start_ns) OVER"
-			       " (PARTITION BY start_ns / ?1) FROM intervals WHERE end_ns <= ?2",
-			       -1, &st, NULL) != SQLITE_OK)
+	if (step_width_cut(db,
+			   "INSERT INTO temp.sp_merge SELECT start_ns, MIN(start_ns) OVER"
+			   " (PARTITION BY start_ns / ?1) FROM intervals WHERE end_ns <= ?2",
+			   width, cut) != SQLITE_DONE)
 		goto sqlerr;
-	sqlite3_bind_int64(st, 1, width);
-	sqlite3_bind_int64(st, 2, cut);
-	if (sqlite3_step(st) != SQLITE_DONE)
-		goto sqlerr;
-	sqlite3_finalize(st);
-	st = NULL;
 	snprintf(
 		sql, sizeof(sql),
 		/* groups of one interval stay as they are */
