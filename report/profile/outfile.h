@@ -30,8 +30,10 @@ enum sp_out_kind {
 	SP_OUT_OTHER,   /* anything else: never replaced */
 };
 
-/* Classify path without modifying it (a SQLite file is opened read-only
- * and only its meta table is read). SP_OUT_OTHER comes with a reason in
+/* Classify path without modifying it: a SQLite file whose header carries
+ * a profile's application id (SP_PROFILE_APP_ID) is a profile, read no
+ * further; another is opened read-only and only its meta table is read.
+ * SP_OUT_OTHER comes with a reason in
  * err, not naming path ("it is a directory"); so does an error reaching
  * path (also SP_OUT_OTHER). */
 enum sp_out_kind sp_out_classify(const char *path, char *err, size_t errlen);

@@ -7,8 +7,10 @@
 # format, diff and check on either side) must refuse it promptly: exit 3
 # with one line on stderr naming the object, within 10 s each (the views
 # spun for ever before: every form timed out). record -o and export -o
-# over such a file refuse it as no profile (exit 2). Nothing reads or
-# writes the file other than read-only: its bytes are unchanged.
+# over such a file refuse it as no profile (exit 2) unless, for record,
+# its header carries a profile's application id: then it is kept unread
+# as the .old. Nothing reads or writes the file other than read-only:
+# its bytes are unchanged.
 . "$(dirname "$0")/lib.sh"
 need_prog counts
 command -v sqlite3 >/dev/null || skip "sqlite3 shell not installed"
@@ -72,12 +74,24 @@ case_ virtual_statements "statements is a virtual table" \
 case_ generated_column "generated columns" \
 	"ALTER TABLE queries ADD COLUMN g GENERATED ALWAYS AS (length(fingerprint)) VIRTUAL"
 
-# The outputs' own checks read such a file too: it is no profile to replace.
+# The outputs' own checks read such a file too: without a profile's
+# application id in its header it is looked inside, found no profile and
+# not replaced.
 cp "$TMP/view_meta.db" "$TMP/out.db"
+sqlite3 "$TMP/out.db" "PRAGMA application_id = 0" || fail "clearing the application id"
 sum=$(cksum <"$TMP/out.db")
 run "record -o over a hostile file" 2 "$SQLPROF" record -q -o "$TMP/out.db" -- true
 run "export -o over a hostile file" 2 "$SQLPROF" export -f folded -o "$TMP/out.db" "$TMP/base.db"
 [ "$(cksum <"$TMP/out.db")" = "$sum" ] || { echo "FAIL: record/export changed the file" >&2; errors=$((errors + 1)); }
+# With a profile's application id (copied from a real one), record takes
+# the header's word without reading the schema: the file is kept, unread
+# and unchanged, as the .old, and a new profile written.
+cp "$TMP/view_meta.db" "$TMP/out2.db"
+sum=$(cksum <"$TMP/out2.db")
+timeout 10 "$SQLPROF" record -q -o "$TMP/out2.db" -- true 2>"$TMP/err2" ||
+	fail "record -o over a hostile file with the id: exit $?: $(cat "$TMP/err2")"
+[ "$(cksum <"$TMP/out2.db.old")" = "$sum" ] || fail "the hostile file was not kept unchanged as .old"
+"$SQLPROF" report "$TMP/out2.db" >/dev/null 2>&1 || fail "the new profile over it does not read"
 
 # A real profile still reads.
 "$SQLPROF" report "$TMP/base.db" >/dev/null || fail "report on the real profile failed"
