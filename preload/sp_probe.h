@@ -56,6 +56,21 @@ struct sp_probe_api {
 	int (*clear_bindings)(sqlite3_stmt *);
 };
 
+/* The API of the SQLite a program is linked with (record, the unit
+ * tests); the preload fills its own from the library it resolved. */
+#define SP_PROBE_API_LINKED                                                                     \
+	{                                                                                       \
+		.open_v2 = sqlite3_open_v2, .close = sqlite3_close,                             \
+		.db_config = sqlite3_db_config, .msize = sqlite3_msize,                         \
+		.prepare_v2 = sqlite3_prepare_v2, .step = sqlite3_step, .reset = sqlite3_reset, \
+		.finalize = sqlite3_finalize, .stmt_status = sqlite3_stmt_status,               \
+		.bind_int64 = sqlite3_bind_int64, .bind_double = sqlite3_bind_double,           \
+		.bind_text = sqlite3_bind_text, .bind_blob = sqlite3_bind_blob,                 \
+		.bind_null = sqlite3_bind_null, .bind_zeroblob = sqlite3_bind_zeroblob,         \
+		.bind_parameter_count = sqlite3_bind_parameter_count,                           \
+		.clear_bindings = sqlite3_clear_bindings                                        \
+	}
+
 #define PROBE_OPS 8 /* SQLITE_STMTSTATUS_FULLSCAN_STEP (1) .. FILTER_HIT (8) */
 
 /* Candidate offsets where aCounter[1..8] equal the API's values. */
