@@ -915,6 +915,17 @@ class Bench:
                                                      int((frac + "000000000")[:9]))
         return d
 
+    def record_fps(self, n, prof):
+        """bench/manyfp with n fingerprints recorded into prof: record
+        after the program's exit, the collector's peak RSS, the profile's
+        queries and size."""
+        d = self.record_after_exit("sqlprof_default", [self.bin + "/manyfp", str(n)], prof,
+                                   "scale fingerprints %d" % n)
+        return {"n": n, "after_exit_ns": d["after_exit_ns"],
+                "collector_rss_kb": d.get("collector_rss_kb"),
+                "queries": self.profile_count_rows(prof, "queries"),
+                "profile_bytes": os.path.getsize(prof)}
+
     def scale_fp_big(self):
         """Issue 24 item 7: bench/manyfp at 200,000 fingerprints (the
         collector's peak RSS, record after the program's exit, report table
@@ -923,12 +934,7 @@ class Bench:
         report then states the bound that applied)."""
         n = self.sz["scale_fp_big"]
         prof = os.path.join(self.tmp, "scale-fp-big.db")
-        d = self.record_after_exit("sqlprof_default", [self.bin + "/manyfp", str(n)], prof,
-                                   "scale fingerprints %d" % n)
-        e = {"n": n, "after_exit_ns": d["after_exit_ns"],
-             "collector_rss_kb": d.get("collector_rss_kb"),
-             "queries": self.profile_count_rows(prof, "queries"),
-             "profile_bytes": os.path.getsize(prof)}
+        e = self.record_fps(n, prof)
         con = sqlite3.connect("file:%s?mode=ro" % prof, uri=True)
         try:
             e["no_plan"] = con.execute(
@@ -967,12 +973,7 @@ class Bench:
         res = {"fingerprints": [], "processes": [], "events": []}
         for n in self.sz["scale_fps"]:
             prof = os.path.join(self.tmp, "scale-fp.db")
-            d = self.record_after_exit("sqlprof_default", [self.bin + "/manyfp", str(n)], prof,
-                                       "scale fingerprints %d" % n)
-            e = {"n": n, "after_exit_ns": d["after_exit_ns"],
-                 "collector_rss_kb": d.get("collector_rss_kb"),
-                 "queries": self.profile_count_rows(prof, "queries"),
-                 "profile_bytes": os.path.getsize(prof)}
+            e = self.record_fps(n, prof)
             if e["queries"] != n:
                 raise BenchError("scale fingerprints %d: the profile has %d queries" %
                                  (n, e["queries"]))
