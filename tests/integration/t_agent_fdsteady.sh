@@ -8,8 +8,8 @@
 # longer than --interval (a loaded machine). Now the agent makes its one
 # answer memfd at the start. Here: an agent at --interval 0.1 with a
 # service connected (and waiting) and 100 of its texts' profile to write,
-# its descriptors counted 150 times over the snapshots; the count never
-# changes (before: one more in most samples). The snapshots are counted
+# its descriptors counted 150 times over the snapshots; the count stays
+# at its least in all but a few samples (before: one more in 149 of 150). The snapshots are counted
 # too (the profile's intervals), so the test cannot pass without any.
 . "$(dirname "$0")/lib.sh"
 agent_setup
@@ -35,8 +35,14 @@ kill -9 "$SVC"
 wait "$SVC" 2>/dev/null
 counts=$(echo "$seen" | tr ' ' '\n' | sed '/^$/d' | sort -n | uniq -c | tr -s ' ' | tr '\n' ';')
 echo "agent descriptors over 150 samples (count x value): $counts; intervals $i0 -> $i1"
-[ "$(echo "$seen" | tr ' ' '\n' | sed '/^$/d' | sort -u | wc -l)" = 1 ] ||
-	fail "the agent's descriptors moved with its snapshots: $counts"
+# held for a snapshot's whole run (the defect): above the least count in
+# most samples (149 of 150 before); a descriptor held for a moment (a
+# file the agent opens and closes) may show in a sample now and then (1
+# of 150 in a clean-clone CI run): at most a tenth of them
+low=$(echo "$seen" | tr ' ' '\n' | sed '/^$/d' | sort -n | head -1)
+above=$(echo "$seen" | tr ' ' '\n' | sed '/^$/d' | awk -v l="$low" '$1 > l' | wc -l)
+[ "$above" -le 15 ] ||
+	fail "the agent's descriptors moved with its snapshots ($above of 150 samples above $low): $counts"
 kill -TERM "$AG"
 wait "$AG" || fail "the agent exited $?"
 AG=
