@@ -97,67 +97,68 @@ static size_t used_len(const char *sql, int n, const char *tail)
 	return n >= 0 ? (size_t)n : strlen(sql);
 }
 
-/* fwd: the call's arguments in parentheses, for a foreign caller's pass-through */
-#define PREPARE_SHIM(name, field, sqltype, fwd, ...)                       \
-	SP_EXPORT int name(sqlite3 *db, sqltype sql, int n, ##__VA_ARGS__) \
-	{                                                                  \
-		const struct sp_lib *L;                                    \
-		uint64_t t0;                                               \
-		int rc;                                                    \
-		NEED();                                                    \
-		if (unlikely((L = SP_FOREIGN()) != NULL))                  \
-			return L->fn.field ? L->fn.field fwd : MISSING;    \
-		if (!sp_real.field)                                        \
-			return MISSING;                                    \
-		t0 = sp_now();
+/* The start every prepare shim shares: a foreign caller's pass-through,
+ * a missing original, the start time. */
+#define PREPARE_ENTER(field, args)                                       \
+	do {                                                             \
+		const struct sp_lib *L;                                  \
+		NEED();                                                  \
+		if (unlikely((L = SP_FOREIGN()) != NULL))                \
+			return L->fn.field ? L->fn.field args : MISSING; \
+		if (!sp_real.field)                                      \
+			return MISSING;                                  \
+	} while (0)
 
-PREPARE_SHIM(sqlite3_prepare, prepare, const char *, (db, sql, n, pp, tail), sqlite3_stmt **pp,
-	     const char **tail)
-const char *mytail = NULL;
+/* A whole prepare shim: params its parameter list, args the call's
+ * arguments; text/len as after_prepare's. */
+#define PREPARE_SHIM(name, field, params, args, text, len) \
+	SP_EXPORT int name params                          \
+	{                                                  \
+		uint64_t t0;                               \
+		int rc;                                    \
+		PREPARE_ENTER(field, args);                \
+		t0 = sp_now();                             \
+		rc = sp_real.field args;                   \
+		after_prepare(rc, pp, t0, text, len);      \
+		return rc;                                 \
+	}
 
-rc = sp_real.prepare(db, sql, n, pp, &mytail);
-if (tail)
-	*tail = mytail;
-after_prepare(rc, pp, t0, sql, sql ? used_len(sql, n, mytail) : 0);
-return rc;
+/* The legacy variant keeps no text: ours is the caller's, up to the tail. */
+SP_EXPORT int sqlite3_prepare(sqlite3 *db, const char *sql, int n, sqlite3_stmt **pp,
+			      const char **tail)
+{
+	const char *mytail = NULL;
+	uint64_t t0;
+	int rc;
+
+	PREPARE_ENTER(prepare, (db, sql, n, pp, tail));
+	t0 = sp_now();
+	rc = sp_real.prepare(db, sql, n, pp, &mytail);
+	if (tail)
+		*tail = mytail;
+	after_prepare(rc, pp, t0, sql, sql ? used_len(sql, n, mytail) : 0);
+	return rc;
 }
 
-PREPARE_SHIM(sqlite3_prepare_v2, prepare_v2, const char *, (db, sql, n, pp, tail),
-	     sqlite3_stmt **pp, const char **tail)
-rc = sp_real.prepare_v2(db, sql, n, pp, tail);
-after_prepare(rc, pp, t0, NULL, 0);
-return rc;
-}
-
-PREPARE_SHIM(sqlite3_prepare_v3, prepare_v3, const char *, (db, sql, n, f, pp, tail),
-	     unsigned int f, sqlite3_stmt **pp, const char **tail)
-rc = sp_real.prepare_v3(db, sql, n, f, pp, tail);
-after_prepare(rc, pp, t0, NULL, 0);
-return rc;
-}
-
+PREPARE_SHIM(sqlite3_prepare_v2, prepare_v2,
+	     (sqlite3 * db, const char *sql, int n, sqlite3_stmt **pp, const char **tail),
+	     (db, sql, n, pp, tail), NULL, 0)
+PREPARE_SHIM(sqlite3_prepare_v3, prepare_v3,
+	     (sqlite3 * db, const char *sql, int n, unsigned int f, sqlite3_stmt **pp,
+	      const char **tail),
+	     (db, sql, n, f, pp, tail), NULL, 0)
 /* sqlite3_sql() gives UTF-8 for statements prepared from UTF-16 too,
  * except with the legacy sqlite3_prepare16, which keeps no text. */
-PREPARE_SHIM(sqlite3_prepare16, prepare16, const void *, (db, sql, n, pp, tail), sqlite3_stmt **pp,
-	     const void **tail)
-rc = sp_real.prepare16(db, sql, n, pp, tail);
-after_prepare(rc, pp, t0, "<sql from sqlite3_prepare16>", 28);
-return rc;
-}
-
-PREPARE_SHIM(sqlite3_prepare16_v2, prepare16_v2, const void *, (db, sql, n, pp, tail),
-	     sqlite3_stmt **pp, const void **tail)
-rc = sp_real.prepare16_v2(db, sql, n, pp, tail);
-after_prepare(rc, pp, t0, NULL, 0);
-return rc;
-}
-
-PREPARE_SHIM(sqlite3_prepare16_v3, prepare16_v3, const void *, (db, sql, n, f, pp, tail),
-	     unsigned int f, sqlite3_stmt **pp, const void **tail)
-rc = sp_real.prepare16_v3(db, sql, n, f, pp, tail);
-after_prepare(rc, pp, t0, NULL, 0);
-return rc;
-}
+PREPARE_SHIM(sqlite3_prepare16, prepare16,
+	     (sqlite3 * db, const void *sql, int n, sqlite3_stmt **pp, const void **tail),
+	     (db, sql, n, pp, tail), "<sql from sqlite3_prepare16>", 28)
+PREPARE_SHIM(sqlite3_prepare16_v2, prepare16_v2,
+	     (sqlite3 * db, const void *sql, int n, sqlite3_stmt **pp, const void **tail),
+	     (db, sql, n, pp, tail), NULL, 0)
+PREPARE_SHIM(sqlite3_prepare16_v3, prepare16_v3,
+	     (sqlite3 * db, const void *sql, int n, unsigned int f, sqlite3_stmt **pp,
+	      const void **tail),
+	     (db, sql, n, f, pp, tail), NULL, 0)
 
 /* ---- exec: an execution of its own, parent of the statements it runs when
  * they reach our shims (Debian's build: through the PLT). ---- */
