@@ -283,7 +283,9 @@ char *sp_shorten(const char *s, size_t max)
 	size_t n = strlen(s);
 	char *out;
 
-	if (n <= max)
+	/* whole when the note would be as long as what it stands for: never
+	 * "(1 more bytes)", and never longer than the cut text would be */
+	if (n <= max || (size_t)snprintf(NULL, 0, "... (%zu more bytes)", n - max) >= n - max)
 		return strdup(s);
 	out = malloc(max + 48);
 	if (!out)

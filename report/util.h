@@ -87,7 +87,8 @@ void sp_json_str(FILE *f, const char *s); /* quoted, escaped JSON string */
 /* RFC 4180 field, every byte kept (t_robust_secrets): CSV is data, not
  * text for a terminal */
 void sp_csv_str(FILE *f, const char *s);
-/* Copy s shortened to at most max display bytes, visibly: "... (N more bytes)". */
+/* Copy s shortened to at most max display bytes, visibly: "... (N more
+ * bytes)"; whole when that note is no shorter than the N bytes it replaces. */
 char *sp_shorten(const char *s, size_t max);
 /* One-line version of SQL: newlines and tabs become spaces. */
 void sp_one_line(char *s);

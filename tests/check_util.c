@@ -92,6 +92,35 @@ START_TEST(test_fnv)
 }
 END_TEST
 
+/* sp_shorten: cut with its note, or whole when the note would be no
+ * shorter than the bytes it stands for ("(1 more bytes)" never). */
+START_TEST(test_shorten)
+{
+	char big[200], *s;
+
+	memset(big, 'a', sizeof(big) - 1);
+	big[sizeof(big) - 1] = 0;
+	s = sp_shorten(big, 100);
+	ck_assert_ptr_nonnull(s);
+	ck_assert_str_eq(s + 100, "... (99 more bytes)");
+	free(s);
+	big[101] = 0; /* 1 byte over */
+	s = sp_shorten(big, 100);
+	ck_assert_str_eq(s, big);
+	free(s);
+	big[101] = 'a';
+	big[118] = 0; /* 18 over: "... (18 more bytes)" is 19 */
+	s = sp_shorten(big, 100);
+	ck_assert_str_eq(s, big);
+	free(s);
+	big[118] = 'a';
+	big[120] = 0; /* 20 over: the note (19) is shorter */
+	s = sp_shorten(big, 100);
+	ck_assert_str_eq(s + 100, "... (20 more bytes)");
+	free(s);
+}
+END_TEST
+
 START_TEST(test_kind)
 {
 	/* "exec" is an exec; anything else, NULL included, a statement (what
@@ -120,6 +149,7 @@ static Suite *util_suite(void)
 	tcase_add_test(tc, test_basename_label);
 	tcase_add_test(tc, test_fnv);
 	tcase_add_test(tc, test_kind);
+	tcase_add_test(tc, test_shorten);
 	suite_add_tcase(s, tc);
 	return s;
 }
