@@ -12,7 +12,7 @@
 command -v go >/dev/null || skip "go not installed (golang-go)"
 command -v addr2line >/dev/null && command -v sqlite3 >/dev/null || skip "binutils or the sqlite3 shell not installed"
 cp -r "$ITDIR/../fixtures/cgo" "$TMP/src" && cd "$TMP/src" || exit 1
-export GOCACHE=$TMP/gocache GOPATH=$TMP/gopath GOPROXY=off GOFLAGS=-mod=mod GOTOOLCHAIN=local
+export GOCACHE=$BUILD/gocache GOPATH=$TMP/gopath GOPROXY=off GOFLAGS=-mod=mod GOTOOLCHAIN=local
 timeout 600 go build -o cgoapp . 2>build.err || fail "go build: $(cat build.err)"
 "$SQLPROF" record -q --rate 1 -o g.db -- ./cgoapp >out 2>err || fail "record: $(cat err)"
 grep -qx 'sum 20100' out || fail "cgoapp printed $(cat out)"

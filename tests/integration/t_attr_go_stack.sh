@@ -22,7 +22,7 @@ command -v go >/dev/null || skip "go not installed (apt-get install golang-go)"
 DRV=/usr/share/gocode/src/github.com/mattn/go-sqlite3
 [ -f "$DRV/sqlite3.go" ] || skip "go-sqlite3 not installed (apt-get install golang-github-mattn-go-sqlite3-dev)"
 command -v sqlite3 >/dev/null || skip "the sqlite3 shell not installed"
-export GOCACHE=$TMP/gocache GO111MODULE=off GOFLAGS= GOPROXY=off GOTOOLCHAIN=local
+export GOCACHE=$BUILD/gocache GO111MODULE=off GOFLAGS= GOPROXY=off GOTOOLCHAIN=local
 FIX=$(cd "$ITDIR/../fixtures/go_sqlite" && pwd) || fail "no fixture"
 ins=$(grep -n "// GO_INSERT$" "$FIX/main.go" | cut -d: -f1)
 sel=$(grep -n "// GO_SELECT$" "$FIX/main.go" | cut -d: -f1)

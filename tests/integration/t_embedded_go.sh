@@ -14,7 +14,7 @@ command -v gcc >/dev/null || skip "gcc not installed"
 need_amalgamation
 cp -r "$(dirname "$0")/../fixtures/embed_go" "$TMP/src" || fail "copying the fixture"
 cd "$TMP/src" || exit 1
-export GOCACHE=$TMP/gocache GOPATH=$TMP/gopath GOFLAGS=-mod=mod GOTOOLCHAIN=local
+export GOCACHE=$BUILD/gocache GOPATH=$TMP/gopath GOFLAGS=-mod=mod GOTOOLCHAIN=local
 # an archive: cgo passes its flags to more than one link, an object would
 # be defined twice
 ar rcs "$TMP/libsqlite3emb.a" "$AMALG_OBJ" || fail "ar"
