@@ -6,7 +6,7 @@
 # time and says what was cut on stderr and in the file (chrome's
 # otherData.events_cut, a Perfetto track named so); --since/--until keep
 # the executions starting in that window after the first one; without the
-# options every one of the 20,000 is written (under the default cap of
+# options every one of them is written (under the default cap of
 # 300,000) and nothing is said cut; bad values are exit 2. Before: no
 # option and no bound (a 5 M-event profile was a 1.43 GB JSON).
 . "$(dirname "$0")/lib.sh"
@@ -14,7 +14,13 @@ need_prog trivial
 cd "$TMP" || exit 1
 "$SQLPROF" record -q --rate 1 -o p.db -- "$PROGS/trivial" 20000 >/dev/null 2>err || fail "record: $(cat err)"
 n=$("$PYTHON" -c 'import sqlite3; print(sqlite3.connect("p.db").execute("select count(*) from events").fetchone()[0])')
-[ "$n" -ge 20000 ] || fail "the profile has $n events, expected 20,000 or more"
+lost=$("$PYTHON" -c 'import sqlite3; r = sqlite3.connect("p.db").execute("select value from meta where key = '"'lost'"'").fetchone(); print(r[0] if r else 0)')
+# on a loaded machine the collector may fall behind: sampled executions
+# are then lost, counted (the totals stay exact); what reached the profile
+# is what the exports are checked against
+[ $((n + lost)) -ge 20000 ] || fail "the profile has $n events and $lost lost, expected 20,000 or more"
+[ "$lost" = 0 ] || echo "note: $lost records lost on this loaded machine, counted; $n events in the profile"
+[ "$n" -gt 2000 ] || skip "only $n of 20,000 sampled executions reached the profile on this loaded machine ($lost lost, counted): too few to check a cut at 1,000"
 
 "$SQLPROF" export -f chrome --max-events 1000 -o cut.json p.db 2>err || fail "export: $(cat err)"
 grep -q "1000 of $n sampled executions exported" err || fail "nothing said on stderr: $(cat err)"
