@@ -27,9 +27,9 @@ SOAK_SECONDS ?= 600
 PKGS := sqlite3 libdw libelf libmicrohttpd
 DEPS_OK := $(shell pkg-config --exists $(PKGS) check 2>/dev/null && echo yes)
 
-# The CLI's sources: report/ holds main.c and the shared helpers, and one
-# folder per module (record/, profile/, analysis/, output/; docs/design.md,
-# "Layout of report/"). Every folder is on the include path, so a file
+# The CLI's sources: report/ holds the shared helpers, one folder per
+# module (record/, profile/, analysis/, output/) and cmds/, the entry point
+# and the commands (docs/design.md, "Layout of report/"). Every folder is on the include path, so a file
 # names a header by its file name wherever it lives.
 REPORT_DIRS := report $(patsubst %/,%,$(wildcard report/*/))
 REPORT_H := $(wildcard $(addsuffix /*.h,$(REPORT_DIRS)))
@@ -62,7 +62,7 @@ PRELOAD_SAN_LDFLAGS := $(if $(PRELOAD_SAN),-fsanitize=$(PRELOAD_SAN))
 SAN_ENV := $(if $(SANITIZE),UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1)
 
 PRELOAD_SRC := $(wildcard preload/*.c)
-CLI_SRC := $(filter-out report/main.c,$(wildcard $(addsuffix /*.c,$(REPORT_DIRS))))
+CLI_SRC := $(filter-out report/cmds/main.c,$(wildcard $(addsuffix /*.c,$(REPORT_DIRS))))
 SYM_SRC := $(wildcard symbolizer/*.c)
 CHECK_SRC := $(wildcard tests/check_*.c)
 PROG_SRC := $(wildcard tests/progs/*.c)
@@ -137,7 +137,7 @@ $(LIBCLI): $(CLI_OBJ)
 	@mkdir -p $(@D)
 	rm -f $@ && ar rcs $@ $^
 
-$(SQLPROF): $(BUILD)/obj/report/main.o $(LIBCLI) $(LIBSYM)
+$(SQLPROF): $(BUILD)/obj/report/cmds/main.o $(LIBCLI) $(LIBSYM)
 	@mkdir -p $(@D)
 	$(CC) -o $@ $< $(LIBCLI) $(LIBSYM) $(SAN_LDFLAGS) -rdynamic $(LIBS) -ldl
 

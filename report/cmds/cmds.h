@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* cmds.h - the subcommands of sqlprof, one file each (report/cmd-*.c). */
+/* cmds.h - the subcommands of sqlprof, one file each (report/cmds/cmd-*.c). */
 #ifndef SP_CMDS_H
 #define SP_CMDS_H
 
