@@ -210,5 +210,5 @@ void sp_read_config(void)
 		sp_clock_tsc = clock_auto();
 	sp_cfg.slow_ticks = (uint64_t)(slow_ms * 1e6); /* ns; to ticks in sp_init */
 	sp_cfg.slow_span = sp_cfg.slow_ticks ? sp_cfg.slow_ticks : (uint64_t)1 << 63;
-	sp_cfg.run_gap = SP_RUN_GAP_NS; /* ns; to ticks in sp_init */
+	sp_cfg.loop_gap = SP_LOOP_GAP_NS; /* ns; to ticks in sp_init */
 }

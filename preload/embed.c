@@ -660,7 +660,7 @@ struct emb_slot {
 	uint32_t last[4]; /* its counters at its last end on this thread
 				 * (valid: has_last) */
 	int has_last;
-	struct sp_run run;
+	struct sp_exec exec;
 };
 
 struct emb_thread {
@@ -854,7 +854,7 @@ static void emb_begin(struct sp_thread *t, struct emb_thread *et, const struct e
 {
 	struct emb_slot *s = slot_of(et, st);
 	const char *sql = e->api.sql(st);
-	struct sp_run *r = &s->run;
+	struct sp_exec *r = &s->exec;
 	uint64_t h;
 	uintptr_t caller;
 	size_t len;
@@ -922,7 +922,7 @@ static void emb_end(struct sp_thread *t, struct emb_thread *et, const struct emb
 {
 	uint64_t end = sp_now();
 	struct emb_slot *s = slot_of(et, st);
-	struct sp_run *r = &s->run;
+	struct sp_exec *r = &s->exec;
 	sp_v4u delta;
 
 	if (s->st != st || !r->start) {
@@ -932,7 +932,7 @@ static void emb_end(struct sp_thread *t, struct emb_thread *et, const struct emb
 		struct sp_arena *a = sp_arena_get(t);
 		uint64_t shape, id;
 		double ticks = sp_clock_tsc ? sp_tsc_per_ns() : 1.0;
-		struct sp_run tmp;
+		struct sp_exec tmp;
 		struct sp_agg_query *q;
 		static const sp_v4u zero;
 
@@ -950,7 +950,7 @@ static void emb_end(struct sp_thread *t, struct emb_thread *et, const struct emb
 		return;
 	}
 	r->db = end - r->start; /* no hook sees a step return: db is wall */
-	sp_run_clamp(r, &end);
+	sp_exec_clamp(r, &end);
 	{
 		sp_v4u now = emb_counters(e, st), b;
 
@@ -963,7 +963,7 @@ static void emb_end(struct sp_thread *t, struct emb_thread *et, const struct emb
 		sp_agg_add(s->q, r, end, delta, NULL);
 		if (r->stack_id)
 			s->q->samples++;
-		sp_run_note(t, s->q, s->shape, r->start, end);
+		sp_loop_note(t, s->q, s->shape, r->start, end);
 	} else {
 		sp_stats_unattributed();
 	}
@@ -987,8 +987,8 @@ static int emb_trace(unsigned type, void *ctx, void *p, void *x)
 		struct emb_slot *s;
 
 		et = emb_tls;
-		if (et && !et->busy && (s = slot_of(et, p))->st == p && s->run.start)
-			s->run.rows++;
+		if (et && !et->busy && (s = slot_of(et, p))->st == p && s->exec.start)
+			s->exec.rows++;
 		return 0;
 	}
 	saved = errno;

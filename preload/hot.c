@@ -4,7 +4,7 @@
  * sqlite3_finalize interposers, with everything an ordinary execution
  * does inline. What is rare (a thread to set up, a statement not looked
  * up last, a first execution, nesting, a sampled, slow or failing
- * execution) is a call into run.c, stmt.c or stats.c.
+ * execution) is a call into exec.c, stmt.c or stats.c.
  *
  * An execution of `SELECT ...` read to the end, then reset:
  *
@@ -15,13 +15,13 @@
  *                     no execution in progress -> start it: its record
  *                       is this thread's, for this caller (one compare
  *                       of agg_tag); sampling countdown (1 in 1/rate:
- *                       run.c walks the stack instead); started++;
+ *                       exec.c walks the stack instead); started++;
  *                       clock: start, db, rows, slow_at
  *                     cur = this run; real step; clock; cur = none
- *                     db += t1 - t0; ROW: rows++, slow? (run.c)
+ *                     db += t1 - t0; ROW: rows++, slow? (exec.c)
  *   sqlite3_step #2   the same, DONE: the end, inline: the query record
  *                       (stats.c) += count, db, wall, rows, min, max,
- *                       histogram bucket; N+1 run goes on (run_until);
+ *                       histogram bucket; N+1 loop goes on (run_until);
  *                       start, db = 0; SQLite's counters now stored in
  *                       the record's segment, which the statement owns
  *   sqlite3_reset     nothing in progress: straight to the original
@@ -29,7 +29,7 @@
  * No lock, malloc, stdio, system call or record: the totals live in the
  * thread's arena of the shared statistics (stats.c), which the collector
  * reads itself whenever it likes. Records (SQL texts, stacks, sampled
- * executions, errors) are written by run.c only.
+ * executions, errors) are written by exec.c only.
  *
  * Each shim returns exactly what the original returned and leaves errno
  * as the original left it.
@@ -49,7 +49,7 @@ SP_INLINE uintptr_t stmt_key(const struct sp_stmt *s)
 }
 
 /* sp_tls through %fs, its offset loaded afresh (one load): sqlite3_step
- * keeps its run, not the thread, across the real call. ThreadSanitizer
+ * keeps its loop, not the thread, across the real call. ThreadSanitizer
  * would take the offset for an address (its shadow of it faults): there,
  * the plain thread pointer. */
 #if defined(__SANITIZE_THREAD__)
@@ -68,15 +68,15 @@ SP_INLINE __seg_fs struct sp_thread *tls_fs(void)
 #endif
 
 /* The slow end: anything but a plain execution whose histogram bucket
- * exists and whose N+1 run goes on, or a drawn one that ended as a plain
+ * exists and whose N+1 loop goes on, or a drawn one that ended as a plain
  * one would (end_drawn). Returns rc. */
-static __attribute__((noinline)) int end_other(struct sp_thread *t, struct sp_run *r, int rc,
-					       uint64_t end, int abandoned)
+static __attribute__((noinline)) int end_general(struct sp_thread *t, struct sp_exec *r, int rc,
+						 uint64_t end, int abandoned)
 {
 	struct sp_stmt *s = (struct sp_stmt *)r; /* run comes first */
 	sqlite3_stmt *st = (sqlite3_stmt *)atomic_load_explicit(&s->key, memory_order_relaxed);
 
-	sp_run_clamp(r, &end);
+	sp_exec_clamp(r, &end);
 	/* a drawn execution's plain end never comes here: end_drawn took it */
 	if (r->flags == 0 && (abandoned || rc == SQLITE_DONE) && end < r->slow_at &&
 	    s->agg_arena == t->arena_id && s->agg) {
@@ -92,33 +92,33 @@ static __attribute__((noinline)) int end_other(struct sp_thread *t, struct sp_ru
 		sp_agg_add(q, r, end, d, owned ? &now : NULL);
 		r->start = 0;
 		r->db = 0;
-		sp_run_note(t, q, s->shape, start, end);
+		sp_loop_note(t, q, s->shape, start, end);
 		return rc;
 	}
 	if (abandoned)
 		r->flags |= SP_EXEC_ABANDONED;
-	sp_run_end_slow(t, s, st, abandoned ? SQLITE_ROW : rc, end);
+	sp_exec_end_slow(t, s, st, abandoned ? SQLITE_ROW : rc, end);
 	return rc;
 }
 
 /* Every end end_plain does not take: a drawn execution's (flags RANDOM,
  * perhaps SAMPLED, nothing else) goes to the sampled end straight away,
- * without end_other's frame; anything else to end_other. */
-static __attribute__((noinline)) int end_drawn(struct sp_thread *t, struct sp_run *r, int rc,
+ * without end_general's frame; anything else to end_general. */
+static __attribute__((noinline)) int end_drawn(struct sp_thread *t, struct sp_exec *r, int rc,
 					       uint64_t end, int abandoned)
 {
 	struct sp_stmt *s = (struct sp_stmt *)r; /* run comes first */
 
-	sp_run_clamp(r, &end);
+	sp_exec_clamp(r, &end);
 	if ((r->flags & ~(SP_EXEC_RANDOM | SP_EXEC_SAMPLED)) == 0 && (r->flags & SP_EXEC_RANDOM) &&
 	    (abandoned || rc == SQLITE_DONE) && end < r->slow_at && s->agg_arena == t->arena_id &&
 	    s->agg) {
-		return sp_run_end_sampled(s, rc, end); /* our arguments: a bare jump */
+		return sp_exec_end_sampled(s, rc, end); /* our arguments: a bare jump */
 	}
-	return end_other(t, r, rc, end, abandoned);
+	return end_general(t, r, rc, end, abandoned);
 }
 
-/* end_plain's cases that call: a fold, a switch sp_run_switch takes
+/* end_plain's cases that call: a fold, a switch sp_loop_switch takes
  * whole. A function of its own so that end_plain saves no register. */
 static __attribute__((noinline)) int end_plain_slow(struct sp_agg_query *q, const struct sp_stmt *s,
 						    uint64_t start, uint64_t end, int rc,
@@ -130,17 +130,17 @@ static __attribute__((noinline)) int end_plain_slow(struct sp_agg_query *q, cons
 		sp_seg_fold(q);
 	if (!(fold_switched & 2))
 		return rc;
-	sp_run_switch(t, q, s->shape, start);
-	if (t->run_q == q) /* not when q could not open a run */
-		q->run_until = end + sp_cfg.run_gap;
+	sp_loop_switch(t, q, s->shape, start);
+	if (t->loop_q == q) /* not when q could not open a loop */
+		q->run_until = end + sp_cfg.loop_gap;
 	return rc;
 }
 
-/* The rest of end_plain's end when the thread's N+1 run does not go on
+/* The rest of end_plain's end when the thread's N+1 loop does not go on
  * with q (switched: another statement ran last, the usual case of
  * statements in turn), inline at end_plain's end (nothing is kept across
  * it). The common switch - a run of one execution of another shape closes, one
- * of q opens - is sp_run_switch's by hand, without its call. */
+ * of q opens - is sp_loop_switch's by hand, without its call. */
 SP_INLINE int end_plain_switch(struct sp_agg_query *q, const struct sp_stmt *s, uint64_t start,
 			       uint64_t end, int rc)
 {
@@ -150,32 +150,32 @@ SP_INLINE int end_plain_switch(struct sp_agg_query *q, const struct sp_stmt *s, 
 	struct sp_agg_query *old;
 	struct sp_arena *a;
 
-	/* a is set: q is bound to this thread's arena. sp_no_run's
+	/* a is set: q is bound to this thread's arena. sp_no_loop's
 	 * run_until and run_open are 0, and a switch to q itself (a pause)
 	 * has q's shape: neither passes the tests below */
-	old = t->run_q;
+	old = t->loop_q;
 	a = t->arena;
-	if (likely(a->run_shape == s->shape && start < old->run_until)) {
-		/* sp_run_switch: the same shape in time, the run goes on,
+	if (likely(a->loop_shape == s->shape && start < old->run_until)) {
+		/* sp_loop_switch: the same shape in time, the loop goes on,
 		 * moved to q (there first: a reader never misses it) */
 		q->run_open = old->run_open + 1;
 		old->run_open = 0;
 		old->run_until = 0;
-		t->run_q = q;
-		q->run_until = end + sp_cfg.run_gap;
+		t->loop_q = q;
+		q->run_until = end + sp_cfg.loop_gap;
 		return rc;
 	}
-	if (likely(old->run_open == 1 && a->run_shape != s->shape)) {
-		/* sp_run_switch: run_credit(old, 1) - max_run 1 the collector
-		 * knows from runs - then q opens a run */
+	if (likely(old->run_open == 1 && a->loop_shape != s->shape)) {
+		/* sp_loop_switch: loop_credit(old, 1) - max_run 1 the collector
+		 * knows from runs - then q opens a loop */
 		old->runs++;
 		q->run_open = 1; /* there first: a reader never misses it */
 		old->run_open = 0;
 		old->run_until = 0;
-		a->run_shape = s->shape;
-		t->run_pauses = 0;
-		t->run_q = q;
-		q->run_until = end + sp_cfg.run_gap;
+		a->loop_shape = s->shape;
+		t->loop_pauses = 0;
+		t->loop_q = q;
+		q->run_until = end + sp_cfg.loop_gap;
 		return rc;
 	}
 	return end_plain_slow(q, s, start, end, rc, 2);
@@ -186,16 +186,16 @@ SP_INLINE int end_plain_switch(struct sp_agg_query *q, const struct sp_stmt *s, 
  * it (abandoned 1; a constant in each copy). It is added to its query
  * record with nothing but loads and stores (sp_agg_add's arithmetic, by
  * hand: no call, so no register to save). Anything else goes to
- * end_drawn (a drawn execution's end) or end_other: flags (nested, sampled, first, failed, slow-noted, counters
+ * end_drawn (a drawn execution's end) or end_general: flags (nested, sampled, first, failed, slow-noted, counters
  * through the API), the slow threshold, a clock that went back, or a
- * first value in its histogram block. The thread's N+1 run going on is
+ * first value in its histogram block. The thread's N+1 loop going on is
  * two stores; switching to q (statements in turn) is end_plain_switch's.
  * The record is this thread's: sqlite3_step runs inline only a statement
  * bound to it (agg_tag, fast_stmt), and the other callers test it; a flag
  * is set for an execution with none (NOREC), tested before anything is
  * read through agg.
  */
-SP_INLINE int end_plain(struct sp_thread *t, struct sp_run *r, int rc, uint64_t end,
+SP_INLINE int end_plain(struct sp_thread *t, struct sp_exec *r, int rc, uint64_t end,
 			const int abandoned)
 {
 	struct sp_stmt *s = (struct sp_stmt *)r;
@@ -206,25 +206,25 @@ SP_INLINE int end_plain(struct sp_thread *t, struct sp_run *r, int rc, uint64_t 
 	__m128i now;
 
 	/* db above the wall time, or a wall time below 0: the clock went
-	 * back (sp_run_clamp) */
+	 * back (sp_exec_clamp) */
 	if (unlikely(r->flags != 0 || end >= r->slow_at || db > end - start ||
 		     (int64_t)(end - start) < 0))
 		return end_drawn(t, r, rc, end, abandoned);
 	i = sp_hist_index(db);
 	blk = q->hist[i / SP_HIST_PER_BLOCK];
 	if (unlikely(!blk))
-		return end_other(t, r, rc, end, abandoned);
+		return end_general(t, r, rc, end, abandoned);
 	/* SQLite's counters: the statement owns its record's segment (it
 	 * took it when bound: agg_tag), so its counters now are all there
 	 * is to store */
 	now = _mm_loadu_si128((const __m128i *)s->counters); /* set: it owns the segment */
 	sp_agg_add_in(q, r, end,
 		      &((struct sp_agg_hist *)(uintptr_t)blk)->bucket[i % SP_HIST_PER_BLOCK]);
-	/* run_until is 0 but in the open run's record */
+	/* run_until is 0 but in the open loop's record */
 	switched = start >= q->run_until;
 	if (likely(!switched)) {
 		q->run_open++;
-		q->run_until = end + sp_cfg.run_gap;
+		q->run_until = end + sp_cfg.loop_gap;
 	}
 	/* start and db: 0 between executions, one store */
 	_mm_store_si128((__m128i *)(void *)&r->start, _mm_setzero_si128());
@@ -236,32 +236,32 @@ SP_INLINE int end_plain(struct sp_thread *t, struct sp_run *r, int rc, uint64_t 
 	return rc;
 }
 
-static __attribute__((noinline)) int end_done(struct sp_thread *t, struct sp_run *r, uint64_t end)
+static __attribute__((noinline)) int end_done(struct sp_thread *t, struct sp_exec *r, uint64_t end)
 {
 	return end_plain(t, r, SQLITE_DONE, end, 0);
 }
 
-static __attribute__((noinline)) void end_abandoned(struct sp_thread *t, struct sp_run *r,
+static __attribute__((noinline)) void end_abandoned(struct sp_thread *t, struct sp_exec *r,
 						    uint64_t end)
 {
 	end_plain(t, r, SQLITE_ROW, end, 1);
 }
 
 /* SQLITE_DONE or an error ends the execution. */
-SP_INLINE int end_exec(struct sp_thread *t, struct sp_run *r, int rc, uint64_t end)
+SP_INLINE int end_exec(struct sp_thread *t, struct sp_exec *r, int rc, uint64_t end)
 {
 	if (likely(rc == SQLITE_DONE))
 		return end_done(t, r, end);
-	return end_other(t, r, rc, end, 0);
+	return end_general(t, r, rc, end, 0);
 }
 
 static int step_cold(sqlite3_stmt *st);
 
-static int row_slow(struct sp_thread *t, struct sp_run *r, uint64_t now);
+static int row_slow(struct sp_thread *t, struct sp_exec *r, uint64_t now);
 
 /* After the real sqlite3_step of a fast or sampled step returned rc at
  * t1: the call is over (t->cur), its time added; a row, or the end. */
-SP_INLINE int step_after(struct sp_thread *t, struct sp_run *r, int rc, uint64_t t1)
+SP_INLINE int step_after(struct sp_thread *t, struct sp_exec *r, int rc, uint64_t t1)
 {
 	t->cur = NULL;
 	r->db += t1;
@@ -279,9 +279,9 @@ SP_INLINE int step_after(struct sp_thread *t, struct sp_run *r, int rc, uint64_t
 
 /* A row came back after the slow threshold: take the stack while the
  * caller is still on it. */
-static __attribute__((noinline)) int row_slow(struct sp_thread *t, struct sp_run *r, uint64_t now)
+static __attribute__((noinline)) int row_slow(struct sp_thread *t, struct sp_exec *r, uint64_t now)
 {
-	sp_run_on_row(t, (struct sp_stmt *)r, now);
+	sp_exec_on_row(t, (struct sp_stmt *)r, now);
 	return SQLITE_ROW;
 }
 
@@ -291,14 +291,14 @@ static __attribute__((noinline)) int row_slow(struct sp_thread *t, struct sp_run
  * to set up, the monotonic clock, an execution starting nested or drawn
  * for a stack (drawn: the countdown already hit). Reached from
  * sqlite3_step by a tail call, so its frame address is the one an exec
- * call's is compared with (run.c, close_vanished).
+ * call's is compared with (exec.c, close_vanished).
  */
 static __attribute__((noinline)) int step_general(sqlite3_stmt *st, int drawn)
 {
 	struct sp_thread *t = &sp_tls;
 	uintptr_t frame = (uintptr_t)__builtin_frame_address(0);
 	struct sp_stmt *s;
-	struct sp_run *r, *outer;
+	struct sp_exec *r, *outer;
 	uint64_t t0, t1;
 	int rc;
 
@@ -317,11 +317,11 @@ static __attribute__((noinline)) int step_general(sqlite3_stmt *st, int drawn)
 		if (!s)
 			return sp_real.step(st);
 	}
-	r = &s->run;
+	r = &s->exec;
 	t0 = sp_now();
 	if (!r->start)
-		t0 = sp_run_begin_slow(t, s, st, drawn, (uintptr_t)__builtin_return_address(0),
-				       frame);
+		t0 = sp_exec_begin_slow(t, s, st, drawn, (uintptr_t)__builtin_return_address(0),
+					frame);
 	outer = t->cur;
 	/* sqlite3_step may run the next steps of st inline (sp_fast_off),
 	 * when its record is this thread's (the inline end reads through agg
@@ -341,13 +341,13 @@ static __attribute__((noinline)) int step_general(sqlite3_stmt *st, int drawn)
 	if (likely(rc == SQLITE_ROW)) {
 		r->rows++;
 		if (unlikely(t1 >= r->slow_at))
-			sp_run_on_row(t, s, t1);
+			sp_exec_on_row(t, s, t1);
 		return rc;
 	}
 	/* an execution whose record is not this thread's (another thread's,
-	 * the parent's before fork, none) ends in run.c */
+	 * the parent's before fork, none) ends in exec.c */
 	if (unlikely(s->agg_arena != t->arena_id))
-		return end_other(t, r, rc, t1, 0);
+		return end_general(t, r, rc, t1, 0);
 	return end_exec(t, r, rc, t1);
 }
 
@@ -358,11 +358,11 @@ static __attribute__((noinline)) int step_general(sqlite3_stmt *st, int drawn)
 static __attribute__((noinline)) int step_drawn(sqlite3_stmt *st, uint64_t h, uint64_t t0)
 {
 	struct sp_thread *t = &sp_tls;
-	struct sp_run *r;
+	struct sp_exec *r;
 	uint64_t t1;
 	int rc;
 
-	r = &t->fast_stmt->run;
+	r = &t->fast_stmt->exec;
 	t->fast_stmt->agg->started++; /* sqlite3_step's checks hold: bound here */
 	r->stack_id = h;
 	r->flags = h ? SP_EXEC_RANDOM | SP_EXEC_SAMPLED : SP_EXEC_RANDOM;
@@ -382,7 +382,7 @@ static __attribute__((noinline)) int step_drawn(sqlite3_stmt *st, uint64_t h, ui
 
 /* The next gap to draw, then step_drawn (the draw's time is not the
  * execution's either). */
-static __attribute__((noinline)) int step_gap(sqlite3_stmt *st, uint64_t h)
+static __attribute__((noinline)) int step_walk(sqlite3_stmt *st, uint64_t h)
 {
 	struct sp_thread *t = &sp_tls;
 
@@ -402,7 +402,7 @@ static __attribute__((noinline)) int step_walked(sqlite3_stmt *st)
 		sp_raw_clone_child();
 		return step_general(st, -1);
 	}
-	return step_gap(st, sp_stack_walk(&sp_tls, (uintptr_t)(fp + 2), fp[0], fp[1], 1));
+	return step_walk(st, sp_stack_walk(&sp_tls, (uintptr_t)(fp + 2), fp[0], fp[1], 1));
 }
 
 /*
@@ -436,7 +436,7 @@ static __attribute__((noinline)) int step_sampled(sqlite3_stmt *st)
 			t->skip = 1;
 			return step_drawn(st, m->id, now); /* now: the start */
 		}
-		return step_gap(st, m->id);
+		return step_walk(st, m->id);
 	}
 	return step_walked(st);
 }
@@ -485,7 +485,7 @@ static int step_mono_drawn(sqlite3_stmt *st);
 SP_INLINE int step_fast_clock(struct sp_thread *t, struct sp_stmt *s, sqlite3_stmt *st,
 			      const int tsc)
 {
-	struct sp_run *r = &s->run;
+	struct sp_exec *r = &s->exec;
 	uint64_t t0, t1;
 	int rc;
 
@@ -528,7 +528,7 @@ SP_INLINE int step_fast_clock(struct sp_thread *t, struct sp_stmt *s, sqlite3_st
 	/* the plain end inline: no call, no arguments to move */
 	if (likely(rc == SQLITE_DONE))
 		return end_plain(&sp_tls, r, SQLITE_DONE, t1, 0);
-	return end_other(&sp_tls, r, rc, t1, 0);
+	return end_general(&sp_tls, r, rc, t1, 0);
 }
 
 SP_INLINE int step_fast(struct sp_thread *t, struct sp_stmt *s, sqlite3_stmt *st)
@@ -651,9 +651,9 @@ extern __typeof__(sqlite3_step) sp_step_self __attribute__((alias("sqlite3_step"
 static __attribute__((noinline)) void abandon(struct sp_thread *t, struct sp_stmt *s)
 {
 	if (unlikely(s->agg_arena != t->arena_id)) /* see step_general */
-		end_other(t, &s->run, SQLITE_ROW, sp_now(), 1);
+		end_general(t, &s->exec, SQLITE_ROW, sp_now(), 1);
 	else
-		end_abandoned(t, &s->run, sp_now());
+		end_abandoned(t, &s->exec, sp_now());
 }
 
 /* Any reset but sqlite3_reset's own case: a NULL statement, one not
@@ -676,7 +676,7 @@ static __attribute__((noinline)) int reset_general(sqlite3_stmt *st)
 		sp_thread_ready(t);
 		s = sp_stmt_lookup(t, st);
 		/* the common reset follows SQLITE_DONE: nothing in progress */
-		if (s && s->run.start && t->cur != &s->run)
+		if (s && s->exec.start && t->cur != &s->exec)
 			abandon(t, s);
 	}
 	return sp_real.reset(st);
@@ -694,7 +694,7 @@ SP_EXPORT int sqlite3_reset(sqlite3_stmt *st)
 	 * up (so the originals are resolved), and whatever the state (the
 	 * profiler's own call, profiling off), a reset of a statement with
 	 * nothing in progress is the original's alone. */
-	if (likely(stmt_key(s) == (uintptr_t)st && !s->run.start))
+	if (likely(stmt_key(s) == (uintptr_t)st && !s->exec.start))
 		return sp_real.reset(st);
 	return reset_general(st);
 }
@@ -716,7 +716,7 @@ SP_EXPORT int sqlite3_finalize(sqlite3_stmt *st)
 
 		sp_thread_ready(t);
 		s = sp_stmt_find_hot(st);
-		if (s && s->run.start && t->cur != &s->run)
+		if (s && s->exec.start && t->cur != &s->exec)
 			abandon(t, s);
 		if (s)
 			sp_stmt_forget(st);

@@ -207,7 +207,7 @@ static __attribute__((noinline, cold)) void thread_setup(struct sp_thread *t)
 		t->last_stmt = &sp_stmt_none;
 	t->state &= ~SP_TS_COUNTERS;
 	sp_fast_off(t);
-	t->run_q = &sp_no_run;
+	t->loop_q = &sp_no_loop;
 	sp_thread_more(t);
 	sp_arena_get(t);
 	sp_stream_spares();
@@ -260,7 +260,7 @@ static void on_fork_parent(void)
 /* In the child after fork() (async-signal-safe work only): it has one
  * thread and a copy of everything. The statement table is kept (the child
  * may go on using the statements); executions open at fork() are the
- * parent's to count (run.c knows them by their arena's pid); statistics,
+ * parent's to count (exec.c knows them by their arena's pid); statistics,
  * rings and connection are the parent's and are let go of. */
 static void on_fork_child(void)
 {
@@ -337,10 +337,10 @@ static void init(void)
 		sp_cfg.slow_span = sp_cfg.slow_ticks;
 	}
 	if (sp_clock_tsc)
-		sp_cfg.run_gap = (uint64_t)((double)SP_RUN_GAP_NS * sp_tsc_per_ns()) + 1;
+		sp_cfg.loop_gap = (uint64_t)((double)SP_LOOP_GAP_NS * sp_tsc_per_ns()) + 1;
 	sp_proc_pid = (uint32_t)getpid();
 	sp_image_salt = mix64(sp_rdtsc() ^ (uint64_t)sp_proc_pid << 32) & ~1ULL;
-	/* the bound values' key (run.c, params_hash): from the kernel, never
+	/* the bound values' key (exec.c, params_hash): from the kernel, never
 	 * sent; errno is restored by sp_init */
 	if (getrandom(sp_params_key, sizeof(sp_params_key), GRND_NONBLOCK) !=
 	    sizeof(sp_params_key)) {

@@ -15,7 +15,7 @@
  * through (SP_FOREIGN_STMT), so the layout only ever reads statements of
  * the library it was found in.
  *
- * What it does not do: decide which executions are hashed (run.c,
+ * What it does not do: decide which executions are hashed (exec.c,
  * params_hash).
  */
 #include <errno.h>

@@ -6,7 +6,7 @@
  * entry points that change the uid or end or replace the process image.
  *
  * Each shim resolves the original (lazily: libsqlite3 may arrive by dlopen
- * after we start), calls it and hands the result to stmt.c or run.c. A
+ * after we start), calls it and hands the result to stmt.c or exec.c. A
  * shim always returns exactly what the original returned, and leaves errno
  * as the original left it.
  */
@@ -169,7 +169,7 @@ PREPARE_SHIM(sqlite3_prepare16_v3, prepare16_v3,
 struct exec_cb {
 	int (*cb)(void *, int, char **, char **);
 	void *arg;
-	struct sp_run *run;
+	struct sp_exec *ex;
 	sqlite3 *db;
 };
 
@@ -178,7 +178,7 @@ struct exec_cb {
  * argument and result. When it returns non-zero, SQLite returns
  * SQLITE_ABORT and frees the statement it was stepping itself
  * (sqlite3VdbeFinalize, past our finalize shim), its execution open:
- * run.c ends that execution first, while the statement is alive. It is
+ * exec.c ends that execution first, while the statement is alive. It is
  * the statement this thread stepped last when the callback was called
  * (its step had just returned the row). Keeps errno as the callback left
  * it.
@@ -193,13 +193,13 @@ static int exec_callback(void *p, int n, char **vals, char **cols)
 	if (unlikely(rc != 0)) {
 		int saved = errno;
 
-		sp_exec_callback_abort(&sp_tls, e->run, e->db, s, key);
+		sp_exec_callback_abort(&sp_tls, e->ex, e->db, s, key);
 		errno = saved;
 	}
 	return rc;
 }
 
-/* The run lives in thread-local storage (run.c), never in this frame:
+/* The ex lives in thread-local storage (exec.c), never in this frame:
  * an exception or longjmp through the call leaves nothing of ours
  * pointing at a dead frame, and the next call finds it closed. */
 SP_EXPORT int sqlite3_exec(sqlite3 *db, const char *sql, int (*cb)(void *, int, char **, char **),
@@ -207,7 +207,7 @@ SP_EXPORT int sqlite3_exec(sqlite3 *db, const char *sql, int (*cb)(void *, int, 
 {
 	struct sp_thread *t = &sp_tls;
 	uintptr_t frame = (uintptr_t)__builtin_frame_address(0);
-	struct sp_run *run;
+	struct sp_exec *ex;
 	uint64_t sql_id, shape, t1;
 	int rc, saved;
 
@@ -223,11 +223,11 @@ SP_EXPORT int sqlite3_exec(sqlite3 *db, const char *sql, int (*cb)(void *, int, 
 	saved = errno;
 	sp_thread_ready(t);
 	sql_id = sp_sql_note(t, sql, strlen(sql), &shape);
-	run = sp_exec_begin(t, sql_id, shape, frame);
+	ex = sp_exec_begin(t, sql_id, shape, frame);
 	errno = saved;
-	if (unlikely(!run)) {
+	if (unlikely(!ex)) {
 		/* deeper than SP_EXEC_DEPTH: timed here and counted as nested,
-		 * without a run of its own (nothing of ours in this frame
+		 * without an execution of its own (nothing of ours in this frame
 		 * outlives the call) */
 		uint64_t t0 = sp_now();
 
@@ -242,21 +242,21 @@ SP_EXPORT int sqlite3_exec(sqlite3 *db, const char *sql, int (*cb)(void *, int, 
 	 * (sqlite3_step does not test t->cur), until a step outside any
 	 * call sets fast_stmt again (step_general) */
 	sp_fast_off(t);
-	t->cur = run;
+	t->cur = ex;
 	if (cb) {
-		struct exec_cb e = { cb, arg, run, db };
+		struct exec_cb e = { cb, arg, ex, db };
 
-		run->start = sp_now();
+		ex->start = sp_now();
 		rc = sp_real.exec(db, sql, exec_callback, &e, errmsg);
 	} else {
-		run->start = sp_now();
+		ex->start = sp_now();
 		rc = sp_real.exec(db, sql, NULL, arg, errmsg);
 	}
 	t1 = sp_now();
-	t->cur = run->parent;
-	run->db = t1 - run->start;
+	t->cur = ex->parent;
+	ex->db = t1 - ex->start;
 	saved = errno;
-	sp_exec_end(t, run, db, rc, t1);
+	sp_exec_end(t, ex, db, rc, t1);
 	errno = saved;
 	return rc;
 }
@@ -334,8 +334,8 @@ SP_EXPORT int sqlite3_stmt_status(sqlite3_stmt *st, int op, int reset)
 		rc = sp_seg_status_reset(t, s->agg, s, st, op);
 	} else {
 		rc = sp_real.stmt_status(st, op, 1); /* the value it held */
-		if (s && s->run.start)
-			s->run.base[op - SQLITE_STMTSTATUS_FULLSCAN_STEP] -= (uint32_t)rc;
+		if (s && s->exec.start)
+			s->exec.base[op - SQLITE_STMTSTATUS_FULLSCAN_STEP] -= (uint32_t)rc;
 	}
 	errno = saved;
 	return rc;

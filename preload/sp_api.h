@@ -65,12 +65,12 @@
 	X(column_text, sqlite3_column_text, SP_USE, SP_OPT, const unsigned char *,                \
 	  (sqlite3_stmt *, int))                                                                  \
 	X(column_int, sqlite3_column_int, SP_USE, SP_OPT, int, (sqlite3_stmt *, int))             \
-	/* the duplicate rule (run.c) */                                                          \
+	/* the duplicate rule (exec.c) */                                                         \
 	X(expanded_sql, sqlite3_expanded_sql, SP_USE, SP_OPT, char *, (sqlite3_stmt *))           \
 	X(bind_parameter_count, sqlite3_bind_parameter_count, SP_USE, SP_OPT, int,                \
 	  (sqlite3_stmt *))                                                                       \
 	X(free, sqlite3_free, SP_USE, SP_OPT, void, (void *))                                     \
-	/* a guarded step (run.c) */                                                              \
+	/* a guarded step (exec.c) */                                                             \
 	X(stmt_busy, sqlite3_stmt_busy, SP_USE, SP_OPT, int, (sqlite3_stmt *))                    \
 	/* callback registrations, interposed only to note them (plan.c) */                       \
 	X(trace_v2, sqlite3_trace_v2, SP_SHIM, SP_OPT, int,                                       \

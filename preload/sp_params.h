@@ -261,7 +261,7 @@ static inline uint64_t sp_params_hash_text(const uint64_t k[2], sqlite3_stmt *st
 	return h;
 }
 
-/* The preload's side (params.c), for run.c and stmt.c. */
+/* The preload's side (params.c), for exec.c and stmt.c. */
 struct sp_thread;
 struct sp_probe_api;
 /* The hash of a drawn execution of st (a statement of the primary

@@ -6,7 +6,7 @@
  * itself is in hot.c. Nothing here is exported from the shared object.
  *
  * Files: hot.c (step, reset, finalize: the per-execution path), shims.c
- * (every other interposer), run.c (execution slow paths: start, end,
+ * (every other interposer), exec.c (execution slow paths: start, end,
  * nesting, errors, stacks, events), stats.c (the shared statistics:
  * arenas and query records), stmt.c (the statement table, SQL texts, the
  * id sets, the counter probe), config.c (configuration, clock), resolve.c
@@ -79,7 +79,7 @@ struct sp_config {
 	uint64_t seed;
 	uint64_t slow_ticks; /* SQLPROF_SLOW_MS in clock units, 0 = off */
 	uint64_t slow_span;  /* slow_ticks, or 2^63 when off: run.slow_at */
-	uint64_t run_gap;    /* SP_RUN_GAP_NS in clock units: an N+1 run
+	uint64_t loop_gap;   /* SP_LOOP_GAP_NS in clock units: an N+1 loop
 				 * goes on only with an execution starting
 				 * less than this after the last one ended */
 	int depth;           /* stack depth limit */
@@ -139,7 +139,7 @@ SP_INLINE uint64_t sp_now(void)
 
 /* ---- executions ---- */
 
-/* Bits of sp_run.flags that are ours and never sent. */
+/* Bits of sp_exec.flags that are ours and never sent. */
 #define SP_RUN_HAS_NESTED (1u << 15) /* a nested execution credited its time */
 #define SP_RUN_API (1u << 14)        /* counters read through the API at start */
 #define SP_RUN_NOREC \
@@ -156,7 +156,7 @@ SP_INLINE uint64_t sp_now(void)
  * Between executions every field from seq to parent_seq is 0: the fast
  * start stores only start, db, rows, slow_at and the counter base.
  */
-struct sp_run {
+struct sp_exec {
 	uint64_t start; /* first step; 0: no execution in progress */
 	uint64_t db;    /* time inside the step calls; 0 while start
 			       * is (every end clears both) */
@@ -169,7 +169,7 @@ struct sp_run {
 			       * event or a nested execution needs it */
 	uint64_t nested_time; /* db time of executions nested in this one */
 	uint64_t stack_id;
-	struct sp_run *parent;
+	struct sp_exec *parent;
 	uint64_t parent_seq;
 	uint16_t flags; /* SP_EXEC_* and SP_RUN_* */
 	uint16_t kind;  /* enum sp_exec_kind */
@@ -183,7 +183,7 @@ struct sp_run {
 /* One tracked prepared statement (slot of the lock-free table, stmt.c).
  * run comes first: the hot path's run pointer is the slot's. */
 struct sp_stmt {
-	struct sp_run run;
+	struct sp_exec exec;
 	_Atomic uintptr_t key;    /* sqlite3_stmt*, 0 empty, 1 tombstone */
 	struct sp_agg_query *agg; /* its totals in the arena agg_arena */
 	uint64_t agg_arena;       /* id of that arena (pid << 32 | number); 0:
@@ -220,7 +220,7 @@ struct sp_arena {
 	struct sp_agg_arena *sh;      /* its SP_AGG_ARENA record */
 	struct sp_stats_chunk *chunk; /* current chunk */
 	uint8_t *free, *end;          /* free space in it */
-	uint64_t run_shape;           /* shape of the open run */
+	uint64_t loop_shape;          /* shape of the open loop */
 	struct sp_agg_query *fold[2]; /* per kind: texts with no room of
 				      * their own (SP_SQL_FOLDED), made with
 				      * the arena; NULL: none */
@@ -232,7 +232,7 @@ struct sp_arena {
 };
 
 extern struct sp_stats_hdr *sp_stats; /* NULL: no shared statistics */
-extern struct sp_agg_query sp_no_run;
+extern struct sp_agg_query sp_no_loop;
 int sp_stats_init(void); /* constructor (and a forked child) */
 /* An image that could neither connect nor leave a file: counted in the
  * statistics header of the nearest ancestor that shared its own (a
@@ -253,12 +253,12 @@ struct sp_agg_query *sp_agg_get(struct sp_arena *a, uint64_t sql_id, uint32_t ki
 /* Slow halves of the hot path's updates. */
 uint64_t *sp_agg_hist_block(struct sp_agg_query *q, uint32_t block);
 void sp_agg_error(struct sp_agg_query *q, int rc);
-void sp_run_switch(struct sp_thread *t, struct sp_agg_query *q, uint64_t shape, uint64_t start);
-/* The longest pause between two executions of one N+1 run: a caller's
+void sp_loop_switch(struct sp_thread *t, struct sp_agg_query *q, uint64_t shape, uint64_t start);
+/* The longest pause between two executions of one N+1 loop: a caller's
  * loop issues its queries back to back, a service loop waits for its
  * requests (10 ms apart in issue 13's case). */
-#define SP_RUN_GAP_NS 1000000
-void sp_run_close(struct sp_thread *t);
+#define SP_LOOP_GAP_NS 1000000
+void sp_loop_close(struct sp_thread *t);
 uint64_t sp_stats_executions(void); /* executions counted so far (BYE) */
 void sp_stats_unattributed(void);
 
@@ -275,17 +275,17 @@ struct sp_thread {
 	uint32_t state;
 	uint32_t tid;        /* 0 until sp_thread_init (also after fork) */
 	uint32_t pid;        /* set with tid */
-	uint32_t exec_depth; /* exec calls running (exec_runs in use) */
-	struct sp_run *cur;  /* execution whose call (step, exec) we are in */
+	uint32_t exec_depth; /* exec calls running (exec_stack in use) */
+	struct sp_exec *cur; /* execution whose call (step, exec) we are in */
 	uint64_t arena_id;   /* arena ? arena->id : an id no statement has */
 	uint64_t arena_tag;  /* arena ? arena->tag : 0 */
 	struct sp_arena *arena;
-	/* the open N+1 run: the query record it is credited to (&sp_no_run:
+	/* the open N+1 loop: the query record it is credited to (&sp_no_loop:
 	 * none), which holds its length and the clock value before which the
 	 * next execution must start to go on with it (run_open, run_until:
-	 * shared, so the collector sees an open run) */
-	struct sp_agg_query *run_q;
-	uint64_t run_pauses;       /* longer pauses the open run went on across */
+	 * shared, so the collector sees an open loop) */
+	struct sp_agg_query *loop_q;
+	uint64_t loop_pauses;      /* longer pauses the open loop went on across */
 	struct sp_stmt *last_stmt; /* the statement this thread looked up last;
 				    * valid while its slot's key is still that
 				    * statement (never NULL once set up) */
@@ -471,31 +471,32 @@ void sp_probe_status_once(void);
  * must not run the program's extensions (keeps errno). */
 void sp_probe_before_auto_extension(void);
 
-/* ---- run.c: execution slow paths ---- */
+/* ---- exec.c: execution slow paths ---- */
 
 /* drawn: the random draw already made by the caller (1 = hit), -1 if
  * none. frame: the frame address of the interposer entered from the
  * program (step_general), 0 when no exec call can be running. Returns the
  * clock value at which the execution starts. */
-uint64_t sp_run_begin_slow(struct sp_thread *t, struct sp_stmt *s, sqlite3_stmt *st, int drawn,
-			   uintptr_t caller, uintptr_t frame);
-void sp_run_end_slow(struct sp_thread *t, struct sp_stmt *s, sqlite3_stmt *st, int rc,
-		     uint64_t end);
-void sp_run_on_row(struct sp_thread *t, struct sp_stmt *s, uint64_t now);
+uint64_t sp_exec_begin_slow(struct sp_thread *t, struct sp_stmt *s, sqlite3_stmt *st, int drawn,
+			    uintptr_t caller, uintptr_t frame);
+void sp_exec_end_slow(struct sp_thread *t, struct sp_stmt *s, sqlite3_stmt *st, int rc,
+		      uint64_t end);
+void sp_exec_on_row(struct sp_thread *t, struct sp_stmt *s, uint64_t now);
 /* An exec call: its run (NULL: too deep, not profiled). */
-struct sp_run *sp_exec_begin(struct sp_thread *t, uint64_t sql_id, uint64_t shape, uintptr_t frame);
-void sp_exec_end(struct sp_thread *t, struct sp_run *r, sqlite3 *db, int rc, uint64_t end);
+struct sp_exec *sp_exec_begin(struct sp_thread *t, uint64_t sql_id, uint64_t shape,
+			      uintptr_t frame);
+void sp_exec_end(struct sp_thread *t, struct sp_exec *r, sqlite3 *db, int rc, uint64_t end);
 /* The callback of exec call r on db returned non-zero: s (stepped last,
  * its key then) is the call's statement, about to be freed by SQLite
  * with its execution open; end it now (abandoned). */
-void sp_exec_callback_abort(struct sp_thread *t, struct sp_run *r, sqlite3 *db, struct sp_stmt *s,
+void sp_exec_callback_abort(struct sp_thread *t, struct sp_exec *r, sqlite3 *db, struct sp_stmt *s,
 			    uintptr_t key);
 /* An exec call nested deeper than SP_EXEC_DEPTH, timed t0..t1 by the shim:
  * counted (nested, its error if any) with no run of its own. */
 void sp_exec_deep(struct sp_thread *t, uint64_t sql_id, uint64_t shape, sqlite3 *db, int rc,
 		  uint64_t t0, uint64_t t1);
 /* An execution whose statement SQLite freed without our finalize shim. */
-void sp_run_stale(struct sp_thread *t, struct sp_stmt *s);
+void sp_exec_stale(struct sp_thread *t, struct sp_stmt *s);
 /* Executions until the next random draw hits (>= 1): geometric gaps give
  * the same choices as one draw per execution, for a decrement each. */
 uint64_t sp_draw_gap(struct sp_thread *t);
@@ -525,7 +526,7 @@ SP_INLINE sp_v4u sp_status_read(sqlite3_stmt *st)
 	return v;
 }
 
-SP_INLINE void sp_status_base(struct sp_run *r, sqlite3_stmt *st)
+SP_INLINE void sp_status_base(struct sp_exec *r, sqlite3_stmt *st)
 {
 	sp_v4u v = sp_status_read(st);
 
@@ -549,7 +550,7 @@ void sp_seg_fold(struct sp_agg_query *q);
 /* Does the execution r of s end in q's segment (s owns it, and r's start
  * counters are the segment's)? */
 SP_INLINE int sp_seg_owned(const struct sp_agg_query *q, const struct sp_stmt *s,
-			   const struct sp_run *r)
+			   const struct sp_exec *r)
 {
 	return q && q->seg_owner == (uint64_t)(uintptr_t)s &&
 	       !(r->flags & (SP_RUN_API | SP_RUN_NOSEG));
@@ -586,7 +587,7 @@ SP_INLINE void sp_seg_end(struct sp_agg_query *q, __m128i now)
  * since its start - for an owner, its segment's last end, for anyone
  * else, its base. *owned: whether it ends in the segment. */
 SP_INLINE sp_v4u sp_exec_delta(const struct sp_agg_query *q, const struct sp_stmt *s,
-			       const struct sp_run *r, sqlite3_stmt *st, sp_v4u *now, int *owned)
+			       const struct sp_exec *r, sqlite3_stmt *st, sp_v4u *now, int *owned)
 {
 	sp_v4u b;
 
@@ -605,7 +606,7 @@ SP_INLINE sp_v4u sp_exec_delta(const struct sp_agg_query *q, const struct sp_stm
  * its histogram bucket. Plain stores and no call: a reader sees every
  * field only grow.
  */
-SP_INLINE void sp_agg_add_in(struct sp_agg_query *q, const struct sp_run *r, uint64_t end,
+SP_INLINE void sp_agg_add_in(struct sp_agg_query *q, const struct sp_exec *r, uint64_t end,
 			     uint64_t *bucket)
 {
 	uint64_t db = r->db;
@@ -629,11 +630,11 @@ SP_INLINE void sp_agg_add_in(struct sp_agg_query *q, const struct sp_run *r, uin
 /* An execution's times came out negative, or its db time above its wall
  * time (the clock went back: config.c, tsc_invariant): clamped, and
  * counted in the statistics header (stats.c). */
-void sp_run_clamp_slow(struct sp_run *r, uint64_t *end);
-SP_INLINE void sp_run_clamp(struct sp_run *r, uint64_t *end)
+void sp_exec_clamp_slow(struct sp_exec *r, uint64_t *end);
+SP_INLINE void sp_exec_clamp(struct sp_exec *r, uint64_t *end)
 {
 	if (unlikely((int64_t)(*end - r->start) < 0 || r->db > *end - r->start))
-		sp_run_clamp_slow(r, end);
+		sp_exec_clamp_slow(r, end);
 }
 
 /* The histogram bucket of db in q, its block made if need be; NULL when
@@ -652,7 +653,7 @@ SP_INLINE uint64_t *sp_agg_bucket(struct sp_agg_query *q, uint64_t db)
 /* sp_agg_add_in for any execution. SQLite's counters: seg_now, the
  * owner's at its end (sp_exec_delta), or NULL: d, the deltas, go to the
  * sums. */
-SP_INLINE void sp_agg_add(struct sp_agg_query *q, const struct sp_run *r, uint64_t end, sp_v4u d,
+SP_INLINE void sp_agg_add(struct sp_agg_query *q, const struct sp_exec *r, uint64_t end, sp_v4u d,
 			  const sp_v4u *seg_now)
 {
 	uint64_t *bucket = sp_agg_bucket(q, r->db), lost = 0;
@@ -674,18 +675,18 @@ SP_INLINE void sp_agg_add(struct sp_agg_query *q, const struct sp_run *r, uint64
 }
 
 /* A top-level execution of q, from start to end, ended: its thread's N+1
- * run goes on (the same query, started within run_gap of the last end) or
+ * run goes on (the same query, started within loop_gap of the last end) or
  * switches to q. */
-SP_INLINE void sp_run_note(struct sp_thread *t, struct sp_agg_query *q, uint64_t shape,
-			   uint64_t start, uint64_t end)
+SP_INLINE void sp_loop_note(struct sp_thread *t, struct sp_agg_query *q, uint64_t shape,
+			    uint64_t start, uint64_t end)
 {
-	/* run_until is 0 but in the open run's record */
+	/* run_until is 0 but in the open loop's record */
 	if (likely(start < q->run_until))
 		q->run_open++;
 	else
-		sp_run_switch(t, q, shape, start);
-	if (t->run_q == q) /* not when q could not open a run */
-		q->run_until = end + sp_cfg.run_gap;
+		sp_loop_switch(t, q, shape, start);
+	if (t->loop_q == q) /* not when q could not open a loop */
+		q->run_until = end + sp_cfg.loop_gap;
 }
 
 SP_INLINE uint64_t sp_rng_next(struct sp_thread *t)
@@ -710,7 +711,7 @@ SP_INLINE int sp_draw(struct sp_thread *t)
 	return 1;
 }
 
-/* ---- stacks (run.c, unwind.c) ---- */
+/* ---- stacks (exec.c, unwind.c) ---- */
 
 /* Text range of libsqlprof itself: leading frames inside it are dropped. */
 extern uintptr_t sp_self_lo, sp_self_hi;
@@ -906,9 +907,9 @@ SP_INLINE void sp_stmt_cache_put(uintptr_t *e, const struct sp_stmt *s)
 struct sp_thread_more {
 	uintptr_t stmt_cache[SP_STMT_CACHE]; /* first: one load from more */
 	struct sp_walk_memo memo;
-	struct sp_run exec_runs[SP_EXEC_DEPTH];
+	struct sp_exec exec_stack[SP_EXEC_DEPTH];
 	struct sp_thread_more *next_idle; /* life.c's idle list */
-	/* A stack walk's buffers (run.c, sp_stack_walk; pyframes.c,
+	/* A stack walk's buffers (exec.c, sp_stack_walk; pyframes.c,
 	 * sp_py_splice), 6 KiB that were on the stack: walk_busy from the
 	 * walk's start to its end, so a signal handler's walk on this
 	 * thread meanwhile takes a small buffer of its own instead */
@@ -976,7 +977,7 @@ SP_INLINE int sp_memo_same(struct sp_walk_memo *m, uintptr_t rsp, uintptr_t rbp,
 }
 
 /* The calling thread's stack above libsqlprof, as a stack id (0: none),
- * its STACK record written if it is new to this thread (run.c). The walk
+ * its STACK record written if it is new to this thread (exec.c). The walk
  * starts at its own frame. Keeps errno. */
 uint64_t sp_stack_take(struct sp_thread *t);
 /* The same, for a walk from (rsp, rbp, pc): the frame of a function of
@@ -985,18 +986,18 @@ uint64_t sp_stack_take(struct sp_thread *t);
  * (pc is the program's); the memo could not tell (sp_memo_same). */
 uint64_t sp_stack_walk(struct sp_thread *t, uintptr_t rsp, uintptr_t rbp, uintptr_t pc,
 		       int entered);
-void sp_emit_exec(struct sp_thread *t, struct sp_run *r, uint64_t sql_id, uint64_t db, int rc,
+void sp_emit_exec(struct sp_thread *t, struct sp_exec *r, uint64_t sql_id, uint64_t db, int rc,
 		  uint64_t end, sp_v4u delta, uint64_t params);
 /* The key of the bound values' hashes (sp_rec_exec.params): drawn at
  * start-up, never sent. */
 extern uint64_t sp_params_key[2];
 /* sqlite3_step on a thread inside the profiler's own work (sp_guarded):
  * the original's result; a program's execution starting there counted
- * (run.c). */
+ * (exec.c). */
 int sp_step_guarded(struct sp_thread *t, sqlite3_stmt *st);
 /* The end of a drawn execution that is otherwise plain (end_drawn's
  * tests hold); returns rc. */
-int sp_run_end_sampled(struct sp_stmt *s, int rc, uint64_t end); /* on this thread */
+int sp_exec_end_sampled(struct sp_stmt *s, int rc, uint64_t end); /* on this thread */
 void sp_stack_sets_reset(void); /* fork child: stacks are resent per pid */
 int sp_unwind_init(void);       /* unwind.c: cached CFI unwinder; -1: backtrace() */
 /* 1 when [addr, addr + len) lies in the calling thread's stack. */

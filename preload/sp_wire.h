@@ -439,7 +439,7 @@ struct sp_rec_stats_copy {
  * {type, flags, len} and a body, 8-aligned:
  *
  *   SP_AGG_ARENA  first record of an arena's first chunk: the arena's
- *                 open N+1 run
+ *                 open N+1 loop
  *   SP_AGG_QUERY  the totals of one SQL text and kind in this arena
  *   SP_AGG_HIST   32 buckets of a query's latency histogram
  *   SP_AGG_RUNS   a query's run lengths (runs of 2 and more)
@@ -625,7 +625,7 @@ struct sp_agg_query {
 	uint64_t errors;  /* of count, executions that failed */
 	uint64_t samples; /* of count, executions with a stack */
 	uint64_t prepares, prepare_time;
-	uint64_t runs, max_run;        /* closed N+1 runs credited here */
+	uint64_t runs, max_run;        /* closed N+1 loops credited here */
 	uint64_t hist[SP_HIST_BLOCKS]; /* SP_AGG_HIST addresses, 0: none yet */
 	uint64_t runs_by_len;          /* SP_AGG_RUNS address, 0: every run was 1 long */
 	uint64_t errs;                 /* SP_AGG_ERRS address, 0: no failure yet */
@@ -635,7 +635,7 @@ struct sp_agg_query {
 			       * (a record per text and calling site: the
 			       * collector keeps exact counts per caller, for
 			       * the sites' figures); 0: prepares, exec calls */
-	/* The thread's open N+1 run, when it is credited here (at most one
+	/* The thread's open N+1 loop, when it is credited here (at most one
 	 * record of an arena has it): its length so far (0: not here), and
 	 * the clock value before which the next execution must start to go
 	 * on with it (0 when not here: the inline end's one test) */

@@ -10,7 +10,7 @@
  * also after the process died. No record travels for an ordinary
  * execution, and nothing here waits for the collector.
  *
- * What this file does not do: decide what an execution is (hot.c, run.c)
+ * What this file does not do: decide what an execution is (hot.c, exec.c)
  * or send anything (stream.c).
  *
  * Memory: the memfd is sized once (SQLPROF_STATS_MB, 512 MiB by default,
@@ -42,10 +42,10 @@
 		      * statement is ever bound to it */
 
 struct sp_stats_hdr *sp_stats;
-/* t->run_q when no run is open: never a statement's record, nor NULL (a
+/* t->loop_q when no run is open: never a statement's record, nor NULL (a
  * statement with no record has agg NULL; end_plain's run test must fail
  * for it before anything is read through it) */
-struct sp_agg_query sp_no_run;
+struct sp_agg_query sp_no_loop;
 static uint8_t *stats_base;
 static size_t stats_size;
 static int stats_fd = -1;
@@ -518,13 +518,13 @@ void sp_seg_take(struct sp_thread *t, struct sp_agg_query *q, struct sp_stmt *s,
 
 	if (prev && prev != s && prev->agg == q && prev->agg_arena == t->arena_id) {
 		/* still bound here (a slot is never unmapped, whatever it holds
-		 * now): it starts through run.c next, and takes the segment
+		 * now): it starts through exec.c next, and takes the segment
 		 * back; an execution of it in progress ends outside it, from
 		 * its counters at start, which are the segment's last end */
 		prev->agg_tag = 0;
-		if (prev->run.start && !(prev->run.flags & SP_RUN_NOSEG)) {
-			memcpy(prev->run.base, q->seg_cur, sizeof(prev->run.base));
-			prev->run.flags |= SP_RUN_NOSEG;
+		if (prev->exec.start && !(prev->exec.flags & SP_RUN_NOSEG)) {
+			memcpy(prev->exec.base, q->seg_cur, sizeof(prev->exec.base));
+			prev->exec.flags |= SP_RUN_NOSEG;
 		}
 	}
 	memcpy(open, &now, sizeof(open));
@@ -561,8 +561,8 @@ int sp_seg_fold_rc(struct sp_agg_query *q, int rc)
 	return rc;
 }
 
-/* Credit a closed run of len executions to q. */
-static void run_credit(struct sp_agg_query *q, uint64_t len)
+/* Credit a closed loop of len executions to q. */
+static void loop_credit(struct sp_agg_query *q, uint64_t len)
 {
 	q->runs++;
 	if (len > q->max_run)
@@ -592,74 +592,74 @@ static void run_credit(struct sp_agg_query *q, uint64_t len)
 
 /*
  * A top-level execution of q (whose text has shape shape) ended and q is
- * not the open run's record (or started too long after the run's last
+ * not the open loop's record (or started too long after the run's last
  * execution ended): the same shape (the same SQL but for its literals),
- * started within sp_cfg.run_gap, goes on with the run, now credited to q; anything else closes
+ * started within sp_cfg.loop_gap, goes on with the loop, now credited to q; anything else closes
  * the run and opens one of q.
  */
-void sp_run_switch(struct sp_thread *t, struct sp_agg_query *q, uint64_t shape, uint64_t start)
+void sp_loop_switch(struct sp_thread *t, struct sp_agg_query *q, uint64_t shape, uint64_t start)
 {
 	struct sp_arena *a = t->arena;
 
 	if (!a)
 		return;
-	/* A pause longer than run_gap ends the run, unless the run has
+	/* A pause longer than loop_gap ends the loop, unless the run has
 	 * pauses to spare: one, and one more per 16 executions. A thread
 	 * preempted inside a caller's loop (a loaded machine: make check)
-	 * keeps its run; a service loop, every execution after a pause,
+	 * keeps its loop; a service loop, every execution after a pause,
 	 * makes runs of 2 at most. */
-	struct sp_agg_query *old = t->run_q;
+	struct sp_agg_query *old = t->loop_q;
 
-	if (old != &sp_no_run && a->run_shape == shape &&
-	    (start < old->run_until || t->run_pauses < 1 + old->run_open / 16)) {
+	if (old != &sp_no_loop && a->loop_shape == shape &&
+	    (start < old->run_until || t->loop_pauses < 1 + old->run_open / 16)) {
 		uint64_t len = old->run_open + 1;
 
 		if (start >= old->run_until)
-			t->run_pauses++;
-		/* the run moves to q: there first, so that a reader never
+			t->loop_pauses++;
+		/* the loop moves to q: there first, so that a reader never
 		 * misses it (it may see it twice for a moment) */
 		if (old != q) {
 			q->run_open = len;
 			old->run_open = 0;
 			old->run_until = 0;
-			t->run_q = q;
+			t->loop_q = q;
 		} else {
 			q->run_open = len;
 		}
 		return;
 	}
-	if (old != &sp_no_run) {
-		run_credit(old, old->run_open);
+	if (old != &sp_no_loop) {
+		loop_credit(old, old->run_open);
 		old->run_open = 0;
 		old->run_until = 0;
 	}
-	a->run_shape = shape;
-	t->run_pauses = 0;
+	a->loop_shape = shape;
+	t->loop_pauses = 0;
 	q->run_open = 1;
-	t->run_q = q;
+	t->loop_q = q;
 }
 
-/* Close the thread's open run (thread exit: the arena goes to another). */
-void sp_run_close(struct sp_thread *t)
+/* Close the thread's open loop (thread exit: the arena goes to another). */
+void sp_loop_close(struct sp_thread *t)
 {
 	struct sp_arena *a = t->arena;
 
-	if (!a || t->run_q == &sp_no_run)
+	if (!a || t->loop_q == &sp_no_loop)
 		return;
-	run_credit(t->run_q, t->run_q->run_open);
-	t->run_q->run_open = 0;
-	t->run_q->run_until = 0;
-	t->run_q = &sp_no_run;
+	loop_credit(t->loop_q, t->loop_q->run_open);
+	t->loop_q->run_open = 0;
+	t->loop_q->run_until = 0;
+	t->loop_q = &sp_no_loop;
 }
 
-/* Thread exit: close its run; the arena waits for the next new thread. */
+/* Thread exit: close its loop; the arena waits for the next new thread. */
 static void arena_gone(void *arg)
 {
 	struct sp_arena *a = arg;
 	struct sp_thread *t = &sp_tls;
 
 	if (t->arena == a)
-		sp_run_close(t);
+		sp_loop_close(t);
 	t->arena = NULL;
 	t->arena_id = ARENA_NONE;
 	t->arena_tag = 0;
@@ -720,7 +720,7 @@ struct sp_arena *sp_arena_get(struct sp_thread *t)
 	t->arena = a;
 	t->arena_id = a->id;
 	t->arena_tag = a->tag;
-	t->run_q = &sp_no_run;
+	t->loop_q = &sp_no_loop;
 	return a;
 }
 
@@ -814,10 +814,10 @@ void sp_stats_fork_child(void)
 	sp_tls.arena = NULL;
 	sp_tls.arena_id = ARENA_NONE;
 	sp_tls.arena_tag = 0;
-	sp_tls.run_q = &sp_no_run;
+	sp_tls.loop_q = &sp_no_loop;
 }
 
-void sp_run_clamp_slow(struct sp_run *r, uint64_t *end)
+void sp_exec_clamp_slow(struct sp_exec *r, uint64_t *end)
 {
 	if ((int64_t)(*end - r->start) < 0)
 		*end = r->start;

@@ -334,7 +334,7 @@ static struct sp_stmt *slot_alloc(void)
 /* Every field of a slot but its key. */
 static void stmt_clear(struct sp_stmt *s)
 {
-	memset(&s->run, 0, sizeof(s->run));
+	memset(&s->exec, 0, sizeof(s->exec));
 	memset((char *)&s->key + sizeof(s->key), 0,
 	       sizeof(*s) - offsetof(struct sp_stmt, key) - sizeof(s->key));
 }
@@ -415,8 +415,8 @@ static struct sp_stmt *stmt_insert(sqlite3_stmt *st, int fresh)
 	if (e) {
 		s = e->s;
 		if (fresh) {
-			if (s->run.start)
-				sp_run_stale(&sp_tls, s);
+			if (s->exec.start)
+				sp_exec_stale(&sp_tls, s);
 			stmt_clear(s);
 		}
 		goto out;
@@ -472,7 +472,7 @@ void sp_stmt_forget(sqlite3_stmt *st)
  * The shape of an SQL text: a hash of it without its literals (numbers,
  * quoted strings, blobs) and with blanks collapsed, so that a loop that
  * writes its values into the text ("... WHERE id = 7", "= 8") runs one
- * query for the N+1 runs, as the collector's fingerprints group them.
+ * query for the N+1 loops, as the collector's fingerprints group them.
  * Never coarser than the collector's fingerprint (report/profile/
  * fingerprint.c): quoted identifiers and comments are kept verbatim, so
  * that one plan per shape (plan.c) is a plan for every fingerprint.
@@ -842,7 +842,7 @@ void sp_stmt_unfold(struct sp_thread *t, struct sp_stmt *s, sqlite3_stmt *st)
 	sp_guard_in(t);
 	s->sql_id = sql_send(t, sql_id_of(sql, strlen(sql)), sql, strlen(sql));
 	sp_guard_out(t);
-	s->agg_caller = ~(uintptr_t)0; /* bound again (sp_run_begin_slow) */
+	s->agg_caller = ~(uintptr_t)0; /* bound again (sp_exec_begin_slow) */
 }
 
 /* Give a statement its SQL id and shape. text, when not NULL, is the SQL

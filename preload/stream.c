@@ -120,7 +120,7 @@ static uint64_t tsc_ref, mono_ref;
 /* The TSC rate, once per process image: the one `sqlprof record`
  * measured over 2 ms and hands over (SQLPROF_TSC_PER_NS, ticks per ns),
  * else measured against CLOCK_MONOTONIC over ~200 us. The slow-query
- * threshold, the runs' gap and the HELLO's calibration depend on it; the
+ * threshold, the loops' gap and the HELLO's calibration depend on it; the
  * constructor asked for it twice, and each asked spun 200 us. */
 double sp_tsc_per_ns(void)
 {

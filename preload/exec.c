@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * run.c - the slow halves of an execution: a start that is nested, first,
+ * exec.c - the slow halves of an execution: a start that is nested, first,
  * drawn for a stack or on a thread without its query record; an end that
  * is sampled, failing, slow, nested or on another thread (or process)
  * than its start; sqlite3_exec calls; stacks; and the records such
@@ -202,7 +202,7 @@ __attribute__((noinline)) uint64_t sp_stack_take(struct sp_thread *t)
 	return sp_stack_walk(t, (uintptr_t)(fp + 2), fp[0], fp[1], 0);
 }
 
-static void take_stack(struct sp_thread *t, struct sp_run *r)
+static void take_stack(struct sp_thread *t, struct sp_exec *r)
 {
 	r->stack_id = sp_stack_take(t);
 	if (r->stack_id)
@@ -211,7 +211,7 @@ static void take_stack(struct sp_thread *t, struct sp_run *r)
 
 /* ---- events ---- */
 
-static inline uint64_t run_seq(struct sp_thread *t, struct sp_run *r)
+static inline uint64_t exec_seq(struct sp_thread *t, struct sp_exec *r)
 {
 	if (!r->seq)
 		r->seq = ++t->seq;
@@ -232,7 +232,7 @@ SP_INLINE void exec_counters(struct sp_rec_exec *x, sp_v4u delta)
 /* The EXEC event of a sampled execution that ended at end: every field
  * stored once (no clearing first), header and ids in one store each.
  * Inline in the sampled end, which keeps its values in registers. */
-SP_INLINE void emit_exec_in(struct sp_thread *t, struct sp_run *r, uint64_t sql_id, uint64_t db,
+SP_INLINE void emit_exec_in(struct sp_thread *t, struct sp_exec *r, uint64_t sql_id, uint64_t db,
 			    int rc, uint64_t end, sp_v4u delta, uint64_t params)
 {
 	struct sp_rec_exec *x = sp_rec_reserve(t, sizeof(*x));
@@ -245,7 +245,7 @@ SP_INLINE void emit_exec_in(struct sp_thread *t, struct sp_run *r, uint64_t sql_
 	w = (uint64_t)t->pid | (uint64_t)t->tid << 32;
 	__builtin_memcpy(&x->pid, &w, sizeof(w));
 	x->sql_id = sql_id;
-	x->seq = run_seq(t, r);
+	x->seq = exec_seq(t, r);
 	x->parent_seq = r->parent_seq;
 	x->db = db;
 	x->start = r->start;
@@ -262,7 +262,7 @@ SP_INLINE void emit_exec_in(struct sp_thread *t, struct sp_run *r, uint64_t sql_
 	sp_rec_commit(t, sizeof(*x));
 }
 
-void sp_emit_exec(struct sp_thread *t, struct sp_run *r, uint64_t sql_id, uint64_t db, int rc,
+void sp_emit_exec(struct sp_thread *t, struct sp_exec *r, uint64_t sql_id, uint64_t db, int rc,
 		  uint64_t end, sp_v4u delta, uint64_t params)
 {
 	emit_exec_in(t, r, sql_id, db, rc, end, delta, params);
@@ -284,7 +284,7 @@ uint64_t sp_params_key[2];
 /* The test, inline at the sampled end: most drawn executions at rates
  * above 0.01 are passed over, and a call for them cost ~30 instructions. */
 static inline __attribute__((always_inline)) uint64_t
-params_hash(struct sp_thread *t, const struct sp_run *r, sqlite3_stmt *st, uint64_t sql_id,
+params_hash(struct sp_thread *t, const struct sp_exec *r, sqlite3_stmt *st, uint64_t sql_id,
 	    uint32_t nexec /* of its query record */)
 {
 	if (!(r->flags & SP_EXEC_RANDOM) || r->kind != SP_KIND_STMT || !st || !sp_cfg.params)
@@ -305,7 +305,7 @@ params_hash(struct sp_thread *t, const struct sp_run *r, sqlite3_stmt *st, uint6
 	return sp_params_hash(t, st, sql_id);
 }
 
-static void write_error(struct sp_thread *t, struct sp_run *run, uint64_t sql_id, sqlite3 *db,
+static void write_error(struct sp_thread *t, struct sp_exec *ex, uint64_t sql_id, sqlite3 *db,
 			int rc)
 {
 	const char *msg = db && sp_real.errmsg ? sp_real.errmsg(db) : NULL;
@@ -317,13 +317,13 @@ static void write_error(struct sp_thread *t, struct sp_run *run, uint64_t sql_id
 		return;
 	memset(r, 0, rl);
 	r->h.type = SP_REC_ERROR;
-	r->h.flags = run->kind == SP_KIND_EXEC ? SP_ERROR_EXEC : 0;
+	r->h.flags = ex->kind == SP_KIND_EXEC ? SP_ERROR_EXEC : 0;
 	r->h.len = rl;
 	r->pid = t->pid;
 	r->tid = t->tid;
-	r->exec_seq = run_seq(t, run);
+	r->exec_seq = exec_seq(t, ex);
 	r->sql_id = sql_id;
-	r->stack_id = run->stack_id;
+	r->stack_id = ex->stack_id;
 	r->rc = rc;
 	r->msg_len = (uint32_t)n;
 	memcpy(r + 1, msg ? msg : "", n);
@@ -347,10 +347,10 @@ static void write_error(struct sp_thread *t, struct sp_run *run, uint64_t sql_id
  * gone ones as abandoned, so that nothing is ever added to a run whose
  * call is not running.
  */
-static void exec_account(struct sp_thread *t, struct sp_run *r, sqlite3 *db, int rc, uint64_t end,
+static void exec_account(struct sp_thread *t, struct sp_exec *r, sqlite3 *db, int rc, uint64_t end,
 			 uint16_t flags);
 
-static int exec_gone(const struct sp_run *r, uintptr_t frame)
+static int exec_gone(const struct sp_exec *r, uintptr_t frame)
 {
 	const uintptr_t *f = (const uintptr_t *)r->frame;
 
@@ -365,9 +365,9 @@ static void close_vanished(struct sp_thread *t, uintptr_t frame)
 {
 	if (!frame)
 		return;
-	while (t->exec_depth && t->cur == &t->more->exec_runs[t->exec_depth - 1] &&
+	while (t->exec_depth && t->cur == &t->more->exec_stack[t->exec_depth - 1] &&
 	       exec_gone(t->cur, frame)) {
-		struct sp_run *r = t->cur;
+		struct sp_exec *r = t->cur;
 
 		t->cur = r->parent;
 		/* counted, abandoned: its time is that of the call until now */
@@ -376,12 +376,12 @@ static void close_vanished(struct sp_thread *t, uintptr_t frame)
 	}
 }
 
-static void run_link(struct sp_thread *t, struct sp_run *r, uintptr_t frame)
+static void exec_link(struct sp_thread *t, struct sp_exec *r, uintptr_t frame)
 {
 	close_vanished(t, frame);
 	r->parent = t->cur;
 	if (unlikely(r->parent != NULL)) {
-		r->parent_seq = run_seq(t, r->parent);
+		r->parent_seq = exec_seq(t, r->parent);
 		r->flags |= SP_EXEC_NESTED;
 	} else {
 		r->parent_seq = 0;
@@ -390,9 +390,9 @@ static void run_link(struct sp_thread *t, struct sp_run *r, uintptr_t frame)
 
 /* Credit our time to the enclosing execution only while we are inside
  * its call (t->cur) and it is still the same execution. */
-static void run_unlink(struct sp_thread *t, struct sp_run *r)
+static void exec_unlink(struct sp_thread *t, struct sp_exec *r)
 {
-	struct sp_run *p = r->parent;
+	struct sp_exec *p = r->parent;
 
 	if (unlikely(p != NULL) && p == t->cur && p->seq == r->parent_seq && p->start) {
 		p->nested_time += r->db;
@@ -401,7 +401,7 @@ static void run_unlink(struct sp_thread *t, struct sp_run *r)
 }
 
 /* Between executions, every field but the fast start's is 0. */
-static void run_clear(struct sp_run *r)
+static void exec_clear(struct sp_exec *r)
 {
 	r->start = 0;
 	r->db = 0; /* the inline start subtracts its clock from it */
@@ -446,7 +446,7 @@ static int bind_stmt(struct sp_thread *t, struct sp_stmt *s, uintptr_t caller)
 			s->counters = (uintptr_t)st + (uintptr_t)off +
 				      4 * SQLITE_STMTSTATUS_FULLSCAN_STEP;
 			/* a folded text's statement: its second start comes
-			 * to sp_run_begin_slow (sp_stmt_unfold) */
+			 * to sp_exec_begin_slow (sp_stmt_unfold) */
 			if (t->arena_tag && caller < (1ULL << 48) && !s->folded)
 				s->agg_tag = caller ^ t->arena_tag;
 		}
@@ -458,10 +458,10 @@ static int bind_stmt(struct sp_thread *t, struct sp_stmt *s, uintptr_t caller)
 	return created;
 }
 
-uint64_t sp_run_begin_slow(struct sp_thread *t, struct sp_stmt *s, sqlite3_stmt *st, int drawn,
-			   uintptr_t caller, uintptr_t frame)
+uint64_t sp_exec_begin_slow(struct sp_thread *t, struct sp_stmt *s, sqlite3_stmt *st, int drawn,
+			    uintptr_t caller, uintptr_t frame)
 {
-	struct sp_run *r = &s->run;
+	struct sp_exec *r = &s->exec;
 	int new_site = 0;
 
 	if (unlikely(s->folded) && s->nexec)
@@ -473,9 +473,9 @@ uint64_t sp_run_begin_slow(struct sp_thread *t, struct sp_stmt *s, sqlite3_stmt 
 	sp_stream_tick();                           /* a collector gone, or one to connect to */
 	if (unlikely(atomic_load_explicit(&sp_sql_pending, memory_order_relaxed)))
 		sp_sql_flush(t);
-	run_clear(r);
+	exec_clear(r);
 	r->kind = SP_KIND_STMT;
-	run_link(t, r, frame);
+	exec_link(t, r, frame);
 	/* The random draw is made for every execution, forced or not, so the
 	 * random samples stay an unbiased share of them. */
 	if (unlikely(s->nexec++ == 0) && sp_first_exec(s->sql_id, SP_KIND_STMT))
@@ -524,9 +524,9 @@ uint64_t sp_run_begin_slow(struct sp_thread *t, struct sp_stmt *s, sqlite3_stmt 
 	return r->start;
 }
 
-void sp_run_on_row(struct sp_thread *t, struct sp_stmt *s, uint64_t now)
+void sp_exec_on_row(struct sp_thread *t, struct sp_stmt *s, uint64_t now)
 {
-	struct sp_run *r = &s->run;
+	struct sp_exec *r = &s->exec;
 
 	(void)now;
 	r->slow_at = UINT64_MAX; /* noted once */
@@ -552,15 +552,16 @@ static struct sp_agg_query *end_record(struct sp_thread *t, struct sp_stmt *s, i
 	 * segment's last end when the statement owned it (read only: that
 	 * thread closes it), its base otherwise. It ends outside the segment
 	 * it opens here. */
-	if (s->agg && s->agg->seg_owner == (uint64_t)(uintptr_t)s && !(s->run.flags & SP_RUN_NOSEG))
-		__builtin_memcpy(s->run.base, s->agg->seg_cur, sizeof(s->run.base));
+	if (s->agg && s->agg->seg_owner == (uint64_t)(uintptr_t)s &&
+	    !(s->exec.flags & SP_RUN_NOSEG))
+		__builtin_memcpy(s->exec.base, s->agg->seg_cur, sizeof(s->exec.base));
 	bind_stmt(t, s, s->agg_caller); /* the caller it started from */
-	s->run.flags |= SP_RUN_NOSEG;
+	s->exec.flags |= SP_RUN_NOSEG;
 	return s->agg;
 }
 
 /* The additions of a non-plain execution beyond sp_agg_add. */
-static void agg_extra(struct sp_agg_query *q, const struct sp_run *r, int rc)
+static void agg_extra(struct sp_agg_query *q, const struct sp_exec *r, int rc)
 {
 	if (r->flags & SP_EXEC_ERROR) {
 		q->errors++;
@@ -573,19 +574,20 @@ static void agg_extra(struct sp_agg_query *q, const struct sp_run *r, int rc)
 		q->samples++;
 }
 
-void sp_run_end_slow(struct sp_thread *t, struct sp_stmt *s, sqlite3_stmt *st, int rc, uint64_t end)
+void sp_exec_end_slow(struct sp_thread *t, struct sp_stmt *s, sqlite3_stmt *st, int rc,
+		      uint64_t end)
 {
-	struct sp_run *r = &s->run;
+	struct sp_exec *r = &s->exec;
 	struct sp_agg_query *q;
 	sp_v4u delta, now;
 	int inherited, saved, owned;
 
 	if (!r->start)
 		return;
-	sp_run_clamp(r, &end);
+	sp_exec_clamp(r, &end);
 	q = end_record(t, s, &inherited);
 	if (inherited) {
-		run_clear(r);
+		exec_clear(r);
 		return;
 	}
 	saved = errno;
@@ -615,24 +617,24 @@ void sp_run_end_slow(struct sp_thread *t, struct sp_stmt *s, sqlite3_stmt *st, i
 		sp_agg_add(q, r, end, delta, owned ? &now : NULL);
 		agg_extra(q, r, rc);
 		if (!(r->flags & SP_EXEC_NESTED))
-			sp_run_note(t, q, s->shape, r->start, end);
+			sp_loop_note(t, q, s->shape, r->start, end);
 	} else {
 		sp_stats_unattributed();
 	}
 	if (r->stack_id)
 		emit_exec(t, r, s->sql_id, s->db, rc, end, delta,
 			  params_hash(t, r, st, s->sql_id, s->agg ? (uint32_t)s->agg->count : 0));
-	run_unlink(t, r);
-	run_clear(r);
+	exec_unlink(t, r);
+	exec_clear(r);
 	errno = saved;
 }
 
 /* The EXEC event of a drawn execution that ended plainly, with its stack
- * (sp_run_end_sampled): what end_drawn's tests make constant is stored as
+ * (sp_exec_end_sampled): what end_drawn's tests make constant is stored as
  * a constant - flags RANDOM | SAMPLED (nothing private: not nested, no
  * nested time), no parent, rc 0 and kind SP_KIND_STMT (0) - the rest
  * straight from the run. */
-SP_INLINE void emit_sampled(struct sp_thread *t, const struct sp_run *r, uint64_t sql_id,
+SP_INLINE void emit_sampled(struct sp_thread *t, const struct sp_exec *r, uint64_t sql_id,
 			    uint64_t db, uint64_t end, sp_v4u delta, uint64_t params)
 {
 	struct sp_rec_exec *x = sp_rec_reserve(t, sizeof(*x));
@@ -673,11 +675,11 @@ SP_INLINE void emit_sampled(struct sp_thread *t, const struct sp_run *r, uint64_
  * (emit_sampled).
  * Takes end_drawn's arguments as they come (the thread is the calling
  * one's) and returns rc, so that end_drawn's call is a bare jump. */
-int sp_run_end_sampled(struct sp_stmt *s, int rc, uint64_t end)
+int sp_exec_end_sampled(struct sp_stmt *s, int rc, uint64_t end)
 {
 	struct sp_thread *t = &sp_tls;
 	sqlite3_stmt *st = (sqlite3_stmt *)atomic_load_explicit(&s->key, memory_order_relaxed);
-	struct sp_run *r = &s->run;
+	struct sp_exec *r = &s->exec;
 	struct sp_agg_query *q = s->agg;
 	sp_v4u now;
 	int owned;
@@ -712,17 +714,17 @@ int sp_run_end_sampled(struct sp_stmt *s, int rc, uint64_t end)
 	r->flags = 0;
 	r->seq = 0;
 	r->stack_id = 0;
-	sp_run_note(t, q, s->shape, start, end);
+	sp_loop_note(t, q, s->shape, start, end);
 	return rc;
 }
 
 /* An execution whose statement SQLite freed without our finalize shim
  * (its memory now reused): end it without reading counters from memory
  * that is no longer it. */
-void sp_run_stale(struct sp_thread *t, struct sp_stmt *s)
+void sp_exec_stale(struct sp_thread *t, struct sp_stmt *s)
 {
 	static const sp_v4u zero;
-	struct sp_run *r = &s->run;
+	struct sp_exec *r = &s->exec;
 	struct sp_agg_query *q;
 	int inherited;
 
@@ -743,7 +745,7 @@ void sp_run_stale(struct sp_thread *t, struct sp_stmt *s)
 		if (r->stack_id)
 			emit_exec(t, r, s->sql_id, s->db, SQLITE_OK, r->start + r->db, zero, 0);
 	}
-	run_clear(r);
+	exec_clear(r);
 }
 
 /*
@@ -768,9 +770,9 @@ int sp_step_guarded(struct sp_thread *t, sqlite3_stmt *st)
 
 /* ---- sqlite3_exec ---- */
 
-struct sp_run *sp_exec_begin(struct sp_thread *t, uint64_t sql_id, uint64_t shape, uintptr_t frame)
+struct sp_exec *sp_exec_begin(struct sp_thread *t, uint64_t sql_id, uint64_t shape, uintptr_t frame)
 {
-	struct sp_run *r;
+	struct sp_exec *r;
 
 	close_vanished(t, frame);
 	/* too deep, or no page for the thread's runs: sp_exec_deep's */
@@ -780,8 +782,8 @@ struct sp_run *sp_exec_begin(struct sp_thread *t, uint64_t sql_id, uint64_t shap
 		sp_stream_tick();
 	if (unlikely(atomic_load_explicit(&sp_sql_pending, memory_order_relaxed)))
 		sp_sql_flush(t);
-	r = &t->more->exec_runs[t->exec_depth++];
-	run_clear(r);
+	r = &t->more->exec_stack[t->exec_depth++];
+	exec_clear(r);
 	r->kind = SP_KIND_EXEC;
 	r->frame = frame;
 	r->sql_id = sql_id;
@@ -790,7 +792,7 @@ struct sp_run *sp_exec_begin(struct sp_thread *t, uint64_t sql_id, uint64_t shap
 	r->frame_link = ((const uintptr_t *)frame)[0];
 	r->frame_ret = ((const uintptr_t *)frame)[1];
 	r->db = r->rows = 0;
-	run_link(t, r, 0);
+	exec_link(t, r, 0);
 	/* an exec call and a statement of the same text are not the same
 	 * query: their "first" marks are kept apart */
 	if (sp_first_exec(sql_id, SP_KIND_EXEC))
@@ -816,24 +818,24 @@ struct sp_run *sp_exec_begin(struct sp_thread *t, uint64_t sql_id, uint64_t shap
  * the row - unless SQLite stepped it past our shims, which the checks
  * (still that statement, open, nested in r, on db) catch.
  */
-void sp_exec_callback_abort(struct sp_thread *t, struct sp_run *r, sqlite3 *db, struct sp_stmt *s,
+void sp_exec_callback_abort(struct sp_thread *t, struct sp_exec *r, sqlite3 *db, struct sp_stmt *s,
 			    uintptr_t key)
 {
-	struct sp_run *sr = &s->run;
+	struct sp_exec *sr = &s->exec;
 
 	if (s == &sp_stmt_none || key < 2 ||
 	    atomic_load_explicit(&s->key, memory_order_relaxed) != key || !sr->start ||
 	    sr->parent != r || t->cur != r || s->db != (uint64_t)(uintptr_t)db)
 		return;
 	sr->flags |= SP_EXEC_ABANDONED;
-	sp_run_end_slow(t, s, (sqlite3_stmt *)key, SQLITE_ROW, sp_now());
+	sp_exec_end_slow(t, s, (sqlite3_stmt *)key, SQLITE_ROW, sp_now());
 	sp_stmt_forget((sqlite3_stmt *)key);
 }
 
 /* An exec call ended (rc; flags: SP_EXEC_ABANDONED when its frame was
  * found gone): added to its query record, its event if sampled; r is
  * free again. */
-static void exec_account(struct sp_thread *t, struct sp_run *r, sqlite3 *db, int rc, uint64_t end,
+static void exec_account(struct sp_thread *t, struct sp_exec *r, sqlite3 *db, int rc, uint64_t end,
 			 uint16_t flags)
 {
 	static const sp_v4u zero;
@@ -846,19 +848,19 @@ static void exec_account(struct sp_thread *t, struct sp_run *r, sqlite3 *db, int
 		sp_agg_add(q, r, end, zero, NULL);
 		agg_extra(q, r, rc);
 		if (!(r->flags & SP_EXEC_NESTED))
-			sp_run_note(t, q, r->shape ^ 0x9E3779B97F4A7C15ULL, r->start, end);
+			sp_loop_note(t, q, r->shape ^ 0x9E3779B97F4A7C15ULL, r->start, end);
 	} else {
 		sp_stats_unattributed();
 	}
 	if (r->stack_id)
 		emit_exec(t, r, r->sql_id, (uint64_t)(uintptr_t)db, rc, end, zero, 0);
-	run_unlink(t, r);
-	run_clear(r);
+	exec_unlink(t, r);
+	exec_clear(r);
 }
 
 /* The end of an exec call that returned rc at end: a slow one's stack, a
  * failure's stack and ERROR record, then its totals (exec_account). */
-static void exec_finish(struct sp_thread *t, struct sp_run *r, sqlite3 *db, int rc, uint64_t end)
+static void exec_finish(struct sp_thread *t, struct sp_exec *r, sqlite3 *db, int rc, uint64_t end)
 {
 	if (sp_cfg.slow_ticks && end - r->start >= sp_cfg.slow_ticks) {
 		r->flags |= SP_EXEC_SLOW;
@@ -880,7 +882,7 @@ static void exec_finish(struct sp_thread *t, struct sp_run *r, sqlite3 *db, int 
 void sp_exec_deep(struct sp_thread *t, uint64_t sql_id, uint64_t shape, sqlite3 *db, int rc,
 		  uint64_t t0, uint64_t t1)
 {
-	struct sp_run r;
+	struct sp_exec r;
 
 	memset(&r, 0, sizeof(r));
 	r.kind = SP_KIND_EXEC;
@@ -892,19 +894,19 @@ void sp_exec_deep(struct sp_thread *t, uint64_t sql_id, uint64_t shape, sqlite3 
 	exec_finish(t, &r, db, rc, t1);
 }
 
-void sp_exec_end(struct sp_thread *t, struct sp_run *r, sqlite3 *db, int rc, uint64_t end)
+void sp_exec_end(struct sp_thread *t, struct sp_exec *r, sqlite3 *db, int rc, uint64_t end)
 {
 	/* The call returned, so its frame is live: the exec calls inside it
 	 * whose frames vanished are counted, abandoned; r is the innermost
 	 * exec again. */
-	while (t->exec_depth && &t->more->exec_runs[t->exec_depth - 1] != r) {
-		exec_account(t, &t->more->exec_runs[t->exec_depth - 1], NULL, SQLITE_OK, end,
+	while (t->exec_depth && &t->more->exec_stack[t->exec_depth - 1] != r) {
+		exec_account(t, &t->more->exec_stack[t->exec_depth - 1], NULL, SQLITE_OK, end,
 			     SP_EXEC_ABANDONED);
 		t->exec_depth--;
 	}
 	if (!t->exec_depth)
 		return; /* closed as vanished meanwhile: not ours any more */
-	sp_run_clamp(r, &end);
+	sp_exec_clamp(r, &end);
 	exec_finish(t, r, db, rc, end);
 	t->exec_depth--;
 }
