@@ -455,6 +455,30 @@ int sp_series_add(sqlite3 *db, const char *prev, int64_t first_ns, int64_t end_n
 	tiers = sp_series_tiers(&ntiers, err, errlen);
 	if (!tiers)
 		return -1;
+	/* record's one interval (no profile before it, none in db): the
+	 * totals as they are, without the base's temporary tables, whose
+	 * creation and drop were half of this function's 2.6 M instructions
+	 * in a one-query record; one interval has nothing to merge */
+	if (!prev && !has_table(db, "intervals")) {
+		if (exec_sql(db, schema, err, errlen) < 0)
+			return -1;
+		if (end_ns <= start)
+			end_ns = start + 1;
+		if (sqlite3_prepare_v2(db, "INSERT INTO intervals VALUES(?, ?, 1)", -1, &st,
+				       NULL) != SQLITE_OK)
+			goto sqlerr;
+		sqlite3_bind_int64(st, 1, start);
+		sqlite3_bind_int64(st, 2, end_ns);
+		if (sqlite3_step(st) != SQLITE_DONE)
+			goto sqlerr;
+		sqlite3_finalize(st);
+		st = NULL;
+		if (first_rows(db, start, err, errlen) < 0)
+			return -1;
+		if (clock_offset(db) < 0)
+			goto sqlerr;
+		return 0;
+	}
 	if (exec_sql(db, schema, err, errlen) < 0 || copy_prev(db, prev, err, errlen) < 0)
 		return -1;
 	if (sqlite3_prepare_v2(db, "SELECT MAX(end_ns) FROM intervals", -1, &st, NULL) !=
