@@ -48,14 +48,14 @@ static void load(void)
 			 SYM_DW_SONAME, e ? e : "dlopen failed");
 		return;
 	}
-#define SYM_DW_SYM(f)                                                                      \
-	if (!(*(void **)&t.f = dlsym(h, #f))) {                                            \
-		snprintf(load_err, sizeof(load_err),                                       \
-			 "%s has no %s: stacks are not symbolized; install libdw1 0.%d or "  \
-			 "later",                                                          \
+#define SYM_DW_SYM(f)                                                                       \
+	if (!(*(void **)&t.f = dlsym(h, #f))) {                                             \
+		snprintf(load_err, sizeof(load_err),                                        \
+			 "%s has no %s: stacks are not symbolized; install libdw1 0.%d or " \
+			 "later",                                                           \
 			 SYM_DW_SONAME, #f, _ELFUTILS_VERSION);                             \
-		dlclose(h);                                                                \
-		return;                                                                    \
+		dlclose(h);                                                                 \
+		return;                                                                     \
 	}
 	SYM_DW_FUNCS(SYM_DW_SYM)
 #undef SYM_DW_SYM

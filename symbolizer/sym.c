@@ -68,7 +68,6 @@
 #define UNKNOWN "??"
 #define DEFAULT_DEBUGINFO_PATH ":.debug:/usr/lib/debug"
 
-
 /* A node of a chained hash table; embedded first in every stored type. */
 struct hnode {
 	struct hnode *next;
@@ -142,7 +141,7 @@ struct sym_ctx {
 	void *libstdcxx;     /* dlopen handle, for __cxa_demangle */
 	cxa_demangle_fn cxa_demangle;
 	int demangle_tried;
-	int dw_noted; /* libdw could not be loaded, and a note says so */
+	int dw_noted;              /* libdw could not be loaded, and a note says so */
 	struct sym_frame *scratch; /* frames of the result being built */
 	size_t scratch_len, scratch_cap;
 	struct sym_stats stats;
