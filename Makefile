@@ -81,8 +81,14 @@ LIBSYM := $(BUILD)/lib/libsym.a
 LIBCLI := $(BUILD)/lib/libspcli.a
 
 # libiberty (libiberty-dev, static): its rust_demangle demangles Rust's legacy
-# and v0 names in symbolizer/sym.c.
-LIBS := -lsqlite3 -ldw -lelf -lm -lpthread -liberty
+# and v0 names in symbolizer/sym.c. libdw and libelf are not linked: the
+# symbolizer loads libdw (dlopen, by its soname) when it first opens a module
+# (symbolizer/dwload.c), so a command with nothing to symbolize starts without
+# them and the five libraries they need.
+LIBS := -lsqlite3 -lm -lpthread -liberty
+DW_LIBDIR := $(shell pkg-config --variable=libdir libdw 2>/dev/null)
+DW_SONAME := $(or $(shell objdump -p "$(DW_LIBDIR)/libdw.so" 2>/dev/null | awk '/SONAME/ { print $$2 }'),libdw.so.1)
+$(BUILD)/obj/symbolizer/dwload.o: ALL_CFLAGS += -DSYM_DW_SONAME=\"$(DW_SONAME)\" $(if $(DW_LIBDIR),-DSYM_DW_PATH=\"$(DW_LIBDIR)/$(DW_SONAME)\")
 # libmicrohttpd serves `sqlprof agent --metrics` (report/record/metrics.c): the
 # CLI loads it (dlopen, by its soname) when --metrics starts, so that no other
 # command loads it and the 10 TLS libraries it needs; the fuzz targets link it.

@@ -63,18 +63,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "dwload.h" /* from here on libdw's functions are called through its table */
+
 #define UNKNOWN "??"
 #define DEFAULT_DEBUGINFO_PATH ":.debug:/usr/lib/debug"
-
-/* Offline use: files are opened by path at a given bias; separate debug
- * info via build-id and .gnu_debuglink.  Copied into each module so that
- * its debuginfo_path can point at the module's own path string. */
-static const Dwfl_Callbacks offline_callbacks = {
-	.find_elf = dwfl_build_id_find_elf,
-	.find_debuginfo = dwfl_standard_find_debuginfo,
-	.section_address = dwfl_offline_section_address,
-	.debuginfo_path = NULL,
-};
 
 /* A node of a chained hash table; embedded first in every stored type. */
 struct hnode {
@@ -149,6 +141,7 @@ struct sym_ctx {
 	void *libstdcxx;     /* dlopen handle, for __cxa_demangle */
 	cxa_demangle_fn cxa_demangle;
 	int demangle_tried;
+	int dw_noted;              /* libdw could not be loaded, and a note says so */
 	struct sym_frame *scratch; /* frames of the result being built */
 	size_t scratch_len, scratch_cap;
 	struct sym_stats stats;
@@ -988,7 +981,7 @@ static void cache_name(const struct sym_ctx *ctx, const struct module *m, char *
 		       uint64_t *key)
 {
 	const char *dirs = ctx->debug_path ? ctx->debug_path : "";
-	const char *ver = dwfl_version(NULL);
+	const char *ver = sym_dw_version();
 	char bid[2 * 64 + 1];
 	uint64_t h = hash_bytes(HASH_SEED, CACHE_MAGIC, 8);
 
@@ -1228,7 +1221,7 @@ static int cache_load(struct sym_ctx *ctx, struct module *m)
 	unsigned char *buf;
 	const unsigned char *bid;
 	const void *magic;
-	const char *ver = dwfl_version(NULL);
+	const char *ver = sym_dw_version();
 	size_t size = 0;
 	uint64_t key, sig;
 	uint32_t bl;
@@ -1289,7 +1282,7 @@ static void cache_save(struct sym_ctx *ctx, const struct module *m)
 {
 	struct obuf o = { 0 };
 	char name[256], tmp[300];
-	const char *ver = dwfl_version(NULL);
+	const char *ver = sym_dw_version();
 	uint64_t key;
 	uint32_t n = 0;
 	size_t count_at;
@@ -1364,8 +1357,24 @@ static int module_open(struct sym_ctx *ctx, struct module *m)
 	m->opened = 1;
 	if (ctx->debug_path != NULL && (m->debuginfo_path = strdup(ctx->debug_path)) == NULL)
 		return -1;
-	m->callbacks = offline_callbacks;
-	m->callbacks.debuginfo_path = &m->debuginfo_path;
+	/* libdw is loaded here, at the first address the cache did not
+	 * answer; without it every module is unusable, said once */
+	if (sym_dw_load(msg, sizeof(msg)) < 0) {
+		if (!ctx->dw_noted) {
+			ctx->dw_noted = 1;
+			module_note(ctx, m, msg);
+		}
+		goto fail;
+	}
+	/* Offline use: files are opened by path at a given bias; separate
+	 * debug info via build-id and .gnu_debuglink; debuginfo_path points
+	 * at the module's own path string. */
+	m->callbacks = (Dwfl_Callbacks){
+		.find_elf = dwfl_build_id_find_elf,
+		.find_debuginfo = dwfl_standard_find_debuginfo,
+		.section_address = dwfl_offline_section_address,
+		.debuginfo_path = &m->debuginfo_path,
+	};
 
 	m->dwfl = dwfl_begin(&m->callbacks);
 	if (m->dwfl == NULL) {

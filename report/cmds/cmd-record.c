@@ -863,9 +863,6 @@ static int collector_open(struct recording *r)
 		fprintf(cmdf, "%s%s", i ? " " : "", r->cmd[i]);
 	if (cmdf)
 		fclose(cmdf);
-	/* last (the model lock is ours): all of the above counted towards
-	 * the 2 ms */
-	r->c.ns_per_tick = sp_srv_calib_end(&r->calib);
 	return 0;
 }
 
@@ -1239,6 +1236,10 @@ int cmd_record(int argc, char **argv)
 		goto out;
 	r.t_start = sp_srv_mono_ns();
 	layout_env(&r.layout);
+	/* the TSC's 2 ms end here, before the first fork: the whole start-up
+	 * (the collector's opening, the layout thread's join) counts towards
+	 * them, and only what is left of them is slept */
+	r.c.ns_per_tick = sp_srv_calib_end(&r.calib);
 	for (r.run = 1; r.run <= r.o.repeat; r.run++) {
 		int started = start_command(&r);
 
