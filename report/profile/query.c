@@ -265,19 +265,22 @@ int sp_qset_load_window(sqlite3 *db, const struct sp_window *w, struct sp_qset *
 		r->runs = col_u64(st, 20);
 		r->max_run = col_u64(st, 21);
 		r->mean_ns = r->count ? (double)r->total_ns / (double)r->count : 0;
-		{
-			struct qkey k = { r->fp_id, r->kind == SP_QK_EXEC };
-			size_t *ix = hmap_get(&idx, &k, 1, NULL);
-
-			if (!ix)
-				goto nomem;
-			*ix = qs->n; /* + 1: 0 is "no row" */
-		}
 	}
 	if (rc != SQLITE_DONE)
 		goto sqlerr;
 	sqlite3_finalize(st);
 	st = NULL;
+	/* the index once the rows are known: sized once, never grown */
+	if (hmap_reserve(&idx, qs->n) < 0)
+		goto nomem;
+	for (size_t i = 0; i < qs->n; i++) {
+		struct qkey k = { qs->rows[i].fp_id, qs->rows[i].kind == SP_QK_EXEC };
+		size_t *ix = hmap_get(&idx, &k, 1, NULL);
+
+		if (!ix)
+			goto nomem;
+		ix[0] = i + 1; /* 0 is "no row" */
+	}
 	if (w && window_sums(db, w, qs, &idx) < 0)
 		goto sqlerr;
 	/* Percentiles: every histogram in one pass, grouped by query (one
