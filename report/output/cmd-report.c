@@ -148,7 +148,41 @@ static int is_agent_profile(sqlite3 *db)
 	return yes;
 }
 
-int cmd_report(int argc, char **argv)
+/* The options' values that getopt cannot check, and the profile's path
+ * (argv after the options). -1 to go on, else the exit code. */
+static int check_opts(int argc, char **argv, const struct report_opts *o,
+		      const struct sp_winreq *wr, const char **path)
+{
+	if (strcmp(o->format, "table") && strcmp(o->format, "csv") && strcmp(o->format, "json")) {
+		fprintf(stderr, "sqlprof report: unknown format '%s' (table, csv, json)\n",
+			o->format);
+		return SP_EXIT_USAGE;
+	}
+	if (strcmp(o->by, "sql") && strcmp(o->by, "function") && strcmp(o->by, "site")) {
+		fprintf(stderr, "sqlprof report: --by wants sql, function or site, not '%s'\n",
+			o->by);
+		return SP_EXIT_USAGE;
+	}
+	if (wr->last && wr->since) {
+		fprintf(stderr, "sqlprof report: --last and --since both set the window's start; "
+				"give one\n");
+		return SP_EXIT_USAGE;
+	}
+	if (!sort_key_ok(o->sort)) /* before the profile is read */
+		return SP_EXIT_USAGE;
+	if (optind < argc)
+		*path = argv[optind++];
+	if (optind < argc) {
+		fprintf(stderr, "sqlprof report: one profile at a time\n");
+		return SP_EXIT_USAGE;
+	}
+	return -1;
+}
+
+/* Parse report's options into o, wr and *path. Returns -1 to go on, else
+ * the exit code (usage errors, --help). */
+static int parse_opts(int argc, char **argv, struct report_opts *o, struct sp_winreq *wr,
+		      const char **path)
 {
 	static const struct option longopts[] = {
 		{ "sort", required_argument, NULL, 's' },
@@ -171,55 +205,43 @@ int cmd_report(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	struct report_opts o = { .sort = "total", .format = "table", .by = "sql", .width = 80 };
-	struct sp_attrib at;
-	const char *path = SP_PROFILE_DEFAULT;
-	struct sp_qset qs;
-	struct sp_findings finds = { 0 };
-	struct sp_failures fails = { 0 };
-	struct sp_winreq wr = { 0 };
-	struct sp_window win = { 0 };
-	sqlite3 *db;
-	FILE *real = NULL, *fitted = NULL, *termed = NULL;
-	char err[512];
 	uint64_t u;
-	size_t n;
-	int opt, werr = 0, lrc;
+	int opt;
 
 	optind = 1;
 	while ((opt = getopt_long(argc, argv, "s:n:f:w:b:h", longopts, NULL)) != -1) {
 		switch (opt) {
-		case 'b': o.by = optarg; break;
+		case 'b': o->by = optarg; break;
 		case 1:
-			if (o.nskip == MAX_SKIP) {
+			if (o->nskip == MAX_SKIP) {
 				fprintf(stderr, "sqlprof report: at most %d --skip patterns\n",
 					MAX_SKIP);
 				return SP_EXIT_USAGE;
 			}
-			o.skip[o.nskip++] = optarg;
+			o->skip[o->nskip++] = optarg;
 			break;
-		case 2: o.stacks = 1; break;
-		case 3: o.plans = 1; break;
-		case 4: o.no_doctor = 1; break;
-		case 5: o.csv_table = 1; break;
-		case 6: o.csv_table = 2; break;
+		case 2: o->stacks = 1; break;
+		case 3: o->plans = 1; break;
+		case 4: o->no_doctor = 1; break;
+		case 5: o->csv_table = 1; break;
+		case 6: o->csv_table = 2; break;
 		case 7: sp_attrib_set_debug_dir(optarg); break;
-		case 8: o.full_paths = 1; break;
+		case 8: o->full_paths = 1; break;
 		case 12: sp_attrib_set_all_frames(1); break;
 		case 9:
 		case 10:
 		case 11:
-			if (sp_winreq_set(&wr,
+			if (sp_winreq_set(wr,
 					  opt == 9    ? 's'
 					  : opt == 10 ? 'u'
 						      : 'l',
 					  optarg, "report") < 0)
 				return SP_EXIT_USAGE;
 			break;
-		case 's': o.sort = optarg; break;
-		case 'f': o.format = optarg; break;
+		case 's': o->sort = optarg; break;
+		case 'f': o->format = optarg; break;
 		case 'n':
-			if (sp_parse_u64(optarg, &o.top) < 0) {
+			if (sp_parse_u64(optarg, &o->top) < 0) {
 				fprintf(stderr,
 					"sqlprof report: --top wants a non-negative integer, not '%s'\n",
 					optarg);
@@ -231,139 +253,147 @@ int cmd_report(int argc, char **argv)
 				fprintf(stderr, "sqlprof report: --width wants an integer\n");
 				return SP_EXIT_USAGE;
 			}
-			o.width = (size_t)u;
-			o.width_set = 1;
+			o->width = (size_t)u;
+			o->width_set = 1;
 			break;
 		case 'h': usage(stdout); return SP_EXIT_OK;
 		default: sp_usage_hint("report"); return SP_EXIT_USAGE;
 		}
 	}
-	if (strcmp(o.format, "table") && strcmp(o.format, "csv") && strcmp(o.format, "json")) {
-		fprintf(stderr, "sqlprof report: unknown format '%s' (table, csv, json)\n",
-			o.format);
+	return check_opts(argc, argv, o, wr, path);
+}
+
+/* Source paths relative to the sites' common directory (o->root, malloc'd
+ * or NULL), then stdout made ready for a terminal: *real, and the fitting
+ * stream *fitted in place of stdout (*termed) when the table is fitted. */
+static void table_begin(struct report_opts *o, const struct sp_attrib *at, FILE **real,
+			FILE **fitted, FILE **termed)
+{
+	struct sp_path_root pr = { .n = 0 };
+
+	for (size_t k = 0; !o->full_paths && k < at->nqs; k++)
+		if (at->qs[k].site >= 0 && strcmp(at->sites[at->qs[k].site].file, "??"))
+			sp_path_root_add(&pr, at->sites[at->qs[k].site].file);
+	o->root = o->full_paths ? NULL : sp_path_root_get(&pr);
+	if (o->root && !(o->root = strdup(o->root)))
+		o->full_paths = 1;
+	sp_rep_root = o->root;
+	sp_doctor_set_root(o->root);
+	o->fit = sp_fit_width(1);
+	*real = sp_term_begin(&stdout); /* for a terminal: no escape sequences */
+	if (o->fit && (*fitted = sp_fit_stream(stdout, o->fit))) {
+		*termed = stdout;
+		stdout = *fitted; /* the last resort: lines still too wide wrap */
+	}
+}
+
+/* The report in o->format (o->by), the first n queries. */
+static void print_report(sqlite3 *db, const struct report_opts *o, size_t n,
+			 const struct sp_qset *qs, const struct sp_attrib *at,
+			 const struct sp_findings *finds, const struct sp_failures *fails)
+{
+	if (strcmp(o->by, "sql"))
+		sp_rep_grouped(at, qs, o);
+	else if (!strcmp(o->format, "json"))
+		sp_rep_json(qs, n, at, finds, fails);
+	else if (!strcmp(o->format, "csv") && o->csv_table == 1)
+		sp_rep_csv_findings(finds);
+	else if (!strcmp(o->format, "csv") && o->csv_table == 2)
+		sp_rep_csv_failures(fails, at);
+	else if (!strcmp(o->format, "csv"))
+		sp_rep_csv(qs, n);
+	else {
+		sp_rep_table(qs, o, n, at);
+		sp_rep_errors(fails, at);
+		if (!o->no_doctor)
+			sp_doctor_print(db, qs, at, stdout);
+	}
+}
+
+/* Load what the report shows: the queries (of the window wr asks for),
+ * their sites, sorted, the failures and (not for the table, which runs the
+ * doctor as it prints) the findings. 0, or the exit code with a message
+ * printed. */
+static int load(sqlite3 *db, const char *path, const struct report_opts *o,
+		const struct sp_winreq *wr, struct sp_qset *qs, struct sp_attrib *at,
+		struct sp_findings *finds, struct sp_failures *fails)
+{
+	struct sp_window win = { 0 };
+	char err[512];
+	int lrc;
+
+	if (sp_winreq_on(wr) && sp_window_resolve(db, wr, &win, err, sizeof(err)) < 0) {
+		fprintf(stderr, "sqlprof report: %s: %s\n", path, err);
 		return SP_EXIT_USAGE;
 	}
-	if (strcmp(o.by, "sql") && strcmp(o.by, "function") && strcmp(o.by, "site")) {
-		fprintf(stderr, "sqlprof report: --by wants sql, function or site, not '%s'\n",
-			o.by);
+	if ((lrc = sp_qset_load_window(db, &win, qs, err, sizeof(err))) < 0 ||
+	    (lrc = sp_attrib_load(db, o->skip, at, err, sizeof(err))) < 0) {
+		if (sp_untrusted_exhausted(err, sizeof(err)))
+			fprintf(stderr, "sqlprof report: %s\n", err);
+		else
+			fprintf(stderr, "sqlprof report: %s: %s\n", path, err);
+		return sp_err_exit(lrc);
+	}
+	if (estimate_sites(db, qs, at) < 0)
+		goto nomem;
+	sp_qsort(at->qs, at->nqs, sizeof(*at->qs), cmp_qsite);
+	if (sp_attrib_index(at) < 0)
+		goto nomem;
+	if (sp_qset_sort(qs, o->sort) < 0) {
+		fprintf(stderr, "sqlprof report: unknown sort key '%s' (%s)\n", o->sort, SORT_KEYS);
 		return SP_EXIT_USAGE;
 	}
-	if (wr.last && wr.since) {
-		fprintf(stderr, "sqlprof report: --last and --since both set the window's start; "
-				"give one\n");
-		return SP_EXIT_USAGE;
-	}
-	if (!sort_key_ok(o.sort)) /* before the profile is read */
-		return SP_EXIT_USAGE;
-	if (optind < argc)
-		path = argv[optind++];
-	if (optind < argc) {
-		fprintf(stderr, "sqlprof report: one profile at a time\n");
-		return SP_EXIT_USAGE;
-	}
+	if (sp_failures_load(db, fails) < 0 ||
+	    (strcmp(o->format, "table") && !o->no_doctor &&
+	     sp_doctor_find(db, qs, at, &SP_DOCTOR_DEFAULTS, finds) < 0))
+		goto nomem;
+	return 0;
+nomem:
+	fprintf(stderr, "sqlprof report: out of memory\n");
+	return SP_EXIT_INTERNAL;
+}
+
+int cmd_report(int argc, char **argv)
+{
+	struct report_opts o = { .sort = "total", .format = "table", .by = "sql", .width = 80 };
+	struct sp_attrib at = { 0 };
+	const char *path = SP_PROFILE_DEFAULT;
+	struct sp_qset qs = { 0 };
+	struct sp_findings finds = { 0 };
+	struct sp_failures fails = { 0 };
+	struct sp_winreq wr = { 0 };
+	sqlite3 *db;
+	FILE *real = NULL, *fitted = NULL, *termed = NULL;
+	char err[512];
+	int rc, werr = 0;
+
+	if ((rc = parse_opts(argc, argv, &o, &wr, &path)) >= 0)
+		return rc;
 	db = sp_profile_open(path, err, sizeof(err));
 	if (!db) {
 		fprintf(stderr, "sqlprof report: %s\n", err);
 		return SP_EXIT_INPUT;
 	}
 	sp_rep_agent = is_agent_profile(db);
-	if (sp_winreq_on(&wr) && sp_window_resolve(db, &wr, &win, err, sizeof(err)) < 0) {
-		fprintf(stderr, "sqlprof report: %s: %s\n", path, err);
-		sqlite3_close(db);
-		return SP_EXIT_USAGE;
-	}
-	if ((lrc = sp_qset_load_window(db, &win, &qs, err, sizeof(err))) < 0) {
-		if (sp_untrusted_exhausted(err, sizeof(err)))
-			fprintf(stderr, "sqlprof report: %s\n", err);
-		else
-			fprintf(stderr, "sqlprof report: %s: %s\n", path, err);
-		sqlite3_close(db);
-		return sp_err_exit(lrc);
-	}
-	if ((lrc = sp_attrib_load(db, o.skip, &at, err, sizeof(err))) < 0) {
-		if (sp_untrusted_exhausted(err, sizeof(err)))
-			fprintf(stderr, "sqlprof report: %s\n", err);
-		else
-			fprintf(stderr, "sqlprof report: %s: %s\n", path, err);
-		sp_qset_free(&qs);
-		sqlite3_close(db);
-		return sp_err_exit(lrc);
-	}
-	if (estimate_sites(db, &qs, &at) < 0) {
-		fprintf(stderr, "sqlprof report: out of memory\n");
-		sp_qset_free(&qs);
-		sp_attrib_free(&at);
-		sqlite3_close(db);
-		return SP_EXIT_INTERNAL;
-	}
-	sp_qsort(at.qs, at.nqs, sizeof(*at.qs), cmp_qsite);
-	if (sp_attrib_index(&at) < 0) {
-		fprintf(stderr, "sqlprof report: out of memory\n");
-		sp_qset_free(&qs);
-		sp_attrib_free(&at);
-		sqlite3_close(db);
-		return SP_EXIT_INTERNAL;
-	}
-	if (sp_qset_sort(&qs, o.sort) < 0) {
-		fprintf(stderr, "sqlprof report: unknown sort key '%s' (%s)\n", o.sort, SORT_KEYS);
-		sp_qset_free(&qs);
-		sp_attrib_free(&at);
-		sqlite3_close(db);
-		return SP_EXIT_USAGE;
-	}
-	n = o.top && o.top < qs.n ? (size_t)o.top : qs.n;
-	if (sp_failures_load(db, &fails) < 0 ||
-	    (!strcmp(o.format, "table")
-		     ? 0
-		     : !o.no_doctor &&
-			       sp_doctor_find(db, &qs, &at, &SP_DOCTOR_DEFAULTS, &finds) < 0)) {
-		fprintf(stderr, "sqlprof report: out of memory\n");
-		sp_failures_free(&fails);
-		sp_qset_free(&qs);
-		sp_attrib_free(&at);
-		sqlite3_close(db);
-		return SP_EXIT_INTERNAL;
-	}
-	if (!strcmp(o.format, "table")) {
-		struct sp_path_root pr = { .n = 0 };
-
-		/* source paths relative to the sites' common directory */
-		for (size_t k = 0; !o.full_paths && k < at.nqs; k++)
-			if (at.qs[k].site >= 0 && strcmp(at.sites[at.qs[k].site].file, "??"))
-				sp_path_root_add(&pr, at.sites[at.qs[k].site].file);
-		o.root = o.full_paths ? NULL : sp_path_root_get(&pr);
-		if (o.root && !(o.root = strdup(o.root)))
-			o.full_paths = 1;
-		sp_rep_root = o.root;
-		sp_doctor_set_root(o.root);
-		o.fit = sp_fit_width(1);
-		real = sp_term_begin(&stdout); /* for a terminal: no escape sequences */
-		if (o.fit && (fitted = sp_fit_stream(stdout, o.fit))) {
-			termed = stdout;
-			stdout = fitted; /* the last resort: lines still too wide wrap */
-		}
-	}
-	if (strcmp(o.by, "sql"))
-		sp_rep_grouped(&at, &qs, &o);
-	else if (!strcmp(o.format, "json"))
-		sp_rep_json(&qs, n, &at, &finds, &fails);
-	else if (!strcmp(o.format, "csv") && o.csv_table == 1)
-		sp_rep_csv_findings(&finds);
-	else if (!strcmp(o.format, "csv") && o.csv_table == 2)
-		sp_rep_csv_failures(&fails, &at);
-	else if (!strcmp(o.format, "csv"))
-		sp_rep_csv(&qs, n);
-	else {
-		sp_rep_table(&qs, &o, n, &at);
-		sp_rep_errors(&fails, &at);
-		if (!o.no_doctor)
-			sp_doctor_print(db, &qs, &at, stdout);
-	}
+	if ((rc = load(db, path, &o, &wr, &qs, &at, &finds, &fails)) != 0)
+		goto cleanup;
+	if (!strcmp(o.format, "table"))
+		table_begin(&o, &at, &real, &fitted, &termed);
+	print_report(db, &o, o.top && o.top < qs.n ? (size_t)o.top : qs.n, &qs, &at, &finds,
+		     &fails);
 	if (fitted) {
 		werr = fclose(fitted) != 0;
 		stdout = termed;
 	}
 	werr |= real && sp_term_end(&stdout, real) < 0;
+	if (sp_untrusted_exhausted(err, sizeof(err))) {
+		fprintf(stderr, "sqlprof report: %s\n", err);
+		rc = SP_EXIT_INPUT;
+	} else if (werr || fflush(stdout) != 0 || ferror(stdout)) {
+		fprintf(stderr, "sqlprof report: error writing output\n");
+		rc = SP_EXIT_INTERNAL;
+	}
+cleanup:
 	sp_doctor_set_root(NULL);
 	free((char *)o.root);
 	sp_rep_root = NULL;
@@ -372,14 +402,5 @@ int cmd_report(int argc, char **argv)
 	sp_qset_free(&qs);
 	sp_attrib_free(&at);
 	sqlite3_close(db);
-	if (sp_untrusted_exhausted(err, sizeof(err))) {
-		fprintf(stderr, "sqlprof report: %s\n", err);
-		return SP_EXIT_INPUT;
-	}
-	if (werr || fflush(stdout) != 0 || ferror(stdout)) {
-		fprintf(stderr, "sqlprof report: error writing output\n");
-		return SP_EXIT_INTERNAL;
-	}
-	return SP_EXIT_OK;
+	return rc;
 }
-

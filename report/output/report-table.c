@@ -336,19 +336,131 @@ static const char *sort_value(char *b, size_t len, const struct sp_qrow *r, cons
 	return b;
 }
 
-void sp_rep_table(const struct sp_qset *qs, const struct report_opts *o, size_t n,
-			const struct sp_attrib *a)
+/* The widths of the table's columns and which are shown: fixed (10),
+ * or with o->fit fitted to the terminal from the rows, with columns left
+ * out (and said so) when the SQL would get fewer than 32 columns (or its
+ * own length, if shorter). Returns the room left for the SQL (with fit). */
+static size_t fit_columns(const struct sp_qset *qs, const struct report_opts *o,
+			  const char *const *head, size_t *w, int *shown)
 {
-	static const char *const head_fixed[NCOL] = { "COUNT", "TOTAL", "PREPARE", "MEAN", "P50",
-						      "P95",   "P99",   "MAX",     "ROWS", "" };
 	/* what goes first when the terminal is narrow: the percentiles, then
 	 * rows, max, prepare and mean; the columns keep their order at every
 	 * width, and the --sort key's column is never left out */
 	static const int drop_order[] = { C_P50, C_P95, C_P99, C_ROWS, C_MAX, C_PREP, C_MEAN };
+	size_t i, c, k, ndrop = 0, room = 0, longest = 0, used;
+	int dropped[NCOL], keep = sort_col(o->sort);
+
+	for (c = 0; c < NCOL; c++) {
+		w[c] = o->fit ? strlen(head[c]) : 10;
+		shown[c] = c != C_SORT || keep == C_SORT;
+		dropped[c] = 0;
+	}
+	if (!o->fit)
+		return 0;
+	for (i = 0; i < qs->n; i++) {
+		const struct sp_qrow *r = &qs->rows[i];
+		size_t l[NCOL];
+		char num[32];
+
+		l[C_COUNT] = (size_t)snprintf(num, sizeof(num), "%llu", (unsigned long long)r->count);
+		l[C_TOTAL] = strlen(sp_fmt_ns(num, 32, (double)r->total_ns));
+		l[C_PREP] = strlen(sp_fmt_ns(num, 32, (double)r->prepare_ns));
+		l[C_MEAN] = strlen(sp_fmt_ns(num, 32, r->mean_ns));
+		l[C_P50] = strlen(sp_fmt_ns(num, 32, (double)r->p50_ns));
+		l[C_P95] = strlen(sp_fmt_ns(num, 32, (double)r->p95_ns));
+		l[C_P99] = strlen(sp_fmt_ns(num, 32, (double)r->p99_ns));
+		l[C_MAX] = strlen(sp_fmt_ns(num, 32, (double)r->max_ns));
+		l[C_ROWS] = (size_t)snprintf(num, sizeof(num), "%llu", (unsigned long long)r->rows);
+		l[C_SORT] = strlen(sort_value(num, sizeof(num), r, o->sort));
+		for (c = 0; c < NCOL; c++)
+			if (l[c] > w[c])
+				w[c] = l[c];
+		l[0] = sp_fit_cols(r->fingerprint, strlen(r->fingerprint)) +
+		       (r->kind != SP_QK_EXEC ? 0 : 7);
+		if (l[0] > longest)
+			longest = l[0];
+	}
+	for (;;) {
+		used = 2; /* before SQL */
+		for (c = 0; c < NCOL; c++)
+			used += shown[c] ? w[c] + 1 : 0;
+		room = o->fit > used ? o->fit - used : 0;
+		while (ndrop < sizeof(drop_order) / sizeof(drop_order[0]) && drop_order[ndrop] == keep)
+			ndrop++;
+		if (room >= (longest < 32 ? longest : 32) ||
+		    ndrop == sizeof(drop_order) / sizeof(drop_order[0]))
+			break;
+		shown[drop_order[ndrop]] = 0;
+		dropped[drop_order[ndrop++]] = 1;
+	}
+	if (room < 8)
+		room = 8; /* the wrap stream takes over */
+	/* the columns left out, in the table's order */
+	for (c = 0, k = 0; c < NCOL; c++)
+		if (dropped[c] && !k++)
+			printf("# left out to fit %zu columns:", o->fit);
+	for (c = 0; c < NCOL; c++)
+		if (dropped[c])
+			printf(" %s", head[c]);
+	if (k)
+		printf(" (--format json has them)\n");
+	return room;
+}
+
+/* One query's line of the table (columns w, those shown; room for the
+ * SQL when fitted), then its sites and, with --plans, its plan. */
+static void print_row(const struct sp_qrow *r, const struct report_opts *o, const size_t *w,
+		      const int *shown, size_t room, const struct sp_attrib *a)
+{
+	int exec = r->kind == SP_QK_EXEC;
+	size_t c, sqlw = o->width;
+	char b[NCOL][32], *sql;
+
+	if (o->fit && (!sqlw || sqlw > room - (exec ? 7 : 0)))
+		sqlw = room > (exec ? 15u : 8u) ? room - (exec ? 7 : 0) : 8;
+	sql = !sqlw    ? strdup(r->fingerprint)
+	      : o->fit ? shorten_cols(r->fingerprint, sqlw)
+		       : sp_rep_shorten(r->fingerprint, sqlw);
+	if (!sql)
+		return;
+	sp_term_clean(sql);
+	sp_fmt_ns(b[C_TOTAL], 32, (double)r->total_ns);
+	sp_fmt_ns(b[C_PREP], 32, (double)r->prepare_ns);
+	sp_fmt_ns(b[C_MEAN], 32, r->mean_ns);
+	sp_fmt_ns(b[C_P50], 32, (double)r->p50_ns);
+	sp_fmt_ns(b[C_P95], 32, (double)r->p95_ns);
+	sp_fmt_ns(b[C_P99], 32, (double)r->p99_ns);
+	sp_fmt_ns(b[C_MAX], 32, (double)r->max_ns);
+	snprintf(b[C_COUNT], 32, "%llu", (unsigned long long)r->count);
+	snprintf(b[C_ROWS], 32, "%llu", (unsigned long long)r->rows);
+	sort_value(b[C_SORT], 32, r, o->sort);
+	for (c = 0; c < NCOL; c++)
+		if (shown[c])
+			printf("%s%*s", c ? " " : "", (int)w[c], b[c]);
+	printf("  %s%s\n", exec ? "[exec] " : "", sql);
+	free(sql);
+	print_table_sites(a, r, o->stacks);
+	if (o->plans && r->plan) {
+		print_plan(r);
+	} else if (o->plans && r->plan_gap) {
+		char *why = strdup(r->plan_gap);
+
+		if (why) {
+			sp_term_clean(why);
+			printf("%10s no plan: %s\n", "", why);
+			free(why);
+		}
+	}
+}
+
+void sp_rep_table(const struct sp_qset *qs, const struct report_opts *o, size_t n,
+		  const struct sp_attrib *a)
+{
+	static const char *const head_fixed[NCOL] = { "COUNT", "TOTAL", "PREPARE", "MEAN", "P50",
+						      "P95",   "P99",   "MAX",     "ROWS", "" };
 	const char *head[NCOL];
-	char b[NCOL][32];
-	size_t i, c, w[NCOL], sqlw = 0, room = 0, ndrop = 0, k, nprog = 0, nown = 0;
-	int shown[NCOL], dropped[NCOL], keep = sort_col(o->sort), section = 0;
+	size_t c, w[NCOL], room, k, nprog = 0, nown = 0;
+	int shown[NCOL], section = 0;
 	struct sp_rep_own own = sp_rep_own_sum(qs);
 
 	memcpy(head, head_fixed, sizeof(head));
@@ -356,71 +468,7 @@ void sp_rep_table(const struct sp_qset *qs, const struct report_opts *o, size_t 
 		       : !strcmp(o->sort, "errors") ? "ERRORS"
 						    : "VM_STEPS";
 	print_header(qs, o, a, &own);
-
-	/* Column widths: fixed, or fitted to the terminal from the rows
-	 * shown, with columns left out when the SQL would get fewer than
-	 * 32 columns (or its own length, if shorter). */
-	for (c = 0; c < NCOL; c++) {
-		w[c] = 10;
-		shown[c] = c != C_SORT || keep == C_SORT;
-		dropped[c] = 0;
-	}
-	if (o->fit) {
-		size_t longest = 0, used;
-
-		for (c = 0; c < NCOL; c++)
-			w[c] = strlen(head[c]);
-		for (i = 0; i < qs->n; i++) {
-			const struct sp_qrow *r = &qs->rows[i];
-			size_t l[NCOL];
-			char num[32];
-
-			l[C_COUNT] = (size_t)snprintf(num, sizeof(num), "%llu",
-						      (unsigned long long)r->count);
-			l[C_TOTAL] = strlen(sp_fmt_ns(num, 32, (double)r->total_ns));
-			l[C_PREP] = strlen(sp_fmt_ns(num, 32, (double)r->prepare_ns));
-			l[C_MEAN] = strlen(sp_fmt_ns(num, 32, r->mean_ns));
-			l[C_P50] = strlen(sp_fmt_ns(num, 32, (double)r->p50_ns));
-			l[C_P95] = strlen(sp_fmt_ns(num, 32, (double)r->p95_ns));
-			l[C_P99] = strlen(sp_fmt_ns(num, 32, (double)r->p99_ns));
-			l[C_MAX] = strlen(sp_fmt_ns(num, 32, (double)r->max_ns));
-			l[C_ROWS] = (size_t)snprintf(num, sizeof(num), "%llu",
-						     (unsigned long long)r->rows);
-			l[C_SORT] = strlen(sort_value(num, sizeof(num), r, o->sort));
-			for (c = 0; c < NCOL; c++)
-				if (l[c] > w[c])
-					w[c] = l[c];
-			l[0] = sp_fit_cols(r->fingerprint, strlen(r->fingerprint)) +
-			       (r->kind != SP_QK_EXEC ? 0 : 7);
-			if (l[0] > longest)
-				longest = l[0];
-		}
-		for (;;) {
-			used = 2; /* before SQL */
-			for (c = 0; c < NCOL; c++)
-				used += shown[c] ? w[c] + 1 : 0;
-			room = o->fit > used ? o->fit - used : 0;
-			while (ndrop < sizeof(drop_order) / sizeof(drop_order[0]) &&
-			       drop_order[ndrop] == keep)
-				ndrop++;
-			if (room >= (longest < 32 ? longest : 32) ||
-			    ndrop == sizeof(drop_order) / sizeof(drop_order[0]))
-				break;
-			shown[drop_order[ndrop]] = 0;
-			dropped[drop_order[ndrop++]] = 1;
-		}
-		if (room < 8)
-			room = 8; /* the wrap stream takes over */
-		/* the columns left out, in the table's order */
-		for (c = 0, k = 0; c < NCOL; c++)
-			if (dropped[c] && !k++)
-				printf("# left out to fit %zu columns:", o->fit);
-		for (c = 0; c < NCOL; c++)
-			if (dropped[c])
-				printf(" %s", head[c]);
-		if (k)
-			printf(" (--format json has them)\n");
-	}
+	room = fit_columns(qs, o, head, w, shown);
 	for (c = 0; c < NCOL; c++)
 		if (shown[c])
 			printf("%s%*s", c ? " " : "", (int)w[c], head[c]);
@@ -428,8 +476,6 @@ void sp_rep_table(const struct sp_qset *qs, const struct report_opts *o, size_t 
 	/* the program's queries (--top of them), then SQLite's own */
 	for (k = 0; k < 2 * qs->n; k++) {
 		const struct sp_qrow *r = &qs->rows[k % qs->n];
-		int exec = r->kind == SP_QK_EXEC;
-		char *sql;
 
 		if (sp_sqlite_own(r) != (k >= qs->n) || (k < qs->n ? nprog++ : nown++) >= n)
 			continue;
@@ -437,43 +483,7 @@ void sp_rep_table(const struct sp_qset *qs, const struct report_opts *o, size_t 
 			printf("# SQLite's own work (not the program's queries; check does not judge"
 			       " them): %llu quer%s\n",
 			       (unsigned long long)own.queries, own.queries == 1 ? "y" : "ies");
-
-		sqlw = o->width;
-		if (o->fit && (!sqlw || sqlw > room - (exec ? 7 : 0)))
-			sqlw = room > (exec ? 15u : 8u) ? room - (exec ? 7 : 0) : 8;
-		sql = !sqlw    ? strdup(r->fingerprint)
-		      : o->fit ? shorten_cols(r->fingerprint, sqlw)
-			       : sp_rep_shorten(r->fingerprint, sqlw);
-		if (!sql)
-			continue;
-		sp_term_clean(sql);
-		sp_fmt_ns(b[C_TOTAL], 32, (double)r->total_ns);
-		sp_fmt_ns(b[C_PREP], 32, (double)r->prepare_ns);
-		sp_fmt_ns(b[C_MEAN], 32, r->mean_ns);
-		sp_fmt_ns(b[C_P50], 32, (double)r->p50_ns);
-		sp_fmt_ns(b[C_P95], 32, (double)r->p95_ns);
-		sp_fmt_ns(b[C_P99], 32, (double)r->p99_ns);
-		sp_fmt_ns(b[C_MAX], 32, (double)r->max_ns);
-		snprintf(b[C_COUNT], 32, "%llu", (unsigned long long)r->count);
-		snprintf(b[C_ROWS], 32, "%llu", (unsigned long long)r->rows);
-		sort_value(b[C_SORT], 32, r, o->sort);
-		for (c = 0; c < NCOL; c++)
-			if (shown[c])
-				printf("%s%*s", c ? " " : "", (int)w[c], b[c]);
-		printf("  %s%s\n", exec ? "[exec] " : "", sql);
-		free(sql);
-		print_table_sites(a, r, o->stacks);
-		if (o->plans && r->plan) {
-			print_plan(r);
-		} else if (o->plans && r->plan_gap) {
-			char *why = strdup(r->plan_gap);
-
-			if (why) {
-				sp_term_clean(why);
-				printf("%10s no plan: %s\n", "", why);
-				free(why);
-			}
-		}
+		print_row(r, o, w, shown, room, a);
 	}
 	nown = nprog > n ? nprog - n : 0;
 	nown += own.queries > n ? (size_t)own.queries - n : 0;
