@@ -246,7 +246,8 @@ START_TEST(test_series_exact)
 				continue;
 			snprintf(
 				sql, sizeof(sql),
-				"INSERT INTO queries(fp_id, kind, " SP_SERIES_COLS ") VALUES(%d, '%s',"
+				"INSERT INTO queries(fp_id, kind, " SP_SERIES_COLS
+				") VALUES(%d, '%s',"
 				" %llu, %llu, 0, %llu, %llu, 0, 0, 0, 0, %llu, 0, 0, 0, 0, 0) ON CONFLICT DO UPDATE SET count = count +"
 				" excluded.count, total_ns = total_ns + excluded.total_ns, wall_ns ="
 				" wall_ns + excluded.wall_ns, rows = rows + excluded.rows, errors ="

@@ -1176,7 +1176,8 @@ static int load_samples(sqlite3 *db, struct sp_attrib *a, char *err, size_t errl
 		ret = LOAD_NOMEM;
 	sqlite3_finalize(st);
 	st = NULL;
-	if (ret != LOAD_NOMEM && sqlite3_prepare_v2(
+	if (ret != LOAD_NOMEM &&
+	    sqlite3_prepare_v2(
 		    db,
 		    "SELECT fp_id, kind, pid, stack_id, samples, total_ns,"
 		    " COALESCE(random_samples, 0), COALESCE(random_ns, 0), rows, vm_steps"

@@ -76,7 +76,6 @@ static void usage(FILE *f)
 		"  sqlprof report --by site --skip 'db_*' --skip libmywrapper.so\n");
 }
 
-
 static int cmp_qsite(const void *pa, const void *pb)
 {
 	const struct sp_qsite *a = pa, *b = pb;

@@ -89,4 +89,3 @@ void sp_rep_csv_failures(const struct sp_failures *fs, const struct sp_attrib *a
 		putchar('\n');
 	}
 }
-

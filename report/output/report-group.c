@@ -76,8 +76,8 @@ static void print_group_queries(const struct sp_qset *qs, const struct report_op
 			break;
 		}
 		const struct sp_qrow *r = &qs->rows[q->row];
-		char *sql =
-			o->width ? sp_rep_shorten(r->fingerprint, o->width) : strdup(r->fingerprint);
+		char *sql = o->width ? sp_rep_shorten(r->fingerprint, o->width)
+				     : strdup(r->fingerprint);
 		char b[32];
 
 		if (!sql)
@@ -227,9 +227,9 @@ static int group_queries(const struct sp_attrib *a, struct groups *G)
 		if (G->qrow[j]) {
 			size_t gi = G->gof[group_key(a, G->fnkey, G->by_fn, j) + 1] - 1;
 
-			G->gq[G->gfirst[gi] + fill[gi]++] = (struct gqe){
-				G->qrow[j] - 1, a->qs[j].est_count, a->qs[j].est_self_ns
-			};
+			G->gq[G->gfirst[gi] + fill[gi]++] =
+				(struct gqe){ G->qrow[j] - 1, a->qs[j].est_count,
+					      a->qs[j].est_self_ns };
 		}
 	free(fill);
 	for (i = 0; i < ng; i++) {
@@ -307,7 +307,8 @@ static void group_csv(const struct sp_attrib *a, const struct groups *G, size_t 
 		printf(",%d,", st && !G->by_fn ? st->line : 0);
 		sp_csv_str(stdout, st ? st->module : "");
 		printf(",%llu,%llu,%.0f,%.0f\n", (unsigned long long)G->g[i].queries,
-		       (unsigned long long)G->g[i].samples, G->g[i].est_count, G->g[i].est_total_ns);
+		       (unsigned long long)G->g[i].samples, G->g[i].est_count,
+		       G->g[i].est_total_ns);
 	}
 }
 

@@ -232,7 +232,7 @@ static void print_json_window(const struct sp_window *w)
 }
 
 void sp_rep_json(const struct sp_qset *qs, size_t n, const struct sp_attrib *a,
-		       const struct sp_findings *finds, const struct sp_failures *fails)
+		 const struct sp_findings *finds, const struct sp_failures *fails)
 {
 	size_t i;
 

@@ -27,8 +27,7 @@ const char *sp_rep_pl(double n)
 
 const char *sp_rep_root; /* the report's common source root (--full-paths: NULL) */
 
-void sp_rep_stack(const struct sp_attrib *a, uint64_t pid, uint64_t stack_id,
-			const char *indent)
+void sp_rep_stack(const struct sp_attrib *a, uint64_t pid, uint64_t stack_id, const char *indent)
 {
 	const struct sp_stk *sk = sp_attrib_stack(a, pid, stack_id);
 	uint32_t i, k;
@@ -44,8 +43,8 @@ void sp_rep_stack(const struct sp_attrib *a, uint64_t pid, uint64_t stack_id,
 		char w[1024];
 
 		printf("%s#%-2u %s%s [%s]\n", indent, k++, f->inlined ? "(inlined) " : "",
-		       sp_where(w, sizeof(w), f->function, sp_path_rel(f->file, sp_rep_root), f->line,
-				f->module, f->offset),
+		       sp_where(w, sizeof(w), f->function, sp_path_rel(f->file, sp_rep_root),
+				f->line, f->module, f->offset),
 		       sp_basename(f->module));
 	}
 }
@@ -58,8 +57,9 @@ void sp_rep_site_name(const struct sp_attrib *a, int site)
 	if (!st)
 		printf("(unattributed)");
 	else /* no source file: where in which module */
-		printf("%s", sp_where(w, sizeof(w), st->function, sp_path_rel(st->file, sp_rep_root),
-				      st->line, st->module, st->offset));
+		printf("%s",
+		       sp_where(w, sizeof(w), st->function, sp_path_rel(st->file, sp_rep_root),
+				st->line, st->module, st->offset));
 }
 
 /* 1 when every execution of query r has its stack: the site figures are
@@ -88,8 +88,8 @@ static void print_table_sites(const struct sp_attrib *a, const struct sp_qrow *r
 		/* exact: every execution sampled (sp_rep_sites_exact), or this site's
 		 * count came whole from its callers' exact counts */
 		if (exact || sp_qsite_exact(q, r->count))
-			printf("%10s -> %.0f exec%s, %s at ", "", q->est_count, sp_rep_pl(q->est_count),
-			       sp_fmt_ns(b, sizeof(b), q->est_total_ns));
+			printf("%10s -> %.0f exec%s, %s at ", "", q->est_count,
+			       sp_rep_pl(q->est_count), sp_fmt_ns(b, sizeof(b), q->est_total_ns));
 		else
 			printf("%10s -> ~%.0f (est.) exec%s, ~%s at ", "", q->est_count,
 			       sp_rep_pl(q->est_count), sp_fmt_ns(b, sizeof(b), q->est_total_ns));
@@ -107,8 +107,8 @@ static void print_table_sites(const struct sp_attrib *a, const struct sp_qrow *r
 				       "(docs/attribution.md, Worker threads)\n",
 				       "",
 				       sp_where(b2, sizeof(b2), w->function,
-						sp_path_rel(w->file, sp_rep_root), w->line, w->module,
-						w->offset));
+						sp_path_rel(w->file, sp_rep_root), w->line,
+						w->module, w->offset));
 		}
 		if (stacks)
 			sp_rep_stack(a, q->pid, q->stack_id, "                 ");
@@ -117,7 +117,8 @@ static void print_table_sites(const struct sp_attrib *a, const struct sp_qrow *r
 
 int sp_rep_agent;
 
-static void print_run(const struct sp_qset *qs); /* the profile is an agent's snapshot (meta agent_updated) */
+static void
+print_run(const struct sp_qset *qs); /* the profile is an agent's snapshot (meta agent_updated) */
 
 /* --plans: the query's plan as a tree, as the sqlite3 shell draws it. */
 static void print_plan(const struct sp_qrow *r)
@@ -262,10 +263,12 @@ static void print_header(const struct sp_qset *qs, const struct report_opts *o,
 	/* totals are exact whatever was lost: only sampled events travel */
 	printf("# events lost %llu; unattributed ~%.0f (%llu sample%s)",
 	       (unsigned long long)qs->lost, a->unattributed_est,
-	       (unsigned long long)a->unattributed_samples, sp_rep_pl((double)a->unattributed_samples));
+	       (unsigned long long)a->unattributed_samples,
+	       sp_rep_pl((double)a->unattributed_samples));
 	if (qs->events_dropped)
 		printf("; %llu sampled execution%s left out of the timeline (--max-events)",
-		       (unsigned long long)qs->events_dropped, sp_rep_pl((double)qs->events_dropped));
+		       (unsigned long long)qs->events_dropped,
+		       sp_rep_pl((double)qs->events_dropped));
 	if (qs->clock_clamped)
 		printf("; %llu execution%s' times clamped (the clock went back)",
 		       (unsigned long long)qs->clock_clamped, sp_rep_pl((double)qs->clock_clamped));
@@ -362,7 +365,8 @@ static size_t fit_columns(const struct sp_qset *qs, const struct report_opts *o,
 		size_t l[NCOL];
 		char num[32];
 
-		l[C_COUNT] = (size_t)snprintf(num, sizeof(num), "%llu", (unsigned long long)r->count);
+		l[C_COUNT] =
+			(size_t)snprintf(num, sizeof(num), "%llu", (unsigned long long)r->count);
 		l[C_TOTAL] = strlen(sp_fmt_ns(num, 32, (double)r->total_ns));
 		l[C_PREP] = strlen(sp_fmt_ns(num, 32, (double)r->prepare_ns));
 		l[C_MEAN] = strlen(sp_fmt_ns(num, 32, r->mean_ns));
@@ -385,7 +389,8 @@ static size_t fit_columns(const struct sp_qset *qs, const struct report_opts *o,
 		for (c = 0; c < NCOL; c++)
 			used += shown[c] ? w[c] + 1 : 0;
 		room = o->fit > used ? o->fit - used : 0;
-		while (ndrop < sizeof(drop_order) / sizeof(drop_order[0]) && drop_order[ndrop] == keep)
+		while (ndrop < sizeof(drop_order) / sizeof(drop_order[0]) &&
+		       drop_order[ndrop] == keep)
 			ndrop++;
 		if (room >= (longest < 32 ? longest : 32) ||
 		    ndrop == sizeof(drop_order) / sizeof(drop_order[0]))

@@ -20,15 +20,14 @@ static char *col_dup(sqlite3_stmt *st, int i)
 	return strdup(t ? (const char *)t : "");
 }
 
-
 /* The counters of SP_QROW_COLS: where each is in a row, and whether a
  * window sums it. */
 #define QCOL_OFF(c, sum) offsetof(struct sp_qrow, c),
 #define QCOL_SUM(c, sum) sum,
-#define QCOL_U64(c, sum)                                                                       \
-	_Static_assert(__builtin_types_compatible_p(__typeof__(((struct sp_qrow *)0)->c),     \
-						    uint64_t),                                  \
-		       #c " is a uint64_t");
+#define QCOL_U64(c, sum)                                                                      \
+	_Static_assert(                                                                       \
+		__builtin_types_compatible_p(__typeof__(((struct sp_qrow *)0)->c), uint64_t), \
+		#c " is a uint64_t");
 SP_QROW_COLS(QCOL_U64)
 static const size_t qcol_off[] = { SP_QROW_COLS(QCOL_OFF) };
 static const unsigned char qcol_sum[] = { SP_QROW_COLS(QCOL_SUM) };
@@ -91,10 +90,12 @@ static int window_sums(sqlite3 *db, const struct sp_window *w, struct sp_qset *q
 		for (size_t c = 0; c < NQCOL; c++)
 			if (qcol_sum[c])
 				*qcol(&qs->rows[i], c) = 0;
-	if (sqlite3_prepare_v2(db,
-			       "SELECT fp_id, kind" SP_QROW_COLS(QCOL_SUM_SQL) " FROM interval_queries"
-			       " WHERE start_ns >= ?1 AND start_ns <= ?2 GROUP BY fp_id, kind",
-			       -1, &st, NULL) != SQLITE_OK)
+	if (sqlite3_prepare_v2(
+		    db,
+		    "SELECT fp_id, kind" SP_QROW_COLS(
+			    QCOL_SUM_SQL) " FROM interval_queries"
+					  " WHERE start_ns >= ?1 AND start_ns <= ?2 GROUP BY fp_id, kind",
+		    -1, &st, NULL) != SQLITE_OK)
 		return Q_SQL;
 	sqlite3_bind_int64(st, 1, w->lo_start);
 	sqlite3_bind_int64(st, 2, w->hi_start);
@@ -349,10 +350,11 @@ static int load_plan_gaps(sqlite3 *db, struct sp_qset *qs, struct hmap *idx)
 	sqlite3_stmt *st;
 	int ret = 0;
 
-	if (sqlite3_prepare_v2(db,
-			       "SELECT fp_id, reason FROM plan_gaps ORDER BY fp_id, connections DESC,"
-			       " rowid",
-			       -1, &st, NULL) != SQLITE_OK)
+	if (sqlite3_prepare_v2(
+		    db,
+		    "SELECT fp_id, reason FROM plan_gaps ORDER BY fp_id, connections DESC,"
+		    " rowid",
+		    -1, &st, NULL) != SQLITE_OK)
 		return 0;
 	while (!ret && sqlite3_step(st) == SQLITE_ROW)
 		for (int kx = 0; kx < 2; kx++) {
