@@ -128,9 +128,12 @@ static int load_plans(sqlite3 *db, struct sp_qset *qs, struct hmap *idx)
 	/* Plans: the one reported by most connections (the first such row),
 	 * and how many differ, for every fingerprint in one pass (a second
 	 * one, COUNT(DISTINCT plan) grouped by fingerprint, sorted the plans
-	 * of 200,000 fingerprints again: 0.85 s of CPU) */
+	 * of 200,000 fingerprints again: 0.85 s of CPU). "+fp_id": the
+	 * table read in its order and sorted, not through plans_fp with a
+	 * seek into the table for each row (196,797 plans: 0.9 -> 0.2 s of
+	 * CPU, the order the same) */
 	if (sqlite3_prepare_v2(
-		    db, "SELECT fp_id, plan FROM plans ORDER BY fp_id, connections DESC, rowid", -1,
+		    db, "SELECT fp_id, plan FROM plans ORDER BY +fp_id, connections DESC, rowid", -1,
 		    &st, NULL) != SQLITE_OK)
 		return 0; /* no plans table: nothing to show */
 	{
