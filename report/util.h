@@ -40,11 +40,14 @@ static inline int sp_err_exit(int e)
  * value of vallen bytes stored inline. Values move when the map grows:
  * do not keep pointers across an insert. */
 struct hmap {
-	uint8_t *slots; /* cap entries of (8-byte used flag, key, value), each 8-aligned */
+	uint8_t *slots; /* cap entries of (8-byte hash or 0, key, value), each 8-aligned */
 	size_t cap, count, keylen, vallen, stride;
 };
 void hmap_init(struct hmap *m, size_t keylen, size_t vallen);
 void hmap_free(struct hmap *m);
+/* Room for n entries without growing (n known ahead saves the copies and
+ * page faults of each doubling). 0, or -1 on ENOMEM (m unchanged). */
+int hmap_reserve(struct hmap *m, size_t n);
 /* Find key; with create, insert a zeroed value when missing (*created=1).
  * Returns the value or NULL (missing, or ENOMEM on create). */
 void *hmap_get(struct hmap *m, const void *key, int create, int *created);

@@ -19,6 +19,7 @@
 
 #include "compare.h"
 #include "doctor.h"
+#include "query.h"
 #include "util.h"
 
 /* ---- Mann-Whitney ----------------------------------------------------------- */
@@ -326,12 +327,7 @@ static const char *mkprofile(const char *name, int runs, const char *const *q, s
 		"CREATE TABLE processes(pid INTEGER PRIMARY KEY, ppid INTEGER, exe TEXT,"
 		" executions INTEGER, lost INTEGER, untracked INTEGER, sqlite_found INTEGER,"
 		" clean_exit INTEGER, messages INTEGER, bad_messages INTEGER);"
-		"CREATE TABLE queries(fp_id INTEGER, kind TEXT, fingerprint TEXT, sql TEXT,"
-		" count INTEGER, total_ns INTEGER, self_ns INTEGER, wall_ns INTEGER,"
-		" min_ns INTEGER, max_ns INTEGER, rows INTEGER, vm_steps INTEGER,"
-		" fullscan_steps INTEGER, sorts INTEGER, autoindex INTEGER, errors INTEGER,"
-		" nested INTEGER, samples INTEGER, prepares INTEGER, prepare_ns INTEGER,"
-		" runs INTEGER, max_run INTEGER);"
+		"CREATE TABLE queries(" SP_QUERIES_COLUMNS ");"
 		"CREATE TABLE histograms(fp_id INTEGER, kind TEXT, bucket_ns INTEGER, count INTEGER);"
 		"CREATE TABLE plans(fp_id INTEGER, sql_id INTEGER, plan TEXT, connections INTEGER);"
 		"CREATE TABLE statements(sql_id INTEGER PRIMARY KEY, fp_id INTEGER, sql TEXT,"
@@ -358,7 +354,8 @@ static const char *mkprofile(const char *name, int runs, const char *const *q, s
 
 		ck_assert_int_ge(n, 6);
 		sql = sqlite3_mprintf(
-			"INSERT INTO queries VALUES(%lld, 'stmt', %Q, %Q, %lld, %lld, %lld,"
+			"INSERT INTO queries(" SP_QUERIES_SELECT ") VALUES(%lld, 'stmt', %Q, %Q,"
+			" %lld, %lld, %lld,"
 			" %lld, %lld, %lld, 0, %lld, %lld, 0, 0, 0, 0, 1, %lld, 0, 1, 1);"
 			"INSERT INTO stack_samples VALUES(%lld, 'stmt', 1, 7, 1, %lld, 0, %lld, 1, %lld);",
 			id, fp, fp, count, ns, ns, ns, ns / (count ? count : 1),

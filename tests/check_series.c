@@ -21,6 +21,7 @@
 #include <sqlite3.h>
 
 #include "hist.h"
+#include "query.h"
 #include "series.h"
 
 #define S_NS 1000000000LL
@@ -226,18 +227,14 @@ static void run(sqlite3 *db, const char *sql)
 START_TEST(test_series_exact)
 {
 	const int64_t t0 = T14Z * S_NS + 123456789; /* not on a bucket boundary */
-	char sql[512], err[512];
+	char sql[1024], err[512];
 	sqlite3 *db;
 	int64_t maxn = 0;
 
 	setenv("SQLPROF_SERIES_TIERS", SERIES_TIERS, 1);
 	ck_assert_int_eq(sqlite3_open(":memory:", &db), SQLITE_OK);
 	run(db,
-	    "CREATE TABLE queries(fp_id INTEGER, kind TEXT, count INTEGER, total_ns INTEGER,"
-	    " self_ns INTEGER, wall_ns INTEGER, rows INTEGER, vm_steps INTEGER,"
-	    " fullscan_steps INTEGER, sorts INTEGER, autoindex INTEGER, errors INTEGER,"
-	    " nested INTEGER, samples INTEGER, prepares INTEGER, prepare_ns INTEGER, runs INTEGER,"
-	    " PRIMARY KEY(fp_id, kind));"
+	    "CREATE TABLE queries(" SP_QUERIES_COLUMNS ", PRIMARY KEY(fp_id, kind));"
 	    "CREATE TABLE histograms(fp_id INTEGER, kind TEXT, bucket_ns INTEGER, count INTEGER,"
 	    " PRIMARY KEY(fp_id, kind, bucket_ns));");
 	for (int step = 1; step <= SERIES_STEPS; step++) {
@@ -249,8 +246,9 @@ START_TEST(test_series_exact)
 				continue;
 			snprintf(
 				sql, sizeof(sql),
-				"INSERT INTO queries VALUES(%d, '%s', %llu, %llu, 0, %llu, %llu, 0, 0, 0,"
-				" 0, %llu, 0, 0, 0, 0, 0) ON CONFLICT DO UPDATE SET count = count +"
+				"INSERT INTO queries(fp_id, kind, " SP_SERIES_COLS
+				") VALUES(%d, '%s',"
+				" %llu, %llu, 0, %llu, %llu, 0, 0, 0, 0, %llu, 0, 0, 0, 0, 0) ON CONFLICT DO UPDATE SET count = count +"
 				" excluded.count, total_ns = total_ns + excluded.total_ns, wall_ns ="
 				" wall_ns + excluded.wall_ns, rows = rows + excluded.rows, errors ="
 				" errors + excluded.errors;"

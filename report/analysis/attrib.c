@@ -651,9 +651,19 @@ static int load_callers(sqlite3 *db, struct sp_attrib *a)
 	sqlite3_stmt *st;
 	int rc;
 
+	if (sqlite3_prepare_v2(db, "SELECT COUNT(*) FROM callers", -1, &st, NULL) != SQLITE_OK)
+		return 0; /* an older profile */
+	/* sized once: each doubling of a map of 371,799 callers copied it
+	 * and faulted in fresh pages */
+	if (sqlite3_step(st) == SQLITE_ROW &&
+	    hmap_reserve(&a->callers, (size_t)sqlite3_column_int64(st, 0)) < 0) {
+		sqlite3_finalize(st);
+		return -1;
+	}
+	sqlite3_finalize(st);
 	if (sqlite3_prepare_v2(db, "SELECT fp_id, kind, pid, pc, count, total_ns FROM callers", -1,
 			       &st, NULL) != SQLITE_OK)
-		return 0; /* an older profile */
+		return -1;
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 		const char *kind = (const char *)sqlite3_column_text(st, 1);
 		struct ckey k = { sqlite3_column_int64(st, 0), sp_qkind_parse(kind),
@@ -801,6 +811,8 @@ int sp_attrib_index(struct sp_attrib *a)
 		a->qord[i] = i;
 	if (a->nqs > 1)
 		qsort_r(a->qord, a->nqs, sizeof(*a->qord), cmp_qord, a->qs);
+	if (hmap_reserve(&a->qidx, a->nqs) < 0)
+		return -1;
 	for (i = 0; i < a->nqs; i++) {
 		const struct sp_qsite *q = &a->qs[a->qord[i]];
 		struct qkey k = { q->fp_id, q->kind_exec };
@@ -1156,7 +1168,16 @@ static int load_samples(sqlite3 *db, struct sp_attrib *a, char *err, size_t errl
 	int rc, ret = LOAD_SQL;
 
 	hmap_init(&qsi, sizeof(struct qskey), sizeof(size_t));
-	if (sqlite3_prepare_v2(
+	/* sized once for at most a key a row (see load_callers) */
+	if (sqlite3_prepare_v2(db, "SELECT COUNT(*) FROM stack_samples", -1, &st, NULL) ==
+		    SQLITE_OK &&
+	    sqlite3_step(st) == SQLITE_ROW &&
+	    hmap_reserve(&qsi, (size_t)sqlite3_column_int64(st, 0)) < 0)
+		ret = LOAD_NOMEM;
+	sqlite3_finalize(st);
+	st = NULL;
+	if (ret != LOAD_NOMEM &&
+	    sqlite3_prepare_v2(
 		    db,
 		    "SELECT fp_id, kind, pid, stack_id, samples, total_ns,"
 		    " COALESCE(random_samples, 0), COALESCE(random_ns, 0), rows, vm_steps"

@@ -186,110 +186,115 @@ static char *xstrdup(const char *s)
 	return strdup(s ? s : "");
 }
 
-/* The side's per-fingerprint rows: per-run medians over its profiles. */
-static int build_agg(struct sp_side *s)
+/* s->agg: one row of each (fp_id, kind) of any of s's profiles, a copy of
+ * the first profile's row that has it (texts copied, no plan). 0, or -1
+ * on ENOMEM (the rows made so far stay in s->agg). */
+static int agg_union(struct sp_side *s)
 {
 	struct hmap keys;
 	size_t i, j, cap = 0;
-	double *v = malloc((s->np ? s->np : 1) * sizeof(*v));
+	int ret = 0;
 
-	if (!v)
-		return -1;
 	hmap_init(&keys, sizeof(struct qkey), sizeof(size_t));
 	memset(&s->agg, 0, sizeof(s->agg));
-	for (i = 0; i < s->np; i++)
-		for (j = 0; j < s->p[i].qs.n; j++) {
+	for (i = 0; !ret && i < s->np; i++)
+		for (j = 0; !ret && j < s->p[i].qs.n; j++) {
 			const struct sp_qrow *r = &s->p[i].qs.rows[j];
 			struct qkey k = { r->fp_id, r->kind == SP_QK_EXEC };
 			int created;
 			size_t *idx = hmap_get(&keys, &k, 1, &created);
+			struct sp_qrow *a;
 
-			if (!idx)
-				goto nomem;
+			if (!idx || (created && SP_GROW(s->agg.rows, cap, s->agg.n + 1, 64) < 0)) {
+				ret = -1;
+				break;
+			}
 			if (!created)
 				continue;
-			if (SP_GROW(s->agg.rows, cap, s->agg.n + 1, 64) < 0)
-				goto nomem;
 			*idx = s->agg.n;
-			s->agg.rows[s->agg.n] = *r;
-			s->agg.rows[s->agg.n].fingerprint = xstrdup(r->fingerprint);
-			s->agg.rows[s->agg.n].sql = xstrdup(r->sql);
-			s->agg.rows[s->agg.n].plan = NULL;
+			a = &s->agg.rows[s->agg.n++];
+			*a = *r;
+			a->fingerprint = xstrdup(r->fingerprint);
+			a->sql = xstrdup(r->sql);
+			a->plan = NULL;
 			/* the profile's row owns it: a copy, or none (freed twice
 			 * by sp_qset_free before) */
-			s->agg.rows[s->agg.n].plan_gap = r->plan_gap ? xstrdup(r->plan_gap) : NULL;
-			s->agg.n++;
+			a->plan_gap = r->plan_gap ? xstrdup(r->plan_gap) : NULL;
+			if (!a->fingerprint || !a->sql)
+				ret = -1;
 		}
 	hmap_free(&keys);
+	return ret;
+}
+
+#define AGG_SUMMED(c, sum) AGG_SUMMED_##sum(c)
+#define AGG_SUMMED_1(c) offsetof(struct sp_qrow, c),
+#define AGG_SUMMED_0(c)
+
+/* Row a of s->agg from rp[i], its row in profile i (NULL: none there):
+ * the counters summed over a profile's runs as the median per run, the
+ * rest as the median of the profiles that have it, the first plan. 0, or
+ * -1 on ENOMEM. v: room for s->np values. */
+static int agg_medians(const struct sp_side *s, struct sp_qrow *a, const struct sp_qrow *const *rp,
+		       double *v)
+{
+	/* summed over runs: the subtractable counters of SP_QROW_COLS */
+	static const size_t off[] = { SP_QROW_COLS(AGG_SUMMED) };
+	/* not summed over runs: medians as they are */
+	static const size_t off_plain[] = {
+		offsetof(struct sp_qrow, max_run), offsetof(struct sp_qrow, p50_ns),
+		offsetof(struct sp_qrow, p95_ns),  offsetof(struct sp_qrow, p99_ns),
+		offsetof(struct sp_qrow, min_ns),  offsetof(struct sp_qrow, max_ns),
+	};
+	size_t i, m;
+
+	for (m = 0; m < sizeof(off) / sizeof(off[0]); m++) {
+		for (i = 0; i < s->np; i++)
+			v[i] = rp[i] ? (double)*(const uint64_t *)((const char *)rp[i] + off[m]) /
+					       (double)s->p[i].runs
+				     : 0;
+		*(uint64_t *)((char *)a + off[m]) = (uint64_t)llround(sp_median(v, s->np));
+	}
+	for (m = 0; m < sizeof(off_plain) / sizeof(off_plain[0]); m++) {
+		size_t nv = 0;
+
+		for (i = 0; i < s->np; i++)
+			if (rp[i])
+				v[nv++] = (double)*(const uint64_t *)((const char *)rp[i] +
+								      off_plain[m]);
+		*(uint64_t *)((char *)a + off_plain[m]) = (uint64_t)llround(sp_median(v, nv));
+	}
+	a->mean_ns = a->count ? (double)a->total_ns / (double)a->count : 0;
+	a->nplans = 0;
+	for (i = 0; i < s->np; i++) {
+		if (rp[i] && rp[i]->plan && !a->plan && !(a->plan = strdup(rp[i]->plan)))
+			return -1;
+		if (rp[i] && rp[i]->nplans > a->nplans)
+			a->nplans = rp[i]->nplans;
+	}
+	return 0;
+}
+
+/* The side's per-fingerprint rows: per-run medians over its profiles. */
+static int build_agg(struct sp_side *s)
+{
+	size_t i, j, np = s->np ? s->np : 1;
+	double *v = malloc(np * sizeof(*v));
+	const struct sp_qrow **rp = malloc(np * sizeof(*rp));
+	int ret = -1;
+
+	if (!v || !rp || agg_union(s) < 0)
+		goto out;
 	for (j = 0; j < s->agg.n; j++) {
 		struct sp_qrow *a = &s->agg.rows[j];
-		int kx = a->kind == SP_QK_EXEC;
-		static const size_t off[] = {
-			offsetof(struct sp_qrow, count),
-			offsetof(struct sp_qrow, total_ns),
-			offsetof(struct sp_qrow, self_ns),
-			offsetof(struct sp_qrow, wall_ns),
-			offsetof(struct sp_qrow, rows),
-			offsetof(struct sp_qrow, vm_steps),
-			offsetof(struct sp_qrow, fullscan_steps),
-			offsetof(struct sp_qrow, sorts),
-			offsetof(struct sp_qrow, autoindex),
-			offsetof(struct sp_qrow, errors),
-			offsetof(struct sp_qrow, nested),
-			offsetof(struct sp_qrow, samples),
-			offsetof(struct sp_qrow, prepares),
-			offsetof(struct sp_qrow, prepare_ns),
-			offsetof(struct sp_qrow, runs),
-		};
-		/* not summed over runs: medians as they are */
-		static const size_t off_plain[] = {
-			offsetof(struct sp_qrow, max_run), offsetof(struct sp_qrow, p50_ns),
-			offsetof(struct sp_qrow, p95_ns),  offsetof(struct sp_qrow, p99_ns),
-			offsetof(struct sp_qrow, min_ns),  offsetof(struct sp_qrow, max_ns),
-		};
-		size_t m;
 
-		if (!a->fingerprint || !a->sql)
-			goto nomem_nokeys;
-		for (m = 0; m < sizeof(off) / sizeof(off[0]); m++) {
-			for (i = 0; i < s->np; i++) {
-				const struct sp_qrow *r =
-					find_row(&s->p[i].qidx, &s->p[i].qs, a->fp_id, kx);
-
-				v[i] = r ? (double)*(const uint64_t *)((const char *)r + off[m]) /
-						       (double)s->p[i].runs
-					 : 0;
-			}
-			*(uint64_t *)((char *)a + off[m]) = (uint64_t)llround(sp_median(v, s->np));
-		}
-		for (m = 0; m < sizeof(off_plain) / sizeof(off_plain[0]); m++) {
-			size_t nv = 0;
-
-			for (i = 0; i < s->np; i++) {
-				const struct sp_qrow *r =
-					find_row(&s->p[i].qidx, &s->p[i].qs, a->fp_id, kx);
-
-				if (r)
-					v[nv++] = (double)*(const uint64_t *)((const char *)r +
-									      off_plain[m]);
-			}
-			*(uint64_t *)((char *)a + off_plain[m]) =
-				(uint64_t)llround(sp_median(v, nv));
-		}
-		a->mean_ns = a->count ? (double)a->total_ns / (double)a->count : 0;
-		a->nplans = 0;
-		for (i = 0; i < s->np; i++) {
-			const struct sp_qrow *r =
-				find_row(&s->p[i].qidx, &s->p[i].qs, a->fp_id, kx);
-
-			if (r && r->plan && !a->plan) {
-				a->plan = strdup(r->plan);
-				if (!a->plan)
-					goto nomem_nokeys;
-			}
-			if (r && r->nplans > a->nplans)
-				a->nplans = r->nplans;
-		}
+		/* each profile's row looked up once (22 lookups a row and
+		 * profile before) */
+		for (i = 0; i < s->np; i++)
+			rp[i] = find_row(&s->p[i].qidx, &s->p[i].qs, a->fp_id,
+					 a->kind == SP_QK_EXEC);
+		if (agg_medians(s, a, rp, v) < 0)
+			goto out;
 	}
 	/* a query in a minority of the profiles has a median count of 0: drop it */
 	for (i = j = 0; i < s->agg.n; i++) {
@@ -303,13 +308,11 @@ static int build_agg(struct sp_side *s)
 		}
 	}
 	s->agg.n = j;
+	ret = index_rows(&s->agg_idx, &s->agg);
+out:
 	free(v);
-	return index_rows(&s->agg_idx, &s->agg);
-nomem:
-	hmap_free(&keys);
-nomem_nokeys:
-	free(v);
-	return -1;
+	free(rp);
+	return ret;
 }
 
 struct skey {

@@ -119,123 +119,44 @@ static void print_windows(const struct sp_side *base, const struct sp_side *cand
 	}
 }
 
-int cmd_check(int argc, char **argv)
-{
-	static const struct option longopts[] = {
-		{ "baseline", required_argument, NULL, 'b' },
-		{ "max-count-increase", required_argument, NULL, 1 },
-		{ "max-vm-steps-increase", required_argument, NULL, 2 },
-		{ "max-time-increase", required_argument, NULL, 3 },
-		{ "fail-on", required_argument, NULL, 4 },
-		{ "junit", required_argument, NULL, 5 },
-		{ "skip", required_argument, NULL, 6 },
-		{ "min-time-share", required_argument, NULL, 7 },
-		{ "format", required_argument, NULL, 'f' },
-		{ "since", required_argument, NULL, 8 },
-		{ "until", required_argument, NULL, 9 },
-		{ "last", required_argument, NULL, 10 },
-		{ "all-frames", no_argument, NULL, 11 },
-		{ "gate-sqlite-internal", no_argument, NULL, 12 },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
-	static struct sp_winreq wr; /* sp_side_set_window keeps its address */
-	struct sp_check_opts o = { .format = "text",
-				   .max_count = 0,
-				   .max_vm = 10,
-				   .max_time = 10,
-				   .min_time_share = 1,
-				   .fail_on = SP_CHECK_DEFAULT_FAIL_ON };
-	struct sp_doctor_opts dopt = SP_DOCTOR_DEFAULTS;
-	struct sp_side base, cand;
-	struct sp_findings fb = { 0 }, fc = { 0 };
-	struct sp_diff d = { 0 };
-	struct sp_check_result res = { 0 };
-	char err[1024];
-	int opt, inerr, rc, li, werr = 0;
+/* The options of check (long-only ones numbered; an option's index in
+ * the table names it in a message). */
+static const struct option longopts[] = {
+	{ "baseline", required_argument, NULL, 'b' },
+	{ "max-count-increase", required_argument, NULL, 1 },
+	{ "max-vm-steps-increase", required_argument, NULL, 2 },
+	{ "max-time-increase", required_argument, NULL, 3 },
+	{ "fail-on", required_argument, NULL, 4 },
+	{ "junit", required_argument, NULL, 5 },
+	{ "skip", required_argument, NULL, 6 },
+	{ "min-time-share", required_argument, NULL, 7 },
+	{ "format", required_argument, NULL, 'f' },
+	{ "since", required_argument, NULL, 8 },
+	{ "until", required_argument, NULL, 9 },
+	{ "last", required_argument, NULL, 10 },
+	{ "all-frames", no_argument, NULL, 11 },
+	{ "gate-sqlite-internal", no_argument, NULL, 12 },
+	{ "help", no_argument, NULL, 'h' },
+	{ NULL, 0, NULL, 0 },
+};
 
-	optind = 1;
-	memset(&wr, 0, sizeof(wr));
-	while ((opt = getopt_long(argc, argv, "b:f:h", longopts, &li)) != -1) {
-		switch (opt) {
-		case 'b':
-			if (o.nbase == SP_CHECK_MAX_PROFILES) {
-				fprintf(stderr, "sqlprof check: at most %d baselines\n",
-					SP_CHECK_MAX_PROFILES);
-				return SP_EXIT_USAGE;
-			}
-			o.base[o.nbase++] = optarg;
-			break;
-		case 1:
-		case 2:
-		case 3:
-			if (parse_pct(optarg, opt == 1   ? &o.max_count
-					      : opt == 2 ? &o.max_vm
-							 : &o.max_time) < 0) {
-				/* long-only options: getopt_long set li, the
-				 * option's index (not its value) */
-				fprintf(stderr,
-					"sqlprof check: --%s wants a percentage >= 0 or 'off', not '%s'\n",
-					longopts[li].name, optarg);
-				return SP_EXIT_USAGE;
-			}
-			break;
-		case 4:
-			if (parse_rules(optarg, &o.fail_on) < 0) {
-				fprintf(stderr,
-					"sqlprof check: --fail-on: unknown rule in '%s' (new-query,"
-					" plan-change, new-fullscan, n-plus-one, reprepare, temp-btree,"
-					" auto-index, full-scan, all, none)\n",
-					optarg);
-				return SP_EXIT_USAGE;
-			}
-			break;
-		case 5: o.junit = optarg; break;
-		case 6:
-			if (o.nskip == SP_CHECK_MAX_SKIP) {
-				fprintf(stderr, "sqlprof check: at most %d --skip patterns\n",
-					SP_CHECK_MAX_SKIP);
-				return SP_EXIT_USAGE;
-			}
-			o.skip[o.nskip++] = optarg;
-			break;
-		case 7:
-			if (sp_parse_double(optarg, 0, 100, &o.min_time_share) < 0) {
-				fprintf(stderr,
-					"sqlprof check: --min-time-share wants a percentage 0..100, not '%s'\n",
-					optarg);
-				return SP_EXIT_USAGE;
-			}
-			break;
-		case 8:
-		case 9:
-		case 10:
-			if (sp_winreq_set(&wr,
-					  opt == 8   ? 's'
-					  : opt == 9 ? 'u'
-						     : 'l',
-					  optarg, "check") < 0)
-				return SP_EXIT_USAGE;
-			break;
-		case 'f': o.format = optarg; break;
-		case 11: sp_attrib_set_all_frames(1); break;
-		case 12: o.judge_own = 1; break;
-		case 'h': usage(stdout); return SP_EXIT_OK;
-		default: sp_usage_hint("check"); return SP_EXIT_USAGE;
-		}
-	}
-	if (strcmp(o.format, "text") && strcmp(o.format, "json") && strcmp(o.format, "markdown")) {
+/* The options' values that getopt cannot check; the window set for both
+ * sides; the profiles' count. -1 to go on, else the exit code. */
+static int check_args(int argc, struct sp_check_opts *o, struct sp_winreq *wr)
+{
+	if (strcmp(o->format, "text") && strcmp(o->format, "json") &&
+	    strcmp(o->format, "markdown")) {
 		fprintf(stderr, "sqlprof check: unknown format '%s' (text, json, markdown)\n",
-			o.format);
+			o->format);
 		return SP_EXIT_USAGE;
 	}
-	if (wr.last && wr.since) {
+	if (wr->last && wr->since) {
 		fprintf(stderr, "sqlprof check: --last and --since both set the window's start; "
 				"give one\n");
 		return SP_EXIT_USAGE;
 	}
-	sp_side_set_window(&wr);
-	if (!o.nbase) {
+	sp_side_set_window(wr);
+	if (!o->nbase) {
 		fprintf(stderr, "sqlprof check: --baseline BASE is required\n");
 		sp_usage_hint("check");
 		return SP_EXIT_USAGE;
@@ -249,6 +170,139 @@ int cmd_check(int argc, char **argv)
 		fprintf(stderr, "sqlprof check: at most %d candidates\n", SP_CHECK_MAX_PROFILES);
 		return SP_EXIT_USAGE;
 	}
+	return -1;
+}
+
+/* Parse check's options into o and wr (argv[optind..] the candidates).
+ * -1 to go on, else the exit code (usage errors, --help). */
+static int parse_opts(int argc, char **argv, struct sp_check_opts *o, struct sp_winreq *wr)
+{
+	int opt, li;
+
+	optind = 1;
+	while ((opt = getopt_long(argc, argv, "b:f:h", longopts, &li)) != -1) {
+		switch (opt) {
+		case 'b':
+			if (o->nbase == SP_CHECK_MAX_PROFILES) {
+				fprintf(stderr, "sqlprof check: at most %d baselines\n",
+					SP_CHECK_MAX_PROFILES);
+				return SP_EXIT_USAGE;
+			}
+			o->base[o->nbase++] = optarg;
+			break;
+		case 1:
+		case 2:
+		case 3:
+			if (parse_pct(optarg, opt == 1   ? &o->max_count
+					      : opt == 2 ? &o->max_vm
+							 : &o->max_time) < 0) {
+				/* long-only options: getopt_long set li, the
+				 * option's index (not its value) */
+				fprintf(stderr,
+					"sqlprof check: --%s wants a percentage >= 0 or 'off', not '%s'\n",
+					longopts[li].name, optarg);
+				return SP_EXIT_USAGE;
+			}
+			break;
+		case 4:
+			if (parse_rules(optarg, &o->fail_on) < 0) {
+				fprintf(stderr,
+					"sqlprof check: --fail-on: unknown rule in '%s' (new-query,"
+					" plan-change, new-fullscan, n-plus-one, reprepare, temp-btree,"
+					" auto-index, full-scan, all, none)\n",
+					optarg);
+				return SP_EXIT_USAGE;
+			}
+			break;
+		case 5: o->junit = optarg; break;
+		case 6:
+			if (o->nskip == SP_CHECK_MAX_SKIP) {
+				fprintf(stderr, "sqlprof check: at most %d --skip patterns\n",
+					SP_CHECK_MAX_SKIP);
+				return SP_EXIT_USAGE;
+			}
+			o->skip[o->nskip++] = optarg;
+			break;
+		case 7:
+			if (sp_parse_double(optarg, 0, 100, &o->min_time_share) < 0) {
+				fprintf(stderr,
+					"sqlprof check: --min-time-share wants a percentage 0..100, not '%s'\n",
+					optarg);
+				return SP_EXIT_USAGE;
+			}
+			break;
+		case 8:
+		case 9:
+		case 10:
+			if (sp_winreq_set(wr,
+					  opt == 8   ? 's'
+					  : opt == 9 ? 'u'
+						     : 'l',
+					  optarg, "check") < 0)
+				return SP_EXIT_USAGE;
+			break;
+		case 'f': o->format = optarg; break;
+		case 11: sp_attrib_set_all_frames(1); break;
+		case 12: o->judge_own = 1; break;
+		case 'h': usage(stdout); return SP_EXIT_OK;
+		default: sp_usage_hint("check"); return SP_EXIT_USAGE;
+		}
+	}
+	return check_args(argc, o, wr);
+}
+
+/* The verdict in o->format on stdout, then the JUnit file if asked for.
+ * 0, or -1 with a message when either could not be written. */
+static int print_result(const struct sp_check_opts *o, const struct sp_side *base,
+			const struct sp_side *cand, const struct sp_diff *d,
+			const struct sp_check_result *res)
+{
+	int werr = 0;
+
+	if (!strcmp(o->format, "json")) {
+		sp_check_print_json(base, cand, d, res);
+	} else { /* text for a terminal: no escape sequences */
+		FILE *real = sp_term_begin(&stdout);
+
+		if (!strcmp(o->format, "text"))
+			print_windows(base, cand);
+		if (!strcmp(o->format, "markdown"))
+			sp_check_print_md(base, cand, d, res);
+		else
+			sp_check_print_text(base, cand, d, res);
+		werr = sp_term_end(&stdout, real) < 0;
+	}
+	if (werr || fflush(stdout) != 0 || ferror(stdout)) {
+		fprintf(stderr, "sqlprof check: error writing output\n");
+		return -1;
+	}
+	if (o->junit && sp_check_write_junit(o->junit, base, cand, d, res) < 0) {
+		fprintf(stderr, "sqlprof check: cannot write %s\n", o->junit);
+		return -1;
+	}
+	return 0;
+}
+
+int cmd_check(int argc, char **argv)
+{
+	static struct sp_winreq wr; /* sp_side_set_window keeps its address */
+	struct sp_check_opts o = { .format = "text",
+				   .max_count = 0,
+				   .max_vm = 10,
+				   .max_time = 10,
+				   .min_time_share = 1,
+				   .fail_on = SP_CHECK_DEFAULT_FAIL_ON };
+	struct sp_doctor_opts dopt = SP_DOCTOR_DEFAULTS;
+	struct sp_side base, cand;
+	struct sp_findings fb = { 0 }, fc = { 0 };
+	struct sp_diff d = { 0 };
+	struct sp_check_result res = { 0 };
+	char err[1024];
+	int inerr, rc;
+
+	memset(&wr, 0, sizeof(wr));
+	if ((rc = parse_opts(argc, argv, &o, &wr)) >= 0)
+		return rc;
 	if (sp_side_load(&base, o.base, o.nbase, o.skip, err, sizeof(err), &inerr) < 0) {
 		fprintf(stderr, "sqlprof check: baseline: %s\n", err);
 		return inerr == 2 ? SP_EXIT_USAGE : inerr ? SP_EXIT_INPUT : SP_EXIT_INTERNAL;
@@ -272,27 +326,8 @@ int cmd_check(int argc, char **argv)
 		rc = SP_EXIT_INPUT;
 		goto out;
 	}
-	if (!strcmp(o.format, "json")) {
-		sp_check_print_json(&base, &cand, &d, &res);
-	} else { /* text for a terminal: no escape sequences */
-		FILE *real = sp_term_begin(&stdout);
-
-		if (!strcmp(o.format, "text"))
-			print_windows(&base, &cand);
-		if (!strcmp(o.format, "markdown"))
-			sp_check_print_md(&base, &cand, &d, &res);
-		else
-			sp_check_print_text(&base, &cand, &d, &res);
-		werr = sp_term_end(&stdout, real) < 0;
-	}
-	if (werr || fflush(stdout) != 0 || ferror(stdout)) {
-		fprintf(stderr, "sqlprof check: error writing output\n");
+	if (print_result(&o, &base, &cand, &d, &res) < 0)
 		goto out;
-	}
-	if (o.junit && sp_check_write_junit(o.junit, &base, &cand, &d, &res) < 0) {
-		fprintf(stderr, "sqlprof check: cannot write %s\n", o.junit);
-		goto out;
-	}
 	rc = res.n ? SP_EXIT_REGRESSION : SP_EXIT_OK;
 out:
 	sp_check_result_free(&res);

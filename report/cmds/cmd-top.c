@@ -845,24 +845,19 @@ static int on_key(struct top_opts *o, char ch)
 	return 1;
 }
 
-int cmd_top(int argc, char **argv)
+/* The options of top (long-only ones numbered). */
+static const struct option longopts[] = {
+	{ "socket", required_argument, NULL, 1 },  { "once", no_argument, NULL, 2 },
+	{ "delay", required_argument, NULL, 'd' }, { "rows", required_argument, NULL, 'n' },
+	{ "sort", required_argument, NULL, 's' },  { "query", required_argument, NULL, 'q' },
+	{ "help", no_argument, NULL, 'h' },        { NULL, 0, NULL, 0 },
+};
+
+/* Parse top's options into o (the default socket's path into sockpath,
+ * PATH_MAX bytes). -1 to go on, else the exit code. */
+static int parse_opts(int argc, char **argv, struct top_opts *o, char *sockpath)
 {
-	static const struct option longopts[] = {
-		{ "socket", required_argument, NULL, 1 },
-		{ "once", no_argument, NULL, 2 },
-		{ "delay", required_argument, NULL, 'd' },
-		{ "rows", required_argument, NULL, 'n' },
-		{ "sort", required_argument, NULL, 's' },
-		{ "query", required_argument, NULL, 'q' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
-	struct top_opts o = { .delay = 1 };
-	char sockpath[PATH_MAX], err[PATH_MAX + 512], source[PATH_MAX + 16];
-	struct sp_live cur, prev;
-	struct sites sites;
-	struct sigaction sa;
-	int opt, tty, have_prev = 0, rc = SP_EXIT_INPUT;
+	int opt;
 
 	optind = 1;
 	while ((opt = getopt_long(argc, argv, "d:n:s:q:h", longopts, NULL)) != -1) {
@@ -871,34 +866,119 @@ int cmd_top(int argc, char **argv)
 		case 'n':
 		case 's':
 		case 'q':
-			if (top_opt(opt, optarg, &o) < 0)
+			if (top_opt(opt, optarg, o) < 0)
 				return SP_EXIT_USAGE;
 			break;
-		case 1: o.socket = optarg; break;
-		case 2: o.once = 1; break;
+		case 1: o->socket = optarg; break;
+		case 2: o->once = 1; break;
 		case 'h': usage(stdout); return SP_EXIT_OK;
 		default: sp_usage_hint("top"); return SP_EXIT_USAGE;
 		}
 	}
 	if (optind < argc)
-		o.profile = argv[optind++];
+		o->profile = argv[optind++];
 	if (optind < argc) {
 		fprintf(stderr, "sqlprof top: unexpected argument '%s'\n", argv[optind]);
 		sp_usage_hint("top");
 		return SP_EXIT_USAGE;
 	}
-	if (o.profile && o.socket) {
+	if (o->profile && o->socket) {
 		fprintf(stderr, "sqlprof top: give an agent's --socket or a PROFILE, not both\n");
 		sp_usage_hint("top");
 		return SP_EXIT_USAGE;
 	}
-	if (!o.profile && !o.socket) {
-		if (sp_srv_default_socket(sockpath, sizeof(sockpath)) < 0) {
+	if (!o->profile && !o->socket) {
+		if (sp_srv_default_socket(sockpath, PATH_MAX) < 0) {
 			fprintf(stderr, "sqlprof top: no default socket path; use --socket\n");
 			return SP_EXIT_USAGE;
 		}
-		o.socket = sockpath;
+		o->socket = sockpath;
 	}
+	return -1;
+}
+
+/* The live view's signals: quit on INT, TERM and HUP, redraw on WINCH,
+ * and on a terminal (tty) stop with TSTP after restoring it. */
+static void catch_signals(struct sigaction *sa, int tty)
+{
+	memset(sa, 0, sizeof(*sa));
+	sa->sa_handler = on_signal;
+	sigemptyset(&sa->sa_mask);
+	sigaction(SIGINT, sa, NULL);
+	sigaction(SIGTERM, sa, NULL);
+	sigaction(SIGHUP, sa, NULL);
+	sigaction(SIGWINCH, sa, NULL);
+	if (tty)
+		sigaction(SIGTSTP, sa, NULL);
+	if (tty) {
+		term_enter();
+		atexit(term_restore);
+	}
+}
+
+/* Until the next reading is due (o->delay), or a signal quits: keys read
+ * from pf (o changed by them), a stop and continue (sa: the handler to put
+ * back), and redraws of the frame (cur, prev when have_prev) on a key or a
+ * resize. */
+static void wait_interval(struct top_opts *o, const char *source, const struct sp_live *cur,
+			  const struct sp_live *prev, int have_prev, const struct sites *sites,
+			  int tty, struct pollfd *pf, const struct sigaction *sa)
+{
+	uint64_t left_ms = (uint64_t)(o->delay * 1000);
+	int refresh = 0, redraw = 0;
+
+	while (!refresh && !quit_sig) {
+		uint64_t t0 = sp_srv_mono_ns(), spent;
+		int n = poll(pf, tty || isatty(STDIN_FILENO) ? 1 : 0,
+			     left_ms > INT_MAX ? INT_MAX : (int)left_ms);
+
+		if (n > 0 && (pf->revents & POLLIN)) {
+			char ch[16];
+			ssize_t r = read(STDIN_FILENO, ch, sizeof(ch));
+
+			for (ssize_t j = 0; j < r; j++)
+				redraw |= on_key(o, ch[j]);
+			if (r == 0)
+				pf->fd = -1; /* stdin at its end: keep refreshing */
+		} else if (n > 0) {
+			pf->fd = -1;
+		}
+		if (tstp) {
+			tstp = 0;
+			term_restore();
+			signal(SIGTSTP, SIG_DFL);
+			raise(SIGTSTP);
+			/* continued */
+			sigaction(SIGTSTP, sa, NULL);
+			term_enter();
+			refresh = 1;
+		}
+		if (winch || redraw) {
+			winch = redraw = 0;
+			if (tty)
+				fputs("\033[2J", stdout);
+			frame(stdout, source, cur, have_prev ? prev : NULL, sites, o, tty);
+		}
+		spent = (sp_srv_mono_ns() - t0) / 1000000;
+		if (n == 0 || spent >= left_ms)
+			refresh = 1;
+		else
+			left_ms -= spent;
+	}
+}
+
+int cmd_top(int argc, char **argv)
+{
+	struct top_opts o = { .delay = 1 };
+	char sockpath[PATH_MAX], err[PATH_MAX + 512], source[PATH_MAX + 16];
+	struct sp_live cur, prev;
+	struct sites sites;
+	struct sigaction sa;
+	int tty, have_prev = 0, rc;
+
+	if ((rc = parse_opts(argc, argv, &o, sockpath)) >= 0)
+		return rc;
+	rc = SP_EXIT_INPUT;
 	snprintf(source, sizeof(source), "%s %s", o.profile ? "profile" : "agent",
 		 o.profile ? o.profile : o.socket);
 	memset(&cur, 0, sizeof(cur));
@@ -925,66 +1005,14 @@ int cmd_top(int argc, char **argv)
 		rc = SP_EXIT_OK;
 		goto out;
 	}
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = on_signal;
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGHUP, &sa, NULL);
-	sigaction(SIGWINCH, &sa, NULL);
-	if (tty)
-		sigaction(SIGTSTP, &sa, NULL);
-	if (tty) {
-		term_enter();
-		atexit(term_restore);
-	}
+	catch_signals(&sa, tty);
 	for (;;) {
 		struct pollfd pf = { STDIN_FILENO, POLLIN, 0 };
-		uint64_t left_ms = (uint64_t)(o.delay * 1000);
-		int refresh = 0, redraw = 0;
 
 		frame(stdout, source, &cur, have_prev ? &prev : NULL, &sites, &o, tty);
 		if (!tty)
 			fputs("\n", stdout);
-		while (!refresh && !quit_sig) {
-			uint64_t t0 = sp_srv_mono_ns(), spent;
-			int n = poll(&pf, tty || isatty(STDIN_FILENO) ? 1 : 0,
-				     left_ms > INT_MAX ? INT_MAX : (int)left_ms);
-
-			if (n > 0 && (pf.revents & POLLIN)) {
-				char ch[16];
-				ssize_t r = read(STDIN_FILENO, ch, sizeof(ch));
-
-				for (ssize_t j = 0; j < r; j++)
-					redraw |= on_key(&o, ch[j]);
-				if (r == 0)
-					pf.fd = -1; /* stdin at its end: keep refreshing */
-			} else if (n > 0) {
-				pf.fd = -1;
-			}
-			if (tstp) {
-				tstp = 0;
-				term_restore();
-				signal(SIGTSTP, SIG_DFL);
-				raise(SIGTSTP);
-				/* continued */
-				sigaction(SIGTSTP, &sa, NULL);
-				term_enter();
-				refresh = 1;
-			}
-			if (winch || redraw) {
-				winch = redraw = 0;
-				if (tty)
-					fputs("\033[2J", stdout);
-				frame(stdout, source, &cur, have_prev ? &prev : NULL, &sites, &o,
-				      tty);
-			}
-			spent = (sp_srv_mono_ns() - t0) / 1000000;
-			if (n == 0 || spent >= left_ms)
-				refresh = 1;
-			else
-				left_ms -= spent;
-		}
+		wait_interval(&o, source, &cur, &prev, have_prev, &sites, tty, &pf, &sa);
 		if (quit_sig)
 			break;
 		{

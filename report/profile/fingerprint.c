@@ -369,13 +369,10 @@ static size_t lex_named_param(const unsigned char *s, size_t n, size_t i, int *o
 	return i;
 }
 
-/* Skip whitespace and comments, then read one token into *t. */
-static void lex_next(struct lexer *lx, struct tok *t)
+/* The end of the whitespace and comments from i on (an unterminated
+ * block comment runs to the end). */
+static size_t skip_blank(const unsigned char *s, size_t n, size_t i)
 {
-	const unsigned char *s = lx->s;
-	size_t n = lx->len, i = lx->pos, e;
-	int ok;
-
 	for (;;) {
 		while (i < n && is_space(s[i]))
 			i++;
@@ -387,10 +384,39 @@ static void lex_next(struct lexer *lx, struct tok *t)
 				;
 			i = i < n ? i + 2 : n; /* unterminated: runs to the end */
 		} else {
-			break;
+			return i;
 		}
 	}
+}
 
+/* The end of the operator at s[i], one of - = < > ! | and what may
+ * follow it: -> ->> == <= <> << >= >> != || */
+static size_t lex_op(const unsigned char *s, size_t n, size_t i)
+{
+	unsigned char c = s[i], c1 = i + 1 < n ? s[i + 1] : 0;
+
+	switch (c) {
+	case '-':
+		if (c1 == '>')
+			return (i + 2 < n && s[i + 2] == '>') ? i + 3 : i + 2; /* -> ->> */
+		break;
+	case '=':
+	case '!': return c1 == '=' ? i + 2 : i + 1;
+	case '<': return c1 == '=' || c1 == '>' || c1 == '<' ? i + 2 : i + 1;
+	case '>': return c1 == '=' || c1 == '>' ? i + 2 : i + 1;
+	case '|': return c1 == '|' ? i + 2 : i + 1;
+	}
+	return i + 1;
+}
+
+/* Skip whitespace and comments, then read one token into *t. */
+static void lex_next(struct lexer *lx, struct tok *t)
+{
+	const unsigned char *s = lx->s;
+	size_t n = lx->len, i = lx->pos, e;
+	int ok;
+
+	i = skip_blank(s, n, i);
 	t->start = i;
 	if (i >= n) {
 		t->kind = T_EOF;
@@ -442,34 +468,13 @@ static void lex_next(struct lexer *lx, struct tok *t)
 		t->kind = ok ? T_PARAM : T_OP;
 		break;
 	case '-':
-		t->kind = T_OP;
-		if (c1 == '>')
-			e = (i + 2 < n && s[i + 2] == '>') ? i + 3 : i + 2; /* -> ->> */
-		break;
 	case '=':
-		t->kind = T_OP;
-		if (c1 == '=')
-			e++;
-		break;
 	case '<':
-		t->kind = T_OP;
-		if (c1 == '=' || c1 == '>' || c1 == '<')
-			e++;
-		break;
 	case '>':
-		t->kind = T_OP;
-		if (c1 == '=' || c1 == '>')
-			e++;
-		break;
 	case '!':
-		t->kind = T_OP;
-		if (c1 == '=')
-			e++;
-		break;
 	case '|':
 		t->kind = T_OP;
-		if (c1 == '|')
-			e++;
+		e = lex_op(s, n, i);
 		break;
 	default:
 		if (is_digit(c)) {

@@ -326,11 +326,103 @@ static int fd_alias(const char *path)
 	return -1;
 }
 
+/* out is another name of the open descriptor alias (/dev/stdout and the
+ * like): *fd a duplicate of it, unless it is a database. SP_EXIT_OK, or
+ * an exit code with a reason in err. */
+static int open_alias(int alias, const char *out, const char *input, int *fd, char *err,
+		      size_t errlen)
+{
+	struct stat sb, in;
+	int ours;
+
+	/* /dev/stdout and the like: through the open descriptor */
+	*fd = fcntl(alias, F_DUPFD_CLOEXEC, 3);
+	if (*fd < 0) {
+		snprintf(err, errlen, "%s: %s", out, strerror(errno));
+		return SP_EXIT_INTERNAL;
+	}
+	/* `>> p.db`: appending to a database is writing over it */
+	if (fstat(*fd, &sb) == 0 && S_ISREG(sb.st_mode) &&
+	    ((stat(input, &in) == 0 && in.st_dev == sb.st_dev && in.st_ino == sb.st_ino) ||
+	     has_sqlite_header(out, &ours) > 0)) {
+		snprintf(err, errlen, "refusing to write %s: it is a SQLite database (a profile?)",
+			 out);
+		close(*fd);
+		return SP_EXIT_USAGE;
+	}
+	return SP_EXIT_OK;
+}
+
+/* A regular file (final, malloc'd, owned from here; NULL: the reason is
+ * in errno), new or replaced: *fd a temporary in its directory, xo->tmp
+ * its name and xo->final the name it gets when complete; or, where the
+ * directory is not ours to write (existing: the file exists), the file
+ * itself, truncated. SP_EXIT_OK, or an exit code with a reason in err. */
+static int open_temp(struct sp_out_export *xo, const char *out, char *final, const struct stat *sb,
+		     mode_t mode, int existing, int *fd, char *err, size_t errlen)
+{
+	char *dir = NULL, *slash;
+
+	/* A regular file, new or replaced: written under a temporary name in
+	 * its directory and renamed over it when complete, so that a failed
+	 * export leaves what was there (or nothing) and removes only the
+	 * temporary it created. */
+	if (!final || !(dir = strdup(final))) {
+		snprintf(err, errlen, "%s: %s", out, strerror(errno ? errno : ENOMEM));
+		free(final);
+		return SP_EXIT_INTERNAL;
+	}
+	slash = strrchr(dir, '/');
+	if (slash)
+		slash[1] = 0;
+	else
+		dir[0] = 0;
+	if (asprintf(&xo->tmp, "%s.sqlprof-export.XXXXXX", dir) < 0) {
+		xo->tmp = NULL;
+		snprintf(err, errlen, "out of memory");
+		free(final);
+		free(dir);
+		return SP_EXIT_INTERNAL;
+	}
+	free(dir);
+	*fd = mkostemp(xo->tmp, O_CLOEXEC); /* mode 0600 */
+	if (*fd < 0 && errno == EACCES && existing) {
+		/* a file we may write in a directory we may not: in place,
+		 * made private before anything is written into it */
+		free(xo->tmp);
+		xo->tmp = NULL;
+		*fd = open(final, O_WRONLY | O_CLOEXEC | O_NOCTTY);
+		if (*fd < 0 || ((sb->st_mode & 077) && fchmod(*fd, mode) < 0) ||
+		    ftruncate(*fd, 0) < 0) {
+			snprintf(err, errlen, "%s: %s", out, strerror(errno));
+			if (*fd >= 0)
+				close(*fd);
+			free(final);
+			return SP_EXIT_INTERNAL;
+		}
+		free(final);
+		return SP_EXIT_OK;
+	}
+	if (*fd < 0 || (mode != 0600 && fchmod(*fd, mode) < 0)) {
+		snprintf(err, errlen, "%s: %s", out, strerror(errno));
+		if (*fd >= 0) {
+			close(*fd);
+			unlink(xo->tmp);
+		}
+		free(xo->tmp);
+		xo->tmp = NULL;
+		free(final);
+		return SP_EXIT_INTERNAL;
+	}
+	xo->final = final;
+	return SP_EXIT_OK;
+}
+
 int sp_out_export_open(struct sp_out_export *xo, const char *out, const char *input, char *err,
 		       size_t errlen)
 {
 	struct stat sb, in, lsb;
-	char *final = NULL, *dir = NULL, *slash;
+	char *final = NULL;
 	int fd = -1, h, alias, existing = 0, ours;
 	mode_t mode = 0600;
 
@@ -342,21 +434,10 @@ int sp_out_export_open(struct sp_out_export *xo, const char *out, const char *in
 	xo->path = out;
 	alias = fd_alias(out);
 	if (alias >= 0) {
-		/* /dev/stdout and the like: through the open descriptor */
-		fd = fcntl(alias, F_DUPFD_CLOEXEC, 3);
-		if (fd < 0) {
-			snprintf(err, errlen, "%s: %s", out, strerror(errno));
-			return SP_EXIT_INTERNAL;
-		}
-		/* `>> p.db`: appending to a database is writing over it */
-		if (fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode) &&
-		    ((stat(input, &in) == 0 && in.st_dev == sb.st_dev && in.st_ino == sb.st_ino) ||
-		     has_sqlite_header(out, &ours) > 0)) {
-			snprintf(err, errlen,
-				 "refusing to write %s: it is a SQLite database (a profile?)", out);
-			close(fd);
-			return SP_EXIT_USAGE;
-		}
+		int rc = open_alias(alias, out, input, &fd, err, errlen);
+
+		if (rc != SP_EXIT_OK)
+			return rc;
 		goto opened;
 	}
 	if (stat(out, &sb) < 0) {
@@ -406,58 +487,12 @@ int sp_out_export_open(struct sp_out_export *xo, const char *out, const char *in
 		}
 		goto opened;
 	}
-	/* A regular file, new or replaced: written under a temporary name in
-	 * its directory and renamed over it when complete, so that a failed
-	 * export leaves what was there (or nothing) and removes only the
-	 * temporary it created. */
-	if (!final || !(dir = strdup(final))) {
-		snprintf(err, errlen, "%s: %s", out, strerror(errno ? errno : ENOMEM));
-		free(final);
-		return SP_EXIT_INTERNAL;
+	{
+		int rc = open_temp(xo, out, final, &sb, mode, existing, &fd, err, errlen);
+
+		if (rc != SP_EXIT_OK)
+			return rc;
 	}
-	slash = strrchr(dir, '/');
-	if (slash)
-		slash[1] = 0;
-	else
-		dir[0] = 0;
-	if (asprintf(&xo->tmp, "%s.sqlprof-export.XXXXXX", dir) < 0) {
-		xo->tmp = NULL;
-		snprintf(err, errlen, "out of memory");
-		free(final);
-		free(dir);
-		return SP_EXIT_INTERNAL;
-	}
-	free(dir);
-	fd = mkostemp(xo->tmp, O_CLOEXEC); /* mode 0600 */
-	if (fd < 0 && errno == EACCES && existing) {
-		/* a file we may write in a directory we may not: in place,
-		 * made private before anything is written into it */
-		free(xo->tmp);
-		xo->tmp = NULL;
-		fd = open(final, O_WRONLY | O_CLOEXEC | O_NOCTTY);
-		if (fd < 0 || ((sb.st_mode & 077) && fchmod(fd, mode) < 0) ||
-		    ftruncate(fd, 0) < 0) {
-			snprintf(err, errlen, "%s: %s", out, strerror(errno));
-			if (fd >= 0)
-				close(fd);
-			free(final);
-			return SP_EXIT_INTERNAL;
-		}
-		free(final);
-		goto opened;
-	}
-	if (fd < 0 || (mode != 0600 && fchmod(fd, mode) < 0)) {
-		snprintf(err, errlen, "%s: %s", out, strerror(errno));
-		if (fd >= 0) {
-			close(fd);
-			unlink(xo->tmp);
-		}
-		free(xo->tmp);
-		xo->tmp = NULL;
-		free(final);
-		return SP_EXIT_INTERNAL;
-	}
-	xo->final = final;
 opened:
 	xo->f = fdopen(fd, "wb");
 	if (!xo->f) {

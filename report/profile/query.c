@@ -11,6 +11,7 @@
 
 #include "hist.h"
 #include "query.h"
+#include "untrusted.h"
 
 static char *col_dup(sqlite3_stmt *st, int i)
 {
@@ -19,12 +20,27 @@ static char *col_dup(sqlite3_stmt *st, int i)
 	return strdup(t ? (const char *)t : "");
 }
 
-static uint64_t col_u64(sqlite3_stmt *st, int i)
-{
-	sqlite3_int64 v = sqlite3_column_int64(st, i);
+/* The counters of SP_QROW_COLS: where each is in a row, and whether a
+ * window sums it. */
+#define QCOL_OFF(c, sum) offsetof(struct sp_qrow, c),
+#define QCOL_SUM(c, sum) sum,
+#define QCOL_U64(c, sum)                                                                      \
+	_Static_assert(                                                                       \
+		__builtin_types_compatible_p(__typeof__(((struct sp_qrow *)0)->c), uint64_t), \
+		#c " is a uint64_t");
+SP_QROW_COLS(QCOL_U64)
+static const size_t qcol_off[] = { SP_QROW_COLS(QCOL_OFF) };
+static const unsigned char qcol_sum[] = { SP_QROW_COLS(QCOL_SUM) };
+#define NQCOL (sizeof(qcol_off) / sizeof(qcol_off[0]))
 
-	return v < 0 ? 0 : (uint64_t)v;
+static uint64_t *qcol(struct sp_qrow *r, size_t i)
+{
+	return (uint64_t *)(void *)((char *)r + qcol_off[i]);
 }
+
+/* Loading's failures inside this file: a helper returns 0 or one of
+ * these, and sp_qset_load_window turns it into an error code and a reason. */
+enum { Q_SQL = -1, Q_NOMEM = -2 };
 
 static uint64_t scalar(sqlite3 *db, const char *sql)
 {
@@ -34,7 +50,7 @@ static uint64_t scalar(sqlite3 *db, const char *sql)
 	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
 		return 0;
 	if (sqlite3_step(st) == SQLITE_ROW)
-		v = col_u64(st, 0);
+		v = sp_col_u64(st, 0);
 	sqlite3_finalize(st);
 	return v;
 }
@@ -59,28 +75,28 @@ static void window_bucket(uint64_t lo, int64_t count, void *arg)
 		sp_hist_sub_bucket(arg, lo, (uint64_t)-count);
 }
 
-/* A window's sums in place of the totals loaded (sp_qset_load_window). */
+#define QCOL_SUM_SQL(c, sum) QCOL_SUM_SQL_##sum(c)
+#define QCOL_SUM_SQL_1(c) ", SUM(" #c ")"
+#define QCOL_SUM_SQL_0(c)
+
+/* A window's sums in place of the totals loaded (sp_qset_load_window):
+ * the summed columns of SP_QROW_COLS. 0 or Q_SQL. */
 static int window_sums(sqlite3 *db, const struct sp_window *w, struct sp_qset *qs, struct hmap *idx)
 {
 	sqlite3_stmt *st;
 	int rc;
 
-	for (size_t i = 0; i < qs->n; i++) {
-		struct sp_qrow *r = &qs->rows[i];
-
-		r->count = r->total_ns = r->self_ns = r->wall_ns = r->rows = r->vm_steps = 0;
-		r->fullscan_steps = r->sorts = r->autoindex = r->errors = r->nested = 0;
-		r->samples = r->prepares = r->prepare_ns = r->runs = 0;
-	}
+	for (size_t i = 0; i < qs->n; i++)
+		for (size_t c = 0; c < NQCOL; c++)
+			if (qcol_sum[c])
+				*qcol(&qs->rows[i], c) = 0;
 	if (sqlite3_prepare_v2(
 		    db,
-		    "SELECT fp_id, kind, SUM(count), SUM(total_ns), SUM(self_ns),"
-		    " SUM(wall_ns), SUM(rows), SUM(vm_steps), SUM(fullscan_steps),"
-		    " SUM(sorts), SUM(autoindex), SUM(errors), SUM(nested), SUM(samples),"
-		    " SUM(prepares), SUM(prepare_ns), SUM(runs) FROM interval_queries"
-		    " WHERE start_ns >= ?1 AND start_ns <= ?2 GROUP BY fp_id, kind",
+		    "SELECT fp_id, kind" SP_QROW_COLS(
+			    QCOL_SUM_SQL) " FROM interval_queries"
+					  " WHERE start_ns >= ?1 AND start_ns <= ?2 GROUP BY fp_id, kind",
 		    -1, &st, NULL) != SQLITE_OK)
-		return -1;
+		return Q_SQL;
 	sqlite3_bind_int64(st, 1, w->lo_start);
 	sqlite3_bind_int64(st, 2, w->hi_start);
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
@@ -88,29 +104,18 @@ static int window_sums(sqlite3 *db, const struct sp_window *w, struct sp_qset *q
 		struct qkey k = { sqlite3_column_int64(st, 0), sp_qkind_parse(kind) };
 		size_t *ix = hmap_get(idx, &k, 0, NULL);
 		struct sp_qrow *r;
+		int at = 2;
 
 		if (!ix)
 			continue; /* not in queries (or never ran): nothing to show */
 		r = &qs->rows[*ix - 1];
-		r->count = col_u64(st, 2);
-		r->total_ns = col_u64(st, 3);
-		r->self_ns = col_u64(st, 4);
-		r->wall_ns = col_u64(st, 5);
-		r->rows = col_u64(st, 6);
-		r->vm_steps = col_u64(st, 7);
-		r->fullscan_steps = col_u64(st, 8);
-		r->sorts = col_u64(st, 9);
-		r->autoindex = col_u64(st, 10);
-		r->errors = col_u64(st, 11);
-		r->nested = col_u64(st, 12);
-		r->samples = col_u64(st, 13);
-		r->prepares = col_u64(st, 14);
-		r->prepare_ns = col_u64(st, 15);
-		r->runs = col_u64(st, 16);
+		for (size_t c = 0; c < NQCOL; c++)
+			if (qcol_sum[c])
+				*qcol(r, c) = sp_col_u64(st, at++);
 		r->mean_ns = r->count ? (double)r->total_ns / (double)r->count : 0;
 	}
 	sqlite3_finalize(st);
-	return rc == SQLITE_DONE ? 0 : -1;
+	return rc == SQLITE_DONE ? 0 : Q_SQL;
 }
 
 /* The plans of qs's rows (idx: {fp_id, kind_exec} -> row index + 1):
@@ -123,10 +128,13 @@ static int load_plans(sqlite3 *db, struct sp_qset *qs, struct hmap *idx)
 	/* Plans: the one reported by most connections (the first such row),
 	 * and how many differ, for every fingerprint in one pass (a second
 	 * one, COUNT(DISTINCT plan) grouped by fingerprint, sorted the plans
-	 * of 200,000 fingerprints again: 0.85 s of CPU) */
+	 * of 200,000 fingerprints again: 0.85 s of CPU). "+fp_id": the
+	 * table read in its order and sorted, not through plans_fp with a
+	 * seek into the table for each row (196,797 plans: 0.9 -> 0.2 s of
+	 * CPU, the order the same) */
 	if (sqlite3_prepare_v2(
-		    db, "SELECT fp_id, plan FROM plans ORDER BY fp_id, connections DESC, rowid", -1,
-		    &st, NULL) != SQLITE_OK)
+		    db, "SELECT fp_id, plan FROM plans ORDER BY +fp_id, connections DESC, rowid",
+		    -1, &st, NULL) != SQLITE_OK)
 		return 0; /* no plans table: nothing to show */
 	{
 		int64_t last = 0;
@@ -191,124 +199,112 @@ static int load_plans(sqlite3 *db, struct sp_qset *qs, struct hmap *idx)
 	return 0;
 }
 
-int sp_qset_load_window(sqlite3 *db, const struct sp_window *w, struct sp_qset *qs, char *err,
-			size_t errlen)
+/* Every row of queries that ran into qs->rows (qs->n of them). 0, Q_SQL or
+ * Q_NOMEM (the rows loaded so far stay in qs, for sp_qset_free). */
+static int load_rows(sqlite3 *db, struct sp_qset *qs)
 {
-	int ret = SP_ERR_INPUT;
-	sqlite3_stmt *st = NULL, *hs = NULL;
-	struct hmap idx; /* {fp_id, kind_exec} -> {row index + 1, has a histogram} */
-	struct sp_hist *h = NULL;
-	int64_t hfp = 0;
-	int hkx = 0;
+	sqlite3_stmt *st;
 	size_t cap = 0;
 	int rc;
 
-	memset(qs, 0, sizeof(*qs));
-	if (w && !w->on)
-		w = NULL;
-	if (w)
-		qs->window = *w;
-	hmap_init(&idx, sizeof(struct qkey), 2 * sizeof(size_t));
+	if (sqlite3_prepare_v2(db, "SELECT " SP_QUERIES_SELECT " FROM queries WHERE count > 0", -1,
+			       &st, NULL) != SQLITE_OK)
+		return Q_SQL;
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		struct sp_qrow *r;
+
+		if (SP_GROW(qs->rows, cap, qs->n + 1, 64) < 0)
+			break;
+		r = &qs->rows[qs->n];
+		memset(r, 0, sizeof(*r));
+		r->fp_id = sqlite3_column_int64(st, 0);
+		r->kind = sp_qkind_parse((const char *)sqlite3_column_text(st, 1));
+		r->fingerprint = col_dup(st, 2);
+		r->sql = col_dup(st, 3);
+		qs->n++;
+		if (!r->fingerprint || !r->sql)
+			break;
+		for (size_t c = 0; c < NQCOL; c++)
+			*qcol(r, c) = sp_col_u64(st, 4 + (int)c);
+		r->mean_ns = r->count ? (double)r->total_ns / (double)r->count : 0;
+	}
+	sqlite3_finalize(st);
+	return rc == SQLITE_DONE ? 0 : rc == SQLITE_ROW ? Q_NOMEM : Q_SQL;
+}
+
+/* idx: {fp_id, kind_exec} -> {row index + 1, 0}, sized once for qs->n
+ * rows (a later row of the same key wins). 0 or Q_NOMEM. */
+static int index_rows(const struct sp_qset *qs, struct hmap *idx)
+{
+	if (hmap_reserve(idx, qs->n) < 0)
+		return Q_NOMEM;
+	for (size_t i = 0; i < qs->n; i++) {
+		struct qkey k = { qs->rows[i].fp_id, qs->rows[i].kind == SP_QK_EXEC };
+		size_t *ix = hmap_get(idx, &k, 1, NULL);
+
+		if (!ix)
+			return Q_NOMEM;
+		ix[0] = i + 1; /* 0 is "no row" */
+	}
+	return 0;
+}
+
+/* r's percentiles from h, the histogram of its executions (of the window
+ * w, whose buckets narrow min and max within the whole profile's). */
+static void set_percentiles(struct sp_qrow *r, struct sp_hist *h, const struct sp_window *w)
+{
+	if (w && sp_hist_count(h)) {
+		/* the window's extremes: its buckets', within the whole
+		 * profile's exact ones */
+		uint64_t mn = sp_hist_min(h), mx = sp_hist_max(h);
+
+		r->min_ns = mn > r->min_ns ? mn : r->min_ns;
+		r->max_ns = mx < r->max_ns ? mx : r->max_ns;
+		if (r->min_ns > r->max_ns)
+			r->min_ns = r->max_ns;
+	}
+	sp_hist_set_minmax_sum(h, r->min_ns, r->max_ns, r->total_ns);
+	r->p50_ns = sp_hist_quantile(h, 0.50);
+	r->p95_ns = sp_hist_quantile(h, 0.95);
+	r->p99_ns = sp_hist_quantile(h, 0.99);
+}
+
+/* Percentiles: every histogram in one pass, grouped by query (one query
+ * per fingerprint took 20,000 statements for 20,000 rows); of the window
+ * w's intervals when w is set. A row with a histogram gets ix[1] = 1 in
+ * idx, and one without the percentiles of an empty histogram. 0, Q_SQL or
+ * Q_NOMEM. */
+static int load_percentiles(sqlite3 *db, const struct sp_window *w, struct sp_qset *qs,
+			    struct hmap *idx)
+{
+	sqlite3_stmt *hs;
+	struct sp_hist *h = NULL;
+	int64_t hfp = 0;
+	int hkx = 0, rc, ret = 0;
+
 	if (sqlite3_prepare_v2(
-		    db,
-		    "SELECT fp_id, kind, fingerprint, sql, count, total_ns, self_ns, wall_ns,"
-		    " min_ns, max_ns, rows, vm_steps, fullscan_steps, sorts, autoindex,"
-		    " errors, nested, samples, prepares, prepare_ns, runs, max_run FROM queries"
-		    " WHERE count > 0",
-		    -1, &st, NULL) != SQLITE_OK ||
-	    sqlite3_prepare_v2(
 		    db,
 		    w ? "SELECT fp_id, kind, buckets FROM interval_queries"
 			" WHERE start_ns >= ?1 AND start_ns <= ?2"
 			" ORDER BY fp_id, kind, start_ns"
 		      : "SELECT fp_id, kind, bucket_ns, count FROM histograms ORDER BY fp_id, kind",
 		    -1, &hs, NULL) != SQLITE_OK)
-		goto sqlerr;
+		return Q_SQL;
 	if (w) {
 		sqlite3_bind_int64(hs, 1, w->lo_start);
 		sqlite3_bind_int64(hs, 2, w->hi_start);
 	}
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		struct sp_qrow *r;
-
-		if (SP_GROW(qs->rows, cap, qs->n + 1, 64) < 0)
-			goto nomem;
-		r = &qs->rows[qs->n];
-		memset(r, 0, sizeof(*r));
-		r->fp_id = sqlite3_column_int64(st, 0);
-		{
-			const char *kind = (const char *)sqlite3_column_text(st, 1);
-
-			r->kind = sp_qkind_parse(kind);
-		}
-		r->fingerprint = col_dup(st, 2);
-		r->sql = col_dup(st, 3);
-		qs->n++;
-		if (!r->fingerprint || !r->sql)
-			goto nomem;
-		r->count = col_u64(st, 4);
-		r->total_ns = col_u64(st, 5);
-		r->self_ns = col_u64(st, 6);
-		r->wall_ns = col_u64(st, 7);
-		r->min_ns = col_u64(st, 8);
-		r->max_ns = col_u64(st, 9);
-		r->rows = col_u64(st, 10);
-		r->vm_steps = col_u64(st, 11);
-		r->fullscan_steps = col_u64(st, 12);
-		r->sorts = col_u64(st, 13);
-		r->autoindex = col_u64(st, 14);
-		r->errors = col_u64(st, 15);
-		r->nested = col_u64(st, 16);
-		r->samples = col_u64(st, 17);
-		r->prepares = col_u64(st, 18);
-		r->prepare_ns = col_u64(st, 19);
-		r->runs = col_u64(st, 20);
-		r->max_run = col_u64(st, 21);
-		r->mean_ns = r->count ? (double)r->total_ns / (double)r->count : 0;
-		{
-			struct qkey k = { r->fp_id, r->kind == SP_QK_EXEC };
-			size_t *ix = hmap_get(&idx, &k, 1, NULL);
-
-			if (!ix)
-				goto nomem;
-			*ix = qs->n; /* + 1: 0 is "no row" */
-		}
-	}
-	if (rc != SQLITE_DONE)
-		goto sqlerr;
-	sqlite3_finalize(st);
-	st = NULL;
-	if (w && window_sums(db, w, qs, &idx) < 0)
-		goto sqlerr;
-	/* Percentiles: every histogram in one pass, grouped by query (one
-	 * query per fingerprint took 20,000 statements for 20,000 rows). */
 	while ((rc = sqlite3_step(hs)) == SQLITE_ROW || rc == SQLITE_DONE) {
 		int64_t fp = rc == SQLITE_ROW ? sqlite3_column_int64(hs, 0) : 0;
-		const char *kind =
-			rc == SQLITE_ROW ? (const char *)sqlite3_column_text(hs, 1) : NULL;
-		int kx = sp_qkind_parse(kind);
+		int kx = sp_qkind_parse(rc == SQLITE_ROW ? (const char *)sqlite3_column_text(hs, 1)
+							 : NULL);
 
 		if (h && (rc == SQLITE_DONE || fp != hfp || kx != hkx)) {
 			struct qkey k = { hfp, hkx };
-			size_t *ix = hmap_get(&idx, &k, 0, NULL);
+			size_t *ix = hmap_get(idx, &k, 0, NULL);
 
 			if (ix) {
-				struct sp_qrow *r = &qs->rows[*ix - 1];
-
-				if (w && sp_hist_count(h)) {
-					/* the window's extremes: its buckets', within
-					 * the whole profile's exact ones */
-					uint64_t mn = sp_hist_min(h), mx = sp_hist_max(h);
-
-					r->min_ns = mn > r->min_ns ? mn : r->min_ns;
-					r->max_ns = mx < r->max_ns ? mx : r->max_ns;
-					if (r->min_ns > r->max_ns)
-						r->min_ns = r->max_ns;
-				}
-				sp_hist_set_minmax_sum(h, r->min_ns, r->max_ns, r->total_ns);
-				r->p50_ns = sp_hist_quantile(h, 0.50);
-				r->p95_ns = sp_hist_quantile(h, 0.95);
-				r->p99_ns = sp_hist_quantile(h, 0.99);
+				set_percentiles(&qs->rows[ix[0] - 1], h, w);
 				ix[1] = 1;
 			}
 			sp_hist_free(h);
@@ -317,9 +313,10 @@ int sp_qset_load_window(sqlite3 *db, const struct sp_window *w, struct sp_qset *
 		if (rc == SQLITE_DONE)
 			break;
 		if (!h) {
-			h = sp_hist_new();
-			if (!h)
-				goto nomem;
+			if (!(h = sp_hist_new())) {
+				ret = Q_NOMEM;
+				break;
+			}
 			hfp = fp;
 			hkx = kx;
 		}
@@ -327,57 +324,66 @@ int sp_qset_load_window(sqlite3 *db, const struct sp_window *w, struct sp_qset *
 			sp_series_buckets((const char *)sqlite3_column_text(hs, 2), window_bucket,
 					  h);
 		else
-			sp_hist_add_bucket(h, col_u64(hs, 2), col_u64(hs, 3));
+			sp_hist_add_bucket(h, sp_col_u64(hs, 2), sp_col_u64(hs, 3));
 	}
-	if (rc != SQLITE_DONE)
-		goto sqlerr;
+	sp_hist_free(h);
+	sqlite3_finalize(hs);
+	if (ret || rc != SQLITE_DONE)
+		return ret ? ret : Q_SQL;
 	/* a query with no histogram row: percentiles of an empty histogram */
 	for (size_t i = 0; i < qs->n; i++) {
 		struct sp_qrow *r = &qs->rows[i];
 		struct qkey k = { r->fp_id, r->kind == SP_QK_EXEC };
-		size_t *ix = hmap_get(&idx, &k, 0, NULL);
+		size_t *ix = hmap_get(idx, &k, 0, NULL);
 
 		if (ix && ix[1])
 			continue;
-		h = sp_hist_new();
-		if (!h)
-			goto nomem;
-		sp_hist_set_minmax_sum(h, r->min_ns, r->max_ns, r->total_ns);
-		r->p50_ns = sp_hist_quantile(h, 0.50);
-		r->p95_ns = sp_hist_quantile(h, 0.95);
-		r->p99_ns = sp_hist_quantile(h, 0.99);
+		if (!(h = sp_hist_new()))
+			return Q_NOMEM;
+		set_percentiles(r, h, NULL);
 		sp_hist_free(h);
-		h = NULL;
 	}
-	sqlite3_finalize(hs);
-	hs = NULL;
-	if (load_plans(db, qs, &idx) < 0)
-		goto nomem;
-	/* why no plan could be taken, where there is none (profiles before
-	 * plan_gaps have no such table: nothing to say then) */
+	return 0;
+}
+
+/* Why no plan could be taken, where there is none (profiles before
+ * plan_gaps have no such table: nothing to say then). 0 or Q_NOMEM. */
+static int load_plan_gaps(sqlite3 *db, struct sp_qset *qs, struct hmap *idx)
+{
+	sqlite3_stmt *st;
+	int ret = 0;
+
 	if (sqlite3_prepare_v2(
 		    db,
-		    "SELECT fp_id, reason FROM plan_gaps ORDER BY fp_id, connections DESC, rowid",
-		    -1, &st, NULL) == SQLITE_OK) {
-		while (sqlite3_step(st) == SQLITE_ROW)
-			for (int kx = 0; kx < 2; kx++) {
-				struct qkey k = { sqlite3_column_int64(st, 0), kx };
-				size_t *ix = hmap_get(&idx, &k, 0, NULL);
+		    "SELECT fp_id, reason FROM plan_gaps ORDER BY fp_id, connections DESC,"
+		    " rowid",
+		    -1, &st, NULL) != SQLITE_OK)
+		return 0;
+	while (!ret && sqlite3_step(st) == SQLITE_ROW)
+		for (int kx = 0; kx < 2; kx++) {
+			struct qkey k = { sqlite3_column_int64(st, 0), kx };
+			size_t *ix = hmap_get(idx, &k, 0, NULL);
 
-				if (ix && !qs->rows[*ix - 1].plan_gap &&
-				    !(qs->rows[*ix - 1].plan_gap = col_dup(st, 1)))
-					goto nomem;
-			}
-		sqlite3_finalize(st);
-		st = NULL;
-	}
-	/* fold an exec's one statement into the exec's row */
+			if (ix && !qs->rows[*ix - 1].plan_gap &&
+			    !(qs->rows[*ix - 1].plan_gap = col_dup(st, 1)))
+				ret = Q_NOMEM;
+		}
+	sqlite3_finalize(st);
+	return ret;
+}
+
+/* Fold an exec's one statement into the exec's row (see query.h), then
+ * drop the rows folded (count set to 0). */
+static void fold_exec_rows(struct sp_qset *qs, struct hmap *idx)
+{
+	size_t j = 0;
+
 	for (size_t i = 0; i < qs->n; i++) {
 		struct sp_qrow *e = &qs->rows[i], *t;
 		struct qkey k = { e->fp_id, 0 };
 		size_t *ix;
 
-		if (e->kind != SP_QK_EXEC || !(ix = hmap_get(&idx, &k, 0, NULL)))
+		if (e->kind != SP_QK_EXEC || !(ix = hmap_get(idx, &k, 0, NULL)))
 			continue;
 		t = &qs->rows[*ix - 1];
 		if (t->count != t->nested || t->count > e->count || t->kind != SP_QK_STMT)
@@ -404,24 +410,78 @@ int sp_qset_load_window(sqlite3 *db, const struct sp_window *w, struct sp_qset *
 		e->folded = 1;
 		t->count = 0; /* removed below */
 	}
-	{
-		size_t j = 0;
-
-		for (size_t i = 0; i < qs->n; i++) {
-			if (!qs->rows[i].count) {
-				free(qs->rows[i].fingerprint);
-				free(qs->rows[i].sql);
-				free(qs->rows[i].plan);
-				free(qs->rows[i].plan_gap);
-				continue;
-			}
-			qs->rows[j++] = qs->rows[i];
+	for (size_t i = 0; i < qs->n; i++) {
+		if (!qs->rows[i].count) {
+			free(qs->rows[i].fingerprint);
+			free(qs->rows[i].sql);
+			free(qs->rows[i].plan);
+			free(qs->rows[i].plan_gap);
+			continue;
 		}
-		qs->n = j;
+		qs->rows[j++] = qs->rows[i];
 	}
-	hmap_free(&idx);
-	for (size_t i = 0; i < qs->n; i++)
-		qs->no_plan += !qs->rows[i].plan && !qs->rows[i].plan_gap;
+	qs->n = j;
+}
+
+/* The integer meta value of key, 0 when missing. */
+static uint64_t meta_u64(sqlite3 *db, const char *key)
+{
+	sqlite3_stmt *st;
+	uint64_t v = 0;
+
+	if (sqlite3_prepare_v2(db, "SELECT CAST(value AS INTEGER) FROM meta WHERE key = ?1", -1,
+			       &st, NULL) != SQLITE_OK)
+		return 0;
+	sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
+	if (sqlite3_step(st) == SQLITE_ROW)
+		v = sp_col_u64(st, 0);
+	sqlite3_finalize(st);
+	return v;
+}
+
+/* The text meta value of key (malloc'd), NULL when missing. */
+static char *meta_text(sqlite3 *db, const char *key)
+{
+	sqlite3_stmt *st;
+	char *v = NULL;
+
+	if (sqlite3_prepare_v2(db, "SELECT value FROM meta WHERE key = ?1", -1, &st, NULL) !=
+	    SQLITE_OK)
+		return NULL;
+	sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
+	if (sqlite3_step(st) == SQLITE_ROW)
+		v = col_dup(st, 0);
+	sqlite3_finalize(st);
+	return v;
+}
+
+/* The meta value of key when it is set and not NULL: 1 with *v set, else 0. */
+static int meta_opt(sqlite3 *db, const char *key, int real, double *d, int64_t *i)
+{
+	sqlite3_stmt *st;
+	int ok = 0;
+
+	if (sqlite3_prepare_v2(db,
+			       real ? "SELECT CAST(value AS REAL) FROM meta WHERE key = ?1"
+				    : "SELECT CAST(value AS INTEGER) FROM meta WHERE key = ?1",
+			       -1, &st, NULL) != SQLITE_OK)
+		return 0;
+	sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
+	if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL) {
+		ok = 1;
+		if (real)
+			*d = sqlite3_column_double(st, 0);
+		else
+			*i = sqlite3_column_int64(st, 0);
+	}
+	sqlite3_finalize(st);
+	return ok;
+}
+
+/* The profile's totals over processes and its meta values (the window w's
+ * executions when w is set). */
+static void load_totals(sqlite3 *db, const struct sp_window *w, struct sp_qset *qs)
+{
 	qs->lost = scalar(db, "SELECT COALESCE(SUM(lost),0) FROM processes");
 	qs->executions = scalar(db, "SELECT COALESCE(SUM(count),0) FROM queries");
 	if (w) {
@@ -435,7 +495,7 @@ int sp_qset_load_window(sqlite3 *db, const struct sp_window *w, struct sp_qset *
 			sqlite3_bind_int64(ws, 1, w->lo_start);
 			sqlite3_bind_int64(ws, 2, w->hi_start);
 			if (sqlite3_step(ws) == SQLITE_ROW)
-				qs->executions = col_u64(ws, 0);
+				qs->executions = sp_col_u64(ws, 0);
 			sqlite3_finalize(ws);
 		}
 	}
@@ -444,92 +504,59 @@ int sp_qset_load_window(sqlite3 *db, const struct sp_window *w, struct sp_qset *
 	 * readlink) connect too, and stay in the profile */
 	qs->sqlite_processes = scalar(db, "SELECT COUNT(*) FROM processes WHERE executions > 0");
 	qs->untracked = scalar(db, "SELECT COALESCE(SUM(untracked),0) FROM processes");
-	qs->bad_messages =
-		scalar(db, "SELECT CAST(value AS INTEGER) FROM meta WHERE key='bad_messages'");
-	qs->descriptors_lost =
-		scalar(db, "SELECT CAST(value AS INTEGER) FROM meta WHERE key='descriptors_lost'");
-	qs->statistics_lost =
-		scalar(db, "SELECT CAST(value AS INTEGER) FROM meta WHERE key='statistics_lost'");
-	qs->executions_missing = scalar(
-		db, "SELECT CAST(value AS INTEGER) FROM meta WHERE key='executions_missing'");
-	qs->descriptor_waits =
-		scalar(db, "SELECT CAST(value AS INTEGER) FROM meta WHERE key='descriptor_waits'");
-	qs->unreported =
-		scalar(db, "SELECT CAST(value AS INTEGER) FROM meta WHERE key='unreported'");
-	qs->unreported_missing = scalar(
-		db, "SELECT CAST(value AS INTEGER) FROM meta WHERE key='unreported_missing'");
-	{
-		sqlite3_stmt *cs;
+	qs->bad_messages = meta_u64(db, "bad_messages");
+	qs->descriptors_lost = meta_u64(db, "descriptors_lost");
+	qs->statistics_lost = meta_u64(db, "statistics_lost");
+	qs->executions_missing = meta_u64(db, "executions_missing");
+	qs->descriptor_waits = meta_u64(db, "descriptor_waits");
+	qs->unreported = meta_u64(db, "unreported");
+	qs->unreported_missing = meta_u64(db, "unreported_missing");
+	qs->command = meta_text(db, "command");
+	qs->died = meta_text(db, "died");
+	qs->plans_bound = meta_text(db, "plans_bound");
+	qs->events_dropped = meta_u64(db, "events_dropped");
+	qs->clock_clamped = meta_u64(db, "clock_clamped");
+	qs->texts_folded = meta_u64(db, "texts_folded");
+	qs->exit_status = qs->duration_ns = qs->runs = -1;
+	qs->rate = -1;
+	meta_opt(db, "rate", 1, &qs->rate, NULL);
+	meta_opt(db, "runs", 0, NULL, &qs->runs);
+	meta_opt(db, "exit_status", 0, NULL, &qs->exit_status);
+	meta_opt(db, "duration_ns", 0, NULL, &qs->duration_ns);
+}
 
-		if (sqlite3_prepare_v2(db, "SELECT value FROM meta WHERE key='command'", -1, &cs,
-				       NULL) == SQLITE_OK) {
-			if (sqlite3_step(cs) == SQLITE_ROW)
-				qs->command = col_dup(cs, 0);
-			sqlite3_finalize(cs);
-		}
-		if (sqlite3_prepare_v2(db, "SELECT value FROM meta WHERE key='died'", -1, &cs,
-				       NULL) == SQLITE_OK) {
-			if (sqlite3_step(cs) == SQLITE_ROW)
-				qs->died = col_dup(cs, 0);
-			sqlite3_finalize(cs);
-		}
-		if (sqlite3_prepare_v2(db, "SELECT value FROM meta WHERE key='plans_bound'", -1,
-				       &cs, NULL) == SQLITE_OK) {
-			if (sqlite3_step(cs) == SQLITE_ROW)
-				qs->plans_bound = col_dup(cs, 0);
-			sqlite3_finalize(cs);
-		}
-		qs->exit_status = -1;
-		qs->duration_ns = -1;
-		qs->rate = -1;
-		qs->runs = -1;
-		qs->events_dropped = scalar(
-			db, "SELECT CAST(value AS INTEGER) FROM meta WHERE key='events_dropped'");
-		qs->clock_clamped = scalar(
-			db, "SELECT CAST(value AS INTEGER) FROM meta WHERE key='clock_clamped'");
-		qs->texts_folded = scalar(
-			db, "SELECT CAST(value AS INTEGER) FROM meta WHERE key='texts_folded'");
-		if (sqlite3_prepare_v2(
-			    db,
-			    "SELECT (SELECT CAST(value AS REAL) FROM meta WHERE key='rate'),"
-			    " (SELECT CAST(value AS INTEGER) FROM meta WHERE key='runs')",
-			    -1, &cs, NULL) == SQLITE_OK) {
-			if (sqlite3_step(cs) == SQLITE_ROW) {
-				if (sqlite3_column_type(cs, 0) != SQLITE_NULL)
-					qs->rate = sqlite3_column_double(cs, 0);
-				if (sqlite3_column_type(cs, 1) != SQLITE_NULL)
-					qs->runs = sqlite3_column_int64(cs, 1);
-			}
-			sqlite3_finalize(cs);
-		}
-		if (sqlite3_prepare_v2(
-			    db,
-			    "SELECT (SELECT CAST(value AS INTEGER) FROM meta WHERE key='exit_status'),"
-			    " (SELECT CAST(value AS INTEGER) FROM meta WHERE key='duration_ns')",
-			    -1, &cs, NULL) == SQLITE_OK) {
-			if (sqlite3_step(cs) == SQLITE_ROW) {
-				if (sqlite3_column_type(cs, 0) != SQLITE_NULL)
-					qs->exit_status = sqlite3_column_int64(cs, 0);
-				if (sqlite3_column_type(cs, 1) != SQLITE_NULL)
-					qs->duration_ns = sqlite3_column_int64(cs, 1);
-			}
-			sqlite3_finalize(cs);
-		}
-	}
+int sp_qset_load_window(sqlite3 *db, const struct sp_window *w, struct sp_qset *qs, char *err,
+			size_t errlen)
+{
+	struct hmap idx; /* {fp_id, kind_exec} -> {row index + 1, has a histogram} */
+	int rc;
+
+	memset(qs, 0, sizeof(*qs));
+	if (w && !w->on)
+		w = NULL;
+	if (w)
+		qs->window = *w;
+	hmap_init(&idx, sizeof(struct qkey), 2 * sizeof(size_t));
+	if ((rc = load_rows(db, qs)) < 0 || (rc = index_rows(qs, &idx)) < 0 ||
+	    (w && (rc = window_sums(db, w, qs, &idx)) < 0) ||
+	    (rc = load_percentiles(db, w, qs, &idx)) < 0 ||
+	    (rc = load_plans(db, qs, &idx) < 0 ? Q_NOMEM : 0) < 0 ||
+	    (rc = load_plan_gaps(db, qs, &idx)) < 0)
+		goto fail;
+	fold_exec_rows(qs, &idx);
+	hmap_free(&idx);
+	for (size_t i = 0; i < qs->n; i++)
+		qs->no_plan += !qs->rows[i].plan && !qs->rows[i].plan_gap;
+	load_totals(db, w, qs);
 	return 0;
-nomem:
-	ret = SP_ERR_NOMEM;
-	snprintf(err, errlen, "out of memory");
-	goto fail;
-sqlerr:
-	snprintf(err, errlen, "corrupt profile: %s", sqlite3_errmsg(db));
 fail:
-	sqlite3_finalize(st);
-	sqlite3_finalize(hs);
-	sp_hist_free(h);
+	if (rc == Q_NOMEM)
+		snprintf(err, errlen, "out of memory");
+	else
+		snprintf(err, errlen, "corrupt profile: %s", sqlite3_errmsg(db));
 	hmap_free(&idx);
 	sp_qset_free(qs);
-	return ret;
+	return rc == Q_NOMEM ? SP_ERR_NOMEM : SP_ERR_INPUT;
 }
 
 uint64_t sp_qset_prepare_ns(const struct sp_qset *qs)
@@ -667,8 +694,8 @@ int sp_failures_load(sqlite3 *db, struct sp_failures *out)
 		x->kind = sp_qkind_parse(kind);
 		x->rc = sqlite3_column_int(st, 2);
 		x->message = col_dup(st, 3);
-		x->count = col_u64(st, 4);
-		x->pid = col_u64(st, 5);
+		x->count = sp_col_u64(st, 4);
+		x->pid = sp_col_u64(st, 5);
 		x->stack_id = (uint64_t)sqlite3_column_int64(st, 6);
 		x->fingerprint = sqlite3_column_type(st, 7) == SQLITE_NULL
 					 ? strdup("<sql text lost>")

@@ -30,6 +30,29 @@ struct sp_qrow {
 	int folded;     /* an exec row that took in its one statement's row */
 };
 
+/*
+ * The queries table's counters after fp_id, kind, fingerprint and sql, in
+ * the profile's column order: X(column, summed), each a uint64_t field of
+ * struct sp_qrow of the same name; summed: 1 when interval_queries holds
+ * it too and a window's value is the sum of its intervals' (the order of
+ * SP_SERIES_COLS), 0 when it stays the whole profile's. The one list of
+ * them: the loader's SELECT and a test's CREATE TABLE come from it.
+ */
+/* clang-format off */
+#define SP_QROW_COLS(X)                                                              \
+	X(count, 1) X(total_ns, 1) X(self_ns, 1) X(wall_ns, 1) X(min_ns, 0)          \
+	X(max_ns, 0) X(rows, 1) X(vm_steps, 1) X(fullscan_steps, 1) X(sorts, 1)      \
+	X(autoindex, 1) X(errors, 1) X(nested, 1) X(samples, 1) X(prepares, 1)       \
+	X(prepare_ns, 1) X(runs, 1) X(max_run, 0)
+/* clang-format on */
+#define SP_QCOL_NAME_(c, s) ", " #c
+#define SP_QCOL_DEF_(c, s) ", " #c " INTEGER"
+/* "fp_id, kind, fingerprint, sql, count, ..., max_run" */
+#define SP_QUERIES_SELECT "fp_id, kind, fingerprint, sql" SP_QROW_COLS(SP_QCOL_NAME_)
+/* the column definitions of a CREATE TABLE queries(...), no key */
+#define SP_QUERIES_COLUMNS \
+	"fp_id INTEGER, kind TEXT, fingerprint TEXT, sql TEXT" SP_QROW_COLS(SP_QCOL_DEF_)
+
 struct sp_qset {
 	struct sp_qrow *rows;
 	size_t n;

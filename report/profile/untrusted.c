@@ -209,3 +209,10 @@ fail:
 	sqlite3_close(db);
 	return NULL;
 }
+
+uint64_t sp_col_u64(sqlite3_stmt *st, int i)
+{
+	sqlite3_int64 v = sqlite3_column_int64(st, i);
+
+	return v > 0 ? (uint64_t)v : 0;
+}

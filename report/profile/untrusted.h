@@ -11,6 +11,7 @@
 
 #include <sqlite3.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 /* Every table a reader of a profile uses (docs/profile-format.md). */
@@ -29,6 +30,10 @@ extern const char *const sp_profile_tables[];
  * the file, terminal-safe) in err. */
 sqlite3 *sp_untrusted_open(const char *name, int flags, off_t size, const char *const *tables,
 			   char *err, size_t errlen);
+
+/* Column i of st's row as a count: a negative value (a hostile or broken
+ * profile) reads as 0. */
+uint64_t sp_col_u64(sqlite3_stmt *st, int i);
 
 #define SP_UNTRUSTED_FLOOR_OPS 200000000LL /* about 2 s of VM work here */
 #define SP_UNTRUSTED_OPS_PER_BYTE 1000LL

@@ -27,6 +27,7 @@
 #include "fingerprint.h"
 #include "hist.h"
 #include "live.h"
+#include "untrusted.h"
 
 const uint64_t sp_live_bounds_ns[SP_LIVE_NB] = {
 	1000ull,      5000ull,      10000ull,      50000ull,      100000ull,
@@ -307,13 +308,6 @@ out:
 	return rc;
 }
 
-static uint64_t col_u64(sqlite3_stmt *st, int i)
-{
-	sqlite3_int64 v = sqlite3_column_int64(st, i);
-
-	return v > 0 ? (uint64_t)v : 0;
-}
-
 static int has_table(sqlite3 *db, const char *name)
 {
 	sqlite3_stmt *st;
@@ -339,7 +333,7 @@ int sp_live_state_load(sqlite3 *db, struct sp_live_state *s, char *err, size_t e
 		return -1;
 	}
 	while (sqlite3_step(st) == SQLITE_ROW) {
-		uint64_t k[2] = { col_u64(st, 0), col_u64(st, 1) };
+		uint64_t k[2] = { sp_col_u64(st, 0), sp_col_u64(st, 1) };
 		int *v = hmap_get(&s->series, k, 1, NULL);
 
 		if (!v) {
