@@ -58,7 +58,8 @@ static int has_table(sqlite3 *db, const char *name)
 	sqlite3_stmt *st = NULL;
 	int yes = 0;
 
-	if (sqlite3_prepare_v2(db, "SELECT count(*) FROM sqlite_schema WHERE name=? AND type='table'",
+	if (sqlite3_prepare_v2(db,
+			       "SELECT count(*) FROM sqlite_schema WHERE name=? AND type='table'",
 			       -1, &st, NULL) == SQLITE_OK) {
 		sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
 		yes = sqlite3_step(st) == SQLITE_ROW && sqlite3_column_int(st, 0) != 0;

@@ -61,9 +61,9 @@ void sp_agent_qagg_to_row(const struct sp_qagg *q, struct sp_agent_row *r);
 
 /* What an earlier agent left in a profile. */
 struct sp_agent_loaded {
-	long long started;    /* meta started */
-	long long restarts;   /* agents that wrote it before (>= 1) */
-	double ns_per_tick;   /* its TSC calibration, 0: none */
+	long long started;               /* meta started */
+	long long restarts;              /* agents that wrote it before (>= 1) */
+	double ns_per_tick;              /* its TSC calibration, 0: none */
 	struct sp_agent_rows carried;    /* agent_live */
 	struct sp_agent_hrows carried_h; /* agent_live_hist */
 };

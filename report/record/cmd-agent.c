@@ -71,11 +71,11 @@ struct agent {
 	struct sp_coll c;
 	struct sp_srv srv;
 	const char *output;
-	struct sp_agent_rows carried;    /* agent_live of the previous agent, not reconnected yet */
-	long long started;               /* unix time the profile began (kept over restarts) */
-	uint64_t t0;                     /* mono ns we started */
-	long long restarts;              /* agents before us that wrote this profile */
-	struct sp_agent_rows live;       /* filled just before a write */
+	struct sp_agent_rows carried; /* agent_live of the previous agent, not reconnected yet */
+	long long started;            /* unix time the profile began (kept over restarts) */
+	uint64_t t0;                  /* mono ns we started */
+	long long restarts;           /* agents before us that wrote this profile */
+	struct sp_agent_rows live;    /* filled just before a write */
 	struct sp_agent_hrows carried_h, live_h; /* the same for the histograms */
 	int64_t snap_ns;                 /* unix ns the statistics of this write were read */
 	int64_t first_ns;                /* unix ns the profile's first interval starts */
@@ -1591,7 +1591,7 @@ int cmd_agent(int argc, char **argv)
 	rc = agent_start(&a, &o);
 	if (rc < 0)
 		rc = agent_loop(&a, o.interval) < 0 || agent_end(&a, o.quiet) < 0 ? SP_EXIT_INTERNAL
-										: SP_EXIT_OK;
+										  : SP_EXIT_OK;
 	agent_free(&a);
 	return rc;
 }
