@@ -1414,12 +1414,35 @@ static void agent_tick(struct agent *a)
 	}
 }
 
+/* The test hold (agent_loop): 1 while path exists (after 10 ms). */
+static int agent_held(const char *path)
+{
+	char held[PATH_MAX + 8];
+	struct timespec ts = { 0, 10000000 };
+	int fd;
+
+	if (access(path, F_OK) < 0)
+		return 0;
+	snprintf(held, sizeof(held), "%s.held", path);
+	fd = open(held, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+	if (fd >= 0)
+		close(fd);
+	nanosleep(&ts, NULL);
+	return 1;
+}
+
 /* Serve until SIGTERM or SIGINT. 0, or -1 (the server failed). */
 static int agent_loop(struct agent *a, double interval)
 {
 	uint64_t next = sp_srv_mono_ns();
+	/* tests only (t_agent_scrape_busy): while this file exists the loop
+	 * does nothing, as while it merges a large service that ended; it
+	 * says so by creating FILE.held */
+	const char *hold = getenv("SQLPROF_AGENT_TEST_HOLD");
 
 	while (!stop_sig) {
+		if (hold && agent_held(hold))
+			continue;
 		int t = a->metrics ? sp_metrics_timeout_ms(a->metrics) : -1;
 		int r = sp_srv_round(&a->srv, a->metrics ? sp_metrics_fd(a->metrics) : sig_pipe[0],
 				     t >= 0 && t < 10 ? t : -1, 0);
@@ -1428,7 +1451,8 @@ static int agent_loop(struct agent *a, double interval)
 
 		if (r < 0)
 			return -1;
-		/* a scrape: answered here, between two rounds (metrics.c) */
+		/* a scrape's answer: rendered here, between two rounds, and
+		 * sent by metrics.c's thread */
 		if (a->metrics)
 			sp_metrics_run(a->metrics);
 		if (r & SP_SRV_EXTRA) {
