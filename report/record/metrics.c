@@ -44,11 +44,12 @@
 #include <limits.h>
 #include <netdb.h>
 #include <netinet/in.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <pthread.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
@@ -814,9 +815,21 @@ struct sp_metrics *sp_metrics_start(const char *hostport, size_t top_n, sp_metri
 		snprintf(err, errlen, "--metrics: epoll_ctl: %s", strerror(errno));
 		goto fail;
 	}
-	if (pthread_create(&m->th, NULL, serve_thread, m) != 0) {
-		snprintf(err, errlen, "--metrics: cannot start its thread");
-		goto fail;
+	{
+		/* the agent's signals go to its own thread (the thread starts
+		 * with every signal blocked) */
+		sigset_t all, old;
+		int e;
+
+		sigfillset(&all);
+		pthread_sigmask(SIG_BLOCK, &all, &old);
+		e = pthread_create(&m->th, NULL, serve_thread, m);
+		pthread_sigmask(SIG_SETMASK, &old, NULL);
+		if (e != 0) {
+			snprintf(err, errlen, "--metrics: cannot start its thread: %s",
+				 strerror(e));
+			goto fail;
+		}
 	}
 	m->th_started = 1;
 	return m;
