@@ -9,6 +9,9 @@ second (tests/progs/service, 20 executions each) under one `sqlprof agent
                     (its own process: snapshot children are not counted;
                     RssShmem is the services' statistics it has read)
   scrape_s          each GET /metrics (every --scrape-every seconds)
+  scrape_busy       scrapes answered with the last exposition rendered
+                    while the agent's loop was busy (metrics.c: a
+                    "# sqlprof: the agent was busy" first line)
   scrape_executions the sum of sqlprof_query_executions_total it answered
                     (a counter: --check fails when it goes down)
   profile_age_s     the profile's age (now - mtime) once a second
@@ -116,7 +119,7 @@ def main():
                             main_count], env=env)
     res = {"seconds": a.seconds, "rate": a.rate, "procs_per_s": a.procs,
            "interval_s": a.interval, "rss_kb": [], "scrape_s": [], "scrape_bytes": [],
-           "profile_age_s": [], "scrape_failures": 0,
+           "profile_age_s": [], "scrape_failures": 0, "scrape_busy": 0,
            "scrape_executions": []}
     churn, counts, nproc = [], [main_count], 0
     next_proc = next_sample = next_scrape = t0
@@ -148,6 +151,8 @@ def main():
                 res["scrape_s"].append([round(s - t0, 1), round(time.monotonic() - s, 4)])
                 res["scrape_bytes"].append(len(body))
                 res["scrape_executions"].append(executions(body))
+                if body.startswith(b"# sqlprof: the agent was busy"):
+                    res["scrape_busy"] += 1
             except Exception:
                 res["scrape_failures"] += 1
             next_scrape += a.scrape_every

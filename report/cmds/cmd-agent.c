@@ -56,6 +56,7 @@
 
 #include <sqlite3.h>
 
+#include "agent-state.h"
 #include "cmds.h"
 #include "collect.h"
 #include "kind.h"
@@ -66,51 +67,16 @@
 #include "serve.h"
 #include "series.h"
 
-/* The subtractable totals of one SQL text and kind (struct sp_qagg). */
-/* clang-format off */
-#define QF(X)                                                                                      \
-	X(count) X(total_ns) X(self_ns) X(wall_ns) X(rows) X(vm_steps) X(fullscan_steps) X(sorts) \
-	X(autoindex) X(errors) X(nested) X(samples) X(prepares) X(prepare_ns) X(runs)
-#define QF_COUNT(f) +1
-enum { NQF = 0 QF(QF_COUNT) };
-/* clang-format on */
-
-/* One image's part of one query's totals (agent_live). */
-struct live_row {
-	uint32_t pid;
-	int gone_seen; /* reap_gone found its process gone once already */
-	uint64_t start, ino;
-	uint64_t sql_id, kind;
-	uint64_t v[NQF];
-};
-
-struct rows {
-	struct live_row *r;
-	size_t n, cap;
-};
-
-/* One bucket of an image's part of a fingerprint's latency histogram
- * (agent_live_hist). */
-struct hist_row {
-	uint32_t pid;
-	uint64_t ino, fp_id, kind, bucket_ns, count;
-};
-
-struct hrows {
-	struct hist_row *r;
-	size_t n, cap;
-};
-
 struct agent {
 	struct sp_coll c;
 	struct sp_srv srv;
 	const char *output;
-	struct rows carried;             /* agent_live of the previous agent, not reconnected yet */
-	long long started;               /* unix time the profile began (kept over restarts) */
-	uint64_t t0;                     /* mono ns we started */
-	long long restarts;              /* agents before us that wrote this profile */
-	struct rows live;                /* filled just before a write */
-	struct hrows carried_h, live_h;  /* the same for the histograms */
+	struct sp_agent_rows carried; /* agent_live of the previous agent, not reconnected yet */
+	long long started;            /* unix time the profile began (kept over restarts) */
+	uint64_t t0;                  /* mono ns we started */
+	long long restarts;           /* agents before us that wrote this profile */
+	struct sp_agent_rows live;    /* filled just before a write */
+	struct sp_agent_hrows carried_h, live_h; /* the same for the histograms */
 	int64_t snap_ns;                 /* unix ns the statistics of this write were read */
 	int64_t first_ns;                /* unix ns the profile's first interval starts */
 	struct sp_live_state ls;         /* the live views' state (live.h) */
@@ -137,6 +103,11 @@ struct agent {
 	struct hmap folds;
 	uint64_t fold_epoch; /* agent_fold calls so far */
 	uint64_t snap_epoch; /* fold_epoch when the running snapshot was forked */
+	pid_t snap;          /* the running snapshot, 0: none */
+	/* the socket, its directory and the locks (cmd_agent) */
+	char sockpath[PATH_MAX], sockdir[PATH_MAX], lockpath[PATH_MAX + 16];
+	int dirfd;     /* the socket directory's lock (dir_lock), -1: none */
+	int listening; /* the socket is ours to remove */
 };
 
 struct fold_ent {
@@ -394,25 +365,9 @@ static int dir_lock(const char *dir)
 	return fd;
 }
 
-static int rows_add(struct rows *rs, const struct live_row *r)
-{
-	if (SP_GROW(rs->r, rs->cap, rs->n + 1, 64) < 0)
-		return -1;
-	rs->r[rs->n++] = *r;
-	return 0;
-}
-
-static int hrows_add(struct hrows *rs, const struct hist_row *r)
-{
-	if (SP_GROW(rs->r, rs->cap, rs->n + 1, 64) < 0)
-		return -1;
-	rs->r[rs->n++] = *r;
-	return 0;
-}
-
 struct hist_walk {
-	struct hrows *out;
-	struct hist_row r;
+	struct sp_agent_hrows *out;
+	struct sp_agent_hrow r;
 	int rc;
 };
 
@@ -422,16 +377,8 @@ static int hist_walk_row(uint64_t lo, uint64_t count, void *arg)
 
 	w->r.bucket_ns = lo;
 	w->r.count = count;
-	w->rc = hrows_add(w->out, &w->r);
+	w->rc = sp_agent_hrows_add(w->out, &w->r);
 	return w->rc;
-}
-
-static void qagg_to_row(const struct sp_qagg *q, struct live_row *r)
-{
-	size_t i = 0;
-#define QF_GET(f) r->v[i++] = q->f;
-	QF(QF_GET)
-#undef QF_GET
 }
 
 static uint64_t sub_sat(uint64_t a, uint64_t b)
@@ -440,7 +387,7 @@ static uint64_t sub_sat(uint64_t a, uint64_t b)
 }
 
 /* Take an image's part (r) off the totals: its statistics will come again. */
-static void row_subtract(struct sp_coll *c, const struct live_row *r)
+static void row_subtract(struct sp_coll *c, const struct sp_agent_row *r)
 {
 	uint64_t k[2] = { r->sql_id, r->kind };
 	struct sp_qagg *q = hmap_get(&c->queries, k, 0, NULL);
@@ -449,7 +396,7 @@ static void row_subtract(struct sp_coll *c, const struct live_row *r)
 
 	if (q) {
 #define QF_SUB(f) q->f = sub_sat(q->f, r->v[i]), i++;
-		QF(QF_SUB)
+		SP_AGENT_QF(QF_SUB)
 #undef QF_SUB
 	}
 	if (p)
@@ -461,7 +408,7 @@ static void row_subtract(struct sp_coll *c, const struct live_row *r)
 static void hist_subtract(struct agent *a, uint32_t pid, uint64_t ino)
 {
 	for (size_t i = 0; i < a->carried_h.n;) {
-		const struct hist_row *r = &a->carried_h.r[i];
+		const struct sp_agent_hrow *r = &a->carried_h.r[i];
 
 		if (r->pid != pid || r->ino != ino) {
 			i++;
@@ -524,7 +471,7 @@ static int image_part(struct agent *a, const struct sp_statmap *m, struct sp_col
 	const uint64_t *k;
 	struct sp_qagg *q;
 	const struct sp_fphist *fh;
-	struct live_row r;
+	struct sp_agent_row r;
 	struct hist_walk w = { .out = &a->live_h };
 
 	if (!m->ino)
@@ -538,8 +485,8 @@ static int image_part(struct agent *a, const struct sp_statmap *m, struct sp_col
 	while ((q = hmap_next(&tmp->queries, &it, (const void **)&k))) {
 		r.sql_id = k[0];
 		r.kind = k[1];
-		qagg_to_row(q, &r);
-		if (rows_add(&a->live, &r) < 0)
+		sp_agent_qagg_to_row(q, &r);
+		if (sp_agent_rows_add(&a->live, &r) < 0)
 			return -1;
 		if (q->hist) {
 			/* a text not known (or a placeholder's) when merged:
@@ -575,12 +522,12 @@ static int live_parts(struct agent *a)
 	if (each_image(a, image_part, NULL) < 0)
 		return -1;
 	for (size_t i = 0; i < a->carried.n; i++)
-		if (rows_add(&a->live, &a->carried.r[i]) < 0)
+		if (sp_agent_rows_add(&a->live, &a->carried.r[i]) < 0)
 			return -1;
 	/* the histogram parts of the carried images that may still come back
 	 * (their distinct images first: a row per image and query each) */
 	if (a->carried_h.n) {
-		struct hist_row *img = malloc((a->carried.n + 1) * sizeof(*img));
+		struct sp_agent_hrow *img = malloc((a->carried.n + 1) * sizeof(*img));
 		size_t nimg = 0;
 
 		if (!img)
@@ -598,12 +545,12 @@ static int live_parts(struct agent *a)
 			}
 		}
 		for (size_t i = 0; i < a->carried_h.n; i++) {
-			const struct hist_row *h = &a->carried_h.r[i];
+			const struct sp_agent_hrow *h = &a->carried_h.r[i];
 			size_t k;
 
 			for (k = 0; k < nimg && (img[k].pid != h->pid || img[k].ino != h->ino); k++)
 				;
-			if (k < nimg && hrows_add(&a->live_h, h) < 0) {
+			if (k < nimg && sp_agent_hrows_add(&a->live_h, h) < 0) {
 				free(img);
 				return -1;
 			}
@@ -794,150 +741,34 @@ static void view_answer(struct sp_srv *s, const struct sp_client *cl)
 	sp_live_free(&l);
 }
 
-/* The agent's tables and meta rows (profile-write.h's extra callback). */
+/* The agent's tables and meta rows (profile-write.h's extra callback):
+ * its state (agent-state.c), the live views' state and this write's
+ * interval. */
 static int write_state(sqlite3 *db, void *arg)
 {
 	struct agent *a = arg;
-	sqlite3_stmt *st = NULL;
-	size_t it = 0;
-	const uint64_t *k;
-	struct sp_qagg *q;
-	char sql[1024], err[512];
-	int n, rc = -1;
+	struct sp_agent_saved s = {
+		.c = &a->c,
+		.live = &a->live,
+		.live_h = &a->live_h,
+		.restarts = a->restarts,
+		.max_texts = a->max_texts,
+	};
+	char err[512];
 
-	if (sqlite3_exec(
-		    db,
-		    "CREATE TABLE agent_queries(sql_id INTEGER, kind INTEGER, count INTEGER,"
-		    " total_ns INTEGER, self_ns INTEGER, wall_ns INTEGER, rows INTEGER,"
-		    " vm_steps INTEGER, fullscan_steps INTEGER, sorts INTEGER, autoindex INTEGER,"
-		    " errors INTEGER, nested INTEGER, samples INTEGER, prepares INTEGER,"
-		    " prepare_ns INTEGER, runs INTEGER, min_ns INTEGER, max_ns INTEGER,"
-		    " PRIMARY KEY(sql_id, kind));"
-		    "CREATE TABLE agent_live(pid INTEGER, start INTEGER, ino INTEGER,"
-		    " sql_id INTEGER, kind INTEGER, count INTEGER, total_ns INTEGER,"
-		    " self_ns INTEGER, wall_ns INTEGER, rows INTEGER, vm_steps INTEGER,"
-		    " fullscan_steps INTEGER, sorts INTEGER, autoindex INTEGER, errors INTEGER,"
-		    " nested INTEGER, samples INTEGER, prepares INTEGER, prepare_ns INTEGER,"
-		    " runs INTEGER);"
-		    "CREATE TABLE agent_live_hist(pid INTEGER, ino INTEGER, fp_id INTEGER,"
-		    " kind INTEGER, bucket_ns INTEGER, count INTEGER);",
-		    NULL, NULL, NULL) != SQLITE_OK)
-		return -1;
-	n = snprintf(sql, sizeof(sql), "INSERT INTO agent_queries VALUES(?,?");
-	for (int i = 0; i < NQF + 2; i++)
-		n += snprintf(sql + n, sizeof(sql) - (size_t)n, ",?");
-	snprintf(sql + n, sizeof(sql) - (size_t)n, ")");
-	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
-		goto out;
-	while ((q = hmap_next(&a->c.queries, &it, (const void **)&k))) {
-		struct live_row r;
-		int col = 1;
-
-		qagg_to_row(q, &r);
-		sqlite3_bind_int64(st, col++, (sqlite3_int64)k[0]);
-		sqlite3_bind_int64(st, col++, (sqlite3_int64)k[1]);
-		for (int i = 0; i < NQF; i++)
-			sqlite3_bind_int64(st, col++, (sqlite3_int64)r.v[i]);
-		sqlite3_bind_int64(st, col++, (sqlite3_int64)q->min_ns);
-		sqlite3_bind_int64(st, col++, (sqlite3_int64)q->max_ns);
-		if (sqlite3_step(st) != SQLITE_DONE)
-			goto out;
-		sqlite3_reset(st);
-	}
-	sqlite3_finalize(st);
-	st = NULL;
-	n = snprintf(sql, sizeof(sql), "INSERT INTO agent_live VALUES(?,?,?,?,?");
-	for (int i = 0; i < NQF; i++)
-		n += snprintf(sql + n, sizeof(sql) - (size_t)n, ",?");
-	snprintf(sql + n, sizeof(sql) - (size_t)n, ")");
-	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
-		goto out;
-	for (size_t j = 0; j < a->live.n; j++) {
-		const struct live_row *r = &a->live.r[j];
-		int col = 1;
-
-		sqlite3_bind_int64(st, col++, r->pid);
-		sqlite3_bind_int64(st, col++, (sqlite3_int64)r->start);
-		sqlite3_bind_int64(st, col++, (sqlite3_int64)r->ino);
-		sqlite3_bind_int64(st, col++, (sqlite3_int64)r->sql_id);
-		sqlite3_bind_int64(st, col++, (sqlite3_int64)r->kind);
-		for (int i = 0; i < NQF; i++)
-			sqlite3_bind_int64(st, col++, (sqlite3_int64)r->v[i]);
-		if (sqlite3_step(st) != SQLITE_DONE)
-			goto out;
-		sqlite3_reset(st);
-	}
-	sqlite3_finalize(st);
-	st = NULL;
-	if (sqlite3_prepare_v2(db, "INSERT INTO agent_live_hist VALUES(?,?,?,?,?,?)", -1, &st,
-			       NULL) != SQLITE_OK)
-		goto out;
-	for (size_t j = 0; j < a->live_h.n; j++) {
-		const struct hist_row *r = &a->live_h.r[j];
-
-		sqlite3_bind_int64(st, 1, r->pid);
-		sqlite3_bind_int64(st, 2, (sqlite3_int64)r->ino);
-		sqlite3_bind_int64(st, 3, (sqlite3_int64)r->fp_id);
-		sqlite3_bind_int64(st, 4, (sqlite3_int64)r->kind);
-		sqlite3_bind_int64(st, 5, (sqlite3_int64)r->bucket_ns);
-		sqlite3_bind_int64(st, 6, (sqlite3_int64)r->count);
-		if (sqlite3_step(st) != SQLITE_DONE)
-			goto out;
-		sqlite3_reset(st);
-	}
-	sqlite3_finalize(st);
-	st = NULL;
-	if (sqlite3_prepare_v2(db, "INSERT INTO meta VALUES(?,?)", -1, &st, NULL) != SQLITE_OK)
-		goto out;
-	sqlite3_bind_text(st, 1, "agent_restarts", -1, SQLITE_STATIC);
-	sqlite3_bind_int64(st, 2, a->restarts);
-	if (sqlite3_step(st) != SQLITE_DONE)
-		goto out;
-	sqlite3_reset(st);
 	/* executions processes said they ran (BYE) that their statistics,
 	 * as merged, do not hold: never a silent loss */
 	a->missing = sp_coll_missing_bye(&a->c, &a->missing_procs);
-	sqlite3_bind_text(st, 1, "agent_missing_executions", -1, SQLITE_STATIC);
-	sqlite3_bind_int64(st, 2, (sqlite3_int64)a->missing);
-	if (sqlite3_step(st) != SQLITE_DONE)
-		goto out;
-	sqlite3_reset(st);
-	/* texts folded by the budget (--max-texts), in this write: their
-	 * fingerprints' totals are exact, the texts themselves are gone */
-	sqlite3_bind_text(st, 1, "agent_texts_folded", -1, SQLITE_STATIC);
-	sqlite3_bind_int64(st, 2, (sqlite3_int64)a->c.texts_folded);
-	if (sqlite3_step(st) != SQLITE_DONE)
-		goto out;
-	sqlite3_reset(st);
-	sqlite3_bind_text(st, 1, "agent_max_texts", -1, SQLITE_STATIC);
-	sqlite3_bind_int64(st, 2, (sqlite3_int64)a->max_texts);
-	if (sqlite3_step(st) != SQLITE_DONE)
-		goto out;
-	sqlite3_reset(st);
-	sqlite3_bind_text(st, 1, "agent_updated", -1, SQLITE_STATIC);
-	sqlite3_bind_int64(st, 2, (sqlite3_int64)time(NULL));
-	if (sqlite3_step(st) != SQLITE_DONE)
-		goto out;
-	sqlite3_reset(st);
-	/* a restarted agent converts the same ticks to the same ns: the parts
-	 * it takes off and the statistics that come again in full agree, so
-	 * sums and buckets never go down */
-	sqlite3_bind_text(st, 1, "agent_ns_per_tick", -1, SQLITE_STATIC);
-	sqlite3_bind_double(st, 2, a->c.ns_per_tick);
-	if (sqlite3_step(st) != SQLITE_DONE)
-		goto out;
-	if (sp_live_state_write(db, &a->ls) < 0)
-		goto out;
+	s.missing = a->missing;
+	if (sp_agent_state_write(db, &s) < 0 || sp_live_state_write(db, &a->ls) < 0)
+		return -1;
 	/* this write's interval: what the totals gained since the profile
 	 * it replaces (series.c) */
 	if (sp_series_add(db, a->output, a->first_ns, a->snap_ns, err, sizeof(err)) < 0) {
 		fprintf(stderr, "sqlprof agent: %s\n", err);
-		goto out;
+		return -1;
 	}
-	rc = 0;
-out:
-	sqlite3_finalize(st);
-	return rc;
+	return 0;
 }
 
 /* Each live image's statistics, read once: copied, the copy merged for
@@ -990,7 +821,7 @@ static void freeze_stats(struct agent *a)
 /* Rows of images' parts (a->live, a->carried) of texts folded (map:
  * sql_id -> fold id) renamed to their fold's and merged per image and
  * fold. */
-static int fold_rows(struct rows *rs, const struct hmap *map)
+static int fold_rows(struct sp_agent_rows *rs, const struct hmap *map)
 {
 	struct hmap at; /* {pid, start, ino, sql_id, kind} -> index + 1 in a->live */
 	size_t n = 0;
@@ -998,7 +829,7 @@ static int fold_rows(struct rows *rs, const struct hmap *map)
 
 	hmap_init(&at, 5 * sizeof(uint64_t), sizeof(size_t));
 	for (size_t i = 0; i < rs->n; i++) {
-		struct live_row r = rs->r[i];
+		struct sp_agent_row r = rs->r[i];
 		const uint64_t *to = hmap_get((struct hmap *)map, &r.sql_id, 0, NULL);
 		uint64_t k[5];
 		size_t *j;
@@ -1025,7 +856,7 @@ static int fold_rows(struct rows *rs, const struct hmap *map)
 			*j = n;
 			rs->r[n++] = r;
 		} else {
-			for (int f = 0; f < NQF; f++)
+			for (int f = 0; f < SP_AGENT_NQF; f++)
 				rs->r[*j].v[f] += r.v[f];
 		}
 	}
@@ -1307,7 +1138,7 @@ static void reap_gone(struct agent *a)
 	 * (before this, sp_srv_read_bye_files) by the second look at the
 	 * latest, and its part must still be here to be taken off then */
 	for (size_t i = 0; i < a->carried.n;) {
-		struct live_row *r = &a->carried.r[i];
+		struct sp_agent_row *r = &a->carried.r[i];
 
 		if (sp_srv_proc_start(r->pid) != r->start && r->gone_seen++) {
 			a->carried.r[i] = a->carried.r[--a->carried.n];
@@ -1329,7 +1160,7 @@ static void carried_match(struct sp_coll *c, uint32_t pid, uint64_t ino)
 	int have_start = 0;
 
 	for (size_t i = 0; i < a->carried.n;) {
-		const struct live_row *r = &a->carried.r[i];
+		const struct sp_agent_row *r = &a->carried.r[i];
 
 		if (r->pid != pid) {
 			i++;
@@ -1352,216 +1183,50 @@ static void carried_match(struct sp_coll *c, uint32_t pid, uint64_t ino)
 	}
 }
 
-static uint64_t col_u64(sqlite3_stmt *st, int i)
-{
-	sqlite3_int64 v = sqlite3_column_int64(st, i);
-
-	return v > 0 ? (uint64_t)v : 0;
-}
-
 /* Continue the profile an earlier agent wrote at path: its totals per SQL
- * text, texts, processes, and the parts of the images that were running.
- * Returns 0 (also when there is nothing to continue), -1 with a reason. */
+ * text, texts, processes, and the parts of the images that were running
+ * (agent-state.c), and the live views' state. Returns 0 (also when there
+ * is nothing to continue), -1 with a reason. */
 static int state_load(struct agent *a, const char *path, char *err, size_t errlen)
 {
+	struct sp_agent_loaded l;
 	sqlite3 *db;
-	sqlite3_stmt *st = NULL;
-	int rc = -1;
+	int rc;
 
 	if (access(path, F_OK) < 0)
 		return 0;
 	db = sp_profile_open(path, err, errlen);
 	if (!db)
 		return -1;
-	if (sqlite3_prepare_v2(db,
-			       "SELECT count(*) FROM sqlite_schema WHERE name='agent_queries'"
-			       " AND type='table'",
-			       -1, &st, NULL) != SQLITE_OK ||
-	    sqlite3_step(st) != SQLITE_ROW || sqlite3_column_int(st, 0) == 0) {
-		rc = 0; /* a profile of record: started afresh */
-		goto out;
+	memset(&l, 0, sizeof(l));
+	l.started = a->started; /* kept when the profile does not say */
+	rc = sp_agent_state_load(db, path, &a->c, &l, err, errlen);
+	if (rc > 0) {
+		a->started = l.started;
+		a->restarts = l.restarts;
+		a->carried_tick = l.ns_per_tick;
+		a->carried = l.carried;
+		a->carried_h = l.carried_h;
+		rc = sp_live_state_load(db, &a->ls, err, errlen) < 0 ? -1 : 0;
+	} else {
+		free(l.carried.r);
+		free(l.carried_h.r);
 	}
-	sqlite3_finalize(st);
-	st = NULL;
-	if (sqlite3_prepare_v2(db,
-			       "SELECT key, value FROM meta WHERE key IN ('started',"
-			       " 'agent_restarts', 'agent_ns_per_tick', 'descriptors_lost',"
-			       " 'statistics_lost', 'descriptor_waits')",
-			       -1, &st, NULL) != SQLITE_OK)
-		goto sqlerr;
-	while (sqlite3_step(st) == SQLITE_ROW) {
-		const char *key = (const char *)sqlite3_column_text(st, 0);
-
-		/* losses stay said across restarts */
-		if (key && !strcmp(key, "descriptors_lost"))
-			a->c.fds_lost = col_u64(st, 1);
-		else if (key && !strcmp(key, "statistics_lost"))
-			a->c.stats_lost = col_u64(st, 1);
-		else if (key && !strcmp(key, "descriptor_waits"))
-			a->c.fd_waits = col_u64(st, 1);
-		else if (key && !strcmp(key, "started"))
-			a->started = sqlite3_column_int64(st, 1);
-		else if (key && !strcmp(key, "agent_ns_per_tick"))
-			a->carried_tick = sqlite3_column_double(st, 1);
-		else if (key)
-			a->restarts = sqlite3_column_int64(st, 1) + 1;
-	}
-	if (!a->restarts)
-		a->restarts = 1;
-	sqlite3_finalize(st);
-	if (sqlite3_prepare_v2(db, "SELECT sql_id, fp_id, sql, full_len, truncated FROM statements",
-			       -1, &st, NULL) != SQLITE_OK)
-		goto sqlerr;
-	while (sqlite3_step(st) == SQLITE_ROW) {
-		uint64_t id = (uint64_t)sqlite3_column_int64(st, 0);
-		const unsigned char *t = sqlite3_column_text(st, 2);
-		int created;
-		struct sp_sql *s = hmap_get(&a->c.sqls, &id, 1, &created);
-
-		if (!s)
-			goto nomem;
-		if (created && t) {
-			s->text = strdup((const char *)t);
-			s->full_len = (uint32_t)sqlite3_column_int64(st, 3);
-			s->truncated = sqlite3_column_int(st, 4);
-			s->fp_id = (uint64_t)sqlite3_column_int64(st, 1);
-		}
-	}
-	sqlite3_finalize(st);
-	if (sqlite3_prepare_v2(db, "SELECT * FROM agent_queries", -1, &st, NULL) != SQLITE_OK)
-		goto sqlerr;
-	while (sqlite3_step(st) == SQLITE_ROW) {
-		uint64_t k[2] = { col_u64(st, 0), col_u64(st, 1) };
-		struct sp_qagg *q = hmap_get(&a->c.queries, k, 1, NULL);
-		int col = 2;
-
-		if (!q)
-			goto nomem;
-#define QF_LOAD(f) q->f += col_u64(st, col), col++;
-		QF(QF_LOAD)
-#undef QF_LOAD
-		q->min_ns = col_u64(st, col++);
-		q->max_ns = col_u64(st, col++);
-	}
-	sqlite3_finalize(st);
-	if (sqlite3_prepare_v2(db,
-			       "SELECT pid, ppid, exe, executions, lost, untracked,"
-			       " sqlite_found, clean_exit, messages, bad_messages FROM processes",
-			       -1, &st, NULL) != SQLITE_OK)
-		goto sqlerr;
-	while (sqlite3_step(st) == SQLITE_ROW) {
-		uint32_t pid = (uint32_t)sqlite3_column_int64(st, 0);
-		int created;
-		struct sp_proc *p = hmap_get(&a->c.procs, &pid, 1, &created);
-		const unsigned char *exe = sqlite3_column_text(st, 2);
-
-		if (!p)
-			goto nomem;
-		if (!created)
-			continue;
-		p->pid = pid;
-		p->ppid = (uint32_t)sqlite3_column_int64(st, 1);
-		p->exe = exe ? strdup((const char *)exe) : NULL;
-		p->execs = col_u64(st, 3);
-		p->lost = col_u64(st, 4);
-		p->untracked = col_u64(st, 5);
-		p->sqlite_found = sqlite3_column_int(st, 6);
-		p->bye = sqlite3_column_int(st, 7);
-		p->msgs = col_u64(st, 8);
-		p->bad_msgs = col_u64(st, 9);
-		p->carried = 1;
-	}
-	sqlite3_finalize(st);
-	/* the latency histograms of the totals, so that they (and the
-	 * intervals' differences) go on from them; an image's part is taken
-	 * off when it connects again, as its totals are */
-	if (sqlite3_prepare_v2(db,
-			       "SELECT h.fp_id, h.kind, h.bucket_ns, h.count, q.min_ns,"
-			       " q.max_ns, q.total_ns FROM histograms h JOIN queries q"
-			       " USING (fp_id, kind)",
-			       -1, &st, NULL) != SQLITE_OK)
-		goto sqlerr;
-	while (sqlite3_step(st) == SQLITE_ROW) {
-		const char *kind = (const char *)sqlite3_column_text(st, 1);
-		uint64_t fk[2] = { (uint64_t)sqlite3_column_int64(st, 0),
-				   sp_qkind_parse(kind) == SP_QK_EXEC ? SP_KIND_EXEC
-								      : SP_KIND_STMT };
-		int created;
-		struct sp_fphist *fh = hmap_get(&a->c.fphists, fk, 1, &created);
-
-		if (!fh || (!fh->hist && !(fh->hist = sp_hist_new())))
-			goto nomem;
-		if (created) {
-			fh->min_ns = col_u64(st, 4);
-			fh->max_ns = col_u64(st, 5);
-			fh->sum_ns = col_u64(st, 6);
-		}
-		sp_hist_add_bucket(fh->hist, col_u64(st, 2), col_u64(st, 3));
-		fh->count += col_u64(st, 3);
-		sp_hist_set_minmax_sum(fh->hist, fh->min_ns, fh->max_ns, fh->sum_ns);
-	}
-	sqlite3_finalize(st);
-	st = NULL;
-	if (sqlite3_prepare_v2(db,
-			       "SELECT count(*) FROM sqlite_schema WHERE name='agent_live_hist'"
-			       " AND type='table'",
-			       -1, &st, NULL) == SQLITE_OK &&
-	    sqlite3_step(st) == SQLITE_ROW && sqlite3_column_int(st, 0)) {
-		sqlite3_finalize(st);
-		if (sqlite3_prepare_v2(db,
-				       "SELECT pid, ino, fp_id, kind, bucket_ns, count FROM"
-				       " agent_live_hist",
-				       -1, &st, NULL) != SQLITE_OK)
-			goto sqlerr;
-		while (sqlite3_step(st) == SQLITE_ROW) {
-			struct hist_row h = {
-				.pid = (uint32_t)sqlite3_column_int64(st, 0),
-				.ino = col_u64(st, 1),
-				.fp_id = (uint64_t)sqlite3_column_int64(st, 2),
-				.kind = col_u64(st, 3) == SP_KIND_EXEC ? SP_KIND_EXEC
-								       : SP_KIND_STMT,
-				.bucket_ns = col_u64(st, 4),
-				.count = col_u64(st, 5),
-			};
-
-			if (hrows_add(&a->carried_h, &h) < 0)
-				goto nomem;
-		}
-	}
-	sqlite3_finalize(st);
-	st = NULL;
-	if (sqlite3_prepare_v2(db, "SELECT * FROM agent_live", -1, &st, NULL) != SQLITE_OK)
-		goto sqlerr;
-	while (sqlite3_step(st) == SQLITE_ROW) {
-		struct live_row r;
-
-		memset(&r, 0, sizeof(r));
-		r.pid = (uint32_t)sqlite3_column_int64(st, 0);
-		r.start = col_u64(st, 1);
-		r.ino = col_u64(st, 2);
-		r.sql_id = col_u64(st, 3);
-		r.kind = col_u64(st, 4);
-		for (int i = 0; i < NQF; i++)
-			r.v[i] = col_u64(st, 5 + i);
-		if (rows_add(&a->carried, &r) < 0)
-			goto nomem;
-	}
-	if (sp_live_state_load(db, &a->ls, err, errlen) < 0)
-		goto out;
-	rc = 0;
-	goto out;
-nomem:
-	snprintf(err, errlen, "%s: out of memory", path);
-	goto out;
-sqlerr:
-	snprintf(err, errlen, "%s: %s", path, sqlite3_errmsg(db));
-out:
-	sqlite3_finalize(st);
 	sqlite3_close(db);
 	return rc;
 }
 
-int cmd_agent(int argc, char **argv)
+/* The command line (cmd_agent's options). */
+struct agent_opts {
+	const char *sock, *metrics;
+	double interval;
+	uint64_t top_n;
+	int quiet;
+};
+
+/* Parse the options into a and o. Returns -1 to go on, else the exit
+ * code (a bad option: usage said). */
+static int agent_options(int argc, char **argv, struct agent *a, struct agent_opts *o)
 {
 	static const struct option longopts[] = {
 		{ "output", required_argument, NULL, 'o' },
@@ -1574,52 +1239,38 @@ int cmd_agent(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	static struct agent a; /* its address goes to the profile writer */
-	char sockpath[PATH_MAX], sockdir[PATH_MAX], err[2 * PATH_MAX + 512], *slash;
-	char lockpath[PATH_MAX + 16];
-	int lockfd = -1;
-	const char *sock = NULL, *metrics = NULL;
-	double interval = 10;
-	uint64_t top_n = 200;
-	int opt, quiet = 0, rc = SP_EXIT_INTERNAL, listening = 0, shared = 0, lock_fd = -1;
-	uint64_t next;
-	pid_t snap = 0;
-	struct sigaction sa;
+	int opt;
 
 	optind = 1;
-	a.output = SP_PROFILE_DEFAULT;
-	a.lockfd = -1;
-	a.answer_fd = -1;
-	hmap_init(&a.folds, sizeof(uint64_t), sizeof(struct fold_ent));
-	a.max_texts = AGENT_MAX_TEXTS;
 	while ((opt = getopt_long(argc, argv, "o:qh", longopts, NULL)) != -1) {
 		switch (opt) {
-		case 'o': a.output = optarg; break;
-		case 1: sock = optarg; break;
+		case 'o': a->output = optarg; break;
+		case 1: o->sock = optarg; break;
 		case 2:
-			if (sp_parse_double(optarg, 0.1, 86400, &interval) < 0) {
+			if (sp_parse_double(optarg, 0.1, 86400, &o->interval) < 0) {
 				fprintf(stderr,
 					"sqlprof agent: --interval wants seconds, 0.1 to 86400\n");
 				return SP_EXIT_USAGE;
 			}
 			break;
-		case 3: metrics = optarg; break;
+		case 3: o->metrics = optarg; break;
 		case 4:
-			if (sp_parse_u64(optarg, &top_n) < 0 || top_n < 1 || top_n > 100000) {
+			if (sp_parse_u64(optarg, &o->top_n) < 0 || o->top_n < 1 ||
+			    o->top_n > 100000) {
 				fprintf(stderr,
 					"sqlprof agent: --metrics-top wants a number of queries, 1 to 100000\n");
 				return SP_EXIT_USAGE;
 			}
 			break;
 		case 5:
-			if (sp_parse_u64(optarg, &a.max_texts) < 0 || a.max_texts < 100 ||
-			    a.max_texts > 100000000) {
+			if (sp_parse_u64(optarg, &a->max_texts) < 0 || a->max_texts < 100 ||
+			    a->max_texts > 100000000) {
 				fprintf(stderr,
 					"sqlprof agent: --max-texts wants a number of SQL texts, 100 to 100000000\n");
 				return SP_EXIT_USAGE;
 			}
 			break;
-		case 'q': quiet = 1; break;
+		case 'q': o->quiet = 1; break;
 		case 'h': usage(stdout); return SP_EXIT_OK;
 		default: usage(stderr); return SP_EXIT_USAGE;
 		}
@@ -1629,71 +1280,90 @@ int cmd_agent(int argc, char **argv)
 		usage(stderr);
 		return SP_EXIT_USAGE;
 	}
-	{
-		size_t nt;
+	return -1;
+}
 
-		if (!sp_series_tiers(&nt, err, sizeof(err))) {
-			fprintf(stderr, "sqlprof agent: %s\n", err);
-			return SP_EXIT_USAGE;
-		}
+/* The socket's path, the profile's lock, the socket's directory and its
+ * lock (a->sockpath, a->lockfd, a->sockdir, a->dirfd). Returns -1 to go
+ * on, else the exit code (said). */
+static int agent_claim(struct agent *a, const struct agent_opts *o)
+{
+	char err[2 * PATH_MAX + 512], *slash;
+	size_t nt;
+	int shared = 0;
+
+	if (!sp_series_tiers(&nt, err, sizeof(err))) {
+		fprintf(stderr, "sqlprof agent: %s\n", err);
+		return SP_EXIT_USAGE;
 	}
-	if (!sock) {
-		if ((shared = sp_srv_default_socket(sockpath, sizeof(sockpath))) < 0) {
+	if (!o->sock) {
+		if ((shared = sp_srv_default_socket(a->sockpath, sizeof(a->sockpath))) < 0) {
 			fprintf(stderr, "sqlprof agent: no default socket path; use --socket\n");
 			return SP_EXIT_USAGE;
 		}
-	} else if (snprintf(sockpath, sizeof(sockpath), "%s", sock) >= (int)sizeof(sockpath)) {
+	} else if (snprintf(a->sockpath, sizeof(a->sockpath), "%s", o->sock) >=
+		   (int)sizeof(a->sockpath)) {
 		fprintf(stderr, "sqlprof agent: --socket path too long\n");
 		return SP_EXIT_USAGE;
 	}
-	if (sp_out_check(a.output, err, sizeof(err)) < 0 ||
-	    (a.lockfd = lockfd =
-		     profile_lock(a.output, lockpath, sizeof(lockpath), err, sizeof(err))) < 0 ||
-	    socket_dir(sockpath, shared > 0, err, sizeof(err)) < 0 ||
-	    socket_claim(sockpath, err, sizeof(err)) < 0) {
+	if (sp_out_check(a->output, err, sizeof(err)) < 0 ||
+	    (a->lockfd = profile_lock(a->output, a->lockpath, sizeof(a->lockpath), err,
+				      sizeof(err))) < 0 ||
+	    socket_dir(a->sockpath, shared > 0, err, sizeof(err)) < 0 ||
+	    socket_claim(a->sockpath, err, sizeof(err)) < 0) {
 		fprintf(stderr, "sqlprof agent: %s\n", err);
-		if (lockfd >= 0) {
-			unlink(lockpath);
-			close(lockfd);
+		if (a->lockfd >= 0) {
+			unlink(a->lockpath);
+			close(a->lockfd);
+			a->lockfd = -1;
 		}
 		return SP_EXIT_USAGE;
 	}
-	snprintf(sockdir, sizeof(sockdir), "%s", sockpath);
-	slash = strrchr(sockdir, '/');
+	snprintf(a->sockdir, sizeof(a->sockdir), "%s", a->sockpath);
+	slash = strrchr(a->sockdir, '/');
 	if (slash)
 		*slash = 0;
-	lock_fd = dir_lock(sockdir);
-	sp_coll_init(&a.c);
-	a.c.text_folds = &a.folds;
-	sp_live_state_init(&a.ls);
-	a.ls.profile = sp_live_abspath(a.output);
-	a.c.diag = stderr;
+	a->dirfd = dir_lock(a->sockdir);
+	return -1;
+}
+
+/* The collector (continuing the profile), the socket listening, the
+ * signals and --metrics. Returns -1 to go on, else the exit code. */
+static int agent_start(struct agent *a, const struct agent_opts *o)
+{
+	char err[2 * PATH_MAX + 512];
+	struct sigaction sa;
+
+	sp_coll_init(&a->c);
+	a->c.text_folds = &a->folds;
+	sp_live_state_init(&a->ls);
+	a->ls.profile = sp_live_abspath(a->output);
+	a->c.diag = stderr;
 	/* sampled executions kept one by one (timelines), in memory: a
 	 * standing agent keeps the first of them; sites and totals count all */
-	a.c.events_max = 100000;
-	a.started = (long long)time(NULL);
-	a.first_ns = sp_series_now_ns();
-	a.t0 = sp_srv_mono_ns();
-	if (state_load(&a, a.output, err, sizeof(err)) < 0) {
-		fprintf(stderr, "sqlprof agent: cannot continue %s: %s\n", a.output, err);
-		rc = SP_EXIT_INPUT;
-		goto out;
+	a->c.events_max = 100000;
+	a->started = (long long)time(NULL);
+	a->first_ns = sp_series_now_ns();
+	a->t0 = sp_srv_mono_ns();
+	if (state_load(a, a->output, err, sizeof(err)) < 0) {
+		fprintf(stderr, "sqlprof agent: cannot continue %s: %s\n", a->output, err);
+		return SP_EXIT_INPUT;
 	}
-	if (a.restarts) /* a profile without intervals yet: the first covers it all */
-		a.first_ns = (int64_t)a.started * 1000000000;
-	a.c.ns_per_tick = a.carried_tick > 0 ? a.carried_tick : sp_srv_calibrate_tsc();
-	a.c.stats_added = carried_match;
-	a.c.stats_added_arg = &a;
+	if (a->restarts) /* a profile without intervals yet: the first covers it all */
+		a->first_ns = (int64_t)a->started * 1000000000;
+	a->c.ns_per_tick = a->carried_tick > 0 ? a->carried_tick : sp_srv_calibrate_tsc();
+	a->c.stats_added = carried_match;
+	a->c.stats_added_arg = a;
 	/* a descriptor per connected process: as many as we may have */
 	sp_srv_raise_nofile(NULL);
-	if (sp_srv_init(&a.srv, &a.c, "sqlprof agent") < 0)
-		goto out;
-	a.srv.on_view = view_answer;
-	a.srv.arg = &a;
+	if (sp_srv_init(&a->srv, &a->c, "sqlprof agent") < 0)
+		return SP_EXIT_INTERNAL;
+	a->srv.on_view = view_answer;
+	a->srv.arg = a;
 	/* without it, scrapes read the statistics directly and folds stay */
-	a.answer_fd = memfd_create("sqlprof-answer", MFD_CLOEXEC);
+	a->answer_fd = memfd_create("sqlprof-answer", MFD_CLOEXEC);
 	if (pipe2(sig_pipe, O_CLOEXEC | O_NONBLOCK) < 0)
-		goto out;
+		return SP_EXIT_INTERNAL;
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = on_signal;
 	sigemptyset(&sa.sa_mask);
@@ -1702,37 +1372,89 @@ int cmd_agent(int argc, char **argv)
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGCHLD, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
-	if (sp_srv_listen(&a.srv, sockpath, err, sizeof(err)) < 0) {
+	if (sp_srv_listen(&a->srv, a->sockpath, err, sizeof(err)) < 0) {
 		fprintf(stderr, "sqlprof agent: %s\n", err);
-		rc = SP_EXIT_USAGE;
-		goto out;
+		return SP_EXIT_USAGE;
 	}
-	listening = 1;
-	if (metrics) {
-		a.metrics = sp_metrics_start(metrics, (size_t)top_n, agent_totals, &a, &a.ls,
-					     sig_pipe[0], err, sizeof(err));
-		if (!a.metrics) {
+	a->listening = 1;
+	if (o->metrics) {
+		a->metrics = sp_metrics_start(o->metrics, (size_t)o->top_n, agent_totals, a, &a->ls,
+					      sig_pipe[0], err, sizeof(err));
+		if (!a->metrics) {
 			fprintf(stderr, "sqlprof agent: %s\n", err);
-			rc = SP_EXIT_USAGE;
-			goto out;
+			return SP_EXIT_USAGE;
 		}
 	}
-	if (!quiet)
+	if (!o->quiet)
 		fprintf(stderr, "sqlprof agent: listening on %s, profile %s every %g s%s%s%s\n",
-			sockpath, a.output, interval, a.restarts ? " (continued)" : "",
-			metrics ? ", metrics on http://" : "", metrics ? metrics : "");
-	next = sp_srv_mono_ns();
+			a->sockpath, a->output, o->interval, a->restarts ? " (continued)" : "",
+			o->metrics ? ", metrics on http://" : "", o->metrics ? o->metrics : "");
+	return -1;
+}
+
+/* An interval is up and no snapshot runs: what ended is taken, then a
+ * snapshot forked (a->snap). */
+static void agent_tick(struct agent *a)
+{
+	sp_coll_settle(&a->c, 0); /* ended without goodbye: how? */
+	/* the files first: a gone file takes its image's part off while
+	 * reap_gone still has it */
+	sp_srv_read_bye_files(&a->c, a->sockdir, "sqlprof agent");
+	reap_gone(a);
+	/* the texts and events the rings hold, then the copy */
+	if (a->c.nrings)
+		sp_coll_rings_drain(&a->c, 0);
+	a->snap_start = sp_srv_mono_ns();
+	agent_fold(a);
+	a->snap_epoch = a->fold_epoch;
+	a->snap = snapshot(a);
+	if (a->snap < 0) {
+		fprintf(stderr, "sqlprof agent: fork: %s (profile not updated)\n", strerror(errno));
+		a->snap = 0;
+	}
+}
+
+/* The test hold (agent_loop): 1 while path exists (after 10 ms). */
+static int agent_held(const char *path)
+{
+	char held[PATH_MAX + 8];
+	struct timespec ts = { 0, 10000000 };
+	int fd;
+
+	if (access(path, F_OK) < 0)
+		return 0;
+	snprintf(held, sizeof(held), "%s.held", path);
+	fd = open(held, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+	if (fd >= 0)
+		close(fd);
+	nanosleep(&ts, NULL);
+	return 1;
+}
+
+/* Serve until SIGTERM or SIGINT. 0, or -1 (the server failed). */
+static int agent_loop(struct agent *a, double interval)
+{
+	uint64_t next = sp_srv_mono_ns();
+	/* tests only (t_agent_scrape_busy): while this file exists the loop
+	 * does nothing, as while it merges a large service that ended; it
+	 * says so by creating FILE.held */
+	const char *hold = getenv("SQLPROF_AGENT_TEST_HOLD");
+
 	while (!stop_sig) {
-		int t = a.metrics ? sp_metrics_timeout_ms(a.metrics) : -1;
-		int r = sp_srv_round(&a.srv, a.metrics ? sp_metrics_fd(a.metrics) : sig_pipe[0],
+		if (hold && agent_held(hold))
+			continue;
+		int t = a->metrics ? sp_metrics_timeout_ms(a->metrics) : -1;
+		int r = sp_srv_round(&a->srv, a->metrics ? sp_metrics_fd(a->metrics) : sig_pipe[0],
 				     t >= 0 && t < 10 ? t : -1, 0);
 		uint64_t now;
+		int status;
 
 		if (r < 0)
-			goto out;
-		/* a scrape: answered here, between two rounds (metrics.c) */
-		if (a.metrics)
-			sp_metrics_run(a.metrics);
+			return -1;
+		/* a scrape's answer: rendered here, between two rounds, and
+		 * sent by metrics.c's thread */
+		if (a->metrics)
+			sp_metrics_run(a->metrics);
 		if (r & SP_SRV_EXTRA) {
 			char b[64];
 
@@ -1742,135 +1464,158 @@ int cmd_agent(int argc, char **argv)
 		/* the texts budget between snapshots too, a tenth of it at a
 		 * time: folded all at once before a snapshot, 20,000 texts kept
 		 * the agent from its sockets and scrapes for 0.5-1.6 s */
-		if (a.max_texts && a.c.sqls.count > a.max_texts + a.max_texts / 10 + 100)
-			agent_fold(&a);
-		if (snap > 0) {
-			int status;
-
-			if (waitpid(snap, &status, WNOHANG) == snap) {
-				snap = 0;
-				snapshot_done(&a, status);
-			}
+		if (a->max_texts && a->c.sqls.count > a->max_texts + a->max_texts / 10 + 100)
+			agent_fold(a);
+		if (a->snap > 0 && waitpid(a->snap, &status, WNOHANG) == a->snap) {
+			a->snap = 0;
+			snapshot_done(a, status);
 		}
 		now = sp_srv_mono_ns();
-		if (now >= next && snap == 0) {
-			sp_coll_settle(&a.c, 0); /* ended without goodbye: how? */
-			/* the files first: a gone file takes its image's part
-			 * off while reap_gone still has it */
-			sp_srv_read_bye_files(&a.c, sockdir, "sqlprof agent");
-			reap_gone(&a);
-			/* the texts and events the rings hold, then the copy */
-			if (a.c.nrings)
-				sp_coll_rings_drain(&a.c, 0);
-			a.snap_start = sp_srv_mono_ns();
-			agent_fold(&a);
-			a.snap_epoch = a.fold_epoch;
-			snap = snapshot(&a);
-			if (snap < 0) {
-				fprintf(stderr, "sqlprof agent: fork: %s (profile not updated)\n",
-					strerror(errno));
-				snap = 0;
-			}
+		if (now >= next && a->snap == 0) {
+			agent_tick(a);
 			next = now + (uint64_t)(interval * 1e9);
 		}
 	}
+	return 0;
+}
+
+/* What the end says on stderr (losses even with -q). */
+static void agent_summary(struct agent *a, int quiet)
+{
+	const struct sp_coll *c = &a->c;
+
+	/* what could not be taken is said even with -q: executions missing */
+	if (!quiet || c->stats_lost || c->fds_lost || c->fd_waits || sp_coll_missing(c)) {
+		fprintf(stderr,
+			"sqlprof agent: %llu execution%s from %zu process%s, %llu events lost",
+			(unsigned long long)sp_coll_executions(c),
+			sp_coll_executions(c) == 1 ? "" : "s", c->procs.count,
+			c->procs.count == 1 ? "" : "es", (unsigned long long)sp_coll_lost(c));
+		if (c->stats_lost)
+			fprintf(stderr,
+				", the totals of %llu process%s lost (statistics not received)",
+				(unsigned long long)c->stats_lost, c->stats_lost == 1 ? "" : "es");
+		if (c->fds_lost)
+			fprintf(stderr, ", %llu descriptor%s lost (out of descriptors)",
+				(unsigned long long)c->fds_lost, c->fds_lost == 1 ? "" : "s");
+		if (sp_coll_missing(c))
+			fprintf(stderr,
+				", %llu executions missing (the processes said they ran them)",
+				(unsigned long long)sp_coll_missing(c));
+		if (c->fd_waits)
+			fprintf(stderr,
+				"; out of descriptors %llu time%s (processes waited to "
+				"connect: executions may be missing)",
+				(unsigned long long)c->fd_waits, c->fd_waits == 1 ? "" : "s");
+		fputc('\n', stderr);
+	}
+	if (a->missing) /* said even with --quiet: the totals are short */
+		fprintf(stderr,
+			"sqlprof agent: %llu execution%s missing: %llu process%s said goodbye after more "
+			"executions than the profile holds for them (meta agent_missing_executions)\n",
+			(unsigned long long)a->missing, a->missing == 1 ? " is" : "s are",
+			(unsigned long long)a->missing_procs, a->missing_procs == 1 ? "" : "es");
+}
+
+/* SIGTERM or SIGINT: everything read, the profile written a last time.
+ * 0 or -1. */
+static int agent_end(struct agent *a, int quiet)
+{
+	char err[2 * PATH_MAX + 512];
+
 	/* a snapshot still writing is ours to stop: the last write below
 	 * holds all it would and more (waiting for it took up to a whole
 	 * write: 7 s with 120,000 texts, SIGTERM to exit). Its temporary
 	 * goes with it; the profile it would have replaced stays whole. */
-	if (snap > 0) {
+	if (a->snap > 0) {
 		char tmp[PATH_MAX + 32];
 
-		kill(snap, SIGKILL);
-		waitpid(snap, NULL, 0);
-		snprintf(tmp, sizeof(tmp), "%s.tmp.%d", a.output, (int)snap);
+		kill(a->snap, SIGKILL);
+		waitpid(a->snap, NULL, 0);
+		snprintf(tmp, sizeof(tmp), "%s.tmp.%d", a->output, (int)a->snap);
 		unlink(tmp);
-		snprintf(tmp, sizeof(tmp), "%s.tmp.%d-journal", a.output, (int)snap);
+		snprintf(tmp, sizeof(tmp), "%s.tmp.%d-journal", a->output, (int)a->snap);
 		unlink(tmp);
-		snapshot_done(&a, -1);
+		snapshot_done(a, -1);
 	}
 	if (!quiet)
-		fprintf(stderr, "sqlprof agent: %s, writing %s\n", strsignal(stop_sig), a.output);
+		fprintf(stderr, "sqlprof agent: %s, writing %s\n", strsignal(stop_sig), a->output);
 	/* the end: connections that waited for descriptors (serve.c) taken
 	 * and read, as descriptors free up (processes that ended close
 	 * theirs; at most 1000 rounds), then everything read and written in
 	 * place */
 	for (int i = 0; i < 1000; i++) {
-		int r = sp_srv_round(&a.srv, -1, 20, 1);
+		int r = sp_srv_round(&a->srv, -1, 20, 1);
 
-		if (r < 0 || (!(r & SP_SRV_DATA) && !sp_srv_pending(&a.srv)))
+		if (r < 0 || (!(r & SP_SRV_DATA) && !sp_srv_pending(&a->srv)))
 			break;
 	}
 	/* the end: everything read, then written in place - first what the
 	 * socket still holds (a process that ran while we were busy: its
 	 * totals came in a message not read yet), at most 2 s of it */
-	if (sp_srv_flush(&a.srv, 2000000000ull) < 0)
+	if (sp_srv_flush(&a->srv, 2000000000ull) < 0)
 		fprintf(stderr,
 			"sqlprof agent: messages still coming after 2 s: the profile is written "
 			"without the rest\n");
-	sp_coll_rings_drain(&a.c, 0);
-	sp_srv_read_bye_files(&a.c, sockdir, "sqlprof agent");
-	sp_coll_read_unreported(&a.c, sockdir);
-	sp_coll_settle(&a.c, 1);
-	if (write_profile(&a, err, sizeof(err)) < 0) {
+	sp_coll_rings_drain(&a->c, 0);
+	sp_srv_read_bye_files(&a->c, a->sockdir, "sqlprof agent");
+	sp_coll_read_unreported(&a->c, a->sockdir);
+	sp_coll_settle(&a->c, 1);
+	if (write_profile(a, err, sizeof(err)) < 0) {
 		fprintf(stderr, "sqlprof agent: %s\n", err);
-		goto out;
+		return -1;
 	}
-	/* what could not be taken is said even with -q: executions missing */
-	if (!quiet || a.c.stats_lost || a.c.fds_lost || a.c.fd_waits || sp_coll_missing(&a.c)) {
-		fprintf(stderr,
-			"sqlprof agent: %llu execution%s from %zu process%s, %llu events lost",
-			(unsigned long long)sp_coll_executions(&a.c),
-			sp_coll_executions(&a.c) == 1 ? "" : "s", a.c.procs.count,
-			a.c.procs.count == 1 ? "" : "es", (unsigned long long)sp_coll_lost(&a.c));
-		if (a.c.stats_lost)
-			fprintf(stderr,
-				", the totals of %llu process%s lost (statistics not received)",
-				(unsigned long long)a.c.stats_lost,
-				a.c.stats_lost == 1 ? "" : "es");
-		if (a.c.fds_lost)
-			fprintf(stderr, ", %llu descriptor%s lost (out of descriptors)",
-				(unsigned long long)a.c.fds_lost, a.c.fds_lost == 1 ? "" : "s");
-		if (sp_coll_missing(&a.c))
-			fprintf(stderr,
-				", %llu executions missing (the processes said they ran them)",
-				(unsigned long long)sp_coll_missing(&a.c));
-		if (a.c.fd_waits)
-			fprintf(stderr,
-				"; out of descriptors %llu time%s (processes waited to "
-				"connect: executions may be missing)",
-				(unsigned long long)a.c.fd_waits, a.c.fd_waits == 1 ? "" : "s");
-		fputc('\n', stderr);
-	}
-	if (a.missing) /* said even with --quiet: the totals are short */
-		fprintf(stderr,
-			"sqlprof agent: %llu execution%s missing: %llu process%s said goodbye after more "
-			"executions than the profile holds for them (meta agent_missing_executions)\n",
-			(unsigned long long)a.missing, a.missing == 1 ? " is" : "s are",
-			(unsigned long long)a.missing_procs, a.missing_procs == 1 ? "" : "es");
-	rc = SP_EXIT_OK;
-out:
-	if (listening)
-		unlink(sockpath);
-	sp_metrics_stop(a.metrics);
-	if (lock_fd >= 0)
-		close(lock_fd);
-	sp_srv_close(&a.srv);
-	sp_coll_free(&a.c);
-	free(a.carried.r);
-	free(a.live.r);
-	free(a.carried_h.r);
-	free(a.live_h.r);
-	free(a.cached);
-	free(a.direct);
-	if (a.answer_fd >= 0)
-		close(a.answer_fd);
-	hmap_free(&a.folds);
-	sp_live_state_free(&a.ls);
+	agent_summary(a, quiet);
+	return 0;
+}
+
+static void agent_free(struct agent *a)
+{
+	if (a->listening)
+		unlink(a->sockpath);
+	sp_metrics_stop(a->metrics);
+	if (a->dirfd >= 0)
+		close(a->dirfd);
+	sp_srv_close(&a->srv);
+	sp_coll_free(&a->c);
+	free(a->carried.r);
+	free(a->live.r);
+	free(a->carried_h.r);
+	free(a->live_h.r);
+	free(a->cached);
+	free(a->direct);
+	if (a->answer_fd >= 0)
+		close(a->answer_fd);
+	hmap_free(&a->folds);
+	sp_live_state_free(&a->ls);
 	/* removed while still held: a new agent takes a new file */
-	if (lockfd >= 0) {
-		unlink(lockpath);
-		close(lockfd);
+	if (a->lockfd >= 0) {
+		unlink(a->lockpath);
+		close(a->lockfd);
 	}
+}
+
+int cmd_agent(int argc, char **argv)
+{
+	static struct agent a; /* its address goes to the profile writer */
+	struct agent_opts o = { .interval = 10, .top_n = 200 };
+	int rc;
+
+	a.output = SP_PROFILE_DEFAULT;
+	a.lockfd = -1;
+	a.dirfd = -1;
+	a.answer_fd = -1;
+	a.max_texts = AGENT_MAX_TEXTS;
+	rc = agent_options(argc, argv, &a, &o);
+	if (rc < 0)
+		rc = agent_claim(&a, &o);
+	if (rc >= 0)
+		return rc;
+	hmap_init(&a.folds, sizeof(uint64_t), sizeof(struct fold_ent));
+	rc = agent_start(&a, &o);
+	if (rc < 0)
+		rc = agent_loop(&a, o.interval) < 0 || agent_end(&a, o.quiet) < 0 ? SP_EXIT_INTERNAL
+										  : SP_EXIT_OK;
+	agent_free(&a);
 	return rc;
 }

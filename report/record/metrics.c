@@ -2,14 +2,20 @@
 /*
  * metrics.c - the agent's Prometheus endpoint (see metrics.h).
  *
- * HTTP is libmicrohttpd's, in its "external epoll" mode: it makes no
- * thread; its epoll descriptor sits in the agent's poll set (through an
- * epoll of ours that also holds the agent's signal pipe) and MHD_run
- * does what is pending after each round of the agent's loop. A scrape
- * is therefore rendered in the agent's thread from its own state, with
- * no lock, between two readings of the services' rings: it delays them
- * by its rendering (about a millisecond for 200 queries), never longer,
- * as the response is sent by later rounds as the socket takes it.
+ * HTTP is libmicrohttpd's, in its "external epoll" mode, driven by a
+ * thread of ours (serve_thread): it accepts, reads requests and sends
+ * answers, and nothing else. The answer itself - the agent's totals
+ * (its callback) rendered - is made in the agent's own thread, which
+ * alone touches the agent's state, with no lock on it: a request wakes
+ * the agent's loop (an eventfd in the descriptor sp_metrics_fd returns,
+ * beside the agent's signal pipe), sp_metrics_run renders and publishes
+ * the body, and the request takes it. When the agent's loop does not
+ * answer within FRESH_MS - it is merging the statistics of a process
+ * that ended, hundreds of MB for a long-running service: 6.4 s on a
+ * loaded machine, and the scrape waited as long - the request is
+ * answered with the last body the loop rendered (its counters are never
+ * below an earlier answer's), with a comment line saying how old it is;
+ * the loop renders a new one when it gets there, for the next scrape.
  *
  * Slow clients (slowloris). We accept connections ourselves and hand
  * them to libmicrohttpd (MHD_add_connection), so that: a request has
@@ -38,11 +44,14 @@
 #include <limits.h>
 #include <netdb.h>
 #include <netinet/in.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -127,6 +136,11 @@ static int mhd_load(char *err, size_t errlen)
 /* Connections kept, and the time a request has (see above). */
 #define MAX_CONN 64
 #define REQUEST_S 10
+/* How long a request waits for the agent's loop to render a new answer
+ * before it takes the last one (see above); with none yet, it waits for
+ * the first up to FIRST_MS. */
+#define FRESH_MS 500
+#define FIRST_MS 8000
 
 struct mconn {
 	int fd;         /* -1: free slot */
@@ -144,6 +158,20 @@ struct sp_metrics {
 	sp_metrics_totals_fn totals;
 	void *arg;
 	struct sp_live_state *s;
+	/* the serving thread (outer: its epoll set) and the agent's loop
+	 * (main_ep: the requests' eventfd and the agent's watch_fd) */
+	pthread_t th;
+	int th_started, main_ep, req_fd, stop_fd;
+	int stopping; /* atomic */
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	/* under mu: requests made, the request the last body answers, that
+	 * body (malloc'd; NULL: none yet) and its code, and when rendered */
+	uint64_t req_seq, ans_seq;
+	char *body;
+	size_t body_len;
+	unsigned body_code;
+	uint64_t body_ns;
 };
 
 /* Longest query label: the fingerprint shortened visibly. */
@@ -501,17 +529,79 @@ static void expire(struct sp_metrics *m)
 	}
 }
 
+/* The answer to a scrape now, in the agent's thread: its code and body
+ * (malloc'd). 0, or -1 out of memory. */
+static int render_answer(struct sp_metrics *m, unsigned *code, char **body, size_t *len)
+{
+	struct sp_live l;
+	int t;
+
+	memset(&l, 0, sizeof(l));
+	*body = NULL;
+	t = m->totals(m->arg, &l);
+	if (t == 0 && l.pending) {
+		/* a restarted agent whose processes are not all back: a value
+		 * below the one an earlier scrape saw would read as a counter
+		 * reset; this scrape fails instead (up = 0), the next one has them */
+		sp_live_free(&l);
+		*code = MHD_HTTP_SERVICE_UNAVAILABLE;
+		*len = strlen(reconnecting);
+		*body = strdup(reconnecting);
+		return *body ? 0 : -1;
+	}
+	*code = MHD_HTTP_OK;
+	if (t < 0 || sp_metrics_render(&l, m->s, m->top_n, body, len) < 0) {
+		sp_live_free(&l);
+		free(*body);
+		*body = NULL;
+		return -1;
+	}
+	sp_live_free(&l);
+	return 0;
+}
+
+/* In the serving thread: the body answering this request (made after
+ * it, or the last one when the agent's loop is busy: *age_ns how old),
+ * copied into *body. The code, or 0: none at all yet. */
+static unsigned take_answer(struct sp_metrics *m, char **body, size_t *len, uint64_t *age_ns)
+{
+	uint64_t one = 1, mine;
+	struct timespec dl;
+	unsigned code = 0;
+
+	pthread_mutex_lock(&m->mu);
+	mine = ++m->req_seq;
+	pthread_mutex_unlock(&m->mu);
+	(void)!write(m->req_fd, &one, sizeof(one));
+	clock_gettime(CLOCK_MONOTONIC, &dl);
+	pthread_mutex_lock(&m->mu);
+	dl.tv_nsec += (long)(m->body ? FRESH_MS : FIRST_MS) * 1000000L;
+	dl.tv_sec += dl.tv_nsec / 1000000000L;
+	dl.tv_nsec %= 1000000000L;
+	while (m->ans_seq < mine && !__atomic_load_n(&m->stopping, __ATOMIC_ACQUIRE) &&
+	       pthread_cond_timedwait(&m->cv, &m->mu, &dl) == 0)
+		;
+	*age_ns = m->ans_seq >= mine ? 0 : mono_ns() - m->body_ns;
+	if (m->body && (*body = malloc(m->body_len + 1))) {
+		memcpy(*body, m->body, m->body_len);
+		*len = m->body_len;
+		code = m->body_code;
+	}
+	pthread_mutex_unlock(&m->mu);
+	return code;
+}
+
 static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char *url,
 			      const char *method, const char *version, const char *upload_data,
 			      size_t *upload_data_size, void **con_cls)
 {
 	struct sp_metrics *m = cls;
-	struct sp_live l;
 	struct MHD_Response *r;
 	enum MHD_Result rc;
 	char *body = NULL;
 	size_t len = 0;
-	int t;
+	uint64_t age = 0;
+	unsigned code;
 	struct mconn *c = conn_of(m, conn);
 
 	if (c)
@@ -522,36 +612,36 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char
 			      NULL);
 	if (strcmp(method, MHD_HTTP_METHOD_GET))
 		return answer(conn, MHD_HTTP_METHOD_NOT_ALLOWED, "only GET /metrics\n", "GET");
-	memset(&l, 0, sizeof(l));
-	t = m->totals(m->arg, &l);
-	if (t == 0 && l.pending) {
-		/* a restarted agent whose processes are not all back: a value
-		 * below the one an earlier scrape saw would read as a counter
-		 * reset; this scrape fails instead (up = 0), the next one has them */
-		sp_live_free(&l);
-		r = MHD_create_response_from_buffer(strlen(reconnecting), (void *)reconnecting,
-						    MHD_RESPMEM_PERSISTENT);
-		if (!r)
-			return MHD_NO;
-		MHD_add_response_header(r, "Retry-After", "1");
-		rc = MHD_queue_response(conn, MHD_HTTP_SERVICE_UNAVAILABLE, r);
-		MHD_destroy_response(r);
-		return rc;
+	code = take_answer(m, &body, &len, &age);
+	if (!code)
+		return answer(conn, MHD_HTTP_SERVICE_UNAVAILABLE,
+			      "the agent is busy and has no answer yet: try again\n", NULL);
+	if (age && code == MHD_HTTP_OK) {
+		/* said in a comment: a text-format parser skips it */
+		char note[160], *b;
+		int n = snprintf(note, sizeof(note),
+				 "# sqlprof: the agent was busy: this answer is %.1f s old\n",
+				 (double)age / 1e9);
+
+		if ((b = malloc(len + (size_t)n))) {
+			memcpy(b, note, (size_t)n);
+			memcpy(b + n, body, len);
+			free(body);
+			body = b;
+			len += (size_t)n;
+		}
 	}
-	if (t < 0 || sp_metrics_render(&l, m->s, m->top_n, &body, &len) < 0) {
-		sp_live_free(&l);
-		free(body);
-		return answer(conn, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory\n", NULL);
-	}
-	sp_live_free(&l);
 	r = MHD_create_response_from_buffer(len, body, MHD_RESPMEM_MUST_FREE);
 	if (!r) {
 		free(body);
 		return MHD_NO;
 	}
-	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE,
-				"text/plain; version=0.0.4; charset=utf-8");
-	rc = MHD_queue_response(conn, MHD_HTTP_OK, r);
+	if (code == MHD_HTTP_OK)
+		MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE,
+					"text/plain; version=0.0.4; charset=utf-8");
+	else
+		MHD_add_response_header(r, "Retry-After", "1");
+	rc = MHD_queue_response(conn, code, r);
 	MHD_destroy_response(r);
 	return rc;
 }
@@ -637,6 +727,28 @@ bad:
 	return -1;
 }
 
+/* The serving thread: connections accepted, requests read and answered
+ * (handle), until sp_metrics_stop. Touches nothing of the agent's. */
+static void *serve_thread(void *arg)
+{
+	struct sp_metrics *m = arg;
+
+	while (!__atomic_load_n(&m->stopping, __ATOMIC_ACQUIRE)) {
+		struct epoll_event ev[4];
+		MHD_UNSIGNED_LONG_LONG t;
+
+		/* the next request's end is looked at within a second */
+		if (MHD_get_timeout(m->d, &t) != MHD_YES || t > 1000)
+			t = 1000;
+		if (epoll_wait(m->outer, ev, 4, (int)t) < 0 && errno != EINTR)
+			break;
+		accept_all(m);
+		expire(m);
+		MHD_run(m->d);
+	}
+	return NULL;
+}
+
 struct sp_metrics *sp_metrics_start(const char *hostport, size_t top_n, sp_metrics_totals_fn totals,
 				    void *arg, struct sp_live_state *s, int watch_fd, char *err,
 				    size_t errlen)
@@ -649,12 +761,21 @@ struct sp_metrics *sp_metrics_start(const char *hostport, size_t top_n, sp_metri
 		snprintf(err, errlen, "out of memory");
 		return NULL;
 	}
-	m->outer = -1;
+	m->outer = m->main_ep = m->req_fd = m->stop_fd = -1;
 	m->top_n = top_n;
 	m->totals = totals;
 	m->arg = arg;
 	m->s = s;
 	m->lfd = -1;
+	pthread_mutex_init(&m->mu, NULL);
+	{
+		pthread_condattr_t ca;
+
+		pthread_condattr_init(&ca);
+		pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+		pthread_cond_init(&m->cv, &ca);
+		pthread_condattr_destroy(&ca);
+	}
 	if (mhd_load(err, errlen) < 0)
 		goto fail;
 	m->lfd = listen_on(hostport, err, errlen);
@@ -675,8 +796,12 @@ struct sp_metrics *sp_metrics_start(const char *hostport, size_t top_n, sp_metri
 	}
 	di = MHD_get_daemon_info(m->d, MHD_DAEMON_INFO_EPOLL_FD);
 	m->outer = epoll_create1(EPOLL_CLOEXEC);
-	if (!di || m->outer < 0) {
-		snprintf(err, errlen, "--metrics: no epoll descriptor: %s", strerror(errno));
+	m->main_ep = epoll_create1(EPOLL_CLOEXEC);
+	m->req_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	m->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (!di || m->outer < 0 || m->main_ep < 0 || m->req_fd < 0 || m->stop_fd < 0) {
+		snprintf(err, errlen, "--metrics: no epoll or event descriptor: %s",
+			 strerror(errno));
 		goto fail;
 	}
 	m->mhd_epoll = di->epoll_fd;
@@ -684,10 +809,29 @@ struct sp_metrics *sp_metrics_start(const char *hostport, size_t top_n, sp_metri
 	ev.events = EPOLLIN;
 	if (epoll_ctl(m->outer, EPOLL_CTL_ADD, m->mhd_epoll, &ev) < 0 ||
 	    epoll_ctl(m->outer, EPOLL_CTL_ADD, m->lfd, &ev) < 0 ||
-	    (watch_fd >= 0 && epoll_ctl(m->outer, EPOLL_CTL_ADD, watch_fd, &ev) < 0)) {
+	    epoll_ctl(m->outer, EPOLL_CTL_ADD, m->stop_fd, &ev) < 0 ||
+	    epoll_ctl(m->main_ep, EPOLL_CTL_ADD, m->req_fd, &ev) < 0 ||
+	    (watch_fd >= 0 && epoll_ctl(m->main_ep, EPOLL_CTL_ADD, watch_fd, &ev) < 0)) {
 		snprintf(err, errlen, "--metrics: epoll_ctl: %s", strerror(errno));
 		goto fail;
 	}
+	{
+		/* the agent's signals go to its own thread (the thread starts
+		 * with every signal blocked) */
+		sigset_t all, old;
+		int e;
+
+		sigfillset(&all);
+		pthread_sigmask(SIG_BLOCK, &all, &old);
+		e = pthread_create(&m->th, NULL, serve_thread, m);
+		pthread_sigmask(SIG_SETMASK, &old, NULL);
+		if (e != 0) {
+			snprintf(err, errlen, "--metrics: cannot start its thread: %s",
+				 strerror(e));
+			goto fail;
+		}
+	}
+	m->th_started = 1;
 	return m;
 fail:
 	sp_metrics_stop(m);
@@ -696,45 +840,92 @@ fail:
 
 int sp_metrics_fd(const struct sp_metrics *m)
 {
-	return m->outer;
+	return m->main_ep;
 }
 
 void sp_metrics_run(struct sp_metrics *m)
 {
-	accept_all(m);
-	expire(m);
-	MHD_run(m->d);
+	uint64_t n, seq;
+	unsigned code;
+	char *body;
+	size_t len = 0;
+
+	(void)!read(m->req_fd, &n, sizeof(n));
+	pthread_mutex_lock(&m->mu);
+	seq = m->req_seq;
+	pthread_mutex_unlock(&m->mu);
+	if (seq == m->ans_seq) /* ans_seq is written by this thread only */
+		return;
+	if (render_answer(m, &code, &body, &len) < 0) {
+		code = MHD_HTTP_INTERNAL_SERVER_ERROR;
+		body = strdup("out of memory\n");
+		len = body ? strlen(body) : 0;
+	}
+	pthread_mutex_lock(&m->mu);
+	if (body) {
+		free(m->body);
+		m->body = body;
+		m->body_len = len;
+		m->body_code = code;
+		m->body_ns = mono_ns();
+	}
+	m->ans_seq = seq;
+	pthread_cond_broadcast(&m->cv);
+	pthread_mutex_unlock(&m->mu);
 }
 
 int sp_metrics_timeout_ms(struct sp_metrics *m)
 {
-	MHD_UNSIGNED_LONG_LONG t;
-
-	/* the next request's end is looked at within a second */
-	if (MHD_get_timeout(m->d, &t) != MHD_YES || t > 1000)
-		t = 1000;
-	return (int)t;
+	(void)m;
+	return -1; /* the serving thread keeps its own time */
 }
 
 void sp_metrics_forget(struct sp_metrics *m)
 {
 	if (!m)
 		return;
+	/* the serving thread is not in this child: only descriptors */
 	if (m->outer >= 0)
 		close(m->outer);
+	if (m->main_ep >= 0)
+		close(m->main_ep);
+	if (m->req_fd >= 0)
+		close(m->req_fd);
+	if (m->stop_fd >= 0)
+		close(m->stop_fd);
 	close(m->mhd_epoll);
 	close(m->lfd);
 }
 
 void sp_metrics_stop(struct sp_metrics *m)
 {
+	uint64_t one = 1;
+
 	if (!m)
 		return;
+	if (m->th_started) {
+		__atomic_store_n(&m->stopping, 1, __ATOMIC_RELEASE);
+		/* a request waiting for an answer gives up at once */
+		pthread_mutex_lock(&m->mu);
+		pthread_cond_broadcast(&m->cv);
+		pthread_mutex_unlock(&m->mu);
+		(void)!write(m->stop_fd, &one, sizeof(one));
+		pthread_join(m->th, NULL);
+	}
 	if (m->d)
 		MHD_stop_daemon(m->d); /* closes its connections */
 	if (m->lfd >= 0)
 		close(m->lfd);
 	if (m->outer >= 0)
 		close(m->outer);
+	if (m->main_ep >= 0)
+		close(m->main_ep);
+	if (m->req_fd >= 0)
+		close(m->req_fd);
+	if (m->stop_fd >= 0)
+		close(m->stop_fd);
+	pthread_cond_destroy(&m->cv);
+	pthread_mutex_destroy(&m->mu);
+	free(m->body);
 	free(m);
 }

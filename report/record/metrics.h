@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * metrics.h - `sqlprof agent --metrics HOST:PORT`: GET /metrics in the
- * Prometheus text exposition format (0.0.4), served by libmicrohttpd
- * inside the agent's own poll loop (no thread: a scrape renders from the
- * agent's state between two rounds of reading the services).
+ * Prometheus text exposition format (0.0.4), served by libmicrohttpd in
+ * a thread of its own; the answer is rendered in the agent's loop between
+ * two rounds of reading the services (sp_metrics_run), and a scrape that
+ * the loop does not answer within half a second (merging a large service
+ * that ended) gets the last one rendered, said in a comment line.
  *
  * What it does not do: compute the totals (the agent's callback gives
  * them, live.h), or anything but GET /metrics (404, 405).
@@ -32,12 +34,14 @@ typedef int (*sp_metrics_totals_fn)(void *arg, struct sp_live *out);
 struct sp_metrics *sp_metrics_start(const char *hostport, size_t top_n, sp_metrics_totals_fn totals,
 				    void *arg, struct sp_live_state *s, int watch_fd, char *err,
 				    size_t errlen);
-/* A descriptor readable when the HTTP server has work or watch_fd is
- * readable (an epoll set). */
+/* A descriptor readable when a scrape waits for an answer or watch_fd
+ * is readable (an epoll set). */
 int sp_metrics_fd(const struct sp_metrics *m);
-/* Do what the HTTP server has to do now (never waits). */
+/* In the agent's loop: render the answer a waiting scrape asks for
+ * (the totals callback, then sp_metrics_render; never waits). */
 void sp_metrics_run(struct sp_metrics *m);
-/* Milliseconds until the server must run again at the latest, -1: none. */
+/* Milliseconds until sp_metrics_run must run again at the latest: -1,
+ * none (the serving thread keeps its own time). */
 int sp_metrics_timeout_ms(struct sp_metrics *m);
 /* In a forked child that never serves: close the listener and the epoll
  * sets, so that only the agent holds them (the port is free when the
