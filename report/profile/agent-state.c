@@ -12,6 +12,7 @@
 
 #include "agent-state.h"
 #include "kind.h"
+#include "untrusted.h"
 
 int sp_agent_rows_add(struct sp_agent_rows *rs, const struct sp_agent_row *r)
 {
@@ -35,13 +36,6 @@ void sp_agent_qagg_to_row(const struct sp_qagg *q, struct sp_agent_row *r)
 #define QF_GET(f) r->v[i++] = q->f;
 	SP_AGENT_QF(QF_GET)
 #undef QF_GET
-}
-
-static uint64_t col_u64(sqlite3_stmt *st, int i)
-{
-	sqlite3_int64 v = sqlite3_column_int64(st, i);
-
-	return v > 0 ? (uint64_t)v : 0;
 }
 
 /* ---- load ---- */
@@ -94,11 +88,11 @@ static int meta_row(struct ld *l, sqlite3_stmt *st)
 
 	/* losses stay said across restarts */
 	if (key && !strcmp(key, "descriptors_lost"))
-		l->c->fds_lost = col_u64(st, 1);
+		l->c->fds_lost = sp_col_u64(st, 1);
 	else if (key && !strcmp(key, "statistics_lost"))
-		l->c->stats_lost = col_u64(st, 1);
+		l->c->stats_lost = sp_col_u64(st, 1);
 	else if (key && !strcmp(key, "descriptor_waits"))
-		l->c->fd_waits = col_u64(st, 1);
+		l->c->fd_waits = sp_col_u64(st, 1);
 	else if (key && !strcmp(key, "started"))
 		l->out->started = sqlite3_column_int64(st, 1);
 	else if (key && !strcmp(key, "agent_ns_per_tick"))
@@ -128,17 +122,17 @@ static int statement_row(struct ld *l, sqlite3_stmt *st)
 
 static int query_row(struct ld *l, sqlite3_stmt *st)
 {
-	uint64_t k[2] = { col_u64(st, 0), col_u64(st, 1) };
+	uint64_t k[2] = { sp_col_u64(st, 0), sp_col_u64(st, 1) };
 	struct sp_qagg *q = hmap_get(&l->c->queries, k, 1, NULL);
 	int col = 2;
 
 	if (!q)
 		return -1;
-#define QF_LOAD(f) q->f += col_u64(st, col), col++;
+#define QF_LOAD(f) q->f += sp_col_u64(st, col), col++;
 	SP_AGENT_QF(QF_LOAD)
 #undef QF_LOAD
-	q->min_ns = col_u64(st, col++);
-	q->max_ns = col_u64(st, col++);
+	q->min_ns = sp_col_u64(st, col++);
+	q->max_ns = sp_col_u64(st, col++);
 	return 0;
 }
 
@@ -156,13 +150,13 @@ static int process_row(struct ld *l, sqlite3_stmt *st)
 	p->pid = pid;
 	p->ppid = (uint32_t)sqlite3_column_int64(st, 1);
 	p->exe = exe ? strdup((const char *)exe) : NULL;
-	p->execs = col_u64(st, 3);
-	p->lost = col_u64(st, 4);
-	p->untracked = col_u64(st, 5);
+	p->execs = sp_col_u64(st, 3);
+	p->lost = sp_col_u64(st, 4);
+	p->untracked = sp_col_u64(st, 5);
 	p->sqlite_found = sqlite3_column_int(st, 6);
 	p->bye = sqlite3_column_int(st, 7);
-	p->msgs = col_u64(st, 8);
-	p->bad_msgs = col_u64(st, 9);
+	p->msgs = sp_col_u64(st, 8);
+	p->bad_msgs = sp_col_u64(st, 9);
 	p->carried = 1;
 	return 0;
 }
@@ -181,12 +175,12 @@ static int histogram_row(struct ld *l, sqlite3_stmt *st)
 	if (!fh || (!fh->hist && !(fh->hist = sp_hist_new())))
 		return -1;
 	if (created) {
-		fh->min_ns = col_u64(st, 4);
-		fh->max_ns = col_u64(st, 5);
-		fh->sum_ns = col_u64(st, 6);
+		fh->min_ns = sp_col_u64(st, 4);
+		fh->max_ns = sp_col_u64(st, 5);
+		fh->sum_ns = sp_col_u64(st, 6);
 	}
-	sp_hist_add_bucket(fh->hist, col_u64(st, 2), col_u64(st, 3));
-	fh->count += col_u64(st, 3);
+	sp_hist_add_bucket(fh->hist, sp_col_u64(st, 2), sp_col_u64(st, 3));
+	fh->count += sp_col_u64(st, 3);
 	sp_hist_set_minmax_sum(fh->hist, fh->min_ns, fh->max_ns, fh->sum_ns);
 	return 0;
 }
@@ -195,11 +189,11 @@ static int live_hist_row(struct ld *l, sqlite3_stmt *st)
 {
 	struct sp_agent_hrow h = {
 		.pid = (uint32_t)sqlite3_column_int64(st, 0),
-		.ino = col_u64(st, 1),
+		.ino = sp_col_u64(st, 1),
 		.fp_id = (uint64_t)sqlite3_column_int64(st, 2),
-		.kind = col_u64(st, 3) == SP_KIND_EXEC ? SP_KIND_EXEC : SP_KIND_STMT,
-		.bucket_ns = col_u64(st, 4),
-		.count = col_u64(st, 5),
+		.kind = sp_col_u64(st, 3) == SP_KIND_EXEC ? SP_KIND_EXEC : SP_KIND_STMT,
+		.bucket_ns = sp_col_u64(st, 4),
+		.count = sp_col_u64(st, 5),
 	};
 
 	return sp_agent_hrows_add(&l->out->carried_h, &h);
@@ -211,12 +205,12 @@ static int live_row(struct ld *l, sqlite3_stmt *st)
 
 	memset(&r, 0, sizeof(r));
 	r.pid = (uint32_t)sqlite3_column_int64(st, 0);
-	r.start = col_u64(st, 1);
-	r.ino = col_u64(st, 2);
-	r.sql_id = col_u64(st, 3);
-	r.kind = col_u64(st, 4);
+	r.start = sp_col_u64(st, 1);
+	r.ino = sp_col_u64(st, 2);
+	r.sql_id = sp_col_u64(st, 3);
+	r.kind = sp_col_u64(st, 4);
 	for (int i = 0; i < SP_AGENT_NQF; i++)
-		r.v[i] = col_u64(st, 5 + i);
+		r.v[i] = sp_col_u64(st, 5 + i);
 	return sp_agent_rows_add(&l->out->carried, &r);
 }
 
