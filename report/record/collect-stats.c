@@ -161,6 +161,313 @@ static void note_running(struct sp_proc *p, const struct hmap *started)
 		}
 }
 
+/* One image's statistics being merged (sp_coll_stats_merge). */
+struct merge {
+	struct sp_coll *c;
+	struct sp_proc *p;
+	uint32_t pid;
+	struct sp_proc conv; /* the image's clock, for to_ns */
+	const uint8_t *map;
+	struct sp_stats_hdr h;
+	uint32_t *used, nchunks; /* each chunk's published length, read once */
+	struct hmap started;     /* sql_id -> executions started - ended (mod 2^32) */
+};
+
+/* The text of a placeholder query (SP_SQL_UNATTRIBUTED, SP_SQL_FOLDED),
+ * made the first time it is met. */
+static void placeholder_text(struct sp_coll *c, uint64_t id, const char *text, size_t len)
+{
+	int created;
+	struct sp_sql *s = hmap_get(&c->sqls, &id, 1, &created);
+
+	if (s && created) {
+		s->text = dup_n((const uint8_t *)text, len);
+		s->full_len = (uint32_t)len;
+	}
+}
+
+/* The header's counters: the process's (maxima, bits) and executions
+ * counted with no query (under one of their own: the totals add up). */
+static void merge_header(struct merge *mg)
+{
+	struct sp_proc *p = mg->p;
+	const struct sp_stats_hdr *h = &mg->h;
+
+	p->unattributed += h->unattributed;
+	if (h->foreign_libs > p->foreign_libs)
+		p->foreign_libs = h->foreign_libs;
+	if (h->deepbind_late > p->deepbind_late)
+		p->deepbind_late = h->deepbind_late;
+	if (h->clamped > p->clamped)
+		p->clamped = h->clamped;
+	if (h->texts_folded > p->texts_folded)
+		p->texts_folded = h->texts_folded;
+	p->seen |= h->seen;
+	p->execs += h->unattributed;
+	if (h->unattributed) {
+		struct qkey uk = { SP_SQL_UNATTRIBUTED, SP_KIND_STMT };
+		struct sp_qagg *uq = hmap_get(&mg->c->queries, &uk, 1, NULL);
+
+		if (uq)
+			uq->count = sat_add(uq->count, h->unattributed);
+		placeholder_text(mg->c, SP_SQL_UNATTRIBUTED, SP_SQL_UNATTRIBUTED_TEXT,
+				 sizeof(SP_SQL_UNATTRIBUTED_TEXT) - 1);
+	}
+}
+
+/* A record the query record a refers to (runs, errors, a histogram
+ * block), copied into out; 0, or -1 (not a record of that type there). */
+static int merge_ref(const struct merge *mg, uint64_t addr, uint16_t type, void *out, size_t len)
+{
+	return stats_get(mg->map, stats_ref(addr, mg->h.base, mg->used, mg->nchunks, len), type,
+			 out, len);
+}
+
+/* The sums of a query record into q (db_ns: its db time in ns). */
+static void merge_sums(const struct merge *mg, struct sp_qagg *q, const struct sp_agg_query *a,
+		       uint64_t db_ns)
+{
+	const struct sp_coll *c = mg->c;
+	const struct sp_proc *conv = &mg->conv;
+	uint64_t counters[4], nested_ns = to_ns(c, conv, a->nested_time);
+
+	sp_agg_counters(a, counters);
+	if (a->count && (!q->count || to_ns(c, conv, a->min) < q->min_ns))
+		q->min_ns = to_ns(c, conv, a->min);
+	if (a->count && to_ns(c, conv, a->max) > q->max_ns)
+		q->max_ns = to_ns(c, conv, a->max);
+	q->count = sat_add(q->count, a->count);
+	q->total_ns = sat_add(q->total_ns, db_ns);
+	q->self_ns = sat_add(q->self_ns, db_ns > nested_ns ? db_ns - nested_ns : 0);
+	q->wall_ns = sat_add(q->wall_ns, to_ns(c, conv, a->wall));
+	q->rows = sat_add(q->rows, a->rows);
+	q->fullscan_steps = sat_add(q->fullscan_steps, counters[0]);
+	q->sorts = sat_add(q->sorts, counters[1]);
+	q->autoindex = sat_add(q->autoindex, counters[2]);
+	q->vm_steps = sat_add(q->vm_steps, counters[3]);
+	q->errors = sat_add(q->errors, a->errors);
+	q->nested = sat_add(q->nested, a->nested);
+	q->samples = sat_add(q->samples, a->samples);
+	q->prepares = sat_add(q->prepares, a->prepares);
+	q->prepare_ns = sat_add(q->prepare_ns, to_ns(c, conv, a->prepare_time));
+}
+
+/* The N+1 runs of a query record into q. */
+static void merge_runs(const struct merge *mg, struct sp_qagg *q, const struct sp_agg_query *a)
+{
+	q->runs = sat_add(q->runs, a->runs);
+	if (a->max_run > q->max_run)
+		q->max_run = a->max_run;
+	/* a run closed: one of 1 at least (the preload's inline close of a
+	 * run of 1 stores no max_run) */
+	if (a->runs && !q->max_run)
+		q->max_run = 1;
+	if (a->runs && sp_qagg_runs(q)) {
+		struct sp_agg_runs rl;
+		uint64_t longer = 0;
+
+		if (merge_ref(mg, a->runs_by_len, SP_AGG_RUNS, &rl, sizeof(rl)) == 0) {
+			for (uint32_t b = 1; b < SP_AGG_RUN_BUCKETS && b < SP_RUN_BUCKETS; b++) {
+				q->runs_by_len[b] = sat_add(q->runs_by_len[b], rl.by_len[b]);
+				longer = sat_add(longer, rl.by_len[b]);
+			}
+		} else if (a->runs_by_len) {
+			mg->p->stats_bad++;
+		}
+		q->runs_by_len[0] =
+			sat_add(q->runs_by_len[0], a->runs > longer ? a->runs - longer : 0);
+	}
+	/* the thread's open N+1 run, when it is credited here: it ends with
+	 * the image */
+	if (a->run_open) {
+		q->runs = sat_add(q->runs, 1);
+		if (a->run_open > q->max_run)
+			q->max_run = a->run_open;
+		if (sp_qagg_runs(q))
+			q->runs_by_len[sp_run_bucket(a->run_open)]++;
+	}
+}
+
+/* A query record's failures by code, into c->errcodes. */
+static void merge_errs(const struct merge *mg, const struct sp_agg_query *a)
+{
+	struct sp_agg_errs er;
+
+	if (merge_ref(mg, a->errs, SP_AGG_ERRS, &er, sizeof(er)) < 0) {
+		mg->p->stats_bad++;
+		return;
+	}
+	for (uint32_t b = 0; b < SP_AGG_ERR_CODES; b++) {
+		uint64_t ek[4] = { a->sql_id, (uint64_t)(int64_t)er.code[b].rc, mg->pid,
+				   a->kind == SP_KIND_EXEC ? SP_KIND_EXEC : SP_KIND_STMT };
+		uint64_t *n;
+
+		if (!er.code[b].count)
+			continue;
+		n = hmap_get(&mg->c->errcodes, ek, 1, NULL);
+		if (n)
+			*n = sat_add(*n, er.code[b].count);
+	}
+}
+
+/* The histogram a query record's db times go to: its fingerprint's
+ * (*fh) when the text is known, else the query's own. NULL on ENOMEM. */
+static struct sp_hist *merge_hist_of(struct merge *mg, struct sp_qagg *q, uint64_t sql_id,
+				     uint64_t kind, struct sp_fphist **fh)
+{
+	const struct sp_sql *sq = hmap_get(&mg->c->sqls, &sql_id, 0, NULL);
+
+	*fh = NULL;
+	if (sq && sq->fp_id && sq->text && sq->text[0] != '<') {
+		uint64_t fk[2] = { sq->fp_id, kind };
+		int created;
+
+		*fh = hmap_get(&mg->c->fphists, fk, 1, &created);
+		if (*fh && created)
+			(*fh)->min_ns = UINT64_MAX;
+		if (*fh && !(*fh)->hist)
+			(*fh)->hist = sp_hist_new();
+		return *fh ? (*fh)->hist : NULL;
+	}
+	if (!q->hist)
+		q->hist = sp_hist_new();
+	return q->hist;
+}
+
+/* A query record's histogram blocks, with its exact extremes and sum. */
+static void merge_hist(struct merge *mg, struct sp_qagg *q, const struct sp_agg_query *a,
+		       uint64_t db_ns, uint64_t kind)
+{
+	const struct sp_coll *c = mg->c;
+	struct sp_fphist *fh;
+	struct sp_hist *hist = merge_hist_of(mg, q, a->sql_id, kind, &fh);
+	uint64_t mn = to_ns(c, &mg->conv, a->min), mx = to_ns(c, &mg->conv, a->max);
+
+	if (!hist)
+		return;
+	for (uint32_t b = 0; b < SP_HIST_BLOCKS; b++) {
+		struct sp_agg_hist hb;
+
+		if (!a->hist[b])
+			continue;
+		if (merge_ref(mg, a->hist[b], SP_AGG_HIST, &hb, sizeof(hb)) < 0) {
+			mg->p->stats_bad++;
+			continue;
+		}
+		for (uint32_t k = 0; k < SP_HIST_PER_BLOCK; k++) {
+			uint64_t lo, w;
+
+			if (!hb.bucket[k])
+				continue;
+			sp_hist_bucket(b * SP_HIST_PER_BLOCK + k, &lo, &w);
+			sp_hist_add_n(hist, to_ns(c, &mg->conv, lo + w / 2), hb.bucket[k]);
+		}
+	}
+	if (fh) {
+		if (mn < fh->min_ns)
+			fh->min_ns = mn;
+		if (mx > fh->max_ns)
+			fh->max_ns = mx;
+		fh->sum_ns = sat_add(fh->sum_ns, db_ns);
+		fh->count = sat_add(fh->count, a->count);
+		sp_hist_set_minmax_sum(hist, fh->min_ns, fh->max_ns, fh->sum_ns);
+	} else {
+		sp_hist_set_minmax_sum(hist, q->min_ns, q->max_ns, q->total_ns);
+	}
+}
+
+/* One QUERY record at rec (whole, in a published part of a chunk). */
+static void merge_query(struct merge *mg, const uint8_t *rec)
+{
+	struct sp_coll *c = mg->c;
+	struct sp_agg_query a;
+	struct qkey qk;
+	struct sp_qagg *q;
+	uint64_t db_ns;
+
+	copy_query(rec, &a);
+	a.sql_id = sp_coll_text_fold(c, a.sql_id); /* the agent's folds */
+	if (a.kind == SP_KIND_STMT && a.started != (uint32_t)a.count) {
+		uint32_t *d = hmap_get(&mg->started, &a.sql_id, 1, NULL);
+
+		if (d)
+			*d += a.started - (uint32_t)a.count;
+	}
+	if (a.sql_id == SP_SQL_FOLDED) {
+		if (!a.count && !a.prepares)
+			return; /* every arena has one: only used ones show */
+		placeholder_text(c, SP_SQL_FOLDED, SP_SQL_FOLDED_TEXT,
+				 sizeof(SP_SQL_FOLDED_TEXT) - 1);
+	}
+	qk.sql_id = a.sql_id;
+	qk.kind = a.kind > SP_KIND_EXEC ? SP_KIND_STMT : a.kind;
+	q = hmap_get(&c->queries, &qk, 1, NULL);
+	if (!q)
+		return;
+	db_ns = to_ns(c, &mg->conv, a.db);
+	mg->p->execs += a.count;
+	if (a.caller && a.count && a.kind == SP_KIND_STMT) {
+		uint64_t ck[4] = { a.sql_id, SP_KIND_STMT, mg->pid, a.caller };
+		struct sp_caller *cr = hmap_get(&c->callers, ck, 1, NULL);
+
+		if (cr) {
+			cr->count = sat_add(cr->count, a.count);
+			cr->total_ns = sat_add(cr->total_ns, db_ns);
+		}
+	}
+	merge_sums(mg, q, &a, db_ns);
+	merge_runs(mg, q, &a);
+	if (a.errs)
+		merge_errs(mg, &a);
+	if (a.count)
+		merge_hist(mg, q, &a, db_ns, qk.kind);
+}
+
+/* Each chunk's published length into mg->used (0: not one). 0, or -1
+ * (ENOMEM). */
+static int chunk_lengths(struct merge *mg)
+{
+	mg->used = calloc(mg->nchunks ? mg->nchunks : 1, sizeof(*mg->used));
+	if (!mg->used)
+		return -1;
+	for (uint32_t ci = 1; ci < mg->nchunks; ci++) {
+		const struct sp_stats_chunk *ch =
+			(const void *)(mg->map + (size_t)ci * SP_STATS_CHUNK);
+		uint32_t u = __atomic_load_n(&ch->used, __ATOMIC_ACQUIRE);
+
+		if (ch->magic != SP_CHUNK_MAGIC || u < sizeof(*ch) || u > SP_STATS_CHUNK || u % 8) {
+			if (ch->magic || u)
+				mg->p->stats_bad++;
+			u = 0;
+		}
+		mg->used[ci] = u;
+	}
+	return 0;
+}
+
+/* The records of chunk ci, the QUERY records merged. */
+static void merge_chunk(struct merge *mg, uint32_t ci)
+{
+	const uint8_t *cb = mg->map + (size_t)ci * SP_STATS_CHUNK;
+	uint32_t used = mg->used[ci];
+	size_t off = sizeof(struct sp_stats_chunk);
+
+	while (used && off + sizeof(struct sp_rec_hdr) <= used) {
+		struct sp_rec_hdr rh;
+
+		memcpy(&rh, cb + off, sizeof(rh));
+		if (rh.len < sizeof(rh) || rh.len % 8 || rh.len > used - off) {
+			mg->p->stats_bad++;
+			break;
+		}
+		if (rh.type == SP_AGG_QUERY && rh.len == sizeof(struct sp_agg_query))
+			merge_query(mg, cb + off);
+		else if (rh.type == SP_AGG_QUERY)
+			mg->p->stats_bad++; /* a query record of another length */
+		off += rh.len;
+	}
+}
+
 /* With c->stats_drop (map is a shared mapping of the memfd), this process
  * lets go of the pages (MADV_DONTNEED) as the chunks are merged: read
  * whole, the mapping of 400,000 texts' statistics (512 MB) was in the
@@ -169,296 +476,36 @@ static void note_running(struct sp_proc *p, const struct hmap *started)
  * the memfd: a record that refers to a chunk let go of reads it again. */
 void sp_coll_stats_merge(struct sp_coll *c, uint32_t pid, const void *mapv, size_t size, int clock)
 {
-	const uint8_t *map = mapv;
-	struct sp_proc *p = proc_get(c, pid);
-	struct sp_proc conv;
-	struct sp_stats_hdr h;
-	uint32_t *used = NULL, nchunks, ci, dropped = 1;
-	int drop = c->stats_drop;
-	struct hmap started; /* sql_id -> executions started - ended (mod 2^32) */
+	struct merge mg = { .c = c, .pid = pid, .map = mapv };
+	uint32_t ci, dropped = 1;
 
-	if (!p || size < SP_STATS_CHUNK)
+	mg.p = proc_get(c, pid);
+	if (!mg.p || size < SP_STATS_CHUNK)
 		return;
-	hmap_init(&started, sizeof(uint64_t), sizeof(uint32_t));
-	memset(&conv, 0, sizeof(conv));
-	conv.clock = clock;
-	memcpy(&h, map, sizeof(h));
-	nchunks = __atomic_load_n(&((const struct sp_stats_hdr *)mapv)->nchunks, __ATOMIC_ACQUIRE);
-	if (h.magic != SP_STATS_MAGIC || nchunks > size / SP_STATS_CHUNK) {
-		p->stats_bad++;
+	mg.conv.clock = clock;
+	memcpy(&mg.h, mapv, sizeof(mg.h));
+	mg.nchunks =
+		__atomic_load_n(&((const struct sp_stats_hdr *)mapv)->nchunks, __ATOMIC_ACQUIRE);
+	if (mg.h.magic != SP_STATS_MAGIC || mg.nchunks > size / SP_STATS_CHUNK) {
+		mg.p->stats_bad++;
 		return;
 	}
-	p->unattributed += h.unattributed;
-	if (h.foreign_libs > p->foreign_libs)
-		p->foreign_libs = h.foreign_libs;
-	if (h.deepbind_late > p->deepbind_late)
-		p->deepbind_late = h.deepbind_late;
-	if (h.clamped > p->clamped)
-		p->clamped = h.clamped;
-	if (h.texts_folded > p->texts_folded)
-		p->texts_folded = h.texts_folded;
-	p->seen |= h.seen;
-	p->execs += h.unattributed;
-	if (h.unattributed) {
-		/* counted, under a query of their own: the totals add up */
-		struct qkey uk = { SP_SQL_UNATTRIBUTED, SP_KIND_STMT };
-		struct sp_qagg *uq = hmap_get(&c->queries, &uk, 1, NULL);
-		uint64_t id = SP_SQL_UNATTRIBUTED;
-		int created;
-		struct sp_sql *us = hmap_get(&c->sqls, &id, 1, &created);
-
-		if (uq)
-			uq->count = sat_add(uq->count, h.unattributed);
-		if (us && created) {
-			us->text = dup_n((const uint8_t *)SP_SQL_UNATTRIBUTED_TEXT,
-					 sizeof(SP_SQL_UNATTRIBUTED_TEXT) - 1);
-			us->full_len = sizeof(SP_SQL_UNATTRIBUTED_TEXT) - 1;
-		}
-	}
-	used = calloc(nchunks ? nchunks : 1, sizeof(*used));
-	if (!used)
+	merge_header(&mg);
+	if (chunk_lengths(&mg) < 0)
 		return;
-	/* each chunk's published length, read once */
-	for (ci = 1; ci < nchunks; ci++) {
-		const struct sp_stats_chunk *ch = (const void *)(map + (size_t)ci * SP_STATS_CHUNK);
-		uint32_t u = __atomic_load_n(&ch->used, __ATOMIC_ACQUIRE);
-
-		if (ch->magic != SP_CHUNK_MAGIC || u < sizeof(*ch) || u > SP_STATS_CHUNK || u % 8) {
-			if (ch->magic || u)
-				p->stats_bad++;
-			u = 0;
-		}
-		used[ci] = u;
-	}
-	for (ci = 1; ci < nchunks; ci++) {
-		const uint8_t *cb = map + (size_t)ci * SP_STATS_CHUNK;
-		size_t off = sizeof(struct sp_stats_chunk);
-
-		while (used[ci] && off + sizeof(struct sp_rec_hdr) <= used[ci]) {
-			struct sp_rec_hdr rh;
-
-			memcpy(&rh, cb + off, sizeof(rh));
-			if (rh.len < sizeof(rh) || rh.len % 8 || rh.len > used[ci] - off) {
-				p->stats_bad++;
-				break;
-			}
-			if (rh.type == SP_AGG_QUERY && rh.len == sizeof(struct sp_agg_query)) {
-				struct sp_agg_query a;
-				struct qkey qk;
-				struct sp_qagg *q;
-				uint64_t db_ns, counters[4];
-				uint32_t b;
-
-				copy_query(cb + off, &a);
-				a.sql_id = sp_coll_text_fold(c, a.sql_id); /* the agent's folds */
-				sp_agg_counters(&a, counters);
-				if (a.kind == SP_KIND_STMT && a.started != (uint32_t)a.count) {
-					uint32_t *d = hmap_get(&started, &a.sql_id, 1, NULL);
-
-					if (d)
-						*d += a.started - (uint32_t)a.count;
-				}
-				if (a.sql_id == SP_SQL_FOLDED && !a.count && !a.prepares)
-					goto next; /* every arena has one: only used ones show */
-				if (a.sql_id == SP_SQL_FOLDED) {
-					uint64_t id = SP_SQL_FOLDED;
-					int created;
-					struct sp_sql *fs = hmap_get(&c->sqls, &id, 1, &created);
-
-					if (fs && created) {
-						fs->text =
-							dup_n((const uint8_t *)SP_SQL_FOLDED_TEXT,
-							      sizeof(SP_SQL_FOLDED_TEXT) - 1);
-						fs->full_len = sizeof(SP_SQL_FOLDED_TEXT) - 1;
-					}
-				}
-				qk.sql_id = a.sql_id;
-				qk.kind = a.kind > SP_KIND_EXEC ? SP_KIND_STMT : a.kind;
-				q = hmap_get(&c->queries, &qk, 1, NULL);
-				if (!q)
-					goto next;
-				db_ns = to_ns(c, &conv, a.db);
-				p->execs += a.count;
-				if (a.caller && a.count && a.kind == SP_KIND_STMT) {
-					uint64_t ck[4] = { a.sql_id, SP_KIND_STMT, pid, a.caller };
-					struct sp_caller *cr = hmap_get(&c->callers, ck, 1, NULL);
-
-					if (cr) {
-						cr->count = sat_add(cr->count, a.count);
-						cr->total_ns = sat_add(cr->total_ns, db_ns);
-					}
-				}
-				if (a.count && (!q->count || to_ns(c, &conv, a.min) < q->min_ns))
-					q->min_ns = to_ns(c, &conv, a.min);
-				if (a.count && to_ns(c, &conv, a.max) > q->max_ns)
-					q->max_ns = to_ns(c, &conv, a.max);
-				q->count = sat_add(q->count, a.count);
-				q->total_ns = sat_add(q->total_ns, db_ns);
-				{
-					uint64_t nested_ns = to_ns(c, &conv, a.nested_time);
-
-					q->self_ns =
-						sat_add(q->self_ns,
-							db_ns > nested_ns ? db_ns - nested_ns : 0);
-				}
-				q->wall_ns = sat_add(q->wall_ns, to_ns(c, &conv, a.wall));
-				q->rows = sat_add(q->rows, a.rows);
-				q->fullscan_steps = sat_add(q->fullscan_steps, counters[0]);
-				q->sorts = sat_add(q->sorts, counters[1]);
-				q->autoindex = sat_add(q->autoindex, counters[2]);
-				q->vm_steps = sat_add(q->vm_steps, counters[3]);
-				q->errors = sat_add(q->errors, a.errors);
-				q->nested = sat_add(q->nested, a.nested);
-				q->samples = sat_add(q->samples, a.samples);
-				q->prepares = sat_add(q->prepares, a.prepares);
-				q->prepare_ns =
-					sat_add(q->prepare_ns, to_ns(c, &conv, a.prepare_time));
-				q->runs = sat_add(q->runs, a.runs);
-				if (a.max_run > q->max_run)
-					q->max_run = a.max_run;
-				/* a run closed: one of 1 at least (the preload's inline
-				 * close of a run of 1 stores no max_run) */
-				if (a.runs && !q->max_run)
-					q->max_run = 1;
-				if (a.runs && sp_qagg_runs(q)) {
-					struct sp_agg_runs rl;
-					uint64_t longer = 0;
-
-					if (stats_get(map,
-						      stats_ref(a.runs_by_len, h.base, used,
-								nchunks, sizeof(rl)),
-						      SP_AGG_RUNS, &rl, sizeof(rl)) == 0) {
-						for (b = 1;
-						     b < SP_AGG_RUN_BUCKETS && b < SP_RUN_BUCKETS;
-						     b++) {
-							q->runs_by_len[b] = sat_add(
-								q->runs_by_len[b], rl.by_len[b]);
-							longer = sat_add(longer, rl.by_len[b]);
-						}
-					} else if (a.runs_by_len) {
-						p->stats_bad++;
-					}
-					q->runs_by_len[0] =
-						sat_add(q->runs_by_len[0],
-							a.runs > longer ? a.runs - longer : 0);
-				}
-				/* the thread's open N+1 run, when it is credited
-				 * here: it ends with the image */
-				if (a.run_open) {
-					q->runs = sat_add(q->runs, 1);
-					if (a.run_open > q->max_run)
-						q->max_run = a.run_open;
-					if (sp_qagg_runs(q))
-						q->runs_by_len[sp_run_bucket(a.run_open)]++;
-				}
-				if (a.errs) {
-					struct sp_agg_errs er;
-
-					if (stats_get(map,
-						      stats_ref(a.errs, h.base, used, nchunks,
-								sizeof(er)),
-						      SP_AGG_ERRS, &er, sizeof(er)) == 0) {
-						for (b = 0; b < SP_AGG_ERR_CODES; b++) {
-							uint64_t ek[4] = {
-								a.sql_id,
-								(uint64_t)(int64_t)er.code[b].rc,
-								pid,
-								a.kind == SP_KIND_EXEC
-									? SP_KIND_EXEC
-									: SP_KIND_STMT
-							};
-							uint64_t *n;
-
-							if (!er.code[b].count)
-								continue;
-							n = hmap_get(&c->errcodes, ek, 1, NULL);
-							if (n)
-								*n = sat_add(*n, er.code[b].count);
-						}
-					} else {
-						p->stats_bad++;
-					}
-				}
-				if (a.count) {
-					/* into its fingerprint's histogram when the
-					 * text is known, else its own */
-					const struct sp_sql *sq =
-						hmap_get(&c->sqls, &a.sql_id, 0, NULL);
-					struct sp_fphist *fh = NULL;
-					struct sp_hist *hist;
-					uint64_t mn = to_ns(c, &conv, a.min),
-						 mx = to_ns(c, &conv, a.max);
-
-					if (sq && sq->fp_id && sq->text && sq->text[0] != '<') {
-						uint64_t fk[2] = { sq->fp_id, qk.kind };
-						int created;
-
-						fh = hmap_get(&c->fphists, fk, 1, &created);
-						if (fh && created)
-							fh->min_ns = UINT64_MAX;
-						if (fh && !fh->hist)
-							fh->hist = sp_hist_new();
-						hist = fh ? fh->hist : NULL;
-					} else {
-						if (!q->hist)
-							q->hist = sp_hist_new();
-						hist = q->hist;
-					}
-					for (b = 0; hist && b < SP_HIST_BLOCKS; b++) {
-						struct sp_agg_hist hb;
-						uint32_t k;
-
-						if (!a.hist[b])
-							continue;
-						if (stats_get(map,
-							      stats_ref(a.hist[b], h.base, used,
-									nchunks, sizeof(hb)),
-							      SP_AGG_HIST, &hb, sizeof(hb)) < 0) {
-							p->stats_bad++;
-							continue;
-						}
-						for (k = 0; k < SP_HIST_PER_BLOCK; k++) {
-							uint64_t lo, w;
-
-							if (!hb.bucket[k])
-								continue;
-							sp_hist_bucket(b * SP_HIST_PER_BLOCK + k,
-								       &lo, &w);
-							sp_hist_add_n(hist,
-								      to_ns(c, &conv, lo + w / 2),
-								      hb.bucket[k]);
-						}
-					}
-					if (fh && hist) {
-						if (mn < fh->min_ns)
-							fh->min_ns = mn;
-						if (mx > fh->max_ns)
-							fh->max_ns = mx;
-						fh->sum_ns = sat_add(fh->sum_ns, db_ns);
-						fh->count = sat_add(fh->count, a.count);
-						sp_hist_set_minmax_sum(hist, fh->min_ns, fh->max_ns,
-								       fh->sum_ns);
-					} else if (hist) {
-						sp_hist_set_minmax_sum(hist, q->min_ns, q->max_ns,
-								       q->total_ns);
-					}
-				}
-			} else if (rh.type == SP_AGG_QUERY) {
-				p->stats_bad++; /* a query record of another length */
-			}
-next:
-			off += rh.len;
-		}
+	hmap_init(&mg.started, sizeof(uint64_t), sizeof(uint32_t));
+	for (ci = 1; ci < mg.nchunks; ci++) {
+		merge_chunk(&mg, ci);
 		/* in batches of 4 MB: a call a chunk took twice the CPU */
-		if (drop && (ci + 1 - dropped >= 64 || ci + 1 == nchunks)) {
-			(void)madvise((void *)(map + (size_t)dropped * SP_STATS_CHUNK),
+		if (c->stats_drop && (ci + 1 - dropped >= 64 || ci + 1 == mg.nchunks)) {
+			(void)madvise((void *)(mg.map + (size_t)dropped * SP_STATS_CHUNK),
 				      (size_t)(ci + 1 - dropped) * SP_STATS_CHUNK, MADV_DONTNEED);
 			dropped = ci + 1;
 		}
 	}
-	free(used);
-	note_running(p, &started);
-	hmap_free(&started);
+	free(mg.used);
+	note_running(mg.p, &mg.started);
+	hmap_free(&mg.started);
 }
 
 /* Keep the header page of a merged mapping (see hdr_pages). */
