@@ -380,257 +380,288 @@ static void stats_copy_apply(struct sp_coll *c, struct sp_proc *p,
 	p->no_stats = 0;
 }
 
+/* A HELLO: a new image of the process (an exec), or the same one
+ * reconnecting. */
+static void apply_hello(struct sp_coll *c, struct sp_proc *p, const uint8_t *rec)
+{
+	const struct sp_rec_hello *h = (const void *)rec;
+
+	/* in another pid namespace: the pid it knows itself by, for
+	 * display (msg_check verified it) */
+	p->ns_pid = h->pid != p->pid ? h->pid : 0;
+	if (p->hello && (h->h.flags & SP_HELLO_RECONNECT)) {
+		p->reconnects++;
+		p->died = 0;
+		return; /* same image: nothing else changes */
+	}
+	p->died = 0;
+	p->image++;
+	p->hello = 1;
+	p->ppid = h->ppid;
+	/* its parent as we name it, not as it does: from /proc, else
+	 * (it is gone already) the one process that knows itself by
+	 * the pid it gave, else 0 */
+	if (p->ns_pid)
+		p->ppid = proc_ppid(p->pid);
+	if (p->ns_pid && !p->ppid && h->ppid)
+		p->ppid = ns_parent(c, h->ppid);
+	p->clock = h->clock == SP_CLOCK_TSC ? SP_CLOCK_TSC : SP_CLOCK_MONOTONIC;
+	p->tsc_ref = h->tsc_ref;
+	p->mono_ref = h->mono_ref_ns;
+	p->sqlite_found |= (int)h->sqlite_found;
+	p->bye = 0;
+	if (h->h.flags & SP_HELLO_UNREPORTED)
+		p->unreported = 1;
+	if (p->exe && p->carried) {
+		/* the row an earlier agent wrote: the same process */
+		p->carried = 0;
+	} else if (p->exe) {
+		/* exec: the same pid runs a new program; keep its row */
+		char *next = dup_n(rec + sizeof(*h), h->exe_len), *both = NULL;
+
+		if (next && asprintf(&both, "%s -> %s", p->exe, next) >= 0) {
+			free(p->exe);
+			p->exe = both;
+		}
+		free(next);
+	} else {
+		p->exe = dup_n(rec + sizeof(*h), h->exe_len);
+	}
+}
+
+/* A text, the first time its sql_id comes (later: its recency only). */
+static void apply_sql(struct sp_coll *c, struct sp_proc *p, const uint8_t *rec)
+{
+	const struct sp_rec_sql *r = (const void *)rec;
+	int created;
+	struct sp_sql *s = hmap_get(&c->sqls, &r->sql_id, 1, &created);
+
+	if (s)
+		s->last = ++c->text_clock;
+	if (s && created) {
+		s->text = dup_n(rec + sizeof(*r), r->text_len);
+		s->full_len = r->full_len;
+		s->truncated = (r->h.flags & SP_SQL_TRUNCATED) != 0;
+		if (s->text) {
+			char *fp = sp_fingerprint(s->text, strlen(s->text), &s->fp_id);
+
+			free(fp);
+		}
+	}
+}
+
+/* A sampled execution (apply_exec), counted under the agent's fold. */
+static void apply_exec_rec(struct sp_coll *c, struct sp_proc *p, const uint8_t *rec)
+{
+	struct sp_rec_exec x;
+
+	memcpy(&x, rec, sizeof(x));
+	if (x.kind > SP_KIND_EXEC)
+		x.kind = SP_KIND_STMT;
+	x.sql_id = sp_coll_text_fold(c, x.sql_id); /* the agent's folds */
+	apply_exec(c, p, &x);
+}
+
+/* A stack, kept the first time its id comes in its process. */
+static void apply_stack(struct sp_coll *c, struct sp_proc *p, const uint8_t *rec)
+{
+	const struct sp_rec_stack *r = (const void *)rec;
+	struct stkey k = { p->pid, r->stack_id };
+	int created;
+	struct sp_stack *s = hmap_get(&c->stacks, &k, 1, &created);
+
+	if (s && created) {
+		s->generation = r->generation;
+		s->image = p->image;
+		s->pcs = malloc(sizeof(uint64_t) * (r->depth ? r->depth : 1));
+		if (s->pcs) {
+			memcpy(s->pcs, rec + sizeof(*r), sizeof(uint64_t) * r->depth);
+			s->depth = r->depth;
+		}
+	}
+}
+
+/* A module of the process's map. */
+static void apply_module(struct sp_coll *c, struct sp_proc *p, const uint8_t *rec)
+{
+	const struct sp_rec_module *r = (const void *)rec;
+	struct mkey k = { p->pid, p->image, r->generation, r->lo };
+	int created;
+	struct sp_module *m = hmap_get(&c->modules, &k, 1, &created);
+
+	if (m && created) {
+		m->pid = p->pid;
+		m->image = p->image;
+		m->generation = r->generation;
+		m->bias = r->bias;
+		m->lo = r->lo;
+		m->hi = r->hi;
+		m->build_id_len = r->build_id_len;
+		memcpy(m->build_id, rec + sizeof(*r), r->build_id_len);
+		m->path = dup_n(rec + sizeof(*r) + r->build_id_len, r->path_len);
+		m->dev = r->dev;
+		m->ino = r->ino;
+		m->size = r->size;
+		m->mtime_ns = r->mtime_ns;
+		m->found = r->ino != 0;
+		m->replaced = (r->h.flags & SP_MODULE_REPLACED) != 0;
+		m->sqlite = (r->h.flags & SP_MODULE_SQLITE)         ? 1
+			    : (r->h.flags & SP_MODULE_SQLITE_MIXED) ? 2
+								    : 0;
+		m->embed = r->h.flags &
+			   (SP_MODULE_EMBED | SP_MODULE_EMBED_BLIND | SP_MODULE_EMBED_STRIPPED |
+			    SP_MODULE_EMBED_CONFIG | SP_MODULE_EMBED_NOTRACE |
+			    SP_MODULE_EMBED_LATE | SP_MODULE_EMBED_OWNTRACE);
+	}
+}
+
+/* A failed execution's code and message. */
+static void apply_error(struct sp_coll *c, struct sp_proc *p, const uint8_t *rec)
+{
+	const struct sp_rec_error *r = (const void *)rec;
+	const uint8_t *msg = rec + sizeof(*r);
+	struct ekey k = { sp_coll_text_fold(c, r->sql_id), /* the agent's folds */
+			  (uint64_t)(int64_t)r->rc,
+			  p->pid,
+			  r->stack_id,
+			  sp_hash_bytes(msg, r->msg_len),
+			  r->h.flags & SP_ERROR_EXEC ? SP_KIND_EXEC : SP_KIND_STMT };
+	int created;
+	struct sp_err *e = hmap_get(&c->errors, &k, 1, &created);
+
+	if (e) {
+		if (created)
+			e->msg = dup_n(msg, r->msg_len);
+		e->count++;
+	}
+}
+
+/* The image's goodbye: its executions, losses. */
+static void apply_bye(struct sp_coll *c, struct sp_proc *p, const uint8_t *rec)
+{
+	const struct sp_rec_bye *r = (const void *)rec;
+
+	p->bye = 1;
+	p->died = 0; /* a BYE read from a file after its connection ended */
+	/* its rings go when its connection closes (sp_coll_recv) */
+	if (p->bye_image != p->image + 1)
+		p->bye_base = p->bye_execs; /* this image's first BYE */
+	p->bye_image = p->image + 1;
+	p->bye_execs = p->bye_base + r->executions;
+	p->untracked = r->untracked;
+	if (r->lost > p->lost)
+		p->lost = r->lost;
+}
+
+/* A plan (or why none), counted per connection that reported it. */
+static void apply_plan(struct sp_coll *c, struct sp_proc *p, const uint8_t *rec)
+{
+	const struct sp_rec_plan *r = (const void *)rec;
+	const uint8_t *text = rec + sizeof(*r);
+	int none = (r->h.flags & SP_PLAN_NONE) != 0;
+	/* a reason is kept apart from a plan of the same bytes */
+	uint64_t k[2] = { sp_coll_text_fold(c, r->sql_id), /* the agent's folds */
+			  sp_hash_bytes(text, r->text_len) ^ (uint64_t)none };
+	int created;
+	struct sp_plan *pl;
+
+	if (none && (r->h.flags & SP_PLAN_BOUND)) {
+		/* once per process: its later queries have no plan */
+		c->plans_bound++;
+		if (!c->plans_bound_why)
+			c->plans_bound_why = dup_n(text, r->text_len);
+		return;
+	}
+	pl = hmap_get(&c->plans, k, 1, &created);
+	if (pl) {
+		if (created) {
+			pl->text = dup_n(text, r->text_len);
+			pl->none = none;
+		}
+		if (!pl->schema_id)
+			pl->schema_id = r->schema_id;
+		pl->connections++;
+	}
+}
+
+/* A schema plans were taken under. */
+static void apply_schema(struct sp_coll *c, struct sp_proc *p, const uint8_t *rec)
+{
+	const struct sp_rec_schema *r = (const void *)rec;
+	int created;
+	struct sp_schema *sc =
+		r->schema_id ? hmap_get(&c->schemas, &r->schema_id, 1, &created) : NULL;
+
+	if (sc && created) {
+		sc->file = (r->h.flags & SP_SCHEMA_FILE) != 0;
+		sc->text = dup_n(rec + sizeof(*r), r->text_len);
+	}
+}
+
+/* A Python code object, for its frames' names and lines. */
+static void apply_pycode(struct sp_coll *c, struct sp_proc *p, const uint8_t *rec)
+{
+	const struct sp_rec_pycode *r = (const void *)rec;
+	const uint8_t *t = rec + sizeof(*r);
+	uint64_t k[2] = { r->pid, r->code };
+	int created;
+	struct sp_pycode *pc = hmap_get(&c->pycodes, k, 1, &created);
+
+	if (!pc || !created)
+		return; /* sent once per number; a repeat changes nothing */
+	pc->name = (char *)dup_n(t, r->name_len);
+	pc->qualname = r->qualname_len ? (char *)dup_n(t + r->name_len, r->qualname_len) : NULL;
+	pc->file = (char *)dup_n(t + r->name_len + r->qualname_len, r->file_len);
+	pc->table_len = r->table_len;
+	pc->table = r->table_len ? malloc(r->table_len) : NULL;
+	if (pc->table)
+		memcpy(pc->table, t + r->name_len + r->qualname_len + r->file_len, r->table_len);
+	else
+		pc->table_len = 0;
+	pc->firstlineno = r->firstlineno;
+	pc->major = r->major;
+	pc->minor = r->minor;
+	pc->cut = (r->h.flags & SP_PYCODE_TABLE_CUT) != 0;
+}
+
+/* A process whose Python frames cannot be read. */
+static void apply_pyinfo(struct sp_coll *c, struct sp_proc *p, const uint8_t *rec)
+{
+	const struct sp_rec_pyinfo *r = (const void *)rec;
+	size_t n =
+		r->text_len < sizeof(c->py_version) - 1 ? r->text_len : sizeof(c->py_version) - 1;
+
+	if (r->status == SP_PY_UNSUPPORTED)
+		c->py_unsupported++;
+	else if (r->status == SP_PY_UNREADABLE)
+		c->py_unreadable++;
+	else
+		return;
+	if (!c->py_version[0]) {
+		memcpy(c->py_version, rec + sizeof(*r), n);
+		c->py_version[n] = 0;
+		for (size_t i = 0; i < n; i++)
+			if (c->py_version[i] == '\n' || (unsigned char)c->py_version[i] < 32)
+				c->py_version[i] = ' ';
+	}
+}
+
 /* Apply one validated record. rec is 8-aligned (copied by the caller). */
 void coll_apply(struct sp_coll *c, struct sp_proc *p, const uint8_t *rec, uint16_t type)
 {
 	switch (type) {
-	case SP_REC_HELLO: {
-		const struct sp_rec_hello *h = (const void *)rec;
-
-		/* in another pid namespace: the pid it knows itself by, for
-		 * display (msg_check verified it) */
-		p->ns_pid = h->pid != p->pid ? h->pid : 0;
-		if (p->hello && (h->h.flags & SP_HELLO_RECONNECT)) {
-			p->reconnects++;
-			p->died = 0;
-			break; /* same image: nothing else changes */
-		}
-		p->died = 0;
-		p->image++;
-		p->hello = 1;
-		p->ppid = h->ppid;
-		/* its parent as we name it, not as it does: from /proc, else
-		 * (it is gone already) the one process that knows itself by
-		 * the pid it gave, else 0 */
-		if (p->ns_pid)
-			p->ppid = proc_ppid(p->pid);
-		if (p->ns_pid && !p->ppid && h->ppid)
-			p->ppid = ns_parent(c, h->ppid);
-		p->clock = h->clock == SP_CLOCK_TSC ? SP_CLOCK_TSC : SP_CLOCK_MONOTONIC;
-		p->tsc_ref = h->tsc_ref;
-		p->mono_ref = h->mono_ref_ns;
-		p->sqlite_found |= (int)h->sqlite_found;
-		p->bye = 0;
-		if (h->h.flags & SP_HELLO_UNREPORTED)
-			p->unreported = 1;
-		if (p->exe && p->carried) {
-			/* the row an earlier agent wrote: the same process */
-			p->carried = 0;
-		} else if (p->exe) {
-			/* exec: the same pid runs a new program; keep its row */
-			char *next = dup_n(rec + sizeof(*h), h->exe_len), *both = NULL;
-
-			if (next && asprintf(&both, "%s -> %s", p->exe, next) >= 0) {
-				free(p->exe);
-				p->exe = both;
-			}
-			free(next);
-		} else {
-			p->exe = dup_n(rec + sizeof(*h), h->exe_len);
-		}
-		break;
-	}
-	case SP_REC_SQL: {
-		const struct sp_rec_sql *r = (const void *)rec;
-		int created;
-		struct sp_sql *s = hmap_get(&c->sqls, &r->sql_id, 1, &created);
-
-		if (s)
-			s->last = ++c->text_clock;
-		if (s && created) {
-			s->text = dup_n(rec + sizeof(*r), r->text_len);
-			s->full_len = r->full_len;
-			s->truncated = (r->h.flags & SP_SQL_TRUNCATED) != 0;
-			if (s->text) {
-				char *fp = sp_fingerprint(s->text, strlen(s->text), &s->fp_id);
-
-				free(fp);
-			}
-		}
-		break;
-	}
-	case SP_REC_EXEC: {
-		struct sp_rec_exec x;
-
-		memcpy(&x, rec, sizeof(x));
-		if (x.kind > SP_KIND_EXEC)
-			x.kind = SP_KIND_STMT;
-		x.sql_id = sp_coll_text_fold(c, x.sql_id); /* the agent's folds */
-		apply_exec(c, p, &x);
-		break;
-	}
-	case SP_REC_STACK: {
-		const struct sp_rec_stack *r = (const void *)rec;
-		struct stkey k = { p->pid, r->stack_id };
-		int created;
-		struct sp_stack *s = hmap_get(&c->stacks, &k, 1, &created);
-
-		if (s && created) {
-			s->generation = r->generation;
-			s->image = p->image;
-			s->pcs = malloc(sizeof(uint64_t) * (r->depth ? r->depth : 1));
-			if (s->pcs) {
-				memcpy(s->pcs, rec + sizeof(*r), sizeof(uint64_t) * r->depth);
-				s->depth = r->depth;
-			}
-		}
-		break;
-	}
-	case SP_REC_MODULE: {
-		const struct sp_rec_module *r = (const void *)rec;
-		struct mkey k = { p->pid, p->image, r->generation, r->lo };
-		int created;
-		struct sp_module *m = hmap_get(&c->modules, &k, 1, &created);
-
-		if (m && created) {
-			m->pid = p->pid;
-			m->image = p->image;
-			m->generation = r->generation;
-			m->bias = r->bias;
-			m->lo = r->lo;
-			m->hi = r->hi;
-			m->build_id_len = r->build_id_len;
-			memcpy(m->build_id, rec + sizeof(*r), r->build_id_len);
-			m->path = dup_n(rec + sizeof(*r) + r->build_id_len, r->path_len);
-			m->dev = r->dev;
-			m->ino = r->ino;
-			m->size = r->size;
-			m->mtime_ns = r->mtime_ns;
-			m->found = r->ino != 0;
-			m->replaced = (r->h.flags & SP_MODULE_REPLACED) != 0;
-			m->sqlite = (r->h.flags & SP_MODULE_SQLITE)         ? 1
-				    : (r->h.flags & SP_MODULE_SQLITE_MIXED) ? 2
-									    : 0;
-			m->embed = r->h.flags & (SP_MODULE_EMBED | SP_MODULE_EMBED_BLIND |
-						 SP_MODULE_EMBED_STRIPPED | SP_MODULE_EMBED_CONFIG |
-						 SP_MODULE_EMBED_NOTRACE | SP_MODULE_EMBED_LATE |
-						 SP_MODULE_EMBED_OWNTRACE);
-		}
-		break;
-	}
-	case SP_REC_ERROR: {
-		const struct sp_rec_error *r = (const void *)rec;
-		const uint8_t *msg = rec + sizeof(*r);
-		struct ekey k = { sp_coll_text_fold(c, r->sql_id), /* the agent's folds */
-				  (uint64_t)(int64_t)r->rc,
-				  p->pid,
-				  r->stack_id,
-				  sp_hash_bytes(msg, r->msg_len),
-				  r->h.flags & SP_ERROR_EXEC ? SP_KIND_EXEC : SP_KIND_STMT };
-		int created;
-		struct sp_err *e = hmap_get(&c->errors, &k, 1, &created);
-
-		if (e) {
-			if (created)
-				e->msg = dup_n(msg, r->msg_len);
-			e->count++;
-		}
-		break;
-	}
-	case SP_REC_BYE: {
-		const struct sp_rec_bye *r = (const void *)rec;
-
-		p->bye = 1;
-		p->died = 0; /* a BYE read from a file after its connection ended */
-		/* its rings go when its connection closes (sp_coll_recv) */
-		if (p->bye_image != p->image + 1)
-			p->bye_base = p->bye_execs; /* this image's first BYE */
-		p->bye_image = p->image + 1;
-		p->bye_execs = p->bye_base + r->executions;
-		p->untracked = r->untracked;
-		if (r->lost > p->lost)
-			p->lost = r->lost;
-		break;
-	}
-	case SP_REC_PLAN: {
-		const struct sp_rec_plan *r = (const void *)rec;
-		const uint8_t *text = rec + sizeof(*r);
-		int none = (r->h.flags & SP_PLAN_NONE) != 0;
-		/* a reason is kept apart from a plan of the same bytes */
-		uint64_t k[2] = { sp_coll_text_fold(c, r->sql_id), /* the agent's folds */
-				  sp_hash_bytes(text, r->text_len) ^ (uint64_t)none };
-		int created;
-		struct sp_plan *pl;
-
-		if (none && (r->h.flags & SP_PLAN_BOUND)) {
-			/* once per process: its later queries have no plan */
-			c->plans_bound++;
-			if (!c->plans_bound_why)
-				c->plans_bound_why = dup_n(text, r->text_len);
-			break;
-		}
-		pl = hmap_get(&c->plans, k, 1, &created);
-		if (pl) {
-			if (created) {
-				pl->text = dup_n(text, r->text_len);
-				pl->none = none;
-			}
-			if (!pl->schema_id)
-				pl->schema_id = r->schema_id;
-			pl->connections++;
-		}
-		break;
-	}
-	case SP_REC_SCHEMA: {
-		const struct sp_rec_schema *r = (const void *)rec;
-		int created;
-		struct sp_schema *sc =
-			r->schema_id ? hmap_get(&c->schemas, &r->schema_id, 1, &created) : NULL;
-
-		if (sc && created) {
-			sc->file = (r->h.flags & SP_SCHEMA_FILE) != 0;
-			sc->text = dup_n(rec + sizeof(*r), r->text_len);
-		}
-		break;
-	}
+	case SP_REC_HELLO: apply_hello(c, p, rec); break;
+	case SP_REC_SQL: apply_sql(c, p, rec); break;
+	case SP_REC_EXEC: apply_exec_rec(c, p, rec); break;
+	case SP_REC_STACK: apply_stack(c, p, rec); break;
+	case SP_REC_MODULE: apply_module(c, p, rec); break;
+	case SP_REC_ERROR: apply_error(c, p, rec); break;
+	case SP_REC_BYE: apply_bye(c, p, rec); break;
+	case SP_REC_PLAN: apply_plan(c, p, rec); break;
+	case SP_REC_SCHEMA: apply_schema(c, p, rec); break;
 	case SP_REC_STATS_COPY: stats_copy_apply(c, p, (const void *)rec); break;
-	case SP_REC_PYCODE: {
-		const struct sp_rec_pycode *r = (const void *)rec;
-		const uint8_t *t = rec + sizeof(*r);
-		uint64_t k[2] = { r->pid, r->code };
-		int created;
-		struct sp_pycode *pc = hmap_get(&c->pycodes, k, 1, &created);
-
-		if (!pc || !created)
-			break; /* sent once per number; a repeat changes nothing */
-		pc->name = (char *)dup_n(t, r->name_len);
-		pc->qualname =
-			r->qualname_len ? (char *)dup_n(t + r->name_len, r->qualname_len) : NULL;
-		pc->file = (char *)dup_n(t + r->name_len + r->qualname_len, r->file_len);
-		pc->table_len = r->table_len;
-		pc->table = r->table_len ? malloc(r->table_len) : NULL;
-		if (pc->table)
-			memcpy(pc->table, t + r->name_len + r->qualname_len + r->file_len,
-			       r->table_len);
-		else
-			pc->table_len = 0;
-		pc->firstlineno = r->firstlineno;
-		pc->major = r->major;
-		pc->minor = r->minor;
-		pc->cut = (r->h.flags & SP_PYCODE_TABLE_CUT) != 0;
-		break;
-	}
-	case SP_REC_PYINFO: {
-		const struct sp_rec_pyinfo *r = (const void *)rec;
-		size_t n = r->text_len < sizeof(c->py_version) - 1 ? r->text_len
-								   : sizeof(c->py_version) - 1;
-
-		if (r->status == SP_PY_UNSUPPORTED)
-			c->py_unsupported++;
-		else if (r->status == SP_PY_UNREADABLE)
-			c->py_unreadable++;
-		else
-			break;
-		if (!c->py_version[0]) {
-			memcpy(c->py_version, rec + sizeof(*r), n);
-			c->py_version[n] = 0;
-			for (size_t i = 0; i < n; i++)
-				if (c->py_version[i] == '\n' ||
-				    (unsigned char)c->py_version[i] < 32)
-					c->py_version[i] = ' ';
-		}
-		break;
-	}
+	case SP_REC_PYCODE: apply_pycode(c, p, rec); break;
+	case SP_REC_PYINFO: apply_pyinfo(c, p, rec); break;
 	default:
 		break; /* RING and STATS (registered by sp_coll_input), PAD
 			* and unknown types change nothing here */
