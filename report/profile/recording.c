@@ -67,11 +67,22 @@ int sp_module_changed(const struct sp_module *m)
 	       (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec != m->mtime_ns;
 }
 
-uint64_t *sp_qagg_runs(struct sp_qagg *q)
+uint64_t *sp_qagg_runs(struct sp_qagg *q, uint32_t nb)
 {
-	if (!q->runs_by_len)
-		q->runs_by_len = calloc(SP_RUN_BUCKETS, sizeof(uint64_t));
-	return q->runs_by_len;
+	uint64_t *r;
+
+	if (nb > SP_RUN_BUCKETS)
+		nb = SP_RUN_BUCKETS;
+	if (q->runs_by_len && q->runs_nb >= nb)
+		return q->runs_by_len;
+	nb = nb < 4 ? 4 : nb; /* a malloc chunk's least */
+	r = realloc(q->runs_by_len, nb * sizeof(*r));
+	if (!r)
+		return NULL;
+	memset(r + q->runs_nb, 0, (nb - q->runs_nb) * sizeof(*r));
+	q->runs_by_len = r;
+	q->runs_nb = nb;
+	return r;
 }
 
 int sp_run_bucket(uint64_t len)

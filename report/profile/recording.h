@@ -156,14 +156,18 @@ struct sp_qagg {
 	 * SQL on one thread (N+1 detection). runs_by_len[i]: runs of length
 	 * i+1 for i < 16, then of length in [2^(i-12), 2^(i-11)). */
 	uint64_t runs, max_run;
-	uint64_t *runs_by_len; /* SP_RUN_BUCKETS counts; NULL until a run is
-				* credited (sp_qagg_runs): most texts of a
-				* dump restore have none, and the table of
-				* 100,000 of them stays small */
+	uint64_t *runs_by_len; /* runs_nb counts (of SP_RUN_BUCKETS); NULL until
+				* a run is credited (sp_qagg_runs): most texts
+				* of a dump restore have none, and the table
+				* of 100,000 of them stays small */
+	uint32_t runs_nb;      /* counts runs_by_len holds: up to the longest
+				* run's bucket (200,000 texts with runs of 1-3
+				* took 512 bytes each for 64 buckets, 105 MB) */
 };
 
-/* q's run-length counts, made on first use; NULL on ENOMEM. */
-uint64_t *sp_qagg_runs(struct sp_qagg *q);
+/* q's run-length counts, made or grown to hold at least nb (at most
+ * SP_RUN_BUCKETS), the new ones 0; NULL on ENOMEM (q unchanged). */
+uint64_t *sp_qagg_runs(struct sp_qagg *q, uint32_t nb);
 
 /* Aggregate per (sql_id, kind, pid, stack_id) over sampled executions. */
 struct sp_sagg {

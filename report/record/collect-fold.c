@@ -67,9 +67,10 @@ static int merge_qagg(void *dv, void *sv)
 	if (s->runs_by_len) {
 		if (!d->runs_by_len) {
 			d->runs_by_len = s->runs_by_len;
+			d->runs_nb = s->runs_nb;
 			s->runs_by_len = NULL;
-		} else {
-			for (int b = 0; b < SP_RUN_BUCKETS; b++)
+		} else if (sp_qagg_runs(d, s->runs_nb)) {
+			for (uint32_t b = 0; b < s->runs_nb; b++)
 				d->runs_by_len[b] += s->runs_by_len[b];
 		}
 	}

@@ -171,6 +171,10 @@ struct merge {
 	struct sp_stats_hdr h;
 	uint32_t *used, nchunks; /* each chunk's published length, read once */
 	struct hmap started;     /* sql_id -> executions started - ended (mod 2^32) */
+	/* chunks before dropped were let go of (c->stats_drop); cur is being
+	 * merged; [ref_lo, ref_hi) holds the chunks outside [dropped, cur]
+	 * read by a reference since */
+	uint32_t dropped, cur, ref_lo, ref_hi;
 };
 
 /* The text of a placeholder query (SP_SQL_UNATTRIBUTED, SP_SQL_FOLDED),
@@ -217,10 +221,35 @@ static void merge_header(struct merge *mg)
 
 /* A record the query record a refers to (runs, errors, a histogram
  * block), copied into out; 0, or -1 (not a record of that type there). */
-static int merge_ref(const struct merge *mg, uint64_t addr, uint16_t type, void *out, size_t len)
+static int merge_ref(struct merge *mg, uint64_t addr, uint16_t type, void *out, size_t len)
 {
-	return stats_get(mg->map, stats_ref(addr, mg->h.base, mg->used, mg->nchunks, len), type,
-			 out, len);
+	size_t off = stats_ref(addr, mg->h.base, mg->used, mg->nchunks, len);
+	uint32_t ci = (uint32_t)(off / SP_STATS_CHUNK);
+
+	if (off != SIZE_MAX && (ci < mg->dropped || ci > mg->cur)) {
+		if (mg->ref_hi == 0 || ci < mg->ref_lo)
+			mg->ref_lo = ci;
+		if (ci + 1 > mg->ref_hi)
+			mg->ref_hi = ci + 1;
+	}
+	return stats_get(mg->map, off, type, out, len);
+}
+
+/* Let go of the chunks merged since the last call, up to chunk end, and
+ * of those read by a reference meanwhile, before or after them: a text's
+ * histogram and run records are in other chunks than its query record,
+ * and each one read maps 64 KB of them (the kernel's fault-around): the
+ * collector's RssShmem was 366 MB at 200,000 fingerprints as the merge
+ * began. A chunk let go of and read again is only mapped again. */
+static void merge_drop(struct merge *mg, uint32_t end)
+{
+	if (mg->ref_hi)
+		(void)madvise((void *)(mg->map + (size_t)mg->ref_lo * SP_STATS_CHUNK),
+			      (size_t)(mg->ref_hi - mg->ref_lo) * SP_STATS_CHUNK, MADV_DONTNEED);
+	(void)madvise((void *)(mg->map + (size_t)mg->dropped * SP_STATS_CHUNK),
+		      (size_t)(end - mg->dropped) * SP_STATS_CHUNK, MADV_DONTNEED);
+	mg->dropped = end;
+	mg->ref_lo = mg->ref_hi = 0;
 }
 
 /* The sums of a query record into q (db_ns: its db time in ns). */
@@ -253,7 +282,7 @@ static void merge_sums(const struct merge *mg, struct sp_qagg *q, const struct s
 }
 
 /* The N+1 runs of a query record into q. */
-static void merge_runs(const struct merge *mg, struct sp_qagg *q, const struct sp_agg_query *a)
+static void merge_runs(struct merge *mg, struct sp_qagg *q, const struct sp_agg_query *a)
 {
 	q->runs = sat_add(q->runs, a->runs);
 	if (a->max_run > q->max_run)
@@ -262,34 +291,42 @@ static void merge_runs(const struct merge *mg, struct sp_qagg *q, const struct s
 	 * run of 1 stores no max_run) */
 	if (a->runs && !q->max_run)
 		q->max_run = 1;
-	if (a->runs && sp_qagg_runs(q)) {
+	if (a->runs) {
 		struct sp_agg_runs rl;
 		uint64_t longer = 0;
+		uint32_t nb = 1, b;
+		int got = merge_ref(mg, a->runs_by_len, SP_AGG_RUNS, &rl, sizeof(rl)) == 0;
 
-		if (merge_ref(mg, a->runs_by_len, SP_AGG_RUNS, &rl, sizeof(rl)) == 0) {
-			for (uint32_t b = 1; b < SP_AGG_RUN_BUCKETS && b < SP_RUN_BUCKETS; b++) {
+		/* counts up to the longest run's bucket only (sp_qagg.runs_nb) */
+		for (b = 1; got && b < SP_AGG_RUN_BUCKETS && b < SP_RUN_BUCKETS; b++)
+			if (rl.by_len[b])
+				nb = b + 1;
+		if (sp_qagg_runs(q, nb)) {
+			for (b = 1; got && b < nb; b++) {
 				q->runs_by_len[b] = sat_add(q->runs_by_len[b], rl.by_len[b]);
 				longer = sat_add(longer, rl.by_len[b]);
 			}
-		} else if (a->runs_by_len) {
-			mg->p->stats_bad++;
+			if (!got && a->runs_by_len)
+				mg->p->stats_bad++;
+			q->runs_by_len[0] =
+				sat_add(q->runs_by_len[0], a->runs > longer ? a->runs - longer : 0);
 		}
-		q->runs_by_len[0] =
-			sat_add(q->runs_by_len[0], a->runs > longer ? a->runs - longer : 0);
 	}
 	/* the thread's open N+1 run, when it is credited here: it ends with
 	 * the image */
 	if (a->run_open) {
+		int b = sp_run_bucket(a->run_open);
+
 		q->runs = sat_add(q->runs, 1);
 		if (a->run_open > q->max_run)
 			q->max_run = a->run_open;
-		if (sp_qagg_runs(q))
-			q->runs_by_len[sp_run_bucket(a->run_open)]++;
+		if (sp_qagg_runs(q, (uint32_t)b + 1))
+			q->runs_by_len[b]++;
 	}
 }
 
 /* A query record's failures by code, into c->errcodes. */
-static void merge_errs(const struct merge *mg, const struct sp_agg_query *a)
+static void merge_errs(struct merge *mg, const struct sp_agg_query *a)
 {
 	struct sp_agg_errs er;
 
@@ -424,13 +461,18 @@ static void merge_query(struct merge *mg, const uint8_t *rec)
 }
 
 /* Each chunk's published length into mg->used (0: not one). 0, or -1
- * (ENOMEM). */
+ * (ENOMEM). Reading a chunk's header maps the whole chunk (the kernel's
+ * fault-around: 64 KB): with c->stats_drop they are let go of again 64 at
+ * a time, or the whole mapping was resident at once before anything was
+ * merged (511 MB of the collector's peak 696 MB at 200,000 fingerprints). */
 static int chunk_lengths(struct merge *mg)
 {
+	uint32_t ci, from = 1;
+
 	mg->used = calloc(mg->nchunks ? mg->nchunks : 1, sizeof(*mg->used));
 	if (!mg->used)
 		return -1;
-	for (uint32_t ci = 1; ci < mg->nchunks; ci++) {
+	for (ci = 1; ci < mg->nchunks; ci++) {
 		const struct sp_stats_chunk *ch =
 			(const void *)(mg->map + (size_t)ci * SP_STATS_CHUNK);
 		uint32_t u = __atomic_load_n(&ch->used, __ATOMIC_ACQUIRE);
@@ -441,6 +483,11 @@ static int chunk_lengths(struct merge *mg)
 			u = 0;
 		}
 		mg->used[ci] = u;
+		if (mg->c->stats_drop && (ci + 1 - from >= 64 || ci + 1 == mg->nchunks)) {
+			(void)madvise((void *)(mg->map + (size_t)from * SP_STATS_CHUNK),
+				      (size_t)(ci + 1 - from) * SP_STATS_CHUNK, MADV_DONTNEED);
+			from = ci + 1;
+		}
 	}
 	return 0;
 }
@@ -476,8 +523,8 @@ static void merge_chunk(struct merge *mg, uint32_t ci)
  * the memfd: a record that refers to a chunk let go of reads it again. */
 void sp_coll_stats_merge(struct sp_coll *c, uint32_t pid, const void *mapv, size_t size, int clock)
 {
-	struct merge mg = { .c = c, .pid = pid, .map = mapv };
-	uint32_t ci, dropped = 1;
+	struct merge mg = { .c = c, .pid = pid, .map = mapv, .dropped = 1 };
+	uint32_t ci;
 
 	mg.p = proc_get(c, pid);
 	if (!mg.p || size < SP_STATS_CHUNK)
@@ -495,13 +542,11 @@ void sp_coll_stats_merge(struct sp_coll *c, uint32_t pid, const void *mapv, size
 		return;
 	hmap_init(&mg.started, sizeof(uint64_t), sizeof(uint32_t));
 	for (ci = 1; ci < mg.nchunks; ci++) {
+		mg.cur = ci;
 		merge_chunk(&mg, ci);
 		/* in batches of 4 MB: a call a chunk took twice the CPU */
-		if (c->stats_drop && (ci + 1 - dropped >= 64 || ci + 1 == mg.nchunks)) {
-			(void)madvise((void *)(mg.map + (size_t)dropped * SP_STATS_CHUNK),
-				      (size_t)(ci + 1 - dropped) * SP_STATS_CHUNK, MADV_DONTNEED);
-			dropped = ci + 1;
-		}
+		if (c->stats_drop && (ci + 1 - mg.dropped >= 64 || ci + 1 == mg.nchunks))
+			merge_drop(&mg, ci + 1);
 	}
 	free(mg.used);
 	note_running(mg.p, &mg.started);
