@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/types.h>
 #include <unistd.h>
 
@@ -88,6 +89,29 @@ void hmap_free(struct hmap *m)
  * order hmap_next visits entries in is unchanged. */
 #define HDR_USED (1ULL << 63)
 
+/* Zeroed slots for ncap entries. A table of 4 MiB and more is asked to be
+ * on huge pages (THP "madvise", this machine's default): a lookup in a
+ * large table is a cache and TLB miss (hmap_get was 16 % of record's CPU
+ * at 200,000 fingerprints, 90 % of it on the slot's first load) and its
+ * first touch a page fault each 4 KiB. */
+static uint8_t *slots_alloc(size_t ncap, size_t stride)
+{
+	const size_t huge = (size_t)2 << 20;
+	size_t len;
+	void *p;
+
+	if (ncap > SIZE_MAX / stride)
+		return NULL;
+	len = ncap * stride;
+	if (len < 2 * huge)
+		return calloc(ncap, stride);
+	if (posix_memalign(&p, huge, len))
+		return NULL;
+	(void)madvise(p, len & ~(huge - 1), MADV_HUGEPAGE);
+	memset(p, 0, len);
+	return p;
+}
+
 static uint64_t slot_hdr(const uint8_t *s)
 {
 	return *(const uint64_t *)(const void *)s;
@@ -99,7 +123,7 @@ static int resize(struct hmap *m, size_t ncap)
 	uint8_t *old = m->slots;
 	size_t ocap = m->cap, i;
 
-	m->slots = calloc(ncap, m->stride);
+	m->slots = slots_alloc(ncap, m->stride);
 	if (!m->slots) {
 		m->slots = old;
 		return -1;

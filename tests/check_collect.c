@@ -3261,6 +3261,9 @@ START_TEST(test_stats_merge)
 	/* runs: arena 1 closed 1, 1, 2, 5, 40; arena 2 closed 3 and has 7 open */
 	ck_assert_uint_eq(x.runs, 7);
 	ck_assert_uint_eq(x.max_run, 40);
+	/* counts up to the longest run's bucket (sp_qagg.runs_nb) */
+	ck_assert_uint_gt(x.runs_nb, (unsigned)sp_run_bucket(40));
+	ck_assert_uint_le(x.runs_nb, SP_RUN_BUCKETS);
 	ck_assert_uint_eq(x.runs_by_len[0], 2);
 	ck_assert_uint_eq(x.runs_by_len[1], 1);
 	ck_assert_uint_eq(x.runs_by_len[2], 1);
@@ -3270,7 +3273,7 @@ START_TEST(test_stats_merge)
 	{
 		uint64_t tot = 0;
 
-		for (int i = 0; i < SP_RUN_BUCKETS; i++)
+		for (uint32_t i = 0; i < x.runs_nb; i++)
 			tot += x.runs_by_len[i];
 		ck_assert_uint_eq(tot, x.runs);
 	}

@@ -20,6 +20,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "collect.h"
 #include "export.h"
 #include "profile-write.h"
 

@@ -421,6 +421,60 @@ static double now_s(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
+/* Few buckets are kept sparse, more in groups (hist.c): the same answers
+ * either way, buckets in increasing order whatever the order of adding,
+ * and a merge or a bucket taken off across the change. Values below 128
+ * are exact, so each quantile is the exact one. */
+static int collect_bucket(uint64_t lo, uint64_t count, void *arg)
+{
+	uint64_t *o = arg;
+
+	ck_assert_uint_gt(lo + 1, o[0]); /* increasing */
+	o[0] = lo + 1;
+	o[1] += count;
+	o[2]++;
+	return 0;
+}
+
+START_TEST(test_sparse_dense)
+{
+	uint64_t v[200], o[3];
+	size_t n = 0;
+	unsigned k, nb;
+
+	for (nb = 1; nb <= 12; nb++) {
+		struct sp_hist *h = sp_hist_new(), *m = sp_hist_new();
+
+		ck_assert_ptr_nonnull(h);
+		ck_assert_ptr_nonnull(m);
+		n = 0;
+		for (k = nb; k-- > 0;) /* decreasing: each new bucket goes first */
+			for (unsigned r = 0; r <= k; r++) {
+				sp_hist_add(h, 10 * k + 3);
+				v[n++] = 10 * k + 3;
+			}
+		for (double q = 0; q <= 1.0; q += 0.05)
+			ck_assert_uint_eq(sp_hist_quantile(h, q), sp_percentile_exact(v, n, q));
+		memset(o, 0, sizeof(o));
+		sp_hist_foreach(h, collect_bucket, o);
+		ck_assert_uint_eq(o[1], n);
+		ck_assert_uint_eq(o[2], nb);
+		sp_hist_add(m, 5);
+		sp_hist_merge(m, h);
+		ck_assert_uint_eq(sp_hist_count(m), n + 1);
+		sp_hist_sub_bucket(m, 5, 1);
+		sp_hist_sub_bucket(m, 7, 1); /* no such bucket: nothing */
+		ck_assert_uint_eq(sp_hist_count(m), n);
+		memset(o, 0, sizeof(o));
+		sp_hist_foreach(m, collect_bucket, o);
+		ck_assert_uint_eq(o[1], n);
+		ck_assert_uint_eq(o[2], nb); /* 5's bucket, emptied, is not visited */
+		sp_hist_free(h);
+		sp_hist_free(m);
+	}
+}
+END_TEST
+
 START_TEST(test_throughput)
 {
 	enum { N = 10000000, NV = 1 << 16 };
@@ -466,6 +520,7 @@ static Suite *hist_suite(void)
 	tcase_add_test(tc, test_merge);
 	tcase_add_test(tc, test_round_trip);
 	tcase_add_test(tc, test_add_bucket_alone);
+	tcase_add_test(tc, test_sparse_dense);
 	tcase_set_timeout(tc, 60);
 	suite_add_tcase(s, tc);
 

@@ -5,8 +5,9 @@
  *
  * A histogram splits each power of two into 64 equal sub-buckets, so any
  * value is known to within 1/64 of itself (values below 128 exactly).  Its
- * memory grows with the spread of the values (one 512-byte block per power
- * of two actually seen, at most 59), never with how many were added; count,
+ * memory grows with the spread of the values (112 bytes for up to 6
+ * buckets in use, beyond one 512-byte block per power of two actually
+ * seen, at most 59), never with how many were added; count,
  * min, max and sum are kept exactly.  Adding is O(1).  A histogram is not
  * locked: the caller serializes access to one histogram.
  */

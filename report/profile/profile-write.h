@@ -11,7 +11,7 @@
 #include <pthread.h>
 #include <sqlite3.h>
 
-#include "collect.h"
+#include "recording.h"
 #include "profile.h"
 
 /* What one run of `record --repeat` added to one query. */

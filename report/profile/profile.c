@@ -240,23 +240,25 @@ static int cmp_keyed(const void *pa, const void *pb)
 	return a->kind && b->kind ? strcmp(a->kind, b->kind) : 0;
 }
 
-/* a->q.runs_by_len plus src (SP_RUN_BUCKETS counts), as fagg_hist_add */
-static int fagg_runs_add(struct fagg *a, uint64_t *src)
+/* a->q.runs_by_len plus src (n counts), as fagg_hist_add */
+static int fagg_runs_add(struct fagg *a, uint64_t *src, uint32_t n)
 {
 	uint64_t *r;
 
 	if (!a->q.runs_by_len) {
 		a->q.runs_by_len = src;
+		a->q.runs_nb = n;
 		return 0;
 	}
 	if (!a->runs_own) {
-		if (!(r = malloc(SP_RUN_BUCKETS * sizeof(*r))))
+		if (!(r = calloc(SP_RUN_BUCKETS, sizeof(*r))))
 			return -1;
-		memcpy(r, a->q.runs_by_len, SP_RUN_BUCKETS * sizeof(*r));
+		memcpy(r, a->q.runs_by_len, a->q.runs_nb * sizeof(*r));
 		a->q.runs_by_len = r;
+		a->q.runs_nb = SP_RUN_BUCKETS;
 		a->runs_own = 1;
 	}
-	for (int b = 0; b < SP_RUN_BUCKETS; b++)
+	for (uint32_t b = 0; b < n && b < SP_RUN_BUCKETS; b++)
 		a->q.runs_by_len[b] += src[b];
 	return 0;
 }
@@ -946,7 +948,7 @@ static int merge_queries(struct pw *w)
 		a->q.runs += q->runs;
 		if (q->max_run > a->q.max_run)
 			a->q.max_run = q->max_run;
-		if ((q->runs_by_len && fagg_runs_add(a, q->runs_by_len) < 0) ||
+		if ((q->runs_by_len && fagg_runs_add(a, q->runs_by_len, q->runs_nb) < 0) ||
 		    (q->hist && fagg_hist_add(a, q->hist) < 0))
 			return pw_nomem(w, NULL);
 	}
@@ -1035,7 +1037,7 @@ static int write_queries(struct pw *w)
 			for (int b = 0; b < SP_RUN_BUCKETS; b++) {
 				uint64_t lo, hi;
 
-				if (!a->q.runs_by_len || !a->q.runs_by_len[b])
+				if ((uint32_t)b >= a->q.runs_nb || !a->q.runs_by_len[b])
 					continue;
 				sp_run_bucket_bounds(b, &lo, &hi);
 				if (hi > (uint64_t)INT64_MAX)
