@@ -21,7 +21,7 @@
  *                     db += t1 - t0; ROW: rows++, slow? (exec.c)
  *   sqlite3_step #2   the same, DONE: the end, inline: the query record
  *                       (stats.c) += count, db, wall, rows, min, max,
- *                       histogram bucket; N+1 loop goes on (run_until);
+ *                       histogram bucket; N+1 loop goes on (loop_until);
  *                       start, db = 0; SQLite's counters now stored in
  *                       the record's segment, which the statement owns
  *   sqlite3_reset     nothing in progress: straight to the original
@@ -132,7 +132,7 @@ static __attribute__((noinline)) int end_plain_slow(struct sp_agg_query *q, cons
 		return rc;
 	sp_loop_switch(t, q, s->shape, start);
 	if (t->loop_q == q) /* not when q could not open a loop */
-		q->run_until = end + sp_cfg.loop_gap;
+		q->loop_until = end + sp_cfg.loop_gap;
 	return rc;
 }
 
@@ -151,31 +151,31 @@ SP_INLINE int end_plain_switch(struct sp_agg_query *q, const struct sp_stmt *s, 
 	struct sp_arena *a;
 
 	/* a is set: q is bound to this thread's arena. sp_no_loop's
-	 * run_until and run_open are 0, and a switch to q itself (a pause)
+	 * loop_until and loop_open are 0, and a switch to q itself (a pause)
 	 * has q's shape: neither passes the tests below */
 	old = t->loop_q;
 	a = t->arena;
-	if (likely(a->loop_shape == s->shape && start < old->run_until)) {
+	if (likely(a->loop_shape == s->shape && start < old->loop_until)) {
 		/* sp_loop_switch: the same shape in time, the loop goes on,
 		 * moved to q (there first: a reader never misses it) */
-		q->run_open = old->run_open + 1;
-		old->run_open = 0;
-		old->run_until = 0;
+		q->loop_open = old->loop_open + 1;
+		old->loop_open = 0;
+		old->loop_until = 0;
 		t->loop_q = q;
-		q->run_until = end + sp_cfg.loop_gap;
+		q->loop_until = end + sp_cfg.loop_gap;
 		return rc;
 	}
-	if (likely(old->run_open == 1 && a->loop_shape != s->shape)) {
+	if (likely(old->loop_open == 1 && a->loop_shape != s->shape)) {
 		/* sp_loop_switch: loop_credit(old, 1) - max_run 1 the collector
 		 * knows from runs - then q opens a loop */
 		old->runs++;
-		q->run_open = 1; /* there first: a reader never misses it */
-		old->run_open = 0;
-		old->run_until = 0;
+		q->loop_open = 1; /* there first: a reader never misses it */
+		old->loop_open = 0;
+		old->loop_until = 0;
 		a->loop_shape = s->shape;
 		t->loop_pauses = 0;
 		t->loop_q = q;
-		q->run_until = end + sp_cfg.loop_gap;
+		q->loop_until = end + sp_cfg.loop_gap;
 		return rc;
 	}
 	return end_plain_slow(q, s, start, end, rc, 2);
@@ -220,11 +220,11 @@ SP_INLINE int end_plain(struct sp_thread *t, struct sp_exec *r, int rc, uint64_t
 	now = _mm_loadu_si128((const __m128i *)s->counters); /* set: it owns the segment */
 	sp_agg_add_in(q, r, end,
 		      &((struct sp_agg_hist *)(uintptr_t)blk)->bucket[i % SP_HIST_PER_BLOCK]);
-	/* run_until is 0 but in the open loop's record */
-	switched = start >= q->run_until;
+	/* loop_until is 0 but in the open loop's record */
+	switched = start >= q->loop_until;
 	if (likely(!switched)) {
-		q->run_open++;
-		q->run_until = end + sp_cfg.loop_gap;
+		q->loop_open++;
+		q->loop_until = end + sp_cfg.loop_gap;
 	}
 	/* start and db: 0 between executions, one store */
 	_mm_store_si128((__m128i *)(void *)&r->start, _mm_setzero_si128());

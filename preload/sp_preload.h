@@ -282,7 +282,7 @@ struct sp_thread {
 	struct sp_arena *arena;
 	/* the open N+1 loop: the query record it is credited to (&sp_no_loop:
 	 * none), which holds its length and the clock value before which the
-	 * next execution must start to go on with it (run_open, run_until:
+	 * next execution must start to go on with it (loop_open, loop_until:
 	 * shared, so the collector sees an open loop) */
 	struct sp_agg_query *loop_q;
 	uint64_t loop_pauses;      /* longer pauses the open loop went on across */
@@ -680,13 +680,13 @@ SP_INLINE void sp_agg_add(struct sp_agg_query *q, const struct sp_exec *r, uint6
 SP_INLINE void sp_loop_note(struct sp_thread *t, struct sp_agg_query *q, uint64_t shape,
 			    uint64_t start, uint64_t end)
 {
-	/* run_until is 0 but in the open loop's record */
-	if (likely(start < q->run_until))
-		q->run_open++;
+	/* loop_until is 0 but in the open loop's record */
+	if (likely(start < q->loop_until))
+		q->loop_open++;
 	else
 		sp_loop_switch(t, q, shape, start);
 	if (t->loop_q == q) /* not when q could not open a loop */
-		q->run_until = end + sp_cfg.loop_gap;
+		q->loop_until = end + sp_cfg.loop_gap;
 }
 
 SP_INLINE uint64_t sp_rng_next(struct sp_thread *t)

@@ -442,7 +442,7 @@ struct sp_rec_stats_copy {
  *                 open N+1 loop
  *   SP_AGG_QUERY  the totals of one SQL text and kind in this arena
  *   SP_AGG_HIST   32 buckets of a query's latency histogram
- *   SP_AGG_RUNS   a query's run lengths (runs of 2 and more)
+ *   SP_AGG_LOOPS   a query's run lengths (runs of 2 and more)
  *   SP_AGG_ERRS   a query's failures by result code
  *
  * The writer updates a record in place (plain stores; one writer per
@@ -468,7 +468,7 @@ enum sp_agg_type {
 	SP_AGG_ARENA = 0x100,
 	SP_AGG_QUERY = 0x101,
 	SP_AGG_HIST = 0x102,
-	SP_AGG_RUNS = 0x103,
+	SP_AGG_LOOPS = 0x103,
 	SP_AGG_ERRS = 0x104,
 };
 
@@ -627,7 +627,7 @@ struct sp_agg_query {
 	uint64_t prepares, prepare_time;
 	uint64_t runs, max_run;        /* closed N+1 loops credited here */
 	uint64_t hist[SP_HIST_BLOCKS]; /* SP_AGG_HIST addresses, 0: none yet */
-	uint64_t runs_by_len;          /* SP_AGG_RUNS address, 0: every run was 1 long */
+	uint64_t loops_by_len;         /* SP_AGG_LOOPS address, 0: every run was 1 long */
 	uint64_t errs;                 /* SP_AGG_ERRS address, 0: no failure yet */
 	uint64_t hist_lost;            /* values with no room for their block */
 	uint64_t caller;               /* statements: the return address into the code
@@ -639,8 +639,8 @@ struct sp_agg_query {
 	 * record of an arena has it): its length so far (0: not here), and
 	 * the clock value before which the next execution must start to go
 	 * on with it (0 when not here: the inline end's one test) */
-	uint64_t run_open;
-	uint64_t run_until;
+	uint64_t loop_open;
+	uint64_t loop_until;
 	uint64_t pad2;
 	/* The open segment of SQLite's counters. SQLite keeps them per
 	 * statement, summed over its executions, so a statement's executions
@@ -686,7 +686,7 @@ struct sp_agg_hist {
 #define SP_AGG_RUN_BUCKETS 64
 
 /* The bucket of a run of len >= 1 executions. */
-static inline int sp_run_len_bucket(uint64_t len)
+static inline int sp_loop_len_bucket(uint64_t len)
 {
 	int b = 0;
 
@@ -698,8 +698,8 @@ static inline int sp_run_len_bucket(uint64_t len)
 	b += 12;
 	return b < SP_AGG_RUN_BUCKETS ? b : SP_AGG_RUN_BUCKETS - 1;
 }
-struct sp_agg_runs {
-	struct sp_rec_hdr h; /* SP_AGG_RUNS */
+struct sp_agg_loops {
+	struct sp_rec_hdr h; /* SP_AGG_LOOPS */
 	uint64_t by_len[SP_AGG_RUN_BUCKETS];
 	uint64_t pad; /* to a multiple of 16 bytes */
 };
@@ -721,7 +721,7 @@ _Static_assert(sizeof(struct sp_stats_chunk) % 16 == 0, "chunk header");
 _Static_assert(sizeof(struct sp_agg_arena) % 16 == 0, "SP_AGG_ARENA");
 _Static_assert(sizeof(struct sp_agg_query) % 16 == 0, "SP_AGG_QUERY");
 _Static_assert(sizeof(struct sp_agg_hist) % 16 == 0, "SP_AGG_HIST");
-_Static_assert(sizeof(struct sp_agg_runs) % 16 == 0, "SP_AGG_RUNS");
+_Static_assert(sizeof(struct sp_agg_loops) % 16 == 0, "SP_AGG_LOOPS");
 _Static_assert(sizeof(struct sp_agg_errs) % 16 == 0, "SP_AGG_ERRS");
 _Static_assert(offsetof(struct sp_agg_query, seg_cur) % 16 == 0, "segment aligned");
 

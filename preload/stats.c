@@ -568,7 +568,7 @@ static void loop_credit(struct sp_agg_query *q, uint64_t len)
 	if (len > q->max_run)
 		q->max_run = len;
 	if (len >= 2) {
-		struct sp_agg_runs *r = (struct sp_agg_runs *)(uintptr_t)q->runs_by_len;
+		struct sp_agg_loops *r = (struct sp_agg_loops *)(uintptr_t)q->loops_by_len;
 
 		if (!r) {
 			struct sp_arena *a = sp_tls.arena /* only the owner adds to its records */;
@@ -580,13 +580,13 @@ static void loop_credit(struct sp_agg_query *q, uint64_t len)
 				arena_leave(a);
 				return;
 			}
-			r->h.type = SP_AGG_RUNS;
+			r->h.type = SP_AGG_LOOPS;
 			r->h.len = sizeof(*r);
 			arena_publish(a);
-			q->runs_by_len = (uint64_t)(uintptr_t)r;
+			q->loops_by_len = (uint64_t)(uintptr_t)r;
 			arena_leave(a);
 		}
-		r->by_len[sp_run_len_bucket(len)]++;
+		r->by_len[sp_loop_len_bucket(len)]++;
 	}
 }
 
@@ -611,31 +611,31 @@ void sp_loop_switch(struct sp_thread *t, struct sp_agg_query *q, uint64_t shape,
 	struct sp_agg_query *old = t->loop_q;
 
 	if (old != &sp_no_loop && a->loop_shape == shape &&
-	    (start < old->run_until || t->loop_pauses < 1 + old->run_open / 16)) {
-		uint64_t len = old->run_open + 1;
+	    (start < old->loop_until || t->loop_pauses < 1 + old->loop_open / 16)) {
+		uint64_t len = old->loop_open + 1;
 
-		if (start >= old->run_until)
+		if (start >= old->loop_until)
 			t->loop_pauses++;
 		/* the loop moves to q: there first, so that a reader never
 		 * misses it (it may see it twice for a moment) */
 		if (old != q) {
-			q->run_open = len;
-			old->run_open = 0;
-			old->run_until = 0;
+			q->loop_open = len;
+			old->loop_open = 0;
+			old->loop_until = 0;
 			t->loop_q = q;
 		} else {
-			q->run_open = len;
+			q->loop_open = len;
 		}
 		return;
 	}
 	if (old != &sp_no_loop) {
-		loop_credit(old, old->run_open);
-		old->run_open = 0;
-		old->run_until = 0;
+		loop_credit(old, old->loop_open);
+		old->loop_open = 0;
+		old->loop_until = 0;
 	}
 	a->loop_shape = shape;
 	t->loop_pauses = 0;
-	q->run_open = 1;
+	q->loop_open = 1;
 	t->loop_q = q;
 }
 
@@ -646,9 +646,9 @@ void sp_loop_close(struct sp_thread *t)
 
 	if (!a || t->loop_q == &sp_no_loop)
 		return;
-	loop_credit(t->loop_q, t->loop_q->run_open);
-	t->loop_q->run_open = 0;
-	t->loop_q->run_until = 0;
+	loop_credit(t->loop_q, t->loop_q->loop_open);
+	t->loop_q->loop_open = 0;
+	t->loop_q->loop_until = 0;
 	t->loop_q = &sp_no_loop;
 }
 

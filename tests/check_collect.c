@@ -3049,21 +3049,21 @@ static void sb_exec(struct sbuf *b, struct sp_agg_query *q, uint32_t hci, uint64
 	hb->bucket[i % SP_HIST_PER_BLOCK]++;
 }
 
-/* A closed N+1 run of len executions credited to q, as the writer does
+/* A closed N+1 loop of len executions credited to q, as the writer does
  * (its RUNS record made in chunk ci at the first run of 2 or more). */
 static void sb_run(struct sbuf *b, struct sp_agg_query *q, uint32_t ci, uint64_t len)
 {
-	struct sp_agg_runs *r;
+	struct sp_agg_loops *r;
 
 	q->runs++;
 	if (len > q->max_run)
 		q->max_run = len;
 	if (len < 2)
 		return;
-	if (!q->runs_by_len)
-		q->runs_by_len = sb_addr(b, sb_rec(b, ci, SP_AGG_RUNS, sizeof(*r)));
-	r = sb_at(b, (size_t)(q->runs_by_len - b->base));
-	r->by_len[sp_run_bucket(len)]++;
+	if (!q->loops_by_len)
+		q->loops_by_len = sb_addr(b, sb_rec(b, ci, SP_AGG_LOOPS, sizeof(*r)));
+	r = sb_at(b, (size_t)(q->loops_by_len - b->base));
+	r->by_len[sp_loop_bucket(len)]++;
 }
 
 /* A copy of the aggregate of (sql_id, kind), or a zeroed one (count 0)
@@ -3192,7 +3192,7 @@ START_TEST(test_stats_merge)
 	sb_exec(&b, q2, c1, 50);
 	sb_exec(&b, q2, c1, 60);
 	/* arena 1's open run: two executions of SQL_Y so far */
-	q2->run_open = 2;
+	q2->loop_open = 2;
 
 	c2 = sb_chunk(&b, 2);
 	(void)sb_arena(&b, c2, 2, 102);
@@ -3204,7 +3204,7 @@ START_TEST(test_stats_merge)
 		all[n++] = vx2[i];
 	}
 	sb_run(&b, q1b, c3, 3);
-	q1b->run_open = 7;
+	q1b->loop_open = 7;
 	ck_assert_uint_eq(sb_hdr(&b)->nchunks, 4);
 
 	sb_merge(&c, &b);
@@ -3262,19 +3262,19 @@ START_TEST(test_stats_merge)
 	ck_assert_uint_eq(x.runs, 7);
 	ck_assert_uint_eq(x.max_run, 40);
 	/* counts up to the longest run's bucket (sp_qagg.runs_nb) */
-	ck_assert_uint_gt(x.runs_nb, (unsigned)sp_run_bucket(40));
+	ck_assert_uint_gt(x.runs_nb, (unsigned)sp_loop_bucket(40));
 	ck_assert_uint_le(x.runs_nb, SP_RUN_BUCKETS);
-	ck_assert_uint_eq(x.runs_by_len[0], 2);
-	ck_assert_uint_eq(x.runs_by_len[1], 1);
-	ck_assert_uint_eq(x.runs_by_len[2], 1);
-	ck_assert_uint_eq(x.runs_by_len[4], 1);
-	ck_assert_uint_eq(x.runs_by_len[6], 1);
-	ck_assert_uint_eq(x.runs_by_len[sp_run_bucket(40)], 1);
+	ck_assert_uint_eq(x.loops_by_len[0], 2);
+	ck_assert_uint_eq(x.loops_by_len[1], 1);
+	ck_assert_uint_eq(x.loops_by_len[2], 1);
+	ck_assert_uint_eq(x.loops_by_len[4], 1);
+	ck_assert_uint_eq(x.loops_by_len[6], 1);
+	ck_assert_uint_eq(x.loops_by_len[sp_loop_bucket(40)], 1);
 	{
 		uint64_t tot = 0;
 
 		for (uint32_t i = 0; i < x.runs_nb; i++)
-			tot += x.runs_by_len[i];
+			tot += x.loops_by_len[i];
 		ck_assert_uint_eq(tot, x.runs);
 	}
 	/* the histogram: every execution, exact ends, the rest within 1/16 of
@@ -3305,7 +3305,7 @@ START_TEST(test_stats_merge)
 	ck_assert_uint_eq(y.max_ns, 60);
 	ck_assert_uint_eq(y.runs, 1); /* the open one */
 	ck_assert_uint_eq(y.max_run, 2);
-	ck_assert_uint_eq(y.runs_by_len[1], 1);
+	ck_assert_uint_eq(y.loops_by_len[1], 1);
 	ck_assert_uint_eq(sp_hist_count(y.hist), 2);
 	ck_assert_uint_eq(qget(&c, SQL_Y, SP_KIND_STMT).count, 0);
 
@@ -3683,9 +3683,9 @@ START_TEST(test_stats_bad_hist_ref)
 }
 END_TEST
 
-/* Run pointers: a runs_by_len that is not a RUNS record (all the runs
+/* Run pointers: a loops_by_len that is not a RUNS record (all the runs
  * are then taken as 1 long) is counted, the rest merged; the open run
- * (run_open, in the query record itself) is taken either way. */
+ * (loop_open, in the query record itself) is taken either way. */
 START_TEST(test_stats_bad_run_refs)
 {
 	struct sbuf b;
@@ -3697,28 +3697,28 @@ START_TEST(test_stats_bad_run_refs)
 	sb_run(&b, qx, 1, 3);
 	sb_run(&b, qx, 1, 4);
 	sb_run(&b, qx, 1, 1);
-	qx->run_open = 2;
+	qx->loop_open = 2;
 	sb_merge(&c, &b);
 	x = qget(&c, SQL_X, SP_KIND_STMT);
 	ck_assert_uint_eq(stats_bad(&c), 0);
 	ck_assert_uint_eq(x.runs, 4);
 	ck_assert_uint_eq(x.max_run, 4);
-	ck_assert_uint_eq(x.runs_by_len[0], 1);
-	ck_assert_uint_eq(x.runs_by_len[1], 1);
-	ck_assert_uint_eq(x.runs_by_len[2], 1);
-	ck_assert_uint_eq(x.runs_by_len[3], 1);
+	ck_assert_uint_eq(x.loops_by_len[0], 1);
+	ck_assert_uint_eq(x.loops_by_len[1], 1);
+	ck_assert_uint_eq(x.loops_by_len[2], 1);
+	ck_assert_uint_eq(x.loops_by_len[3], 1);
 	sp_coll_free(&c);
 
-	qx->runs_by_len = qx->hist[0] ? qx->hist[0] : sb_addr_of(&b, qy); /* not a RUNS record */
+	qx->loops_by_len = qx->hist[0] ? qx->hist[0] : sb_addr_of(&b, qy); /* not a RUNS record */
 	sb_merge(&c, &b);
 	x = qget(&c, SQL_X, SP_KIND_STMT);
 	ck_assert_uint_eq(stats_bad(&c), 1);
 	ck_assert_uint_eq(x.count, 2);
 	ck_assert_uint_eq(x.runs, 4);
 	ck_assert_uint_eq(x.max_run, 4);
-	ck_assert_uint_eq(x.runs_by_len[0], 3);
-	ck_assert_uint_eq(x.runs_by_len[1], 1); /* the open run, 2 long */
-	ck_assert_uint_eq(x.runs_by_len[2] + x.runs_by_len[3], 0);
+	ck_assert_uint_eq(x.loops_by_len[0], 3);
+	ck_assert_uint_eq(x.loops_by_len[1], 1); /* the open run, 2 long */
+	ck_assert_uint_eq(x.loops_by_len[2] + x.loops_by_len[3], 0);
 	sp_coll_free(&c);
 	sb_free(&b);
 }

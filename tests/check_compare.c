@@ -472,8 +472,8 @@ START_TEST(test_match_runs)
 	snprintf(p[3], sizeof(p[3]), "%s", mkprofile("r1c.db", 1, r1c, 1));
 	load(&base, b, 1);
 	load(&cand, c, 3);
-	ck_assert_uint_eq(base.total_runs, 3);
-	ck_assert_uint_eq(cand.total_runs, 3);
+	ck_assert_uint_eq(base.total_repeats, 3);
+	ck_assert_uint_eq(cand.total_repeats, 3);
 	ck_assert_uint_eq(base.agg.rows[0].count, 10); /* 30 / 3 runs */
 	ck_assert_uint_eq(base.agg.rows[0].vm_steps, 100);
 	ck_assert_uint_eq(cand.agg.rows[0].count, 10); /* median of 10, 10, 12 */

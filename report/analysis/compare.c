@@ -137,7 +137,7 @@ double sp_mann_whitney(const double *a, size_t na, const double *b, size_t nb, d
 
 /* ---- loading a side ------------------------------------------------------ */
 
-static uint64_t meta_runs(sqlite3 *db)
+static uint64_t meta_repeats(sqlite3 *db)
 {
 	sqlite3_stmt *st;
 	sqlite3_int64 v = 1;
@@ -401,7 +401,7 @@ nomem:
 
 /* Per-run mean db time per execution of every query of a repeated
  * profile, in one pass over run_totals (ordered by run within a query). */
-static int load_run_means(struct sp_prof *p)
+static int load_repeat_means(struct sp_prof *p)
 {
 	sqlite3_stmt *st;
 	size_t n = 0, cap = 0;
@@ -503,9 +503,9 @@ int sp_side_load(struct sp_side *s, const char *const *paths, size_t n, const ch
 
 			sp_attrib_estimate_q(&p->at, r->fp_id, r->kind == SP_QK_EXEC, &tot);
 		}
-		p->runs = meta_runs(p->db);
-		s->total_runs += p->runs;
-		if (index_rows(&p->qidx, &p->qs) < 0 || load_run_means(p) < 0)
+		p->runs = meta_repeats(p->db);
+		s->total_repeats += p->runs;
+		if (index_rows(&p->qidx, &p->qs) < 0 || load_repeat_means(p) < 0)
 			goto nomem;
 	}
 	if (build_agg(s) < 0 || build_sites(s) < 0)

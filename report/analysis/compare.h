@@ -56,9 +56,9 @@ struct sp_sitestat {
 struct sp_side {
 	struct sp_prof *p;
 	size_t np;
-	uint64_t total_runs; /* sum of runs over profiles */
-	struct sp_qset agg;  /* per fingerprint: medians over profiles, per run */
-	struct hmap agg_idx; /* {fp_id, kind_exec} -> index in agg */
+	uint64_t total_repeats; /* sum of runs over profiles */
+	struct sp_qset agg;     /* per fingerprint: medians over profiles, per run */
+	struct hmap agg_idx;    /* {fp_id, kind_exec} -> index in agg */
 	struct sp_sitestat *sites;
 	size_t nsites;
 };

@@ -182,7 +182,7 @@ struct first_ev {
 	int64_t pid, tid, start, wall, rows;
 };
 
-static void dcache_load_runs(struct dcache *c)
+static void dcache_load_loops(struct dcache *c)
 {
 	sqlite3_stmt *st;
 
@@ -224,7 +224,7 @@ static uint64_t runs_at_least(struct dcache *c, int64_t fp_id, uint64_t k, int *
 
 	*exact = 1;
 	if (!c->runs_loaded)
-		dcache_load_runs(c);
+		dcache_load_loops(c);
 	v = hmap_get(&c->runs, &fp_id, 0, NULL);
 	for (i = 0; v && i < v[1]; i++) {
 		const __typeof__(*c->rl) *r = &c->rl[v[0] + i];

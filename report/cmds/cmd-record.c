@@ -648,11 +648,11 @@ struct recording {
 	struct sp_tlw *tlw;
 	pthread_mutex_t model_lock;
 	struct sp_timeline timeline;
-	char *cmdline;           /* the command line, for the profile */
-	struct hmap snap;        /* {sql_id, kind} -> cumulative {count, total_ns} */
-	struct sp_run_total *rt; /* per-run totals (--repeat) */
+	char *cmdline;              /* the command line, for the profile */
+	struct hmap snap;           /* {sql_id, kind} -> cumulative {count, total_ns} */
+	struct sp_repeat_total *rt; /* per-run totals (--repeat) */
 	size_t nrt, caprt;
-	uint64_t run;             /* the run going on, 1-based */
+	uint64_t repeat_no;       /* the repeat going on, 1-based */
 	uint64_t t_start, t_exit; /* monotonic: start, the command's exit */
 	pid_t pid;
 	int status, exited, tty;
@@ -900,7 +900,7 @@ __attribute__((noreturn)) static void exec_command(const struct recording *r, in
 	sp_sup_exec_failed(xp, xerr);
 }
 
-/* Start run r->run of the command, supervised. Returns 0, 127 when the
+/* Start repeat r->repeat_no of the command, supervised. Returns 0, 127 when the
  * first run could not start at all (nothing ran: nothing is written), or
  * -1 when fork failed. */
 static int start_command(struct recording *r)
@@ -920,7 +920,7 @@ static int start_command(struct recording *r)
 		exec_command(r, xp);
 	r->tty = !r->o.quiet && isatty(2);
 	sp_sup_start(r->pid, r->o.quiet, r->tty);
-	if (sp_sup_exec_wait(xp) && r->run == 1) {
+	if (sp_sup_exec_wait(xp) && r->repeat_no == 1) {
 		/* Nothing ran: write nothing, leave the output as it was. */
 		waitpid(r->pid, &r->status, 0);
 		sp_sup_exited();
@@ -939,7 +939,7 @@ static int start_command(struct recording *r)
  * closed, or past the grace time, or they send nothing for the idle time,
  * or the user interrupts after the exit (r->why says which). Returns 0, or
  * -1 when polling failed. */
-static int collect_run(struct recording *r)
+static int collect_repeat(struct recording *r)
 {
 	uint64_t grace_ns = (uint64_t)(r->o.grace_s * 1e9);
 	uint64_t idle_ns = grace_ns < 2000000000u ? grace_ns : 2000000000u;
@@ -1009,7 +1009,7 @@ static int collect_run(struct recording *r)
  * time and let the clients go, take in the BYE and unreported files, and
  * keep what this run added to each query (the per-run totals). Returns 0,
  * or -1 on ENOMEM. */
-static int finish_run(struct recording *r)
+static int finish_repeat(struct recording *r)
 {
 	size_t it = 0;
 	const uint64_t *qk;
@@ -1033,11 +1033,11 @@ static int finish_run(struct recording *r)
 			continue;
 		if (SP_GROW(r->rt, r->caprt, r->nrt + 1, 64) < 0)
 			return -1;
-		r->rt[r->nrt++] = (struct sp_run_total){ .run = (uint32_t)r->run,
-							 .sql_id = qk[0],
-							 .kind = (uint32_t)qk[1],
-							 .count = q->count - prev[0],
-							 .total_ns = q->total_ns - prev[1] };
+		r->rt[r->nrt++] = (struct sp_repeat_total){ .run = (uint32_t)r->repeat_no,
+							    .sql_id = qk[0],
+							    .kind = (uint32_t)qk[1],
+							    .count = q->count - prev[0],
+							    .total_ns = q->total_ns - prev[1] };
 		prev[0] = q->count;
 		prev[1] = q->total_ns;
 	}
@@ -1048,16 +1048,16 @@ static int finish_run(struct recording *r)
  * the user interrupted it. */
 static int repeat_stops(const struct recording *r)
 {
-	if (r->run >= r->o.repeat)
+	if (r->repeat_no >= r->o.repeat)
 		return 0;
 	if (!(WIFEXITED(r->status) && WEXITSTATUS(r->status) == 0)) {
 		fprintf(stderr, "sqlprof record: run %llu failed; not repeating\n",
-			(unsigned long long)r->run);
+			(unsigned long long)r->repeat_no);
 		return 1;
 	}
 	if (sp_sup_interrupted()) {
 		fprintf(stderr, "sqlprof record: interrupted after run %llu; not repeating\n",
-			(unsigned long long)r->run);
+			(unsigned long long)r->repeat_no);
 		return 1;
 	}
 	return 0;
@@ -1087,7 +1087,7 @@ static int write_profile(struct recording *r, char *saved, size_t savedlen, int 
 	meta.debug_path = r->o.debug_path;
 	meta.runs = r->rt;
 	meta.nruns = r->nrt;
-	meta.repeat = (int)(r->run > r->o.repeat ? r->o.repeat : r->run);
+	meta.repeat = (int)(r->repeat_no > r->o.repeat ? r->o.repeat : r->repeat_no);
 	/* one interval, the whole recording, so that --since/--until read
 	 * a record profile too (series.c) */
 	span[1] = sp_series_now_ns() - (int64_t)(sp_srv_mono_ns() - r->t_exit);
@@ -1240,14 +1240,14 @@ int cmd_record(int argc, char **argv)
 	 * (the collector's opening, the layout thread's join) counts towards
 	 * them, and only what is left of them is slept */
 	r.c.ns_per_tick = sp_srv_calib_end(&r.calib);
-	for (r.run = 1; r.run <= r.o.repeat; r.run++) {
+	for (r.repeat_no = 1; r.repeat_no <= r.o.repeat; r.repeat_no++) {
 		int started = start_command(&r);
 
 		if (started != 0) {
 			rc = started > 0 ? started : SP_EXIT_INTERNAL;
 			goto out;
 		}
-		if (collect_run(&r) < 0 || finish_run(&r) < 0)
+		if (collect_repeat(&r) < 0 || finish_repeat(&r) < 0)
 			goto out;
 		if (repeat_stops(&r))
 			break;

@@ -20,11 +20,11 @@ void sp_side_describe(const struct sp_side *s, char *buf, size_t len)
 
 	if (s->np == 1) {
 		snprintf(buf, len, "%s (%llu run%s)", s->p[0].path,
-			 (unsigned long long)s->total_runs, s->total_runs == 1 ? "" : "s");
+			 (unsigned long long)s->total_repeats, s->total_repeats == 1 ? "" : "s");
 		return;
 	}
 	o = (size_t)snprintf(buf, len, "%zu profiles, %llu runs (", s->np,
-			     (unsigned long long)s->total_runs);
+			     (unsigned long long)s->total_repeats);
 	for (size_t i = 0; i < s->np && o < len; i++)
 		o += (size_t)snprintf(buf + o, len - o, "%s%s", i ? ", " : "", s->p[i].path);
 	if (o < len)
@@ -207,7 +207,7 @@ static void print_text(FILE *f, const struct sp_side *base, const struct sp_side
 
 static void json_side(FILE *f, const struct sp_side *s)
 {
-	fprintf(f, "{\"runs\": %llu, \"profiles\": [", (unsigned long long)s->total_runs);
+	fprintf(f, "{\"runs\": %llu, \"profiles\": [", (unsigned long long)s->total_repeats);
 	for (size_t i = 0; i < s->np; i++) {
 		fprintf(f, "%s", i ? ", " : "");
 		sp_json_str(f, s->p[i].path);

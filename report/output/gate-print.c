@@ -14,19 +14,21 @@
 static void timing_note(char *buf, size_t len, const struct sp_side *base,
 			const struct sp_side *cand, const struct sp_check_result *res)
 {
-	if (base->total_runs < SP_CHECK_MIN_TIME_RUNS || cand->total_runs < SP_CHECK_MIN_TIME_RUNS)
+	if (base->total_repeats < SP_CHECK_MIN_TIME_RUNS ||
+	    cand->total_repeats < SP_CHECK_MIN_TIME_RUNS)
 		snprintf(buf, len,
 			 "time informational only: %llu baseline run(s), %llu candidate run(s);"
 			 " judged with >= %d runs a side (Mann-Whitney U, alpha %.2f)",
-			 (unsigned long long)base->total_runs, (unsigned long long)cand->total_runs,
-			 SP_CHECK_MIN_TIME_RUNS, SP_CHECK_ALPHA);
+			 (unsigned long long)base->total_repeats,
+			 (unsigned long long)cand->total_repeats, SP_CHECK_MIN_TIME_RUNS,
+			 SP_CHECK_ALPHA);
 	else
 		snprintf(buf, len,
 			 "time judged on %zu queries: Mann-Whitney U over %llu vs %llu runs,"
 			 " alpha %.2f%s",
-			 res->timed, (unsigned long long)base->total_runs,
-			 (unsigned long long)cand->total_runs, SP_CHECK_ALPHA,
-			 base->total_runs == 3 || cand->total_runs == 3
+			 res->timed, (unsigned long long)base->total_repeats,
+			 (unsigned long long)cand->total_repeats, SP_CHECK_ALPHA,
+			 base->total_repeats == 3 || cand->total_repeats == 3
 				 ? " (with 3 runs a side p cannot go below 0.1: record 5 or more)"
 				 : "");
 }

@@ -117,8 +117,8 @@ static void print_table_sites(const struct sp_attrib *a, const struct sp_qrow *r
 
 int sp_rep_agent;
 
-static void
-print_run(const struct sp_qset *qs); /* the profile is an agent's snapshot (meta agent_updated) */
+static void print_process_end(
+	const struct sp_qset *qs); /* the profile is an agent's snapshot (meta agent_updated) */
 
 /* --plans: the query's plan as a tree, as the sqlite3 shell draws it. */
 static void print_plan(const struct sp_qrow *r)
@@ -317,7 +317,7 @@ static void print_header(const struct sp_qset *qs, const struct report_opts *o,
 		printf("# command: %s\n", qs->command);
 	if (qs->window.on)
 		sp_window_print(stdout, "window", &qs->window);
-	print_run(qs);
+	print_process_end(qs);
 	if (own.queries) /* in the totals above */
 		printf("# of which SQLite's own work (schema loads, statements without SQL text):"
 		       " %llu execution%s, %s db time + prepare %s (in the totals above; listed"
@@ -530,7 +530,7 @@ int sp_rep_next_death(const char **p, struct sp_rep_death *d)
 /* The run's outcome under the header: exit status (and the signal that
  * killed the command), duration, and the processes that died with what
  * they were running. */
-static void print_run(const struct sp_qset *qs)
+static void print_process_end(const struct sp_qset *qs)
 {
 	const char *p = qs->died;
 	struct sp_rep_death d;

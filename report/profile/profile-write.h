@@ -15,7 +15,7 @@
 #include "profile.h"
 
 /* What one run of `record --repeat` added to one query. */
-struct sp_run_total {
+struct sp_repeat_total {
 	uint32_t run, kind;
 	uint64_t sql_id, count, total_ns;
 };
@@ -37,8 +37,8 @@ struct sp_meta {
 	long long duration_ns;
 	int exit_status; /* as sqlprof record exits */
 	double rate;
-	const char *debug_path;          /* extra debug-file dirs for the symbolizer */
-	const struct sp_run_total *runs; /* per-run totals, NULL if none */
+	const char *debug_path;             /* extra debug-file dirs for the symbolizer */
+	const struct sp_repeat_total *runs; /* per-run totals, NULL if none */
 	size_t nruns;
 	int repeat; /* runs recorded */
 	/* processes may still be running (the agent's snapshots): no plan is

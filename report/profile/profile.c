@@ -240,26 +240,26 @@ static int cmp_keyed(const void *pa, const void *pb)
 	return a->kind && b->kind ? strcmp(a->kind, b->kind) : 0;
 }
 
-/* a->q.runs_by_len plus src (n counts), as fagg_hist_add */
-static int fagg_runs_add(struct fagg *a, uint64_t *src, uint32_t n)
+/* a->q.loops_by_len plus src (n counts), as fagg_hist_add */
+static int fagg_loops_add(struct fagg *a, uint64_t *src, uint32_t n)
 {
 	uint64_t *r;
 
-	if (!a->q.runs_by_len) {
-		a->q.runs_by_len = src;
+	if (!a->q.loops_by_len) {
+		a->q.loops_by_len = src;
 		a->q.runs_nb = n;
 		return 0;
 	}
 	if (!a->runs_own) {
 		if (!(r = calloc(SP_RUN_BUCKETS, sizeof(*r))))
 			return -1;
-		memcpy(r, a->q.runs_by_len, a->q.runs_nb * sizeof(*r));
-		a->q.runs_by_len = r;
+		memcpy(r, a->q.loops_by_len, a->q.runs_nb * sizeof(*r));
+		a->q.loops_by_len = r;
 		a->q.runs_nb = SP_RUN_BUCKETS;
 		a->runs_own = 1;
 	}
 	for (uint32_t b = 0; b < n && b < SP_RUN_BUCKETS; b++)
-		a->q.runs_by_len[b] += src[b];
+		a->q.loops_by_len[b] += src[b];
 	return 0;
 }
 
@@ -948,7 +948,7 @@ static int merge_queries(struct pw *w)
 		a->q.runs += q->runs;
 		if (q->max_run > a->q.max_run)
 			a->q.max_run = q->max_run;
-		if ((q->runs_by_len && fagg_runs_add(a, q->runs_by_len, q->runs_nb) < 0) ||
+		if ((q->loops_by_len && fagg_loops_add(a, q->loops_by_len, q->runs_nb) < 0) ||
 		    (q->hist && fagg_hist_add(a, q->hist) < 0))
 			return pw_nomem(w, NULL);
 	}
@@ -1037,16 +1037,16 @@ static int write_queries(struct pw *w)
 			for (int b = 0; b < SP_RUN_BUCKETS; b++) {
 				uint64_t lo, hi;
 
-				if ((uint32_t)b >= a->q.runs_nb || !a->q.runs_by_len[b])
+				if ((uint32_t)b >= a->q.runs_nb || !a->q.loops_by_len[b])
 					continue;
-				sp_run_bucket_bounds(b, &lo, &hi);
+				sp_loop_bucket_bounds(b, &lo, &hi);
 				if (hi > (uint64_t)INT64_MAX)
 					hi = (uint64_t)INT64_MAX;
 				sqlite3_bind_int64(rs, 1, (sqlite3_int64)a->fi->fp_id);
 				sqlite3_bind_text(rs, 2, kind_name(a->kind), -1, SQLITE_STATIC);
 				sqlite3_bind_int64(rs, 3, (sqlite3_int64)lo);
 				sqlite3_bind_int64(rs, 4, (sqlite3_int64)hi);
-				sqlite3_bind_int64(rs, 5, (sqlite3_int64)a->q.runs_by_len[b]);
+				sqlite3_bind_int64(rs, 5, (sqlite3_int64)a->q.loops_by_len[b]);
 				if (step_done(rs) < 0)
 					hc.rc = -1;
 			}
@@ -1304,7 +1304,7 @@ fail:
 }
 
 /* run_totals: what each run of --repeat added, per (run, fingerprint, kind). */
-static int write_run_totals(struct pw *w)
+static int write_repeat_totals(struct pw *w)
 {
 	sqlite3 *db = w->db;
 	const struct sp_meta *m = w->m;
@@ -1322,7 +1322,7 @@ static int write_run_totals(struct pw *w)
 
 		hmap_init(&rt, 3 * sizeof(uint64_t), 2 * sizeof(uint64_t));
 		for (size_t i = 0; i < m->nruns; i++) {
-			const struct sp_run_total *r = &m->runs[i];
+			const struct sp_repeat_total *r = &m->runs[i];
 			const struct fpinfo *fi = hmap_get(&w->fps, &r->sql_id, 0, NULL);
 			uint64_t rk[3] = { r->run, fi ? fi->fp_id : 0, r->kind == SP_KIND_EXEC };
 			uint64_t *sum = hmap_get(&rt, rk, 1, NULL);
@@ -1721,7 +1721,7 @@ static int write_all(sqlite3 *db, struct sp_coll *c, const struct sp_meta *m, ui
 	static int (*const steps[])(struct pw *) = {
 		write_meta,    write_processes,     write_statements, merge_queries,
 		write_queries, write_stack_samples, write_callers,    write_errors,
-		write_events,  write_run_totals,    write_plans,      write_duplicates,
+		write_events,  write_repeat_totals, write_plans,      write_duplicates,
 		write_schemas, write_modules,       write_symbols,
 	};
 	struct pw w = {
@@ -1769,7 +1769,7 @@ out:
 		if (a->hist_own)
 			sp_hist_free(a->q.hist);
 		if (a->runs_own)
-			free(a->q.runs_by_len);
+			free(a->q.loops_by_len);
 	}
 	hmap_free(&w.fps);
 	hmap_free(&w.fagg);

@@ -2,7 +2,7 @@
 /*
  * recording.c - the model of a recording (recording.h), the part the
  * profile writer reads besides the structs: processes' deaths and losses,
- * modules changed on disk, N+1 run buckets, and the spill file of sampled
+ * modules changed on disk, N+1 loop buckets, and the spill file of sampled
  * executions. The collector (record/collect*.c) builds the model; these
  * functions only read it (the spill file: also write its batch).
  */
@@ -67,30 +67,30 @@ int sp_module_changed(const struct sp_module *m)
 	       (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec != m->mtime_ns;
 }
 
-uint64_t *sp_qagg_runs(struct sp_qagg *q, uint32_t nb)
+uint64_t *sp_qagg_loops(struct sp_qagg *q, uint32_t nb)
 {
 	uint64_t *r;
 
 	if (nb > SP_RUN_BUCKETS)
 		nb = SP_RUN_BUCKETS;
-	if (q->runs_by_len && q->runs_nb >= nb)
-		return q->runs_by_len;
+	if (q->loops_by_len && q->runs_nb >= nb)
+		return q->loops_by_len;
 	nb = nb < 4 ? 4 : nb; /* a malloc chunk's least */
-	r = realloc(q->runs_by_len, nb * sizeof(*r));
+	r = realloc(q->loops_by_len, nb * sizeof(*r));
 	if (!r)
 		return NULL;
 	memset(r + q->runs_nb, 0, (nb - q->runs_nb) * sizeof(*r));
-	q->runs_by_len = r;
+	q->loops_by_len = r;
 	q->runs_nb = nb;
 	return r;
 }
 
-int sp_run_bucket(uint64_t len)
+int sp_loop_bucket(uint64_t len)
 {
-	return sp_run_len_bucket(len); /* the preload's own (sp_wire.h) */
+	return sp_loop_len_bucket(len); /* the preload's own (sp_wire.h) */
 }
 
-void sp_run_bucket_bounds(int b, uint64_t *lo, uint64_t *hi)
+void sp_loop_bucket_bounds(int b, uint64_t *lo, uint64_t *hi)
 {
 	if (b < 16) {
 		*lo = *hi = (uint64_t)b + 1;

@@ -153,21 +153,21 @@ struct sp_qagg {
 	struct sp_hist *hist;    /* db time per execution, ns; NULL when it went
 			       * to its fingerprint's (c->fphists) */
 	/* Runs: maximal sequences of consecutive top-level executions of this
-	 * SQL on one thread (N+1 detection). runs_by_len[i]: runs of length
+	 * SQL on one thread (N+1 detection). loops_by_len[i]: runs of length
 	 * i+1 for i < 16, then of length in [2^(i-12), 2^(i-11)). */
 	uint64_t runs, max_run;
-	uint64_t *runs_by_len; /* runs_nb counts (of SP_RUN_BUCKETS); NULL until
-				* a run is credited (sp_qagg_runs): most texts
+	uint64_t *loops_by_len; /* runs_nb counts (of SP_RUN_BUCKETS); NULL until
+				* a run is credited (sp_qagg_loops): most texts
 				* of a dump restore have none, and the table
 				* of 100,000 of them stays small */
-	uint32_t runs_nb;      /* counts runs_by_len holds: up to the longest
+	uint32_t runs_nb;       /* counts loops_by_len holds: up to the longest
 				* run's bucket (200,000 texts with runs of 1-3
 				* took 512 bytes each for 64 buckets, 105 MB) */
 };
 
 /* q's run-length counts, made or grown to hold at least nb (at most
  * SP_RUN_BUCKETS), the new ones 0; NULL on ENOMEM (q unchanged). */
-uint64_t *sp_qagg_runs(struct sp_qagg *q, uint32_t nb);
+uint64_t *sp_qagg_loops(struct sp_qagg *q, uint32_t nb);
 
 /* Aggregate per (sql_id, kind, pid, stack_id) over sampled executions. */
 struct sp_sagg {
@@ -208,8 +208,8 @@ struct sp_schema {
 	char *text;
 };
 
-void sp_run_bucket_bounds(int b, uint64_t *lo, uint64_t *hi);
-int sp_run_bucket(uint64_t len); /* the bucket of a run length */
+void sp_loop_bucket_bounds(int b, uint64_t *lo, uint64_t *hi);
+int sp_loop_bucket(uint64_t len); /* the bucket of a run length */
 
 struct sp_err {
 	uint64_t count;

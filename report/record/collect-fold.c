@@ -64,17 +64,17 @@ static int merge_qagg(void *dv, void *sv)
 	d->runs = sat_add(d->runs, s->runs);
 	if (s->max_run > d->max_run)
 		d->max_run = s->max_run;
-	if (s->runs_by_len) {
-		if (!d->runs_by_len) {
-			d->runs_by_len = s->runs_by_len;
+	if (s->loops_by_len) {
+		if (!d->loops_by_len) {
+			d->loops_by_len = s->loops_by_len;
 			d->runs_nb = s->runs_nb;
-			s->runs_by_len = NULL;
-		} else if (sp_qagg_runs(d, s->runs_nb)) {
+			s->loops_by_len = NULL;
+		} else if (sp_qagg_loops(d, s->runs_nb)) {
 			for (uint32_t b = 0; b < s->runs_nb; b++)
-				d->runs_by_len[b] += s->runs_by_len[b];
+				d->loops_by_len[b] += s->loops_by_len[b];
 		}
 	}
-	free(s->runs_by_len);
+	free(s->loops_by_len);
 	if (s->hist) {
 		if (!d->hist) {
 			d->hist = s->hist;

@@ -281,7 +281,7 @@ static void merge_sums(const struct merge *mg, struct sp_qagg *q, const struct s
 	q->prepare_ns = sat_add(q->prepare_ns, to_ns(c, conv, a->prepare_time));
 }
 
-/* The N+1 runs of a query record into q. */
+/* The N+1 loops of a query record into q. */
 static void merge_runs(struct merge *mg, struct sp_qagg *q, const struct sp_agg_query *a)
 {
 	q->runs = sat_add(q->runs, a->runs);
@@ -292,36 +292,36 @@ static void merge_runs(struct merge *mg, struct sp_qagg *q, const struct sp_agg_
 	if (a->runs && !q->max_run)
 		q->max_run = 1;
 	if (a->runs) {
-		struct sp_agg_runs rl;
+		struct sp_agg_loops rl;
 		uint64_t longer = 0;
 		uint32_t nb = 1, b;
-		int got = merge_ref(mg, a->runs_by_len, SP_AGG_RUNS, &rl, sizeof(rl)) == 0;
+		int got = merge_ref(mg, a->loops_by_len, SP_AGG_LOOPS, &rl, sizeof(rl)) == 0;
 
 		/* counts up to the longest run's bucket only (sp_qagg.runs_nb) */
 		for (b = 1; got && b < SP_AGG_RUN_BUCKETS && b < SP_RUN_BUCKETS; b++)
 			if (rl.by_len[b])
 				nb = b + 1;
-		if (sp_qagg_runs(q, nb)) {
+		if (sp_qagg_loops(q, nb)) {
 			for (b = 1; got && b < nb; b++) {
-				q->runs_by_len[b] = sat_add(q->runs_by_len[b], rl.by_len[b]);
+				q->loops_by_len[b] = sat_add(q->loops_by_len[b], rl.by_len[b]);
 				longer = sat_add(longer, rl.by_len[b]);
 			}
-			if (!got && a->runs_by_len)
+			if (!got && a->loops_by_len)
 				mg->p->stats_bad++;
-			q->runs_by_len[0] =
-				sat_add(q->runs_by_len[0], a->runs > longer ? a->runs - longer : 0);
+			q->loops_by_len[0] = sat_add(q->loops_by_len[0],
+						     a->runs > longer ? a->runs - longer : 0);
 		}
 	}
-	/* the thread's open N+1 run, when it is credited here: it ends with
+	/* the thread's open N+1 loop, when it is credited here: it ends with
 	 * the image */
-	if (a->run_open) {
-		int b = sp_run_bucket(a->run_open);
+	if (a->loop_open) {
+		int b = sp_loop_bucket(a->loop_open);
 
 		q->runs = sat_add(q->runs, 1);
-		if (a->run_open > q->max_run)
-			q->max_run = a->run_open;
-		if (sp_qagg_runs(q, (uint32_t)b + 1))
-			q->runs_by_len[b]++;
+		if (a->loop_open > q->max_run)
+			q->max_run = a->loop_open;
+		if (sp_qagg_loops(q, (uint32_t)b + 1))
+			q->loops_by_len[b]++;
 	}
 }
 

@@ -79,7 +79,7 @@ void sp_coll_free(struct sp_coll *c)
 		free(((struct sp_sql *)v)->text);
 	for (it = 0; (v = hmap_next(&c->queries, &it, NULL));) {
 		sp_hist_free(((struct sp_qagg *)v)->hist);
-		free(((struct sp_qagg *)v)->runs_by_len);
+		free(((struct sp_qagg *)v)->loops_by_len);
 	}
 	for (it = 0; (v = hmap_next(&c->stacks, &it, NULL));)
 		free(((struct sp_stack *)v)->pcs);

@@ -73,7 +73,7 @@ void sp_coll_init(struct sp_coll *c);
 /* Frees everything, unmapping the rings without reading them. */
 void sp_coll_free(struct sp_coll *c);
 /* End of recording: merge every image's statistics still mapped (their
- * open N+1 runs closed) and let them go. */
+ * open N+1 loops closed) and let them go. */
 void sp_coll_finish(struct sp_coll *c);
 /*
  * Merge one image's statistics, map[0, size) as the writer left it, into
