@@ -166,7 +166,7 @@ static int file_map(const char *path, struct elf_file *f)
 static int file_has_symbols(const char *path, int dynsym)
 {
 	Elf64_Ehdr eh;
-	Elf64_Shdr sh[64];
+	Elf64_Shdr sh[16]; /* 1 KiB a read: the constructor's stack is the program's */
 	int fd = open(path, O_RDONLY | O_CLOEXEC), rc = 1;
 
 	if (fd < 0)
@@ -176,8 +176,8 @@ static int file_has_symbols(const char *path, int dynsym)
 	    eh.e_shentsize != sizeof(Elf64_Shdr))
 		goto out; /* file_map's checks decide */
 	rc = 0;
-	for (unsigned i = 0; i < eh.e_shnum && rc == 0; i += 64) {
-		unsigned n = eh.e_shnum - i < 64 ? eh.e_shnum - i : 64;
+	for (unsigned i = 0; i < eh.e_shnum && rc == 0; i += 16) {
+		unsigned n = eh.e_shnum - i < 16 ? eh.e_shnum - i : 16;
 		ssize_t want = (ssize_t)(n * sizeof(Elf64_Shdr));
 
 		if (pread(fd, sh, (size_t)want, (off_t)(eh.e_shoff + i * sizeof(Elf64_Shdr))) !=
