@@ -99,20 +99,35 @@ for comp in gcc:g++ clang:clang++; do
 			[ "$v" = buildid ] && extra=(--debug-dir "$o/dbg")
 			;;
 		esac
-		(cd "$o" && "$sqlprof" record -q --rate 1 --seed 1 "${extra[@]}" -o "$o.db" -- ./attr_main \
-			>"$o.out" 2>&1)
+		# a loaded machine's collector may fall behind at --rate 1: sampled
+		# executions are then lost (counted in the profile's meta 'lost'),
+		# and a site whose samples were all lost is missing, not wrong.
+		# Such a recording is made again, up to 3 times; a row that still
+		# misses sites with records lost says so ("N lost").
+		for attempt in 1 2 3; do
+			(cd "$o" && "$sqlprof" record -q --rate 1 --seed 1 "${extra[@]}" -o "$o.db" -- ./attr_main \
+				>"$o.out" 2>&1)
+			[ "$(cat "$o.out")" = "attr ok" ] || break
+			"$sqlprof" report --format json "$o.db" >"$o.json"
+			"${check[@]}" sites honest "$o.json" "$markers" "$src/expected.tsv" --table >"$o.chk" 2>&1
+			right=$(grep -c ' right$' "$o.chk")
+			degraded=$(grep -c ' degraded' "$o.chk")
+			wrong=$(grep -c ' WRONG$' "$o.chk")
+			lost=$(sqlite3 "$o.db" "SELECT value FROM meta WHERE key = 'lost'" 2>/dev/null || echo 0)
+			[ "$wrong" = 0 ] && [ "${lost:-0}" != 0 ] && [ $((right + degraded)) -lt 18 ] || break
+			echo "attr_matrix: $cc $v: $lost records lost (loaded machine), $((right + degraded)) of 18 sites: recorded again" >&2
+		done
 		if [ "$(cat "$o.out")" != "attr ok" ]; then
 			rows+=("| $cc | $v | run failed: $(head -c 80 "$o.out") | | |")
 			wrong_total=$((wrong_total + 1))
 			continue
 		fi
-		"$sqlprof" report --format json "$o.db" >"$o.json"
-		"${check[@]}" sites honest "$o.json" "$markers" "$src/expected.tsv" --table >"$o.chk" 2>&1
-		right=$(grep -c ' right$' "$o.chk")
-		degraded=$(grep -c ' degraded' "$o.chk")
-		wrong=$(grep -c ' WRONG$' "$o.chk")
 		wrong_total=$((wrong_total + wrong))
-		rows+=("| $cc | $v | $right | $degraded | $wrong |")
+		if [ "${lost:-0}" != 0 ] && [ $((right + degraded)) -lt 18 ]; then
+			rows+=("| $cc | $v | $right ($lost lost) | $degraded | $wrong |")
+		else
+			rows+=("| $cc | $v | $right | $degraded | $wrong |")
+		fi
 		echo "attr_matrix: $cc $v: right $right, degraded $degraded, wrong $wrong" >&2
 	done
 done
