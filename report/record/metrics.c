@@ -880,11 +880,9 @@ int sp_metrics_timeout_ms(struct sp_metrics *m)
 	return -1; /* the serving thread keeps its own time */
 }
 
-void sp_metrics_forget(struct sp_metrics *m)
+/* The descriptors the agent's side holds (not the daemon's). */
+static void close_own_fds(struct sp_metrics *m)
 {
-	if (!m)
-		return;
-	/* the serving thread is not in this child: only descriptors */
 	if (m->outer >= 0)
 		close(m->outer);
 	if (m->main_ep >= 0)
@@ -893,6 +891,14 @@ void sp_metrics_forget(struct sp_metrics *m)
 		close(m->req_fd);
 	if (m->stop_fd >= 0)
 		close(m->stop_fd);
+}
+
+void sp_metrics_forget(struct sp_metrics *m)
+{
+	if (!m)
+		return;
+	/* the serving thread is not in this child: only descriptors */
+	close_own_fds(m);
 	close(m->mhd_epoll);
 	close(m->lfd);
 }
@@ -916,14 +922,7 @@ void sp_metrics_stop(struct sp_metrics *m)
 		MHD_stop_daemon(m->d); /* closes its connections */
 	if (m->lfd >= 0)
 		close(m->lfd);
-	if (m->outer >= 0)
-		close(m->outer);
-	if (m->main_ep >= 0)
-		close(m->main_ep);
-	if (m->req_fd >= 0)
-		close(m->req_fd);
-	if (m->stop_fd >= 0)
-		close(m->stop_fd);
+	close_own_fds(m);
 	pthread_cond_destroy(&m->cv);
 	pthread_mutex_destroy(&m->mu);
 	free(m->body);
