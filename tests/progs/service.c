@@ -2,7 +2,7 @@
 /*
  * service.c - a long-running service for the agent's tests
  * (tests/integration/t_agent_*.sh): runs one query, SELECT ?1 + 1 from a
- * prepared statement, RATE times a second for MS milliseconds (or until
+ * prepared statement, RATE times a second for MS milliseconds,
  * then writes the number of executions it ran to COUNTFILE (written to
  * a temporary and renamed) and exits 0; with STOP, it then waits for the
  * file STOP to exist before it exits (to be killed). It does not check
