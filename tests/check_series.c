@@ -48,6 +48,9 @@ START_TEST(test_time_utc)
 	ck_assert_int_eq(at("2026-12-01T09:30:00-0430"), T14Z * S_NS);
 	ck_assert_int_eq(at("@1796133600"), T14Z * S_NS);
 	ck_assert_int_eq(at("@1796133600.5"), T14Z * S_NS + 500000000);
+	/* to the ns (through a double it was 1796215031152138496) */
+	ck_assert_int_eq(at("@1796215031.152138519"), 1796215031152138519LL);
+	ck_assert_int_eq(at("@0.000000001"), 1);
 }
 END_TEST
 
@@ -102,6 +105,10 @@ START_TEST(test_time_bad)
 		"@-1",
 		"@abc",
 		"@1e30",
+		"@1796133600.",
+		"@1796133600.5x",
+		"@99999999999",
+		"@1.5.5",
 		"-0s",
 		"-5x",
 		"--5m",

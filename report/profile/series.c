@@ -714,16 +714,32 @@ int sp_parse_time(const char *s, int64_t *ns, int *rel)
 		return 0;
 	}
 	if (*s == '@') {
-		char *e;
-		double v;
+		/* seconds and up to 9 digits of a fraction, in integers: a
+		 * double holds today's times to about 240 ns only, and an
+		 * interval's end printed to the ns must read back as itself */
+		int64_t sec_part = 0, scale = 100000000;
 
-		if (s[1] < '0' || s[1] > '9')
+		p = s + 1;
+		if (*p < '0' || *p > '9')
 			return -1;
-		errno = 0;
-		v = strtod(s + 1, &e);
-		if (*e || errno || !isfinite(v) || v > 9.2e9)
+		for (; *p >= '0' && *p <= '9'; p++) {
+			if (sec_part > 9200000000LL)
+				return -1;
+			sec_part = sec_part * 10 + (*p - '0');
+		}
+		if (sec_part > 9200000000LL)
 			return -1;
-		*ns = (int64_t)llround(v * 1e9);
+		if (*p == '.') {
+			if (*++p < '0' || *p > '9')
+				return -1;
+			for (; *p >= '0' && *p <= '9'; p++) {
+				frac += (*p - '0') * scale;
+				scale /= 10;
+			}
+		}
+		if (*p)
+			return -1;
+		*ns = sec_part * 1000000000 + frac;
 		return 0;
 	}
 	if (digits(&p, 4, &y) < 0 || *p++ != '-' || digits(&p, 2, &mo) < 0 || *p++ != '-' ||

@@ -6,14 +6,19 @@
  * temporary renamed into DIR: DIR/gap when phase A is over, holding the
  * Unix time of the middle of the gap as "@SECONDS.NANOSECONDS" (a time
  * `sqlprof report --since/--until` takes); DIR/b when phase B has begun.
- * It does not check what the profiler recorded.
+ * With GO, phase B waits, after the gap, for the file GO to exist (a test
+ * then places its bound inside the gap however loaded the machine; 600 s
+ * at most, and exit 1 when GO's directory goes). It does not check what
+ * the profiler recorded.
  *
- * usage: phased N1 RATE1 GAP_MS N2 RATE2 DIR
+ * usage: phased N1 RATE1 GAP_MS N2 RATE2 DIR [GO]
  */
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 static long long mono_ms(void)
 {
@@ -48,6 +53,28 @@ static void phase(sqlite3_stmt *st, long n, long rate)
 	}
 }
 
+/* 1 when GO exists, 0 after 600 s of waiting, -1 when its directory
+ * is gone (the test that made it has) */
+static int wait_go(const char *go)
+{
+	char dir[4096];
+	const char *slash = strrchr(go, '/');
+	size_t n = slash ? (size_t)(slash - go) : 0;
+
+	if (n >= sizeof(dir))
+		return -1;
+	memcpy(dir, go, n);
+	dir[n] = 0;
+	for (int i = 0; i < 30000; i++) {
+		if (access(go, F_OK) == 0)
+			return 1;
+		if (n && access(dir, F_OK) != 0)
+			return -1;
+		sleep_ms(20);
+	}
+	return 0;
+}
+
 static int put(const char *dir, const char *name, const char *text)
 {
 	char tmp[4096], path[4096];
@@ -73,7 +100,7 @@ int main(int argc, char **argv)
 	sqlite3_stmt *st;
 	char buf[64];
 
-	if (argc != 7)
+	if (argc != 7 && argc != 8)
 		return 2;
 	n1 = strtol(argv[1], NULL, 10);
 	r1 = strtol(argv[2], NULL, 10);
@@ -91,6 +118,8 @@ int main(int argc, char **argv)
 	if (put(argv[6], "gap", buf) < 0)
 		return 1;
 	sleep_ms(gap);
+	if (argc == 8 && wait_go(argv[7]) < 0)
+		return 1;
 	if (put(argv[6], "b", "") < 0)
 		return 1;
 	phase(st, n2, r2);
