@@ -14,36 +14,14 @@
 . "$ITDIR/../fixtures/attr/fixture.sh"
 rc=0
 
-# rec OUT BINARY: record at --rate 1; on a loaded machine the collector
-# may fall behind and lose sampled executions (counted in meta 'lost':
-# beside stress.sh 8, 12,594 of 40,000 and both failing queries' samples),
-# which these exact checks cannot allow: recorded again, up to 3 times.
-# lost[OUT] keeps what the last recording lost.
-declare -A lost
-rec() {
-	local n
-	for n in 1 2 3; do
-		attr_record "$1" --rate 1 --seed 1 -- "$2"
-		lost[$1]=$(sqlite3 "$1" "SELECT value FROM meta WHERE key = 'lost'" 2>/dev/null || echo 0)
-		[ "${lost[$1]:-0}" = 0 ] && return 0
-		echo "note: $2: ${lost[$1]} records lost (a loaded machine), recorded again"
-	done
-}
-# verdict OUT: a failed check of a recording that still lost records is
-# not checked, said; of one that lost none, a failure
-verdict() {
-	if [ "${lost[$1]:-0}" != 0 ]; then
-		not_checked "$1: ${lost[$1]} records lost in 3 recordings on this loaded machine"
-	else
-		rc=1
-	fi
-}
+# rec OUT BINARY: record at --rate 1, again while records were lost
+rec() { attr_record_whole "$1" --rate 1 --seed 1 -- "$2"; }
 
 echo "== debuglink/ (separate debug files)"
 rec "$TMP/dl.db" "$FIX/debuglink/attr_main"
 report_json "$TMP/dl.db" "$TMP/dl.json"
 "${CHECK[@]}" sites exact "$TMP/dl.json" "$FIX/markers.txt" "$FIXSRC/expected.tsv" \
-	--others main_exec:main --table || verdict "$TMP/dl.db"
+	--others main_exec:main --table || attr_verdict "$TMP/dl.db"
 "${CHECK[@]}" oracle "$TMP/dl.db" "$FIX/debuglink"
 case $? in 0) ;; 77) echo "(oracle skipped)" ;; *) rc=1 ;; esac
 
@@ -57,7 +35,7 @@ done
 rec "$TMP/sa.db" "$FIX/stripall/attr_main"
 report_json "$TMP/sa.db" "$TMP/sa.json"
 "${CHECK[@]}" sites stripped "$TMP/sa.json" "$FIX/markers.txt" "$FIXSRC/expected.tsv" \
-	"${args[@]}" --table || verdict "$TMP/sa.db"
+	"${args[@]}" --table || attr_verdict "$TMP/sa.db"
 fargs=()
 for m in attr_main libattr_lib.so attr_mod.so; do fargs+=("$m=$TMP/$m.dynsym"); done
 "${CHECK[@]}" frames "$TMP/sa.db" "$FIX/stripall" "${fargs[@]}" || rc=1
