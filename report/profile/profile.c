@@ -145,11 +145,15 @@ static const char schema[] =
 	"CREATE TABLE modules(pid INTEGER, generation INTEGER, path TEXT, build_id TEXT,"
 	" bias INTEGER, lo INTEGER, hi INTEGER, sqlite INTEGER);";
 
-/* Made after the rows are in (cheaper than keeping them up to date):
- * what the readers look queries up by (format 3). */
-static const char indexes[] = "CREATE INDEX histograms_query ON histograms(fp_id, kind);"
-			      "CREATE INDEX runs_query ON runs(fp_id, kind);"
-			      "CREATE UNIQUE INDEX run_totals_key ON run_totals(fp_id, kind, run);"
+/* What the readers look queries up by (format 3). Those of tables whose
+ * rows come in the index's order are made before the rows, each row then
+ * added at the end of the index (histograms and runs: at 20,000
+ * fingerprints the writer's 2,247 M instructions became 2,077 M); the
+ * others after the rows are in (cheaper than keeping them up to date in a
+ * random order). */
+static const char indexes_first[] = "CREATE INDEX histograms_query ON histograms(fp_id, kind);"
+				    "CREATE INDEX runs_query ON runs(fp_id, kind);";
+static const char indexes[] = "CREATE UNIQUE INDEX run_totals_key ON run_totals(fp_id, kind, run);"
 			      "CREATE INDEX plans_fp ON plans(fp_id);"
 			      "CREATE INDEX plan_gaps_fp ON plan_gaps(fp_id);"
 			      "CREATE INDEX statements_fp ON statements(fp_id);"
@@ -1791,7 +1795,7 @@ static int write_all(sqlite3 *db, struct sp_coll *c, const struct sp_meta *m, ui
 		pw_sqlerr(&w, NULL);
 		goto out;
 	}
-	if (exec_sql(db, schema, err, errlen) < 0 ||
+	if (exec_sql(db, schema, err, errlen) < 0 || exec_sql(db, indexes_first, err, errlen) < 0 ||
 	    (!adopted && exec_sql(db, events_table, err, errlen) < 0) ||
 	    exec_sql(db, "BEGIN", err, errlen) < 0)
 		goto out;
