@@ -151,14 +151,15 @@ static const char schema[] =
  * fingerprints the writer's 2,247 M instructions became 2,077 M); the
  * others after the rows are in (cheaper than keeping them up to date in a
  * random order). */
-static const char indexes_first[] = "CREATE INDEX histograms_query ON histograms(fp_id, kind);"
-				    "CREATE INDEX runs_query ON runs(fp_id, kind);";
+static const char indexes_first[] =
+	"CREATE INDEX histograms_query ON histograms(fp_id, kind);"
+	"CREATE INDEX runs_query ON runs(fp_id, kind);"
+	"CREATE INDEX stack_samples_query ON stack_samples(fp_id, kind);"
+	"CREATE INDEX callers_query ON callers(fp_id, kind);";
 static const char indexes[] = "CREATE UNIQUE INDEX run_totals_key ON run_totals(fp_id, kind, run);"
 			      "CREATE INDEX plans_fp ON plans(fp_id);"
 			      "CREATE INDEX plan_gaps_fp ON plan_gaps(fp_id);"
 			      "CREATE INDEX statements_fp ON statements(fp_id);"
-			      "CREATE INDEX stack_samples_query ON stack_samples(fp_id, kind);"
-			      "CREATE INDEX callers_query ON callers(fp_id, kind);"
 			      "CREATE INDEX errors_fp ON errors(fp_id);"
 			      "CREATE INDEX modules_pid ON modules(pid);";
 
@@ -1119,37 +1120,71 @@ static int write_queries(struct pw *w)
 }
 
 /* The rows of a map of the collector's keyed by sql_id first (sites,
- * callers), in the map's order, through row(). */
+ * callers), through row(), in (fp_id, kind) order and the map's order
+ * within: the rows go at the end of the table's index by query. */
+struct map_ent {
+	int64_t fp_id;
+	const char *kind;
+	size_t at; /* in the map's order */
+	const uint64_t *key;
+	const void *val;
+};
+
 struct map_rows {
 	struct sp_rowsrc src; /* first: the callback's argument */
-	struct pw *w;
-	const struct hmap *m;
-	size_t it;
+	const struct map_ent *e;
+	size_t i, n;
 	void (*row)(struct sp_rowval *v, uint64_t fp_id, const uint64_t *key, const void *val);
 };
+
+static int cmp_map_ent(const void *pa, const void *pb)
+{
+	const struct map_ent *a = pa, *b = pb;
+	int k;
+
+	if (a->fp_id != b->fp_id)
+		return a->fp_id < b->fp_id ? -1 : 1;
+	if ((k = strcmp(a->kind, b->kind)))
+		return k;
+	return a->at < b->at ? -1 : a->at > b->at;
+}
 
 static int map_next(struct sp_rowsrc *src)
 {
 	struct map_rows *r = (struct map_rows *)src;
-	const void *k;
-	const void *v = hmap_next(r->m, &r->it, &k);
-	const struct fpinfo *fi;
+	const struct map_ent *e;
 
-	if (!v)
+	if (r->i == r->n)
 		return 0;
-	fi = hmap_get(&r->w->fps, k, 0, NULL);
-	r->row(src->v, fi ? fi->fp_id : 0, k, v);
+	e = &r->e[r->i++];
+	r->row(src->v, (uint64_t)e->fp_id, e->key, e->val);
 	return 1;
 }
 
 static int write_map(struct pw *w, const char *table, int ncol, const struct hmap *m,
 		     void (*row)(struct sp_rowval *, uint64_t, const uint64_t *, const void *))
 {
-	struct map_rows r = {
-		.src = { .next = map_next, .ncol = ncol }, .w = w, .m = m, .row = row
-	};
+	struct map_rows r = { .src = { .next = map_next, .ncol = ncol }, .row = row };
+	struct map_ent *e = malloc((m->count ? m->count : 1) * sizeof(*e));
+	size_t it = 0;
+	const void *k, *v;
+	int rc;
 
-	return sp_rowsrc_insert(w->db, table, &r.src) < 0 ? pw_sqlerr(w, NULL) : 0;
+	if (!e)
+		return pw_nomem(w, NULL);
+	while (r.n < m->count && (v = hmap_next(m, &it, &k))) {
+		const uint64_t *key = k; /* sql_id, kind, ... */
+		const struct fpinfo *fi = hmap_get(&w->fps, &key[0], 0, NULL);
+
+		e[r.n] = (struct map_ent){ (int64_t)(fi ? fi->fp_id : 0), kind_name(key[1]), r.n,
+					   key, v };
+		r.n++;
+	}
+	qsort(e, r.n, sizeof(*e), cmp_map_ent);
+	r.e = e;
+	rc = sp_rowsrc_insert(w->db, table, &r.src);
+	free(e);
+	return rc < 0 ? pw_sqlerr(w, NULL) : 0;
 }
 
 static void site_row(struct sp_rowval *v, uint64_t fp_id, const uint64_t *sk, const void *val)
