@@ -19,6 +19,7 @@
 #include "kind.h"
 #include "profile-write.h"
 #include "pyline.h"
+#include "rowsrc.h"
 #include "sym.h"
 #include "untrusted.h"
 
@@ -144,16 +145,21 @@ static const char schema[] =
 	"CREATE TABLE modules(pid INTEGER, generation INTEGER, path TEXT, build_id TEXT,"
 	" bias INTEGER, lo INTEGER, hi INTEGER, sqlite INTEGER);";
 
-/* Made after the rows are in (cheaper than keeping them up to date):
- * what the readers look queries up by (format 3). */
-static const char indexes[] = "CREATE INDEX histograms_query ON histograms(fp_id, kind);"
-			      "CREATE INDEX runs_query ON runs(fp_id, kind);"
-			      "CREATE UNIQUE INDEX run_totals_key ON run_totals(fp_id, kind, run);"
+/* What the readers look queries up by (format 3). Those of tables whose
+ * rows come in the index's order are made before the rows, each row then
+ * added at the end of the index (histograms and runs: at 20,000
+ * fingerprints the writer's 2,247 M instructions became 2,077 M); the
+ * others after the rows are in (cheaper than keeping them up to date in a
+ * random order). */
+static const char indexes_first[] =
+	"CREATE INDEX histograms_query ON histograms(fp_id, kind);"
+	"CREATE INDEX runs_query ON runs(fp_id, kind);"
+	"CREATE INDEX stack_samples_query ON stack_samples(fp_id, kind);"
+	"CREATE INDEX callers_query ON callers(fp_id, kind);";
+static const char indexes[] = "CREATE UNIQUE INDEX run_totals_key ON run_totals(fp_id, kind, run);"
 			      "CREATE INDEX plans_fp ON plans(fp_id);"
 			      "CREATE INDEX plan_gaps_fp ON plan_gaps(fp_id);"
 			      "CREATE INDEX statements_fp ON statements(fp_id);"
-			      "CREATE INDEX stack_samples_query ON stack_samples(fp_id, kind);"
-			      "CREATE INDEX callers_query ON callers(fp_id, kind);"
 			      "CREATE INDEX errors_fp ON errors(fp_id);"
 			      "CREATE INDEX modules_pid ON modules(pid);";
 
@@ -290,26 +296,6 @@ static int step_done(sqlite3_stmt *st)
 
 	sqlite3_reset(st);
 	return rc == SQLITE_DONE ? 0 : -1;
-}
-
-struct hist_ctx {
-	sqlite3_stmt *st;
-	uint64_t fp_id;
-	const char *kind;
-	int rc;
-};
-
-static int hist_row(uint64_t lo, uint64_t count, void *arg)
-{
-	struct hist_ctx *h = arg;
-
-	sqlite3_bind_int64(h->st, 1, (sqlite3_int64)h->fp_id);
-	sqlite3_bind_text(h->st, 2, h->kind, -1, SQLITE_STATIC);
-	sqlite3_bind_int64(h->st, 3, (sqlite3_int64)lo);
-	sqlite3_bind_int64(h->st, 4, (sqlite3_int64)count);
-	if (step_done(h->st) < 0)
-		h->rc = -1;
-	return 0;
 }
 
 /* The modules of every process, sorted by pid: each pc is looked up among
@@ -816,88 +802,100 @@ uint64_t sp_profile_sql_fp_id(const struct sp_sql *s)
 	return made ? id : 0;
 }
 
+/* The rows of statements, in sql_id order (byid), each text's fpinfo
+ * made on the way. */
+struct stmt_rows {
+	struct sp_rowsrc src; /* first: the callback's argument */
+	struct pw *w;
+	struct keyed *byid;
+	size_t i, n;
+	int nomem;
+};
+
+/* The fingerprint of text (the collector's id, when it computed one:
+ * the fingerprint's text is made once per id, a dump's 100,000 INSERT
+ * texts have one) into fi; 0, or -1 on ENOMEM. */
+static int stmt_fpinfo(struct pw *w, struct fpinfo *fi, const struct sp_sql *s, const char *text)
+{
+	char **fp;
+	int created;
+
+	fi->text = text;
+	if (placeholder(text)) {
+		/* the preload's placeholder: keep it readable */
+		fi->fp_id = sp_hash64(text, strlen(text));
+		fp = hmap_get(&w->fptext, &fi->fp_id, 1, &created);
+		if (fp && created)
+			*fp = strdup(text);
+	} else {
+		uint64_t id = s->fp_id;
+		char *made = NULL;
+
+		if (!id && !(made = sp_fingerprint(text, strlen(text), &id)))
+			return -1;
+		fi->fp_id = id;
+		fp = hmap_get(&w->fptext, &id, 1, &created);
+		if (fp && created)
+			*fp = made ? made : sp_fingerprint(text, strlen(text), &id);
+		else
+			free(made);
+	}
+	fi->fingerprint = fp ? *fp : NULL;
+	return fi->fingerprint ? 0 : -1;
+}
+
+static int stmt_next(struct sp_rowsrc *src)
+{
+	struct stmt_rows *r = (struct stmt_rows *)src;
+	struct sp_sql *s;
+	struct fpinfo *fi;
+	uint64_t key;
+	const char *text;
+
+	if (r->i == r->n)
+		return 0;
+	key = (uint64_t)r->byid[r->i].key;
+	s = r->byid[r->i++].v;
+	text = s->text ? s->text : "";
+	fi = hmap_get(&r->w->fps, &key, 1, NULL);
+	if (!fi || stmt_fpinfo(r->w, fi, s, text) < 0) {
+		r->nomem = 1;
+		return -1;
+	}
+	sp_rv_int(&src->v[0], (int64_t)key);
+	sp_rv_int(&src->v[1], (int64_t)fi->fp_id);
+	sp_rv_text(&src->v[2], text);
+	sp_rv_int(&src->v[3], s->full_len);
+	sp_rv_int(&src->v[4], s->truncated);
+	return 1;
+}
+
 /* statements: one row per SQL text, with its fingerprint's id; fills
  * w->fps (sql_id -> fpinfo) and w->fptext (each fingerprint's text, made
  * once per id) for every step after. */
 static int write_statements(struct pw *w)
 {
-	sqlite3 *db = w->db;
 	struct sp_coll *c = w->c;
-	sqlite3_stmt *st = NULL;
-	struct keyed *byid;
-	size_t it, n = 0;
+	struct stmt_rows r = { .src = { .next = stmt_next, .ncol = 5 }, .w = w };
+	size_t it;
 	const void *k;
 	void *v;
+	int rc;
 
 	/* in sql_id order: each row goes at the end of the table's b-tree */
-	byid = malloc((c->sqls.count ? c->sqls.count : 1) * sizeof(*byid));
-	st = prep(db, "INSERT INTO statements VALUES(?,?,?,?,?)");
-	if (!st || !byid) {
-		free(byid);
-		return byid ? pw_sqlerr(w, st) : pw_nomem(w, st);
+	r.byid = malloc((c->sqls.count ? c->sqls.count : 1) * sizeof(*r.byid));
+	if (!r.byid || hmap_reserve(&w->fps, c->sqls.count) < 0) {
+		free(r.byid);
+		return pw_nomem(w, NULL);
 	}
 	it = 0;
-	while (n < c->sqls.count && (v = hmap_next(&c->sqls, &it, &k)))
-		byid[n++] = (struct keyed){ *(const int64_t *)k, NULL, v };
-	qsort(byid, n, sizeof(*byid), cmp_keyed);
-	for (size_t i = 0; i < n; i++) {
-		uint64_t key = (uint64_t)byid[i].key;
-		const void *kp = &key;
-		struct sp_sql *s = byid[i].v;
-		struct fpinfo *fi = hmap_get(&w->fps, kp, 1, NULL);
-		const char *text = s->text ? s->text : "";
-		char **fp;
-		int created;
-
-		if (!fi) {
-			free(byid);
-			return pw_nomem(w, st);
-		}
-		fi->text = text;
-		if (placeholder(text)) {
-			/* the preload's placeholder: keep it readable */
-			fi->fp_id = sp_hash64(text, strlen(text));
-			fp = hmap_get(&w->fptext, &fi->fp_id, 1, &created);
-			if (fp && created)
-				*fp = strdup(text);
-		} else {
-			/* the collector computed the id when the text arrived;
-			 * the fingerprint's text is made once per id (a dump's
-			 * 100,000 INSERT texts have one) */
-			uint64_t id = s->fp_id;
-			char *made = NULL;
-
-			if (!id) {
-				made = sp_fingerprint(text, strlen(text), &id);
-				if (!made) {
-					free(byid);
-					return pw_nomem(w, st);
-				}
-			}
-			fi->fp_id = id;
-			fp = hmap_get(&w->fptext, &id, 1, &created);
-			if (fp && created)
-				*fp = made ? made : sp_fingerprint(text, strlen(text), &id);
-			else
-				free(made);
-		}
-		fi->fingerprint = fp ? *fp : NULL;
-		if (!fi->fingerprint) {
-			free(byid);
-			return pw_nomem(w, st);
-		}
-		sqlite3_bind_int64(st, 1, byid[i].key);
-		sqlite3_bind_int64(st, 2, (sqlite3_int64)fi->fp_id);
-		sqlite3_bind_text(st, 3, text, -1, SQLITE_STATIC);
-		sqlite3_bind_int64(st, 4, s->full_len);
-		sqlite3_bind_int(st, 5, s->truncated);
-		if (step_done(st) < 0) {
-			free(byid);
-			return pw_sqlerr(w, st);
-		}
-	}
-	free(byid);
-	sqlite3_finalize(st);
+	while (r.n < c->sqls.count && (v = hmap_next(&c->sqls, &it, &k)))
+		r.byid[r.n++] = (struct keyed){ *(const int64_t *)k, NULL, v };
+	qsort(r.byid, r.n, sizeof(*r.byid), cmp_keyed);
+	rc = sp_rowsrc_insert(w->db, "statements", &r.src);
+	free(r.byid);
+	if (rc < 0)
+		return r.nomem ? pw_nomem(w, NULL) : pw_sqlerr(w, NULL);
 	return 0;
 }
 
@@ -967,172 +965,266 @@ static int merge_queries(struct pw *w)
 	return 0;
 }
 
+/* The rows of queries, runs or histograms (table), one pass over the
+ * fingerprints in (fp_id, kind) order (byid) for each. */
+struct query_rows {
+	struct sp_rowsrc src; /* first: the callback's argument */
+	const struct keyed *byid;
+	size_t i, n;
+	int table;          /* 0 queries, 1 runs, 2 histograms */
+	uint32_t b, nb;     /* the current fingerprint's next bucket, and its count */
+	uint64_t *lo, *cnt; /* histograms: its buckets (cap of them) */
+	size_t cap;
+	int nomem;
+};
+
+static int query_row(struct query_rows *r, const struct fagg *a)
+{
+	struct sp_rowval *v = r->src.v;
+	const struct sp_qagg *q = &a->q;
+	const uint64_t sums[] = { q->count,
+				  q->total_ns,
+				  q->self_ns,
+				  q->wall_ns,
+				  q->hist ? sp_hist_min(q->hist) : 0,
+				  q->hist ? sp_hist_max(q->hist) : 0,
+				  q->rows,
+				  q->vm_steps,
+				  q->fullscan_steps,
+				  q->sorts,
+				  q->autoindex,
+				  q->errors,
+				  q->nested,
+				  q->samples,
+				  q->prepares,
+				  q->prepare_ns,
+				  q->runs,
+				  q->max_run };
+
+	sp_rv_text(&v[2], a->fi->fingerprint);
+	sp_rv_text(&v[3], a->fi->text);
+	for (size_t j = 0; j < sizeof(sums) / sizeof(sums[0]); j++)
+		sp_rv_int(&v[4 + j], (int64_t)sums[j]);
+	return 1;
+}
+
+static int hist_collect(uint64_t lo, uint64_t count, void *arg)
+{
+	struct query_rows *r = arg;
+
+	if (r->nb == r->cap) {
+		size_t nc = r->cap ? r->cap * 2 : 64;
+		uint64_t *l = realloc(r->lo, nc * sizeof(*l)), *c;
+
+		if (l)
+			r->lo = l;
+		c = l ? realloc(r->cnt, nc * sizeof(*c)) : NULL;
+		if (!c) {
+			r->nomem = 1;
+			return 1;
+		}
+		r->cnt = c;
+		r->cap = nc;
+	}
+	r->lo[r->nb] = lo;
+	r->cnt[r->nb++] = count;
+	return 0;
+}
+
+/* The current fingerprint's next run or histogram row: 1, or 0 when it
+ * has no more. */
+static int query_sub_row(struct query_rows *r, const struct fagg *a)
+{
+	struct sp_rowval *v = r->src.v;
+	uint64_t lo, hi;
+
+	if (r->table == 2) {
+		if (r->b == 0 && a->q.hist) {
+			r->nb = 0;
+			sp_hist_foreach(a->q.hist, hist_collect, r);
+		}
+		if (r->b >= r->nb)
+			return 0;
+		sp_rv_int(&v[2], (int64_t)r->lo[r->b]);
+		sp_rv_int(&v[3], (int64_t)r->cnt[r->b++]);
+		return 1;
+	}
+	while (r->b < SP_RUN_BUCKETS && (r->b >= a->q.runs_nb || !a->q.loops_by_len[r->b]))
+		r->b++;
+	if (r->b >= SP_RUN_BUCKETS)
+		return 0;
+	sp_loop_bucket_bounds((int)r->b, &lo, &hi);
+	if (hi > (uint64_t)INT64_MAX)
+		hi = (uint64_t)INT64_MAX;
+	sp_rv_int(&v[2], (int64_t)lo);
+	sp_rv_int(&v[3], (int64_t)hi);
+	sp_rv_int(&v[4], (int64_t)a->q.loops_by_len[r->b++]);
+	return 1;
+}
+
+static int query_next(struct sp_rowsrc *src)
+{
+	struct query_rows *r = (struct query_rows *)src;
+
+	for (; r->i < r->n; r->i++, r->b = 0, r->nb = 0) {
+		const struct fagg *a = r->byid[r->i].v;
+
+		sp_rv_int(&src->v[0], (int64_t)a->fi->fp_id);
+		sp_rv_text(&src->v[1], kind_name(a->kind));
+		if (r->table == 0) {
+			r->i++;
+			return query_row(r, a);
+		}
+		if (query_sub_row(r, a))
+			return 1;
+		if (r->nomem)
+			return -1;
+	}
+	return 0;
+}
+
 /* queries, histograms and runs: one row (and its buckets) per w->fagg entry. */
 static int write_queries(struct pw *w)
 {
-	sqlite3 *db = w->db;
-	sqlite3_stmt *st = NULL;
-	size_t it;
+	static const char *const tables[] = { "queries", "runs", "histograms" };
+	static const int ncols[] = { 22, 5, 4 };
+	struct query_rows r = { .src = { .next = query_next } };
+	struct keyed *byid = malloc((w->fagg.count ? w->fagg.count : 1) * sizeof(*byid));
+	size_t it = 0, n = 0;
 	void *v;
+	int rc = 0;
 
-	st = prep(db, "INSERT INTO queries VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
-	{
-		sqlite3_stmt *hs = prep(db, "INSERT INTO histograms VALUES(?,?,?,?)");
-		sqlite3_stmt *rs = prep(db, "INSERT INTO runs VALUES(?,?,?,?,?)");
+	if (!byid)
+		return pw_nomem(w, NULL);
+	while (n < w->fagg.count && (v = hmap_next(&w->fagg, &it, NULL))) {
+		struct fagg *a = v;
 
-		if (!st || !hs || !rs) {
-			sqlite3_finalize(hs);
-			sqlite3_finalize(rs);
-			return pw_sqlerr(w, st);
-		}
-		size_t n = 0;
-		struct keyed *byid = malloc((w->fagg.count ? w->fagg.count : 1) * sizeof(*byid));
-
-		if (!byid) {
-			sqlite3_finalize(hs);
-			sqlite3_finalize(rs);
-			return pw_nomem(w, st);
-		}
-		it = 0;
-		while (n < w->fagg.count && (v = hmap_next(&w->fagg, &it, NULL))) {
-			struct fagg *a = v;
-
-			byid[n++] = (struct keyed){ (int64_t)a->fi->fp_id, kind_name(a->kind), a };
-		}
-		qsort(byid, n, sizeof(*byid), cmp_keyed);
-		for (size_t i = 0; i < n; i++) {
-			struct fagg *a = byid[i].v;
-			struct hist_ctx hc = { hs, a->fi->fp_id, kind_name(a->kind), 0 };
-
-			sqlite3_bind_int64(st, 1, (sqlite3_int64)a->fi->fp_id);
-			sqlite3_bind_text(st, 2, kind_name(a->kind), -1, SQLITE_STATIC);
-			sqlite3_bind_text(st, 3, a->fi->fingerprint, -1, SQLITE_STATIC);
-			sqlite3_bind_text(st, 4, a->fi->text, -1, SQLITE_STATIC);
-			sqlite3_bind_int64(st, 5, (sqlite3_int64)a->q.count);
-			sqlite3_bind_int64(st, 6, (sqlite3_int64)a->q.total_ns);
-			sqlite3_bind_int64(st, 7, (sqlite3_int64)a->q.self_ns);
-			sqlite3_bind_int64(st, 8, (sqlite3_int64)a->q.wall_ns);
-			sqlite3_bind_int64(st, 9,
-					   (sqlite3_int64)(a->q.hist ? sp_hist_min(a->q.hist) : 0));
-			sqlite3_bind_int64(st, 10,
-					   (sqlite3_int64)(a->q.hist ? sp_hist_max(a->q.hist) : 0));
-			sqlite3_bind_int64(st, 11, (sqlite3_int64)a->q.rows);
-			sqlite3_bind_int64(st, 12, (sqlite3_int64)a->q.vm_steps);
-			sqlite3_bind_int64(st, 13, (sqlite3_int64)a->q.fullscan_steps);
-			sqlite3_bind_int64(st, 14, (sqlite3_int64)a->q.sorts);
-			sqlite3_bind_int64(st, 15, (sqlite3_int64)a->q.autoindex);
-			sqlite3_bind_int64(st, 16, (sqlite3_int64)a->q.errors);
-			sqlite3_bind_int64(st, 17, (sqlite3_int64)a->q.nested);
-			sqlite3_bind_int64(st, 18, (sqlite3_int64)a->q.samples);
-			sqlite3_bind_int64(st, 19, (sqlite3_int64)a->q.prepares);
-			sqlite3_bind_int64(st, 20, (sqlite3_int64)a->q.prepare_ns);
-			sqlite3_bind_int64(st, 21, (sqlite3_int64)a->q.runs);
-			sqlite3_bind_int64(st, 22, (sqlite3_int64)a->q.max_run);
-			if (step_done(st) < 0) {
-				free(byid);
-				sqlite3_finalize(hs);
-				sqlite3_finalize(rs);
-				return pw_sqlerr(w, st);
-			}
-			for (int b = 0; b < SP_RUN_BUCKETS; b++) {
-				uint64_t lo, hi;
-
-				if ((uint32_t)b >= a->q.runs_nb || !a->q.loops_by_len[b])
-					continue;
-				sp_loop_bucket_bounds(b, &lo, &hi);
-				if (hi > (uint64_t)INT64_MAX)
-					hi = (uint64_t)INT64_MAX;
-				sqlite3_bind_int64(rs, 1, (sqlite3_int64)a->fi->fp_id);
-				sqlite3_bind_text(rs, 2, kind_name(a->kind), -1, SQLITE_STATIC);
-				sqlite3_bind_int64(rs, 3, (sqlite3_int64)lo);
-				sqlite3_bind_int64(rs, 4, (sqlite3_int64)hi);
-				sqlite3_bind_int64(rs, 5, (sqlite3_int64)a->q.loops_by_len[b]);
-				if (step_done(rs) < 0)
-					hc.rc = -1;
-			}
-			if (a->q.hist)
-				sp_hist_foreach(a->q.hist, hist_row, &hc);
-			if (hc.rc < 0) {
-				free(byid);
-				sqlite3_finalize(hs);
-				sqlite3_finalize(rs);
-				return pw_sqlerr(w, st);
-			}
-		}
-		free(byid);
-		sqlite3_finalize(hs);
-		sqlite3_finalize(rs);
+		byid[n++] = (struct keyed){ (int64_t)a->fi->fp_id, kind_name(a->kind), a };
 	}
-	sqlite3_finalize(st);
+	qsort(byid, n, sizeof(*byid), cmp_keyed);
+	r.byid = byid;
+	r.n = n;
+	for (int t = 0; t < 3 && rc == 0; t++) {
+		r.table = t;
+		r.src.ncol = ncols[t];
+		r.i = 0;
+		r.b = r.nb = 0;
+		rc = sp_rowsrc_insert(w->db, tables[t], &r.src);
+	}
+	free(byid);
+	free(r.lo);
+	free(r.cnt);
+	if (rc < 0)
+		return r.nomem ? pw_nomem(w, NULL) : pw_sqlerr(w, NULL);
 	return 0;
+}
+
+/* The rows of a map of the collector's keyed by sql_id first (sites,
+ * callers), through row(), in (fp_id, kind) order and the map's order
+ * within: the rows go at the end of the table's index by query. */
+struct map_ent {
+	int64_t fp_id;
+	const char *kind;
+	size_t at; /* in the map's order */
+	const uint64_t *key;
+	const void *val;
+};
+
+struct map_rows {
+	struct sp_rowsrc src; /* first: the callback's argument */
+	const struct map_ent *e;
+	size_t i, n;
+	void (*row)(struct sp_rowval *v, uint64_t fp_id, const uint64_t *key, const void *val);
+};
+
+static int cmp_map_ent(const void *pa, const void *pb)
+{
+	const struct map_ent *a = pa, *b = pb;
+	int k;
+
+	if (a->fp_id != b->fp_id)
+		return a->fp_id < b->fp_id ? -1 : 1;
+	if ((k = strcmp(a->kind, b->kind)))
+		return k;
+	return a->at < b->at ? -1 : a->at > b->at;
+}
+
+static int map_next(struct sp_rowsrc *src)
+{
+	struct map_rows *r = (struct map_rows *)src;
+	const struct map_ent *e;
+
+	if (r->i == r->n)
+		return 0;
+	e = &r->e[r->i++];
+	r->row(src->v, (uint64_t)e->fp_id, e->key, e->val);
+	return 1;
+}
+
+static int write_map(struct pw *w, const char *table, int ncol, const struct hmap *m,
+		     void (*row)(struct sp_rowval *, uint64_t, const uint64_t *, const void *))
+{
+	struct map_rows r = { .src = { .next = map_next, .ncol = ncol }, .row = row };
+	struct map_ent *e = malloc((m->count ? m->count : 1) * sizeof(*e));
+	size_t it = 0;
+	const void *k, *v;
+	int rc;
+
+	if (!e)
+		return pw_nomem(w, NULL);
+	while (r.n < m->count && (v = hmap_next(m, &it, &k))) {
+		const uint64_t *key = k; /* sql_id, kind, ... */
+		const struct fpinfo *fi = hmap_get(&w->fps, &key[0], 0, NULL);
+
+		e[r.n] = (struct map_ent){ (int64_t)(fi ? fi->fp_id : 0), kind_name(key[1]), r.n,
+					   key, v };
+		r.n++;
+	}
+	qsort(e, r.n, sizeof(*e), cmp_map_ent);
+	r.e = e;
+	rc = sp_rowsrc_insert(w->db, table, &r.src);
+	free(e);
+	return rc < 0 ? pw_sqlerr(w, NULL) : 0;
+}
+
+static void site_row(struct sp_rowval *v, uint64_t fp_id, const uint64_t *sk, const void *val)
+{
+	const struct sp_sagg *s = val; /* sk: sql_id, kind, pid, stack_id */
+
+	sp_rv_int(&v[0], (int64_t)fp_id);
+	sp_rv_text(&v[1], kind_name(sk[1]));
+	sp_rv_int(&v[2], (int64_t)sk[2]);
+	sp_rv_int(&v[3], (int64_t)sk[3]);
+	sp_rv_int(&v[4], (int64_t)s->samples);
+	sp_rv_int(&v[5], (int64_t)s->total_ns);
+	sp_rv_int(&v[6], (int64_t)s->rows);
+	sp_rv_int(&v[7], (int64_t)s->vm_steps);
+	sp_rv_int(&v[8], (int64_t)s->random_samples);
+	sp_rv_int(&v[9], (int64_t)s->random_ns);
 }
 
 /* stack_samples: per (fingerprint, kind, process, stack). */
 static int write_stack_samples(struct pw *w)
 {
-	sqlite3 *db = w->db;
-	struct sp_coll *c = w->c;
-	sqlite3_stmt *st = NULL;
-	size_t it;
-	const void *k;
-	void *v;
+	return write_map(w, "stack_samples", 10, &w->c->sites, site_row);
+}
 
-	st = prep(db, "INSERT INTO stack_samples VALUES(?,?,?,?,?,?,?,?,?,?)");
-	if (!st)
-		return pw_sqlerr(w, st);
-	it = 0;
-	while ((v = hmap_next(&c->sites, &it, &k))) {
-		const uint64_t *sk = k; /* sql_id, kind, pid, stack_id */
-		const struct sp_sagg *s = v;
-		const struct fpinfo *fi = hmap_get(&w->fps, &sk[0], 0, NULL);
+static void caller_row(struct sp_rowval *v, uint64_t fp_id, const uint64_t *ck, const void *val)
+{
+	const struct sp_caller *cr = val; /* ck: sql_id, kind, pid, caller */
 
-		sqlite3_bind_int64(st, 1, (sqlite3_int64)(fi ? fi->fp_id : 0));
-		sqlite3_bind_text(st, 2, kind_name(sk[1]), -1, SQLITE_STATIC);
-		sqlite3_bind_int64(st, 3, (sqlite3_int64)sk[2]);
-		sqlite3_bind_int64(st, 4, (sqlite3_int64)sk[3]);
-		sqlite3_bind_int64(st, 5, (sqlite3_int64)s->samples);
-		sqlite3_bind_int64(st, 6, (sqlite3_int64)s->total_ns);
-		sqlite3_bind_int64(st, 7, (sqlite3_int64)s->rows);
-		sqlite3_bind_int64(st, 8, (sqlite3_int64)s->vm_steps);
-		sqlite3_bind_int64(st, 9, (sqlite3_int64)s->random_samples);
-		sqlite3_bind_int64(st, 10, (sqlite3_int64)s->random_ns);
-		if (step_done(st) < 0)
-			return pw_sqlerr(w, st);
-	}
-	sqlite3_finalize(st);
-	return 0;
+	sp_rv_int(&v[0], (int64_t)fp_id);
+	sp_rv_text(&v[1], kind_name(ck[1]));
+	sp_rv_int(&v[2], (int64_t)ck[2]);
+	sp_rv_int(&v[3], (int64_t)ck[3]);
+	sp_rv_int(&v[4], (int64_t)cr->count);
+	sp_rv_int(&v[5], (int64_t)cr->total_ns);
 }
 
 /* callers: exact executions per (fingerprint, kind, process, calling pc). */
 static int write_callers(struct pw *w)
 {
-	sqlite3 *db = w->db;
-	struct sp_coll *c = w->c;
-	sqlite3_stmt *st = NULL;
-	size_t it;
-	const void *k;
-	void *v;
-
-	st = prep(db, "INSERT INTO callers VALUES(?,?,?,?,?,?)");
-	if (!st)
-		return pw_sqlerr(w, st);
-	it = 0;
-	while ((v = hmap_next(&c->callers, &it, &k))) {
-		const uint64_t *ck = k; /* sql_id, kind, pid, caller */
-		const struct sp_caller *cr = v;
-		const struct fpinfo *fi = hmap_get(&w->fps, &ck[0], 0, NULL);
-
-		sqlite3_bind_int64(st, 1, (sqlite3_int64)(fi ? fi->fp_id : 0));
-		sqlite3_bind_text(st, 2, kind_name(ck[1]), -1, SQLITE_STATIC);
-		sqlite3_bind_int64(st, 3, (sqlite3_int64)ck[2]);
-		sqlite3_bind_int64(st, 4, (sqlite3_int64)ck[3]);
-		sqlite3_bind_int64(st, 5, (sqlite3_int64)cr->count);
-		sqlite3_bind_int64(st, 6, (sqlite3_int64)cr->total_ns);
-		if (step_done(st) < 0)
-			return pw_sqlerr(w, st);
-	}
-	sqlite3_finalize(st);
-	return 0;
+	return write_map(w, "callers", 6, &w->c->callers, caller_row);
 }
 
 /* errors: per (fingerprint, code, process, stack, message, kind). */
@@ -1303,61 +1395,58 @@ fail:
 	return -1;
 }
 
+struct rt_rows {
+	struct sp_rowsrc src; /* first: the callback's argument */
+	const struct hmap *m;
+	size_t it;
+};
+
+static int rt_next(struct sp_rowsrc *src)
+{
+	struct rt_rows *r = (struct rt_rows *)src;
+	const void *k;
+	const uint64_t *sum = hmap_next(r->m, &r->it, &k), *rk = k;
+
+	if (!sum)
+		return 0;
+	sp_rv_int(&src->v[0], (int64_t)rk[0]);
+	sp_rv_int(&src->v[1], (int64_t)rk[1]);
+	sp_rv_text(&src->v[2], kind_name(rk[2] ? SP_KIND_EXEC : SP_KIND_STMT));
+	sp_rv_int(&src->v[3], (int64_t)sum[0]);
+	sp_rv_int(&src->v[4], (int64_t)sum[1]);
+	return 1;
+}
+
 /* run_totals: what each run of --repeat added, per (run, fingerprint, kind). */
 static int write_repeat_totals(struct pw *w)
 {
-	sqlite3 *db = w->db;
 	const struct sp_meta *m = w->m;
-	sqlite3_stmt *st = NULL;
-	size_t it;
-	const void *k;
-	void *v;
+	struct rt_rows r = { .src = { .next = rt_next, .ncol = 5 } };
+	struct hmap rt;
+	int rc;
 
 	/* per-run totals, merged per fingerprint in memory first: one row per
 	 * (run, fp_id, kind). (An INSERT ... WHERE NOT EXISTS and an UPDATE
 	 * per SQL text scanned the table each: 20,000 fingerprints of 2 texts
 	 * took 39 s.) */
-	{
-		struct hmap rt;
+	hmap_init(&rt, 3 * sizeof(uint64_t), 2 * sizeof(uint64_t));
+	for (size_t i = 0; i < m->nruns; i++) {
+		const struct sp_repeat_total *t = &m->runs[i];
+		const struct fpinfo *fi = hmap_get(&w->fps, &t->sql_id, 0, NULL);
+		uint64_t rk[3] = { t->run, fi ? fi->fp_id : 0, t->kind == SP_KIND_EXEC };
+		uint64_t *sum = hmap_get(&rt, rk, 1, NULL);
 
-		hmap_init(&rt, 3 * sizeof(uint64_t), 2 * sizeof(uint64_t));
-		for (size_t i = 0; i < m->nruns; i++) {
-			const struct sp_repeat_total *r = &m->runs[i];
-			const struct fpinfo *fi = hmap_get(&w->fps, &r->sql_id, 0, NULL);
-			uint64_t rk[3] = { r->run, fi ? fi->fp_id : 0, r->kind == SP_KIND_EXEC };
-			uint64_t *sum = hmap_get(&rt, rk, 1, NULL);
-
-			if (!sum) {
-				hmap_free(&rt);
-				return pw_nomem(w, st);
-			}
-			sum[0] += r->count;
-			sum[1] += r->total_ns;
-		}
-		st = prep(db, "INSERT INTO run_totals VALUES(?,?,?,?,?)");
-		if (!st) {
+		if (!sum) {
 			hmap_free(&rt);
-			return pw_sqlerr(w, st);
+			return pw_nomem(w, NULL);
 		}
-		it = 0;
-		while ((v = hmap_next(&rt, &it, &k))) {
-			const uint64_t *rk = k, *sum = v;
-
-			sqlite3_bind_int64(st, 1, (sqlite3_int64)rk[0]);
-			sqlite3_bind_int64(st, 2, (sqlite3_int64)rk[1]);
-			sqlite3_bind_text(st, 3, kind_name(rk[2] ? SP_KIND_EXEC : SP_KIND_STMT), -1,
-					  SQLITE_STATIC);
-			sqlite3_bind_int64(st, 4, (sqlite3_int64)sum[0]);
-			sqlite3_bind_int64(st, 5, (sqlite3_int64)sum[1]);
-			if (step_done(st) < 0) {
-				hmap_free(&rt);
-				return pw_sqlerr(w, st);
-			}
-		}
-		hmap_free(&rt);
+		sum[0] += t->count;
+		sum[1] += t->total_ns;
 	}
-	sqlite3_finalize(st);
-	return 0;
+	r.m = &rt;
+	rc = sp_rowsrc_insert(w->db, "run_totals", &r.src);
+	hmap_free(&rt);
+	return rc < 0 ? pw_sqlerr(w, NULL) : 0;
 }
 
 static int plans_after_run(struct pw *w);
@@ -1367,55 +1456,54 @@ static int plans_lost(struct pw *w);
  * the preload plans the first text of each fingerprint on a connection,
  * and readers look plans up by fingerprint. plan_gaps: per (SQL text,
  * reason), why no plan could be taken on some connection. */
+struct plan_rows {
+	struct sp_rowsrc src; /* first: the callback's argument */
+	struct pw *w;
+	size_t it;
+	int gaps; /* 0: the plans, 1: the gaps */
+};
+
+static int plan_next(struct sp_rowsrc *src)
+{
+	struct plan_rows *r = (struct plan_rows *)src;
+	struct sp_coll *c = r->w->c;
+	struct sp_rowval *v = src->v;
+	const void *k;
+	const struct sp_plan *pl;
+
+	while ((pl = hmap_next(&c->plans, &r->it, &k)) && !pl->none != !r->gaps)
+		;
+	if (!pl)
+		return 0;
+	const uint64_t *pk = k; /* sql_id, hash */
+	const struct fpinfo *fi = hmap_get(&r->w->fps, &pk[0], 0, NULL);
+
+	sp_rv_int(&v[0], (int64_t)(fi ? fi->fp_id : 0));
+	sp_rv_int(&v[1], (int64_t)pk[0]);
+	sp_rv_text(&v[2], pl->text ? pl->text : "");
+	sp_rv_int(&v[3], (int64_t)pl->connections);
+	if (r->gaps)
+		return 1;
+	if (pl->schema_id && hmap_get(&c->schemas, &pl->schema_id, 0, NULL))
+		sp_rv_int(&v[4], (int64_t)pl->schema_id);
+	else
+		v[4].type = SP_RV_NULL;
+	return 1;
+}
+
+/* plans: per (SQL text, plan), with the schema it was planned against;
+ * the preload plans the first text of each fingerprint on a connection,
+ * and readers look plans up by fingerprint. plan_gaps: per (SQL text,
+ * reason), why no plan could be taken on some connection. */
 static int write_plans(struct pw *w)
 {
-	sqlite3 *db = w->db;
-	struct sp_coll *c = w->c;
-	sqlite3_stmt *st = NULL, *gap = NULL;
-	size_t it;
-	const void *k;
-	void *v;
+	struct plan_rows r = { .src = { .next = plan_next, .ncol = 5 }, .w = w };
 
-	st = prep(db, "INSERT INTO plans VALUES(?,?,?,?,?)");
-	if (!st)
-		return pw_sqlerr(w, st);
-	gap = prep(db, "INSERT INTO plan_gaps VALUES(?,?,?,?)");
-	if (!gap) {
-		sqlite3_finalize(st);
-		return pw_sqlerr(w, gap);
-	}
-	it = 0;
-	while ((v = hmap_next(&c->plans, &it, &k))) {
-		const uint64_t *pk = k; /* sql_id, hash */
-		const struct sp_plan *pl = v;
-		const struct fpinfo *fi = hmap_get(&w->fps, &pk[0], 0, NULL);
-
-		if (pl->none) {
-			sqlite3_bind_int64(gap, 1, (sqlite3_int64)(fi ? fi->fp_id : 0));
-			sqlite3_bind_int64(gap, 2, (sqlite3_int64)pk[0]);
-			sqlite3_bind_text(gap, 3, pl->text ? pl->text : "", -1, SQLITE_STATIC);
-			sqlite3_bind_int64(gap, 4, (sqlite3_int64)pl->connections);
-			if (step_done(gap) < 0) {
-				sqlite3_finalize(st);
-				return pw_sqlerr(w, gap);
-			}
-			continue;
-		}
-		sqlite3_bind_int64(st, 1, (sqlite3_int64)(fi ? fi->fp_id : 0));
-		sqlite3_bind_int64(st, 2, (sqlite3_int64)pk[0]);
-		sqlite3_bind_text(st, 3, pl->text ? pl->text : "", -1, SQLITE_STATIC);
-		sqlite3_bind_int64(st, 4, (sqlite3_int64)pl->connections);
-		if (pl->schema_id && hmap_get(&c->schemas, &pl->schema_id, 0, NULL))
-			sqlite3_bind_int64(st, 5, (sqlite3_int64)pl->schema_id);
-		else
-			sqlite3_bind_null(st, 5);
-		if (step_done(st) < 0) {
-			sqlite3_finalize(gap);
-			return pw_sqlerr(w, st);
-		}
-	}
-	sqlite3_finalize(st);
-	sqlite3_finalize(gap);
+	if (sp_rowsrc_insert(w->db, "plans", &r.src) < 0)
+		return pw_sqlerr(w, NULL);
+	r = (struct plan_rows){ .src = { .next = plan_next, .ncol = 4 }, .w = w, .gaps = 1 };
+	if (sp_rowsrc_insert(w->db, "plan_gaps", &r.src) < 0)
+		return pw_sqlerr(w, NULL);
 	if (!w->m->live && plans_after_run(w) < 0)
 		return -1;
 	return plans_lost(w);
@@ -1738,7 +1826,11 @@ static int write_all(sqlite3 *db, struct sp_coll *c, const struct sp_meta *m, ui
 	hmap_init(&w.fptext, sizeof(uint64_t), sizeof(char *));
 	hmap_init(&w.fagg, 2 * sizeof(uint64_t), sizeof(struct fagg));
 
-	if (exec_sql(db, schema, err, errlen) < 0 ||
+	if (sp_rowsrc_register(db) != SQLITE_OK) {
+		pw_sqlerr(&w, NULL);
+		goto out;
+	}
+	if (exec_sql(db, schema, err, errlen) < 0 || exec_sql(db, indexes_first, err, errlen) < 0 ||
 	    (!adopted && exec_sql(db, events_table, err, errlen) < 0) ||
 	    exec_sql(db, "BEGIN", err, errlen) < 0)
 		goto out;
