@@ -644,8 +644,20 @@ struct ckey {
 	uint64_t pid, pc;
 };
 
+/* One row of stack_samples, read once for both of its uses (the samples
+ * of each caller, then those of each site: two passes of SQLite over
+ * 388,000 rows and two look-ups of the stack and caller a row before),
+ * with its stack and its leaf caller found once. */
+struct srow {
+	int64_t fp_id, kind_exec;
+	uint64_t pid, stack_id;
+	const struct sp_stk *sk;   /* NULL: no such stack */
+	struct sp_acaller *caller; /* its leaf's exact counts, NULL: none */
+	struct sp_est_in in;       /* rows and vm_steps are the row's too */
+};
+
 /* Load the profile's exact per-caller counts (none in an older profile:
- * no table), then the samples of the stacks each is the leaf of. */
+ * no table). 0, or -1 (ENOMEM or a corrupt table). */
 static int load_callers(sqlite3 *db, struct sp_attrib *a)
 {
 	sqlite3_stmt *st;
@@ -679,76 +691,59 @@ static int load_callers(sqlite3 *db, struct sp_attrib *a)
 		c->ns += (double)sqlite3_column_int64(st, 5);
 	}
 	sqlite3_finalize(st);
-	if (rc != SQLITE_DONE || a->callers.count == 0)
-		return rc == SQLITE_DONE ? 0 : -1;
-	if (sqlite3_prepare_v2(
-		    db,
-		    "SELECT fp_id, kind, pid, stack_id, samples, total_ns,"
-		    " COALESCE(random_samples, 0), COALESCE(random_ns, 0) FROM stack_samples",
-		    -1, &st, NULL) != SQLITE_OK)
-		return -1;
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		struct stkey sk = { (uint64_t)sqlite3_column_int64(st, 2),
-				    (uint64_t)sqlite3_column_int64(st, 3) };
-		const struct sp_stk *s = hmap_get(&a->stacks, &sk, 0, NULL);
-		const char *kind = (const char *)sqlite3_column_text(st, 1);
-		struct ckey k;
-		struct sp_acaller *c;
+	return rc == SQLITE_DONE ? 0 : -1;
+}
 
-		if (!s)
+/* The samples of the stacks each caller is the leaf of (rows: every
+ * row of stack_samples), then what each query hands out: the callers
+ * some stack has as its leaf. Sets each row's caller. 0, or -1 on
+ * ENOMEM. */
+static int callers_samples(struct sp_attrib *a, struct srow *rows, size_t n)
+{
+	size_t it = 0;
+	const struct ckey *k;
+	struct sp_acaller *c;
+
+	if (a->callers.count == 0)
+		return 0;
+	for (size_t i = 0; i < n; i++) {
+		struct srow *r = &rows[i];
+		struct ckey ck;
+
+		if (!r->sk)
 			continue;
-		k = (struct ckey){ sqlite3_column_int64(st, 0), sp_qkind_parse(kind), sk.pid,
-				   s->leaf_pc };
-		c = hmap_get(&a->callers, &k, 0, NULL);
+		ck = (struct ckey){ r->fp_id, r->kind_exec, r->pid, r->sk->leaf_pc };
+		c = r->caller = hmap_get(&a->callers, &ck, 0, NULL);
 		if (!c)
 			continue;
-		c->samples += (uint64_t)sqlite3_column_int64(st, 4);
-		c->sample_ns += (uint64_t)sqlite3_column_int64(st, 5);
-		c->random_samples += (uint64_t)sqlite3_column_int64(st, 6);
-		c->random_ns += (uint64_t)sqlite3_column_int64(st, 7);
+		c->samples += r->in.samples;
+		c->sample_ns += r->in.sample_ns;
+		c->random_samples += r->in.random_samples;
+		c->random_ns += r->in.random_ns;
 	}
-	sqlite3_finalize(st);
-	if (rc != SQLITE_DONE)
-		return -1;
-	/* what each query hands out: callers some stack has as its leaf */
-	{
-		size_t it = 0;
-		const struct ckey *k;
-		struct sp_acaller *c;
+	while ((c = hmap_next(&a->callers, &it, (const void **)&k))) {
+		struct qkey qk = { k->fp_id, (int)k->kind_exec };
+		double *q;
 
-		while ((c = hmap_next(&a->callers, &it, (const void **)&k))) {
-			struct qkey qk = { k->fp_id, (int)k->kind_exec };
-			double *q;
-
-			if (!c->samples)
-				continue;
-			q = hmap_get(&a->exact_q, &qk, 1, NULL);
-			if (!q)
-				return -1;
-			q[0] += c->count;
-			q[1] += c->ns;
-		}
+		if (!c->samples)
+			continue;
+		q = hmap_get(&a->exact_q, &qk, 1, NULL);
+		if (!q)
+			return -1;
+		q[0] += c->count;
+		q[1] += c->ns;
 	}
 	return 0;
 }
 
-void sp_attrib_exact_row(const struct sp_attrib *a, int64_t fp_id, int kind_exec, uint64_t pid,
-			 uint64_t stack_id, const struct sp_est_in *row, double *count, double *ns)
+/* The exact part of a row with samples *row whose leaf caller is c (see
+ * sp_attrib_exact_row). */
+static void exact_share(const struct sp_acaller *c, const struct sp_est_in *row, double *count,
+			double *ns)
 {
-	struct stkey sk = { pid, stack_id };
-	const struct sp_stk *s;
-	const struct sp_acaller *c;
-	struct ckey k;
 	double share, tshare;
 
 	*count = *ns = 0;
-	if (!a->callers.count)
-		return;
-	s = hmap_get((struct hmap *)&a->stacks, &sk, 0, NULL);
-	if (!s)
-		return;
-	k = (struct ckey){ fp_id, kind_exec, pid, s->leaf_pc };
-	c = hmap_get((struct hmap *)&a->callers, &k, 0, NULL);
 	if (!c || !c->samples)
 		return;
 	if (c->random_samples) {
@@ -760,6 +755,23 @@ void sp_attrib_exact_row(const struct sp_attrib *a, int64_t fp_id, int kind_exec
 	}
 	*count = share * c->count;
 	*ns = tshare * c->ns;
+}
+
+void sp_attrib_exact_row(const struct sp_attrib *a, int64_t fp_id, int kind_exec, uint64_t pid,
+			 uint64_t stack_id, const struct sp_est_in *row, double *count, double *ns)
+{
+	struct stkey sk = { pid, stack_id };
+	const struct sp_stk *s;
+	struct ckey k;
+
+	*count = *ns = 0;
+	if (!a->callers.count)
+		return;
+	s = hmap_get((struct hmap *)&a->stacks, &sk, 0, NULL);
+	if (!s)
+		return;
+	k = (struct ckey){ fp_id, kind_exec, pid, s->leaf_pc };
+	exact_share(hmap_get((struct hmap *)&a->callers, &k, 0, NULL), row, count, ns);
 }
 
 int sp_qsite_exact(const struct sp_qsite *q, uint64_t query_count)
@@ -785,21 +797,32 @@ struct qskey {
 	int64_t kind_exec, site;
 };
 
-static int cmp_qord(const void *pa, const void *pb, void *arg)
+/* A site's place in the per-query index: its query's key and its index
+ * in qs (sorted as copies: comparing through the indices read qs at
+ * random, a cache miss a compare at 388,000 sites). */
+struct qord_key {
+	int64_t fp_id;
+	int64_t kind_exec;
+	size_t i;
+};
+
+static int cmp_qord(const void *pa, const void *pb)
 {
-	const struct sp_qsite *qs = arg, *a = &qs[*(const size_t *)pa],
-			      *b = &qs[*(const size_t *)pb];
+	const struct qord_key *a = pa, *b = pb;
 
 	if (a->fp_id != b->fp_id)
 		return a->fp_id < b->fp_id ? -1 : 1;
 	if (a->kind_exec != b->kind_exec)
 		return a->kind_exec < b->kind_exec ? -1 : 1;
-	return *(const size_t *)pa < *(const size_t *)pb ? -1 : 1;
+	return a->i < b->i ? -1 : a->i > b->i;
 }
 
 int sp_attrib_index(struct sp_attrib *a)
 {
+	struct qord_key *k;
 	size_t i, *no;
+	struct qkey last = { 0, 0 };
+	size_t *v = NULL;
 
 	hmap_free(&a->qidx);
 	hmap_init(&a->qidx, sizeof(struct qkey), 2 * sizeof(size_t));
@@ -807,24 +830,30 @@ int sp_attrib_index(struct sp_attrib *a)
 	if (!no)
 		return -1;
 	a->qord = no;
-	for (i = 0; i < a->nqs; i++)
-		a->qord[i] = i;
-	if (a->nqs > 1)
-		qsort_r(a->qord, a->nqs, sizeof(*a->qord), cmp_qord, a->qs);
-	if (hmap_reserve(&a->qidx, a->nqs) < 0)
+	k = malloc((a->nqs ? a->nqs : 1) * sizeof(*k));
+	if (!k)
 		return -1;
+	for (i = 0; i < a->nqs; i++)
+		k[i] = (struct qord_key){ a->qs[i].fp_id, a->qs[i].kind_exec, i };
+	sp_qsort(k, a->nqs, sizeof(*k), cmp_qord);
+	if (hmap_reserve(&a->qidx, a->nqs) < 0) {
+		free(k);
+		return -1;
+	}
 	for (i = 0; i < a->nqs; i++) {
-		const struct sp_qsite *q = &a->qs[a->qord[i]];
-		struct qkey k = { q->fp_id, q->kind_exec };
-		int created;
-		size_t *v = hmap_get(&a->qidx, &k, 1, &created);
-
-		if (!v)
-			return -1;
-		if (created)
+		a->qord[i] = k[i].i;
+		if (!v || k[i].fp_id != last.fp_id || k[i].kind_exec != last.kind_exec) {
+			/* a query's sites are adjacent: one look-up each */
+			last = (struct qkey){ k[i].fp_id, k[i].kind_exec };
+			if (!(v = hmap_get(&a->qidx, &last, 1, NULL))) {
+				free(k);
+				return -1;
+			}
 			v[0] = i;
+		}
 		v[1]++;
 	}
+	free(k);
 	return 0;
 }
 
@@ -1112,22 +1141,13 @@ static int load_sqlite_mods(sqlite3 *db, struct sqlite_mods *mods, char *err, si
 	return ret;
 }
 
-/* One row of stack_samples (st) into its {query, kind, site} entry. */
-static int add_sample_row(struct sp_attrib *a, struct hmap *qsi, sqlite3_stmt *st)
+/* One row of stack_samples into its {query, kind, site} entry. */
+static int add_sample_row(struct sp_attrib *a, struct hmap *qsi, const struct srow *r)
 {
-	struct stkey k = { (uint64_t)sqlite3_column_int64(st, 2),
-			   (uint64_t)sqlite3_column_int64(st, 3) };
-	const struct sp_stk *sk = hmap_get(&a->stacks, &k, 0, NULL);
-	int64_t fp = sqlite3_column_int64(st, 0);
-	int kx = sp_qkind_parse((const char *)sqlite3_column_text(st, 1)); /* hostile: NULL */
-	int site = sk ? sk->site : -1;
-	struct qskey qk = { fp, kx, site };
+	int site = r->sk ? r->sk->site : -1;
+	struct qskey qk = { r->fp_id, r->kind_exec, site };
 	int created;
 	size_t *jp = hmap_get(qsi, &qk, 1, &created), j;
-	struct sp_est_in row = {
-		(uint64_t)sqlite3_column_int64(st, 4), (uint64_t)sqlite3_column_int64(st, 5), 0, 0,
-		(uint64_t)sqlite3_column_int64(st, 6), (uint64_t)sqlite3_column_int64(st, 7)
-	};
 	double ec, en;
 
 	if (!jp)
@@ -1137,60 +1157,109 @@ static int add_sample_row(struct sp_attrib *a, struct hmap *qsi, sqlite3_stmt *s
 			return LOAD_NOMEM;
 		*jp = a->nqs;
 		memset(&a->qs[a->nqs], 0, sizeof(a->qs[a->nqs]));
-		a->qs[a->nqs].fp_id = fp;
-		a->qs[a->nqs].kind_exec = kx;
+		a->qs[a->nqs].fp_id = r->fp_id;
+		a->qs[a->nqs].kind_exec = (int)r->kind_exec;
 		a->qs[a->nqs].site = site;
-		a->qs[a->nqs].lib_site = sk ? sk->lib_site : -1;
-		a->qs[a->nqs].pid = k.pid;
-		a->qs[a->nqs].stack_id = k.stack_id;
+		a->qs[a->nqs].lib_site = r->sk ? r->sk->lib_site : -1;
+		a->qs[a->nqs].pid = r->pid;
+		a->qs[a->nqs].stack_id = r->stack_id;
 		a->nqs++;
 	}
 	j = *jp;
-	a->qs[j].samples += row.samples;
-	a->qs[j].sample_ns += row.sample_ns;
-	a->qs[j].random_samples += row.random_samples;
-	a->qs[j].random_ns += row.random_ns;
-	a->qs[j].sample_rows += (uint64_t)sqlite3_column_int64(st, 8);
-	a->qs[j].sample_vm_steps += (uint64_t)sqlite3_column_int64(st, 9);
-	sp_attrib_exact_row(a, fp, kx, k.pid, k.stack_id, &row, &ec, &en);
+	a->qs[j].samples += r->in.samples;
+	a->qs[j].sample_ns += r->in.sample_ns;
+	a->qs[j].random_samples += r->in.random_samples;
+	a->qs[j].random_ns += r->in.random_ns;
+	a->qs[j].sample_rows += r->in.rows;
+	a->qs[j].sample_vm_steps += r->in.vm_steps;
+	exact_share(r->caller, &r->in, &ec, &en);
 	a->qs[j].exact_count += ec;
 	a->qs[j].exact_ns += en;
 	if (site < 0)
-		a->unattributed_samples += row.samples;
+		a->unattributed_samples += r->in.samples;
 	return LOAD_OK;
 }
 
-/* The sampled executions per {query, kind, site}. */
-static int load_samples(sqlite3 *db, struct sp_attrib *a, char *err, size_t errlen)
+/* Every row of stack_samples into *rows (*n of them, malloc'd), each
+ * with its stack. */
+static int read_samples(sqlite3 *db, struct sp_attrib *a, struct srow **rows, size_t *n)
 {
-	struct hmap qsi; /* {fp_id, kind_exec, site} -> index in qs */
 	sqlite3_stmt *st = NULL;
+	size_t cap = 0;
 	int rc, ret = LOAD_SQL;
 
-	hmap_init(&qsi, sizeof(struct qskey), sizeof(size_t));
-	/* sized once for at most a key a row (see load_callers) */
+	/* sized once for every row */
 	if (sqlite3_prepare_v2(db, "SELECT COUNT(*) FROM stack_samples", -1, &st, NULL) ==
 		    SQLITE_OK &&
-	    sqlite3_step(st) == SQLITE_ROW &&
-	    hmap_reserve(&qsi, (size_t)sqlite3_column_int64(st, 0)) < 0)
-		ret = LOAD_NOMEM;
+	    sqlite3_step(st) == SQLITE_ROW) {
+		sqlite3_int64 c = sqlite3_column_int64(st, 0);
+
+		if (c > 0 && SP_GROW(*rows, cap, (size_t)c, 64) < 0)
+			ret = LOAD_NOMEM;
+	}
 	sqlite3_finalize(st);
 	st = NULL;
-	if (ret != LOAD_NOMEM &&
+	if (ret == LOAD_NOMEM ||
 	    sqlite3_prepare_v2(
 		    db,
 		    "SELECT fp_id, kind, pid, stack_id, samples, total_ns,"
 		    " COALESCE(random_samples, 0), COALESCE(random_ns, 0), rows, vm_steps"
 		    " FROM stack_samples",
-		    -1, &st, NULL) == SQLITE_OK) {
-		ret = LOAD_OK;
-		while (ret == LOAD_OK && (rc = sqlite3_step(st)) == SQLITE_ROW)
-			ret = add_sample_row(a, &qsi, st);
-		if (ret == LOAD_OK && rc != SQLITE_DONE)
-			ret = LOAD_SQL;
+		    -1, &st, NULL) != SQLITE_OK)
+		return ret;
+	ret = LOAD_OK;
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		struct srow *r;
+		struct stkey k = { (uint64_t)sqlite3_column_int64(st, 2),
+				   (uint64_t)sqlite3_column_int64(st, 3) };
+
+		if (SP_GROW(*rows, cap, *n + 1, 64) < 0) {
+			ret = LOAD_NOMEM;
+			break;
+		}
+		r = &(*rows)[(*n)++];
+		r->fp_id = sqlite3_column_int64(st, 0);
+		/* hostile: NULL */
+		r->kind_exec = sp_qkind_parse((const char *)sqlite3_column_text(st, 1));
+		r->pid = k.pid;
+		r->stack_id = k.stack_id;
+		r->sk = hmap_get(&a->stacks, &k, 0, NULL);
+		r->caller = NULL;
+		r->in = (struct sp_est_in){ (uint64_t)sqlite3_column_int64(st, 4),
+					    (uint64_t)sqlite3_column_int64(st, 5),
+					    (uint64_t)sqlite3_column_int64(st, 8),
+					    (uint64_t)sqlite3_column_int64(st, 9),
+					    (uint64_t)sqlite3_column_int64(st, 6),
+					    (uint64_t)sqlite3_column_int64(st, 7) };
 	}
-	load_fail(db, ret, err, errlen);
+	if (ret == LOAD_OK && rc != SQLITE_DONE)
+		ret = LOAD_SQL;
 	sqlite3_finalize(st);
+	return ret;
+}
+
+/* The exact per-caller counts, then the sampled executions per {query,
+ * kind, site}, from one read of stack_samples. */
+static int load_samples(sqlite3 *db, struct sp_attrib *a, char *err, size_t errlen)
+{
+	struct hmap qsi; /* {fp_id, kind_exec, site} -> index in qs */
+	struct srow *rows = NULL;
+	size_t n = 0;
+	int ret;
+
+	hmap_init(&qsi, sizeof(struct qskey), sizeof(size_t));
+	if (load_callers(db, a) < 0)
+		ret = LOAD_SQL;
+	else if ((ret = read_samples(db, a, &rows, &n)) == LOAD_OK &&
+		 callers_samples(a, rows, n) < 0)
+		ret = LOAD_NOMEM;
+	/* sized once for at most a key a row (see load_callers) */
+	if (ret == LOAD_OK && hmap_reserve(&qsi, n) < 0)
+		ret = LOAD_NOMEM;
+	for (size_t i = 0; ret == LOAD_OK && i < n; i++)
+		ret = add_sample_row(a, &qsi, &rows[i]);
+	load_fail(db, ret, err, errlen);
+	free(rows);
 	hmap_free(&qsi);
 	return ret;
 }
@@ -1222,15 +1291,12 @@ int sp_attrib_load(sqlite3 *db, const char *const *skip, struct sp_attrib *a, ch
 		int lib, at = stack_site(s, skip, &mods, &lib);
 
 		s->site = s->lib_site = -1;
+		s->worker = sp_stack_worker(s);
 		if ((at >= 0 && (s->site = site_intern(a, &s->frames[at])) == -2) ||
 		    (lib >= 0 && (s->lib_site = site_intern(a, &s->frames[lib])) == -2)) {
 			rc = load_fail(db, LOAD_NOMEM, err, errlen);
 			goto fail;
 		}
-	}
-	if (load_callers(db, a) < 0) {
-		rc = load_fail(db, LOAD_SQL, err, errlen);
-		goto fail;
 	}
 	if ((rc = load_samples(db, a, err, errlen)) < 0)
 		goto fail;

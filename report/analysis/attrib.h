@@ -38,13 +38,16 @@ struct sp_site {
 /* One symbolized stack of one process. */
 struct sp_stk {
 	uint32_t nframes;
-	struct sp_frame *frames; /* leaf first */
-	int site;                /* index into sites, -1: unattributed */
-	int lib_site;            /* the site without the library rule (the
+	struct sp_frame *frames;       /* leaf first */
+	int site;                      /* index into sites, -1: unattributed */
+	int lib_site;                  /* the site without the library rule (the
 				  * first frame outside SQLite and --skip,
 				  * what --all-frames takes), -1: none */
-	uint64_t leaf_pc;        /* its first pc: the return address into the
+	uint64_t leaf_pc;              /* its first pc: the return address into the
 				  * caller of the SQLite API */
+	const struct sp_frame *worker; /* sp_stack_worker's answer, found once
+					* by sp_attrib_load (the report asked
+					* again for every site it printed) */
 };
 
 /* Sample totals of a part of a query's samples (a site, a stack), the
@@ -164,6 +167,11 @@ int sp_frame_is_library(const struct sp_frame *f);
  * (aiosqlite, npm sqlite3's libuv pool): the worker's outermost frame
  * (its entry, past the start code); NULL for any other stack or none. */
 const struct sp_frame *sp_stack_worker(const struct sp_stk *s);
+/* The same for a stack of sp_attrib_load's (NULL: none), as it found it. */
+static inline const struct sp_frame *sp_stk_worker(const struct sp_stk *s)
+{
+	return s ? s->worker : NULL;
+}
 /* Where a frame or site is, for people: "function (file:line)"; without a
  * source file (file "??") "function (module+0xOFF)" with the pc's offset
  * in the module's file, or "function (module)" when that is unknown

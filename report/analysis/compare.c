@@ -320,16 +320,59 @@ struct skey {
 	int64_t fp_id, kind_exec;
 };
 
+/* A site's key and display in one profile (sp_sitestat), made once. */
+struct site_str {
+	const char *key, *disp;
+	uint64_t h;
+};
+
+/* s->site_strs takes str (malloc'd, or NULL: out of memory). */
+static const char *side_keep(struct sp_side *s, size_t *cap, char *str)
+{
+	if (!str || SP_GROW(s->site_strs, *cap, s->nsite_strs + 1, 64) < 0) {
+		free(str);
+		return NULL;
+	}
+	return s->site_strs[s->nsite_strs++] = str;
+}
+
+/* The key and display of site (NULL: unattributed) relative to root, into
+ * *ss (kept by s). 0, or -1 on ENOMEM. */
+static int site_str_make(struct sp_side *s, size_t *cap, const struct sp_site *site,
+			 const char *root, struct site_str *ss)
+{
+	char key[1024], disp[1024];
+
+	if (site) {
+		const char *file = sp_path_rel(site->file, root);
+
+		snprintf(key, sizeof(key), "%s\t%s\t%s", site->function, file,
+			 sp_basename(site->module));
+		sp_where(disp, sizeof(disp), site->function, file, site->line, site->module,
+			 site->offset);
+	} else {
+		snprintf(key, sizeof(key), "(unattributed)");
+		snprintf(disp, sizeof(disp), "(unattributed)");
+	}
+	ss->key = side_keep(s, cap, strdup(key));
+	ss->disp = ss->key ? side_keep(s, cap, strdup(disp)) : NULL;
+	ss->h = sp_hash_bytes(key, strlen(key));
+	return ss->disp ? 0 : -1;
+}
+
 /* Per (site, fingerprint) estimates, per run, averaged over the profiles:
  * the sites' estimates of attrib.c (sp_estimate, the estimator report and
  * the exports use), summed per site key. A site's file is taken relative
  * to its profile's source root (the common directory of its sites, as the
  * report strips it), so that two checkouts of one program built in
- * different directories have the same sites. */
+ * different directories have the same sites. A site's key and display
+ * are made once per profile (per site and fingerprint before: 776,000
+ * strings at 200,000 fingerprints). */
 static int build_sites(struct sp_side *s)
 {
 	struct hmap idx;
-	size_t i, j, cap = 0;
+	struct site_str *ss = NULL;
+	size_t i, j, cap = 0, scap = 0;
 
 	hmap_init(&idx, sizeof(struct skey), sizeof(size_t));
 	for (i = 0; i < s->np; i++) {
@@ -342,13 +385,16 @@ static int build_sites(struct sp_side *s)
 			if (strcmp(p->at.sites[j].file, "??"))
 				sp_path_root_add(&pr, p->at.sites[j].file);
 		root = sp_path_root_get(&pr);
+		free(ss); /* [nsites]: unattributed */
+		if (!(ss = calloc(p->at.nsites + 1, sizeof(*ss))))
+			goto nomem;
 		for (j = 0; j < p->at.nqs; j++) {
 			const struct sp_qsite *q = &p->at.qs[j];
 			const struct sp_qrow *r =
 				find_row(&p->qidx, &p->qs, q->fp_id, q->kind_exec);
 			const struct sp_site *site = q->site >= 0 ? &p->at.sites[q->site] : NULL;
+			struct site_str *st = &ss[site ? (size_t)q->site : p->at.nsites];
 			double runs = (double)p->runs * (double)s->np;
-			char key[1024], disp[1024];
 			struct skey k;
 			size_t *ix;
 			int created;
@@ -356,19 +402,9 @@ static int build_sites(struct sp_side *s)
 
 			if (!r)
 				continue;
-			if (site) {
-				const char *file = sp_path_rel(site->file, root);
-
-				snprintf(key, sizeof(key), "%s\t%s\t%s", site->function, file,
-					 sp_basename(site->module));
-				sp_where(disp, sizeof(disp), site->function, file, site->line,
-					 site->module, site->offset);
-			} else {
-				snprintf(key, sizeof(key), "(unattributed)");
-				snprintf(disp, sizeof(disp), "(unattributed)");
-			}
-			k = (struct skey){ sp_hash_bytes(key, strlen(key)), q->fp_id,
-					   q->kind_exec };
+			if (!st->key && site_str_make(s, &scap, site, root, st) < 0)
+				goto nomem;
+			k = (struct skey){ st->h, q->fp_id, q->kind_exec };
 			ix = hmap_get(&idx, &k, 1, &created);
 			if (!ix)
 				goto nomem;
@@ -378,12 +414,11 @@ static int build_sites(struct sp_side *s)
 				*ix = s->nsites;
 				x = &s->sites[s->nsites++];
 				memset(x, 0, sizeof(*x));
-				x->key = strdup(key);
-				x->display = strdup(disp);
+				x->key = st->key;
+				x->display = st->disp;
+				x->key_hash = st->h;
 				x->fp_id = q->fp_id;
 				x->kind = q->kind_exec ? SP_QK_EXEC : SP_QK_STMT;
-				if (!x->key || !x->display)
-					goto nomem;
 			}
 			x = &s->sites[*ix];
 			x->samples += (double)q->samples / (double)s->np;
@@ -392,9 +427,11 @@ static int build_sites(struct sp_side *s)
 			x->est_vm_steps += q->est_vm_steps / runs;
 		}
 	}
+	free(ss);
 	hmap_free(&idx);
 	return 0;
 nomem:
+	free(ss);
 	hmap_free(&idx);
 	return -1;
 }
@@ -540,10 +577,9 @@ void sp_side_free(struct sp_side *s)
 	free(s->p);
 	sp_qset_free(&s->agg);
 	hmap_free(&s->agg_idx);
-	for (i = 0; i < s->nsites; i++) {
-		free(s->sites[i].key);
-		free(s->sites[i].display);
-	}
+	for (i = 0; i < s->nsite_strs; i++)
+		free(s->site_strs[i]);
+	free(s->site_strs);
 	free(s->sites);
 	memset(s, 0, sizeof(*s));
 }
@@ -586,12 +622,22 @@ static void collect_cb(const char *detail, void *arg)
 		snprintf(pl->d[pl->n++], sizeof(pl->d[0]), "%s", detail);
 }
 
-static void plan_compare(struct sp_qdiff *q)
+/* q's plan_note: "" or a copy of note. 0, or -1 on ENOMEM. */
+static int set_note(struct sp_qdiff *q, const char *note)
+{
+	return note[0] && !(q->plan_note = strdup(note)) ? -1 : 0;
+}
+
+/* Compare q's plans: flags, and what changed into q->plan_note. 0, or -1
+ * on ENOMEM. */
+static int plan_compare(struct sp_qdiff *q)
 {
 	static struct plan_lines b, c;
+	static char note[512];
 	int i, j, k;
 	size_t o = 0;
 
+	note[0] = 0;
 	b.n = c.n = 0;
 	sp_plan_foreach(q->base->plan, collect_cb, &b);
 	sp_plan_foreach(q->cand->plan, collect_cb, &c);
@@ -599,7 +645,7 @@ static void plan_compare(struct sp_qdiff *q)
 		for (i = 0; i < b.n && !strcmp(b.d[i], c.d[i]); i++)
 			;
 		if (i == b.n)
-			return;
+			return 0;
 	}
 	q->flags |= SP_QD_PLAN_CHANGED;
 	/* a table read through an index before, scanned now */
@@ -612,10 +658,10 @@ static void plan_compare(struct sp_qdiff *q)
 			if (sp_plan_access(c.d[j], &ca) && !strcmp(ca.name, ba.name) &&
 			    ca.full_scan) {
 				q->flags |= SP_QD_PLAN_WORSE | SP_QD_NEW_FULLSCAN;
-				if (o < sizeof(q->plan_note))
-					o += (size_t)snprintf(
-						q->plan_note + o, sizeof(q->plan_note) - o,
-						"%s%s -> %s", o ? "; " : "", b.d[i], c.d[j]);
+				if (o < sizeof(note))
+					o += (size_t)snprintf(note + o, sizeof(note) - o,
+							      "%s%s -> %s", o ? "; " : "", b.d[i],
+							      c.d[j]);
 			}
 	}
 	/* temp B-trees and automatic indexes that were not there */
@@ -631,17 +677,18 @@ static void plan_compare(struct sp_qdiff *q)
 		if (k < b.n)
 			continue;
 		q->flags |= SP_QD_PLAN_WORSE;
-		if (o < sizeof(q->plan_note))
-			o += (size_t)snprintf(q->plan_note + o, sizeof(q->plan_note) - o,
-					      "%snew: %s", o ? "; " : "", c.d[j]);
+		if (o < sizeof(note))
+			o += (size_t)snprintf(note + o, sizeof(note) - o, "%snew: %s",
+					      o ? "; " : "", c.d[j]);
 	}
 	if (!o) {
 		/* some other change: show the first differing line */
 		for (i = 0; i < b.n && i < c.n && !strcmp(b.d[i], c.d[i]); i++)
 			;
-		snprintf(q->plan_note, sizeof(q->plan_note), "%s -> %s",
-			 i < b.n ? b.d[i] : "(none)", i < c.n ? c.d[i] : "(none)");
+		snprintf(note, sizeof(note), "%s -> %s", i < b.n ? b.d[i] : "(none)",
+			 i < c.n ? c.d[i] : "(none)");
 	}
+	return set_note(q, note);
 }
 
 static void metrics(const struct sp_qrow *r, uint64_t *m)
@@ -738,8 +785,7 @@ static int add_sites(const struct sp_side *base, const struct sp_side *cand, str
 
 		for (i = 0; i < s->nsites; i++) {
 			const struct sp_sitestat *x = &s->sites[i];
-			struct skey k = { sp_hash_bytes(x->key, strlen(x->key)), x->fp_id,
-					  (x->kind == SP_QK_EXEC) };
+			struct skey k = { x->key_hash, x->fp_id, (x->kind == SP_QK_EXEC) };
 			int created;
 			size_t *ix = hmap_get(&idx, &k, 1, &created);
 			struct sp_sdiff *sd;
@@ -808,6 +854,7 @@ int sp_diff_build(const struct sp_side *base, const struct sp_side *cand, struct
 				*ix = d->nq;
 				q = &d->q[d->nq++];
 				memset(q, 0, sizeof(*q));
+				q->plan_note = (char *)"";
 				q->fp_id = r->fp_id;
 				q->kind = r->kind;
 			}
@@ -841,8 +888,8 @@ int sp_diff_build(const struct sp_side *base, const struct sp_side *cand, struct
 					q->flags |= SP_QD_CHANGED;
 					d->differences++;
 				}
-			if (q->base->plan && q->cand->plan)
-				plan_compare(q);
+			if (q->base->plan && q->cand->plan && plan_compare(q) < 0)
+				goto nomem;
 			if (q->flags & SP_QD_PLAN_CHANGED) {
 				d->n_plan++;
 				d->differences++;
@@ -894,6 +941,9 @@ nomem_noidx:
 
 void sp_diff_free(struct sp_diff *d)
 {
+	for (size_t i = 0; i < d->nq; i++)
+		if (d->q[i].plan_note[0])
+			free(d->q[i].plan_note);
 	free(d->q);
 	free(d->s);
 	memset(d, 0, sizeof(*d));

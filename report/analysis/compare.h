@@ -46,8 +46,11 @@ struct sp_prof {
 
 /* Per (site, fingerprint) estimates of one side, per run. */
 struct sp_sitestat {
-	char *key;     /* "function\tfile\tmodule base name": matched across sides */
-	char *display; /* "function (file:line)" */
+	/* both owned by the side (site_strs): one copy per site and profile,
+	 * not per site and fingerprint */
+	const char *key;     /* "function\tfile\tmodule base name": matched across sides */
+	const char *display; /* "function (file:line)" */
+	uint64_t key_hash;   /* of key */
 	int64_t fp_id;
 	enum sp_qkind kind;
 	double est_count, est_vm_steps, est_rows, samples;
@@ -61,6 +64,8 @@ struct sp_side {
 	struct hmap agg_idx;    /* {fp_id, kind_exec} -> index in agg */
 	struct sp_sitestat *sites;
 	size_t nsites;
+	char **site_strs; /* the sites' keys and displays */
+	size_t nsite_strs;
 };
 
 /*
@@ -111,7 +116,10 @@ struct sp_qdiff {
 	const struct sp_qrow *base, *cand; /* NULL when absent; point into the sides' agg */
 	unsigned flags;
 	uint64_t m[2][SP_M_N]; /* [0] base, [1] candidate */
-	char plan_note[512];   /* e.g. "orders: SEARCH ... -> SCAN orders" */
+	/* e.g. "orders: SEARCH ... -> SCAN orders"; "" when the plan did not
+	 * change, else malloc'd (at most 511 bytes; a 512-byte array in every
+	 * query was 150 MB to clear at 200,000 fingerprints) */
+	char *plan_note;
 	/* time: per-run means of db time per execution */
 	size_t nt[2];
 	double t_median[2];    /* median of the per-run means, ns */

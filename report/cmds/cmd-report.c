@@ -123,6 +123,45 @@ static int estimate_sites(sqlite3 *db, const struct sp_qset *qs, struct sp_attri
 	return 0;
 }
 
+/*
+ * Move each query's sites together in at->qs, the queries in qs's order,
+ * each query's sites in their order (the rest after them, in theirs), and
+ * index them again: the estimates and the printers then read at->qs in
+ * order, not at random (a cache miss a site: a third of report's CPU at
+ * 200,000 fingerprints). Only --by sql: the grouped report reads at->qs
+ * whole. 0, or -1 on ENOMEM.
+ */
+static int group_sites(struct sp_attrib *at, const struct sp_qset *qs)
+{
+	struct sp_qsite *nq = malloc((at->nqs ? at->nqs : 1) * sizeof(*nq));
+	unsigned char *done = calloc(at->nqs ? at->nqs : 1, 1);
+	size_t i, j, k, n = 0;
+
+	if (!nq || !done) {
+		free(nq);
+		free(done);
+		return -1;
+	}
+	for (i = 0; i < qs->n; i++) {
+		const size_t *ix = sp_attrib_query_sites(at, qs->rows[i].fp_id,
+							 qs->rows[i].kind == SP_QK_EXEC, &k);
+
+		for (j = 0; j < k; j++)
+			if (!done[ix[j]]) { /* a hostile profile's query twice */
+				done[ix[j]] = 1;
+				nq[n++] = at->qs[ix[j]];
+			}
+	}
+	for (i = 0; i < at->nqs; i++)
+		if (!done[i])
+			nq[n++] = at->qs[i];
+	free(done);
+	free(at->qs);
+	at->qs = nq;
+	at->qs_cap = at->nqs;
+	return sp_attrib_index(at);
+}
+
 /* 1 for a known sort key; else a message listing the keys, and 0. */
 static int sort_key_ok(const char *key)
 {
@@ -333,15 +372,16 @@ static int load(sqlite3 *db, const char *path, const struct report_opts *o,
 			fprintf(stderr, "sqlprof report: %s: %s\n", path, err);
 		return sp_err_exit(lrc);
 	}
-	if (estimate_sites(db, qs, at) < 0)
+	/* by query (qs is in the profile's order), then in the order printed */
+	if ((!strcmp(o->by, "sql") && group_sites(at, qs) < 0) || estimate_sites(db, qs, at) < 0)
 		goto nomem;
 	sp_qsort(at->qs, at->nqs, sizeof(*at->qs), cmp_qsite);
-	if (sp_attrib_index(at) < 0)
-		goto nomem;
 	if (sp_qset_sort(qs, o->sort) < 0) {
 		fprintf(stderr, "sqlprof report: unknown sort key '%s' (%s)\n", o->sort, SORT_KEYS);
 		return SP_EXIT_USAGE;
 	}
+	if (sp_attrib_index(at) < 0 || (!strcmp(o->by, "sql") && group_sites(at, qs) < 0))
+		goto nomem;
 	if (sp_failures_load(db, fails) < 0 ||
 	    (strcmp(o->format, "table") && !o->no_doctor &&
 	     sp_doctor_find(db, qs, at, &SP_DOCTOR_DEFAULTS, finds) < 0))

@@ -55,7 +55,7 @@ static void print_json_sites(const struct sp_attrib *a, const struct sp_qrow *r)
 		}
 		if (q->site >= 0) { /* issue 26: its example stack is a worker thread's */
 			const struct sp_frame *w =
-				sp_stack_worker(sp_attrib_stack(a, q->pid, q->stack_id));
+				sp_stk_worker(sp_attrib_stack(a, q->pid, q->stack_id));
 			char b2[1024];
 
 			if (w) {

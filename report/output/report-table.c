@@ -98,7 +98,7 @@ static void print_table_sites(const struct sp_attrib *a, const struct sp_qrow *r
 		       sp_rep_pl((double)q->samples));
 		if (q->site >= 0) { /* issue 26: the caller is on another thread */
 			const struct sp_frame *w =
-				sp_stack_worker(sp_attrib_stack(a, q->pid, q->stack_id));
+				sp_stk_worker(sp_attrib_stack(a, q->pid, q->stack_id));
 			char b2[1024];
 
 			if (w)
