@@ -104,6 +104,14 @@ struct agent {
 	uint64_t fold_epoch; /* agent_fold calls so far */
 	uint64_t snap_epoch; /* fold_epoch when the running snapshot was forked */
 	pid_t snap;          /* the running snapshot, 0: none */
+	/* The processes budget (agent_fold_procs): --max-processes, the
+	 * processes folded into the row of pid 0 so far (kept over restarts)
+	 * and of them those that ran SQL; when each pid was last seen active
+	 * (pid -> seen_clock then). */
+	uint64_t max_procs, procs_folded, procs_folded_sqlite;
+	struct hmap seen;
+	uint64_t seen_clock;
+	uint64_t procs_fold_ns; /* mono ns of the last agent_fold_procs */
 	/* the socket, its directory and the locks (cmd_agent) */
 	char sockpath[PATH_MAX], sockdir[PATH_MAX], lockpath[PATH_MAX + 16];
 	int dirfd;     /* the socket directory's lock (dir_lock), -1: none */
@@ -133,6 +141,15 @@ struct fold_ent {
  * snapshot near a second.
  */
 #define AGENT_MAX_TEXTS 20000
+
+/*
+ * Process rows the agent and its profile keep (--max-processes): beyond,
+ * the least recently active of those that are over are folded into one
+ * row (sp_agent_fold_procs). A process row costs about 5 KB of the
+ * agent's memory (its module map, stacks, callers) and 9.5 KB of profile:
+ * 1,000 are some 5 MB and 10 MB.
+ */
+#define AGENT_MAX_PROCS 1000
 
 static int sig_pipe[2] = { -1, -1 };
 static volatile sig_atomic_t stop_sig;
@@ -172,6 +189,9 @@ static void usage(FILE *f)
 		"      --max-texts N     SQL texts the profile and the agent keep (default\n"
 		"                        20000): the least recently used beyond are folded\n"
 		"                        into one per fingerprint, its totals exact\n"
+		"      --max-processes N process rows the profile and the agent keep (default\n"
+		"                        1000): the least recently active of those that ended\n"
+		"                        are folded into one row, pid 0, its totals exact\n"
 		"  -q, --quiet           no messages but errors\n"
 		"  -h, --help            this text\n"
 		"\n"
@@ -753,6 +773,9 @@ static int write_state(sqlite3 *db, void *arg)
 		.live_h = &a->live_h,
 		.restarts = a->restarts,
 		.max_texts = a->max_texts,
+		.max_procs = a->max_procs,
+		.procs_folded = a->procs_folded,
+		.procs_folded_sqlite = a->procs_folded_sqlite,
 	};
 	char err[512];
 
@@ -946,6 +969,96 @@ static void agent_fold(struct agent *a)
 			fold_rows(&a->carried, &map);
 	}
 	hmap_free(&map);
+}
+
+/* A process still active: connected, its statistics or rings mapped, an
+ * earlier agent's part of it waiting for it, or its end not known. */
+static int proc_active(const struct agent *a, const struct hmap *busy, const struct sp_proc *p)
+{
+	return hmap_get((struct hmap *)busy, &p->pid, 0, NULL) || p->pidfd || p->died ||
+	       p->unreported || p->pid == SP_AGENT_PID_OTHER;
+}
+
+struct proc_cand {
+	uint64_t seen;
+	uint32_t pid;
+};
+
+static int proc_cand_cmp(const void *x, const void *y)
+{
+	const struct proc_cand *p = x, *q = y;
+
+	return p->seen < q->seen ? -1 : p->seen > q->seen;
+}
+
+/*
+ * The processes budget: beyond --max-processes rows, the least recently
+ * active processes that are over (not proc_active; a death stays named)
+ * folded into the row of pid 0 (sp_agent_fold_procs), in the agent's own
+ * collector, so in every later profile too. Before, a service starting 3
+ * processes a second added a row, its module map and stacks, about 5 KB
+ * of the agent's memory and 9.5 KB of profile each, for the agent's
+ * life: 1.8 million rows a week.
+ */
+static void agent_fold_procs(struct agent *a)
+{
+	struct hmap busy; /* pid -> nothing: active now */
+	struct proc_cand *cand = NULL;
+	uint32_t *pids = NULL;
+	const struct sp_proc *p;
+	size_t it = 0, n = 0, nf, over, nsql = 0;
+	const uint32_t other = SP_AGENT_PID_OTHER;
+	uint64_t *t;
+
+	a->procs_fold_ns = sp_srv_mono_ns();
+	hmap_init(&busy, sizeof(uint32_t), 0);
+	for (size_t i = 0; i < a->srv.ncl; i++)
+		hmap_get(&busy, &a->srv.cl[i].pid, 1, NULL);
+	for (size_t i = 0; i < a->c.nstats; i++)
+		hmap_get(&busy, &a->c.stats[i].pid, 1, NULL);
+	for (size_t i = 0; i < a->c.nrings; i++)
+		hmap_get(&busy, &a->c.rings[i]->pid, 1, NULL);
+	for (size_t i = 0; i < a->carried.n; i++)
+		hmap_get(&busy, &a->carried.r[i].pid, 1, NULL);
+	/* recency: the last call that saw each process active */
+	a->seen_clock++;
+	while ((p = hmap_next(&a->c.procs, &it, NULL)))
+		if (proc_active(a, &busy, p) && (t = hmap_get(&a->seen, &p->pid, 1, NULL)))
+			*t = a->seen_clock;
+	if (a->c.procs.count <= a->max_procs ||
+	    !(cand = malloc(a->c.procs.count * sizeof(*cand))) ||
+	    !(pids = malloc(a->c.procs.count * sizeof(*pids))))
+		goto out;
+	for (it = 0; (p = hmap_next(&a->c.procs, &it, NULL));)
+		if (!proc_active(a, &busy, p)) {
+			t = hmap_get(&a->seen, &p->pid, 0, NULL);
+			cand[n].seen = t ? *t : 0;
+			cand[n++].pid = p->pid;
+		}
+	/* the oldest first, as many as the rows beyond the budget (and the
+	 * row of pid 0 when it is still to be made) */
+	qsort(cand, n, sizeof(*cand), proc_cand_cmp);
+	over = a->c.procs.count - a->max_procs;
+	if (!hmap_get(&a->c.procs, &other, 0, NULL))
+		over++;
+	if (n > over)
+		n = over;
+	for (size_t i = 0; i < n; i++) {
+		p = hmap_get(&a->c.procs, &cand[i].pid, 0, NULL);
+		pids[i] = cand[i].pid;
+		nsql += p && p->execs;
+	}
+	nf = sp_agent_fold_procs(&a->c, pids, n);
+	if (!nf)
+		goto out;
+	a->procs_folded += nf;
+	a->procs_folded_sqlite += nsql;
+	for (size_t i = 0; i < n; i++)
+		hmap_del(&a->seen, &pids[i], NULL);
+out:
+	free(cand);
+	free(pids);
+	hmap_free(&busy);
 }
 
 /* The folds a snapshot child met in the statistics it read (ids[n]):
@@ -1207,6 +1320,8 @@ static int state_load(struct agent *a, const char *path, char *err, size_t errle
 		a->carried_tick = l.ns_per_tick;
 		a->carried = l.carried;
 		a->carried_h = l.carried_h;
+		a->procs_folded = l.procs_folded;
+		a->procs_folded_sqlite = l.procs_folded_sqlite;
 		rc = sp_live_state_load(db, &a->ls, err, errlen) < 0 ? -1 : 0;
 	} else {
 		free(l.carried.r);
@@ -1235,6 +1350,7 @@ static int agent_options(int argc, char **argv, struct agent *a, struct agent_op
 		{ "metrics", required_argument, NULL, 3 },
 		{ "metrics-top", required_argument, NULL, 4 },
 		{ "max-texts", required_argument, NULL, 5 },
+		{ "max-processes", required_argument, NULL, 6 },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -1267,6 +1383,14 @@ static int agent_options(int argc, char **argv, struct agent *a, struct agent_op
 			    a->max_texts > 100000000) {
 				fprintf(stderr,
 					"sqlprof agent: --max-texts wants a number of SQL texts, 100 to 100000000\n");
+				return SP_EXIT_USAGE;
+			}
+			break;
+		case 6:
+			if (sp_parse_u64(optarg, &a->max_procs) < 0 || a->max_procs < 10 ||
+			    a->max_procs > 100000000) {
+				fprintf(stderr,
+					"sqlprof agent: --max-processes wants a number of processes, 10 to 100000000\n");
 				return SP_EXIT_USAGE;
 			}
 			break;
@@ -1406,6 +1530,7 @@ static void agent_tick(struct agent *a)
 		sp_coll_rings_drain(&a->c, 0);
 	a->snap_start = sp_srv_mono_ns();
 	agent_fold(a);
+	agent_fold_procs(a);
 	a->snap_epoch = a->fold_epoch;
 	a->snap = snapshot(a);
 	if (a->snap < 0) {
@@ -1466,6 +1591,9 @@ static int agent_loop(struct agent *a, double interval)
 		 * the agent from its sockets and scrapes for 0.5-1.6 s */
 		if (a->max_texts && a->c.sqls.count > a->max_texts + a->max_texts / 10 + 100)
 			agent_fold(a);
+		if (a->c.procs.count > a->max_procs + a->max_procs / 10 + 10 &&
+		    sp_srv_mono_ns() - a->procs_fold_ns > 1000000000ull)
+			agent_fold_procs(a);
 		if (a->snap > 0 && waitpid(a->snap, &status, WNOHANG) == a->snap) {
 			a->snap = 0;
 			snapshot_done(a, status);
@@ -1587,6 +1715,7 @@ static void agent_free(struct agent *a)
 	if (a->answer_fd >= 0)
 		close(a->answer_fd);
 	hmap_free(&a->folds);
+	hmap_free(&a->seen);
 	sp_live_state_free(&a->ls);
 	/* removed while still held: a new agent takes a new file */
 	if (a->lockfd >= 0) {
@@ -1606,12 +1735,14 @@ int cmd_agent(int argc, char **argv)
 	a.dirfd = -1;
 	a.answer_fd = -1;
 	a.max_texts = AGENT_MAX_TEXTS;
+	a.max_procs = AGENT_MAX_PROCS;
 	rc = agent_options(argc, argv, &a, &o);
 	if (rc < 0)
 		rc = agent_claim(&a, &o);
 	if (rc >= 0)
 		return rc;
 	hmap_init(&a.folds, sizeof(uint64_t), sizeof(struct fold_ent));
+	hmap_init(&a.seen, sizeof(uint32_t), sizeof(uint64_t));
 	rc = agent_start(&a, &o);
 	if (rc < 0)
 		rc = agent_loop(&a, o.interval) < 0 || agent_end(&a, o.quiet) < 0 ? SP_EXIT_INTERNAL
