@@ -67,6 +67,10 @@
 #include "serve.h"
 #include "series.h"
 
+#ifndef MADV_POPULATE_READ
+#define MADV_POPULATE_READ 22
+#endif
+
 struct agent {
 	struct sp_coll c;
 	struct sp_srv srv;
@@ -772,6 +776,16 @@ static int image_merge(struct agent *a)
 		ino = m->ino;
 		/* no memfd: it cannot come back with it; one over: neither */
 		part = ino && !deferred_has(a, m->map);
+		/* its pages faulted in at once, not one by one as the merge
+		 * reads them (it lets them go again as it goes: c.stats_drop) */
+		if (!m->copy && m->size >= SP_STATS_CHUNK) {
+			uint32_t nch = __atomic_load_n(
+				&((const struct sp_stats_hdr *)m->map)->nchunks, __ATOMIC_ACQUIRE);
+
+			if (nch && (size_t)nch * SP_STATS_CHUNK <= m->size)
+				(void)madvise(m->map, (size_t)nch * SP_STATS_CHUNK,
+					      MADV_POPULATE_READ);
+		}
 		memset(&b, 0, sizeof(b));
 		if (part && before_take(&a->c, &b) < 0)
 			rc = -1;
