@@ -118,8 +118,9 @@ struct agent {
 	uint64_t procs_fold_ns; /* mono ns of the last agent_fold_procs */
 	/* Images that said goodbye and whose connection ended, their merge
 	 * deferred until a snapshot has been forked (merge_deferred): their
-	 * statistics stay in c.stats under image DEFER_IMAGE, so that
-	 * nothing retires them meanwhile and they count as live. */
+	 * statistics stay in c.stats meanwhile, counted as live (under image
+	 * DEFER_IMAGE while the message that ends the connection is read,
+	 * so that the collector does not merge them then). */
 	struct deferred {
 		const void *map;
 		uint32_t pid, image; /* image: its own */
@@ -703,47 +704,52 @@ static void defer_pre(struct sp_srv *s, uint32_t pid)
 	}
 }
 
-/* Put the images deferred for pid back as they were (all: pid 0). */
-static void defer_undo(struct agent *a, uint32_t pid)
+/* The images deferred for pid put back under their own numbers; with
+ * forget, no longer deferred either. */
+static void defer_undo(struct agent *a, uint32_t pid, int forget)
 {
 	for (size_t i = 0; i < a->ndef;) {
 		struct deferred *d = &a->def[i];
 
-		if (pid && d->pid != pid) {
+		if (d->pid != pid) {
 			i++;
 			continue;
 		}
 		for (size_t j = 0; j < a->c.nstats; j++)
-			if (a->c.stats[j].map == d->map)
+			if (a->c.stats[j].map == d->map && a->c.stats[j].pid == pid)
 				a->c.stats[j].image = d->image;
-		a->def[i] = a->def[--a->ndef];
+		if (forget)
+			a->def[i] = a->def[--a->ndef];
+		else
+			i++;
 	}
 }
 
 /* serve.c's post_recv: the connection ended (r -1): its images stay
- * deferred; else they are put back. */
+ * deferred, under their own numbers again (a reconnect that sends them
+ * again finds them: not counted twice); else they are no longer. */
 static void defer_post(struct sp_srv *s, uint32_t pid, int r)
 {
 	struct agent *a = s->arg;
 	const struct sp_proc *p = hmap_get(&a->c.procs, &pid, 0, NULL);
 
-	if (r == -1 && p && p->bye_image == p->image + 1)
-		return;
-	defer_undo(a, pid);
+	defer_undo(a, pid, !(r == -1 && p && p->bye_image == p->image + 1));
 }
 
-/* The deferred images merged, under their own images (a snapshot forked
- * since holds them as live): after a fork, the loop's time it takes no
- * longer delays the profile. */
+/* The deferred images merged (a snapshot forked since holds them as
+ * live), those still mapped (a new image's HELLO may have merged one):
+ * after a fork, the loop's time it takes no longer delays the profile. */
 static void merge_deferred(struct agent *a)
 {
 	while (a->ndef) {
 		struct deferred d = a->def[--a->ndef];
 
 		for (size_t j = 0; j < a->c.nstats; j++)
-			if (a->c.stats[j].map == d.map)
-				a->c.stats[j].image = d.image;
-		sp_coll_stats_retire(&a->c, d.pid, d.image);
+			if (a->c.stats[j].map == d.map && a->c.stats[j].pid == d.pid &&
+			    a->c.stats[j].image == d.image) {
+				sp_coll_stats_retire(&a->c, d.pid, d.image);
+				break;
+			}
 	}
 }
 
@@ -774,8 +780,7 @@ static int image_merge(struct agent *a)
 		pid = m->pid;
 		image = m->image;
 		ino = m->ino;
-		/* no memfd: it cannot come back with it; one over: neither */
-		part = ino && !deferred_has(a, m->map);
+		part = ino != 0; /* no memfd: it cannot come back with it */
 		/* its pages faulted in at once, not one by one as the merge
 		 * reads them (it lets them go again as it goes: c.stats_drop) */
 		if (!m->copy && m->size >= SP_STATS_CHUNK) {
@@ -1067,12 +1072,6 @@ static int write_profile(struct agent *a, char *err, size_t errlen)
 {
 	struct sp_meta meta;
 
-	/* deferred images: under their own numbers again (the totals take
-	 * them now; they have no part: over, they do not come back) */
-	for (size_t i = 0; i < a->ndef; i++)
-		for (size_t j = 0; j < a->c.nstats; j++)
-			if (a->c.stats[j].map == a->def[i].map)
-				a->c.stats[j].image = a->def[i].image;
 	if (image_merge(a) < 0) {
 		snprintf(err, errlen, "out of memory");
 		return -1;
