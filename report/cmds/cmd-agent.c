@@ -124,8 +124,10 @@ struct agent {
 	struct deferred {
 		const void *map;
 		uint32_t pid, image; /* image: its own */
+		uint64_t nsnap;      /* a->nsnap when deferred */
 	} * def;
 	size_t ndef, defcap;
+	uint64_t nsnap; /* snapshots forked so far */
 	/* the socket, its directory and the locks (cmd_agent) */
 	char sockpath[PATH_MAX], sockdir[PATH_MAX], lockpath[PATH_MAX + 16];
 	int dirfd;     /* the socket directory's lock (dir_lock), -1: none */
@@ -699,7 +701,7 @@ static void defer_pre(struct sp_srv *s, uint32_t pid)
 		if (m->pid != pid || m->image > p->image || deferred_has(a, m->map) ||
 		    SP_GROW(a->def, a->defcap, a->ndef + 1, 4) < 0)
 			continue;
-		a->def[a->ndef++] = (struct deferred){ m->map, pid, m->image };
+		a->def[a->ndef++] = (struct deferred){ m->map, pid, m->image, a->nsnap };
 		m->image = DEFER_IMAGE;
 	}
 }
@@ -736,14 +738,22 @@ static void defer_post(struct sp_srv *s, uint32_t pid, int r)
 	defer_undo(a, pid, !(r == -1 && p && p->bye_image == p->image + 1));
 }
 
-/* The deferred images merged (a snapshot forked since holds them as
- * live), those still mapped (a new image's HELLO may have merged one):
- * after a fork, the loop's time it takes no longer delays the profile. */
+/* The deferred images that a snapshot forked since holds (as live)
+ * merged, those still mapped (a new image's HELLO may have merged one):
+ * after a fork, the loop's time this takes no longer delays the profile.
+ * Called every round: while a snapshot runs, the images that ended
+ * before its fork are merged at once, not left to pile up in the next
+ * one (3 a second, each a merge of its own there). */
 static void merge_deferred(struct agent *a)
 {
-	while (a->ndef) {
-		struct deferred d = a->def[--a->ndef];
+	for (size_t i = 0; i < a->ndef;) {
+		struct deferred d = a->def[i];
 
+		if (d.nsnap >= a->nsnap) {
+			i++;
+			continue;
+		}
+		a->def[i] = a->def[--a->ndef];
 		for (size_t j = 0; j < a->c.nstats; j++)
 			if (a->c.stats[j].map == d.map && a->c.stats[j].pid == d.pid &&
 			    a->c.stats[j].image == d.image) {
@@ -780,7 +790,9 @@ static int image_merge(struct agent *a)
 		pid = m->pid;
 		image = m->image;
 		ino = m->ino;
-		part = ino != 0; /* no memfd: it cannot come back with it */
+		/* no memfd: it cannot come back with it; nor one that ended
+		 * (said goodbye, its process gone): its part is final */
+		part = ino && !(deferred_has(a, m->map) && !sp_srv_proc_start(pid));
 		/* its pages faulted in at once, not one by one as the merge
 		 * reads them (it lets them go again as it goes: c.stats_drop) */
 		if (!m->copy && m->size >= SP_STATS_CHUNK) {
@@ -1715,6 +1727,8 @@ static void agent_tick(struct agent *a)
 	if (a->snap < 0) {
 		fprintf(stderr, "sqlprof agent: fork: %s (profile not updated)\n", strerror(errno));
 		a->snap = 0;
+	} else {
+		a->nsnap++;
 	}
 	merge_deferred(a);
 }
@@ -1774,6 +1788,8 @@ static int agent_loop(struct agent *a, double interval)
 		if (a->c.procs.count > a->max_procs + a->max_procs / 10 + 10 &&
 		    sp_srv_mono_ns() - a->procs_fold_ns > 1000000000ull)
 			agent_fold_procs(a);
+		if (a->ndef)
+			merge_deferred(a);
 		if (a->snap > 0 && waitpid(a->snap, &status, WNOHANG) == a->snap) {
 			a->snap = 0;
 			snapshot_done(a, status);
