@@ -116,18 +116,6 @@ struct agent {
 	struct hmap seen;
 	uint64_t seen_clock;
 	uint64_t procs_fold_ns; /* mono ns of the last agent_fold_procs */
-	/* Images that said goodbye and whose connection ended, their merge
-	 * deferred until a snapshot has been forked (merge_deferred): their
-	 * statistics stay in c.stats meanwhile, counted as live (under image
-	 * DEFER_IMAGE while the message that ends the connection is read,
-	 * so that the collector does not merge them then). */
-	struct deferred {
-		const void *map;
-		uint32_t pid, image; /* image: its own */
-		uint64_t nsnap;      /* a->nsnap when deferred */
-	} * def;
-	size_t ndef, defcap;
-	uint64_t nsnap; /* snapshots forked so far */
 	/* the socket, its directory and the locks (cmd_agent) */
 	char sockpath[PATH_MAX], sockdir[PATH_MAX], lockpath[PATH_MAX + 16];
 	int dirfd;     /* the socket directory's lock (dir_lock), -1: none */
@@ -668,101 +656,6 @@ static int carried_parts(struct agent *a)
 	return 0;
 }
 
-/* The image number a deferred image's statistics wait under: above any
- * a process reaches, so sp_coll_stats_retire (pid, image) passes it. */
-#define DEFER_IMAGE UINT32_MAX
-
-static int deferred_has(const struct agent *a, const void *map)
-{
-	for (size_t i = 0; i < a->ndef; i++)
-		if (a->def[i].map == map)
-			return 1;
-	return 0;
-}
-
-/*
- * serve.c's pre_recv: a process whose image said goodbye may end its
- * connection with the next message, and the collector would then merge
- * its statistics at once, in the loop: 5-17 s on this loaded machine
- * for a service holding 460,000 texts, while no snapshot could start
- * (the profile 27.7 s old in the 10-minute soak). Its statistics are
- * put under DEFER_IMAGE (and noted) for the message's time.
- */
-static void defer_pre(struct sp_srv *s, uint32_t pid)
-{
-	struct agent *a = s->arg;
-	const struct sp_proc *p = hmap_get(&a->c.procs, &pid, 0, NULL);
-
-	if (!p || p->bye_image != p->image + 1)
-		return;
-	for (size_t i = 0; i < a->c.nstats; i++) {
-		struct sp_statmap *m = &a->c.stats[i];
-
-		if (m->pid != pid || m->image > p->image || deferred_has(a, m->map) ||
-		    SP_GROW(a->def, a->defcap, a->ndef + 1, 4) < 0)
-			continue;
-		a->def[a->ndef++] = (struct deferred){ m->map, pid, m->image, a->nsnap };
-		m->image = DEFER_IMAGE;
-	}
-}
-
-/* The images deferred for pid put back under their own numbers; with
- * forget, no longer deferred either. */
-static void defer_undo(struct agent *a, uint32_t pid, int forget)
-{
-	for (size_t i = 0; i < a->ndef;) {
-		struct deferred *d = &a->def[i];
-
-		if (d->pid != pid) {
-			i++;
-			continue;
-		}
-		for (size_t j = 0; j < a->c.nstats; j++)
-			if (a->c.stats[j].map == d->map && a->c.stats[j].pid == pid)
-				a->c.stats[j].image = d->image;
-		if (forget)
-			a->def[i] = a->def[--a->ndef];
-		else
-			i++;
-	}
-}
-
-/* serve.c's post_recv: the connection ended (r -1): its images stay
- * deferred, under their own numbers again (a reconnect that sends them
- * again finds them: not counted twice); else they are no longer. */
-static void defer_post(struct sp_srv *s, uint32_t pid, int r)
-{
-	struct agent *a = s->arg;
-	const struct sp_proc *p = hmap_get(&a->c.procs, &pid, 0, NULL);
-
-	defer_undo(a, pid, !(r == -1 && p && p->bye_image == p->image + 1));
-}
-
-/* The deferred images that a snapshot forked since holds (as live)
- * merged, those still mapped (a new image's HELLO may have merged one):
- * after a fork, the loop's time this takes no longer delays the profile.
- * Called every round: while a snapshot runs, the images that ended
- * before its fork are merged at once, not left to pile up in the next
- * one (3 a second, each a merge of its own there). */
-static void merge_deferred(struct agent *a)
-{
-	for (size_t i = 0; i < a->ndef;) {
-		struct deferred d = a->def[i];
-
-		if (d.nsnap >= a->nsnap) {
-			i++;
-			continue;
-		}
-		a->def[i] = a->def[--a->ndef];
-		for (size_t j = 0; j < a->c.nstats; j++)
-			if (a->c.stats[j].map == d.map && a->c.stats[j].pid == d.pid &&
-			    a->c.stats[j].image == d.image) {
-				sp_coll_stats_retire(&a->c, d.pid, d.image);
-				break;
-			}
-	}
-}
-
 /*
  * Every image still mapped merged into the totals once, read where it is
  * (the services' memory): each image's part (what it added) into
@@ -790,9 +683,7 @@ static int image_merge(struct agent *a)
 		pid = m->pid;
 		image = m->image;
 		ino = m->ino;
-		/* no memfd: it cannot come back with it; nor one that ended
-		 * (said goodbye, its process gone): its part is final */
-		part = ino && !(deferred_has(a, m->map) && !sp_srv_proc_start(pid));
+		part = ino != 0; /* no memfd: it cannot come back with it */
 		/* its pages faulted in at once, not one by one as the merge
 		 * reads them (it lets them go again as it goes: c.stats_drop) */
 		if (!m->copy && m->size >= SP_STATS_CHUNK) {
@@ -1672,8 +1563,6 @@ static int agent_start(struct agent *a, const struct agent_opts *o)
 	if (sp_srv_init(&a->srv, &a->c, "sqlprof agent") < 0)
 		return SP_EXIT_INTERNAL;
 	a->srv.on_view = view_answer;
-	a->srv.pre_recv = defer_pre;
-	a->srv.post_recv = defer_post;
 	a->srv.arg = a;
 	/* without it, scrapes read the statistics directly and folds stay */
 	a->answer_fd = memfd_create("sqlprof-answer", MFD_CLOEXEC);
@@ -1727,10 +1616,7 @@ static void agent_tick(struct agent *a)
 	if (a->snap < 0) {
 		fprintf(stderr, "sqlprof agent: fork: %s (profile not updated)\n", strerror(errno));
 		a->snap = 0;
-	} else {
-		a->nsnap++;
 	}
-	merge_deferred(a);
 }
 
 /* The test hold (agent_loop): 1 while path exists (after 10 ms). */
@@ -1788,8 +1674,6 @@ static int agent_loop(struct agent *a, double interval)
 		if (a->c.procs.count > a->max_procs + a->max_procs / 10 + 10 &&
 		    sp_srv_mono_ns() - a->procs_fold_ns > 1000000000ull)
 			agent_fold_procs(a);
-		if (a->ndef)
-			merge_deferred(a);
 		if (a->snap > 0 && waitpid(a->snap, &status, WNOHANG) == a->snap) {
 			a->snap = 0;
 			snapshot_done(a, status);
@@ -1903,7 +1787,6 @@ static void agent_free(struct agent *a)
 	sp_srv_close(&a->srv);
 	sp_coll_free(&a->c);
 	free(a->carried.r);
-	free(a->def);
 	free(a->live.r);
 	free(a->carried_h.r);
 	free(a->live_h.r);

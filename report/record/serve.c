@@ -217,13 +217,7 @@ static int drain(struct sp_srv *s, struct sp_client *cl)
 		}
 	}
 	for (int i = 0; i < DRAIN_BATCH; i++) {
-		int r;
-
-		if (s->pre_recv)
-			s->pre_recv(s, cl->pid);
-		r = sp_coll_recv(s->c, cl->fd, cl->pid, s->buf, SP_MSG_MAX + 64);
-		if (s->post_recv)
-			s->post_recv(s, cl->pid, r);
+		int r = sp_coll_recv(s->c, cl->fd, cl->pid, s->buf, SP_MSG_MAX + 64);
 
 		if (r == 0)
 			return 0;

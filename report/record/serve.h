@@ -61,11 +61,6 @@ struct sp_srv {
 	 * on cl->fd, which is closed afterwards; NULL: such a connection is
 	 * read as a process's (and its message refused) */
 	void (*on_view)(struct sp_srv *s, const struct sp_client *cl);
-	/* called before and after each sp_coll_recv of the process pid (r:
-	 * what it returned); NULL: nothing. The agent keeps the merge of an
-	 * image that said goodbye out of its loop with them. */
-	void (*pre_recv)(struct sp_srv *s, uint32_t pid);
-	void (*post_recv)(struct sp_srv *s, uint32_t pid, int r);
 	void *arg;
 	/* held by the caller around sp_srv_round and let go of only while
 	 * it waits in poll: another thread reads the model meanwhile (record's
