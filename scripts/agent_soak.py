@@ -15,6 +15,9 @@ second (tests/progs/service, 20 executions each) under one `sqlprof agent
   scrape_executions the sum of sqlprof_query_executions_total it answered
                     (a counter: --check fails when it goes down)
   profile_age_s     the profile's age (now - mtime) once a second
+  agent_cpu_s       the agent's CPU seconds before SIGTERM: its own, its
+                    snapshots' (user + system)
+  load              the load average (1 minute) once a minute
   sigterm_s         SIGTERM to the agent's exit
   ran, profiled     executions the processes ran (their count files) and
                     those the final profile holds (report --format json)
@@ -52,6 +55,18 @@ def rss_kb(pid):
     except OSError:
         return None
     return [out.get("VmRSS", 0), out.get("RssAnon", 0), out.get("RssShmem", 0)]
+
+
+def cpu_s(pid):
+    """[own, its snapshot children's] CPU seconds (user + system) of the
+    agent so far (/proc/PID/stat: utime + stime, cutime + cstime)."""
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            v = f.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    hz = os.sysconf("SC_CLK_TCK")
+    return [round((int(v[11]) + int(v[12])) / hz, 2), round((int(v[13]) + int(v[14])) / hz, 2)]
 
 
 def executions(body):
@@ -120,7 +135,7 @@ def main():
     res = {"seconds": a.seconds, "rate": a.rate, "procs_per_s": a.procs,
            "interval_s": a.interval, "rss_kb": [], "scrape_s": [], "scrape_bytes": [],
            "profile_age_s": [], "scrape_failures": 0, "scrape_busy": 0,
-           "scrape_executions": []}
+           "scrape_executions": [], "load": []}
     churn, counts, nproc = [], [main_count], 0
     next_proc = next_sample = next_scrape = t0
     while svc.poll() is None:
@@ -142,6 +157,8 @@ def main():
                                              round(time.time() - os.stat(prof).st_mtime, 2)])
             except OSError:
                 pass
+            if int(now - t0) % 60 == 0:
+                res["load"].append([round(now - t0), os.getloadavg()[0]])
             next_sample += 1
         if now >= next_scrape:
             s = time.monotonic()
@@ -161,6 +178,7 @@ def main():
         p.wait()
     if svc.returncode != 0:
         sys.exit("agent_soak: the service exited %d" % svc.returncode)
+    res["agent_cpu_s"] = cpu_s(ag.pid)
     s = time.monotonic()
     ag.send_signal(signal.SIGTERM)
     res["agent_rc"] = ag.wait()

@@ -67,6 +67,10 @@
 #include "serve.h"
 #include "series.h"
 
+#ifndef MADV_POPULATE_READ
+#define MADV_POPULATE_READ 22
+#endif
+
 struct agent {
 	struct sp_coll c;
 	struct sp_srv srv;
@@ -104,6 +108,14 @@ struct agent {
 	uint64_t fold_epoch; /* agent_fold calls so far */
 	uint64_t snap_epoch; /* fold_epoch when the running snapshot was forked */
 	pid_t snap;          /* the running snapshot, 0: none */
+	/* The processes budget (agent_fold_procs): --max-processes, the
+	 * processes folded into the row of pid 0 so far (kept over restarts)
+	 * and of them those that ran SQL; when each pid was last seen active
+	 * (pid -> seen_clock then). */
+	uint64_t max_procs, procs_folded, procs_folded_sqlite;
+	struct hmap seen;
+	uint64_t seen_clock;
+	uint64_t procs_fold_ns; /* mono ns of the last agent_fold_procs */
 	/* the socket, its directory and the locks (cmd_agent) */
 	char sockpath[PATH_MAX], sockdir[PATH_MAX], lockpath[PATH_MAX + 16];
 	int dirfd;     /* the socket directory's lock (dir_lock), -1: none */
@@ -133,6 +145,15 @@ struct fold_ent {
  * snapshot near a second.
  */
 #define AGENT_MAX_TEXTS 20000
+
+/*
+ * Process rows the agent and its profile keep (--max-processes): beyond,
+ * the least recently active of those that are over are folded into one
+ * row (sp_agent_fold_procs). A process row costs about 5 KB of the
+ * agent's memory (its module map, stacks, callers) and 9.5 KB of profile:
+ * 1,000 are some 5 MB and 10 MB.
+ */
+#define AGENT_MAX_PROCS 1000
 
 static int sig_pipe[2] = { -1, -1 };
 static volatile sig_atomic_t stop_sig;
@@ -172,6 +193,9 @@ static void usage(FILE *f)
 		"      --max-texts N     SQL texts the profile and the agent keep (default\n"
 		"                        20000): the least recently used beyond are folded\n"
 		"                        into one per fingerprint, its totals exact\n"
+		"      --max-processes N process rows the profile and the agent keep (default\n"
+		"                        1000): the least recently active of those that ended\n"
+		"                        are folded into one row, pid 0, its totals exact\n"
 		"  -q, --quiet           no messages but errors\n"
 		"  -h, --help            this text\n"
 		"\n"
@@ -381,6 +405,12 @@ static int hist_walk_row(uint64_t lo, uint64_t count, void *arg)
 	return w->rc;
 }
 
+static int sub_bucket(uint64_t lo, uint64_t count, void *arg)
+{
+	sp_hist_sub_bucket(arg, lo, count);
+	return 0;
+}
+
 static uint64_t sub_sat(uint64_t a, uint64_t b)
 {
 	return a > b ? a - b : 0;
@@ -464,63 +494,129 @@ static int each_image(struct agent *a,
 	return 0;
 }
 
-/* An image's part (a->live, a->live_h) of what it holds now (tmp). */
-static int image_part(struct agent *a, const struct sp_statmap *m, struct sp_coll *tmp, void *arg)
+/*
+ * What the totals were before one image's merge (image_merge): the
+ * queries' table copied as it is (its slots: the values' sums are read,
+ * their pointers never followed) and a copy of each histogram, keyed
+ * {0, fp_id, kind} for a fingerprint's and {1, sql_id, kind} for a
+ * text's own (a text not known when merged).
+ */
+struct before {
+	struct hmap q;
+	struct hmap h; /* -> struct sp_hist * */
+};
+
+static void before_free(struct before *b)
+{
+	size_t it = 0;
+	struct sp_hist **h;
+
+	free(b->q.slots);
+	while ((h = hmap_next(&b->h, &it, NULL)))
+		sp_hist_free(*h);
+	hmap_free(&b->h);
+}
+
+/* A copy of h under key k in b->h. 0 or -1. */
+static int before_hist(struct before *b, uint64_t src, uint64_t id, uint64_t kind,
+		       const struct sp_hist *h)
+{
+	uint64_t k[3] = { src, id, kind };
+	struct sp_hist **cp = hmap_get(&b->h, k, 1, NULL);
+
+	if (!cp || !(*cp = sp_hist_new()))
+		return -1;
+	sp_hist_merge(*cp, h);
+	return 0;
+}
+
+static int before_take(const struct sp_coll *c, struct before *b)
+{
+	size_t it = 0, len = c->queries.cap * c->queries.stride;
+	const uint64_t *k;
+	const struct sp_qagg *q;
+	const struct sp_fphist *fh;
+
+	b->q = c->queries;
+	hmap_init(&b->h, 3 * sizeof(uint64_t), sizeof(struct sp_hist *));
+	if (!(b->q.slots = malloc(len ? len : 1)))
+		return -1;
+	memcpy(b->q.slots, c->queries.slots, len);
+	while ((q = hmap_next(&c->queries, &it, (const void **)&k)))
+		if (q->hist && before_hist(b, 1, k[0], k[1], q->hist) < 0)
+			return -1;
+	for (it = 0; (fh = hmap_next(&c->fphists, &it, (const void **)&k));)
+		if (fh->hist && before_hist(b, 0, k[0], k[1], fh->hist) < 0)
+			return -1;
+	return 0;
+}
+
+/* The buckets h gained since b's copy of it, as rows of w's image. */
+static int hist_gain(struct before *b, uint64_t src, uint64_t id, struct hist_walk *w,
+		     const struct sp_hist *h)
+{
+	uint64_t k[3] = { src, id, w->r.kind };
+	struct sp_hist **old = hmap_get(&b->h, k, 0, NULL), *d;
+
+	if (old && sp_hist_count(*old) == sp_hist_count(h))
+		return 0;
+	if (!(d = sp_hist_new()))
+		return -1;
+	sp_hist_merge(d, h);
+	if (old)
+		sp_hist_foreach(*old, sub_bucket, d);
+	w->rc = 0;
+	sp_hist_foreach(d, hist_walk_row, w);
+	sp_hist_free(d);
+	return w->rc;
+}
+
+/* The part of image m (what its merge added to the totals, against b)
+ * into a->live and a->live_h. 0 or -1. */
+static int image_gain(struct agent *a, uint32_t pid, uint64_t ino, struct before *b)
 {
 	size_t it = 0;
 	const uint64_t *k;
-	struct sp_qagg *q;
+	const struct sp_qagg *q;
 	const struct sp_fphist *fh;
-	struct sp_agent_row r;
+	struct sp_agent_row r, o;
 	struct hist_walk w = { .out = &a->live_h };
 
-	if (!m->ino)
-		return 0; /* no memfd: it cannot come back with it */
 	memset(&r, 0, sizeof(r));
-	r.pid = m->pid;
-	r.start = sp_srv_proc_start(m->pid);
-	r.ino = m->ino;
-	w.r.pid = m->pid;
-	w.r.ino = m->ino;
-	while ((q = hmap_next(&tmp->queries, &it, (const void **)&k))) {
+	r.pid = w.r.pid = pid;
+	r.ino = w.r.ino = ino;
+	r.start = sp_srv_proc_start(pid);
+	while ((q = hmap_next(&a->c.queries, &it, (const void **)&k))) {
+		const struct sp_qagg *was = hmap_get(&b->q, k, 0, NULL);
+		int moved = 0;
+
 		r.sql_id = k[0];
-		r.kind = k[1];
+		r.kind = w.r.kind = k[1];
 		sp_agent_qagg_to_row(q, &r);
-		if (sp_agent_rows_add(&a->live, &r) < 0)
-			return -1;
-		if (q->hist) {
-			/* a text not known (or a placeholder's) when merged:
-			 * the collector files it under fingerprint 0 */
-			w.r.kind = k[1];
-			w.r.fp_id = 0;
-			sp_hist_foreach(q->hist, hist_walk_row, &w);
-			if (w.rc < 0)
-				return -1;
+		if (was) {
+			sp_agent_qagg_to_row(was, &o);
+			for (int f = 0; f < SP_AGENT_NQF; f++)
+				moved |= (r.v[f] -= o.v[f]) != 0;
 		}
+		if ((!was || moved) && sp_agent_rows_add(&a->live, &r) < 0)
+			return -1;
+		w.r.fp_id = 0;
+		if (q->hist && hist_gain(b, 1, k[0], &w, q->hist) < 0)
+			return -1;
 	}
-	/* the known texts' histograms, per fingerprint (each_image merges
-	 * with the agent's texts, as collect.c files them) */
-	it = 0;
-	while ((fh = hmap_next(&tmp->fphists, &it, (const void **)&k))) {
-		if (!fh->hist)
-			continue;
+	for (it = 0; (fh = hmap_next(&a->c.fphists, &it, (const void **)&k));) {
 		w.r.fp_id = k[0];
 		w.r.kind = k[1];
-		sp_hist_foreach(fh->hist, hist_walk_row, &w);
-		if (w.rc < 0)
+		if (fh->hist && hist_gain(b, 0, k[0], &w, fh->hist) < 0)
 			return -1;
 	}
 	return 0;
 }
 
-/* The part of every query each image still mapped holds now, into a->live
- * (replacing it), followed by the carried images that have not come back. */
-static int live_parts(struct agent *a)
+/* The parts of the carried images that have not come back, after the
+ * live images' (image_merge) in a->live and a->live_h. */
+static int carried_parts(struct agent *a)
 {
-	a->live.n = 0;
-	a->live_h.n = 0;
-	if (each_image(a, image_part, NULL) < 0)
-		return -1;
 	for (size_t i = 0; i < a->carried.n; i++)
 		if (sp_agent_rows_add(&a->live, &a->carried.r[i]) < 0)
 			return -1;
@@ -558,6 +654,58 @@ static int live_parts(struct agent *a)
 		free(img);
 	}
 	return 0;
+}
+
+/*
+ * Every image still mapped merged into the totals once, read where it is
+ * (the services' memory): each image's part (what it added) into
+ * a->live and a->live_h, taken as the difference its merge made. Before,
+ * each image's statistics were copied whole (up to SQLPROF_STATS_MB
+ * each), merged once for the part and once more for the totals: at
+ * 2,000 new texts a second a snapshot was 0.8-1.1 s of CPU at 1.5
+ * minutes, and 10-25 s on this loaded machine. 0 or -1.
+ */
+static int image_merge(struct agent *a)
+{
+	a->live.n = 0;
+	a->live_h.n = 0;
+	while (a->c.nstats) {
+		struct sp_statmap *m = &a->c.stats[0];
+		struct before b;
+		uint32_t pid, image;
+		uint64_t ino;
+		int part, rc = 0;
+
+		/* the oldest image of its process: retired alone */
+		for (size_t i = 1; i < a->c.nstats; i++)
+			if (a->c.stats[i].pid == m->pid && a->c.stats[i].image < m->image)
+				m = &a->c.stats[i];
+		pid = m->pid;
+		image = m->image;
+		ino = m->ino;
+		part = ino != 0; /* no memfd: it cannot come back with it */
+		/* its pages faulted in at once, not one by one as the merge
+		 * reads them (it lets them go again as it goes: c.stats_drop) */
+		if (!m->copy && m->size >= SP_STATS_CHUNK) {
+			uint32_t nch = __atomic_load_n(
+				&((const struct sp_stats_hdr *)m->map)->nchunks, __ATOMIC_ACQUIRE);
+
+			if (nch && (size_t)nch * SP_STATS_CHUNK <= m->size)
+				(void)madvise(m->map, (size_t)nch * SP_STATS_CHUNK,
+					      MADV_POPULATE_READ);
+		}
+		memset(&b, 0, sizeof(b));
+		if (part && before_take(&a->c, &b) < 0)
+			rc = -1;
+		sp_coll_stats_retire(&a->c, pid, image);
+		if (part && rc == 0)
+			rc = image_gain(a, pid, ino, &b);
+		if (part)
+			before_free(&b);
+		if (rc < 0)
+			return -1;
+	}
+	return carried_parts(a);
 }
 
 /* How long the live views wait for the previous agent's images. */
@@ -753,6 +901,9 @@ static int write_state(sqlite3 *db, void *arg)
 		.live_h = &a->live_h,
 		.restarts = a->restarts,
 		.max_texts = a->max_texts,
+		.max_procs = a->max_procs,
+		.procs_folded = a->procs_folded,
+		.procs_folded_sqlite = a->procs_folded_sqlite,
 	};
 	char err[512];
 
@@ -769,53 +920,6 @@ static int write_state(sqlite3 *db, void *arg)
 		return -1;
 	}
 	return 0;
-}
-
-/* Each live image's statistics, read once: copied, the copy merged for
- * the totals and for its agent_live part alike. Read twice (live_parts,
- * then sp_coll_finish), an execution ending in between was in the totals
- * and not in the part: a restarted agent counted it twice (t_agent_late:
- * 301 of 300, now and then). */
-static void freeze_stats(struct agent *a)
-{
-	for (size_t i = 0; i < a->c.nstats; i++) {
-		struct sp_statmap *m = &a->c.stats[i];
-		uint32_t nch;
-		size_t used;
-		void *cp;
-
-		if (m->copy || m->size < SP_STATS_CHUNK)
-			continue;
-		nch = __atomic_load_n(&((const struct sp_stats_hdr *)m->map)->nchunks,
-				      __ATOMIC_ACQUIRE);
-		used = (size_t)nch * SP_STATS_CHUNK;
-		if (!nch || used > m->size)
-			used = m->size;
-		/* in huge pages, and the source's pages faulted in at once:
-		 * page by page, a 512 MiB copy cost several seconds of page
-		 * faults on a loaded machine (most of a snapshot's time) */
-		if (posix_memalign(&cp, 2u << 20, used) != 0)
-			continue; /* read live, as before */
-#ifdef MADV_HUGEPAGE
-		(void)madvise(cp, used, MADV_HUGEPAGE);
-#endif
-#ifndef MADV_POPULATE_READ
-#define MADV_POPULATE_READ 22
-#endif
-		(void)madvise(m->map, used, MADV_POPULATE_READ);
-		memcpy(cp, m->map, used);
-		/* the header as copied may already count chunks the service
-		 * added during the copy, beyond it: the merge refused such a
-		 * copy whole (nchunks past its size: stats_bad), and the
-		 * snapshot lacked the image's totals. It holds nch chunks. */
-		if (nch && used == (size_t)nch * SP_STATS_CHUNK)
-			__atomic_store_n(&((struct sp_stats_hdr *)cp)->nchunks, nch,
-					 __ATOMIC_RELAXED);
-		munmap(m->map, m->size);
-		m->map = cp;
-		m->size = used;
-		m->copy = 1; /* ours to free; ino still names the image */
-	}
 }
 
 /* Rows of images' parts (a->live, a->carried) of texts folded (map:
@@ -871,14 +975,13 @@ static int write_profile(struct agent *a, char *err, size_t errlen)
 {
 	struct sp_meta meta;
 
-	freeze_stats(a);
-	/* the interval ends here: every execution in the statistics just
-	 * copied (and in those merged before) ended before this */
-	a->snap_ns = sp_series_now_ns();
-	if (live_parts(a) < 0) {
+	if (image_merge(a) < 0) {
 		snprintf(err, errlen, "out of memory");
 		return -1;
 	}
+	/* the interval ends here: every execution in the statistics just
+	 * merged (and in those merged before) ended before this */
+	a->snap_ns = sp_series_now_ns();
 	sp_coll_finish(&a->c);
 	/* the texts budget: the least recently used beyond it folded per
 	 * fingerprint, in the profile and in the agent's state alike */
@@ -946,6 +1049,96 @@ static void agent_fold(struct agent *a)
 			fold_rows(&a->carried, &map);
 	}
 	hmap_free(&map);
+}
+
+/* A process still active: connected, its statistics or rings mapped, an
+ * earlier agent's part of it waiting for it, or its end not known. */
+static int proc_active(const struct agent *a, const struct hmap *busy, const struct sp_proc *p)
+{
+	return hmap_get((struct hmap *)busy, &p->pid, 0, NULL) || p->pidfd || p->died ||
+	       p->unreported || p->pid == SP_AGENT_PID_OTHER;
+}
+
+struct proc_cand {
+	uint64_t seen;
+	uint32_t pid;
+};
+
+static int proc_cand_cmp(const void *x, const void *y)
+{
+	const struct proc_cand *p = x, *q = y;
+
+	return p->seen < q->seen ? -1 : p->seen > q->seen;
+}
+
+/*
+ * The processes budget: beyond --max-processes rows, the least recently
+ * active processes that are over (not proc_active; a death stays named)
+ * folded into the row of pid 0 (sp_agent_fold_procs), in the agent's own
+ * collector, so in every later profile too. Before, a service starting 3
+ * processes a second added a row, its module map and stacks, about 5 KB
+ * of the agent's memory and 9.5 KB of profile each, for the agent's
+ * life: 1.8 million rows a week.
+ */
+static void agent_fold_procs(struct agent *a)
+{
+	struct hmap busy; /* pid -> nothing: active now */
+	struct proc_cand *cand = NULL;
+	uint32_t *pids = NULL;
+	const struct sp_proc *p;
+	size_t it = 0, n = 0, nf, over, nsql = 0;
+	const uint32_t other = SP_AGENT_PID_OTHER;
+	uint64_t *t;
+
+	a->procs_fold_ns = sp_srv_mono_ns();
+	hmap_init(&busy, sizeof(uint32_t), 0);
+	for (size_t i = 0; i < a->srv.ncl; i++)
+		hmap_get(&busy, &a->srv.cl[i].pid, 1, NULL);
+	for (size_t i = 0; i < a->c.nstats; i++)
+		hmap_get(&busy, &a->c.stats[i].pid, 1, NULL);
+	for (size_t i = 0; i < a->c.nrings; i++)
+		hmap_get(&busy, &a->c.rings[i]->pid, 1, NULL);
+	for (size_t i = 0; i < a->carried.n; i++)
+		hmap_get(&busy, &a->carried.r[i].pid, 1, NULL);
+	/* recency: the last call that saw each process active */
+	a->seen_clock++;
+	while ((p = hmap_next(&a->c.procs, &it, NULL)))
+		if (proc_active(a, &busy, p) && (t = hmap_get(&a->seen, &p->pid, 1, NULL)))
+			*t = a->seen_clock;
+	if (a->c.procs.count <= a->max_procs ||
+	    !(cand = malloc(a->c.procs.count * sizeof(*cand))) ||
+	    !(pids = malloc(a->c.procs.count * sizeof(*pids))))
+		goto out;
+	for (it = 0; (p = hmap_next(&a->c.procs, &it, NULL));)
+		if (!proc_active(a, &busy, p)) {
+			t = hmap_get(&a->seen, &p->pid, 0, NULL);
+			cand[n].seen = t ? *t : 0;
+			cand[n++].pid = p->pid;
+		}
+	/* the oldest first, as many as the rows beyond the budget (and the
+	 * row of pid 0 when it is still to be made) */
+	qsort(cand, n, sizeof(*cand), proc_cand_cmp);
+	over = a->c.procs.count - a->max_procs;
+	if (!hmap_get(&a->c.procs, &other, 0, NULL))
+		over++;
+	if (n > over)
+		n = over;
+	for (size_t i = 0; i < n; i++) {
+		p = hmap_get(&a->c.procs, &cand[i].pid, 0, NULL);
+		pids[i] = cand[i].pid;
+		nsql += p && p->execs;
+	}
+	nf = sp_agent_fold_procs(&a->c, pids, n);
+	if (!nf)
+		goto out;
+	a->procs_folded += nf;
+	a->procs_folded_sqlite += nsql;
+	for (size_t i = 0; i < n; i++)
+		hmap_del(&a->seen, &pids[i], NULL);
+out:
+	free(cand);
+	free(pids);
+	hmap_free(&busy);
 }
 
 /* The folds a snapshot child met in the statistics it read (ids[n]):
@@ -1207,6 +1400,8 @@ static int state_load(struct agent *a, const char *path, char *err, size_t errle
 		a->carried_tick = l.ns_per_tick;
 		a->carried = l.carried;
 		a->carried_h = l.carried_h;
+		a->procs_folded = l.procs_folded;
+		a->procs_folded_sqlite = l.procs_folded_sqlite;
 		rc = sp_live_state_load(db, &a->ls, err, errlen) < 0 ? -1 : 0;
 	} else {
 		free(l.carried.r);
@@ -1235,6 +1430,7 @@ static int agent_options(int argc, char **argv, struct agent *a, struct agent_op
 		{ "metrics", required_argument, NULL, 3 },
 		{ "metrics-top", required_argument, NULL, 4 },
 		{ "max-texts", required_argument, NULL, 5 },
+		{ "max-processes", required_argument, NULL, 6 },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -1267,6 +1463,14 @@ static int agent_options(int argc, char **argv, struct agent *a, struct agent_op
 			    a->max_texts > 100000000) {
 				fprintf(stderr,
 					"sqlprof agent: --max-texts wants a number of SQL texts, 100 to 100000000\n");
+				return SP_EXIT_USAGE;
+			}
+			break;
+		case 6:
+			if (sp_parse_u64(optarg, &a->max_procs) < 0 || a->max_procs < 10 ||
+			    a->max_procs > 100000000) {
+				fprintf(stderr,
+					"sqlprof agent: --max-processes wants a number of processes, 10 to 100000000\n");
 				return SP_EXIT_USAGE;
 			}
 			break;
@@ -1406,6 +1610,7 @@ static void agent_tick(struct agent *a)
 		sp_coll_rings_drain(&a->c, 0);
 	a->snap_start = sp_srv_mono_ns();
 	agent_fold(a);
+	agent_fold_procs(a);
 	a->snap_epoch = a->fold_epoch;
 	a->snap = snapshot(a);
 	if (a->snap < 0) {
@@ -1466,6 +1671,9 @@ static int agent_loop(struct agent *a, double interval)
 		 * the agent from its sockets and scrapes for 0.5-1.6 s */
 		if (a->max_texts && a->c.sqls.count > a->max_texts + a->max_texts / 10 + 100)
 			agent_fold(a);
+		if (a->c.procs.count > a->max_procs + a->max_procs / 10 + 10 &&
+		    sp_srv_mono_ns() - a->procs_fold_ns > 1000000000ull)
+			agent_fold_procs(a);
 		if (a->snap > 0 && waitpid(a->snap, &status, WNOHANG) == a->snap) {
 			a->snap = 0;
 			snapshot_done(a, status);
@@ -1587,6 +1795,7 @@ static void agent_free(struct agent *a)
 	if (a->answer_fd >= 0)
 		close(a->answer_fd);
 	hmap_free(&a->folds);
+	hmap_free(&a->seen);
 	sp_live_state_free(&a->ls);
 	/* removed while still held: a new agent takes a new file */
 	if (a->lockfd >= 0) {
@@ -1606,12 +1815,14 @@ int cmd_agent(int argc, char **argv)
 	a.dirfd = -1;
 	a.answer_fd = -1;
 	a.max_texts = AGENT_MAX_TEXTS;
+	a.max_procs = AGENT_MAX_PROCS;
 	rc = agent_options(argc, argv, &a, &o);
 	if (rc < 0)
 		rc = agent_claim(&a, &o);
 	if (rc >= 0)
 		return rc;
 	hmap_init(&a.folds, sizeof(uint64_t), sizeof(struct fold_ent));
+	hmap_init(&a.seen, sizeof(uint32_t), sizeof(uint64_t));
 	rc = agent_start(&a, &o);
 	if (rc < 0)
 		rc = agent_loop(&a, o.interval) < 0 || agent_end(&a, o.quiet) < 0 ? SP_EXIT_INTERNAL

@@ -38,6 +38,202 @@ void sp_agent_qagg_to_row(const struct sp_qagg *q, struct sp_agent_row *r)
 #undef QF_GET
 }
 
+/* ---- the processes budget ---- */
+
+/* Merge an entry of a folded process into the one it meets (same map). */
+typedef void (*pfold_merge_fn)(void *dst, void *src);
+
+static void pmerge_sagg(void *dv, void *sv)
+{
+	struct sp_sagg *d = dv, *s = sv;
+
+	d->samples += s->samples;
+	d->total_ns += s->total_ns;
+	d->rows += s->rows;
+	d->vm_steps += s->vm_steps;
+	d->random_samples += s->random_samples;
+	d->random_ns += s->random_ns;
+}
+
+static void pmerge_caller(void *dv, void *sv)
+{
+	struct sp_caller *d = dv, *s = sv;
+
+	d->count += s->count;
+	d->total_ns += s->total_ns;
+}
+
+static void pmerge_err(void *dv, void *sv)
+{
+	((struct sp_err *)dv)->count += ((struct sp_err *)sv)->count;
+	free(((struct sp_err *)sv)->msg);
+}
+
+static void pmerge_u64(void *dv, void *sv)
+{
+	*(uint64_t *)dv += *(uint64_t *)sv;
+}
+
+/*
+ * The entries of m whose key's word pw is a pid of set: with fn, moved
+ * to pid SP_AGENT_PID_OTHER with word zw (their stack or calling
+ * address; -1: none) 0, merged by fn into the entry they meet; without
+ * fn, deleted and handed to drop (may be NULL). -1 on ENOMEM (what was
+ * not moved yet stays: sums whole).
+ */
+static int pfold_map(struct hmap *m, int pw, int zw, const struct hmap *set, pfold_merge_fn fn,
+		     void (*drop)(void *val))
+{
+	size_t it = 0, n = 0, cap = 0, ent = m->keylen + m->vallen;
+	const uint64_t *k;
+	uint8_t *moved = NULL;
+	int rc = 0;
+
+	while (hmap_next(m, &it, (const void **)&k)) {
+		if (!hmap_get((struct hmap *)set, &k[pw], 0, NULL))
+			continue;
+		if (SP_GROW(moved, cap, (n + 1) * ent, 4096) < 0) {
+			rc = -1;
+			break;
+		}
+		memcpy(moved + n++ * ent, k, m->keylen);
+	}
+	for (size_t i = 0; i < n; i++)
+		hmap_del(m, moved + i * ent, moved + i * ent + m->keylen);
+	for (size_t i = 0; i < n; i++) {
+		uint8_t *e = moved + i * ent;
+		uint64_t key[8];
+		void *d;
+		int created;
+
+		if (!fn) {
+			if (drop)
+				drop(e + m->keylen);
+			continue;
+		}
+		memcpy(key, e, m->keylen);
+		key[pw] = SP_AGENT_PID_OTHER;
+		if (zw >= 0)
+			key[zw] = 0;
+		d = hmap_get(m, key, 1, &created);
+		if (!d && (d = hmap_get(m, e, 1, &created)) != NULL)
+			rc = -1; /* put back as it was */
+		if (!d)
+			continue;
+		if (created)
+			memcpy(d, e + m->keylen, m->vallen);
+		else
+			fn(d, e + m->keylen);
+	}
+	free(moved);
+	return rc;
+}
+
+static void drop_stack(void *v)
+{
+	free(((struct sp_stack *)v)->pcs);
+}
+
+static void drop_module(void *v)
+{
+	free(((struct sp_module *)v)->path);
+}
+
+static void drop_pycode(void *v)
+{
+	struct sp_pycode *pc = v;
+
+	free(pc->name);
+	free(pc->qualname);
+	free(pc->file);
+	free(pc->table);
+}
+
+/* p's counts added to o (the folded processes' row). */
+static void proc_add(struct sp_proc *o, const struct sp_proc *p)
+{
+	o->execs += p->execs;
+	/* its goodbye's executions beyond its statistics stay missing
+	 * (sp_coll_missing_bye): the row's excess is the sum of theirs */
+	o->bye_execs += p->bye && p->bye_execs > p->execs ? p->bye_execs : p->execs;
+	o->events += p->events;
+	o->lost += p->lost;
+	o->unattributed += p->unattributed;
+	o->stats_bad += p->stats_bad;
+	o->foreign_libs += p->foreign_libs;
+	o->deepbind_late += p->deepbind_late;
+	o->clamped += p->clamped;
+	o->texts_folded += p->texts_folded;
+	o->untracked += p->untracked;
+	o->msgs += p->msgs;
+	o->bad_msgs += p->bad_msgs;
+	o->gaps += p->gaps;
+	o->reconnects += p->reconnects;
+	o->seen |= p->seen;
+	o->sqlite_found |= p->sqlite_found;
+}
+
+size_t sp_agent_fold_procs(struct sp_coll *c, const uint32_t *pids, size_t n)
+{
+	struct sp_proc acc, gone, *o;
+	struct hmap set; /* pid (as uint64_t) -> nothing */
+	uint32_t okey = SP_AGENT_PID_OTHER;
+	size_t folded = 0;
+	int created;
+
+	if (!n || !hmap_get(&c->procs, &okey, 1, &created))
+		return 0;
+	hmap_init(&set, sizeof(uint64_t), 0);
+	for (size_t i = 0; i < n; i++) {
+		uint64_t k = pids[i];
+
+		if (pids[i] != SP_AGENT_PID_OTHER && !hmap_get(&set, &k, 1, NULL))
+			goto out;
+	}
+	/* first the tables keyed by process: a failure leaves every process
+	 * row, and every sum is still whole */
+	if (pfold_map(&c->sites, 2, 3, &set, pmerge_sagg, NULL) < 0 ||
+	    pfold_map(&c->callers, 2, 3, &set, pmerge_caller, NULL) < 0 ||
+	    pfold_map(&c->errors, 2, 3, &set, pmerge_err, NULL) < 0 ||
+	    pfold_map(&c->errcodes, 2, -1, &set, pmerge_u64, NULL) < 0 ||
+	    pfold_map(&c->dupvals, 1, -1, &set, NULL, NULL) < 0 ||
+	    pfold_map(&c->stacks, 0, -1, &set, NULL, drop_stack) < 0 ||
+	    pfold_map(&c->modules, 0, -1, &set, NULL, drop_module) < 0 ||
+	    pfold_map(&c->pycodes, 0, -1, &set, NULL, drop_pycode) < 0)
+		goto out;
+	for (size_t i = 0; i < c->nevents; i++) {
+		uint64_t k = c->events[i].pid;
+
+		if (hmap_get(&set, &k, 0, NULL))
+			c->events[i].stack_id = 0;
+	}
+	memset(&acc, 0, sizeof(acc));
+	for (size_t i = 0; i < n; i++) {
+		if (pids[i] == SP_AGENT_PID_OTHER || !hmap_del(&c->procs, &pids[i], &gone))
+			continue;
+		proc_add(&acc, &gone);
+		free(gone.exe);
+		folded++;
+	}
+	o = hmap_get(&c->procs, &okey, 0, NULL); /* entries moved: looked up again */
+	if (o) {
+		if (!o->hello) { /* made above */
+			o->pid = SP_AGENT_PID_OTHER;
+			o->hello = 1;
+			o->bye = 1;
+		}
+		if (!o->exe)
+			o->exe = strdup("<other processes>");
+		proc_add(o, &acc);
+	}
+out:
+	/* the row made for nothing: not a process */
+	if (!folded && created && (o = hmap_get(&c->procs, &okey, 0, NULL)) && !o->hello)
+		hmap_del(&c->procs, &okey, NULL);
+	hmap_free(&set);
+	return folded;
+}
+
 /* ---- load ---- */
 
 struct ld {
@@ -97,6 +293,10 @@ static int meta_row(struct ld *l, sqlite3_stmt *st)
 		l->out->started = sqlite3_column_int64(st, 1);
 	else if (key && !strcmp(key, "agent_ns_per_tick"))
 		l->out->ns_per_tick = sqlite3_column_double(st, 1);
+	else if (key && !strcmp(key, "agent_processes_folded"))
+		l->out->procs_folded = sp_col_u64(st, 1);
+	else if (key && !strcmp(key, "agent_processes_folded_sqlite"))
+		l->out->procs_folded_sqlite = sp_col_u64(st, 1);
 	else if (key)
 		l->out->restarts = sqlite3_column_int64(st, 1) + 1;
 	return 0;
@@ -224,6 +424,7 @@ int sp_agent_state_load(sqlite3 *db, const char *path, struct sp_coll *c,
 	if (each_row(&l,
 		     "SELECT key, value FROM meta WHERE key IN ('started', 'agent_restarts',"
 		     " 'agent_ns_per_tick', 'descriptors_lost', 'statistics_lost',"
+		     " 'agent_processes_folded', 'agent_processes_folded_sqlite',"
 		     " 'descriptor_waits')",
 		     meta_row, path, err, errlen) < 0)
 		return -1;
@@ -364,6 +565,12 @@ static int write_meta(sqlite3 *db, const struct sp_agent_saved *s)
 		 * their fingerprints' totals are exact, the texts are gone */
 		{ "agent_texts_folded", (int64_t)s->c->texts_folded },
 		{ "agent_max_texts", (int64_t)s->max_texts },
+		/* processes folded by the budget (--max-processes) into the
+		 * row of pid 0, over the profile's life: the report counts
+		 * them (its processes and those that ran SQL) */
+		{ "agent_max_processes", (int64_t)s->max_procs },
+		{ "agent_processes_folded", (int64_t)s->procs_folded },
+		{ "agent_processes_folded_sqlite", (int64_t)s->procs_folded_sqlite },
 		{ "agent_updated", (int64_t)time(NULL) },
 	};
 	sqlite3_stmt *st = NULL;

@@ -59,11 +59,37 @@ int sp_agent_hrows_add(struct sp_agent_hrows *rs, const struct sp_agent_hrow *r)
 /* q's subtractable totals into r->v. */
 void sp_agent_qagg_to_row(const struct sp_qagg *q, struct sp_agent_row *r);
 
+/*
+ * The process row every folded process is counted under (pid 0, exe
+ * "<other processes>"): the processes budget (cmd-agent.c,
+ * --max-processes) folds the least recently seen processes that are over
+ * into it.
+ */
+#define SP_AGENT_PID_OTHER 0u
+
+/*
+ * Fold the processes pids[n] of c into the row SP_AGENT_PID_OTHER: their
+ * counts (executions, goodbyes' executions, losses, messages, untracked
+ * steps...) added to it, so that every sum over processes stays exact;
+ * their sites, callers, errors and failures by code go to that row with
+ * no stack or calling address (their sums per text stay exact: what is
+ * lost is where in their code they ran); their stacks, module maps,
+ * Python code objects and bound values' hashes go; their sampled
+ * executions keep their pid and lose their stack. The caller chooses
+ * processes that are over (no connection, statistics or rings, their end
+ * known) and did not die (a death stays named). Returns the number
+ * folded (0 when out of memory: nothing changed but what was moved
+ * whole, sums kept).
+ */
+size_t sp_agent_fold_procs(struct sp_coll *c, const uint32_t *pids, size_t n);
+
 /* What an earlier agent left in a profile. */
 struct sp_agent_loaded {
 	long long started;               /* meta started */
 	long long restarts;              /* agents that wrote it before (>= 1) */
 	double ns_per_tick;              /* its TSC calibration, 0: none */
+	uint64_t procs_folded;           /* meta agent_processes_folded */
+	uint64_t procs_folded_sqlite;    /* meta agent_processes_folded_sqlite */
 	struct sp_agent_rows carried;    /* agent_live */
 	struct sp_agent_hrows carried_h; /* agent_live_hist */
 };
@@ -85,6 +111,9 @@ struct sp_agent_saved {
 	long long restarts;
 	uint64_t missing; /* agent_missing_executions */
 	uint64_t max_texts;
+	uint64_t max_procs;           /* --max-processes */
+	uint64_t procs_folded;        /* processes in the row SP_AGENT_PID_OTHER */
+	uint64_t procs_folded_sqlite; /* of them, those that ran SQL */
 };
 
 /* Create and fill agent_queries, agent_live, agent_live_hist and the

@@ -519,6 +519,8 @@ static int meta_opt(sqlite3 *db, const char *key, int real, double *d, int64_t *
  * executions when w is set). */
 static void load_totals(sqlite3 *db, const struct sp_window *w, struct sp_qset *qs)
 {
+	uint64_t folded;
+
 	qs->lost = scalar(db, "SELECT COALESCE(SUM(lost),0) FROM processes");
 	qs->executions = scalar(db, "SELECT COALESCE(SUM(count),0) FROM queries");
 	if (w) {
@@ -541,6 +543,14 @@ static void load_totals(sqlite3 *db, const struct sp_window *w, struct sp_qset *
 	 * readlink) connect too, and stay in the profile */
 	qs->sqlite_processes = scalar(db, "SELECT COUNT(*) FROM processes WHERE executions > 0");
 	qs->untracked = scalar(db, "SELECT COALESCE(SUM(untracked),0) FROM processes");
+	/* an agent's processes budget: the processes it folded are one row
+	 * (pid 0), counted here as what they were */
+	if ((folded = meta_u64(db, "agent_processes_folded")) > 0) {
+		uint64_t fsql = meta_u64(db, "agent_processes_folded_sqlite");
+
+		qs->processes += folded - 1;
+		qs->sqlite_processes += fsql - (fsql > 0);
+	}
 	qs->bad_messages = meta_u64(db, "bad_messages");
 	qs->descriptors_lost = meta_u64(db, "descriptors_lost");
 	qs->statistics_lost = meta_u64(db, "statistics_lost");

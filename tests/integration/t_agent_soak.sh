@@ -4,7 +4,7 @@
 # 10-minute soak): a service making 1,000 new SQL texts a second
 # (tests/progs/soak, SQLPROF_TEXTS_PER_SHAPE=0: every text reaches the
 # agent) and 2 short processes a second under one agent with
-# --metrics, --interval 1 and --max-texts 2000, for 15 s
+# --metrics, --interval 1, --max-texts 2000 and --max-processes 10, for 15 s
 # (scripts/agent_soak.py, under ulimit -v and the runner's timeout). The
 # profile holds exactly what the processes ran (totals exact through the
 # folding), keeps at most 2,000 texts plus one fold per fingerprint, says
@@ -25,7 +25,7 @@ ldd "$SQLPROF" 2>/dev/null | grep -q libasan || ulimit -v 4000000
 out=$TMP/soak.json
 "$PYTHON" "$ITDIR/../../scripts/agent_soak.py" --build "$BUILD" --seconds 15 --rate 1000 \
 	--procs 2 --interval 1 --scrape-every 1 --warmup 5 --rss-growth-kb 8192 \
-	--agent-args "--max-texts 2000" --keep "$TMP/soak.db" --check >"$out" ||
+	--agent-args "--max-texts 2000 --max-processes 10" --keep "$TMP/soak.db" --check >"$out" ||
 	fail "agent_soak: $(cat "$out")"
 "$PYTHON" - "$out" <<'EOF' || fail "soak figures"
 import json, sys
@@ -46,6 +46,17 @@ folded=$(sqlite3 "$TMP/soak.db" "SELECT value FROM meta WHERE key = 'agent_texts
 echo "profile: $texts texts kept, $folded folded"
 [ "$texts" -le $((2000 + 60)) ] || fail "the profile keeps $texts texts (--max-texts 2000)"
 [ "${folded:-0}" -gt 0 ] || fail "meta agent_texts_folded is '$folded'"
+# the processes budget: at most 10 rows (and 11 more between two folds),
+# the others in the row of pid 0, the report counting them all (a loaded
+# machine may start too few processes to fold any: not checked then)
+rows=$(sqlite3 "$TMP/soak.db" "SELECT count(*) FROM processes")
+pfolded=$(sqlite3 "$TMP/soak.db" "SELECT value FROM meta WHERE key = 'agent_processes_folded'")
+nproc=$("$PYTHON" -c 'import json,sys; print(json.load(open(sys.argv[1]))["processes"])' "$out")
+echo "processes: $rows rows, $pfolded folded, $nproc ran"
+[ "$rows" -le 22 ] || fail "the profile keeps $rows process rows (--max-processes 10)"
+[ "$nproc" -le 12 ] || [ "${pfolded:-0}" -gt 0 ] || fail "meta agent_processes_folded is '$pfolded'"
+"$SQLPROF" report "$TMP/soak.db" | head -1 | grep -q " in $nproc processes" ||
+	fail "report's header: $("$SQLPROF" report "$TMP/soak.db" | head -1), $nproc processes ran"
 # every text's totals under a text or its fold: none under an unknown id
 # (a folded text whose process's records went uncounted in snapshots: a
 # snapshot's copy of a growing service's statistics was refused whole)
