@@ -45,14 +45,7 @@ typedef void (*pfold_merge_fn)(void *dst, void *src);
 
 static void pmerge_sagg(void *dv, void *sv)
 {
-	struct sp_sagg *d = dv, *s = sv;
-
-	d->samples += s->samples;
-	d->total_ns += s->total_ns;
-	d->rows += s->rows;
-	d->vm_steps += s->vm_steps;
-	d->random_samples += s->random_samples;
-	d->random_ns += s->random_ns;
+	sp_sagg_add(dv, sv);
 }
 
 static void pmerge_caller(void *dv, void *sv)

@@ -175,6 +175,17 @@ struct sp_sagg {
 	uint64_t random_samples, random_ns; /* of those, the randomly drawn */
 };
 
+/* d += s, field by field (a merge of two processes' or two images' rows) */
+static inline void sp_sagg_add(struct sp_sagg *d, const struct sp_sagg *s)
+{
+	d->samples += s->samples;
+	d->total_ns += s->total_ns;
+	d->rows += s->rows;
+	d->vm_steps += s->vm_steps;
+	d->random_samples += s->random_samples;
+	d->random_ns += s->random_ns;
+}
+
 struct sp_stack {
 	uint32_t depth;
 	uint32_t generation; /* module map current when it was taken (0: unknown) */

@@ -89,14 +89,7 @@ static int merge_qagg(void *dv, void *sv)
 
 static int merge_sagg(void *dv, void *sv)
 {
-	struct sp_sagg *d = dv, *s = sv;
-
-	d->samples += s->samples;
-	d->total_ns += s->total_ns;
-	d->rows += s->rows;
-	d->vm_steps += s->vm_steps;
-	d->random_samples += s->random_samples;
-	d->random_ns += s->random_ns;
+	sp_sagg_add(dv, sv);
 	return 0;
 }
 
