@@ -47,6 +47,16 @@ not_checked() {
 	return 0
 }
 
+# chrome ARGS...: $CHROMIUM headless with a private profile ($TMP/chrome)
+# and no network services, its stderr appended to ./chrome.log. Capped at
+# 600 s for a hang only: a loaded machine (stress.sh 8) took chromium
+# past the 50 s it had.
+chrome() {
+	timeout 600 "$CHROMIUM" --headless --no-sandbox --disable-gpu --disable-background-networking \
+		--disable-component-update --disable-sync --no-first-run --user-data-dir="$TMP/chrome" \
+		"$@" 2>>chrome.log
+}
+
 # need_prog NAME: skip unless $PROGS/NAME was built.
 need_prog() {
 	[ -x "$PROGS/$1" ] || skip "$PROGS/$1 not built (make progs)"

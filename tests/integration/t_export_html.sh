@@ -21,11 +21,6 @@ for p in f h; do
 	"$SQLPROF" export -f svg -o "$p.svg" "$p.db" || fail "export svg $p"
 done
 
-chrome() { # chromium ARGS... with a private profile, no network services
-	timeout 50 "$CHROMIUM" --headless --no-sandbox --disable-gpu --disable-background-networking \
-		--disable-component-update --disable-sync --no-first-run --user-data-dir="$TMP/chrome" \
-		"$@" 2>>chrome.log
-}
 for p in f h; do
 	chrome --virtual-time-budget=3000 --dump-dom "file://$TMP/$p.html" >"$p.dom" ||
 		fail "chromium --dump-dom $p.html failed: $(tail -n 3 chrome.log)"
