@@ -15,7 +15,7 @@ agent_start
 
 # second -o NAME WHAT: an agent on another socket, refused with the pid
 second() {
-	(cd "$TMP" && timeout 20 "$SQLPROF" agent -o "$1" --socket "$TMP/run/t/sock" --interval 0.5) \
+	(cd "$TMP" && timeout "$HANG_S" "$SQLPROF" agent -o "$1" --socket "$TMP/run/t/sock" --interval 0.5) \
 		>"$TMP/second.out" 2>"$TMP/second.err"
 	local rc=$?
 	[ "$rc" = 2 ] || fail "$2: a second agent on the same profile exited $rc: $(cat "$TMP/second.err")"

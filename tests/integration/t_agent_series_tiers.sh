@@ -29,11 +29,11 @@ for _ in $(seq 1 250); do
 	sleep 0.02
 done
 eval "$("$SQLPROF" env --socket "$S")" || fail "sqlprof env failed"
-SQLPROF_RATE=0.1 timeout 30 "$PROGS/service" 100 4000 "$TMP/count" &
+SQLPROF_RATE=0.1 timeout "$HANG_S" "$PROGS/service" 100 4000 "$TMP/count" &
 SV=$!
 sleep 1
 # forked children beside it: 100 executions in the parent, 100 in each of 3
-timeout 30 "$PROGS/forker" >/dev/null || fail "forker failed"
+timeout "$HANG_S" "$PROGS/forker" >/dev/null || fail "forker failed"
 wait "$SV" || fail "the service failed"
 unset LD_PRELOAD SQLPROF_SOCK
 sleep 1

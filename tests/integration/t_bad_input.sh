@@ -72,7 +72,7 @@ for sql in "UPDATE queries SET kind=NULL, fingerprint=NULL, sql=NULL" \
 	i=$((i + 1))
 	cp "$TMP/good.db" "$TMP/h$i.db" && sqlite3 "$TMP/h$i.db" "$sql" || fail "cannot make h$i.db"
 	for fmt in json table csv; do
-		timeout 20 "$SQLPROF" report --format $fmt "$TMP/h$i.db" >"$TMP/h.out" 2>"$TMP/h.err"
+		timeout "$HANG_S" "$SQLPROF" report --format $fmt "$TMP/h$i.db" >"$TMP/h.out" 2>"$TMP/h.err"
 		rc=$?
 		if [ $rc -ne 0 ] && [ $rc -ne 3 ]; then
 			echo "FAIL: report $fmt after [$sql]: exit $rc: $(head -2 "$TMP/h.err")" >&2

@@ -15,7 +15,7 @@ command -v sqlite3 >/dev/null || skip "sqlite3 shell not installed"
 GOLD=$ITDIR/../golden/export
 SQLPROF=$SQLPROF "$GOLD/mkfixture.sh" "$TMP/fixture.db" || fail "mkfixture.sh failed"
 cd "$TMP" || exit 1
-mkdir npm && (cd npm && timeout 50 npm install --silent --no-audit --no-fund --no-save \
+mkdir npm && (cd npm && timeout "$HANG_S" npm install --silent --no-audit --no-fund --no-save \
 	"speedscope@${SPEEDSCOPE_VERSION:-latest}" ajv@8 >npm.log 2>&1) ||
 	skip "npm install speedscope ajv failed (registry unreachable?): $(tail -n 1 npm/npm.log)"
 schema=npm/node_modules/speedscope/dist/release/file-format-schema.json

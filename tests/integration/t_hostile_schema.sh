@@ -28,7 +28,7 @@ for f in folded svg perfetto chrome speedscope csv html; do forms+=("export -f $
 run() {
 	local what=$1 want=$2 rc
 	shift 2
-	timeout 10 "$@" >"$TMP/out" 2>"$TMP/err" </dev/null
+	timeout "$HANG_S" "$@" >"$TMP/out" 2>"$TMP/err" </dev/null
 	rc=$?
 	if [ "$rc" -ne "$want" ]; then
 		[ "$rc" -eq 124 ] && rc="124 (hung: killed after 10 s)"
@@ -88,7 +88,7 @@ run "export -o over a hostile file" 2 "$SQLPROF" export -f folded -o "$TMP/out.d
 # and unchanged, as the .old, and a new profile written.
 cp "$TMP/view_meta.db" "$TMP/out2.db"
 sum=$(cksum <"$TMP/out2.db")
-timeout 10 "$SQLPROF" record -q -o "$TMP/out2.db" -- true 2>"$TMP/err2" ||
+timeout "$HANG_S" "$SQLPROF" record -q -o "$TMP/out2.db" -- true 2>"$TMP/err2" ||
 	fail "record -o over a hostile file with the id: exit $?: $(cat "$TMP/err2")"
 [ "$(cksum <"$TMP/out2.db.old")" = "$sum" ] || fail "the hostile file was not kept unchanged as .old"
 "$SQLPROF" report "$TMP/out2.db" >/dev/null 2>&1 || fail "the new profile over it does not read"

@@ -21,7 +21,7 @@ cd "$TMP" || exit 1
 mkdir small
 
 # shellcheck disable=SC2016
-timeout 50 unshare -m bash -c '
+timeout "$HANG_S" unshare -m bash -c '
 	mount -t tmpfs -o size=64k tmpfs small || exit 77
 	TMPDIR=$PWD/small "$0" record --rate 1 -o "$PWD/p.db" -- "$1" 20000 >out 2>err
 	echo "$?" >rc

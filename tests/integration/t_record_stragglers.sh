@@ -13,7 +13,7 @@ need_prog longrun
 cd "$TMP" || exit 1
 trap ': >"$TMP/go"; rm -rf "$TMP"' EXIT
 
-timeout 30 "$SQLPROF" record -o p.db -- sh -c '
+timeout "$HANG_S" "$SQLPROF" record -o p.db -- sh -c '
 	"$0" 2000 "$1" "$2" >/dev/null &
 	echo $! >bg.pid
 	while [ ! -e "$1" ]; do sleep 0.02; done' "$PROGS/longrun" "$TMP/started" "$TMP/go" \
@@ -32,7 +32,7 @@ echo "ok: $(grep warning err)"
 # SQLite) still running when record stops: named too, found by record's
 # socket in its environment.
 rm -f sub.pid
-timeout 30 "$SQLPROF" record -o s.db -- sh -c '( sleep 4; true ) & echo $! >sub.pid; exit 0' >out 2>err
+timeout "$HANG_S" "$SQLPROF" record -o s.db -- sh -c '( sleep 4; true ) & echo $! >sub.pid; exit 0' >out 2>err
 rc=$?
 [ "$rc" = 0 ] || fail "subshell: record exited $rc: $(cat err)"
 sub=$(cat sub.pid)
@@ -43,7 +43,7 @@ grep -E "^sqlprof: warning: [12] more process(es)? of the command still running,
 echo "ok: $(grep 'not connected' err)"
 # -q: no warnings, as documented
 rm -f started go
-timeout 30 "$SQLPROF" record -q -o q.db -- sh -c '
+timeout "$HANG_S" "$SQLPROF" record -q -o q.db -- sh -c '
 	"$0" 2000 "$1" "$2" >/dev/null &
 	while [ ! -e "$1" ]; do sleep 0.02; done' "$PROGS/longrun" "$TMP/started" "$TMP/go" \
 	>out 2>err

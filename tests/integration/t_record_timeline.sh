@@ -53,7 +53,9 @@ check() {
 }
 
 # paused WHAT TMPDIR: longrun under record, told to go on once the
-# writer's file holds events (up to 20 s); record's output into $TMP/out
+# writer's file holds events (waited for up to 300 s: a loaded machine is
+# slow, and the wait ends as soon as they are there); record's output into
+# $TMP/out
 paused() {
 	local what=$1 td=$2 pid i got= rec exe warm=0
 	rm -rf "$td" && mkdir -p "$td" || fail "cannot make $td"
@@ -61,11 +63,11 @@ paused() {
 	# an empty symbolization cache: a warm one answers longrun's frames
 	# without opening it (t_symcache)
 	rm -rf "$XDG_CACHE_HOME"
-	TMPDIR=$td timeout 120 "$SQLPROF" record -q --rate 1 -o "$TMP/p.db" -- \
+	TMPDIR=$td timeout "$HANG_S" "$SQLPROF" record -q --rate 1 -o "$TMP/p.db" -- \
 		"$PROGS/longrun" 21000 "$TMP/started" "$TMP/go" >"$TMP/out" 2>"$TMP/err" &
 	pid=$!
 	wait_started "$TMP/started" "$pid" || fail "$what: longrun did not start: $(cat "$TMP/err")"
-	for i in $(seq 1 200); do
+	for i in $(seq 1 3000); do
 		got=$(sqlite3 "file:$(echo "$td"/sqlprof.*/timeline)?immutable=1" \
 			"SELECT count(*) FROM events" 2>/dev/null) && [ "${got:-0}" -gt 0 ] && break
 		sleep 0.1
@@ -73,7 +75,7 @@ paused() {
 	# the symbolizer opens the modules of the stacks while it runs too:
 	# longrun's own file, which record opens for nothing else
 	rec=$(pgrep -P "$pid" -x sqlprof | head -1) exe=$(readlink -f "$PROGS/longrun")
-	for i in $(seq 1 200); do
+	for i in $(seq 1 3000); do
 		[ -n "$rec" ] && ls -l "/proc/$rec/fd" 2>/dev/null | grep -qF " -> $exe" &&
 			{ warm=1; break; }
 		sleep 0.1
@@ -81,8 +83,8 @@ paused() {
 	touch "$TMP/go"
 	wait "$pid"
 	[ $? -eq 5 ] || fail "$what: record did not exit 5 as longrun: $(cat "$TMP/err")"
-	[ "${got:-0}" -gt 0 ] || fail "$what: no event in the writer's file within 20 s"
-	[ "$warm" = 1 ] || fail "$what: record had not opened $PROGS/longrun to symbolize within 20 s"
+	[ "${got:-0}" -gt 0 ] || fail "$what: no event in the writer's file within 300 s"
+	[ "$warm" = 1 ] || fail "$what: record had not opened $PROGS/longrun to symbolize within 300 s"
 	[ -z "$(ls -A "$td")" ] || fail "$what: left in the private directory: $(ls -AR "$td")"
 	grep -q "^n=21000 " "$TMP/out" || fail "$what: longrun's output: $(cat "$TMP/out")"
 }
@@ -92,7 +94,7 @@ run() { # run WHAT TMPDIR ARGS... : record into $TMP/p.db
 	shift 2
 	rm -rf "$td" && mkdir -p "$td" || fail "cannot make $td"
 	rm -f "$TMP/p.db"
-	TMPDIR=$td timeout 120 "$SQLPROF" record -q -o "$TMP/p.db" "$@" >"$TMP/out" 2>"$TMP/err" ||
+	TMPDIR=$td timeout "$HANG_S" "$SQLPROF" record -q -o "$TMP/p.db" "$@" >"$TMP/out" 2>"$TMP/err" ||
 		fail "$what: record exited $?: $(cat "$TMP/err")"
 	[ -z "$(ls -A "$td")" ] || fail "$what: left in the private directory: $(ls -AR "$td")"
 }

@@ -73,7 +73,7 @@ PY
 case_() {
 	local name=$1 mode=$2
 	shift 2
-	timeout 30 "$PYTHON" ptydrive.py "$mode" "$name.ready" "$@" >"$name.out" 2>&1 ||
+	timeout "$HANG_S" "$PYTHON" ptydrive.py "$mode" "$name.ready" "$@" >"$name.out" 2>&1 ||
 		fail "$name: the pty driver failed: $(cat "$name.out")"
 	# the terminal echoes C-c as ^C, on the same line
 	sed -i 's/^^C//' "$name.out"

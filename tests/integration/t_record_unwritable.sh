@@ -74,7 +74,7 @@ echo "ok: directory removed during the run -> $(grep saved err)"
 if [ "$(id -u)" = 0 ] && unshare -m true 2>/dev/null; then
 	mkdir small
 	# shellcheck disable=SC2016
-	timeout 60 unshare -m bash -c '
+	timeout "$HANG_S" unshare -m bash -c '
 		mount -t tmpfs -o size=64k tmpfs small || exit 77
 		head -c 1M /dev/zero >small/fill 2>/dev/null
 		rm -f ran

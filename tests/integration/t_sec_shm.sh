@@ -60,7 +60,7 @@ lp=$!
 wait_started "$TMP/res.ready" "$lp" || fail "listener did not start"
 want=$("$PROGS/trivial" 3000)
 out=$(LD_PRELOAD="$BUILD/lib/libsqlprof.so" SQLPROF_SOCK="$TMP/d/sock" SQLPROF_SEND_TIMEOUT_MS=50 SQLPROF_RATE=1 \
-	timeout 60 "$PROGS/trivial" 3000) || fail "trivial exited $? under the preload"
+	timeout "$HANG_S" "$PROGS/trivial" 3000) || fail "trivial exited $? under the preload"
 [ "$out" = "$want" ] || fail "output changed"
 wait "$lp"
 cat "$TMP/res"

@@ -73,7 +73,7 @@ case_run() {
 	for i in $(seq 1 200); do [ -e "$R/$name.out.ready" ] && break; sleep 0.02; done
 	[ -e "$R/$name.out.ready" ] || fail "$name: listener did not start"
 	local out rc
-	out=$(cd "$TMP" && timeout 30 setpriv --reuid="$vuid" --regid="$vuid" --clear-groups \
+	out=$(cd "$TMP" && timeout "$HANG_S" setpriv --reuid="$vuid" --regid="$vuid" --clear-groups \
 		env LD_PRELOAD="$TMP/libsqlprof.so" SQLPROF_SOCK="$d/sock" SQLPROF_RATE=1 ./trivial 2000)
 	rc=$?
 	[ "$rc" = 0 ] || fail "$name: trivial exited $rc under the preload"
@@ -98,7 +98,7 @@ d=$TMP/own && mkdir "$d" && chown "$VI" "$d" && chmod 0700 "$d"
 "$SYSPY" "$TMP/listen.py" "$d/sock" "$VI" "$R/own.out" &
 lp=$!
 for i in $(seq 1 200); do [ -e "$R/own.out.ready" ] && break; sleep 0.02; done
-(cd "$TMP" && timeout 30 setpriv --reuid="$VI" --regid="$VI" --clear-groups \
+(cd "$TMP" && timeout "$HANG_S" setpriv --reuid="$VI" --regid="$VI" --clear-groups \
 	env LD_PRELOAD="$TMP/libsqlprof.so" SQLPROF_SOCK="$d/sock" ./trivial 2000 >/dev/null)
 wait "$lp"
 read -r b f <"$R/own.out"

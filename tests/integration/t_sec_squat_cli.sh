@@ -62,7 +62,7 @@ refused() {
 		grep -q XDG_RUNTIME_DIR "$TMP/env.err" && grep -q -- --socket "$TMP/env.err" ||
 		fail "$what: env's message: $(cat "$TMP/env.err")"
 	[ ! -s "$TMP/env.out" ] || fail "$what: env printed $(cat "$TMP/env.out")"
-	as_v timeout 10 "$SQLPROF" agent -o "$TMP/w/x.db" >"$TMP/ag.out" 2>"$TMP/ag.err"
+	as_v timeout "$HANG_S" "$SQLPROF" agent -o "$TMP/w/x.db" >"$TMP/ag.out" 2>"$TMP/ag.err"
 	rc=$?
 	[ "$rc" = 2 ] || fail "$what: agent exit $rc: $(cat "$TMP/ag.err")"
 	grep -q "$D" "$TMP/ag.err" && grep -q "$want" "$TMP/ag.err" ||
@@ -121,7 +121,7 @@ for _ in range(20):
         pass  # closed by the agent, the message unread
     s.close()
 ' "$S" || fail "a connection of $ATTACKER's was not closed by the agent"
-timeout 20 "$SQLPROF" top --once --socket "$S" >"$TMP/top.out" 2>"$TMP/top.err" ||
+timeout "$HANG_S" "$SQLPROF" top --once --socket "$S" >"$TMP/top.out" 2>"$TMP/top.err" ||
 	fail "root's sqlprof top --once: exit $?: $(cat "$TMP/top.err")"
 kill -TERM "$AG"
 wait "$AG" || fail "agent exit $?: $(cat "$TMP/peer.err")"

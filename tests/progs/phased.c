@@ -8,10 +8,13 @@
  * `sqlprof report --since/--until` takes); DIR/b when phase B has begun.
  * With GO, phase B waits, after the gap, for the file GO to exist (a test
  * then places its bound inside the gap however loaded the machine; 600 s
- * at most, and exit 1 when GO's directory goes). It does not check what
- * the profiler recorded.
+ * at most, and exit 1 when GO's directory goes). With GO2 as well, phase
+ * B runs its first half, then waits the same way for GO2 (a test that
+ * restarts the agent lets the second half run once the new one listens,
+ * so that it sees sampled executions however loaded the machine). It does
+ * not check what the profiler recorded.
  *
- * usage: phased N1 RATE1 GAP_MS N2 RATE2 DIR [GO]
+ * usage: phased N1 RATE1 GAP_MS N2 RATE2 DIR [GO [GO2]]
  */
 #include <sqlite3.h>
 #include <stdio.h>
@@ -100,7 +103,7 @@ int main(int argc, char **argv)
 	sqlite3_stmt *st;
 	char buf[64];
 
-	if (argc != 7 && argc != 8)
+	if (argc < 7 || argc > 9)
 		return 2;
 	n1 = strtol(argv[1], NULL, 10);
 	r1 = strtol(argv[2], NULL, 10);
@@ -118,10 +121,16 @@ int main(int argc, char **argv)
 	if (put(argv[6], "gap", buf) < 0)
 		return 1;
 	sleep_ms(gap);
-	if (argc == 8 && wait_go(argv[7]) < 0)
+	if (argc >= 8 && wait_go(argv[7]) < 0)
 		return 1;
 	if (put(argv[6], "b", "") < 0)
 		return 1;
+	if (argc == 9) { /* the first half, then GO2 */
+		phase(st, n2 / 2, r2);
+		if (wait_go(argv[8]) < 0)
+			return 1;
+		n2 -= n2 / 2;
+	}
 	phase(st, n2, r2);
 	sqlite3_finalize(st);
 	sqlite3_close(db);
