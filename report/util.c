@@ -241,8 +241,55 @@ void *hmap_next(const struct hmap *m, size_t *it, const void **key)
 	return NULL;
 }
 
+/* sp_fmt_ns of a whole number of ns below 1000 s without the floating
+ * point of printf (a fifth of report's instructions at 20,000 queries):
+ * the hundredths of the unit rounded to nearest, the same digits as
+ * "%.2f" of ns / unit wherever the ns are not a tie (then the double's
+ * own value decides: 0 to have printf do it). Below 1e12 the exact
+ * quotient lies at least a millionth of its size from a tie, far more
+ * than a double's error. */
+static int fmt_ns_whole(char *buf, size_t len, uint64_t n)
+{
+	static const struct {
+		uint64_t below, hundredth;
+		const char *unit;
+	} u[] = { { 1000u, 0, " ns" },
+		  { 1000000u, 10u, " us" },
+		  { 1000000000u, 10000u, " ms" },
+		  { 1000000000000u, 10000000u, " s" } };
+	char d[32], *p = d + sizeof(d);
+	uint64_t q = n, r;
+	size_t i, k;
+
+	for (i = 0; n >= u[i].below; i++)
+		;
+	if (u[i].hundredth) {
+		q = n / u[i].hundredth;
+		r = n % u[i].hundredth;
+		if (2 * r == u[i].hundredth)
+			return 0;
+		q += 2 * r > u[i].hundredth;
+		*--p = (char)('0' + q % 10);
+		*--p = (char)('0' + q / 10 % 10);
+		*--p = '.';
+		q /= 100;
+	}
+	do
+		*--p = (char)('0' + q % 10);
+	while ((q /= 10));
+	k = (size_t)(d + sizeof(d) - p);
+	if (k + strlen(u[i].unit) >= len)
+		return 0;
+	memcpy(buf, p, k);
+	strcpy(buf + k, u[i].unit);
+	return 1;
+}
+
 const char *sp_fmt_ns(char *buf, size_t len, double ns)
 {
+	if (ns >= 0 && ns < 1e12 && ns == (double)(uint64_t)ns &&
+	    fmt_ns_whole(buf, len, (uint64_t)ns))
+		return buf;
 	if (ns < 1e3)
 		snprintf(buf, len, "%.0f ns", ns);
 	else if (ns < 1e6)

@@ -9,6 +9,7 @@
 #include <check.h>
 #include <errno.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -137,6 +138,53 @@ START_TEST(test_kind)
 }
 END_TEST
 
+/* sp_fmt_ns's whole-ns path prints what "%.2f" of the double prints: at
+ * each unit's edges, at ties (x.xx5, where the double decides), and at
+ * 200,000 pseudo-random values of every size below 1000 s */
+static void fmt_ref(char *b, size_t len, double ns)
+{
+	if (ns < 1e3)
+		snprintf(b, len, "%.0f ns", ns);
+	else if (ns < 1e6)
+		snprintf(b, len, "%.2f us", ns / 1e3);
+	else if (ns < 1e9)
+		snprintf(b, len, "%.2f ms", ns / 1e6);
+	else
+		snprintf(b, len, "%.2f s", ns / 1e9);
+}
+
+static void fmt_same(double ns)
+{
+	char got[64], want[64];
+
+	sp_fmt_ns(got, sizeof(got), ns);
+	fmt_ref(want, sizeof(want), ns);
+	ck_assert_msg(!strcmp(got, want), "%.17g: got '%s', want '%s'", ns, got, want);
+}
+
+START_TEST(test_fmt_ns)
+{
+	static const double edges[] = {
+		0,          1,          999,          1000,         1004,
+		1005,       1006,       1015,         1025,         9995,
+		999994,     999995,     999996,       999999,       1000000,
+		1005000,    1015000,    999995000,    999999999,    1000000000,
+		1005000000, 1015000000, 999994999999, 999995000000, 999999999999,
+		1e12,       1e12 + 1,   5e15,         123.5,        1234.5
+	};
+	uint64_t x = 88172645463325252ull;
+
+	for (size_t i = 0; i < sizeof(edges) / sizeof(edges[0]); i++)
+		fmt_same(edges[i]);
+	for (int i = 0; i < 200000; i++) {
+		x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+		fmt_same((double)(x % (1ull << (10 + i % 30))));
+		if (i % 1000 == 0)
+			fmt_same((double)(x % 1000000000000ull) / 7.0); /* a mean */
+	}
+}
+END_TEST
+
 static Suite *util_suite(void)
 {
 	Suite *s = suite_create("util");
@@ -150,6 +198,7 @@ static Suite *util_suite(void)
 	tcase_add_test(tc, test_fnv);
 	tcase_add_test(tc, test_kind);
 	tcase_add_test(tc, test_shorten);
+	tcase_add_test(tc, test_fmt_ns);
 	suite_add_tcase(s, tc);
 	return s;
 }

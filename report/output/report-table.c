@@ -412,13 +412,42 @@ static size_t fit_columns(const struct sp_qset *qs, const struct report_opts *o,
 	return room;
 }
 
+/* The cells of a row, each right-aligned in its column (w) and one space
+ * apart, in one write (ten printf calls a row were a tenth of report's
+ * instructions at 20,000 queries) */
+static void print_cells(char b[][32], const size_t *w, const int *shown)
+{
+	char line[NCOL * 64], *p = line;
+
+	for (size_t c = 0; c < NCOL; c++) {
+		size_t n = strlen(b[c]), pad = w[c] > n ? w[c] - n : 0;
+
+		if (!shown[c])
+			continue;
+		if (pad + n + 1 > sizeof(line) - (size_t)(p - line) - 1) {
+			*p = 0;
+			fputs(line, stdout);
+			printf("%s%*s", c ? " " : "", (int)w[c], b[c]);
+			p = line;
+			continue;
+		}
+		if (c)
+			*p++ = ' ';
+		memset(p, ' ', pad);
+		memcpy(p + pad, b[c], n);
+		p += pad + n;
+	}
+	*p = 0;
+	fputs(line, stdout);
+}
+
 /* One query's line of the table (columns w, those shown; room for the
  * SQL when fitted), then its sites and, with --plans, its plan. */
 static void print_row(const struct sp_qrow *r, const struct report_opts *o, const size_t *w,
 		      const int *shown, size_t room, const struct sp_attrib *a)
 {
 	int exec = r->kind == SP_QK_EXEC;
-	size_t c, sqlw = o->width;
+	size_t sqlw = o->width;
 	char b[NCOL][32], *sql;
 
 	if (o->fit && (!sqlw || sqlw > room - (exec ? 7 : 0)))
@@ -439,9 +468,7 @@ static void print_row(const struct sp_qrow *r, const struct report_opts *o, cons
 	snprintf(b[C_COUNT], 32, "%llu", (unsigned long long)r->count);
 	snprintf(b[C_ROWS], 32, "%llu", (unsigned long long)r->rows);
 	sort_value(b[C_SORT], 32, r, o->sort);
-	for (c = 0; c < NCOL; c++)
-		if (shown[c])
-			printf("%s%*s", c ? " " : "", (int)w[c], b[c]);
+	print_cells(b, w, shown);
 	printf("  %s%s\n", exec ? "[exec] " : "", sql);
 	free(sql);
 	print_table_sites(a, r, o->stacks);
