@@ -7,6 +7,7 @@
  * report-group.c.
  */
 
+#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -75,6 +76,27 @@ int sp_rep_sites_exact(const struct sp_attrib *a, const struct sp_qrow *r)
 	return n && samples == r->count;
 }
 
+/* "%.0f" of v, without printf's floating point for a whole number (most
+ * sites' counts) */
+static const char *fmt_count(char *b, size_t len, double v)
+{
+	char d[24], *p = d + sizeof(d);
+	uint64_t n;
+
+	if (!(v >= 0 && !signbit(v) && v < 9007199254740992.0 && v == (double)(uint64_t)v) ||
+	    len < sizeof(d)) {
+		snprintf(b, len, "%.0f", v);
+		return b;
+	}
+	n = (uint64_t)v;
+	*--p = 0;
+	do
+		*--p = (char)('0' + n % 10);
+	while ((n /= 10));
+	memcpy(b, p, (size_t)(d + sizeof(d) - p));
+	return b;
+}
+
 static void print_table_sites(const struct sp_attrib *a, const struct sp_qrow *r, int stacks)
 {
 	size_t j, n;
@@ -83,16 +105,18 @@ static void print_table_sites(const struct sp_attrib *a, const struct sp_qrow *r
 
 	for (j = 0; j < n; j++) {
 		const struct sp_qsite *q = &a->qs[ix[j]];
-		char b[32];
+		char b[32], c[32];
 
 		/* exact: every execution sampled (sp_rep_sites_exact), or this site's
 		 * count came whole from its callers' exact counts */
 		if (exact || sp_qsite_exact(q, r->count))
-			printf("%10s -> %.0f exec%s, %s at ", "", q->est_count,
-			       sp_rep_pl(q->est_count), sp_fmt_ns(b, sizeof(b), q->est_total_ns));
+			printf("%10s -> %s exec%s, %s at ", "",
+			       fmt_count(c, sizeof(c), q->est_count), sp_rep_pl(q->est_count),
+			       sp_fmt_ns(b, sizeof(b), q->est_total_ns));
 		else
-			printf("%10s -> ~%.0f (est.) exec%s, ~%s at ", "", q->est_count,
-			       sp_rep_pl(q->est_count), sp_fmt_ns(b, sizeof(b), q->est_total_ns));
+			printf("%10s -> ~%s (est.) exec%s, ~%s at ", "",
+			       fmt_count(c, sizeof(c), q->est_count), sp_rep_pl(q->est_count),
+			       sp_fmt_ns(b, sizeof(b), q->est_total_ns));
 		sp_rep_site_name(a, q->site);
 		printf(" [%llu sample%s]\n", (unsigned long long)q->samples,
 		       sp_rep_pl((double)q->samples));
