@@ -127,20 +127,21 @@ static int estimate_sites(sqlite3 *db, const struct sp_qset *qs, struct sp_attri
  * Move each query's sites together in at->qs, the queries in qs's order,
  * each query's sites in their order (the rest after them, in theirs), and
  * index them again: the estimates then read at->qs in order, not at
- * random (a cache miss a site). Only --by sql: the grouped report reads
- * at->qs whole. 0, or -1 on ENOMEM.
+ * random (a cache miss a site). Nothing moves when the sites are in that
+ * order already, as the writer leaves them (queries and stack_samples in
+ * (fp_id, kind) order). Only --by sql: the grouped report reads at->qs
+ * whole. 0, or -1 on ENOMEM.
  */
 static int group_sites(struct sp_attrib *at, const struct sp_qset *qs)
 {
-	struct sp_qsite *nq = malloc((at->nqs ? at->nqs : 1) * sizeof(*nq));
+	size_t *from = malloc((at->nqs ? at->nqs : 1) * sizeof(*from));
 	unsigned char *done = calloc(at->nqs ? at->nqs : 1, 1);
-	size_t i, j, k, n = 0;
+	struct sp_qsite *nq = NULL;
+	size_t i, j, k, n = 0, moved = 0;
 
-	if (!nq || !done) {
-		free(nq);
-		free(done);
-		return -1;
-	}
+	if (!from || !done)
+		goto fail;
+	/* from[n]: the site that goes to slot n */
 	for (i = 0; i < qs->n; i++) {
 		const size_t *ix = sp_attrib_query_sites(at, qs->rows[i].fp_id,
 							 qs->rows[i].kind == SP_QK_EXEC, &k);
@@ -148,17 +149,34 @@ static int group_sites(struct sp_attrib *at, const struct sp_qset *qs)
 		for (j = 0; j < k; j++)
 			if (!done[ix[j]]) { /* a hostile profile's query twice */
 				done[ix[j]] = 1;
-				nq[n++] = at->qs[ix[j]];
+				moved += ix[j] != n;
+				from[n++] = ix[j];
 			}
 	}
 	for (i = 0; i < at->nqs; i++)
-		if (!done[i])
-			nq[n++] = at->qs[i];
+		if (!done[i]) {
+			moved += i != n;
+			from[n++] = i;
+		}
 	free(done);
+	done = NULL;
+	if (!moved) { /* the profile's tables in one order (the writer's): in place */
+		free(from);
+		return 0;
+	}
+	if (!(nq = malloc((at->nqs ? at->nqs : 1) * sizeof(*nq))))
+		goto fail;
+	for (i = 0; i < at->nqs; i++)
+		nq[i] = at->qs[from[i]];
+	free(from);
 	free(at->qs);
 	at->qs = nq;
 	at->qs_cap = at->nqs;
 	return sp_attrib_index(at);
+fail:
+	free(from);
+	free(done);
+	return -1;
 }
 
 /*
