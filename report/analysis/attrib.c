@@ -1142,30 +1142,57 @@ static int load_sqlite_mods(sqlite3 *db, struct sqlite_mods *mods, char *err, si
 }
 
 /* One row of stack_samples into its {query, kind, site} entry. */
-static int add_sample_row(struct sp_attrib *a, struct hmap *qsi, const struct srow *r)
+/* Where the sampled executions of row r go, in qs: its query's site
+ * (site), found in the group of r's query (from *group: the writer's
+ * rows come a query at a time) or, with grouped 0, through qsi; a new one
+ * at the end. 0, or LOAD_NOMEM. */
+static int sample_slot(struct sp_attrib *a, struct hmap *qsi, int grouped, size_t *group,
+		       const struct srow *r, int site, size_t *slot)
+{
+	struct qskey qk = { r->fp_id, r->kind_exec, site };
+	size_t *jp = NULL;
+	int created = 1;
+
+	if (grouped) {
+		if (*group >= a->nqs || a->qs[*group].fp_id != r->fp_id ||
+		    a->qs[*group].kind_exec != (int)r->kind_exec)
+			*group = a->nqs;
+		for (*slot = *group; *slot < a->nqs; (*slot)++)
+			if (a->qs[*slot].site == site)
+				return LOAD_OK;
+	} else {
+		if (!(jp = hmap_get(qsi, &qk, 1, &created)))
+			return LOAD_NOMEM;
+		if (!created) {
+			*slot = *jp;
+			return LOAD_OK;
+		}
+	}
+	if (SP_GROW(a->qs, a->qs_cap, a->nqs + 1, 64) < 0)
+		return LOAD_NOMEM;
+	*slot = a->nqs;
+	if (jp)
+		*jp = a->nqs;
+	memset(&a->qs[a->nqs], 0, sizeof(a->qs[a->nqs]));
+	a->qs[a->nqs].fp_id = r->fp_id;
+	a->qs[a->nqs].kind_exec = (int)r->kind_exec;
+	a->qs[a->nqs].site = site;
+	a->qs[a->nqs].lib_site = r->sk ? r->sk->lib_site : -1;
+	a->qs[a->nqs].pid = r->pid;
+	a->qs[a->nqs].stack_id = r->stack_id;
+	a->nqs++;
+	return LOAD_OK;
+}
+
+static int add_sample_row(struct sp_attrib *a, struct hmap *qsi, int grouped, size_t *group,
+			  const struct srow *r)
 {
 	int site = r->sk ? r->sk->site : -1;
-	struct qskey qk = { r->fp_id, r->kind_exec, site };
-	int created;
-	size_t *jp = hmap_get(qsi, &qk, 1, &created), j;
+	size_t j;
 	double ec, en;
 
-	if (!jp)
+	if (sample_slot(a, qsi, grouped, group, r, site, &j) < 0)
 		return LOAD_NOMEM;
-	if (created) {
-		if (SP_GROW(a->qs, a->qs_cap, a->nqs + 1, 64) < 0)
-			return LOAD_NOMEM;
-		*jp = a->nqs;
-		memset(&a->qs[a->nqs], 0, sizeof(a->qs[a->nqs]));
-		a->qs[a->nqs].fp_id = r->fp_id;
-		a->qs[a->nqs].kind_exec = (int)r->kind_exec;
-		a->qs[a->nqs].site = site;
-		a->qs[a->nqs].lib_site = r->sk ? r->sk->lib_site : -1;
-		a->qs[a->nqs].pid = r->pid;
-		a->qs[a->nqs].stack_id = r->stack_id;
-		a->nqs++;
-	}
-	j = *jp;
 	a->qs[j].samples += r->in.samples;
 	a->qs[j].sample_ns += r->in.sample_ns;
 	a->qs[j].random_samples += r->in.random_samples;
@@ -1178,6 +1205,38 @@ static int add_sample_row(struct sp_attrib *a, struct hmap *qsi, const struct sr
 	if (site < 0)
 		a->unattributed_samples += r->in.samples;
 	return LOAD_OK;
+}
+
+/* 1 when rows come a query at a time (each {fp_id, kind} in one run, as
+ * the writer orders stack_samples) and no query has more than 32 sites,
+ * so that a query's sites are found by a look at its few: a map of
+ * 381,462 keys was a cache miss a row at 200,000 fingerprints; else 0
+ * (an older or hostile profile: the map) */
+static int rows_grouped(const struct srow *rows, size_t n)
+{
+	size_t i, run = 0;
+	int kinds = 0; /* kind_exec values seen for this fp_id: bit 1 << k */
+
+	for (i = 0; i < n; i++) {
+		const struct srow *r = &rows[i], *p = i ? &rows[i - 1] : NULL;
+
+		if (r->kind_exec < 0 || r->kind_exec > 1)
+			return 0;
+		if (!p || r->fp_id != p->fp_id) {
+			if (p && r->fp_id < p->fp_id)
+				return 0;
+			kinds = 0;
+		} else if (r->kind_exec == p->kind_exec) {
+			if (++run > 32)
+				return 0;
+			continue;
+		}
+		if (kinds & (1 << r->kind_exec))
+			return 0;
+		kinds |= 1 << r->kind_exec;
+		run = 1;
+	}
+	return 1;
 }
 
 /* Every row of stack_samples into *rows (*n of them, malloc'd), each
@@ -1244,8 +1303,8 @@ static int load_samples(sqlite3 *db, struct sp_attrib *a, char *err, size_t errl
 {
 	struct hmap qsi; /* {fp_id, kind_exec, site} -> index in qs */
 	struct srow *rows = NULL;
-	size_t n = 0;
-	int ret;
+	size_t n = 0, group = 0;
+	int ret, grouped;
 
 	hmap_init(&qsi, sizeof(struct qskey), sizeof(size_t));
 	if (load_callers(db, a) < 0)
@@ -1253,11 +1312,12 @@ static int load_samples(sqlite3 *db, struct sp_attrib *a, char *err, size_t errl
 	else if ((ret = read_samples(db, a, &rows, &n)) == LOAD_OK &&
 		 callers_samples(a, rows, n) < 0)
 		ret = LOAD_NOMEM;
+	grouped = ret == LOAD_OK && rows_grouped(rows, n);
 	/* sized once for at most a key a row (see load_callers) */
-	if (ret == LOAD_OK && hmap_reserve(&qsi, n) < 0)
+	if (ret == LOAD_OK && !grouped && hmap_reserve(&qsi, n) < 0)
 		ret = LOAD_NOMEM;
 	for (size_t i = 0; ret == LOAD_OK && i < n; i++)
-		ret = add_sample_row(a, &qsi, &rows[i]);
+		ret = add_sample_row(a, &qsi, grouped, &group, &rows[i]);
 	load_fail(db, ret, err, errlen);
 	free(rows);
 	hmap_free(&qsi);
