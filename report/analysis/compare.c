@@ -275,14 +275,58 @@ static int agg_medians(const struct sp_side *s, struct sp_qrow *a, const struct 
 	return 0;
 }
 
+/* 1 when agg_medians would give x back (a double holds it exactly). */
+static int median_exact(const struct sp_qrow *r)
+{
+	static const size_t off[] = { SP_QROW_COLS(AGG_SUMMED) offsetof(struct sp_qrow, max_run),
+				      offsetof(struct sp_qrow, p50_ns),
+				      offsetof(struct sp_qrow, p95_ns),
+				      offsetof(struct sp_qrow, p99_ns),
+				      offsetof(struct sp_qrow, min_ns),
+				      offsetof(struct sp_qrow, max_ns) };
+
+	for (size_t m = 0; m < sizeof(off) / sizeof(off[0]); m++)
+		if (*(const uint64_t *)((const char *)r + off[m]) > (1ULL << 53))
+			return 0;
+	return r->count > 0;
+}
+
+/* A side of one profile of one run (what diff compares): the medians of
+ * its rows are the rows, so agg shares them and their index instead of
+ * a copy of every query, its texts and a second index (10.7 % of diff's
+ * CPU at 200,000 fingerprints, and the copy's memory). Not when the
+ * profile holds a key twice (a hostile kind spelling: agg keeps its first
+ * row only), a row ran 0 times or a counter is past 2^53 (agg_medians
+ * rounds it through a double). 1 when shared, else 0. */
+static int agg_share(struct sp_side *s)
+{
+	const struct sp_prof *p = &s->p[0];
+
+	if (s->np != 1 || p->runs != 1 || p->qidx.count != p->qs.n)
+		return 0;
+	for (size_t i = 0; i < p->qs.n; i++)
+		if (!median_exact(&p->qs.rows[i]))
+			return 0;
+	memset(&s->agg, 0, sizeof(s->agg));
+	s->agg.rows = p->qs.rows;
+	s->agg.n = p->qs.n;
+	s->agg_idx = p->qidx;
+	s->agg_shared = 1;
+	return 1;
+}
+
 /* The side's per-fingerprint rows: per-run medians over its profiles. */
 static int build_agg(struct sp_side *s)
 {
 	size_t i, j, np = s->np ? s->np : 1;
-	double *v = malloc(np * sizeof(*v));
-	const struct sp_qrow **rp = malloc(np * sizeof(*rp));
+	double *v;
+	const struct sp_qrow **rp;
 	int ret = -1;
 
+	if (agg_share(s))
+		return 0;
+	v = malloc(np * sizeof(*v));
+	rp = malloc(np * sizeof(*rp));
 	if (!v || !rp || agg_union(s) < 0)
 		goto out;
 	for (j = 0; j < s->agg.n; j++) {
@@ -575,8 +619,10 @@ void sp_side_free(struct sp_side *s)
 		free(s->p[i].path);
 	}
 	free(s->p);
-	sp_qset_free(&s->agg);
-	hmap_free(&s->agg_idx);
+	if (!s->agg_shared) {
+		sp_qset_free(&s->agg);
+		hmap_free(&s->agg_idx);
+	}
 	for (i = 0; i < s->nsite_strs; i++)
 		free(s->site_strs[i]);
 	free(s->site_strs);
