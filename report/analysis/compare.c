@@ -588,6 +588,9 @@ int sp_side_load(struct sp_side *s, const char *const *paths, size_t n, const ch
 		s->total_repeats += p->runs;
 		if (index_rows(&p->qidx, &p->qs) < 0 || load_repeat_means(p) < 0)
 			goto nomem;
+		/* all read: the page cache (64 MiB) back for the next
+		 * profile's, not one each (check's doctor reads again) */
+		sqlite3_db_release_memory(p->db);
 	}
 	if (build_agg(s) < 0 || build_sites(s) < 0)
 		goto nomem;
@@ -869,6 +872,18 @@ nomem:
 	return -1;
 }
 
+/* sp_side_time_samples of r, a row of s->agg, into out (MAX_TSAMPLES):
+ * a shared row is its one profile's of one run, whose one sample is its
+ * mean (a lookup of each query in the profile's index before). */
+static size_t time_samples(const struct sp_side *s, const struct sp_qrow *r, double *out)
+{
+	if (s->agg_shared) {
+		out[0] = r->mean_ns;
+		return 1;
+	}
+	return sp_side_time_samples(s, r->fp_id, r->kind, out, MAX_TSAMPLES);
+}
+
 int sp_diff_build(const struct sp_side *base, const struct sp_side *cand, struct sp_diff *d)
 {
 	struct hmap idx;
@@ -948,10 +963,8 @@ int sp_diff_build(const struct sp_side *base, const struct sp_side *cand, struct
 				d->n_same++;
 		}
 		/* time */
-		q->nt[0] = q->base ? sp_side_time_samples(base, q->fp_id, q->kind, ta, MAX_TSAMPLES)
-				   : 0;
-		q->nt[1] = q->cand ? sp_side_time_samples(cand, q->fp_id, q->kind, tb, MAX_TSAMPLES)
-				   : 0;
+		q->nt[0] = q->base ? time_samples(base, q->base, ta) : 0;
+		q->nt[1] = q->cand ? time_samples(cand, q->cand, tb) : 0;
 		q->p_value = 1;
 		if (q->nt[0] >= 3 && q->nt[1] >= 3) {
 			q->time_tested = 1;
