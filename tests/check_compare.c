@@ -322,6 +322,7 @@ static const char *mkprofile(const char *name, int runs, const char *const *q, s
 	unlink(path);
 	ck_assert_int_eq(sqlite3_open(path, &db), SQLITE_OK);
 	sql = sqlite3_mprintf(
+		"PRAGMA synchronous=OFF;" /* no fsync: many profiles, a busy machine */
 		"CREATE TABLE meta(key TEXT PRIMARY KEY, value);"
 		"INSERT INTO meta VALUES('format', 2), ('runs', %d);"
 		"CREATE TABLE processes(pid INTEGER PRIMARY KEY, ppid INTEGER, exe TEXT,"
@@ -490,6 +491,145 @@ START_TEST(test_match_runs)
 }
 END_TEST
 
+/* Rewrite path's queries in key order (ORDER BY fp_id, kind; how
+ * profiles are written), in the reverse, or with the first row again as
+ * a second row of its key (kind 'STMT': a statement, as "stmt"). */
+static void reorder(const char *path, const char *how)
+{
+	sqlite3 *db;
+	char *sql;
+
+	ck_assert_int_eq(sqlite3_open(path, &db), SQLITE_OK);
+	sql = sqlite3_mprintf(
+		"PRAGMA synchronous=OFF;"
+		"CREATE TABLE s2 AS SELECT * FROM stack_samples; DELETE FROM stack_samples;"
+		"INSERT INTO stack_samples SELECT * FROM s2 ORDER BY fp_id %s; DROP TABLE s2;"
+		"CREATE TABLE q2 AS SELECT * FROM queries; DELETE FROM queries;"
+		"INSERT INTO queries SELECT * FROM q2 %s; DROP TABLE q2;",
+		strcmp(how, "desc") ? "" : "DESC",
+		!strcmp(how, "asc") ? "ORDER BY fp_id, kind"
+		: !strcmp(how, "desc")
+			? "ORDER BY fp_id DESC, kind DESC"
+			: "ORDER BY fp_id, kind; INSERT INTO queries SELECT fp_id,"
+			  " 'STMT', fingerprint, sql, count * 7, total_ns, self_ns,"
+			  " wall_ns, min_ns, max_ns, rows, vm_steps * 7,"
+			  " fullscan_steps, sorts, autoindex, errors, nested, samples,"
+			  " prepares, prepare_ns, runs, max_run FROM queries"
+			  " ORDER BY fp_id LIMIT 1");
+	ck_assert_int_eq(sqlite3_exec(db, sql, NULL, NULL, NULL), SQLITE_OK);
+	sqlite3_free(sql);
+	sqlite3_close(db);
+}
+
+/* base: queries 0..39, candidate 20..59 (24..27 with more VM steps), or
+ * none (empty) */
+static void mkside(struct sp_side *s, int cand, int empty, const char *how)
+{
+	static char rows[40][128];
+	const char *q[40], *p[1];
+	char name[64];
+
+	for (int i = 0; i < 40; i++) {
+		int k = i + (cand ? 20 : 0);
+
+		snprintf(rows[i], sizeof(rows[i]), "SELECT x FROM t%d|%d|%d|0|1|%d", k, 10 + k,
+			 100 + k + (cand && k >= 24 && k < 28 ? 50 : 0), 1000 * (k + 1));
+		q[i] = rows[i];
+	}
+	snprintf(name, sizeof(name), "walk-%d-%d-%s.db", cand, empty, how);
+	p[0] = mkprofile(name, 1, q, empty ? 0 : 40);
+	reorder(p[0], how);
+	load(s, p, 1);
+}
+
+/* The diff of a base and a candidate in order how (each side). */
+static void walk_diff(const char *bhow, const char *chow, int bempty, int cempty, struct sp_side *b,
+		      struct sp_side *c, struct sp_diff *d)
+{
+	mkside(b, 0, bempty, bhow);
+	mkside(c, 1, cempty, chow);
+	ck_assert_int_eq(sp_diff_build(b, c, d), 0);
+}
+
+/* a and b the same diff (its sites too when sites) */
+static void walk_same(const struct sp_diff *a, const struct sp_diff *b, int sites)
+{
+	ck_assert_uint_eq(a->nq, b->nq);
+	ck_assert_uint_eq(a->ns, b->ns);
+	ck_assert_uint_eq(a->differences, b->differences);
+	for (size_t i = 0; i < a->nq; i++) {
+		ck_assert_int_eq(a->q[i].fp_id, b->q[i].fp_id);
+		ck_assert_uint_eq(a->q[i].flags, b->q[i].flags);
+		ck_assert_uint_eq(a->q[i].m[0][SP_M_VM_STEPS], b->q[i].m[0][SP_M_VM_STEPS]);
+		ck_assert_uint_eq(a->q[i].m[1][SP_M_VM_STEPS], b->q[i].m[1][SP_M_VM_STEPS]);
+		ck_assert_int_eq(!a->q[i].base, !b->q[i].base);
+		ck_assert_int_eq(!a->q[i].cand, !b->q[i].cand);
+	}
+	for (size_t i = 0; sites && i < a->ns; i++) { /* ties in impact: in either order */
+		size_t j;
+
+		for (j = 0; j < b->ns && b->s[j].fp_id != a->s[i].fp_id; j++)
+			;
+		ck_assert_uint_lt(j, b->ns);
+		ck_assert_str_eq(a->s[i].display, b->s[j].display);
+		ck_assert_str_eq(a->s[i].fingerprint, b->s[j].fingerprint);
+		ck_assert_double_eq(a->s[i].vm_steps[0], b->s[j].vm_steps[0]);
+		ck_assert_double_eq(a->s[i].vm_steps[1], b->s[j].vm_steps[1]);
+		ck_assert_double_eq(a->s[i].count[1], b->s[j].count[1]);
+	}
+}
+
+static void walk_free(struct sp_side *b, struct sp_side *c, struct sp_diff *d)
+{
+	sp_diff_free(d);
+	sp_side_free(b);
+	sp_side_free(c);
+}
+
+START_TEST(test_match_walk)
+{
+	/* sides in key order are matched by a walk, others through a map:
+	 * the same diff, whatever the order */
+	struct sp_side b[3], c[3];
+	struct sp_diff d[3];
+
+	walk_diff("asc", "asc", 0, 0, &b[0], &c[0], &d[0]);
+	ck_assert_uint_eq(d[0].nq, 60);
+	ck_assert_uint_eq(d[0].n_vanished, 20);
+	ck_assert_uint_eq(d[0].n_new, 20);
+	ck_assert_uint_eq(d[0].n_changed, 4); /* 24..27: VM steps */
+	ck_assert_uint_eq(d[0].ns, 60);
+	ck_assert(b[0].agg_shared && !b[0].agg_idx.cap); /* sorted: no index */
+	walk_diff("desc", "asc", 0, 0, &b[1], &c[1], &d[1]);
+	ck_assert(b[1].agg_idx.cap); /* not sorted: an index */
+	walk_same(&d[0], &d[1], 1);
+	walk_diff("asc", "desc", 0, 0, &b[2], &c[2], &d[2]);
+	walk_same(&d[0], &d[2], 1);
+	for (int i = 0; i < 3; i++)
+		walk_free(&b[i], &c[i], &d[i]);
+
+	/* empty sides */
+	walk_diff("asc", "asc", 1, 0, &b[0], &c[0], &d[0]);
+	ck_assert_uint_eq(d[0].nq, 40);
+	ck_assert_uint_eq(d[0].n_new, 40);
+	walk_diff("asc", "asc", 0, 1, &b[1], &c[1], &d[1]);
+	ck_assert_uint_eq(d[1].nq, 40);
+	ck_assert_uint_eq(d[1].n_vanished, 40);
+	walk_diff("asc", "asc", 1, 1, &b[2], &c[2], &d[2]);
+	ck_assert_uint_eq(d[2].nq, 0);
+	for (int i = 0; i < 3; i++)
+		walk_free(&b[i], &c[i], &d[i]);
+
+	/* a key twice (hostile): its first row is the query, on either side */
+	walk_diff("dup", "dup", 0, 0, &b[0], &c[0], &d[0]);
+	walk_diff("asc", "asc", 0, 0, &b[1], &c[1], &d[1]);
+	walk_same(&d[0], &d[1], 0); /* sites: the later row's estimates */
+	ck_assert_uint_eq(b[0].agg.n, 40);
+	for (int i = 0; i < 2; i++)
+		walk_free(&b[i], &c[i], &d[i]);
+}
+END_TEST
+
 START_TEST(test_load_errors)
 {
 	const char *missing[1] = { "/nonexistent/sqlprof.db" };
@@ -526,6 +666,8 @@ static Suite *compare_suite(void)
 	tc = tcase_create("matching");
 	tcase_add_test(tc, test_match);
 	tcase_add_test(tc, test_match_runs);
+	tcase_add_test(tc, test_match_walk);
+	tcase_set_timeout(tc, 120); /* 18 profiles written on a loaded machine */
 	tcase_add_test(tc, test_load_errors);
 	suite_add_tcase(s, tc);
 	return s;

@@ -151,12 +151,35 @@ static uint64_t meta_repeats(sqlite3 *db)
 	return v >= 1 ? (uint64_t)v : 1;
 }
 
-/* Index qs by (fp_id, kind) into ix (initialized here). 0, or -1 on ENOMEM. */
+/* The order of keys a profile's rows come in (its writer's: ORDER BY
+ * fp_id, kind, "exec" before "stmt"): < 0, 0, > 0. */
+static int kcmp(int64_t fa, int ka, int64_t fb, int kb)
+{
+	if (fa != fb)
+		return fa < fb ? -1 : 1;
+	return kb - ka;
+}
+
+static int key_cmp(const struct sp_qrow *r, int64_t fp, int kx)
+{
+	return kcmp(r->fp_id, r->kind == SP_QK_EXEC, fp, kx);
+}
+
+/* Index qs by (fp_id, kind) into ix (initialized here), the first row of
+ * a key; left empty when qs is sorted by key_cmp with each key once, as
+ * profiles are written (find_row searches it then: the index was 3.7 % of
+ * diff's CPU at 200,000 fingerprints). 0, or -1 on ENOMEM. */
 static int index_rows(struct hmap *ix, const struct sp_qset *qs)
 {
 	size_t i;
 
 	hmap_init(ix, sizeof(struct qkey), sizeof(size_t));
+	for (i = 1; i < qs->n; i++)
+		if (key_cmp(&qs->rows[i - 1], qs->rows[i].fp_id, qs->rows[i].kind == SP_QK_EXEC) >=
+		    0)
+			break;
+	if (i >= qs->n)
+		return 0;
 	for (i = 0; i < qs->n; i++) {
 		struct qkey k = { qs->rows[i].fp_id, qs->rows[i].kind == SP_QK_EXEC };
 		int created;
@@ -170,14 +193,55 @@ static int index_rows(struct hmap *ix, const struct sp_qset *qs)
 	return 0;
 }
 
+/* 1 when index_rows left ix empty: its rows are sorted, each key once. */
+static int by_key(const struct hmap *ix)
+{
+	return ix->cap == 0;
+}
+
+/* The first row >= (fp, kx) of qs (sorted by key_cmp) from *cur, the
+ * place of the last answer: forward by doubling steps, then halving (a
+ * walk in key order finds each next row in a step or two), else by
+ * halving before it. */
+static size_t seek_row(const struct sp_qset *qs, int64_t fp, int kx, size_t cur)
+{
+	size_t lo = 0, hi = cur < qs->n ? cur : qs->n, step = 1;
+
+	if (cur < qs->n && key_cmp(&qs->rows[cur], fp, kx) < 0) {
+		for (lo = cur; lo + step < qs->n && key_cmp(&qs->rows[lo + step], fp, kx) < 0;
+		     step *= 2)
+			lo += step;
+		hi = lo + step < qs->n ? lo + step : qs->n;
+		lo++; /* rows[lo - 1] < key, rows[hi] >= key or hi == n */
+	}
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (key_cmp(&qs->rows[mid], fp, kx) < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
 /* The row of (fp, kx) in qs through its index ix (a linear search per
- * lookup made diff quadratic: 195 s for 20,000 fingerprints). */
+ * lookup made diff quadratic: 195 s for 20,000 fingerprints), or by a
+ * search from *cur when qs is sorted (by_key; cur NULL: from the start). */
 static const struct sp_qrow *find_row(const struct hmap *ix, const struct sp_qset *qs, int64_t fp,
-				      int kx)
+				      int kx, size_t *cur)
 {
 	struct qkey k = { fp, kx };
-	const size_t *v = hmap_get((struct hmap *)ix, &k, 0, NULL);
+	const size_t *v;
+	size_t i;
 
+	if (by_key(ix)) {
+		i = seek_row(qs, fp, kx, cur ? *cur : 0);
+		if (cur)
+			*cur = i;
+		return i < qs->n && !key_cmp(&qs->rows[i], fp, kx) ? &qs->rows[i] : NULL;
+	}
+	v = hmap_get((struct hmap *)ix, &k, 0, NULL);
 	return v ? &qs->rows[*v] : NULL;
 }
 
@@ -275,15 +339,61 @@ static int agg_medians(const struct sp_side *s, struct sp_qrow *a, const struct 
 	return 0;
 }
 
+/* 1 when agg_medians would give x back (a double holds it exactly). */
+static int median_exact(const struct sp_qrow *r)
+{
+	static const size_t off[] = { SP_QROW_COLS(AGG_SUMMED) offsetof(struct sp_qrow, max_run),
+				      offsetof(struct sp_qrow, p50_ns),
+				      offsetof(struct sp_qrow, p95_ns),
+				      offsetof(struct sp_qrow, p99_ns),
+				      offsetof(struct sp_qrow, min_ns),
+				      offsetof(struct sp_qrow, max_ns) };
+
+	for (size_t m = 0; m < sizeof(off) / sizeof(off[0]); m++)
+		if (*(const uint64_t *)((const char *)r + off[m]) > (1ULL << 53))
+			return 0;
+	return r->count > 0;
+}
+
+/* A side of one profile of one run (what diff compares): the medians of
+ * its rows are the rows, so agg shares them and their index instead of
+ * a copy of every query, its texts and a second index (10.7 % of diff's
+ * CPU at 200,000 fingerprints, and the copy's memory). Not when the
+ * profile holds a key twice (a hostile kind spelling: agg keeps its first
+ * row only), a row ran 0 times or a counter is past 2^53 (agg_medians
+ * rounds it through a double). 1 when shared, else 0. */
+static int agg_share(struct sp_side *s)
+{
+	const struct sp_prof *p = &s->p[0];
+
+	if (s->np != 1 || p->runs != 1 || (!by_key(&p->qidx) && p->qidx.count != p->qs.n))
+		return 0;
+	for (size_t i = 0; i < p->qs.n; i++)
+		if (!median_exact(&p->qs.rows[i]))
+			return 0;
+	memset(&s->agg, 0, sizeof(s->agg));
+	s->agg.rows = p->qs.rows;
+	s->agg.n = p->qs.n;
+	s->agg_idx = p->qidx;
+	s->agg_shared = 1;
+	return 1;
+}
+
 /* The side's per-fingerprint rows: per-run medians over its profiles. */
 static int build_agg(struct sp_side *s)
 {
 	size_t i, j, np = s->np ? s->np : 1;
-	double *v = malloc(np * sizeof(*v));
-	const struct sp_qrow **rp = malloc(np * sizeof(*rp));
+	double *v;
+	const struct sp_qrow **rp;
+	size_t *cur;
 	int ret = -1;
 
-	if (!v || !rp || agg_union(s) < 0)
+	if (agg_share(s))
+		return 0;
+	v = malloc(np * sizeof(*v));
+	rp = malloc(np * sizeof(*rp));
+	cur = calloc(np, sizeof(*cur));
+	if (!v || !rp || !cur || agg_union(s) < 0)
 		goto out;
 	for (j = 0; j < s->agg.n; j++) {
 		struct sp_qrow *a = &s->agg.rows[j];
@@ -292,7 +402,7 @@ static int build_agg(struct sp_side *s)
 		 * profile before) */
 		for (i = 0; i < s->np; i++)
 			rp[i] = find_row(&s->p[i].qidx, &s->p[i].qs, a->fp_id,
-					 a->kind == SP_QK_EXEC);
+					 a->kind == SP_QK_EXEC, &cur[i]);
 		if (agg_medians(s, a, rp, v) < 0)
 			goto out;
 	}
@@ -312,6 +422,7 @@ static int build_agg(struct sp_side *s)
 out:
 	free(v);
 	free(rp);
+	free(cur);
 	return ret;
 }
 
@@ -368,17 +479,44 @@ static int site_str_make(struct sp_side *s, size_t *cap, const struct sp_site *s
  * different directories have the same sites. A site's key and display
  * are made once per profile (per site and fingerprint before: 776,000
  * strings at 200,000 fingerprints). */
+/* Most sites a query may have for a walk over them (build_sites,
+ * add_sites) instead of a map: a query's sites are searched one by one. */
+#define GROUP_MAX 64
+
+/* 1 when n keys (key(i): fp_id and kind_exec) are in key_cmp's order,
+ * at most GROUP_MAX of each. */
+static int grouped(size_t n, const void *base, size_t size, size_t fp_off, size_t kx_off,
+		   int kx_int)
+{
+	size_t run = 1;
+
+	for (size_t i = 1; i < n; i++) {
+		const char *a = (const char *)base + (i - 1) * size, *b = a + size;
+		int ka = kx_int ? *(const int *)(const void *)(a + kx_off)
+				: *(const enum sp_qkind *)(const void *)(a + kx_off) == SP_QK_EXEC;
+		int kb = kx_int ? *(const int *)(const void *)(b + kx_off)
+				: *(const enum sp_qkind *)(const void *)(b + kx_off) == SP_QK_EXEC;
+		int c = kcmp(*(const int64_t *)(const void *)(a + fp_off), ka,
+			     *(const int64_t *)(const void *)(b + fp_off), kb);
+
+		if (c > 0 || (run = c ? 1 : run + 1) > GROUP_MAX)
+			return 0;
+	}
+	return 1;
+}
+
 static int build_sites(struct sp_side *s)
 {
 	struct hmap idx;
 	struct site_str *ss = NULL;
-	size_t i, j, cap = 0, scap = 0;
+	size_t i, j, cap = 0, scap = 0, g = 0;
 
 	hmap_init(&idx, sizeof(struct skey), sizeof(size_t));
 	for (i = 0; i < s->np; i++) {
 		struct sp_prof *p = &s->p[i];
 		static struct sp_path_root pr; /* 4 KiB: not on the stack */
 		const char *root;
+		size_t cur = 0;
 
 		memset(&pr, 0, sizeof(pr));
 		for (j = 0; j < p->at.nsites; j++)
@@ -388,15 +526,21 @@ static int build_sites(struct sp_side *s)
 		free(ss); /* [nsites]: unattributed */
 		if (!(ss = calloc(p->at.nsites + 1, sizeof(*ss))))
 			goto nomem;
+		/* one profile whose sites come by query (stack_samples' order):
+		 * a query's sites are found among its own, no map of them all */
+		int walk = s->np == 1 && grouped(p->at.nqs, p->at.qs, sizeof(*p->at.qs),
+						 offsetof(struct sp_qsite, fp_id),
+						 offsetof(struct sp_qsite, kind_exec), 1);
+
 		for (j = 0; j < p->at.nqs; j++) {
 			const struct sp_qsite *q = &p->at.qs[j];
 			const struct sp_qrow *r =
-				find_row(&p->qidx, &p->qs, q->fp_id, q->kind_exec);
+				find_row(&p->qidx, &p->qs, q->fp_id, q->kind_exec, &cur);
 			const struct sp_site *site = q->site >= 0 ? &p->at.sites[q->site] : NULL;
 			struct site_str *st = &ss[site ? (size_t)q->site : p->at.nsites];
 			double runs = (double)p->runs * (double)s->np;
 			struct skey k;
-			size_t *ix;
+			size_t *ix, wi;
 			int created;
 			struct sp_sitestat *x;
 
@@ -405,9 +549,17 @@ static int build_sites(struct sp_side *s)
 			if (!st->key && site_str_make(s, &scap, site, root, st) < 0)
 				goto nomem;
 			k = (struct skey){ st->h, q->fp_id, q->kind_exec };
-			ix = hmap_get(&idx, &k, 1, &created);
-			if (!ix)
+			if (walk) {
+				if (j && (p->at.qs[j - 1].fp_id != q->fp_id ||
+					  p->at.qs[j - 1].kind_exec != q->kind_exec))
+					g = s->nsites; /* the query's first site */
+				for (wi = g; wi < s->nsites && s->sites[wi].key_hash != st->h; wi++)
+					;
+				created = wi == s->nsites;
+				ix = &wi;
+			} else if (!(ix = hmap_get(&idx, &k, 1, &created))) {
 				goto nomem;
+			}
 			if (created) {
 				if (SP_GROW(s->sites, cap, s->nsites + 1, 64) < 0)
 					goto nomem;
@@ -544,6 +696,9 @@ int sp_side_load(struct sp_side *s, const char *const *paths, size_t n, const ch
 		s->total_repeats += p->runs;
 		if (index_rows(&p->qidx, &p->qs) < 0 || load_repeat_means(p) < 0)
 			goto nomem;
+		/* all read: the page cache (64 MiB) back for the next
+		 * profile's, not one each (check's doctor reads again) */
+		sqlite3_db_release_memory(p->db);
 	}
 	if (build_agg(s) < 0 || build_sites(s) < 0)
 		goto nomem;
@@ -575,8 +730,10 @@ void sp_side_free(struct sp_side *s)
 		free(s->p[i].path);
 	}
 	free(s->p);
-	sp_qset_free(&s->agg);
-	hmap_free(&s->agg_idx);
+	if (!s->agg_shared) {
+		sp_qset_free(&s->agg);
+		hmap_free(&s->agg_idx);
+	}
 	for (i = 0; i < s->nsite_strs; i++)
 		free(s->site_strs[i]);
 	free(s->site_strs);
@@ -591,7 +748,8 @@ size_t sp_side_time_samples(const struct sp_side *s, int64_t fp_id, enum sp_qkin
 
 	for (i = 0; i < s->np && n < max; i++) {
 		const struct sp_prof *p = &s->p[i];
-		const struct sp_qrow *r = find_row(&p->qidx, &p->qs, fp_id, kind == SP_QK_EXEC);
+		const struct sp_qrow *r =
+			find_row(&p->qidx, &p->qs, fp_id, kind == SP_QK_EXEC, NULL);
 		struct qkey k = { fp_id, kind == SP_QK_EXEC };
 		const size_t *v =
 			p->runs > 1 ? hmap_get((struct hmap *)&p->rt_idx, &k, 0, NULL) : NULL;
@@ -773,28 +931,66 @@ static int cmp_sdiff(const void *pa, const void *pb)
 
 #define MAX_TSAMPLES 4096
 
+/* 1 when s's sites are by query in key order (sites_walk). */
+static int sites_grouped(const struct sp_side *s)
+{
+	return grouped(s->nsites, s->sites, sizeof(*s->sites), offsetof(struct sp_sitestat, fp_id),
+		       offsetof(struct sp_sitestat, kind), 0);
+}
+
+/* The index of x's site among cand's sites of x's query, from *g (cand's
+ * first site of a query not before x's, kept for the next x), or
+ * SIZE_MAX when cand has none. */
+static size_t site_match(const struct sp_side *cand, const struct sp_sitestat *x, size_t *g)
+{
+	int kx = x->kind == SP_QK_EXEC;
+	size_t i;
+
+	while (*g < cand->nsites &&
+	       kcmp(cand->sites[*g].fp_id, cand->sites[*g].kind == SP_QK_EXEC, x->fp_id, kx) < 0)
+		++*g;
+	for (i = *g; i < cand->nsites && cand->sites[i].fp_id == x->fp_id &&
+		     (cand->sites[i].kind == SP_QK_EXEC) == kx;
+	     i++)
+		if (cand->sites[i].key_hash == x->key_hash)
+			return i;
+	return SIZE_MAX;
+}
+
 static int add_sites(const struct sp_side *base, const struct sp_side *cand, struct sp_diff *d)
 {
 	struct hmap idx;
 	size_t i, cap = 0;
 	int side;
 
+	/* both sides' sites by query (as build_sites makes them of one
+	 * profile): a baseline site is found among its query's sites of the
+	 * candidate, the candidate's i-th site being entry i (a map of all
+	 * the sites was 5.8 % of diff's CPU at 200,000 fingerprints) */
+	int walk = sites_grouped(base) && sites_grouped(cand);
+	size_t g = 0, wi;
+
 	hmap_init(&idx, sizeof(struct skey), sizeof(size_t));
 	for (side = 1; side >= 0; side--) { /* candidate first: its display wins */
 		const struct sp_side *s = side ? cand : base;
+		size_t cur = 0;
 
 		for (i = 0; i < s->nsites; i++) {
 			const struct sp_sitestat *x = &s->sites[i];
 			struct skey k = { x->key_hash, x->fp_id, (x->kind == SP_QK_EXEC) };
 			int created;
-			size_t *ix = hmap_get(&idx, &k, 1, &created);
+			size_t *ix = walk ? &wi : hmap_get(&idx, &k, 1, &created);
 			struct sp_sdiff *sd;
 
+			if (walk) {
+				wi = side ? d->ns : site_match(cand, x, &g);
+				created = side || wi == SIZE_MAX;
+			}
 			if (!ix)
 				goto nomem;
 			if (created) {
-				const struct sp_qrow *r =
-					find_row(&s->agg_idx, &s->agg, x->fp_id, (int)k.kind_exec);
+				const struct sp_qrow *r = find_row(&s->agg_idx, &s->agg, x->fp_id,
+								   (int)k.kind_exec, &cur);
 
 				if (SP_GROW(d->s, cap, d->ns + 1, 64) < 0)
 					goto nomem;
@@ -823,6 +1019,64 @@ nomem:
 	return -1;
 }
 
+/* sp_side_time_samples of r, a row of s->agg, into out (MAX_TSAMPLES):
+ * a shared row is its one profile's of one run, whose one sample is its
+ * mean (a lookup of each query in the profile's index before). */
+static size_t time_samples(const struct sp_side *s, const struct sp_qrow *r, double *out)
+{
+	if (s->agg_shared) {
+		out[0] = r->mean_ns;
+		return 1;
+	}
+	return sp_side_time_samples(s, r->fp_id, r->kind, out, MAX_TSAMPLES);
+}
+
+/* q, a new entry of the diff for row r's key. */
+static void qd_new(struct sp_qdiff *q, const struct sp_qrow *r)
+{
+	memset(q, 0, sizeof(*q));
+	q->plan_note = (char *)"";
+	q->fp_id = r->fp_id;
+	q->kind = r->kind;
+}
+
+/* d->q as the map of sp_diff_build makes it (the baseline's queries in
+ * its order, then the candidate's own in its), by one walk of both sides
+ * in key order when both are sorted (by_key): no map of every query. 0,
+ * or -1 on ENOMEM. */
+static int match_sorted(const struct sp_side *base, const struct sp_side *cand, struct sp_diff *d,
+			size_t *cap)
+{
+	size_t i, j, nb = base->agg.n;
+
+	if (SP_GROW(d->q, *cap, nb ? nb : 1, 64) < 0)
+		return -1;
+	for (i = 0; i < nb; i++) {
+		qd_new(&d->q[i], &base->agg.rows[i]);
+		d->q[i].base = &base->agg.rows[i];
+	}
+	d->nq = nb;
+	for (i = j = 0; j < cand->agg.n;) {
+		const struct sp_qrow *r = &cand->agg.rows[j];
+		int c = i < nb ? key_cmp(&base->agg.rows[i], r->fp_id, r->kind == SP_QK_EXEC) : 1;
+
+		if (c < 0) {
+			i++; /* vanished */
+			continue;
+		}
+		j++;
+		if (!c) {
+			d->q[i++].cand = r;
+			continue;
+		}
+		if (SP_GROW(d->q, *cap, d->nq + 1, 64) < 0)
+			return -1;
+		qd_new(&d->q[d->nq], r);
+		d->q[d->nq++].cand = r; /* new */
+	}
+	return 0;
+}
+
 int sp_diff_build(const struct sp_side *base, const struct sp_side *cand, struct sp_diff *d)
 {
 	struct hmap idx;
@@ -836,7 +1090,14 @@ int sp_diff_build(const struct sp_side *base, const struct sp_side *cand, struct
 	tb = malloc(MAX_TSAMPLES * sizeof(*tb));
 	if (!ta || !tb)
 		goto nomem;
-	for (side = 0; side < 2; side++) {
+	if (by_key(&base->agg_idx) && by_key(&cand->agg_idx)) {
+		if (match_sorted(base, cand, d, &cap) < 0)
+			goto nomem;
+		side = 2; /* matched */
+	} else {
+		side = 0;
+	}
+	for (; side < 2; side++) {
 		const struct sp_side *s = side ? cand : base;
 
 		for (i = 0; i < s->agg.n; i++) {
@@ -852,11 +1113,7 @@ int sp_diff_build(const struct sp_side *base, const struct sp_side *cand, struct
 				if (SP_GROW(d->q, cap, d->nq + 1, 64) < 0)
 					goto nomem;
 				*ix = d->nq;
-				q = &d->q[d->nq++];
-				memset(q, 0, sizeof(*q));
-				q->plan_note = (char *)"";
-				q->fp_id = r->fp_id;
-				q->kind = r->kind;
+				qd_new(&d->q[d->nq++], r);
 			}
 			q = &d->q[*ix];
 			if (side)
@@ -902,10 +1159,8 @@ int sp_diff_build(const struct sp_side *base, const struct sp_side *cand, struct
 				d->n_same++;
 		}
 		/* time */
-		q->nt[0] = q->base ? sp_side_time_samples(base, q->fp_id, q->kind, ta, MAX_TSAMPLES)
-				   : 0;
-		q->nt[1] = q->cand ? sp_side_time_samples(cand, q->fp_id, q->kind, tb, MAX_TSAMPLES)
-				   : 0;
+		q->nt[0] = q->base ? time_samples(base, q->base, ta) : 0;
+		q->nt[1] = q->cand ? time_samples(cand, q->cand, tb) : 0;
 		q->p_value = 1;
 		if (q->nt[0] >= 3 && q->nt[1] >= 3) {
 			q->time_tested = 1;

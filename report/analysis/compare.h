@@ -62,6 +62,9 @@ struct sp_side {
 	uint64_t total_repeats; /* sum of runs over profiles */
 	struct sp_qset agg;     /* per fingerprint: medians over profiles, per run */
 	struct hmap agg_idx;    /* {fp_id, kind_exec} -> index in agg */
+	/* 1: agg's rows and agg_idx are p[0]'s qs rows and qidx (one profile
+	 * of one run: the medians are the rows as they are), owned there */
+	int agg_shared;
 	struct sp_sitestat *sites;
 	size_t nsites;
 	char **site_strs; /* the sites' keys and displays */

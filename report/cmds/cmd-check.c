@@ -300,6 +300,9 @@ int cmd_check(int argc, char **argv)
 	char err[1024];
 	int inerr, rc;
 
+	/* one thread: no mutex in each sqlite3_column_* (a no-op once a
+	 * connection is open) */
+	sqlite3_config(SQLITE_CONFIG_SINGLETHREAD);
 	memset(&wr, 0, sizeof(wr));
 	if ((rc = parse_opts(argc, argv, &o, &wr)) >= 0)
 		return rc;

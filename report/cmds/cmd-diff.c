@@ -71,6 +71,9 @@ int cmd_diff(int argc, char **argv)
 	int opt, nskip = 0, all = 0, inerr, rc = SP_EXIT_OK;
 	static struct sp_winreq wr; /* sp_side_set_window keeps its address */
 
+	/* one thread: no mutex in each sqlite3_column_* (a no-op once a
+	 * connection is open) */
+	sqlite3_config(SQLITE_CONFIG_SINGLETHREAD);
 	optind = 1;
 	memset(&wr, 0, sizeof(wr));
 	while ((opt = getopt_long(argc, argv, "f:an:h", longopts, NULL)) != -1) {

@@ -118,85 +118,192 @@ static int window_sums(sqlite3 *db, const struct sp_window *w, struct sp_qset *q
 	return rc == SQLITE_DONE ? 0 : Q_SQL;
 }
 
-/* The plans of qs's rows (idx: {fp_id, kind_exec} -> row index + 1):
- * the one reported by most connections (the first such row), and how many
- * differ, for every fingerprint in one pass. 0, or -1 on ENOMEM. */
-static int load_plans(sqlite3 *db, struct sp_qset *qs, struct hmap *idx)
+/* One fingerprint's group of plans, in the order they are preferred
+ * (plan_group_row): the first goes to its rows, the distinct ones are
+ * counted. */
+struct plan_groups {
+	struct sp_qset *qs;
+	struct hmap *idx;
+	int64_t last;
+	int have;
+	uint64_t *seen; /* hashes of the group's distinct plans */
+	size_t nseen, capseen;
+};
+
+/* The next plan row (fp, text pt, NULL: none) in preference order, or
+ * the end (more 0). take: pt is malloc'd and may be kept by a row (then
+ * *take is set to NULL), else it is copied. 0, or -1 on ENOMEM. */
+static int plan_group_row(struct plan_groups *g, int more, int64_t fp, const char *pt, char **take)
+{
+	uint64_t hp;
+	size_t i;
+
+	if (g->have && (!more || fp != g->last)) {
+		/* the group ends: its count of distinct plans */
+		for (int kx = 0; kx < 2; kx++) {
+			struct qkey k = { g->last, kx };
+			size_t *ix = hmap_get(g->idx, &k, 0, NULL);
+
+			if (ix)
+				g->qs->rows[*ix - 1].nplans = (int)g->nseen;
+		}
+		g->nseen = 0;
+	}
+	if (!more)
+		return 0;
+	if (!g->have || fp != g->last) {
+		/* the first group of a fingerprint wins (a hostile profile's
+		 * fp_id of two types sorts apart) */
+		for (int kx = 0; kx < 2; kx++) {
+			struct qkey k = { fp, kx };
+			size_t *ix = hmap_get(g->idx, &k, 0, NULL);
+			struct sp_qrow *r = ix ? &g->qs->rows[*ix - 1] : NULL;
+
+			if (!r || r->plan)
+				continue;
+			if (take && *take) {
+				r->plan = *take;
+				*take = NULL;
+			} else if (!(r->plan = strdup(pt ? pt : ""))) {
+				return -1;
+			}
+		}
+	}
+	g->have = 1;
+	g->last = fp;
+	if (!pt) /* COUNT(DISTINCT) leaves NULL out */
+		return 0;
+	hp = sp_hash_bytes(pt, strlen(pt));
+	for (i = 0; i < g->nseen && g->seen[i] != hp; i++)
+		;
+	if (i < g->nseen)
+		return 0;
+	if (SP_GROW(g->seen, g->capseen, g->nseen + 1, 8) < 0)
+		return -1;
+	g->seen[g->nseen++] = hp;
+	return 0;
+}
+
+/* A plan row read in table order, for a sort in C. */
+struct plan_ent {
+	int64_t fp, conn, rowid;
+	char *text; /* malloc'd, NULL for a NULL plan */
+};
+
+static int cmp_plan_ent(const void *pa, const void *pb)
+{
+	const struct plan_ent *a = pa, *b = pb;
+
+	if (a->fp != b->fp)
+		return a->fp < b->fp ? -1 : 1;
+	if (a->conn != b->conn)
+		return a->conn > b->conn ? -1 : 1;
+	return a->rowid < b->rowid ? -1 : a->rowid > b->rowid;
+}
+
+/* The plans table in table order into *out (n of them), for
+ * ORDER BY fp_id, connections DESC, rowid sorted in C: SQLite's sorter
+ * took 8 % of diff's CPU at 200,000 plans (it carries each row's text
+ * through its sort), qsort of 32-byte keys 0.3 %. 1 when done, 0 when
+ * the table cannot be read so (no table, a value that is not an integer:
+ * SQL's order of mixed types is the SQL path's), -1 on ENOMEM. */
+static int plans_read(sqlite3 *db, struct plan_ent **out, size_t *n)
 {
 	sqlite3_stmt *st;
+	size_t cap = 0;
+	int rc, ret = 1;
 
-	/* Plans: the one reported by most connections (the first such row),
-	 * and how many differ, for every fingerprint in one pass (a second
-	 * one, COUNT(DISTINCT plan) grouped by fingerprint, sorted the plans
-	 * of 200,000 fingerprints again: 0.85 s of CPU). "+fp_id": the
-	 * table read in its order and sorted, not through plans_fp with a
-	 * seek into the table for each row (196,797 plans: 0.9 -> 0.2 s of
-	 * CPU, the order the same) */
+	*out = NULL;
+	*n = 0;
+	if (sqlite3_prepare_v2(db, "SELECT fp_id, connections, rowid, plan FROM plans", -1, &st,
+			       NULL) != SQLITE_OK)
+		return 0;
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		const unsigned char *t;
+		struct plan_ent *e;
+
+		if (sqlite3_column_type(st, 0) != SQLITE_INTEGER ||
+		    sqlite3_column_type(st, 1) != SQLITE_INTEGER) {
+			ret = 0;
+			break;
+		}
+		if (SP_GROW(*out, cap, *n + 1, 256) < 0) {
+			ret = -1;
+			break;
+		}
+		e = &(*out)[*n];
+		e->fp = sqlite3_column_int64(st, 0);
+		e->conn = sqlite3_column_int64(st, 1);
+		e->rowid = sqlite3_column_int64(st, 2);
+		t = sqlite3_column_text(st, 3);
+		e->text = t ? strdup((const char *)t) : NULL;
+		if (t && !e->text) {
+			ret = -1;
+			break;
+		}
+		++*n;
+	}
+	sqlite3_finalize(st);
+	if (ret == 1 && rc != SQLITE_DONE)
+		ret = 0; /* the SQL path says what failed, or reads what it can */
+	if (ret == 1)
+		sp_qsort(*out, *n, sizeof(**out), cmp_plan_ent);
+	return ret;
+}
+
+static void plans_free(struct plan_ent *e, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(e[i].text);
+	free(e);
+}
+
+/* The plans of qs's rows (idx: {fp_id, kind_exec} -> row index + 1):
+ * the one reported by most connections (the first such row), and how many
+ * differ, for every fingerprint in one pass (a second one, COUNT(DISTINCT
+ * plan) grouped by fingerprint, sorted the plans of 200,000 fingerprints
+ * again: 0.85 s of CPU). The table is read in its order and sorted in C
+ * (plans_read), or by SQLite when its values are not all integers
+ * ("+fp_id": the table read in its order and sorted, not through plans_fp
+ * with a seek into the table for each row: 196,797 plans, 0.9 -> 0.2 s of
+ * CPU, the order the same). 0, or -1 on ENOMEM. */
+static int load_plans(sqlite3 *db, struct sp_qset *qs, struct hmap *idx)
+{
+	struct plan_groups g = { .qs = qs, .idx = idx };
+	struct plan_ent *e;
+	sqlite3_stmt *st;
+	size_t n;
+	int ret = plans_read(db, &e, &n);
+
+	if (ret != 0) {
+		for (size_t i = 0; ret > 0 && i < n; i++)
+			if (plan_group_row(&g, 1, e[i].fp, e[i].text, &e[i].text) < 0)
+				ret = -1;
+		ret = ret < 0 || plan_group_row(&g, 0, 0, NULL, NULL) < 0 ? -1 : 0;
+		plans_free(e, n);
+		free(g.seen);
+		return ret;
+	}
+	plans_free(e, n);
 	if (sqlite3_prepare_v2(
 		    db, "SELECT fp_id, plan FROM plans ORDER BY +fp_id, connections DESC, rowid",
 		    -1, &st, NULL) != SQLITE_OK)
 		return 0; /* no plans table: nothing to show */
-	{
-		int64_t last = 0;
-		int have = 0;
-		uint64_t *seen = NULL; /* hashes of the group's distinct plans */
-		size_t nseen = 0, capseen = 0;
+	for (;;) {
+		int more = sqlite3_step(st) == SQLITE_ROW;
 
-		for (;;) {
-			int more = sqlite3_step(st) == SQLITE_ROW;
-			int64_t fp = more ? sqlite3_column_int64(st, 0) : 0;
-			const char *pt = more ? (const char *)sqlite3_column_text(st, 1) : NULL;
-			uint64_t hp;
-			size_t i;
-
-			if (have && (!more || fp != last)) {
-				/* the group ends: its count of distinct plans */
-				for (int kx = 0; kx < 2; kx++) {
-					struct qkey k = { last, kx };
-					size_t *ix = hmap_get(idx, &k, 0, NULL);
-
-					if (ix)
-						qs->rows[*ix - 1].nplans = (int)nseen;
-				}
-				nseen = 0;
-			}
-			if (!more)
-				break;
-			if (!have || fp != last) {
-				/* the first group of a fingerprint wins (a hostile
-				 * profile's fp_id of two types sorts apart) */
-				for (int kx = 0; kx < 2; kx++) {
-					struct qkey k = { fp, kx };
-					size_t *ix = hmap_get(idx, &k, 0, NULL);
-
-					if (ix && !qs->rows[*ix - 1].plan &&
-					    !(qs->rows[*ix - 1].plan = col_dup(st, 1))) {
-						free(seen);
-						sqlite3_finalize(st);
-						return -1;
-					}
-				}
-			}
-			have = 1;
-			last = fp;
-			if (!pt) /* COUNT(DISTINCT) leaves NULL out */
-				continue;
-			hp = sp_hash_bytes(pt, strlen(pt));
-			for (i = 0; i < nseen && seen[i] != hp; i++)
-				;
-			if (i < nseen)
-				continue;
-			if (SP_GROW(seen, capseen, nseen + 1, 8) < 0) {
-				free(seen);
-				sqlite3_finalize(st);
-				return -1;
-			}
-			seen[nseen++] = hp;
+		if (plan_group_row(&g, more, more ? sqlite3_column_int64(st, 0) : 0,
+				   more ? (const char *)sqlite3_column_text(st, 1) : NULL,
+				   NULL) < 0) {
+			ret = -1;
+			break;
 		}
-		free(seen);
-		sqlite3_finalize(st);
+		if (!more)
+			break;
 	}
-	return 0;
+	free(g.seen);
+	sqlite3_finalize(st);
+	return ret;
 }
 
 /* Every row of queries that ran into qs->rows (qs->n of them). 0, Q_SQL or
