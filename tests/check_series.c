@@ -9,7 +9,8 @@
  * database with small tiers, after each of which every query's interval
  * rows and histogram buckets sum to its totals, the intervals follow each
  * other, the old ones are merged into their buckets, and their number
- * stays bounded.
+ * stays bounded; record's interval made from the writer's rows
+ * (sp_series_first) equal to the one sp_series_add makes from the tables.
  */
 #include <check.h>
 #include <stdint.h>
@@ -22,6 +23,7 @@
 
 #include "hist.h"
 #include "query.h"
+#include "rowsrc.h"
 #include "series.h"
 
 #define S_NS 1000000000LL
@@ -323,6 +325,120 @@ START_TEST(test_series_exact)
 }
 END_TEST
 
+/* The queries of test_series_first: as rows of queries and histograms for
+ * sp_series_add, and as sp_series_query for sp_series_first. */
+static const struct first_q {
+	int64_t fp_id;
+	const char *kind;
+	int64_t count, total_ns, prepares;
+	uint64_t lo[3], cnt[3];
+	size_t nb;
+} first_qs[] = {
+	{ -9000000000000000000LL, "stmt", 3, 700, 1, { 144, 206, 5000000000ULL }, { 1, 1, 1 }, 3 },
+	{ -5, "exec", 2, 90, 0, { 0 }, { 0 }, 0 },           /* no histogram: "[]" */
+	{ 1, "exec", 0, 0, 0, { 0 }, { 0 }, 0 },             /* nothing: no row */
+	{ 1, "stmt", 0, 0, 0, { 1000 }, { 4 }, 1 },          /* only buckets */
+	{ 7, "stmt", 0, 0, 3, { 1000, 2000 }, { 0, 2 }, 2 }, /* prepares, a 0 bucket */
+};
+#define NFIRST (sizeof(first_qs) / sizeof(first_qs[0]))
+
+static int first_next(struct sp_series_query *q, void *arg)
+{
+	size_t *i = arg;
+	const struct first_q *f;
+
+	if (*i == NFIRST)
+		return 0;
+	f = &first_qs[(*i)++];
+	memset(q, 0, sizeof(*q));
+	q->fp_id = (uint64_t)f->fp_id;
+	q->kind = f->kind;
+	q->sums[0] = f->count;
+	q->sums[1] = f->total_ns;
+	q->sums[2] = f->total_ns / 2; /* self_ns */
+	q->sums[12] = f->prepares;
+	q->lo = f->lo;
+	q->cnt = f->cnt;
+	q->nb = f->nb;
+	return 1;
+}
+
+/* db's intervals and interval_queries as one text */
+static char *series_text(sqlite3 *db)
+{
+	sqlite3_stmt *st;
+	char *t = NULL;
+
+	ck_assert_int_eq(
+		sqlite3_prepare_v2(db,
+				   "SELECT (SELECT group_concat(start_ns || '-' || end_ns ||"
+				   " '-' || snapshots) FROM intervals) || ';' ||"
+				   " group_concat(quote(start_ns) || ',' || quote(fp_id) ||"
+				   " ',' || quote(kind) || ',' || quote(count) || ',' ||"
+				   " quote(total_ns) || ',' || quote(self_ns) || ',' ||"
+				   " quote(prepares) || ',' || quote(runs) || ',' ||"
+				   " quote(buckets), ';') FROM (SELECT * FROM"
+				   " interval_queries ORDER BY start_ns, fp_id, kind)",
+				   -1, &st, NULL),
+		SQLITE_OK);
+	if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_text(st, 0))
+		t = strdup((const char *)sqlite3_column_text(st, 0));
+	sqlite3_finalize(st);
+	ck_assert_ptr_nonnull(t);
+	return t;
+}
+
+/* record's interval made from the writer's rows (sp_series_first) is the
+ * one sp_series_add makes from the tables */
+START_TEST(test_series_first)
+{
+	const int64_t t0 = T14Z * S_NS, t1 = t0 + 5 * S_NS;
+	sqlite3 *a, *b;
+	char err[512], sql[512], *ta, *tb;
+	size_t i = 0;
+
+	ck_assert_int_eq(sqlite3_open(":memory:", &a), SQLITE_OK);
+	ck_assert_int_eq(sqlite3_open(":memory:", &b), SQLITE_OK);
+	run(a,
+	    "CREATE TABLE queries(" SP_QUERIES_COLUMNS ", PRIMARY KEY(fp_id, kind));"
+	    "CREATE TABLE histograms(fp_id INTEGER, kind TEXT, bucket_ns INTEGER, count INTEGER);"
+	    "CREATE INDEX histograms_query ON histograms(fp_id, kind);");
+	for (size_t k = 0; k < NFIRST; k++) {
+		const struct first_q *f = &first_qs[k];
+
+		snprintf(
+			sql, sizeof(sql),
+			"INSERT INTO queries(fp_id, kind, " SP_SERIES_COLS
+			") VALUES(%lld, '%s', %lld, %lld, %lld, 0, 0, 0, 0, 0, 0, 0, 0, 0, %lld, 0,"
+			" 0)",
+			(long long)f->fp_id, f->kind, (long long)f->count, (long long)f->total_ns,
+			(long long)(f->total_ns / 2), (long long)f->prepares);
+		run(a, sql);
+		for (size_t j = 0; j < f->nb; j++) {
+			snprintf(sql, sizeof(sql),
+				 "INSERT INTO histograms VALUES(%lld, '%s', %llu, %llu)",
+				 (long long)f->fp_id, f->kind, (unsigned long long)f->lo[j],
+				 (unsigned long long)f->cnt[j]);
+			run(a, sql);
+		}
+	}
+	ck_assert_msg(sp_series_add(a, NULL, t0, t1, err, sizeof(err)) == 0, "%s", err);
+	ck_assert_int_eq(sp_rowsrc_register(b), SQLITE_OK);
+	run(b, "CREATE TABLE meta(key TEXT PRIMARY KEY, value);");
+	ck_assert_msg(sp_series_first(b, t0, t1, first_next, &i, err, sizeof(err)) == 0, "%s", err);
+	ta = series_text(a);
+	tb = series_text(b);
+	ck_assert_str_eq(tb, ta);
+	ck_assert_ptr_nonnull(strstr(tb, "'[]'"));
+	ck_assert_int_eq(one(b, "SELECT COUNT(*) FROM interval_queries"), NFIRST - 1);
+	ck_assert_int_eq(one(b, "SELECT COUNT(*) FROM meta WHERE key = 'clock_offset_ns'"), 1);
+	free(ta);
+	free(tb);
+	sqlite3_close(a);
+	sqlite3_close(b);
+}
+END_TEST
+
 static Suite *series_suite(void)
 {
 	Suite *s = suite_create("series");
@@ -339,6 +455,7 @@ static Suite *series_suite(void)
 	tc = tcase_create("series");
 	tcase_add_test(tc, test_hist_sub);
 	tcase_add_test(tc, test_series_exact);
+	tcase_add_test(tc, test_series_first);
 	tcase_set_timeout(tc, 120); /* slow under sanitizers */
 	suite_add_tcase(s, tc);
 	return s;

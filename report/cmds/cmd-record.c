@@ -614,19 +614,6 @@ static void report_unconnected(const char *sockpath, const struct sp_client *cl,
 			"", n, n == 1 ? "process" : "processes", pids, n == 1 ? "it" : "each");
 }
 
-/* The profile's one interval, [span[0], span[1]) (meta.extra). */
-static int record_series(sqlite3 *db, void *arg)
-{
-	const int64_t *span = arg;
-	char err[512];
-
-	if (sp_series_add(db, NULL, span[0], span[1], err, sizeof(err)) < 0) {
-		fprintf(stderr, "sqlprof record: %s\n", err);
-		return -1;
-	}
-	return 0;
-}
-
 /* ---- the command, step by step ------------------------------------------ */
 
 /* One recording: what every step of cmd_record reads and leaves for the
@@ -1092,8 +1079,7 @@ static int write_profile(struct recording *r, char *saved, size_t savedlen, int 
 	 * a record profile too (series.c) */
 	span[1] = sp_series_now_ns() - (int64_t)(sp_srv_mono_ns() - r->t_exit);
 	span[0] = span[1] - meta.duration_ns;
-	meta.extra = record_series;
-	meta.extra_arg = span;
+	meta.series = span;
 	sp_tlw_stop(r->tlw, &r->model_lock, &r->timeline);
 	r->srv.model_lock = NULL;
 	if (r->timeline.events)

@@ -49,6 +49,9 @@ struct sp_meta {
 	 * state, profile-format.md). NULL: none. Returns 0 or -1. */
 	int (*extra)(struct sqlite3 *db, void *arg);
 	void *extra_arg;
+	/* record's one interval [series[0], series[1]) (Unix ns), written
+	 * from the writer's queries (sp_series_first); NULL: none */
+	const int64_t *series;
 	struct sp_timeline *timeline; /* NULL: every event written here */
 	/* the symbolizer to use, its modules opened while the command ran
 	 * (sp_profile_sym_prewarm) and its debug path set; the caller closes

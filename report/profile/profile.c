@@ -20,6 +20,7 @@
 #include "profile-write.h"
 #include "pyline.h"
 #include "rowsrc.h"
+#include "series.h"
 #include "sym.h"
 #include "untrusted.h"
 
@@ -607,9 +608,11 @@ struct pw {
 	sqlite3 *db;
 	struct sp_coll *c;
 	const struct sp_meta *m;
-	struct hmap fps;    /* sql_id -> struct fpinfo */
-	struct hmap fptext; /* fp_id -> its fingerprint's text (malloc'd) */
-	struct hmap fagg;   /* {fp_id, kind} -> struct fagg */
+	struct hmap fps;     /* sql_id -> struct fpinfo */
+	struct hmap fptext;  /* fp_id -> its fingerprint's text (malloc'd) */
+	struct hmap fagg;    /* {fp_id, kind} -> struct fagg */
+	struct keyed *qbyid; /* w->fagg's entries in (fp_id, kind) order, nq */
+	size_t nq;
 	char *err;
 	size_t errlen;
 	uint64_t pre_events; /* spilled events already in the file (a timeline) */
@@ -965,16 +968,24 @@ static int merge_queries(struct pw *w)
 	return 0;
 }
 
+/* A histogram's buckets (nb of them) in arrays (cap long), as
+ * hist_collect fills them. */
+struct buckets {
+	uint64_t *lo, *cnt;
+	uint32_t nb;
+	size_t cap;
+	int nomem;
+};
+
 /* The rows of queries, runs or histograms (table), one pass over the
  * fingerprints in (fp_id, kind) order (byid) for each. */
 struct query_rows {
 	struct sp_rowsrc src; /* first: the callback's argument */
 	const struct keyed *byid;
 	size_t i, n;
-	int table;          /* 0 queries, 1 runs, 2 histograms */
-	uint32_t b, nb;     /* the current fingerprint's next bucket, and its count */
-	uint64_t *lo, *cnt; /* histograms: its buckets (cap of them) */
-	size_t cap;
+	int table;         /* 0 queries, 1 runs, 2 histograms */
+	uint32_t b;        /* the current fingerprint's next bucket */
+	struct buckets bk; /* histograms: its buckets */
 	int nomem;
 };
 
@@ -1010,7 +1021,7 @@ static int query_row(struct query_rows *r, const struct fagg *a)
 
 static int hist_collect(uint64_t lo, uint64_t count, void *arg)
 {
-	struct query_rows *r = arg;
+	struct buckets *r = arg;
 
 	if (r->nb == r->cap) {
 		size_t nc = r->cap ? r->cap * 2 : 64;
@@ -1040,13 +1051,14 @@ static int query_sub_row(struct query_rows *r, const struct fagg *a)
 
 	if (r->table == 2) {
 		if (r->b == 0 && a->q.hist) {
-			r->nb = 0;
-			sp_hist_foreach(a->q.hist, hist_collect, r);
+			r->bk.nb = 0;
+			sp_hist_foreach(a->q.hist, hist_collect, &r->bk);
+			r->nomem = r->bk.nomem;
 		}
-		if (r->b >= r->nb)
+		if (r->b >= r->bk.nb)
 			return 0;
-		sp_rv_int(&v[2], (int64_t)r->lo[r->b]);
-		sp_rv_int(&v[3], (int64_t)r->cnt[r->b++]);
+		sp_rv_int(&v[2], (int64_t)r->bk.lo[r->b]);
+		sp_rv_int(&v[3], (int64_t)r->bk.cnt[r->b++]);
 		return 1;
 	}
 	while (r->b < SP_RUN_BUCKETS && (r->b >= a->q.runs_nb || !a->q.loops_by_len[r->b]))
@@ -1066,7 +1078,7 @@ static int query_next(struct sp_rowsrc *src)
 {
 	struct query_rows *r = (struct query_rows *)src;
 
-	for (; r->i < r->n; r->i++, r->b = 0, r->nb = 0) {
+	for (; r->i < r->n; r->i++, r->b = 0, r->bk.nb = 0) {
 		const struct fagg *a = r->byid[r->i].v;
 
 		sp_rv_int(&src->v[0], (int64_t)a->fi->fp_id);
@@ -1083,7 +1095,8 @@ static int query_next(struct sp_rowsrc *src)
 	return 0;
 }
 
-/* queries, histograms and runs: one row (and its buckets) per w->fagg entry. */
+/* queries, histograms and runs: one row (and its buckets) per w->fagg
+ * entry; w->qbyid made for the steps after. */
 static int write_queries(struct pw *w)
 {
 	static const char *const tables[] = { "queries", "runs", "histograms" };
@@ -1096,27 +1109,84 @@ static int write_queries(struct pw *w)
 
 	if (!byid)
 		return pw_nomem(w, NULL);
+	w->qbyid = byid;
 	while (n < w->fagg.count && (v = hmap_next(&w->fagg, &it, NULL))) {
 		struct fagg *a = v;
 
 		byid[n++] = (struct keyed){ (int64_t)a->fi->fp_id, kind_name(a->kind), a };
 	}
 	qsort(byid, n, sizeof(*byid), cmp_keyed);
+	w->nq = n;
 	r.byid = byid;
 	r.n = n;
 	for (int t = 0; t < 3 && rc == 0; t++) {
 		r.table = t;
 		r.src.ncol = ncols[t];
 		r.i = 0;
-		r.b = r.nb = 0;
+		r.b = r.bk.nb = 0;
 		rc = sp_rowsrc_insert(w->db, tables[t], &r.src);
 	}
-	free(byid);
-	free(r.lo);
-	free(r.cnt);
+	free(r.bk.lo);
+	free(r.bk.cnt);
 	if (rc < 0)
 		return r.nomem ? pw_nomem(w, NULL) : pw_sqlerr(w, NULL);
 	return 0;
+}
+
+/* The first interval's queries (sp_series_first): w->qbyid's, in order. */
+struct series_rows {
+	const struct keyed *byid;
+	size_t i, n;
+	struct buckets bk;
+};
+
+static int series_next(struct sp_series_query *q, void *arg)
+{
+	struct series_rows *r = arg;
+	const struct fagg *a;
+	const struct sp_qagg *g;
+
+	if (r->i == r->n)
+		return 0;
+	a = r->byid[r->i++].v;
+	g = &a->q;
+	{
+		const uint64_t sums[SP_SERIES_NCOLS] = {
+			g->count,    g->total_ns,       g->self_ns,  g->wall_ns,    g->rows,
+			g->vm_steps, g->fullscan_steps, g->sorts,    g->autoindex,  g->errors,
+			g->nested,   g->samples,        g->prepares, g->prepare_ns, g->runs,
+		};
+
+		for (int i = 0; i < SP_SERIES_NCOLS; i++)
+			q->sums[i] = (int64_t)sums[i];
+	}
+	q->fp_id = a->fi->fp_id;
+	q->kind = kind_name(a->kind);
+	r->bk.nb = 0;
+	if (g->hist)
+		sp_hist_foreach(g->hist, hist_collect, &r->bk);
+	if (r->bk.nomem)
+		return -1;
+	q->lo = r->bk.lo;
+	q->cnt = r->bk.cnt;
+	q->nb = r->bk.nb;
+	return 1;
+}
+
+/* record's one interval (m->series), from the queries as written: the
+ * rows series.c would make from the queries and histograms tables. */
+static int write_series(struct pw *w)
+{
+	struct series_rows r = { .byid = w->qbyid, .n = w->nq };
+	int rc;
+
+	if (!w->m->series)
+		return 0;
+	rc = sp_series_first(w->db, w->m->series[0], w->m->series[1], series_next, &r, w->err,
+			     w->errlen);
+	free(r.bk.lo);
+	free(r.bk.cnt);
+	return rc;
 }
 
 /* The rows of a map of the collector's keyed by sql_id first (sites,
@@ -1839,7 +1909,7 @@ static int write_all(sqlite3 *db, struct sp_coll *c, const struct sp_meta *m, ui
 			goto out;
 	/* the indexes before the writer's own tables: the first interval
 	 * reads each query's histogram through histograms_query (series.c) */
-	if (exec_sql(db, indexes, err, errlen) < 0)
+	if (exec_sql(db, indexes, err, errlen) < 0 || write_series(&w) < 0)
 		goto out;
 	if (m->extra && m->extra(db, m->extra_arg) < 0) {
 		pw_sqlerr(&w, NULL);
@@ -1865,6 +1935,7 @@ out:
 	}
 	hmap_free(&w.fps);
 	hmap_free(&w.fagg);
+	free(w.qbyid);
 	return rc;
 }
 

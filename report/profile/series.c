@@ -10,7 +10,9 @@
  * intervals sum to), per fingerprint and kind, and its latency histogram
  * (`buckets`, one JSON text per row) is `histograms` minus that
  * profile's, per bucket. The sum of a query's intervals is therefore its
- * total by construction, and a merge only adds rows up. What this file does not do: decide when an
+ * total by construction, and a merge only adds rows up. `record`'s one
+ * interval is the exception: its rows are the writer's queries as they
+ * are, given by the writer (sp_series_first). What this file does not do: decide when an
  * interval ends (the agent's snapshots do), or keep anything in memory
  * between two writes (the previous profile is the state).
  */
@@ -22,6 +24,7 @@
 
 #include "kind.h"
 #include "profile.h"
+#include "rowsrc.h"
 #include "series.h"
 
 static const char *const cols[SP_SERIES_NCOLS] = {
@@ -460,10 +463,11 @@ static int add_interval(sqlite3 *db, int64_t start, int64_t end_ns)
 }
 
 /*
- * record's one interval (no profile before it, no intervals in db): the
- * totals as they are, without the base's temporary tables, whose creation
- * and drop were half of sp_series_add's 2.6 M instructions in a one-query
- * record; one interval has nothing to merge. 0, or -1 (err).
+ * The first interval of a db with none and no profile before it (record's
+ * was, before sp_series_first): the totals as they are, without the base's
+ * temporary tables, whose creation and drop were half of sp_series_add's
+ * 2.6 M instructions in a one-query record; one interval has nothing to
+ * merge. 0, or -1 (err).
  */
 static int first_write(sqlite3 *db, int64_t start, int64_t end_ns, char *err, size_t errlen)
 {
@@ -481,6 +485,140 @@ static int first_write(sqlite3 *db, int64_t start, int64_t end_ns, char *err, si
 sqlerr:
 	snprintf(err, errlen, "intervals: %s", sqlite3_errmsg(db));
 	return -1;
+}
+
+/* The rows of sp_series_first: the caller's queries, those with nothing
+ * to count left out, each with its buckets' JSON made in buf. */
+struct first_src {
+	struct sp_rowsrc src; /* first: the callback's argument */
+	int64_t start;
+	int (*next)(struct sp_series_query *q, void *arg);
+	void *arg;
+	struct sp_series_query q;
+	char *buf;
+	size_t cap;
+	int nomem;
+};
+
+/* v in decimal at p (at most 20 characters); returns the end. snprintf
+ * took 40 % of the rows' making. */
+static char *put_int(char *p, int64_t v)
+{
+	char tmp[20];
+	uint64_t u = v < 0 ? -(uint64_t)v : (uint64_t)v;
+	int n = 0;
+
+	if (v < 0)
+		*p++ = '-';
+	do
+		tmp[n++] = (char)('0' + u % 10);
+	while ((u /= 10) != 0);
+	while (n)
+		*p++ = tmp[--n];
+	return p;
+}
+
+/* q's buckets as json_group_array(json_array(b, c)) makes them, into
+ * f->buf; 0, or -1 (ENOMEM). */
+static int first_buckets(struct first_src *f, const struct sp_series_query *q)
+{
+	size_t need = 3 + q->nb * 45; /* ",[b,c]" with 20 digits and a sign each */
+	char *p;
+
+	if (need > f->cap) {
+		char *b = realloc(f->buf, need);
+
+		if (!b)
+			return -1;
+		f->buf = b;
+		f->cap = need;
+	}
+	p = f->buf;
+	*p++ = '[';
+	for (size_t i = 0; i < q->nb; i++) {
+		if (!q->cnt[i])
+			continue;
+		if (p > f->buf + 1)
+			*p++ = ',';
+		*p++ = '[';
+		p = put_int(p, (int64_t)q->lo[i]);
+		*p++ = ',';
+		p = put_int(p, (int64_t)q->cnt[i]);
+		*p++ = ']';
+	}
+	*p++ = ']';
+	*p = 0;
+	return 0;
+}
+
+static int first_next(struct sp_rowsrc *src)
+{
+	struct first_src *f = (struct first_src *)src;
+	struct sp_series_query *q = &f->q;
+	int r, some;
+
+	while ((r = f->next(q, f->arg)) > 0) {
+		some = 0;
+		for (int i = 0; i < SP_SERIES_NCOLS && !some; i++)
+			some = q->sums[i] != 0;
+		for (size_t i = 0; i < q->nb && !some; i++)
+			some = q->cnt[i] != 0;
+		if (!some)
+			continue;
+		if (first_buckets(f, q) < 0) {
+			f->nomem = 1;
+			return -1;
+		}
+		sp_rv_int(&src->v[0], f->start);
+		sp_rv_int(&src->v[1], (int64_t)q->fp_id);
+		sp_rv_text(&src->v[2], q->kind);
+		for (int i = 0; i < SP_SERIES_NCOLS; i++)
+			sp_rv_int(&src->v[3 + i], q->sums[i]);
+		sp_rv_text(&src->v[3 + SP_SERIES_NCOLS], f->buf);
+		return 1;
+	}
+	if (r < 0)
+		f->nomem = 1;
+	return r;
+}
+
+int sp_series_first(sqlite3 *db, int64_t first_ns, int64_t end_ns,
+		    int (*next)(struct sp_series_query *q, void *arg), void *arg, char *err,
+		    size_t errlen)
+{
+	struct first_src f = {
+		.src = { .next = first_next, .ncol = 4 + SP_SERIES_NCOLS },
+		.start = first_ns,
+		.next = next,
+		.arg = arg,
+	};
+	size_t ntiers;
+	int rc = -1;
+
+	/* the tiers are checked as for every write, though one interval
+	 * has nothing to merge */
+	if (!sp_series_tiers(&ntiers, err, errlen) || exec_sql(db, schema, err, errlen) < 0)
+		return -1;
+	if (end_ns <= first_ns)
+		end_ns = first_ns + 1;
+	if (add_interval(db, first_ns, end_ns) < 0)
+		goto sqlerr;
+	if (sp_rowsrc_insert(db, "interval_queries", &f.src) < 0) {
+		if (f.nomem) {
+			snprintf(err, errlen, "intervals: out of memory");
+			goto out;
+		}
+		goto sqlerr;
+	}
+	if (clock_offset(db) < 0)
+		goto sqlerr;
+	rc = 0;
+	goto out;
+sqlerr:
+	snprintf(err, errlen, "intervals: %s", sqlite3_errmsg(db));
+out:
+	free(f.buf);
+	return rc;
 }
 
 int sp_series_add(sqlite3 *db, const char *prev, int64_t first_ns, int64_t end_ns, char *err,
@@ -513,7 +651,7 @@ int sp_series_add(sqlite3 *db, const char *prev, int64_t first_ns, int64_t end_n
 		end_ns = start + 1;
 	if (add_interval(db, start, end_ns) < 0)
 		goto sqlerr;
-	/* the first interval of a profile with no base (record's one): the
+	/* the first interval of a profile with no base (an agent's first): the
 	 * totals as they are, each row made with its buckets at once */
 	if (start == first_ns) {
 		int fresh = first_interval(db);

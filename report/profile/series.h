@@ -42,6 +42,29 @@
 int sp_series_add(sqlite3 *db, const char *prev, int64_t first_ns, int64_t end_ns, char *err,
 		  size_t errlen);
 
+/*
+ * record's one interval [first_ns, end_ns) (no profile before it), in the
+ * writer's transaction: the interval tables, the interval, and a row for
+ * each query next gives, as sp_series_add would make them from `queries`
+ * and `histograms` (a query with a total or a bucket that is not 0; its
+ * buckets as JSON, "[]" for none), but from the writer's own rows: at
+ * 20,000 queries sp_series_add's statement was a third of the writer's
+ * instructions. next fills *q and returns 1, or returns 0 at the end, -1
+ * on an error (ENOMEM); the queries come in (fp_id, kind) order, as
+ * SQLite orders them. db has sp_rows (sp_rowsrc_register). Returns 0,
+ * or -1 with a reason in err.
+ */
+struct sp_series_query {
+	uint64_t fp_id;
+	const char *kind;              /* "stmt" or "exec" */
+	int64_t sums[SP_SERIES_NCOLS]; /* SP_SERIES_COLS, in order */
+	const uint64_t *lo, *cnt;      /* its latency histogram's buckets, */
+	size_t nb;                     /* in increasing lo, nb of them */
+};
+int sp_series_first(sqlite3 *db, int64_t first_ns, int64_t end_ns,
+		    int (*next)(struct sp_series_query *q, void *arg), void *arg, char *err,
+		    size_t errlen);
+
 /* Call fn for each [bucket_ns, count] pair of an interval_queries row's
  * buckets (JSON text, NULL: none), in order. Returns how many, or -1 at
  * the first thing that is not such a pair (those before it were given). */
