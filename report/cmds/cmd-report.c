@@ -127,9 +127,9 @@ static int estimate_sites(sqlite3 *db, const struct sp_qset *qs, struct sp_attri
  * Move each query's sites together in at->qs, the queries in qs's order,
  * each query's sites in their order (the rest after them, in theirs), and
  * index them again: the estimates then read at->qs in order, not at
- * random (a cache miss a site). Nothing moves when the sites are in that
- * order already, as the writer leaves them (queries and stack_samples in
- * (fp_id, kind) order). Only --by sql: the grouped report reads at->qs
+ * random (a cache miss a site). Nothing moves when the queries' sites are
+ * in that order already, as the writer leaves them (queries and
+ * stack_samples in (fp_id, kind) order). Only --by sql: the grouped report reads at->qs
  * whole. 0, or -1 on ENOMEM.
  */
 static int group_sites(struct sp_attrib *at, const struct sp_qset *qs)
@@ -137,7 +137,8 @@ static int group_sites(struct sp_attrib *at, const struct sp_qset *qs)
 	size_t *from = malloc((at->nqs ? at->nqs : 1) * sizeof(*from));
 	unsigned char *done = calloc(at->nqs ? at->nqs : 1, 1);
 	struct sp_qsite *nq = NULL;
-	size_t i, j, k, n = 0, moved = 0;
+	size_t i, j, k, n = 0, next = 0;
+	int in_order = 1; /* each query's sites together, the queries in qs's order */
 
 	if (!from || !done)
 		goto fail;
@@ -149,18 +150,20 @@ static int group_sites(struct sp_attrib *at, const struct sp_qset *qs)
 		for (j = 0; j < k; j++)
 			if (!done[ix[j]]) { /* a hostile profile's query twice */
 				done[ix[j]] = 1;
-				moved += ix[j] != n;
+				if (ix[j] < next || (j && ix[j] != ix[j - 1] + 1))
+					in_order = 0;
+				next = ix[j] + 1;
 				from[n++] = ix[j];
 			}
 	}
 	for (i = 0; i < at->nqs; i++)
-		if (!done[i]) {
-			moved += i != n;
+		if (!done[i])
 			from[n++] = i;
-		}
 	free(done);
 	done = NULL;
-	if (!moved) { /* the profile's tables in one order (the writer's): in place */
+	/* the writer's order (queries and stack_samples by (fp_id, kind)):
+	 * in place, the sites of queries not shown (none ran) where they are */
+	if (in_order) {
 		free(from);
 		return 0;
 	}
