@@ -1781,6 +1781,9 @@ static int agent_end(struct agent *a, int quiet)
 	sp_srv_read_bye_files(&a->c, a->sockdir, "sqlprof agent");
 	sp_coll_read_unreported(&a->c, a->sockdir);
 	sp_coll_settle(&a->c, 1);
+	/* the running services' statistics read once, kept mapped until
+	 * each is merged (as a snapshot child reads them): the agent ends */
+	a->c.stats_keep = 1;
 	if (write_profile(a, err, sizeof(err)) < 0) {
 		fprintf(stderr, "sqlprof agent: %s\n", err);
 		return -1;
