@@ -326,6 +326,9 @@ struct sp_coll {
 	size_t nstats, stats_cap;
 	int stats_drop;    /* sp_coll_stats_merge lets go of the pages it merged
 			 * (a retired image's memfd mapping, not a copy) */
+	int stats_keep;    /* set by the caller: the pages stay mapped, not let
+			 * go of as merged (the agent's snapshot child, which
+			 * faults them in at once and exits after) */
 	size_t copy_bytes; /* taken by STATS_COPY maps so far, at most 1 GiB */
 	/* Broken rings are reported here, one line each; NULL: nowhere. */
 	FILE *diag;

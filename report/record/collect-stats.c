@@ -579,7 +579,7 @@ void sp_coll_stats_retire(struct sp_coll *c, uint32_t pid, uint32_t image)
 			if (mp && m->image > mp->merged_image)
 				mp->merged_image = m->image;
 		}
-		c->stats_drop = !m->copy;
+		c->stats_drop = !m->copy && !c->stats_keep;
 		sp_coll_stats_merge(c, m->pid, m->map, m->size, m->clock);
 		c->stats_drop = 0;
 		/* an image that forked: its children may still count
