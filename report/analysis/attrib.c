@@ -656,64 +656,208 @@ struct srow {
 	struct sp_est_in in;       /* rows and vm_steps are the row's too */
 };
 
+/* One row of the callers table: its key and its totals */
+struct sp_callerv {
+	struct ckey k;
+	struct sp_acaller c;
+};
+
+/* The order of callers' groups in the writer's profile: fp_id ascending,
+ * then "exec" (kind_exec 1) before "stmt" (the kind column's text order) */
+static int group_cmp(const struct ckey *a, int64_t fp_id, int64_t kind_exec)
+{
+	if (a->fp_id != fp_id)
+		return a->fp_id < fp_id ? -1 : 1;
+	return a->kind_exec == kind_exec ? 0 : a->kind_exec > kind_exec ? -1 : 1;
+}
+
+/* 1 when v (n rows) is in the writer's order, each query's callers
+ * together, at most 64 of them and no key twice: found then by a search
+ * and a look at the query's few (a map of 371,799 keys was a cache miss a
+ * look-up at 200,000 fingerprints); 0 for the map. */
+static int callers_grouped(const struct sp_callerv *v, size_t n)
+{
+	size_t i, start = 0;
+
+	for (i = 1; i <= n; i++) {
+		int c = i < n ? group_cmp(&v[i - 1].k, v[i].k.fp_id, v[i].k.kind_exec) : -1;
+
+		if (c > 0 || (v[i - 1].k.kind_exec != 0 && v[i - 1].k.kind_exec != 1))
+			return 0;
+		if (c == 0)
+			continue;
+		if (i - start > 64)
+			return 0;
+		for (size_t x = start; x < i; x++)
+			for (size_t y = x + 1; y < i; y++)
+				if (v[x].k.pid == v[y].k.pid && v[x].k.pc == v[y].k.pc)
+					return 0;
+		start = i;
+	}
+	return 1;
+}
+
+/* The first row of callers_v at or after query {fp_id, kind_exec} in the
+ * writer's order, searched from *cur (look-ups come in that order too:
+ * a few steps from the last one) and left there. */
+static size_t callers_lower(const struct sp_attrib *a, int64_t fp_id, int64_t kind_exec,
+			    size_t *cur)
+{
+	const struct sp_callerv *v = a->callers_v;
+	size_t n = a->ncallers_v, c = *cur < n ? *cur : n, lo, hi, step = 1;
+
+	if (c > 0 && group_cmp(&v[c - 1].k, fp_id, kind_exec) >= 0) {
+		lo = 0; /* before the cursor */
+		hi = c;
+	} else { /* everything before c is before the query: gallop on */
+		for (lo = hi = c; hi < n && group_cmp(&v[hi].k, fp_id, kind_exec) < 0; step *= 2) {
+			lo = hi + 1;
+			hi += step;
+		}
+		if (hi > n)
+			hi = n;
+	}
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (group_cmp(&v[mid].k, fp_id, kind_exec) < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return *cur = lo;
+}
+
+/* The exact totals of caller k, or NULL; *cur: see callers_lower */
+static struct sp_acaller *caller_find(const struct sp_attrib *a, const struct ckey *k, size_t *cur)
+{
+	size_t i;
+
+	if (!a->callers_v)
+		return hmap_get((struct hmap *)&a->callers, k, 0, NULL);
+	for (i = callers_lower(a, k->fp_id, k->kind_exec, cur);
+	     i < a->ncallers_v && !group_cmp(&a->callers_v[i].k, k->fp_id, k->kind_exec); i++)
+		if (a->callers_v[i].k.pid == k->pid && a->callers_v[i].k.pc == k->pc)
+			return &a->callers_v[i].c;
+	return NULL;
+}
+
+static int has_callers(const struct sp_attrib *a)
+{
+	return a->callers.count || a->ncallers_v;
+}
+
 /* Load the profile's exact per-caller counts (none in an older profile:
- * no table). 0, or -1 (ENOMEM or a corrupt table). */
+ * no table): read whole, kept as they are when in the writer's order,
+ * else into the map (where a key twice adds up). 0, or -1 (ENOMEM or a
+ * corrupt table). */
 static int load_callers(sqlite3 *db, struct sp_attrib *a)
 {
+	struct sp_callerv *v = NULL;
+	size_t n = 0, cap = 0;
 	sqlite3_stmt *st;
 	int rc;
 
 	if (sqlite3_prepare_v2(db, "SELECT COUNT(*) FROM callers", -1, &st, NULL) != SQLITE_OK)
 		return 0; /* an older profile */
-	/* sized once: each doubling of a map of 371,799 callers copied it
-	 * and faulted in fresh pages */
-	if (sqlite3_step(st) == SQLITE_ROW &&
-	    hmap_reserve(&a->callers, (size_t)sqlite3_column_int64(st, 0)) < 0) {
+	/* sized once: each doubling of 371,799 callers copied them */
+	if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_int64(st, 0) > 0 &&
+	    SP_GROW(v, cap, (size_t)sqlite3_column_int64(st, 0), 64) < 0) {
 		sqlite3_finalize(st);
 		return -1;
 	}
 	sqlite3_finalize(st);
 	if (sqlite3_prepare_v2(db, "SELECT fp_id, kind, pid, pc, count, total_ns FROM callers", -1,
-			       &st, NULL) != SQLITE_OK)
+			       &st, NULL) != SQLITE_OK) {
+		free(v);
 		return -1;
+	}
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 		const char *kind = (const char *)sqlite3_column_text(st, 1);
-		struct ckey k = { sqlite3_column_int64(st, 0), sp_qkind_parse(kind),
-				  (uint64_t)sqlite3_column_int64(st, 2),
-				  (uint64_t)sqlite3_column_int64(st, 3) };
-		struct sp_acaller *c = hmap_get(&a->callers, &k, 1, NULL);
 
-		if (!c) {
-			sqlite3_finalize(st);
-			return -1;
+		if (SP_GROW(v, cap, n + 1, 64) < 0) {
+			rc = SQLITE_NOMEM;
+			break;
 		}
-		c->count += (double)sqlite3_column_int64(st, 4);
-		c->ns += (double)sqlite3_column_int64(st, 5);
+		v[n].k = (struct ckey){ sqlite3_column_int64(st, 0), sp_qkind_parse(kind),
+					(uint64_t)sqlite3_column_int64(st, 2),
+					(uint64_t)sqlite3_column_int64(st, 3) };
+		memset(&v[n].c, 0, sizeof(v[n].c));
+		v[n].c.count = (double)sqlite3_column_int64(st, 4);
+		v[n].c.ns = (double)sqlite3_column_int64(st, 5);
+		n++;
 	}
 	sqlite3_finalize(st);
+	if (rc == SQLITE_DONE && n && callers_grouped(v, n)) {
+		a->callers_v = v;
+		a->ncallers_v = n;
+		return 0;
+	}
+	if (rc == SQLITE_DONE && hmap_reserve(&a->callers, n) < 0)
+		rc = SQLITE_NOMEM;
+	for (size_t i = 0; rc == SQLITE_DONE && i < n; i++) {
+		struct sp_acaller *c = hmap_get(&a->callers, &v[i].k, 1, NULL);
+
+		if (!c) {
+			rc = SQLITE_NOMEM;
+			break;
+		}
+		c->count += v[i].c.count;
+		c->ns += v[i].c.ns;
+	}
+	free(v);
 	return rc == SQLITE_DONE ? 0 : -1;
 }
 
-/* The samples of the stacks each caller is the leaf of (rows: every
- * row of stack_samples), then what each query hands out: the callers
- * some stack has as its leaf. Sets each row's caller. 0, or -1 on
- * ENOMEM. */
-static int callers_samples(struct sp_attrib *a, struct srow *rows, size_t n)
+/* What each query hands out: the callers some stack has as its leaf
+ * (sums of whole numbers of executions and ns: the same in any order) */
+static int callers_exact_q(struct sp_attrib *a)
 {
-	size_t it = 0;
+	size_t it = 0, i = 0;
 	const struct ckey *k;
 	struct sp_acaller *c;
 
-	if (a->callers.count == 0)
+	for (;;) {
+		struct qkey qk;
+		double *q;
+
+		if (a->callers_v) {
+			if (i == a->ncallers_v)
+				break;
+			k = &a->callers_v[i].k;
+			c = &a->callers_v[i++].c;
+		} else if (!(c = hmap_next(&a->callers, &it, (const void **)&k))) {
+			break;
+		}
+		if (!c->samples)
+			continue;
+		qk = (struct qkey){ k->fp_id, (int)k->kind_exec };
+		if (!(q = hmap_get(&a->exact_q, &qk, 1, NULL)))
+			return -1;
+		q[0] += c->count;
+		q[1] += c->ns;
+	}
+	return 0;
+}
+
+/* The samples of the stacks each caller is the leaf of (rows: every
+ * row of stack_samples), then what each query hands out. Sets each row's
+ * caller. 0, or -1 on ENOMEM. */
+static int callers_samples(struct sp_attrib *a, struct srow *rows, size_t n)
+{
+	size_t cur = 0;
+
+	if (!has_callers(a))
 		return 0;
 	for (size_t i = 0; i < n; i++) {
 		struct srow *r = &rows[i];
+		struct sp_acaller *c;
 		struct ckey ck;
 
 		if (!r->sk)
 			continue;
 		ck = (struct ckey){ r->fp_id, r->kind_exec, r->pid, r->sk->leaf_pc };
-		c = r->caller = hmap_get(&a->callers, &ck, 0, NULL);
+		c = r->caller = caller_find(a, &ck, &cur);
 		if (!c)
 			continue;
 		c->samples += r->in.samples;
@@ -721,19 +865,7 @@ static int callers_samples(struct sp_attrib *a, struct srow *rows, size_t n)
 		c->random_samples += r->in.random_samples;
 		c->random_ns += r->in.random_ns;
 	}
-	while ((c = hmap_next(&a->callers, &it, (const void **)&k))) {
-		struct qkey qk = { k->fp_id, (int)k->kind_exec };
-		double *q;
-
-		if (!c->samples)
-			continue;
-		q = hmap_get(&a->exact_q, &qk, 1, NULL);
-		if (!q)
-			return -1;
-		q[0] += c->count;
-		q[1] += c->ns;
-	}
-	return 0;
+	return callers_exact_q(a);
 }
 
 /* The exact part of a row with samples *row whose leaf caller is c (see
@@ -763,15 +895,16 @@ void sp_attrib_exact_row(const struct sp_attrib *a, int64_t fp_id, int kind_exec
 	struct stkey sk = { pid, stack_id };
 	const struct sp_stk *s;
 	struct ckey k;
+	size_t cur = 0;
 
 	*count = *ns = 0;
-	if (!a->callers.count)
+	if (!has_callers(a))
 		return;
 	s = hmap_get((struct hmap *)&a->stacks, &sk, 0, NULL);
 	if (!s)
 		return;
 	k = (struct ckey){ fp_id, kind_exec, pid, s->leaf_pc };
-	exact_share(hmap_get((struct hmap *)&a->callers, &k, 0, NULL), row, count, ns);
+	exact_share(caller_find(a, &k, &cur), row, count, ns);
 }
 
 int sp_qsite_exact(const struct sp_qsite *q, uint64_t query_count)
@@ -1498,6 +1631,7 @@ void sp_attrib_free(struct sp_attrib *a)
 	hmap_free(&a->qidx);
 	hmap_free(&a->callers);
 	hmap_free(&a->exact_q);
+	free(a->callers_v);
 	free(a->qord);
 	free(a->sites);
 	free(a->qs);

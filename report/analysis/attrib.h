@@ -120,6 +120,11 @@ struct sp_attrib {
 	 * sp_acaller, and per query what they hand out: {fp_id, kind_exec}
 	 * -> double[2] (count, ns). Empty for older profiles. */
 	struct hmap callers, exact_q;
+	/* The callers in the writer's order ({fp_id, kind} ascending, a
+	 * query's together, at most 64 each) are kept in this array
+	 * instead, callers then empty (attrib.c, load_callers) */
+	struct sp_callerv *callers_v;
+	size_t ncallers_v;
 };
 
 /* One calling pc's exact totals, and the samples of the stacks whose
