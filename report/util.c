@@ -227,6 +227,24 @@ int hmap_del(struct hmap *m, const void *key, void *val)
 	return 1;
 }
 
+int hmap_put_merge(struct hmap *m, const void *key, void *e, void (*merge)(void *dst, void *src))
+{
+	int created, rc = 0;
+	void *d = hmap_get(m, key, 1, &created);
+
+	if (!d) {
+		d = hmap_get(m, e, 1, &created);
+		rc = -1;
+	}
+	if (!d)
+		return -1;
+	if (created)
+		memcpy(d, (const uint8_t *)e + m->keylen, m->vallen);
+	else
+		merge(d, (uint8_t *)e + m->keylen);
+	return rc;
+}
+
 void *hmap_next(const struct hmap *m, size_t *it, const void **key)
 {
 	for (; *it < m->cap; (*it)++) {

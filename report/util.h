@@ -57,6 +57,11 @@ void *hmap_get(struct hmap *m, const void *key, int create, int *created);
 int hmap_del(struct hmap *m, const void *key, void *val);
 /* Iterate: returns the next used index >= *it and advances it; NULL at end. */
 void *hmap_next(const struct hmap *m, size_t *it, const void **key);
+/* Entry e (a key, then a value, laid out as m's, taken out of m) put
+ * under key: merged by merge into the entry there, or a new entry; when
+ * that cannot be made, put back under its own key, its sums whole. 0, or
+ * -1 when it went back (or, with no memory even for that, was lost). */
+int hmap_put_merge(struct hmap *m, const void *key, void *e, void (*merge)(void *dst, void *src));
 
 /* A well-mixed 64-bit hash of p[0..n) for hash maps (FNV-1a, hash.h, and
  * a final mix): not stored anywhere, so it may change. */

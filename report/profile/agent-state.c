@@ -96,8 +96,6 @@ static int pfold_map(struct hmap *m, int pw, int zw, const struct hmap *set, pfo
 	for (size_t i = 0; i < n; i++) {
 		uint8_t *e = moved + i * ent;
 		uint64_t key[8];
-		void *d;
-		int created;
 
 		if (!fn) {
 			if (drop)
@@ -108,15 +106,8 @@ static int pfold_map(struct hmap *m, int pw, int zw, const struct hmap *set, pfo
 		key[pw] = SP_AGENT_PID_OTHER;
 		if (zw >= 0)
 			key[zw] = 0;
-		d = hmap_get(m, key, 1, &created);
-		if (!d && (d = hmap_get(m, e, 1, &created)) != NULL)
+		if (hmap_put_merge(m, key, e, fn) < 0)
 			rc = -1; /* put back as it was */
-		if (!d)
-			continue;
-		if (created)
-			memcpy(d, e + m->keylen, m->vallen);
-		else
-			fn(d, e + m->keylen);
 	}
 	free(moved);
 	return rc;

@@ -37,9 +37,9 @@ uint64_t sp_coll_fold_id(uint64_t fp_id)
 
 /* Merge src into dst (same key); src's owned pointers are dst's or
  * freed. */
-typedef int (*fold_merge_fn)(void *dst, void *src);
+typedef void (*fold_merge_fn)(void *dst, void *src);
 
-static int merge_qagg(void *dv, void *sv)
+static void merge_qagg(void *dv, void *sv)
 {
 	struct sp_qagg *d = dv, *s = sv;
 
@@ -84,40 +84,35 @@ static int merge_qagg(void *dv, void *sv)
 		}
 	}
 	sp_hist_free(s->hist);
-	return 0;
 }
 
-static int merge_sagg(void *dv, void *sv)
+static void merge_sagg(void *dv, void *sv)
 {
 	sp_sagg_add(dv, sv);
-	return 0;
 }
 
-static int merge_err(void *dv, void *sv)
+static void merge_err(void *dv, void *sv)
 {
 	struct sp_err *d = dv, *s = sv;
 
 	d->count += s->count;
 	free(s->msg);
-	return 0;
 }
 
-static int merge_u64(void *dv, void *sv)
+static void merge_u64(void *dv, void *sv)
 {
 	*(uint64_t *)dv += *(uint64_t *)sv;
-	return 0;
 }
 
-static int merge_caller(void *dv, void *sv)
+static void merge_caller(void *dv, void *sv)
 {
 	struct sp_caller *d = dv, *s = sv;
 
 	d->count = sat_add(d->count, s->count);
 	d->total_ns = sat_add(d->total_ns, s->total_ns);
-	return 0;
 }
 
-static int merge_dup(void *dv, void *sv)
+static void merge_dup(void *dv, void *sv)
 {
 	struct sp_dup *d = dv, *s = sv;
 
@@ -125,16 +120,14 @@ static int merge_dup(void *dv, void *sv)
 	d->repeats += s->repeats;
 	if (s->top > d->top)
 		d->top = s->top;
-	return 0;
 }
 
-static int merge_plan(void *dv, void *sv)
+static void merge_plan(void *dv, void *sv)
 {
 	struct sp_plan *d = dv, *s = sv;
 
 	d->connections += s->connections;
 	free(s->text);
-	return 0;
 }
 
 /* Every entry of m whose key's first uint64_t is a folded sql_id (in
@@ -170,24 +163,13 @@ static int fold_rekey(struct hmap *m, const struct hmap *fold, fold_merge_fn fn)
 		uint8_t *e = moved + i * ent;
 		uint64_t key[8];
 		const uint64_t *to;
-		void *d;
-		int created;
 
 		memcpy(key, e, m->keylen);
 		to = hmap_get((struct hmap *)fold, &key[0], 0, NULL);
 		key[0] = *to;
-		d = hmap_get(m, key, 1, &created);
-		if (!d) {
-			/* put back as it was: its sums stay in the map */
-			d = hmap_get(m, e, 1, &created);
+		/* else put back as it was: its sums stay in the map */
+		if (hmap_put_merge(m, key, e, fn) < 0)
 			rc = -1;
-		}
-		if (!d)
-			continue; /* no memory even for that: lost from the map */
-		if (created)
-			memcpy(d, e + m->keylen, m->vallen);
-		else
-			fn(d, e + m->keylen);
 	}
 	free(moved);
 	return rc;
