@@ -354,16 +354,23 @@ static __attribute__((noinline)) int step_general(sqlite3_stmt *st, int drawn)
 /* A drawn execution starts at t0 (read after its stack was taken: the
  * walk's time is not the execution's) with stack h (0: none), the next
  * gap drawn: the rest of sqlite3_step's start, and the step. Only r is
- * kept across the real call, and nothing is called before it. */
+ * kept across the real call, and nothing is called before it.
+ * sqlite3_step's checks held for st's slot, fast_stmt, when the countdown
+ * hit; a signal handler that stepped another statement since (during the
+ * walk) made that one fast_stmt, or left st's execution started: then
+ * step_general starts st's (taking the stack again; before, the handler's
+ * slot got st's execution, issue 23 item 7). */
 static __attribute__((noinline)) int step_drawn(sqlite3_stmt *st, uint64_t h, uint64_t t0)
 {
 	struct sp_thread *t = &sp_tls;
-	struct sp_exec *r;
+	struct sp_stmt *s = t->fast_stmt;
+	struct sp_exec *r = &s->exec;
 	uint64_t t1;
 	int rc;
 
-	r = &t->fast_stmt->exec;
-	t->fast_stmt->agg->started++; /* sqlite3_step's checks hold: bound here */
+	if (unlikely(stmt_key(s) != (uintptr_t)st || r->start))
+		return step_general(st, 1);
+	s->agg->started++; /* sqlite3_step's checks hold: bound here */
 	r->stack_id = h;
 	r->flags = h ? SP_EXEC_RANDOM | SP_EXEC_SAMPLED : SP_EXEC_RANDOM;
 	/* no counters read: the statement owns its record's segment (agg_tag

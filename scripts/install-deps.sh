@@ -38,6 +38,9 @@ required+=(libiberty-dev)
 # Ruby's frames: an ActiveRecord program on Debian's Ruby (t_attr_ruby);
 # PHP's use php-cli and php-sqlite3 above (t_attr_php).
 required+=(ruby ruby-sqlite3 ruby-activerecord)
+# gdb delivers a signal at an exact instruction of the preload
+# (t_guest_signal_drawn: a handler inside a drawn execution's start).
+required+=(gdb)
 optional=(ltrace clang libclang-rt-14-dev protobuf-compiler)
 
 want=("${required[@]}")

@@ -9,7 +9,8 @@
  * runs: the profiler makes query records then); a setitimer(ITIMER_REAL)
  * every INTERVAL_US microseconds (default 50) delivers SIGALRM, whose
  * handler runs one execution of `SELECT ?1 + 1` on a second connection
- * prepared in advance. Correct without a profiler: SQLite is configured
+ * prepared in advance (INTERVAL_US 0: no timer, a debugger delivers the
+ * signal: t_guest_signal_drawn.sh). Correct without a profiler: SQLite is configured
  * single-threaded without memory statistics (no mutex a handler could
  * meet held), the handler's connection is its own and its statement was
  * stepped once before the timer starts (nothing left to allocate), and
@@ -57,7 +58,7 @@ int main(int argc, char **argv)
 	sigset_t alrm, old;
 	struct sigaction sa;
 
-	if (n < 10 || us <= 0) {
+	if (n < 10 || us < 0 || us >= 1000000) {
 		fprintf(stderr, "usage: sigstep N [INTERVAL_US]\n");
 		return 2;
 	}
@@ -91,7 +92,10 @@ int main(int argc, char **argv)
 	it.it_interval.tv_sec = 0;
 	it.it_interval.tv_usec = us;
 	it.it_value = it.it_interval;
-	setitimer(ITIMER_REAL, &it, NULL);
+	if (us > 0 && setitimer(ITIMER_REAL, &it, NULL) != 0) {
+		perror("sigstep: setitimer");
+		return 1;
+	}
 
 	if (sqlite3_prepare_v2(db, "SELECT count(*) FROM t WHERE a > ?", -1, &st, NULL) != SQLITE_OK)
 		die(db, "prepare select");
