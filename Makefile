@@ -10,7 +10,8 @@
 #                       and test programs without address: see below)
 #   BUILD=build         output directory
 #   BENCH_N=100000      executions in the overhead workload (make bench)
-#   SOAK_SECONDS=600    the agent soak of make bench, seconds (0: none)
+#   SOAK_SECONDS=600    each agent soak of make bench, seconds (0: none)
+#   SOAK_EVERY_TEXT=1   0: only the soak at the preload's defaults
 #   FUZZ_SECONDS=60     how long `make fuzz` runs each fuzz target
 #   FUZZ_CC=clang       compiler for the fuzz targets (libFuzzer)
 #
@@ -23,6 +24,7 @@ CC ?= gcc
 VERSION := 0.1.0
 BENCH_N ?= 100000
 SOAK_SECONDS ?= 600
+SOAK_EVERY_TEXT ?= 1
 
 PKGS := sqlite3 libdw libelf libmicrohttpd
 DEPS_OK := $(shell pkg-config --exists $(PKGS) check 2>/dev/null && echo yes)
@@ -200,7 +202,7 @@ demo: deps
 bench: deps
 	@scripts/install-deps.sh --optional
 	@$(MAKE) --no-print-directory all progs
-	@BUILD=$(BUILD) BENCH_N=$(BENCH_N) SOAK_SECONDS=$(SOAK_SECONDS) scripts/bench.sh
+	@BUILD=$(BUILD) BENCH_N=$(BENCH_N) SOAK_SECONDS=$(SOAK_SECONDS) SOAK_EVERY_TEXT=$(SOAK_EVERY_TEXT) scripts/bench.sh
 
 # Fuzzing: libFuzzer targets (tests/fuzz/) for the stream decoder and the
 # profile readers, built with clang, ASan and UBSan, with the CLI and

@@ -99,8 +99,8 @@ def main():
     ap.add_argument("--agent-args", default="")
     ap.add_argument("--texts-per-shape", type=int, default=0,
                     help="SQLPROF_TEXTS_PER_SHAPE of the processes (default 0, no limit: every "
-                    "new text reaches the agent, its worst case; the preload's default, 64, "
-                    "folds the soak's texts in the service itself)")
+                    "new text reaches the agent, its worst case; -1: the preload's default, "
+                    "64, which folds the soak's texts in the service itself)")
     ap.add_argument("--check", action="store_true")
     ap.add_argument("--keep", help="copy the final profile here")
     a = ap.parse_args()
@@ -126,8 +126,10 @@ def main():
             err.seek(0)
             sys.exit("agent_soak: the agent exited: " + err.read())
         time.sleep(0.02)
-    env = dict(os.environ, LD_PRELOAD=lib, SQLPROF_SOCK=sock, SQLPROF_RATE="0.01",
-               SQLPROF_TEXTS_PER_SHAPE=str(a.texts_per_shape))
+    env = dict(os.environ, LD_PRELOAD=lib, SQLPROF_SOCK=sock, SQLPROF_RATE="0.01")
+    env.pop("SQLPROF_TEXTS_PER_SHAPE", None)
+    if a.texts_per_shape >= 0:
+        env["SQLPROF_TEXTS_PER_SHAPE"] = str(a.texts_per_shape)
     t0 = time.monotonic()
     main_count = os.path.join(tmp, "count.main")
     svc = subprocess.Popen([os.path.join(progs, "soak"), str(a.rate), str(int(a.seconds * 1000)),
