@@ -138,9 +138,10 @@ START_TEST(test_kind)
 }
 END_TEST
 
-/* sp_fmt_ns's whole-ns path prints what "%.2f" of the double prints: at
- * each unit's edges, at ties (x.xx5, where the double decides), and at
- * 200,000 pseudo-random values of every size below 1000 s */
+/* sp_fmt_ns prints what "%.2f" of the double prints, whole ns and
+ * fractional (a mean, its own path): at each unit's edges, at ties
+ * (x.xx5, where the double decides), and at 200,000 pseudo-random values
+ * of every size below 1000 s, and as many means (a total over a count) */
 static void fmt_ref(char *b, size_t len, double ns)
 {
 	if (ns < 1e3)
@@ -181,6 +182,10 @@ START_TEST(test_fmt_ns)
 		fmt_same((double)(x % (1ull << (10 + i % 30))));
 		if (i % 1000 == 0)
 			fmt_same((double)(x % 1000000000000ull) / 7.0); /* a mean */
+		/* means of every size, and ties: hundredths and halves of a ns */
+		fmt_same((double)(x % (1ull << (10 + i % 30))) / (double)(2 + i % 997));
+		fmt_same((double)(x % (1ull << (10 + i % 30))) / 1e2 + 0.005 * (i % 3));
+		fmt_same((double)(x % 1000) + 0.5);
 	}
 }
 END_TEST
