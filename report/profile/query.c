@@ -126,6 +126,7 @@ struct plan_groups {
 	struct hmap *idx;
 	int64_t last;
 	int have;
+	size_t row[2]; /* last's rows (stmt, exec): index + 1, 0 for none */
 	uint64_t *seen; /* hashes of the group's distinct plans */
 	size_t nseen, capseen;
 };
@@ -140,13 +141,9 @@ static int plan_group_row(struct plan_groups *g, int more, int64_t fp, const cha
 
 	if (g->have && (!more || fp != g->last)) {
 		/* the group ends: its count of distinct plans */
-		for (int kx = 0; kx < 2; kx++) {
-			struct qkey k = { g->last, kx };
-			size_t *ix = hmap_get(g->idx, &k, 0, NULL);
-
-			if (ix)
-				g->qs->rows[*ix - 1].nplans = (int)g->nseen;
-		}
+		for (int kx = 0; kx < 2; kx++)
+			if (g->row[kx])
+				g->qs->rows[g->row[kx] - 1].nplans = (int)g->nseen;
 		g->nseen = 0;
 	}
 	if (!more)
@@ -159,6 +156,7 @@ static int plan_group_row(struct plan_groups *g, int more, int64_t fp, const cha
 			size_t *ix = hmap_get(g->idx, &k, 0, NULL);
 			struct sp_qrow *r = ix ? &g->qs->rows[*ix - 1] : NULL;
 
+			g->row[kx] = ix ? *ix : 0; /* for the group's end */
 			if (!r || r->plan)
 				continue;
 			if (take && *take) {
