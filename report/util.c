@@ -341,6 +341,35 @@ static int fmt_ns_frac(char *buf, size_t len, double ns)
 	return fmt_q(buf, len, (uint64_t)floor(y) + (f > 0.5), i != 0, u[i].unit);
 }
 
+int sp_permute(void *base, size_t n, size_t size, const size_t *from)
+{
+	unsigned char *done = calloc(n ? n : 1, 1), *tmp = malloc(size ? size : 1);
+	char *b = base;
+	size_t i, j, k;
+
+	if (!done || !tmp) {
+		free(done);
+		free(tmp);
+		return -1;
+	}
+	for (i = 0; i < n; i++) {
+		if (done[i])
+			continue;
+		memcpy(tmp, b + i * size, size);
+		for (j = i; (k = from[j]) != i; j = k) {
+			if (from[k] != i) /* the next step's element: a cache miss */
+				__builtin_prefetch(b + from[k] * size);
+			memcpy(b + j * size, b + k * size, size);
+			done[j] = 1;
+		}
+		memcpy(b + j * size, tmp, size);
+		done[j] = 1;
+	}
+	free(done);
+	free(tmp);
+	return 0;
+}
+
 const char *sp_fmt_ns(char *buf, size_t len, double ns)
 {
 	if (ns >= 0 && !signbit(ns) && ns < 1e12 &&

@@ -139,30 +139,6 @@ static size_t *site_ranges(const struct sp_attrib *at, const struct sp_qset *qs)
 	return rng;
 }
 
-/* at->qs in the order of from (from[i]: the site that goes to slot i),
- * read in that order with a prefetch a few sites ahead (a site is 144
- * bytes), then indexed again. 0, or -1 on ENOMEM. */
-static int move_sites(struct sp_attrib *at, const size_t *from)
-{
-	struct sp_qsite *nq = malloc((at->nqs ? at->nqs : 1) * sizeof(*nq));
-
-	if (!nq)
-		return -1;
-	for (size_t i = 0; i < at->nqs; i++) {
-		if (i + 8 < at->nqs) {
-			const char *p = (const char *)&at->qs[from[i + 8]];
-
-			__builtin_prefetch(p);
-			__builtin_prefetch(p + sizeof(*nq) - 1);
-		}
-		nq[i] = at->qs[from[i]];
-	}
-	free(at->qs);
-	at->qs = nq;
-	at->qs_cap = at->nqs;
-	return sp_attrib_index_runs(at);
-}
-
 /*
  * Move each query's sites together in at->qs, the queries in the order
  * they are printed (qs sorted; row j was row perm[j] before, whose sites
@@ -170,8 +146,9 @@ static int move_sites(struct sp_attrib *at, const size_t *from)
  * after them, in theirs), and index them again: the table's sites are
  * then read in order, not at random (a cache miss a site, a fifth of
  * report's CPU at 200,000 fingerprints), and found without the index's
- * map (sp_attrib_query_sites' cursor). Only --by sql: the grouped report
- * reads at->qs whole. 0, or -1 on ENOMEM.
+ * map (sp_attrib_query_sites' cursor); moved in place (sp_permute).
+ * Only --by sql: the grouped report reads at->qs whole. 0, or -1 on
+ * ENOMEM.
  */
 static int group_sites(struct sp_attrib *at, const struct sp_qset *qs, const size_t *rng,
 		       const size_t *perm)
@@ -201,7 +178,10 @@ static int group_sites(struct sp_attrib *at, const struct sp_qset *qs, const siz
 			in_order &= i == n;
 			from[n++] = i;
 		}
-	rc = in_order ? 0 : move_sites(at, from);
+	if (in_order)
+		rc = 0;
+	else if (sp_permute(at->qs, at->nqs, sizeof(*at->qs), from) == 0)
+		rc = sp_attrib_index_runs(at);
 out:
 	free(from);
 	free(done);

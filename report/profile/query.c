@@ -126,7 +126,7 @@ struct plan_groups {
 	struct hmap *idx;
 	int64_t last;
 	int have;
-	size_t row[2]; /* last's rows (stmt, exec): index + 1, 0 for none */
+	size_t row[2];  /* last's rows (stmt, exec): index + 1, 0 for none */
 	uint64_t *seen; /* hashes of the group's distinct plans */
 	size_t nseen, capseen;
 };
@@ -781,24 +781,6 @@ static int cmp_keys(const void *pa, const void *pb)
 	return c;
 }
 
-/* qs's rows in the order of keys (sorted): moved into a new array, read
- * in that order (a prefetch a few rows ahead). 0, or -1 on ENOMEM. */
-static int apply_order(struct sp_qset *qs, const struct sort_key *k)
-{
-	struct sp_qrow *nr = malloc(qs->n * sizeof(*nr));
-
-	if (!nr)
-		return -1;
-	for (size_t j = 0; j < qs->n; j++) {
-		if (j + 8 < qs->n)
-			__builtin_prefetch(&qs->rows[k[j + 8].i]);
-		nr[j] = qs->rows[k[j].i];
-	}
-	free(qs->rows);
-	qs->rows = nr;
-	return 0;
-}
-
 int sp_qset_sort_perm(struct sp_qset *qs, const char *key, size_t **perm)
 {
 	static const struct {
@@ -819,7 +801,7 @@ int sp_qset_sort_perm(struct sp_qset *qs, const char *key, size_t **perm)
 		{ "prepare", offsetof(struct sp_qrow, prepare_ns) },
 	};
 	struct sort_key *k;
-	size_t i, j;
+	size_t i, j, *from = NULL;
 
 	if (perm)
 		*perm = NULL;
@@ -829,8 +811,7 @@ int sp_qset_sort_perm(struct sp_qset *qs, const char *key, size_t **perm)
 		return -1;
 	if (!qs->n)
 		return 0;
-	if (!(k = malloc(qs->n * sizeof(*k))) ||
-	    (perm && !(*perm = malloc(qs->n * sizeof(**perm)))))
+	if (!(k = malloc(qs->n * sizeof(*k))) || !(from = malloc(qs->n * sizeof(*from))))
 		goto nomem;
 	for (j = 0; j < qs->n; j++) {
 		const struct sp_qrow *r = &qs->rows[j];
@@ -844,18 +825,20 @@ int sp_qset_sort_perm(struct sp_qset *qs, const char *key, size_t **perm)
 		k[j] = (struct sort_key){ v, r->total_ns, r->fingerprint ? r->fingerprint : "", j };
 	}
 	sp_qsort(k, qs->n, sizeof(*k), cmp_keys);
-	if (apply_order(qs, k) < 0)
-		goto nomem;
-	for (j = 0; perm && j < qs->n; j++)
-		(*perm)[j] = k[j].i;
+	for (j = 0; j < qs->n; j++)
+		from[j] = k[j].i;
 	free(k);
+	k = NULL;
+	if (sp_permute(qs->rows, qs->n, sizeof(*qs->rows), from) < 0)
+		goto nomem;
+	if (perm)
+		*perm = from;
+	else
+		free(from);
 	return 0;
 nomem:
 	free(k);
-	if (perm) {
-		free(*perm);
-		*perm = NULL;
-	}
+	free(from);
 	return -2;
 }
 
