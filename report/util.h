@@ -124,6 +124,12 @@ FILE *sp_term_begin(FILE **std);
  * Returns 0, or -1 when writing through it failed. */
 int sp_term_end(FILE **std, FILE *real);
 
+/* base's n elements of size bytes put in the order from gives (element
+ * i becomes the one at from[i] before: from is a permutation), in place,
+ * cycle by cycle (no second array: at 200,000 queries a new one was
+ * 12,000 page faults). 0, or -1 on ENOMEM (base as it was). */
+int sp_permute(void *base, size_t n, size_t size, const size_t *from);
+
 /* qsort that accepts an empty (possibly NULL) array: qsort(NULL, 0, ...)
  * is undefined behaviour. */
 static inline void sp_qsort(void *base, size_t n, size_t size,

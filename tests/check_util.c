@@ -138,9 +138,10 @@ START_TEST(test_kind)
 }
 END_TEST
 
-/* sp_fmt_ns's whole-ns path prints what "%.2f" of the double prints: at
- * each unit's edges, at ties (x.xx5, where the double decides), and at
- * 200,000 pseudo-random values of every size below 1000 s */
+/* sp_fmt_ns prints what "%.2f" of the double prints, whole ns and
+ * fractional (a mean, its own path): at each unit's edges, at ties
+ * (x.xx5, where the double decides), and at 200,000 pseudo-random values
+ * of every size below 1000 s, and as many means (a total over a count) */
 static void fmt_ref(char *b, size_t len, double ns)
 {
 	if (ns < 1e3)
@@ -181,6 +182,43 @@ START_TEST(test_fmt_ns)
 		fmt_same((double)(x % (1ull << (10 + i % 30))));
 		if (i % 1000 == 0)
 			fmt_same((double)(x % 1000000000000ull) / 7.0); /* a mean */
+		if (i % 4) /* means of every size, and ties: hundredths and halves */
+			continue;
+		fmt_same((double)(x % (1ull << (10 + i % 30))) / (double)(2 + i % 997));
+		fmt_same((double)(x % (1ull << (10 + i % 30))) / 1e2 + 0.005 * (i % 3));
+		fmt_same((double)(x % 1000) + 0.5);
+	}
+}
+END_TEST
+
+/* sp_permute puts each element where the permutation says, in place:
+ * identity, one cycle, and random permutations of 1 to 300 elements */
+START_TEST(test_permute)
+{
+	uint64_t x = 88172645463325252ull;
+
+	for (size_t n = 0; n <= 300; n++) {
+		size_t from[300] = { 0 }, i, j, t;
+		struct {
+			size_t v;
+			char pad[13];
+		} e[300];
+
+		for (i = 0; i < n; i++)
+			from[i] = i;
+		for (i = n; i > 1 && n % 3; i--) { /* every third n: the identity */
+			x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+			j = (size_t)(x % i);
+			t = from[i - 1], from[i - 1] = from[j], from[j] = t;
+		}
+		if (n == 7)
+			for (i = 0; i < n; i++)
+				from[i] = (i + 1) % n; /* one cycle */
+		for (i = 0; i < n; i++)
+			e[i].v = i;
+		ck_assert_int_eq(sp_permute(e, n, sizeof(e[0]), from), 0);
+		for (i = 0; i < n; i++)
+			ck_assert_uint_eq(e[i].v, from[i]);
 	}
 }
 END_TEST
@@ -192,6 +230,7 @@ static Suite *util_suite(void)
 
 	tcase_add_test(tc, test_grow);
 	tcase_add_test(tc, test_grow_overflow);
+	tcase_add_test(tc, test_permute);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("names_and_hashes");
 	tcase_add_test(tc, test_basename_label);

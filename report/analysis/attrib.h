@@ -113,7 +113,13 @@ struct sp_attrib {
 	/* index: {fp_id, kind_exec} -> {first, n} in qord, which holds the
 	 * indices into qs of each query's sites in their order in qs */
 	struct hmap qidx;
-	size_t *qord;
+	size_t *qord, nqord;
+	/* sp_attrib_query_sites's last answer ({first, n} in qord, for
+	 * qcur_fp and qcur_kx; qcur_on): asked again, or for the query
+	 * whose sites come next in qord, it needs no look-up in qidx */
+	size_t qcur_first, qcur_n;
+	int64_t qcur_fp;
+	int qcur_kx, qcur_on;
 	struct hmap site_idx; /* site label hash -> site index (loading) */
 	/* Exact executions per calling return address (profile table
 	 * callers, format 3+): {fp_id, kind_exec, pid, pc} -> struct
@@ -210,6 +216,10 @@ const size_t *sp_attrib_query_sites(const struct sp_attrib *a, int64_t fp_id, in
 				    size_t *n);
 /* (Re)build the per-query index after a->qs was reordered. 0, or -1 on ENOMEM. */
 int sp_attrib_index(struct sp_attrib *a);
+/* sp_attrib_index when each query's sites are together in a->qs (one run
+ * each, as the report's grouping leaves them): qord in a->qs's order, no
+ * sort (else sp_attrib_index's). 0, or -1 on ENOMEM. */
+int sp_attrib_index_runs(struct sp_attrib *a);
 /* 1 if module (a path) is libsqlprof.so: its frames (the shims) are left
  * out of every printed stack. */
 int sp_is_profiler_module(const char *module);

@@ -123,63 +123,69 @@ static int estimate_sites(sqlite3 *db, const struct sp_qset *qs, struct sp_attri
 	return 0;
 }
 
+/* Where each query's sites are in at->qord, in qs's order (the
+ * profile's, before the sort): rng[2 i] the first, rng[2 i + 1] how many.
+ * Malloc'd; NULL on ENOMEM. */
+static size_t *site_ranges(const struct sp_attrib *at, const struct sp_qset *qs)
+{
+	size_t *rng = malloc((qs->n ? qs->n : 1) * 2 * sizeof(*rng));
+
+	for (size_t i = 0; rng && i < qs->n; i++) {
+		const size_t *ix = sp_attrib_query_sites(
+			at, qs->rows[i].fp_id, qs->rows[i].kind == SP_QK_EXEC, &rng[2 * i + 1]);
+
+		rng[2 * i] = ix ? (size_t)(ix - at->qord) : 0;
+	}
+	return rng;
+}
+
 /*
- * Move each query's sites together in at->qs, the queries in qs's order,
- * each query's sites in their order (the rest after them, in theirs), and
- * index them again: the estimates then read at->qs in order, not at
- * random (a cache miss a site). Nothing moves when the queries' sites are
- * in that order already, as the writer leaves them (queries and
- * stack_samples in (fp_id, kind) order). Only --by sql: the grouped report reads at->qs
- * whole. 0, or -1 on ENOMEM.
+ * Move each query's sites together in at->qs, the queries in the order
+ * they are printed (qs sorted; row j was row perm[j] before, whose sites
+ * rng gives: site_ranges), each query's sites in their order (the rest
+ * after them, in theirs), and index them again: the table's sites are
+ * then read in order, not at random (a cache miss a site, a fifth of
+ * report's CPU at 200,000 fingerprints), and found without the index's
+ * map (sp_attrib_query_sites' cursor); moved in place (sp_permute).
+ * Only --by sql: the grouped report reads at->qs whole. 0, or -1 on
+ * ENOMEM.
  */
-static int group_sites(struct sp_attrib *at, const struct sp_qset *qs)
+static int group_sites(struct sp_attrib *at, const struct sp_qset *qs, const size_t *rng,
+		       const size_t *perm)
 {
 	size_t *from = malloc((at->nqs ? at->nqs : 1) * sizeof(*from));
 	unsigned char *done = calloc(at->nqs ? at->nqs : 1, 1);
-	struct sp_qsite *nq = NULL;
-	size_t i, j, k, n = 0, next = 0;
-	int in_order = 1; /* each query's sites together, the queries in qs's order */
+	size_t i, j, n = 0;
+	int in_order = 1, rc = -1;
 
 	if (!from || !done)
-		goto fail;
-	/* from[n]: the site that goes to slot n */
+		goto out;
 	for (i = 0; i < qs->n; i++) {
-		const size_t *ix = sp_attrib_query_sites(at, qs->rows[i].fp_id,
-							 qs->rows[i].kind == SP_QK_EXEC, &k);
+		const size_t *r = &rng[2 * perm[i]];
 
-		for (j = 0; j < k; j++)
-			if (!done[ix[j]]) { /* a hostile profile's query twice */
-				done[ix[j]] = 1;
-				if (ix[j] < next || (j && ix[j] != ix[j - 1] + 1))
-					in_order = 0;
-				next = ix[j] + 1;
-				from[n++] = ix[j];
+		for (j = 0; j < r[1]; j++) {
+			size_t s = at->qord[r[0] + j];
+
+			if (!done[s]) { /* a hostile profile's query twice */
+				done[s] = 1;
+				in_order &= s == n;
+				from[n++] = s;
 			}
+		}
 	}
 	for (i = 0; i < at->nqs; i++)
-		if (!done[i])
+		if (!done[i]) {
+			in_order &= i == n;
 			from[n++] = i;
-	free(done);
-	done = NULL;
-	/* the writer's order (queries and stack_samples by (fp_id, kind)):
-	 * in place, the sites of queries not shown (none ran) where they are */
-	if (in_order) {
-		free(from);
-		return 0;
-	}
-	if (!(nq = malloc((at->nqs ? at->nqs : 1) * sizeof(*nq))))
-		goto fail;
-	for (i = 0; i < at->nqs; i++)
-		nq[i] = at->qs[from[i]];
-	free(from);
-	free(at->qs);
-	at->qs = nq;
-	at->qs_cap = at->nqs;
-	return sp_attrib_index(at);
-fail:
+		}
+	if (in_order)
+		rc = 0;
+	else if (sp_permute(at->qs, at->nqs, sizeof(*at->qs), from) == 0)
+		rc = sp_attrib_index_runs(at);
+out:
 	free(from);
 	free(done);
-	return -1;
+	return rc;
 }
 
 /*
@@ -402,8 +408,9 @@ static int load(sqlite3 *db, const char *path, const struct report_opts *o,
 		struct sp_findings *finds, struct sp_failures *fails)
 {
 	struct sp_window win = { 0 };
+	size_t *rng = NULL, *perm = NULL; /* --by sql: group_sites's */
+	int lrc, sorted, by_sql = !strcmp(o->by, "sql");
 	char err[512];
-	int lrc;
 
 	if (sp_winreq_on(wr) && sp_window_resolve(db, wr, &win, err, sizeof(err)) < 0) {
 		fprintf(stderr, "sqlprof report: %s: %s\n", path, err);
@@ -417,28 +424,37 @@ static int load(sqlite3 *db, const char *path, const struct report_opts *o,
 			fprintf(stderr, "sqlprof report: %s: %s\n", path, err);
 		return sp_err_exit(lrc);
 	}
-	/* by query (qs is in the profile's order), then each query's sites
-	 * in the order printed; --by function and site read at->qs whole, in
-	 * that order */
-	if ((!strcmp(o->by, "sql") && group_sites(at, qs) < 0) || estimate_sites(db, qs, at) < 0)
+	/* the estimates in the profile's order; then --by sql: the queries
+	 * sorted, their sites moved to the order printed and each query's
+	 * sorted; --by function and site read at->qs whole, in that order */
+	if ((by_sql && !(rng = site_ranges(at, qs))) || estimate_sites(db, qs, at) < 0 ||
+	    (sorted = sp_qset_sort_perm(qs, o->sort, by_sql ? &perm : NULL)) == -2)
 		goto nomem;
-	if (!strcmp(o->by, "sql")) {
+	if (sorted < 0) {
+		fprintf(stderr, "sqlprof report: unknown sort key '%s' (%s)\n", o->sort, SORT_KEYS);
+		free(rng);
+		return SP_EXIT_USAGE;
+	}
+	if (by_sql) {
+		if (group_sites(at, qs, rng, perm) < 0)
+			goto nomem;
 		sort_query_sites(at, qs);
 	} else {
 		sp_qsort(at->qs, at->nqs, sizeof(*at->qs), cmp_qsite);
 		if (sp_attrib_index(at) < 0)
 			goto nomem;
 	}
-	if (sp_qset_sort(qs, o->sort) < 0) {
-		fprintf(stderr, "sqlprof report: unknown sort key '%s' (%s)\n", o->sort, SORT_KEYS);
-		return SP_EXIT_USAGE;
-	}
+	free(rng);
+	free(perm);
+	rng = perm = NULL;
 	if (sp_failures_load(db, fails) < 0 ||
 	    (strcmp(o->format, "table") && !o->no_doctor &&
 	     sp_doctor_find(db, qs, at, &SP_DOCTOR_DEFAULTS, finds) < 0))
 		goto nomem;
 	return 0;
 nomem:
+	free(rng);
+	free(perm);
 	fprintf(stderr, "sqlprof report: out of memory\n");
 	return SP_EXIT_INTERNAL;
 }

@@ -105,8 +105,12 @@ uint64_t sp_qset_prepare_ns(const struct sp_qset *qs);
 uint64_t sp_qset_schema_loads(const struct sp_qset *qs);
 /* Sort by a key: total, count, mean, p50, p95, p99, max, rows, self, errors,
  * vm, prepare.
- * Returns -1 for an unknown key. */
+ * Returns -1 for an unknown key, -2 on ENOMEM (the rows as they were). */
 int sp_qset_sort(struct sp_qset *qs, const char *key);
+/* sp_qset_sort, and with perm the order it made: row j is the one at
+ * (*perm)[j] before (malloc'd, the caller frees it; NULL when qs is
+ * empty). */
+int sp_qset_sort_perm(struct sp_qset *qs, const char *key, size_t **perm);
 
 /* Failed executions of a profile, grouped by query, kind, code, message,
  * process and stack, most frequent first. A statement's failure that is
