@@ -162,7 +162,7 @@ static int kcmp(int64_t fa, int ka, int64_t fb, int kb)
 
 static int key_cmp(const struct sp_qrow *r, int64_t fp, int kx)
 {
-	return kcmp(r->fp_id, r->kind == SP_QK_EXEC, fp, kx);
+	return sp_qrow_key_cmp(r, fp, kx);
 }
 
 /* Index qs by (fp_id, kind) into ix (initialized here), the first row of
@@ -199,32 +199,6 @@ static int by_key(const struct hmap *ix)
 	return ix->cap == 0;
 }
 
-/* The first row >= (fp, kx) of qs (sorted by key_cmp) from *cur, the
- * place of the last answer: forward by doubling steps, then halving (a
- * walk in key order finds each next row in a step or two), else by
- * halving before it. */
-static size_t seek_row(const struct sp_qset *qs, int64_t fp, int kx, size_t cur)
-{
-	size_t lo = 0, hi = cur < qs->n ? cur : qs->n, step = 1;
-
-	if (cur < qs->n && key_cmp(&qs->rows[cur], fp, kx) < 0) {
-		for (lo = cur; lo + step < qs->n && key_cmp(&qs->rows[lo + step], fp, kx) < 0;
-		     step *= 2)
-			lo += step;
-		hi = lo + step < qs->n ? lo + step : qs->n;
-		lo++; /* rows[lo - 1] < key, rows[hi] >= key or hi == n */
-	}
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (key_cmp(&qs->rows[mid], fp, kx) < 0)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
-}
-
 /* The row of (fp, kx) in qs through its index ix (a linear search per
  * lookup made diff quadratic: 195 s for 20,000 fingerprints), or by a
  * search from *cur when qs is sorted (by_key; cur NULL: from the start). */
@@ -236,7 +210,7 @@ static const struct sp_qrow *find_row(const struct hmap *ix, const struct sp_qse
 	size_t i;
 
 	if (by_key(ix)) {
-		i = seek_row(qs, fp, kx, cur ? *cur : 0);
+		i = sp_qset_seek(qs, fp, kx, cur ? *cur : 0);
 		if (cur)
 			*cur = i;
 		return i < qs->n && !key_cmp(&qs->rows[i], fp, kx) ? &qs->rows[i] : NULL;

@@ -59,6 +59,74 @@ struct qkey {
 	int64_t fp_id, kind_exec;
 };
 
+int sp_qrow_key_cmp(const struct sp_qrow *r, int64_t fp_id, int kind_exec)
+{
+	if (r->fp_id != fp_id)
+		return r->fp_id < fp_id ? -1 : 1;
+	return kind_exec - (r->kind == SP_QK_EXEC);
+}
+
+size_t sp_qset_seek(const struct sp_qset *qs, int64_t fp_id, int kind_exec, size_t cur)
+{
+	const struct sp_qrow *r = qs->rows;
+	size_t lo, hi, step = 1;
+
+	if (cur > qs->n)
+		cur = qs->n;
+	if (cur < qs->n && sp_qrow_key_cmp(&r[cur], fp_id, kind_exec) < 0) {
+		/* after cur: forward by doubling steps */
+		for (lo = hi = cur + 1; hi < qs->n && sp_qrow_key_cmp(&r[hi], fp_id, kind_exec) < 0;
+		     step *= 2) {
+			lo = hi + 1;
+			hi += step;
+		}
+		if (hi > qs->n)
+			hi = qs->n;
+	} else { /* at or before cur: backward so */
+		for (lo = hi = cur; lo > 0 && sp_qrow_key_cmp(&r[lo - 1], fp_id, kind_exec) >= 0;
+		     step *= 2) {
+			hi = lo - 1;
+			lo = hi > step ? hi - step : 0;
+		}
+	}
+	while (lo < hi) { /* r[lo - 1] < key (or lo 0), r[hi] >= key (or hi n) */
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (sp_qrow_key_cmp(&r[mid], fp_id, kind_exec) < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/* The loaders' index of qs's rows: {fp_id, kind_exec} -> {row index + 1,
+ * has a histogram}. Rows in the writer's order, each key once (as
+ * profiles are written), have an entry each in v and are found by
+ * sp_qset_seek from the last answer (a map look-up was a cache miss at
+ * 200,000 fingerprints: 5 % of check's CPU); else the map (a later row of
+ * a key wins). */
+struct qidx {
+	const struct sp_qset *qs;
+	size_t (*v)[2]; /* NULL: the map */
+	size_t cur;
+	struct hmap map;
+};
+
+static size_t *qidx_get(struct qidx *x, int64_t fp_id, int64_t kind_exec)
+{
+	struct qkey k = { fp_id, kind_exec };
+	size_t i;
+
+	if (!x->v)
+		return hmap_get(&x->map, &k, 0, NULL);
+	if (kind_exec != 0 && kind_exec != 1)
+		return NULL;
+	i = x->cur = sp_qset_seek(x->qs, fp_id, (int)kind_exec, x->cur);
+	return i < x->qs->n && !sp_qrow_key_cmp(&x->qs->rows[i], fp_id, (int)kind_exec) ? x->v[i]
+											: NULL;
+}
+
 int sp_qset_load(sqlite3 *db, struct sp_qset *qs, char *err, size_t errlen)
 {
 	return sp_qset_load_window(db, NULL, qs, err, errlen);
@@ -81,7 +149,7 @@ static void window_bucket(uint64_t lo, int64_t count, void *arg)
 
 /* A window's sums in place of the totals loaded (sp_qset_load_window):
  * the summed columns of SP_QROW_COLS. 0 or Q_SQL. */
-static int window_sums(sqlite3 *db, const struct sp_window *w, struct sp_qset *qs, struct hmap *idx)
+static int window_sums(sqlite3 *db, const struct sp_window *w, struct sp_qset *qs, struct qidx *idx)
 {
 	sqlite3_stmt *st;
 	int rc;
@@ -102,7 +170,7 @@ static int window_sums(sqlite3 *db, const struct sp_window *w, struct sp_qset *q
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 		const char *kind = (const char *)sqlite3_column_text(st, 1);
 		struct qkey k = { sqlite3_column_int64(st, 0), sp_qkind_parse(kind) };
-		size_t *ix = hmap_get(idx, &k, 0, NULL);
+		size_t *ix = qidx_get(idx, k.fp_id, k.kind_exec);
 		struct sp_qrow *r;
 		int at = 2;
 
@@ -123,7 +191,7 @@ static int window_sums(sqlite3 *db, const struct sp_window *w, struct sp_qset *q
  * counted. */
 struct plan_groups {
 	struct sp_qset *qs;
-	struct hmap *idx;
+	struct qidx *idx;
 	int64_t last;
 	int have;
 	size_t row[2];  /* last's rows (stmt, exec): index + 1, 0 for none */
@@ -153,7 +221,7 @@ static int plan_group_row(struct plan_groups *g, int more, int64_t fp, const cha
 		 * fp_id of two types sorts apart) */
 		for (int kx = 0; kx < 2; kx++) {
 			struct qkey k = { fp, kx };
-			size_t *ix = hmap_get(g->idx, &k, 0, NULL);
+			size_t *ix = qidx_get(g->idx, k.fp_id, k.kind_exec);
 			struct sp_qrow *r = ix ? &g->qs->rows[*ix - 1] : NULL;
 
 			g->row[kx] = ix ? *ix : 0; /* for the group's end */
@@ -265,7 +333,7 @@ static void plans_free(struct plan_ent *e, size_t n)
  * ("+fp_id": the table read in its order and sorted, not through plans_fp
  * with a seek into the table for each row: 196,797 plans, 0.9 -> 0.2 s of
  * CPU, the order the same). 0, or -1 on ENOMEM. */
-static int load_plans(sqlite3 *db, struct sp_qset *qs, struct hmap *idx)
+static int load_plans(sqlite3 *db, struct sp_qset *qs, struct qidx *idx)
 {
 	struct plan_groups g = { .qs = qs, .idx = idx };
 	struct plan_ent *e;
@@ -337,15 +405,30 @@ static int load_rows(sqlite3 *db, struct sp_qset *qs)
 	return rc == SQLITE_DONE ? 0 : rc == SQLITE_ROW ? Q_NOMEM : Q_SQL;
 }
 
-/* idx: {fp_id, kind_exec} -> {row index + 1, 0}, sized once for qs->n
- * rows (a later row of the same key wins). 0 or Q_NOMEM. */
-static int index_rows(const struct sp_qset *qs, struct hmap *idx)
+/* idx (see struct qidx): v when qs's rows are in the writer's order,
+ * each key once, else the map, sized once for qs->n rows (a later row of
+ * the same key wins). 0 or Q_NOMEM. */
+static int index_rows(const struct sp_qset *qs, struct qidx *idx)
 {
-	if (hmap_reserve(idx, qs->n) < 0)
+	size_t i;
+
+	idx->qs = qs;
+	for (i = 1; i < qs->n; i++)
+		if (sp_qrow_key_cmp(&qs->rows[i - 1], qs->rows[i].fp_id,
+				    qs->rows[i].kind == SP_QK_EXEC) >= 0)
+			break;
+	if (i >= qs->n) {
+		if (!(idx->v = calloc(qs->n ? qs->n : 1, sizeof(*idx->v))))
+			return Q_NOMEM;
+		for (i = 0; i < qs->n; i++)
+			idx->v[i][0] = i + 1;
+		return 0;
+	}
+	if (hmap_reserve(&idx->map, qs->n) < 0)
 		return Q_NOMEM;
-	for (size_t i = 0; i < qs->n; i++) {
+	for (i = 0; i < qs->n; i++) {
 		struct qkey k = { qs->rows[i].fp_id, qs->rows[i].kind == SP_QK_EXEC };
-		size_t *ix = hmap_get(idx, &k, 1, NULL);
+		size_t *ix = hmap_get(&idx->map, &k, 1, NULL);
 
 		if (!ix)
 			return Q_NOMEM;
@@ -385,7 +468,7 @@ static void set_percentiles(struct sp_qrow *r, struct sp_hist *h, const struct s
  * a query's group comes a second time (or its fingerprint goes back),
  * as soon as that is seen. 0, Q_SQL, Q_NOMEM or Q_UNORDERED. */
 static int hist_pass(sqlite3_stmt *hs, const struct sp_window *w, struct sp_qset *qs,
-		     struct hmap *idx, int check)
+		     struct qidx *idx, int check)
 {
 	struct sp_hist *h = NULL;
 	int64_t hfp = 0;
@@ -398,7 +481,7 @@ static int hist_pass(sqlite3_stmt *hs, const struct sp_window *w, struct sp_qset
 
 		if (h && (rc == SQLITE_DONE || fp != hfp || kx != hkx)) {
 			struct qkey k = { hfp, hkx };
-			size_t *ix = hmap_get(idx, &k, 0, NULL);
+			size_t *ix = qidx_get(idx, k.fp_id, k.kind_exec);
 
 			if (ix) {
 				set_percentiles(&qs->rows[ix[0] - 1], h, w);
@@ -443,7 +526,7 @@ static int hist_pass(sqlite3_stmt *hs, const struct sp_window *w, struct sp_qset
  * with a histogram gets ix[1] = 1 in idx, and one without the
  * percentiles of an empty histogram. 0, Q_SQL or Q_NOMEM. */
 static int load_percentiles(sqlite3 *db, const struct sp_window *w, struct sp_qset *qs,
-			    struct hmap *idx)
+			    struct qidx *idx)
 {
 	sqlite3_stmt *hs;
 	struct sp_hist *h;
@@ -476,7 +559,7 @@ static int load_percentiles(sqlite3 *db, const struct sp_window *w, struct sp_qs
 	for (size_t i = 0; i < qs->n; i++) {
 		struct sp_qrow *r = &qs->rows[i];
 		struct qkey k = { r->fp_id, r->kind == SP_QK_EXEC };
-		size_t *ix = hmap_get(idx, &k, 0, NULL);
+		size_t *ix = qidx_get(idx, k.fp_id, k.kind_exec);
 
 		if (ix && ix[1])
 			continue;
@@ -490,7 +573,7 @@ static int load_percentiles(sqlite3 *db, const struct sp_window *w, struct sp_qs
 
 /* Why no plan could be taken, where there is none (profiles before
  * plan_gaps have no such table: nothing to say then). 0 or Q_NOMEM. */
-static int load_plan_gaps(sqlite3 *db, struct sp_qset *qs, struct hmap *idx)
+static int load_plan_gaps(sqlite3 *db, struct sp_qset *qs, struct qidx *idx)
 {
 	sqlite3_stmt *st;
 	int ret = 0;
@@ -504,7 +587,7 @@ static int load_plan_gaps(sqlite3 *db, struct sp_qset *qs, struct hmap *idx)
 	while (!ret && sqlite3_step(st) == SQLITE_ROW)
 		for (int kx = 0; kx < 2; kx++) {
 			struct qkey k = { sqlite3_column_int64(st, 0), kx };
-			size_t *ix = hmap_get(idx, &k, 0, NULL);
+			size_t *ix = qidx_get(idx, k.fp_id, k.kind_exec);
 
 			if (ix && !qs->rows[*ix - 1].plan_gap &&
 			    !(qs->rows[*ix - 1].plan_gap = col_dup(st, 1)))
@@ -516,7 +599,7 @@ static int load_plan_gaps(sqlite3 *db, struct sp_qset *qs, struct hmap *idx)
 
 /* Fold an exec's one statement into the exec's row (see query.h), then
  * drop the rows folded (count set to 0). */
-static void fold_exec_rows(struct sp_qset *qs, struct hmap *idx)
+static void fold_exec_rows(struct sp_qset *qs, struct qidx *idx)
 {
 	size_t j = 0;
 
@@ -525,7 +608,7 @@ static void fold_exec_rows(struct sp_qset *qs, struct hmap *idx)
 		struct qkey k = { e->fp_id, 0 };
 		size_t *ix;
 
-		if (e->kind != SP_QK_EXEC || !(ix = hmap_get(idx, &k, 0, NULL)))
+		if (e->kind != SP_QK_EXEC || !(ix = qidx_get(idx, k.fp_id, k.kind_exec)))
 			continue;
 		t = &qs->rows[*ix - 1];
 		if (t->count != t->nested || t->count > e->count || t->kind != SP_QK_STMT)
@@ -680,7 +763,7 @@ static void load_totals(sqlite3 *db, const struct sp_window *w, struct sp_qset *
 int sp_qset_load_window(sqlite3 *db, const struct sp_window *w, struct sp_qset *qs, char *err,
 			size_t errlen)
 {
-	struct hmap idx; /* {fp_id, kind_exec} -> {row index + 1, has a histogram} */
+	struct qidx idx = { 0 };
 	int rc;
 
 	memset(qs, 0, sizeof(*qs));
@@ -688,7 +771,7 @@ int sp_qset_load_window(sqlite3 *db, const struct sp_window *w, struct sp_qset *
 		w = NULL;
 	if (w)
 		qs->window = *w;
-	hmap_init(&idx, sizeof(struct qkey), 2 * sizeof(size_t));
+	hmap_init(&idx.map, sizeof(struct qkey), 2 * sizeof(size_t));
 	if ((rc = load_rows(db, qs)) < 0 || (rc = index_rows(qs, &idx)) < 0 ||
 	    (w && (rc = window_sums(db, w, qs, &idx)) < 0) ||
 	    (rc = load_percentiles(db, w, qs, &idx)) < 0 ||
@@ -696,7 +779,8 @@ int sp_qset_load_window(sqlite3 *db, const struct sp_window *w, struct sp_qset *
 	    (rc = load_plan_gaps(db, qs, &idx)) < 0)
 		goto fail;
 	fold_exec_rows(qs, &idx);
-	hmap_free(&idx);
+	hmap_free(&idx.map);
+	free(idx.v);
 	for (size_t i = 0; i < qs->n; i++)
 		qs->no_plan += !qs->rows[i].plan && !qs->rows[i].plan_gap;
 	load_totals(db, w, qs);
@@ -706,7 +790,8 @@ fail:
 		snprintf(err, errlen, "out of memory");
 	else
 		snprintf(err, errlen, "corrupt profile: %s", sqlite3_errmsg(db));
-	hmap_free(&idx);
+	hmap_free(&idx.map);
+	free(idx.v);
 	sp_qset_free(qs);
 	return rc == Q_NOMEM ? SP_ERR_NOMEM : SP_ERR_INPUT;
 }

@@ -111,6 +111,15 @@ int sp_qset_sort(struct sp_qset *qs, const char *key);
  * (*perm)[j] before (malloc'd, the caller frees it; NULL when qs is
  * empty). */
 int sp_qset_sort_perm(struct sp_qset *qs, const char *key, size_t **perm);
+/* The order profiles are written in: fp_id ascending, then "exec" before
+ * "stmt". < 0, 0 or > 0 as r's key is before, is or is after {fp_id,
+ * kind_exec}. */
+int sp_qrow_key_cmp(const struct sp_qrow *r, int64_t fp_id, int kind_exec);
+/* The first row of qs (in that order) not before {fp_id, kind_exec}, or
+ * qs->n: searched from cur (the last answer: a walk in key order finds
+ * each next row in a step or two), by doubling steps forward or back,
+ * then halving. */
+size_t sp_qset_seek(const struct sp_qset *qs, int64_t fp_id, int kind_exec, size_t cur);
 
 /* Failed executions of a profile, grouped by query, kind, code, message,
  * process and stack, most frequent first. A statement's failure that is
