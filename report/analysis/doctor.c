@@ -174,12 +174,20 @@ struct dcache {
 	struct hmap dups; /* fp_id of a stmt query -> {samples, repeats, top} */
 	int firsts_loaded;
 	struct hmap firsts; /* {fp_id, kind_exec} -> struct first_ev */
+	int byth_built;
+	struct first_at *byth; /* c->firsts' places, by thread then start */
+	size_t nbyth;
 };
 
 /* A query's first top-level execution (events with flag 16, which every
  * text's first execution has whatever the rate). */
 struct first_ev {
 	int64_t pid, tid, start, wall, rows;
+};
+
+/* Where a query's first execution ran: its thread and start. */
+struct first_at {
+	int64_t pid, tid, start;
 };
 
 static void dcache_load_loops(struct dcache *c)
@@ -722,12 +730,72 @@ static int has_rule(const struct sp_findings *fs, enum sp_rule r, const struct s
 	return 0;
 }
 
+static int first_at_cmp(const void *a, const void *b)
+{
+	const struct first_at *x = a, *y = b;
+
+	if (x->pid != y->pid)
+		return x->pid < y->pid ? -1 : 1;
+	if (x->tid != y->tid)
+		return x->tid < y->tid ? -1 : 1;
+	return (x->start > y->start) - (x->start < y->start);
+}
+
+/* The index in c->byth of the first place not before k (with after: not
+ * before nor equal to k). */
+static size_t first_at_bound(const struct dcache *c, const struct first_at *k, int after)
+{
+	size_t lo = 0, hi = c->nbyth;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		int r = first_at_cmp(&c->byth[mid], k);
+
+		if (r < 0 || (after && !r))
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/* How many queries had their first execution (c->firsts, which first_of
+ * loads) on thread {pid, tid} after from and before to, both excluded.
+ * SIZE_MAX on ENOMEM. */
+static size_t firsts_between(struct dcache *c, int64_t pid, int64_t tid, int64_t from, int64_t to)
+{
+	struct first_at lo = { pid, tid, from }, hi = { pid, tid, to };
+	size_t a, b;
+
+	if (!c->byth_built) {
+		const struct first_ev *e;
+		size_t it = 0;
+
+		c->byth_built = 1;
+		if (!(c->byth = malloc((c->firsts.count ? c->firsts.count : 1) * sizeof(*c->byth))))
+			return SIZE_MAX;
+		while ((e = hmap_next(&c->firsts, &it, NULL)))
+			c->byth[c->nbyth++] = (struct first_at){ e->pid, e->tid, e->start };
+		qsort(c->byth, c->nbyth, sizeof(*c->byth), first_at_cmp);
+	}
+	if (!c->byth)
+		return SIZE_MAX;
+	a = first_at_bound(c, &lo, 1);
+	b = first_at_bound(c, &hi, 0);
+	return b > a ? b - a : 0;
+}
+
 /* 1 if query a (a SELECT reading a table, run >= K times, not already an
  * N+1) is driven by the rows of p, whose first execution fp returned >= K
- * rows: a's first execution started on p's thread while p ran or within
- * LOOP_GAP_NS of its end, and a ran once per row of p, or at least every
- * other row (count between half p's rows and p's rows). */
-#define LOOP_GAP_NS 10000000LL
+ * rows: a's first execution started on p's thread while p ran, or after
+ * p ended with fewer than LOOP_NEXT_FIRSTS other queries run for the first
+ * time on that thread in between, and a ran once per row of p, or at
+ * least every other row (count between half p's rows and p's rows).
+ * Order, not time, after the end: a thread descheduled between its fetch
+ * and its loop (20 ms beside 8 busy loops on its CPU; 10 ms was the
+ * limit) still loops over the rows. LOOP_NEXT_FIRSTS leaves room for the
+ * other lookups of a row (up to 5) and a few more. */
+#define LOOP_NEXT_FIRSTS 8
 static int driven_by(struct dcache *c, const struct sp_qrow *p, const struct first_ev *fp,
 		     const struct sp_qrow *a, const struct sp_doctor_opts *o,
 		     const struct sp_findings *out)
@@ -739,8 +807,11 @@ static int driven_by(struct dcache *c, const struct sp_qrow *p, const struct fir
 	    !reads_table(a) || has_rule(out, SP_RULE_NPLUS1, a))
 		return 0;
 	fa = first_of(c, a);
-	return fa && fa->pid == fp->pid && fa->tid == fp->tid && fa->start >= fp->start &&
-	       fa->start <= fp->start + fp->wall + LOOP_GAP_NS;
+	if (!fa || fa->pid != fp->pid || fa->tid != fp->tid || fa->start < fp->start)
+		return 0;
+	return fa->start <= fp->start + fp->wall ||
+	       firsts_between(c, fp->pid, fp->tid, fp->start + fp->wall, fa->start) <
+		       LOOP_NEXT_FIRSTS;
 }
 
 /* One n-plus-one finding per query run once per row of an outer query p
@@ -797,7 +868,8 @@ static int add_row_loop(const struct sp_qset *qs, const struct sp_qrow *p, const
  * runs back to back and max_run stays 1. Found from exact counts and rows
  * and the first execution of each query (always in events): a lookup
  * whose first execution started on the outer query's thread while it ran
- * (or just after: fetched first, then looped), and that ran once per row.
+ * (or just after: fetched first, then looped; the thread's next queries
+ * first run, whatever the time between), and that ran once per row.
  * A service loop (one request, one outer row) has R = 1; a table-less
  * SELECT is not a lookup.
  */
@@ -902,6 +974,7 @@ static void dcache_free(struct dcache *c)
 	hmap_free(&c->fpschema);
 	hmap_free(&c->dups);
 	hmap_free(&c->firsts);
+	free(c->byth);
 	free(c->rl);
 	for (i = 0; i < c->nptexts; i++)
 		free(c->ptexts[i]);

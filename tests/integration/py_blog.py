@@ -4,6 +4,9 @@ t_doctor_loops.sh. Usage: py_blog.py MODE, MODE one of
 
   blog       fetch 150 posts, then per post the author's name and the
              comment count (two lookups in turn per row: the ORM N+1)
+  pause      blog, with a 50 ms pause between the fetch and the loop:
+             what a thread descheduled there on a loaded machine looks
+             like to the profiler
   slow       per post, the count of its comments with no index on
              comments(post_id): a slow lookup per row, back to back
   service    30 requests 10 ms apart, each reading one post, then its
@@ -41,10 +44,12 @@ def main():
     db = sqlite3.connect(":memory:")
     setup(db, index=mode != "slow")
     s = 0
-    if mode in ("blog", "slow"):
+    if mode in ("blog", "pause", "slow"):
         posts = db.execute("SELECT id, author_id FROM posts ORDER BY id").fetchall()
+        if mode == "pause":
+            time.sleep(0.05)
         for pid, aid in posts:
-            if mode == "blog":
+            if mode != "slow":
                 s += len(db.execute("SELECT name FROM authors WHERE id = ?", (aid,)).fetchone()[0])
             s += db.execute("SELECT count(*) FROM comments WHERE post_id = ?", (pid,)).fetchone()[0]
     elif mode == "service":
@@ -59,7 +64,7 @@ def main():
             s += db.execute("SELECT ? * 2", (pid,)).fetchone()[0]
             s += len(db.execute("SELECT upper(?)", (title,)).fetchone()[0])
     else:
-        sys.exit("usage: py_blog.py blog|slow|service|tableless")
+        sys.exit("usage: py_blog.py blog|pause|slow|service|tableless")
     print(s)
 
 

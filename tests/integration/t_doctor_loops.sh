@@ -5,7 +5,9 @@
 #   comment count), so neither runs back to back (max_run 1): both are
 #   n-plus-one, naming the outer query (before: no finding), in C
 #   (tests/progs/shop.c orm, iterating the outer statement) and in Python
-#   (py_blog.py blog, fetchall first);
+#   (py_blog.py blog, fetchall first), also with a 50 ms pause between the
+#   fetch and the loop (py_blog.py pause: a thread descheduled there at
+#   load 25 on 2 CPUs; before: no finding when the pause passed 10 ms);
 # - a slow lookup per row (19,999 full-scan steps each): n-plus-one
 #   (before: not, the rule wanted a mean under 1 ms);
 # - not flagged: a service loop (30 requests 10 ms apart, each one outer
@@ -37,6 +39,9 @@ r=$(sqlite3 "$TMP/c_orm.db" "SELECT max(max_run) FROM queries WHERE fingerprint 
 doc py_blog "$PYTHON" "$ITDIR/py_blog.py" blog
 flagged py_blog 'SELECT name FROM authors WHERE id = ?' "150 executions, $outer"
 flagged py_blog 'SELECT count(\*) FROM comments WHERE post_id = ?' "150 executions, $outer"
+doc py_pause "$PYTHON" "$ITDIR/py_blog.py" pause
+flagged py_pause 'SELECT name FROM authors WHERE id = ?' "150 executions, $outer"
+flagged py_pause 'SELECT count(\*) FROM comments WHERE post_id = ?' "150 executions, $outer"
 
 doc py_slow "$PYTHON" "$ITDIR/py_blog.py" slow
 flagged py_slow 'SELECT count(\*) FROM comments WHERE post_id = ?' '150 consecutive executions'
