@@ -68,18 +68,19 @@ void sp_agent_qagg_to_row(const struct sp_qagg *q, struct sp_agent_row *r);
 #define SP_AGENT_PID_OTHER 0u
 
 /*
- * Fold the processes pids[n] of c into the row SP_AGENT_PID_OTHER: their
- * counts (executions, goodbyes' executions, losses, messages, untracked
- * steps...) added to it, so that every sum over processes stays exact;
- * their sites, callers, errors and failures by code go to that row with
- * no stack or calling address (their sums per text stay exact: what is
- * lost is where in their code they ran); their stacks, module maps,
- * Python code objects and bound values' hashes go; their sampled
+ * Fold the processes pids[n] of c into the row SP_AGENT_PID_OTHER
+ * (proc-fold.c): their counts (executions, goodbyes' executions, losses,
+ * messages, untracked steps...) added to it, so that every sum over
+ * processes stays exact; their sites, callers, errors and failures by
+ * code go to that row, their stacks and calling addresses translated into
+ * the row's own module map and code objects (each file and code object
+ * once, however many processes had it), so their queries keep where in
+ * their code they ran; their bound values' hashes go, and their sampled
  * executions keep their pid and lose their stack. The caller chooses
  * processes that are over (no connection, statistics or rings, their end
  * known) and did not die (a death stays named). Returns the number
  * folded (0 when out of memory: nothing changed but what was moved
- * whole, sums kept).
+ * whole, sums kept; a stack that could not be translated is none).
  */
 size_t sp_agent_fold_procs(struct sp_coll *c, const uint32_t *pids, size_t n);
 

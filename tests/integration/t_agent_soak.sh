@@ -57,6 +57,22 @@ echo "processes: $rows rows, $pfolded folded, $nproc ran"
 [ "$nproc" -le 12 ] || [ "${pfolded:-0}" -gt 0 ] || fail "meta agent_processes_folded is '$pfolded'"
 "$SQLPROF" report "$TMP/soak.db" | head -1 | grep -q " in $nproc processes" ||
 	fail "report's header: $("$SQLPROF" report "$TMP/soak.db" | head -1), $nproc processes ran"
+# the folded processes keep where their queries ran (their stacks in the
+# row's own module map, proc-fold.c): every execution of the service's
+# query attributed to service.c, none left without a site (before, a
+# folded process's callers lost their address: unattributed)
+"$SQLPROF" report --format json "$TMP/soak.db" >"$TMP/soak-report.json" || fail "report --format json"
+"$PYTHON" - "$TMP/soak-report.json" "$pfolded" <<'EOF2' || fail "the folded processes' sites"
+import json, sys
+d = json.load(open(sys.argv[1]))
+q = [q for q in d["queries"] if q["sql"] == "SELECT ?1 + 1"]
+assert len(q) == 1, [x["sql"] for x in d["queries"]][:5]
+q = q[0]
+on = sum(s["est_count"] for s in q["sites"] if (s["file"] or "").endswith("service.c"))
+print("service's query: %d executions, %d at service.c, %s processes folded"
+      % (q["count"], on, sys.argv[2]))
+assert on == q["count"], q["sites"]
+EOF2
 # every text's totals under a text or its fold: none under an unknown id
 # (a folded text whose process's records went uncounted in snapshots: a
 # snapshot's copy of a growing service's statistics was refused whole)
