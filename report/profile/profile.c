@@ -2057,13 +2057,15 @@ sqlite3 *sp_profile_open(const char *path, char *err, size_t errlen)
 		sqlite3_close(db);
 		return NULL;
 	}
-	/* A page cache of up to 64 MB (SQLite's default 2 MB): the readers
-	 * go through the tables by their fingerprint indexes, and sort plans,
-	 * whose pages were read again and again (pread) and whose sorts went
-	 * to temporary files: the plans of 200,000 fingerprints took 3.9 s,
-	 * with the cache 1.9 s. Pages are taken as read: a small profile
-	 * stays small. */
-	sqlite3_exec(db, "PRAGMA cache_size=-65536", NULL, NULL, NULL);
+	/* A page cache of up to 8 MB (SQLite's default 2 MB): the readers
+	 * go through the tables by their fingerprint indexes, whose pages
+	 * were read again and again (pread). It was 64 MB while the plans
+	 * were sorted by SQLite (its sorts went to temporary files); they are
+	 * sorted in C now, and at 8 MB the outputs are the same with report's
+	 * peak at 200,000 fingerprints 285 -> 226 MB and its system time
+	 * 0.8 -> 0.5 s. Pages are taken as read: a small profile stays
+	 * small. */
+	sqlite3_exec(db, "PRAGMA cache_size=-8192", NULL, NULL, NULL);
 	return db;
 bad:
 	snprintf(err, errlen, "%s: not a sqlprof profile (%s)", path,
