@@ -108,6 +108,7 @@ struct agent {
 	uint64_t fold_epoch; /* agent_fold calls so far */
 	uint64_t snap_epoch; /* fold_epoch when the running snapshot was forked */
 	pid_t snap;          /* the running snapshot, 0: none */
+	FILE *spill;         /* sampled executions (agent_spill), NULL: in memory */
 	/* The processes budget (agent_fold_procs): --max-processes, the
 	 * processes folded into the row of pid 0 so far (kept over restarts)
 	 * and of them those that ran SQL; when each pid was last seen active
@@ -1291,6 +1292,11 @@ static void snapshot_done(struct agent *a, int status)
 	struct stat st;
 	uint8_t *buf;
 
+	/* the spill file is ours again: the folds made meanwhile go in */
+	a->c.spill_shared = 0;
+	if (sp_coll_events_settle(&a->c) < 0)
+		fprintf(stderr, "sqlprof agent: folding sampled executions in their file: %s\n",
+			strerror(errno));
 	if (a->answer_fd < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0 ||
 	    fstat(a->answer_fd, &st) < 0 || (size_t)st.st_size < sizeof(h) ||
 	    pread(a->answer_fd, &h, sizeof(h), 0) != (ssize_t)sizeof(h) ||
@@ -1547,6 +1553,45 @@ static int agent_claim(struct agent *a, const struct agent_opts *o)
 	return -1;
 }
 
+/*
+ * The sampled executions kept one by one (timelines) wait in a file, as
+ * record's do (recording.h: the spill file), not in the agent's memory:
+ * kept there, they doubled its anonymous memory in steps for the first 80
+ * minutes of a service (up to 9.6 MB). The file is unlinked at once (the
+ * page cache holds it), next to the profile, where the agent may write
+ * anyway; else in $TMPDIR. Without either, they stay in memory.
+ */
+static void agent_spill(struct agent *a, size_t max)
+{
+	char dir[PATH_MAX], path[PATH_MAX + 32];
+	const char *tmp = getenv("TMPDIR");
+	const char *slash = strrchr(a->output, '/');
+	int fd = -1;
+
+	if (slash)
+		snprintf(dir, sizeof(dir), "%.*s", (int)(slash - a->output) + (slash == a->output),
+			 a->output);
+	else
+		snprintf(dir, sizeof(dir), ".");
+	for (int i = 0; i < 2 && fd < 0; i++) {
+		const char *d = i == 0 ? dir : tmp && *tmp ? tmp : "/tmp";
+
+		fd = open(d, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+		if (fd < 0) { /* a file system without O_TMPFILE */
+			snprintf(path, sizeof(path), "%s/.sqlprof-events.XXXXXX", d);
+			fd = mkostemp(path, O_CLOEXEC);
+			if (fd >= 0)
+				unlink(path);
+		}
+	}
+	if (fd >= 0 && !(a->spill = fdopen(fd, "w+")))
+		close(fd);
+	if (a->spill)
+		sp_coll_spill(&a->c, a->spill, max);
+	else
+		a->c.events_max = max;
+}
+
 /* The collector (continuing the profile), the socket listening, the
  * signals and --metrics. Returns -1 to go on, else the exit code. */
 static int agent_start(struct agent *a, const struct agent_opts *o)
@@ -1559,9 +1604,9 @@ static int agent_start(struct agent *a, const struct agent_opts *o)
 	sp_live_state_init(&a->ls);
 	a->ls.profile = sp_live_abspath(a->output);
 	a->c.diag = stderr;
-	/* sampled executions kept one by one (timelines), in memory: a
-	 * standing agent keeps the first of them; sites and totals count all */
-	a->c.events_max = 100000;
+	/* sampled executions kept one by one (timelines): a standing agent
+	 * keeps the first of them; sites and totals count all */
+	agent_spill(a, 100000);
 	a->started = (long long)time(NULL);
 	a->first_ns = sp_series_now_ns();
 	a->t0 = sp_srv_mono_ns();
@@ -1628,10 +1673,14 @@ static void agent_tick(struct agent *a)
 	agent_fold(a);
 	agent_fold_procs(a);
 	a->snap_epoch = a->fold_epoch;
+	/* the child reads the spill file while we add to it: neither
+	 * changes what is in it until it ends (snapshot_done) */
+	a->c.spill_shared = 1;
 	a->snap = snapshot(a);
 	if (a->snap < 0) {
 		fprintf(stderr, "sqlprof agent: fork: %s (profile not updated)\n", strerror(errno));
 		a->snap = 0;
+		a->c.spill_shared = 0;
 	}
 }
 
@@ -1805,6 +1854,8 @@ static void agent_free(struct agent *a)
 		close(a->dirfd);
 	sp_srv_close(&a->srv);
 	sp_coll_free(&a->c);
+	if (a->spill)
+		fclose(a->spill);
 	free(a->carried.r);
 	free(a->live.r);
 	free(a->carried_h.r);

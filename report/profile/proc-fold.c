@@ -466,12 +466,9 @@ static int pfold_tables(struct pfold *f)
 	    pfold_map(f, &c->modules, 0, -1, PW_ZERO, NULL, drop_module) < 0 ||
 	    pfold_map(f, &c->pycodes, 0, -1, PW_ZERO, NULL, drop_pycode) < 0)
 		return -1;
-	for (size_t i = 0; i < c->nevents; i++) {
-		uint64_t k = c->events[i].pid;
-
-		if (hmap_get((struct hmap *)f->set, &k, 0, NULL))
-			c->events[i].stack_id = 0;
-	}
+	/* their sampled executions kept (memory, spill file) lose their
+	 * stack: its addresses were in the process's own map */
+	(void)sp_coll_events_unstack(c, f->set);
 	return 0;
 }
 

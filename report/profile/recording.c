@@ -4,7 +4,8 @@
  * profile writer reads besides the structs: processes' deaths and losses,
  * modules changed on disk, N+1 loop buckets, and the spill file of sampled
  * executions. The collector (record/collect*.c) builds the model; these
- * functions only read it (the spill file: also write its batch).
+ * functions only read it (the spill file: also write its batch, and
+ * rewrite the events kept when texts or processes are folded).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -188,6 +189,167 @@ ssize_t sp_coll_spill_read(const struct sp_coll *c, uint64_t i, struct sp_event 
 		off += (size_t)r;
 	}
 	return (ssize_t)(off / sz);
+}
+
+/* Events read, changed and written again at a time: 64 KiB. */
+#define SP_REWRITE_CHUNK (65536 / sizeof(struct sp_event))
+
+/* fn over the spill file's events (the first nspilled - spill_nbatch),
+ * each chunk that changed written back in place. */
+static int rewrite_file(struct sp_coll *c, int (*fn)(struct sp_event *, void *), void *arg)
+{
+	struct sp_event *buf;
+	uint64_t infile = c->nspilled - c->spill_nbatch;
+	int rc = 0;
+
+	if (!infile)
+		return 0;
+	buf = malloc(SP_REWRITE_CHUNK * sizeof(*buf));
+	if (!buf)
+		return -1;
+	for (uint64_t i = 0; i < infile && rc == 0;) {
+		ssize_t n = sp_coll_spill_read(c, i, buf, SP_REWRITE_CHUNK);
+		size_t len, off = 0;
+		int changed = 0;
+
+		if (n <= 0) {
+			rc = n < 0 ? -1 : 0;
+			break;
+		}
+		for (ssize_t k = 0; k < n; k++)
+			changed |= fn(&buf[k], arg);
+		len = (size_t)n * sizeof(*buf);
+		while (changed && off < len) {
+			ssize_t w = pwrite(fileno(c->spill), (char *)buf + off, len - off,
+					   (off_t)(i * sizeof(*buf) + off));
+
+			if (w < 0 && errno == EINTR)
+				continue;
+			if (w <= 0) { /* in place: only an I/O error */
+				rc = -1;
+				break;
+			}
+			off += (size_t)w;
+		}
+		i += (uint64_t)n;
+	}
+	free(buf);
+	return rc;
+}
+
+int sp_coll_events_rewrite(struct sp_coll *c, int (*fn)(struct sp_event *e, void *arg), void *arg)
+{
+	for (size_t i = 0; i < c->nevents; i++)
+		fn(&c->events[i], arg);
+	if (!c->spill || c->spill_shared)
+		return 0;
+	for (size_t i = 0; i < c->spill_nbatch; i++)
+		fn(&c->spill_batch[i], arg);
+	return rewrite_file(c, fn, arg);
+}
+
+static int fold_event(struct sp_event *e, void *arg)
+{
+	const uint64_t *to = hmap_get((struct hmap *)arg, &e->sql_id, 0, NULL);
+
+	if (!to)
+		return 0;
+	e->sql_id = *to;
+	return 1;
+}
+
+static int unstack_event(struct sp_event *e, void *set)
+{
+	uint64_t k = e->pid;
+
+	if (!e->stack_id || !hmap_get(set, &k, 0, NULL))
+		return 0;
+	e->stack_id = 0;
+	return 1;
+}
+
+/* Every entry of from into *to (made on first use): 0, or -1 (ENOMEM). */
+static int pending_add(struct hmap **to, const struct hmap *from)
+{
+	size_t it = 0;
+	const void *k;
+	const void *v;
+
+	if (!*to) {
+		*to = malloc(sizeof(**to));
+		if (!*to)
+			return -1;
+		hmap_init(*to, from->keylen, from->vallen);
+	}
+	while ((v = hmap_next(from, &it, &k))) {
+		void *d = hmap_get(*to, k, 1, NULL);
+
+		if (!d)
+			return -1;
+		memcpy(d, v, from->vallen);
+	}
+	return 0;
+}
+
+int sp_coll_events_fold(struct sp_coll *c, const struct hmap *fold)
+{
+	if (!fold->count || (!c->nevents && !c->nspilled))
+		return 0;
+	if (c->spill && c->spill_shared) { /* a fold is never folded again */
+		sp_coll_events_rewrite(c, fold_event, (void *)fold); /* in memory */
+		return pending_add(&c->spill_remap, fold);
+	}
+	return sp_coll_events_rewrite(c, fold_event, (void *)fold);
+}
+
+int sp_coll_events_unstack(struct sp_coll *c, const struct hmap *pids)
+{
+	if (!pids->count || (!c->nevents && !c->nspilled))
+		return 0;
+	if (c->spill && c->spill_shared) {
+		sp_coll_events_rewrite(c, unstack_event, (void *)pids);
+		return pending_add(&c->spill_unstack, pids);
+	}
+	return sp_coll_events_rewrite(c, unstack_event, (void *)pids);
+}
+
+int sp_coll_event_pending(const struct sp_coll *c, struct sp_event *e)
+{
+	int changed = 0;
+
+	if (c->spill_remap)
+		changed |= fold_event(e, c->spill_remap);
+	if (c->spill_unstack)
+		changed |= unstack_event(e, c->spill_unstack);
+	return changed;
+}
+
+static int pending_event(struct sp_event *e, void *c)
+{
+	return sp_coll_event_pending(c, e);
+}
+
+int sp_coll_events_settle(struct sp_coll *c)
+{
+	int rc = 0;
+
+	if (c->spill_shared)
+		return 0;
+	if (c->spill_remap || c->spill_unstack)
+		rc = sp_coll_events_rewrite(c, pending_event, c);
+	sp_coll_events_forget(c);
+	return rc;
+}
+
+void sp_coll_events_forget(struct sp_coll *c)
+{
+	if (c->spill_remap)
+		hmap_free(c->spill_remap);
+	if (c->spill_unstack)
+		hmap_free(c->spill_unstack);
+	free(c->spill_remap);
+	free(c->spill_unstack);
+	c->spill_remap = c->spill_unstack = NULL;
 }
 
 uint64_t sp_coll_unreported(const struct sp_coll *c, uint64_t *complete)

@@ -299,6 +299,16 @@ struct sp_coll {
 	size_t spill_nbatch;          /* events in spill_batch, the last of nspilled */
 	uint64_t spill_failed;
 	int spill_errno;
+	/* While the agent's snapshot child reads the spill file (the two
+	 * share it), neither changes the events in it (spill_shared set in
+	 * both): what folds would change there is kept pending instead - the
+	 * texts folded (spill_remap: sql_id -> fold id) and the processes
+	 * whose events lose their stack (spill_unstack: pid as uint64_t).
+	 * The writer applies them to the spilled events it reads; the agent
+	 * writes them into the file once the child is done
+	 * (sp_coll_events_settle). NULL: none. */
+	int spill_shared;
+	struct hmap *spill_remap, *spill_unstack;
 	uint64_t records, messages, bad_messages;
 	/* Messages whose descriptor could not be received (MSG_CTRUNC: the
 	 * collector was out of descriptors): applied without it. Of them,
@@ -388,6 +398,27 @@ int sp_coll_spill_flush(struct sp_coll *c);
 /* Read up to n spilled events from index i into out; returns the number
  * read (0 at the end), or -1 (errno). Call sp_coll_spill_flush first. */
 ssize_t sp_coll_spill_read(const struct sp_coll *c, uint64_t i, struct sp_event *out, size_t n);
+/* Change every sampled execution kept, in memory, in the spill batch and
+ * in the spill file (unless spill_shared: then those in memory only):
+ * fn changes *e and returns 1 when it did. Returns 0, or -1 (errno) when
+ * the file could not be read or written again. */
+int sp_coll_events_rewrite(struct sp_coll *c, int (*fn)(struct sp_event *e, void *arg), void *arg);
+/* The texts of fold (sql_id -> fold id, as sp_coll_fold_texts makes it)
+ * folded in the sampled executions kept; with spill_shared, pending for
+ * the spilled ones. Returns 0, or -1 (errno). */
+int sp_coll_events_fold(struct sp_coll *c, const struct hmap *fold);
+/* The sampled executions of the processes in pids (uint64_t keys) lose
+ * their stack, as sp_coll_events_fold. */
+int sp_coll_events_unstack(struct sp_coll *c, const struct hmap *pids);
+/* What is pending applied to e (a spilled event read back): 1 if it
+ * changed. */
+int sp_coll_event_pending(const struct sp_coll *c, struct sp_event *e);
+/* With spill_shared clear: what is pending written into the spill file
+ * and forgotten. Returns 0, or -1 (errno; then it is forgotten all the
+ * same: those events keep their ids). */
+int sp_coll_events_settle(struct sp_coll *c);
+/* What is pending forgotten (a collector's end). */
+void sp_coll_events_forget(struct sp_coll *c);
 /* Executions so far: merged, plus those in statistics still mapped
  * (read live: may be behind by the executions being added). */
 uint64_t sp_coll_executions(const struct sp_coll *c);

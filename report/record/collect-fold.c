@@ -291,12 +291,9 @@ size_t sp_coll_fold_texts(struct sp_coll *c, size_t max, struct hmap *map)
 	    fold_rekey(&c->dupvals, &fold, merge_u64) < 0 ||
 	    fold_rekey(&c->plans, &fold, merge_plan) < 0)
 		goto oom;
-	for (size_t i = 0; i < c->nevents; i++) {
-		const uint64_t *to = hmap_get(&fold, &c->events[i].sql_id, 0, NULL);
-
-		if (to)
-			c->events[i].sql_id = *to;
-	}
+	/* the sampled executions kept, in memory or in the spill file (one
+	 * that could not be written again keeps its text's id: no text) */
+	(void)sp_coll_events_fold(c, &fold);
 	/* the folded texts go */
 	for (size_t i = max; i < n; i++) {
 		struct sp_sql gone;

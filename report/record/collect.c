@@ -121,6 +121,7 @@ void sp_coll_free(struct sp_coll *c)
 	hmap_free(&c->modules);
 	free(c->events);
 	free(c->spill_batch);
+	sp_coll_events_forget(c);
 	while (c->nrings)
 		coll_ring_free(c, c->nrings - 1);
 	free(c->rings);

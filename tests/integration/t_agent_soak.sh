@@ -79,4 +79,18 @@ EOF2
 lost=$(sqlite3 "$TMP/soak.db" "SELECT count(*) FROM agent_queries WHERE sql_id NOT IN
 	(SELECT sql_id FROM statements)")
 [ "$lost" = 0 ] || fail "$lost rows of agent_queries have no text"
+# the sampled executions kept one by one wait in the agent's spill file
+# (agent_spill), where folds rename them too: every event under a text
+# the profile has (a folded text's under its fold), and an event of a
+# process folded into the row of pid 0 without its own stack (that
+# process's addresses are gone with its map)
+ev=$(sqlite3 "$TMP/soak.db" "SELECT count(*) FROM events")
+nofold=$(sqlite3 "$TMP/soak.db" "SELECT count(*) FROM events WHERE sql_id NOT IN
+	(SELECT sql_id FROM statements)")
+nostack=$(sqlite3 "$TMP/soak.db" "SELECT count(*) FROM events WHERE stack_id != 0 AND
+	pid NOT IN (SELECT pid FROM processes)")
+echo "events: $ev kept, $nofold without a text, $nostack of gone processes with a stack"
+[ "$ev" -gt 0 ] || fail "no sampled execution in the profile"
+[ "$nofold" = 0 ] || fail "$nofold events name a text the profile does not have"
+[ "$nostack" = 0 ] || fail "$nostack events of folded processes keep a stack"
 exit 0
