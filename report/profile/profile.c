@@ -1703,8 +1703,21 @@ struct plan_rows {
 	struct sp_rowsrc src; /* first: the callback's argument */
 	struct pw *w;
 	size_t it;
-	int gaps; /* 0: the plans, 1: the gaps */
+	size_t ahead, nahead; /* an iterator nahead plans ahead of it */
+	int gaps;             /* 0: the plans, 1: the gaps */
 };
+
+/* The next plan of c->plans from *it (gaps: of those without one), NULL
+ * at the end; *k its key. */
+static const struct sp_plan *plan_iter(const struct sp_coll *c, size_t *it, int gaps,
+				       const void **k)
+{
+	const struct sp_plan *pl;
+
+	while ((pl = hmap_next(&c->plans, it, k)) && !pl->none != !gaps)
+		;
+	return pl;
+}
 
 static int plan_next(struct sp_rowsrc *src)
 {
@@ -1714,8 +1727,20 @@ static int plan_next(struct sp_rowsrc *src)
 	const void *k;
 	const struct sp_plan *pl;
 
-	while ((pl = hmap_next(&c->plans, &r->it, &k)) && !pl->none != !r->gaps)
-		;
+	/* the plans' texts and their texts' fingerprints are all over
+	 * memory: asked for ROWS_AHEAD plans ahead */
+	while (r->nahead < ROWS_AHEAD) {
+		const struct sp_plan *a = plan_iter(c, &r->ahead, r->gaps, &k);
+
+		if (!a)
+			break;
+		hmap_prefetch(&r->w->fps, k);
+		__builtin_prefetch(a->text);
+		r->nahead++;
+	}
+	pl = plan_iter(c, &r->it, r->gaps, &k);
+	if (r->nahead)
+		r->nahead--;
 	if (!pl)
 		return 0;
 	const uint64_t *pk = k; /* sql_id, hash */
