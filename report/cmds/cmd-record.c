@@ -1171,9 +1171,14 @@ static void print_summary(struct recording *r, const char *where)
 	fprintf(stderr, "; profile in %s\n", where);
 }
 
+/* The model of the last recording, left to the process's exit (see
+ * recording_close). */
+static struct sp_coll left_at_exit;
+
 /* Release everything collector_open (and the runs) made: SIGCHLD back to
  * its default, the wake-up pipe, the socket and the private directory
- * (also when we leave before listening), the buffers and the model. */
+ * (also when we leave before listening), the buffers; the model is left
+ * to the process's exit, which follows. */
 static void recording_close(struct recording *r)
 {
 	signal(SIGCHLD, SIG_DFL);
@@ -1194,7 +1199,15 @@ static void recording_close(struct recording *r)
 	if (r->spill)
 		fclose(r->spill);
 	hmap_free(&r->snap);
-	sp_coll_free(&r->c);
+	/* Freeing the model's blocks one by one took 0.2 s at 200,000
+	 * fingerprints (1.2 M of them, then glibc consolidating its free
+	 * lists), after the profile was written: main returns our status
+	 * next, and the exit frees it all at once. Kept in a static, so
+	 * that a leak checker (valgrind, LeakSanitizer) sees it in use,
+	 * not lost; an earlier one, if any, is freed. */
+	sp_coll_free(&left_at_exit);
+	left_at_exit = r->c;
+	memset(&r->c, 0, sizeof(r->c));
 }
 
 /*
