@@ -1200,8 +1200,8 @@ static void recording_close(struct recording *r)
 		fclose(r->spill);
 	hmap_free(&r->snap);
 	/* Freeing the model's blocks one by one took 0.2 s at 200,000
-	 * fingerprints (1.2 M of them, then glibc consolidating its free
-	 * lists), after the profile was written: main returns our status
+	 * fingerprints (about a million of them, then glibc consolidating
+	 * its free lists), after the profile was written: main returns our status
 	 * next, and the exit frees it all at once. Kept in a static, so
 	 * that a leak checker (valgrind, LeakSanitizer) sees it in use,
 	 * not lost; an earlier one, if any, is freed. */
