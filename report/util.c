@@ -224,6 +224,19 @@ void *hmap_get(struct hmap *m, const void *key, int create, int *created)
 	}
 }
 
+void hmap_prefetch(const struct hmap *m, const void *key)
+{
+	uintptr_t s, end;
+
+	if (!m->cap)
+		return;
+	s = (uintptr_t)SLOT(m, sp_hash_bytes(key, m->keylen) & (m->cap - 1));
+	/* each cache line of the slot: its value is read too (a query's
+	 * 192 bytes) */
+	for (end = s + m->stride, s &= ~(uintptr_t)63; s < end; s += 64)
+		__builtin_prefetch((const void *)s);
+}
+
 int hmap_del(struct hmap *m, const void *key, void *val)
 {
 	size_t i, j, mask = m->cap - 1;

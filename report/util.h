@@ -51,6 +51,10 @@ int hmap_reserve(struct hmap *m, size_t n);
 /* Find key; with create, insert a zeroed value when missing (*created=1).
  * Returns the value or NULL (missing, or ENOMEM on create). */
 void *hmap_get(struct hmap *m, const void *key, int create, int *created);
+/* Ask the cache for the slot key would be looked up in first: a lookup
+ * in a big map is a cache miss, and issued some lookups ahead it
+ * overlaps theirs. Changes nothing; the map may still change before. */
+void hmap_prefetch(const struct hmap *m, const void *key);
 /* Remove key, its value copied to val (may be NULL) first. 1 when it was
  * there, else 0. Entries move (backward shift): pointers into m and
  * iterators over it are no longer valid. */

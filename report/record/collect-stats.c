@@ -92,23 +92,6 @@ int sp_coll_stats_add(struct sp_coll *c, uint32_t pid, int fd, const struct sp_r
 	return 0;
 }
 
-/* The offset in [0, size) of a writer's address, when it names a whole
- * record of type type and len bytes inside a published part of a chunk;
- * else SIZE_MAX. used[]: each chunk's published length, as read. */
-static size_t stats_ref(uint64_t addr, uint64_t base, const uint32_t *used, uint32_t nchunks,
-			size_t len)
-{
-	uint64_t off = addr - base, ci, in;
-
-	if (!addr || addr < base || off % 8)
-		return SIZE_MAX;
-	ci = off / SP_STATS_CHUNK;
-	in = off % SP_STATS_CHUNK;
-	if (ci == 0 || ci >= nchunks || in < sizeof(struct sp_stats_chunk) || in + len > used[ci])
-		return SIZE_MAX;
-	return (size_t)off;
-}
-
 /* Copy a referenced record out, checking its header. 0 or -1. */
 static int stats_get(const uint8_t *map, size_t off, uint16_t type, void *out, size_t len)
 {
@@ -169,13 +152,71 @@ struct merge {
 	struct sp_proc conv; /* the image's clock, for to_ns */
 	const uint8_t *map;
 	struct sp_stats_hdr h;
-	uint32_t *used, nchunks; /* each chunk's published length, read once */
-	struct hmap started;     /* sql_id -> executions started - ended (mod 2^32) */
+	/* each chunk's published length, read once, when first needed
+	 * (chunk_used; UNREAD before) */
+	uint32_t *used, nchunks;
+	struct hmap started; /* sql_id -> executions started - ended (mod 2^32) */
 	/* chunks before dropped were let go of (c->stats_drop); cur is being
 	 * merged; [ref_lo, ref_hi) holds the chunks outside [dropped, cur]
 	 * read by a reference since */
 	uint32_t dropped, cur, ref_lo, ref_hi;
 };
+
+#define UNREAD UINT32_MAX
+
+/* Chunk ci read outside [dropped, cur]: let go of with the next batch
+ * (merge_drop). */
+static void merge_touched(struct merge *mg, uint32_t ci)
+{
+	if (ci >= mg->dropped && ci <= mg->cur)
+		return;
+	if (mg->ref_hi == 0 || ci < mg->ref_lo)
+		mg->ref_lo = ci;
+	if (ci + 1 > mg->ref_hi)
+		mg->ref_hi = ci + 1;
+}
+
+/* The published length of chunk ci (1 <= ci < nchunks), 0 when it is not
+ * one, read from its header the first time. Read as the chunks are merged
+ * or referred to, not in a pass of their own before: reading a header maps
+ * the whole chunk (the kernel's fault-around: 64 KB), and at 200,000
+ * fingerprints that pass faulted in all 512 MB of the statistics once more
+ * (8,000 page faults) only for them to be let go of again. */
+static uint32_t chunk_used(struct merge *mg, uint32_t ci)
+{
+	const struct sp_stats_chunk *ch;
+	uint32_t u;
+
+	if (mg->used[ci] != UNREAD)
+		return mg->used[ci];
+	ch = (const void *)(mg->map + (size_t)ci * SP_STATS_CHUNK);
+	u = __atomic_load_n(&ch->used, __ATOMIC_ACQUIRE);
+	if (ch->magic != SP_CHUNK_MAGIC || u < sizeof(*ch) || u > SP_STATS_CHUNK || u % 8) {
+		if (ch->magic || u)
+			mg->p->stats_bad++;
+		u = 0;
+	}
+	mg->used[ci] = u;
+	merge_touched(mg, ci);
+	return u;
+}
+
+/* The offset in [0, size) of a writer's address, when it names a whole
+ * record of type type and len bytes inside a published part of a chunk;
+ * else SIZE_MAX. */
+static size_t stats_ref(struct merge *mg, uint64_t addr, size_t len)
+{
+	uint64_t base = mg->h.base, off = addr - base, ci, in;
+
+	if (!addr || addr < base || off % 8)
+		return SIZE_MAX;
+	ci = off / SP_STATS_CHUNK;
+	in = off % SP_STATS_CHUNK;
+	if (ci == 0 || ci >= mg->nchunks || in < sizeof(struct sp_stats_chunk) ||
+	    in + len > chunk_used(mg, (uint32_t)ci))
+		return SIZE_MAX;
+	return (size_t)off;
+}
 
 /* The text of a placeholder query (SP_SQL_UNATTRIBUTED, SP_SQL_FOLDED),
  * made the first time it is met. */
@@ -223,15 +264,10 @@ static void merge_header(struct merge *mg)
  * block), copied into out; 0, or -1 (not a record of that type there). */
 static int merge_ref(struct merge *mg, uint64_t addr, uint16_t type, void *out, size_t len)
 {
-	size_t off = stats_ref(addr, mg->h.base, mg->used, mg->nchunks, len);
-	uint32_t ci = (uint32_t)(off / SP_STATS_CHUNK);
+	size_t off = stats_ref(mg, addr, len);
 
-	if (off != SIZE_MAX && (ci < mg->dropped || ci > mg->cur)) {
-		if (mg->ref_hi == 0 || ci < mg->ref_lo)
-			mg->ref_lo = ci;
-		if (ci + 1 > mg->ref_hi)
-			mg->ref_hi = ci + 1;
-	}
+	if (off != SIZE_MAX)
+		merge_touched(mg, (uint32_t)(off / SP_STATS_CHUNK));
 	return stats_get(mg->map, off, type, out, len);
 }
 
@@ -460,43 +496,57 @@ static void merge_query(struct merge *mg, const uint8_t *rec)
 		merge_hist(mg, q, &a, db_ns, qk.kind);
 }
 
-/* Each chunk's published length into mg->used (0: not one). 0, or -1
- * (ENOMEM). Reading a chunk's header maps the whole chunk (the kernel's
- * fault-around: 64 KB): with c->stats_drop they are let go of again 64 at
- * a time, or the whole mapping was resident at once before anything was
- * merged (511 MB of the collector's peak 696 MB at 200,000 fingerprints). */
-static int chunk_lengths(struct merge *mg)
+/* The QUERY records a chunk holds at most. */
+#define CHUNK_QUERIES (SP_STATS_CHUNK / sizeof(struct sp_agg_query) + 1)
+/* How many records ahead of the one merged its look-ups are prefetched
+ * (merge_prefetch): the first stage this far, the second half of it. */
+#define MERGE_AHEAD 8
+
+/*
+ * Start the look-ups the QUERY record at rec will make (merge_query) in
+ * two stages: stage 0 the slots of its query and its text, stage 1 (the
+ * text's slot in the cache by then) those of its fingerprint's histogram
+ * and its caller. Hints only, read from a whole record: nothing is
+ * trusted or changed. At 200,000 fingerprints these look-ups are cache
+ * misses in maps of 30 to 200 MB, and one at a time they were half the
+ * merge's time.
+ */
+static void merge_prefetch(struct merge *mg, const uint8_t *rec, int stage)
 {
-	uint32_t ci, from = 1;
+	struct sp_coll *c = mg->c;
+	uint64_t sql_id, caller;
+	uint32_t kind;
+	struct qkey qk;
 
-	mg->used = calloc(mg->nchunks ? mg->nchunks : 1, sizeof(*mg->used));
-	if (!mg->used)
-		return -1;
-	for (ci = 1; ci < mg->nchunks; ci++) {
-		const struct sp_stats_chunk *ch =
-			(const void *)(mg->map + (size_t)ci * SP_STATS_CHUNK);
-		uint32_t u = __atomic_load_n(&ch->used, __ATOMIC_ACQUIRE);
+	memcpy(&sql_id, rec + offsetof(struct sp_agg_query, sql_id), sizeof(sql_id));
+	memcpy(&kind, rec + offsetof(struct sp_agg_query, kind), sizeof(kind));
+	qk = (struct qkey){ sql_id, kind > SP_KIND_EXEC ? SP_KIND_STMT : kind };
+	if (stage == 0) {
+		hmap_prefetch(&c->queries, &qk);
+		hmap_prefetch(&c->sqls, &sql_id);
+	} else {
+		const struct sp_sql *sq = hmap_get(&c->sqls, &sql_id, 0, NULL);
 
-		if (ch->magic != SP_CHUNK_MAGIC || u < sizeof(*ch) || u > SP_STATS_CHUNK || u % 8) {
-			if (ch->magic || u)
-				mg->p->stats_bad++;
-			u = 0;
+		memcpy(&caller, rec + offsetof(struct sp_agg_query, caller), sizeof(caller));
+		if (sq && sq->fp_id) {
+			uint64_t fk[2] = { sq->fp_id, qk.kind };
+
+			hmap_prefetch(&c->fphists, fk);
 		}
-		mg->used[ci] = u;
-		if (mg->c->stats_drop && (ci + 1 - from >= 64 || ci + 1 == mg->nchunks)) {
-			(void)madvise((void *)(mg->map + (size_t)from * SP_STATS_CHUNK),
-				      (size_t)(ci + 1 - from) * SP_STATS_CHUNK, MADV_DONTNEED);
-			from = ci + 1;
+		if (caller && qk.kind == SP_KIND_STMT) {
+			uint64_t ck[4] = { sql_id, SP_KIND_STMT, mg->pid, caller };
+
+			hmap_prefetch(&c->callers, ck);
 		}
 	}
-	return 0;
 }
 
-/* The records of chunk ci, the QUERY records merged. */
+/* The records of chunk ci, the QUERY records merged: found first, then
+ * merged in their order with the look-ups of those ahead started. */
 static void merge_chunk(struct merge *mg, uint32_t ci)
 {
 	const uint8_t *cb = mg->map + (size_t)ci * SP_STATS_CHUNK;
-	uint32_t used = mg->used[ci];
+	uint32_t used = chunk_used(mg, ci), at[CHUNK_QUERIES], n = 0, i;
 	size_t off = sizeof(struct sp_stats_chunk);
 
 	while (used && off + sizeof(struct sp_rec_hdr) <= used) {
@@ -507,11 +557,23 @@ static void merge_chunk(struct merge *mg, uint32_t ci)
 			mg->p->stats_bad++;
 			break;
 		}
-		if (rh.type == SP_AGG_QUERY && rh.len == sizeof(struct sp_agg_query))
-			merge_query(mg, cb + off);
+		if (rh.type == SP_AGG_QUERY && rh.len == sizeof(struct sp_agg_query) &&
+		    n < CHUNK_QUERIES)
+			at[n++] = (uint32_t)off;
 		else if (rh.type == SP_AGG_QUERY)
 			mg->p->stats_bad++; /* a query record of another length */
 		off += rh.len;
+	}
+	for (i = 0; i < n && i < MERGE_AHEAD; i++)
+		merge_prefetch(mg, cb + at[i], 0);
+	for (i = 0; i < n && i < MERGE_AHEAD / 2; i++)
+		merge_prefetch(mg, cb + at[i], 1);
+	for (i = 0; i < n; i++) {
+		if (i + MERGE_AHEAD < n)
+			merge_prefetch(mg, cb + at[i + MERGE_AHEAD], 0);
+		if (i + MERGE_AHEAD / 2 < n)
+			merge_prefetch(mg, cb + at[i + MERGE_AHEAD / 2], 1);
+		merge_query(mg, cb + at[i]);
 	}
 }
 
@@ -538,8 +600,10 @@ void sp_coll_stats_merge(struct sp_coll *c, uint32_t pid, const void *mapv, size
 		return;
 	}
 	merge_header(&mg);
-	if (chunk_lengths(&mg) < 0)
+	mg.used = malloc((mg.nchunks ? mg.nchunks : 1) * sizeof(*mg.used));
+	if (!mg.used)
 		return;
+	memset(mg.used, 0xff, (mg.nchunks ? mg.nchunks : 1) * sizeof(*mg.used)); /* UNREAD */
 	hmap_init(&mg.started, sizeof(uint64_t), sizeof(uint32_t));
 	for (ci = 1; ci < mg.nchunks; ci++) {
 		mg.cur = ci;
