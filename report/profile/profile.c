@@ -1618,8 +1618,8 @@ static int write_events(struct pw *w)
 				nin = (size_t)r;
 				at = 0;
 			}
-			e = &spilled[at];
-			sp_coll_event_pending(c, &spilled[at++]);
+			sp_coll_event_pending(c, &spilled[at]); /* folds since */
+			e = &spilled[at++];
 		}
 		fi = hmap_get(&w->fps, &e->sql_id, 0, NULL);
 		if (sp_evins_add(&x, e, fi ? fi->fp_id : 0) < 0)

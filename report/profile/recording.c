@@ -291,26 +291,30 @@ static int pending_add(struct hmap **to, const struct hmap *from)
 	return 0;
 }
 
+/* fn(arg) over the events kept; while the file is shared, arg's entries
+ * kept pending in *pending for the spilled ones instead. */
+static int events_change(struct sp_coll *c, int (*fn)(struct sp_event *, void *),
+			 const struct hmap *arg, struct hmap **pending)
+{
+	int rc;
+
+	if (!arg->count || (!c->nevents && !c->nspilled))
+		return 0;
+	rc = sp_coll_events_rewrite(c, fn, (void *)arg);
+	if (c->spill && c->spill_shared) /* only those in memory were */
+		rc = pending_add(pending, arg);
+	return rc;
+}
+
 int sp_coll_events_fold(struct sp_coll *c, const struct hmap *fold)
 {
-	if (!fold->count || (!c->nevents && !c->nspilled))
-		return 0;
-	if (c->spill && c->spill_shared) { /* a fold is never folded again */
-		sp_coll_events_rewrite(c, fold_event, (void *)fold); /* in memory */
-		return pending_add(&c->spill_remap, fold);
-	}
-	return sp_coll_events_rewrite(c, fold_event, (void *)fold);
+	/* a fold is never folded again: one level of names */
+	return events_change(c, fold_event, fold, &c->spill_remap);
 }
 
 int sp_coll_events_unstack(struct sp_coll *c, const struct hmap *pids)
 {
-	if (!pids->count || (!c->nevents && !c->nspilled))
-		return 0;
-	if (c->spill && c->spill_shared) {
-		sp_coll_events_rewrite(c, unstack_event, (void *)pids);
-		return pending_add(&c->spill_unstack, pids);
-	}
-	return sp_coll_events_rewrite(c, unstack_event, (void *)pids);
+	return events_change(c, unstack_event, pids, &c->spill_unstack);
 }
 
 int sp_coll_event_pending(const struct sp_coll *c, struct sp_event *e)
